@@ -1,0 +1,116 @@
+import AsyncHTTPClient
+import HaulCore
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+
+/// The real transport: AsyncHTTPClient, streaming. Its response body applies backpressure, so a
+/// slow disk slows the socket instead of filling memory (DESIGN rule 6).
+public final class AsyncHTTPTransport: HTTPTransport {
+    public struct Configuration: Sendable, Hashable {
+        public var connectTimeout: Duration
+        /// No byte for this long means the connection is dead; the download retries.
+        public var readTimeout: Duration
+        public var maxRedirects: Int
+
+        public init(connectTimeout: Duration = .seconds(30), readTimeout: Duration = .seconds(60), maxRedirects: Int = 10) {
+            self.connectTimeout = connectTimeout
+            self.readTimeout = readTimeout
+            self.maxRedirects = maxRedirects
+        }
+    }
+
+    let client: HTTPClient
+
+    public init(configuration: Configuration = .init()) {
+        var config = HTTPClient.Configuration()
+        config.redirectConfiguration = .follow(max: configuration.maxRedirects, allowCycles: false)
+        config.timeout = .init(connect: .init(configuration.connectTimeout), read: .init(configuration.readTimeout))
+        config.decompression = .disabled
+        config.httpVersion = .automatic
+        self.client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: config)
+    }
+
+    public func shutdown() async {
+        try? await client.shutdown()
+    }
+
+    public func send(_ plan: RequestPlan) async throws -> (ResponseHead, any ResponseBodyStream) {
+        var request = HTTPClientRequest(url: plan.url.absoluteString)
+        request.method = .GET
+        for field in plan.allHeaders { request.headers.add(name: field.name, value: field.value) }
+        if !request.headers.contains(name: "User-Agent") { request.headers.add(name: "User-Agent", value: "haul/0.1") }
+        do {
+            let response = try await client.execute(request, deadline: .distantFuture)
+            var headers = HTTPHeaderList()
+            for (name, value) in response.headers { headers.add(name: name, value: value) }
+            let head = ResponseHead(status: Int(response.status.code), headers: headers,
+                                    url: response.url?.absoluteString ?? plan.url.absoluteString)
+            return (head, AsyncHTTPBody(response.body.makeAsyncIterator(), url: plan.url.absoluteString))
+        } catch {
+            throw Self.classify(error, url: plan.url.absoluteString)
+        }
+    }
+
+    /// Names the cause in the user's terms and says whether retrying can help (via the code).
+    static func classify(_ error: any Error, url: String) -> HaulError {
+        if let error = error as? HaulError { return error }
+        if error is CancellationError { return HaulError(.interrupted, "\(url): stopped") }
+        if let error = error as? HTTPClientError {
+            switch error {
+            case .redirectLimitReached, .redirectCycleDetected:
+                return HaulError(.tooManyRedirects, "\(url): too many redirects", cause: "\(error)")
+            case .readTimeout:
+                return HaulError(.network, "\(url): no data received before the read timeout", cause: "\(error)")
+            case .connectTimeout:
+                return HaulError(.network, "\(url): connection timed out", cause: "\(error)")
+            case .remoteConnectionClosed:
+                return HaulError(.network, "\(url): connection closed by the server", cause: "\(error)")
+            case .cancelled:
+                return HaulError(.interrupted, "\(url): stopped")
+            case .invalidURL, .emptyHost, .emptyScheme:
+                return HaulError(.badURL, "\(url): \(error)", cause: "\(error)")
+            default:
+                return HaulError(.network, "\(url): \(error)", cause: "\(error)")
+            }
+        }
+        if let error = error as? NIOConnectionError {
+            return HaulError(.network, "\(url): cannot connect", cause: "\(error.dnsAAAAError.map { "\($0)" } ?? "") \(error.connectionErrors.map { "\($0.error)" }.joined(separator: ", "))")
+        }
+        if let error = error as? IOError {
+            return HaulError(.network, "\(url): \(error.description)", cause: "\(error)")
+        }
+        if let error = error as? NIOSSLError {
+            return HaulError(.network, "\(url): TLS failed: \(error)", cause: "\(error)")
+        }
+        return HaulError(.network, "\(url): \(error)", cause: String(reflecting: error))
+    }
+}
+
+/// The body of one response. Read by one runner, in order.
+final class AsyncHTTPBody: ResponseBodyStream, @unchecked Sendable {
+    private var iterator: HTTPClientResponse.Body.AsyncIterator
+    private let url: String
+
+    init(_ iterator: HTTPClientResponse.Body.AsyncIterator, url: String) {
+        self.iterator = iterator
+        self.url = url
+    }
+
+    func next() async throws -> (any ByteChunk)? {
+        do {
+            return try await iterator.next()
+        } catch {
+            throw AsyncHTTPTransport.classify(error, url: url)
+        }
+    }
+}
+
+extension ByteBuffer: ByteChunk {
+    public var count: Int { readableBytes }
+
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try withUnsafeReadableBytes(body)
+    }
+}

@@ -1,0 +1,89 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import HaulCore
+
+/// The files of a download on disk: `NAME.part` while bytes arrive, `NAME` once verified
+/// (DESIGN rule 4). Every path is built from the record's directory and a sanitised name, so
+/// nothing is ever written outside the destination directory.
+enum DestinationFiles {
+    static let partSuffix = ".part"
+
+    static func finalPath(_ record: DownloadRecord) -> String? {
+        record.fileName.map { join(record.request.directory, $0) }
+    }
+
+    static func partPath(_ record: DownloadRecord) -> String? {
+        finalPath(record).map { $0 + partSuffix }
+    }
+
+    static func join(_ directory: String, _ name: String) -> String {
+        directory.hasSuffix("/") ? directory + name : directory + "/" + name
+    }
+
+    /// Size of a regular file, nil when missing.
+    static func size(_ path: String) -> Int64? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return Int64(info.st_size)
+    }
+
+    static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0
+    }
+
+    /// Creates the directory and its parents, like `mkdir -p`.
+    static func makeDirectory(_ path: String) throws {
+        var info = stat()
+        if stat(path, &info) == 0 {
+            guard (info.st_mode & S_IFMT) == S_IFDIR else {
+                throw HaulError(.fileSystem, "destination \(path) is not a directory")
+            }
+            return
+        }
+        let (parent, _) = splitParent(path)
+        if let parent, parent != path { try makeDirectory(parent) }
+        if mkdir(path, 0o755) != 0 && errno != EEXIST {
+            throw FileSystemErrors.error(errno, "cannot create directory", path)
+        }
+    }
+
+    static func splitParent(_ path: String) -> (String?, String) {
+        var trimmed = Substring(path)
+        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed.removeLast() }
+        guard let slash = trimmed.lastIndex(of: "/") else { return (nil, String(trimmed)) }
+        let parent = trimmed[..<slash]
+        return (parent.isEmpty ? "/" : String(parent), String(trimmed[trimmed.index(after: slash)...]))
+    }
+
+    /// Moves the verified `.part` to its final name without replacing anything already there:
+    /// `link` fails on an existing name where `rename` would silently overwrite it.
+    static func publish(part: String, final: String) throws {
+        if link(part, final) == 0 {
+            unlink(part)
+        } else {
+            let linkError = errno
+            if linkError == EEXIST { throw HaulError(.fileExists, "\(final) already exists; the download stays in \(part)") }
+            // File systems without hard links: check, then rename.
+            guard !exists(final) else { throw HaulError(.fileExists, "\(final) already exists; the download stays in \(part)") }
+            guard rename(part, final) == 0 else { throw FileSystemErrors.error(errno, "cannot rename \(part) to", final) }
+        }
+        syncDirectory(of: final)
+    }
+
+    /// Makes a rename durable: the directory entry lives in the directory, not the file.
+    static func syncDirectory(of path: String) {
+        let (parent, _) = splitParent(path)
+        let descriptor = open(parent ?? ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        fsync(descriptor)
+        close(descriptor)
+    }
+
+    static func remove(_ path: String) {
+        unlink(path)
+    }
+}

@@ -1,0 +1,282 @@
+import HaulCore
+import HaulStore
+
+/// The public face of the engine: a persistent queue of downloads, at most
+/// `maxConcurrentDownloads` running at once, each driven by its own state machine.
+///
+/// ```swift
+/// let manager = try await DownloadManager(configuration: .init(stateDirectory: dir))
+/// let record = try await manager.add(DownloadRequest(url: RemoteURL(text), destination: .directory(dir)))
+/// for await event in manager.events(for: record.id) { ... }
+/// ```
+public actor DownloadManager {
+    public struct Configuration: Sendable {
+        /// Where the SQLite store lives (`haul.sqlite` inside).
+        public var stateDirectory: String
+        public var maxConcurrentDownloads: Int
+        /// How often, while bytes flow, data is fsynced and the offset committed: the most a
+        /// crash can cost (DESIGN rule 2).
+        public var checkpointInterval: Duration
+        /// How often progress events are emitted per download.
+        public var progressInterval: Duration
+        public var retry: RetryPolicy
+        public var http: AsyncHTTPTransport.Configuration
+
+        public init(
+            stateDirectory: String,
+            maxConcurrentDownloads: Int = 3,
+            checkpointInterval: Duration = .seconds(1),
+            progressInterval: Duration = .milliseconds(250),
+            retry: RetryPolicy = .init(),
+            http: AsyncHTTPTransport.Configuration = .init()
+        ) {
+            self.stateDirectory = stateDirectory
+            self.maxConcurrentDownloads = maxConcurrentDownloads
+            self.checkpointInterval = checkpointInterval
+            self.progressInterval = progressInterval
+            self.retry = retry
+            self.http = http
+        }
+    }
+
+    private struct Active {
+        var task: Task<Void, Never>
+        var stop: StopSignal
+    }
+
+    public let configuration: Configuration
+    private let store: any DownloadStore
+    private let transport: any HTTPTransport
+    private let ownedTransport: AsyncHTTPTransport?
+    private let ownedStore: SQLiteDownloadStore?
+    private let clock: any HaulClock
+    private let names: FileNameClaims
+    private let hub = EventHub()
+    private var maxConcurrent: Int
+    private var active: [DownloadID: Active] = [:]
+    /// Waiting records, highest priority first, then oldest first.
+    private var pending: [DownloadRecord] = []
+    private var idleWaiters: [CheckedContinuation<Void, Never>] = []
+    private var isShuttingDown = false
+
+    /// Opens (creating if needed) the SQLite store in `configuration.stateDirectory` and uses
+    /// AsyncHTTPClient. Call `shutdown()` when done.
+    public init(configuration: Configuration) async throws {
+        try DestinationFiles.makeDirectory(configuration.stateDirectory)
+        let store = try await SQLiteDownloadStore.open(path: DestinationFiles.join(configuration.stateDirectory, "haul.sqlite"))
+        let transport = AsyncHTTPTransport(configuration: configuration.http)
+        self.init(configuration: configuration, store: store, transport: transport, clock: ClockAdapter(ContinuousClock()),
+                  ownedTransport: transport, ownedStore: store)
+    }
+
+    /// Injects every dependency: tests use their own store, transport or clock.
+    public init(configuration: Configuration, store: any DownloadStore, transport: any HTTPTransport, clock: any HaulClock) {
+        self.init(configuration: configuration, store: store, transport: transport, clock: clock, ownedTransport: nil, ownedStore: nil)
+    }
+
+    private init(
+        configuration: Configuration, store: any DownloadStore, transport: any HTTPTransport, clock: any HaulClock,
+        ownedTransport: AsyncHTTPTransport?, ownedStore: SQLiteDownloadStore?
+    ) {
+        self.configuration = configuration
+        self.store = store
+        self.transport = transport
+        self.clock = clock
+        self.names = FileNameClaims(store: store)
+        self.maxConcurrent = max(1, configuration.maxConcurrentDownloads)
+        self.ownedTransport = ownedTransport
+        self.ownedStore = ownedStore
+    }
+
+    // MARK: Events
+
+    /// Every download's events from now on.
+    public nonisolated func events() -> AsyncStream<DownloadEvent> { hub.stream() }
+
+    /// One download's events from now on.
+    public nonisolated func events(for id: DownloadID) -> AsyncStream<DownloadEvent> { hub.stream(filter: id) }
+
+    // MARK: Queue
+
+    /// Adds a download, or picks up the existing one for the same URL and destination: a
+    /// paused, failed or interrupted one resumes from its checkpoint; a running or queued one
+    /// is not started twice; a completed one whose file is intact is reported complete.
+    @discardableResult
+    public func add(_ request: DownloadRequest) async throws -> DownloadRecord {
+        guard request.directory.hasPrefix("/") else {
+            throw HaulError(.usage, "destination directory must be an absolute path: \(request.directory)")
+        }
+        if let existing = try await store.record(matching: request) {
+            return try await readd(existing, request: request)
+        }
+        var record = DownloadRecord(id: .random(), request: request, createdAt: WallClock.secondsSince1970())
+        try await names.checkExplicit(record)
+        record.status = .queued
+        try await store.save(record)
+        enqueue(record)
+        return record
+    }
+
+    private func readd(_ existing: DownloadRecord, request: DownloadRequest) async throws -> DownloadRecord {
+        if active[existing.id] != nil || pending.contains(where: { $0.id == existing.id }) { return existing }
+        var record = existing
+        record.request = request
+        if record.status == .completed {
+            if let path = DestinationFiles.finalPath(record), let size = DestinationFiles.size(path),
+               record.expectedLength == nil || record.expectedLength == size {
+                hub.publish(DownloadEvent(id: record.id, kind: .alreadyComplete(path: path)))
+                return record
+            }
+            // The finished file is gone or changed: fetch it again.
+            record = DownloadRecord(id: record.id, request: request, createdAt: record.createdAt)
+            try await names.checkExplicit(record)
+        }
+        record.status = .queued
+        record.error = nil
+        try await store.save(record)
+        enqueue(record)
+        return record
+    }
+
+    /// Puts back in the queue what was queued or running when the last process stopped.
+    public func restore() async throws {
+        for record in try await store.records(status: nil) where record.status.resumesAfterRestart {
+            if active[record.id] == nil, !pending.contains(where: { $0.id == record.id }) {
+                enqueue(record)
+            }
+        }
+    }
+
+    public func pause(_ id: DownloadID) async throws {
+        var record = try await existing(id)
+        if let running = active[id] {
+            running.stop.request(.paused)
+            running.task.cancel()
+            return
+        }
+        guard !record.status.isTerminal else { return }
+        pending.removeAll { $0.id == id }
+        record.status = .paused
+        try await store.save(record)
+        hub.publish(DownloadEvent(id: id, kind: .paused))
+        signalIdleIfNeeded()
+    }
+
+    public func resume(_ id: DownloadID) async throws {
+        let record = try await existing(id)
+        guard record.status == .paused || record.status == .failed else { return }
+        _ = try await readd(record, request: record.request)
+    }
+
+    /// Stops the download and deletes its partial data; the record is kept as removed.
+    public func cancel(_ id: DownloadID) async throws {
+        try await remove(id, deleteFile: false)
+    }
+
+    /// Stops the download if it runs, deletes its `.part`, and the completed file too when
+    /// `deleteFile` is true.
+    public func remove(_ id: DownloadID, deleteFile: Bool) async throws {
+        var record = try await existing(id)
+        if let running = active[id] {
+            running.stop.request(.removed)
+            running.task.cancel()
+            await running.task.value
+            record = try await existing(id)
+        }
+        pending.removeAll { $0.id == id }
+        if let part = DestinationFiles.partPath(record) { DestinationFiles.remove(part) }
+        if deleteFile, record.status == .completed, let path = DestinationFiles.finalPath(record) { DestinationFiles.remove(path) }
+        await names.release(directory: record.request.directory, name: record.fileName)
+        record.status = .removed
+        try await store.save(record)
+        hub.publish(DownloadEvent(id: id, kind: .removed))
+        signalIdleIfNeeded()
+    }
+
+    public func record(_ id: DownloadID) async throws -> DownloadRecord? {
+        try await store.record(id)
+    }
+
+    public func records(status: DownloadStatus? = nil) async throws -> [DownloadRecord] {
+        try await store.records(status: status)
+    }
+
+    public func setMaxConcurrentDownloads(_ count: Int) {
+        maxConcurrent = max(1, count)
+        schedule()
+    }
+
+    /// Returns once nothing is running or queued in this process.
+    public func waitUntilIdle() async {
+        if active.isEmpty && pending.isEmpty { return }
+        await withCheckedContinuation { idleWaiters.append($0) }
+    }
+
+    /// Checkpoints every running download and stops it with its status left as running, so the
+    /// next start resumes it; then releases the store and the HTTP client.
+    public func shutdown() async {
+        isShuttingDown = true
+        pending.removeAll()
+        let running = active.values
+        for download in running {
+            download.stop.request(.running)
+            download.task.cancel()
+        }
+        for download in running { await download.task.value }
+        hub.finishAll()
+        await ownedTransport?.shutdown()
+        try? await ownedStore?.close()
+        signalIdleIfNeeded()
+    }
+
+    // MARK: Scheduling
+
+    private func existing(_ id: DownloadID) async throws -> DownloadRecord {
+        guard let record = try await store.record(id), record.status != .removed else {
+            throw HaulError(.notFound, "no download with id \(id)")
+        }
+        return record
+    }
+
+    private func enqueue(_ record: DownloadRecord) {
+        let index = pending.firstIndex { $0.request.priority < record.request.priority } ?? pending.endIndex
+        pending.insert(record, at: index)
+        hub.publish(DownloadEvent(id: record.id, kind: .queued))
+        schedule()
+    }
+
+    private func schedule() {
+        while !isShuttingDown, active.count < maxConcurrent, !pending.isEmpty {
+            start(pending.removeFirst())
+        }
+        signalIdleIfNeeded()
+    }
+
+    private func start(_ record: DownloadRecord) {
+        let stop = StopSignal()
+        let runner = DownloadRunner(
+            store: store, transport: transport, clock: clock, names: names,
+            checkpointInterval: configuration.checkpointInterval, progressInterval: configuration.progressInterval,
+            policy: configuration.retry, stop: stop, emit: { [hub] in hub.publish($0) })
+        let task = Task {
+            let final = await runner.run(record)
+            await self.finished(final)
+        }
+        active[record.id] = Active(task: task, stop: stop)
+    }
+
+    private func finished(_ record: DownloadRecord) async {
+        active[record.id] = nil
+        if record.status != .completed {
+            await names.release(directory: record.request.directory, name: record.fileName)
+        }
+        schedule()
+    }
+
+    private func signalIdleIfNeeded() {
+        guard active.isEmpty, pending.isEmpty else { return }
+        let waiters = idleWaiters
+        idleWaiters = []
+        for waiter in waiters { waiter.resume() }
+    }
+}

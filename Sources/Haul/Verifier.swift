@@ -1,0 +1,63 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Crypto
+import HaulCore
+import NIOPosix
+
+/// Checks a finished `.part` before it may take its final name: its length against what the
+/// server announced and its digest against the user's `--checksum` (DESIGN rule 4).
+enum Verifier {
+    static func verify(path: String, expectedLength: Int64?, checksum: Checksum?, url: RemoteURL) async -> HaulError? {
+        guard let size = DestinationFiles.size(path) else {
+            return HaulError(.fileSystem, "\(path) disappeared before it could be verified")
+        }
+        if let expectedLength, size != expectedLength {
+            return HaulError(.lengthMismatch, "\(url): got \(size) bytes, expected \(expectedLength)")
+        }
+        guard let checksum else { return nil }
+        do {
+            let digest = try await NIOThreadPool.singleton.runIfActive { try hexDigest(of: path, algorithm: checksum.algorithm) }
+            guard digest == checksum.hex else {
+                return HaulError(.checksumMismatch, "\(url): \(checksum.algorithm.rawValue) is \(digest), expected \(checksum.hex)")
+            }
+            return nil
+        } catch let error as HaulError {
+            return error
+        } catch {
+            return HaulError(.fileSystem, "cannot read \(path) to verify it", cause: "\(error)")
+        }
+    }
+
+    static func hexDigest(of path: String, algorithm: Checksum.Algorithm) throws -> String {
+        switch algorithm {
+        case .sha256: try digest(of: path, using: SHA256())
+        case .sha1: try digest(of: path, using: Insecure.SHA1())
+        case .md5: try digest(of: path, using: Insecure.MD5())
+        }
+    }
+
+    static func digest<H: HashFunction>(of path: String, using hasher: H) throws -> String {
+        var hasher = hasher
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw FileSystemErrors.error(errno, "cannot open", path) }
+        defer { close(descriptor) }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let count = read(descriptor, buffer.baseAddress, buffer.count)
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw FileSystemErrors.error(errno, "cannot read", path)
+            }
+            if count == 0 { break }
+            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+        }
+        return hasher.finalize().map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined()
+    }
+}

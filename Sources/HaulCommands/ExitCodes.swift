@@ -1,0 +1,33 @@
+import HaulCore
+
+/// The documented exit statuses of `haul`. Scripts depend on them: never renumber.
+public enum ExitCodes {
+    public static let success: Int32 = 0
+    /// Something Haul did not expect.
+    public static let `internal`: Int32 = 1
+    /// Bad arguments, a malformed URL or an unsupported scheme.
+    public static let usage: Int32 = 2
+    /// The server answered with an error (404, 403, a 5xx that outlasted the retries), or broke
+    /// the protocol (a wrong Content-Range, too many redirects).
+    public static let http: Int32 = 3
+    /// The network failed and the retries ran out (refused, reset, timed out).
+    public static let network: Int32 = 4
+    /// The file's length or checksum is wrong.
+    public static let verification: Int32 = 5
+    /// Disk full, permission denied, destination exists, unreadable state database.
+    public static let fileSystem: Int32 = 6
+    /// Stopped by Ctrl-C or SIGTERM after checkpointing; run the same command again to resume.
+    public static let interrupted: Int32 = 130
+
+    public static func code(for error: HaulError) -> Int32 {
+        switch error.code {
+        case .usage, .badURL, .unsupportedScheme: usage
+        case .httpStatus, .badResponse, .tooManyRedirects: http
+        case .network: network
+        case .lengthMismatch, .checksumMismatch: verification
+        case .fileSystem, .diskFull, .fileExists, .store: fileSystem
+        case .interrupted, .cancelled: interrupted
+        default: `internal`
+        }
+    }
+}

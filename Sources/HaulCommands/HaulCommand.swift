@@ -1,0 +1,64 @@
+import ArgumentParser
+import Foundation
+import HaulCore
+
+/// `haul`: the root command. `run` is the whole program; `main.swift` only calls it.
+public struct HaulCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "haul",
+        abstract: "Resumable downloads that never corrupt.",
+        discussion: """
+            Exit codes: 0 success, 1 internal error, 2 bad usage or URL, 3 HTTP error, \
+            4 network failure after retries, 5 length or checksum mismatch, 6 file-system error, \
+            130 interrupted (run the same command again to resume).
+            """,
+        version: "0.1.0",
+        subcommands: [GetCommand.self]
+    )
+
+    public init() {}
+
+    /// The whole program: runs and exits with the status.
+    public static func runAndExit() async -> Never {
+        Foundation.exit(await run())
+    }
+
+    /// Parses `arguments`, runs the command and returns the exit status. Usage errors exit 2
+    /// with ArgumentParser's message, so every kind of bad input has its own status.
+    public static func run(arguments: [String] = Array(CommandLine.arguments.dropFirst())) async -> Int32 {
+        ProcessSignals.ignoreFileSizeAndPipeSignals()
+        do {
+            var command = try parseAsRoot(arguments)
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+            return ExitCodes.success
+        } catch let exit as CommandExit {
+            return exit.status
+        } catch {
+            let status = exitCode(for: error)
+            if status == .success {
+                print(fullMessage(for: error))
+                return ExitCodes.success
+            }
+            FileHandle.standardError.write(Data(("haul: " + fullMessage(for: error) + "\n").utf8))
+            return ExitCodes.usage
+        }
+    }
+}
+
+/// Ends a command with a status after it has printed its own messages.
+struct CommandExit: Error {
+    var status: Int32
+}
+
+enum ProcessSignals {
+    /// A file-size limit must surface as EFBIG (a clear "disk full" error), not kill the process;
+    /// a closed pipe as EPIPE.
+    static func ignoreFileSizeAndPipeSignals() {
+        signal(SIGXFSZ, SIG_IGN)
+        signal(SIGPIPE, SIG_IGN)
+    }
+}

@@ -1,0 +1,200 @@
+import Foundation
+import Haul
+import HaulCore
+
+/// Everything `haul get` tells the user: progress (redrawn in place on a terminal, a plain line
+/// every few seconds otherwise, JSON lines with `--json`, nothing with `--quiet`), one result
+/// line per download, and one error line per failure naming the URL and the cause.
+final class Reporter {
+    enum Mode { case terminal, plain, json, quiet }
+
+    struct Line {
+        var name: String
+        var url: String
+        var progress = Progress(completed: 0, total: nil, bytesPerSecond: 0)
+        var state = "queued"
+    }
+
+    let mode: Mode
+    private var lines: [DownloadID: Line] = [:]
+    private var order: [DownloadID] = []
+    private var drawnLines = 0
+    private var lastDraw = Date.distantPast
+    private let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+
+    init(mode: Mode) {
+        self.mode = mode
+    }
+
+    var drawInterval: TimeInterval { mode == .terminal ? 0.2 : 5 }
+
+    func track(_ record: DownloadRecord) {
+        if lines[record.id] == nil { order.append(record.id) }
+        lines[record.id] = Line(name: record.fileName ?? record.request.url.lastPathComponent ?? record.request.url.absoluteString,
+                                url: record.request.url.absoluteString,
+                                progress: Progress(completed: record.completedLength, total: record.expectedLength, bytesPerSecond: 0))
+    }
+
+    func handle(_ event: DownloadEvent) {
+        guard var line = lines[event.id] else { return }
+        if mode == .json { emitJSON(event, line: line) }
+        switch event.kind {
+        case .queued: line.state = "queued"
+        case .started: line.state = "running"
+        case .progress(let progress):
+            line.progress = progress
+            line.state = "running"
+        case .retrying(let attempt, let delay, let error):
+            line.state = "retry \(attempt) in \(ByteFormatting.duration(delay.secondsValue))"
+            if mode == .plain || mode == .terminal { message("\(line.url): \(error.message); retrying in \(String(format: "%.1f", delay.secondsValue)) s") }
+        case .restarted(let reason):
+            if mode == .plain || mode == .terminal { message("\(line.url): \(reason)") }
+        case .paused, .interrupted:
+            line.state = "stopped"
+            if mode != .json { message("\(line.url): stopped at \(ByteFormatting.size(line.progress.completed)); run the same command again to resume") }
+        case .completed(let path):
+            line.state = "done"
+            line.name = (path as NSString).lastPathComponent
+            if let total = line.progress.total { line.progress.completed = total }
+            if mode != .json && mode != .quiet { result("saved \(path) (\(ByteFormatting.size(line.progress.completed)))") }
+        case .alreadyComplete(let path):
+            line.state = "done"
+            if mode != .json && mode != .quiet { result("already complete: \(path); nothing to download") }
+        case .failed(let error):
+            line.state = "failed"
+            if mode != .json { failure(url: nil, error) }
+        case .removed:
+            line.state = "removed"
+        }
+        lines[event.id] = line
+        draw(force: event.isFinal)
+    }
+
+    /// One line on stderr for a failure, whatever the mode (errors are never silenced).
+    func failure(url: String?, _ error: HaulError) {
+        let text = url.map { error.description.contains($0) ? error.description : "\($0): \(error.description)" } ?? error.description
+        if mode == .json {
+            writeJSON(["event": "error", "code": .string(error.code.rawValue), "message": .string(text)])
+        }
+        message(text)
+    }
+
+    func finish() {
+        draw(force: true)
+    }
+
+    // MARK: Output
+
+    private func message(_ text: String) {
+        clear()
+        FileHandle.standardError.write(Data("haul: \(text)\n".utf8))
+    }
+
+    private func result(_ text: String) {
+        clear()
+        FileHandle.standardError.write(Data("\(text)\n".utf8))
+    }
+
+    private func clear() {
+        guard mode == .terminal, drawnLines > 0 else { return }
+        FileHandle.standardError.write(Data((String(repeating: "\u{1B}[1A\u{1B}[2K", count: drawnLines) + "\r").utf8))
+        drawnLines = 0
+    }
+
+    private func draw(force: Bool) {
+        guard mode == .terminal || mode == .plain else { return }
+        let now = Date()
+        guard force || now.timeIntervalSince(lastDraw) >= drawInterval else { return }
+        lastDraw = now
+        let visible = order.compactMap { lines[$0] }.filter { $0.state != "done" && $0.state != "failed" && $0.state != "removed" }
+        if mode == .terminal {
+            clear()
+            let text = visible.map(render).joined(separator: "\n")
+            if !text.isEmpty { FileHandle.standardError.write(Data((text + "\n").utf8)) }
+            drawnLines = visible.count
+        } else if !force {
+            for line in visible where line.state == "running" {
+                FileHandle.standardError.write(Data((render(line) + "\n").utf8))
+            }
+        }
+    }
+
+    func render(_ line: Line) -> String {
+        let progress = line.progress
+        let percent = progress.fraction.map { String(format: "%5.1f%%", $0 * 100) } ?? "    ?"
+        let size = progress.total.map { "\(ByteFormatting.size(progress.completed)) / \(ByteFormatting.size($0))" }
+            ?? ByteFormatting.size(progress.completed)
+        let eta = progress.secondsRemaining.map { "ETA " + ByteFormatting.duration($0) } ?? ""
+        let state = line.state == "running" ? "" : " [\(line.state)]"
+        return "\(line.name.prefix(40))  \(percent)  \(size)  \(ByteFormatting.speed(progress.bytesPerSecond))  \(eta)\(state)"
+    }
+
+    // MARK: JSON
+
+    private func emitJSON(_ event: DownloadEvent, line: Line) {
+        var object: [String: JSONValue] = ["id": .string(event.id.rawValue), "url": .string(line.url)]
+        switch event.kind {
+        case .queued: object["event"] = "queued"
+        case .started(let offset):
+            object["event"] = "started"
+            object["offset"] = .int(offset)
+        case .progress(let progress):
+            object["event"] = "progress"
+            object["completed"] = .int(progress.completed)
+            object["total"] = progress.total.map(JSONValue.int) ?? .null
+            object["bytesPerSecond"] = .double(progress.bytesPerSecond.rounded())
+        case .retrying(let attempt, let delay, let error):
+            object["event"] = "retrying"
+            object["attempt"] = .int(Int64(attempt))
+            object["delaySeconds"] = .double(delay.secondsValue)
+            object["message"] = .string(error.message)
+        case .restarted(let reason):
+            object["event"] = "restarted"
+            object["message"] = .string(reason)
+        case .paused: object["event"] = "paused"
+        case .interrupted: object["event"] = "interrupted"
+        case .completed(let path):
+            object["event"] = "completed"
+            object["path"] = .string(path)
+        case .alreadyComplete(let path):
+            object["event"] = "already-complete"
+            object["path"] = .string(path)
+        case .failed(let error):
+            object["event"] = "failed"
+            object["code"] = .string(error.code.rawValue)
+            object["message"] = .string(error.description)
+        case .removed: object["event"] = "removed"
+        }
+        writeJSON(object)
+    }
+
+    private func writeJSON(_ object: [String: JSONValue]) {
+        guard let data = try? encoder.encode(object) else { return }
+        FileHandle.standardOutput.write(data + Data("\n".utf8))
+    }
+}
+
+/// The few JSON shapes the event lines use.
+enum JSONValue: Encodable, ExpressibleByStringLiteral {
+    case string(String), int(Int64), double(Double), null
+
+    init(stringLiteral value: String) { self = .string(value) }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .string(let value): try container.encode(value)
+        case .int(let value): try container.encode(value)
+        case .double(let value): try container.encode(value)
+        case .null: try container.encodeNil()
+        }
+    }
+}
+
+extension Duration {
+    var secondsValue: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}

@@ -1,0 +1,53 @@
+/// A digest the user expects the finished file to have (`--checksum sha-256=HEX`). Checked
+/// before the `.part` file is renamed, so a wrong file never appears under the final name.
+public struct Checksum: Hashable, Codable, Sendable, CustomStringConvertible {
+    public enum Algorithm: String, Hashable, Codable, Sendable, CaseIterable {
+        case sha256 = "sha-256"
+        case sha1 = "sha-1"
+        case md5 = "md5"
+
+        var hexLength: Int {
+            switch self {
+            case .sha256: 64
+            case .sha1: 40
+            case .md5: 32
+            }
+        }
+    }
+
+    public var algorithm: Algorithm
+    /// Lowercase hex.
+    public var hex: String
+
+    public init(algorithm: Algorithm, hex: String) {
+        self.algorithm = algorithm
+        self.hex = hex.lowercased()
+    }
+
+    /// Parses `sha-256=HEX` (also `sha256=`, `sha1=`, `md5=`, any case).
+    public init(parsing text: String) throws(HaulError) {
+        let parts = text.split(separator: "=", maxSplits: 1)
+        guard parts.count == 2 else {
+            throw HaulError(.usage, "checksum must look like sha-256=HEX, got '\(text)'")
+        }
+        let name = parts[0].lowercased().replacingOccurrences(of: "-", with: "")
+        guard let algorithm = Algorithm.allCases.first(where: {
+            $0.rawValue.replacingOccurrences(of: "-", with: "") == name
+        }) else {
+            throw HaulError(.usage, "unknown checksum algorithm '\(parts[0])' (use sha-256, sha-1 or md5)")
+        }
+        let hex = parts[1].lowercased()
+        guard hex.count == algorithm.hexLength, hex.allSatisfy({ $0.isHexDigit }) else {
+            throw HaulError(.usage, "\(algorithm.rawValue) checksum must be \(algorithm.hexLength) hex digits")
+        }
+        self.init(algorithm: algorithm, hex: hex)
+    }
+
+    public var description: String { "\(algorithm.rawValue)=\(hex)" }
+}
+
+extension String {
+    func replacingOccurrences(of target: String, with replacement: String) -> String {
+        split(separator: target, omittingEmptySubsequences: false).joined(separator: replacement)
+    }
+}

@@ -1,0 +1,49 @@
+/// Everything Haul persists about one download: the request, where it stands, and the facts
+/// learned from the server that make a safe resume possible (final URL, validator, length).
+/// `segments[i].written` is only ever stored after those bytes were fsynced (DESIGN rule 2).
+public struct DownloadRecord: Hashable, Codable, Sendable {
+    public var id: DownloadID
+    public var request: DownloadRequest
+    public var status: DownloadStatus
+    /// The final file's name inside `request.directory`, fixed by the first response (or `-o`).
+    public var fileName: String?
+    /// The URL that answered last, after redirects.
+    public var finalURL: String?
+    public var validator: EntityValidator?
+    /// Length of the whole remote entity, once known.
+    public var totalLength: Int64?
+    public var segments: [Segment]
+    /// Why it failed, when it did.
+    public var error: HaulError?
+    /// Seconds since 1970, set by whoever creates the record (the core reads no clock).
+    public var createdAt: Int64
+
+    public init(id: DownloadID, request: DownloadRequest, createdAt: Int64) {
+        self.id = id
+        self.request = request
+        self.status = .queued
+        self.fileName = request.fileName
+        self.segments = [Segment(start: request.range?.start ?? 0, end: request.range?.end)]
+        self.createdAt = createdAt
+    }
+
+    /// Bytes of this download on disk, as far as the record knows.
+    public var completedLength: Int64 { segments.reduce(0) { $0 + $1.written } }
+
+    /// Bytes this download will have when complete, once known.
+    public var expectedLength: Int64? {
+        var sum: Int64 = 0
+        for segment in segments {
+            guard let length = segment.length else { return nil }
+            sum += length
+        }
+        return sum
+    }
+
+    /// Forgets every byte and fact about the remote entity: it changed, or the server cannot resume.
+    mutating func resetEntity() {
+        validator = nil
+        totalLength = nil
+        segments = [Segment(start: request.range?.start ?? 0, end: request.range?.end)]
+    }
+}

@@ -1,0 +1,72 @@
+/// What a user asks for: which URL, where it goes, and the options that shape the transfer.
+/// Two requests with the same `identity` are the same download, so running a command again
+/// resumes it instead of starting a second copy.
+public struct DownloadRequest: Hashable, Codable, Sendable {
+    public enum Destination: Hashable, Codable, Sendable {
+        /// Into this directory, named by the server or the URL.
+        case directory(String)
+        /// Exactly this path.
+        case file(String)
+    }
+
+    public var url: RemoteURL
+    /// Absolute directory the file (and its `.part`) lives in.
+    public var directory: String
+    /// The name the user chose (`-o`), else nil: the name then comes from the response.
+    public var fileName: String?
+    /// Only these bytes of the remote file (`--range`).
+    public var range: ByteRange?
+    public var checksum: Checksum?
+    /// Extra request headers (`-H`).
+    public var headers: HTTPHeaderList
+    /// Tries per stretch without progress; nil takes the manager's default.
+    public var maxAttempts: Int?
+    /// Higher runs first.
+    public var priority: Int
+
+    public init(
+        url: RemoteURL,
+        destination: Destination,
+        range: ByteRange? = nil,
+        checksum: Checksum? = nil,
+        headers: HTTPHeaderList = [:],
+        maxAttempts: Int? = nil,
+        priority: Int = 0
+    ) throws(HaulError) {
+        self.url = url
+        switch destination {
+        case .directory(let path):
+            self.directory = path
+            self.fileName = nil
+        case .file(let path):
+            let (directory, name) = PathSplit.split(path)
+            guard let name else { throw HaulError(.usage, "output path '\(path)' names a directory, not a file") }
+            guard FileNameSanitizer.sanitize(name) == name else {
+                throw HaulError(.usage, "output file name '\(name)' is not allowed")
+            }
+            self.directory = directory
+            self.fileName = name
+        }
+        self.range = range
+        self.checksum = checksum
+        self.headers = headers
+        self.maxAttempts = maxAttempts
+        self.priority = priority
+    }
+
+    /// The fields that make two requests the same download.
+    public var identity: String {
+        [url.absoluteString, directory, fileName ?? "", range?.description ?? ""].joined(separator: "\u{1F}")
+    }
+}
+
+enum PathSplit {
+    /// Splits "dir/name" into ("dir", "name"); a bare name goes in ".". A trailing slash means no name.
+    static func split(_ path: String) -> (directory: String, name: String?) {
+        guard let slash = path.lastIndex(of: "/") else { return (".", path.isEmpty ? nil : path) }
+        let name = String(path[path.index(after: slash)...])
+        var directory = String(path[..<slash])
+        if directory.isEmpty { directory = "/" }
+        return (directory, name.isEmpty ? nil : name)
+    }
+}

@@ -1,0 +1,58 @@
+/// Ordered header fields with case-insensitive lookup; the transport-neutral form the core reads.
+public struct HTTPHeaderList: Hashable, Codable, Sendable, Sequence, ExpressibleByDictionaryLiteral {
+    public struct Field: Hashable, Codable, Sendable {
+        public var name: String
+        public var value: String
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    public private(set) var fields: [Field]
+
+    public init(_ fields: [Field] = []) { self.fields = fields }
+
+    public init(dictionaryLiteral elements: (String, String)...) {
+        self.fields = elements.map { Field(name: $0.0, value: $0.1) }
+    }
+
+    public mutating func add(name: String, value: String) {
+        fields.append(Field(name: name, value: value))
+    }
+
+    /// Replaces every field of that name with one value.
+    public mutating func replace(name: String, value: String) {
+        remove(name: name)
+        add(name: name, value: value)
+    }
+
+    public mutating func remove(name: String) {
+        let lowered = name.lowercased()
+        fields.removeAll { $0.name.lowercased() == lowered }
+    }
+
+    public func contains(_ name: String) -> Bool { self[name] != nil }
+
+    /// The first value of a field, trimmed.
+    public subscript(name: String) -> String? {
+        let lowered = name.lowercased()
+        return fields.first { $0.name.lowercased() == lowered }?.value.trimmingSpaces()
+    }
+
+    public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
+}
+
+/// The part of an HTTP response the core decides on: status and headers, no body.
+public struct ResponseHead: Hashable, Sendable {
+    public var status: Int
+    public var headers: HTTPHeaderList
+    /// The URL that answered, after redirects.
+    public var url: String
+
+    public init(status: Int, headers: HTTPHeaderList, url: String) {
+        self.status = status
+        self.headers = headers
+        self.url = url
+    }
+}

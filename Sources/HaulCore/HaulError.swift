@@ -1,0 +1,70 @@
+/// The one error type of Haul: a stable machine-readable `code`, a one-line human message and an
+/// optional underlying cause. The CLI maps codes to exit statuses and the daemon to HTTP statuses,
+/// so the code is API: add codes, never rename them.
+public struct HaulError: Error, Hashable, Codable, Sendable, CustomStringConvertible {
+    public struct Code: RawRepresentable, Hashable, Codable, Sendable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// Invalid arguments or options.
+        public static let usage = Code(rawValue: "usage")
+        /// A URL that cannot be parsed.
+        public static let badURL = Code(rawValue: "bad-url")
+        /// A scheme other than http or https.
+        public static let unsupportedScheme = Code(rawValue: "unsupported-scheme")
+        /// The server answered with an error status that retrying will not fix.
+        public static let httpStatus = Code(rawValue: "http-status")
+        /// The server broke the protocol in a way that could corrupt the file (a `Content-Range`
+        /// that is not what was asked for, a range past the end).
+        public static let badResponse = Code(rawValue: "bad-response")
+        /// More redirects than allowed, or a redirect loop.
+        public static let tooManyRedirects = Code(rawValue: "too-many-redirects")
+        /// Connection refused, reset, DNS, TLS, timeouts: after the retries ran out.
+        public static let network = Code(rawValue: "network")
+        /// The file's length is not what the server announced.
+        public static let lengthMismatch = Code(rawValue: "length-mismatch")
+        /// The file's digest is not the one the user gave.
+        public static let checksumMismatch = Code(rawValue: "checksum-mismatch")
+        /// Reading or writing the destination or the state directory failed.
+        public static let fileSystem = Code(rawValue: "file-system")
+        /// No space left, or the file-size limit was hit.
+        public static let diskFull = Code(rawValue: "disk-full")
+        /// The destination exists and belongs to someone else.
+        public static let fileExists = Code(rawValue: "file-exists")
+        /// Stopped by a signal or a shutdown before finishing.
+        public static let interrupted = Code(rawValue: "interrupted")
+        /// Cancelled by the user.
+        public static let cancelled = Code(rawValue: "cancelled")
+        /// No download with that id.
+        public static let notFound = Code(rawValue: "not-found")
+        /// The state store failed or is unreadable.
+        public static let store = Code(rawValue: "store")
+        /// A bug: something Haul did not expect.
+        public static let `internal` = Code(rawValue: "internal")
+
+        /// Failures that another attempt may not repeat.
+        public var isTransient: Bool {
+            [Code.network, .httpStatus, .badResponse, .lengthMismatch].contains(self)
+        }
+    }
+
+    public var code: Code
+    public var message: String
+    /// The HTTP status that caused it, when one did.
+    public var httpStatus: Int?
+    /// A description of the underlying error, for logs and `--json`.
+    public var cause: String?
+
+    public init(_ code: Code, _ message: String, httpStatus: Int? = nil, cause: String? = nil) {
+        self.code = code
+        self.message = message
+        self.httpStatus = httpStatus
+        self.cause = cause
+    }
+
+    public var description: String {
+        guard let cause, !cause.isEmpty, !message.contains(cause) else { return message }
+        return "\(message) (\(cause))"
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import HaulCore
+import SQLiteNIO
+
+/// Maps a `DownloadRecord` to a row of `downloads` and back.
+struct RecordRow {
+    static let columns = [
+        "id", "identity", "url", "directory", "requested_name", "range_start", "range_end", "checksum", "headers",
+        "max_attempts", "priority", "status", "file_name", "final_url", "etag", "last_modified", "total_length",
+        "segments", "completed_length", "error_code", "error_message", "error_http_status", "error_cause",
+        "created_at", "updated_at",
+    ]
+
+    static let upsertSQL: String = {
+        let placeholders = Array(repeating: "?", count: columns.count).joined(separator: ", ")
+        let updates = columns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
+        return "INSERT INTO downloads (\(columns.joined(separator: ", "))) VALUES (\(placeholders)) "
+            + "ON CONFLICT(id) DO UPDATE SET \(updates)"
+    }()
+
+    let binds: [SQLiteData]
+
+    init(_ record: DownloadRecord) {
+        let request = record.request
+        binds = [
+            .text(record.id.rawValue),
+            .text(request.identity),
+            .text(request.url.absoluteString),
+            .text(request.directory),
+            Self.text(request.fileName),
+            Self.integer(request.range?.start),
+            Self.integer(request.range?.end),
+            Self.text(request.checksum?.description),
+            .text(Self.encodeHeaders(request.headers)),
+            Self.integer(request.maxAttempts.map(Int64.init)),
+            .integer(SQLiteInt64(request.priority)),
+            .text(record.status.rawValue),
+            Self.text(record.fileName),
+            Self.text(record.finalURL),
+            Self.text(record.validator?.etag),
+            Self.text(record.validator?.lastModified),
+            Self.integer(record.totalLength),
+            .text(SegmentCoding.encode(record.segments)),
+            .integer(SQLiteInt64(record.completedLength)),
+            Self.text(record.error?.code.rawValue),
+            Self.text(record.error?.message),
+            Self.integer(record.error?.httpStatus.map(Int64.init)),
+            Self.text(record.error?.cause),
+            .integer(SQLiteInt64(record.createdAt)),
+            .integer(SQLiteInt64(Date().timeIntervalSince1970)),
+        ]
+    }
+
+    static func decode(_ row: SQLiteRow) throws -> DownloadRecord {
+        func string(_ name: String) -> String? { row.column(name)?.string }
+        func int(_ name: String) -> Int64? { row.column(name)?.integer.map(Int64.init) }
+        guard let id = string("id"), let url = string("url"), let directory = string("directory"),
+              let statusText = string("status"), let status = DownloadStatus(rawValue: statusText),
+              let segmentText = string("segments"), let segments = SegmentCoding.decode(segmentText) else {
+            throw HaulError(.store, "unreadable download row \(row)")
+        }
+        let range = int("range_start").map { ByteRange(start: $0, end: int("range_end")) }
+        let checksum = try string("checksum").map { try Checksum(parsing: $0) }
+        let destination: DownloadRequest.Destination =
+            string("requested_name").map { .file(DestinationPath.join(directory, $0)) } ?? .directory(directory)
+        let request = try DownloadRequest(
+            url: RemoteURL(url), destination: destination, range: range, checksum: checksum,
+            headers: decodeHeaders(string("headers") ?? "[]"), maxAttempts: int("max_attempts").map(Int.init),
+            priority: Int(int("priority") ?? 0))
+        var record = DownloadRecord(id: DownloadID(rawValue: id), request: request, createdAt: int("created_at") ?? 0)
+        record.status = status
+        record.fileName = string("file_name")
+        record.finalURL = string("final_url")
+        if string("etag") != nil || string("last_modified") != nil {
+            record.validator = EntityValidator(etag: string("etag"), lastModified: string("last_modified"))
+        }
+        record.totalLength = int("total_length")
+        record.segments = segments
+        if let code = string("error_code") {
+            record.error = HaulError(HaulError.Code(rawValue: code), string("error_message") ?? code,
+                                     httpStatus: int("error_http_status").map(Int.init), cause: string("error_cause"))
+        }
+        return record
+    }
+
+    static func text(_ value: String?) -> SQLiteData { value.map { .text($0) } ?? .null }
+    static func integer(_ value: Int64?) -> SQLiteData { value.map { .integer(SQLiteInt64($0)) } ?? .null }
+
+    static func encodeHeaders(_ headers: HTTPHeaderList) -> String {
+        let pairs = headers.fields.map { [$0.name, $0.value] }
+        guard let data = try? JSONSerialization.data(withJSONObject: pairs) else { return "[]" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func decodeHeaders(_ text: String) -> HTTPHeaderList {
+        guard let pairs = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [[String]] else { return [:] }
+        return HTTPHeaderList(pairs.compactMap { $0.count == 2 ? .init(name: $0[0], value: $0[1]) : nil })
+    }
+}
+
+/// Segments as compact text, `start-end:written` joined by commas (`end` empty when unknown).
+enum SegmentCoding {
+    static func encode(_ segments: [Segment]) -> String {
+        segments.map { "\($0.start)-\($0.end.map(String.init) ?? ""):\($0.written)" }.joined(separator: ",")
+    }
+
+    static func decode(_ text: String) -> [Segment]? {
+        var segments: [Segment] = []
+        for part in text.split(separator: ",") {
+            let halves = part.split(separator: ":")
+            guard halves.count == 2, let written = Int64(halves[1]) else { return nil }
+            let bounds = halves[0].split(separator: "-", omittingEmptySubsequences: false)
+            guard bounds.count == 2, let start = Int64(bounds[0]) else { return nil }
+            let end = bounds[1].isEmpty ? nil : Int64(bounds[1])
+            segments.append(Segment(start: start, end: end, written: written))
+        }
+        return segments.isEmpty ? nil : segments
+    }
+}
+
+enum DestinationPath {
+    static func join(_ directory: String, _ name: String) -> String {
+        directory.hasSuffix("/") ? directory + name : directory + "/" + name
+    }
+}

@@ -1,0 +1,3 @@
+import HaulCommands
+
+await HaulCommand.runAndExit()
