@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import AsyncHTTPClient
 import HaulCore
 import NIOCore
@@ -79,7 +84,7 @@ public final class AsyncHTTPTransport: HTTPTransport {
             return HaulError(.network, "\(url): cannot connect", cause: "\(error.dnsAAAAError.map { "\($0)" } ?? "") \(error.connectionErrors.map { "\($0.error)" }.joined(separator: ", "))")
         }
         if let error = error as? IOError {
-            return HaulError(.network, "\(url): \(error.description)", cause: "\(error)")
+            return HaulError(.network, "\(url): \(String(cString: strerror(error.errnoCode)))", cause: "\(error)")
         }
         if let error = error as? NIOSSLError {
             return HaulError(.network, "\(url): TLS failed: \(error)", cause: "\(error)")

@@ -63,7 +63,6 @@ struct GetCommand: AsyncParsableCommand {
         if retries < 1 { throw ValidationError("--retries must be at least 1") }
         if timeout <= 0 { throw ValidationError("--timeout must be positive") }
         if checkpointInterval <= 0 { throw ValidationError("--checkpoint-interval must be positive") }
-        if urls.isEmpty && inputFile == nil { throw ValidationError("give at least one URL, or -i LIST") }
     }
 
     func run() async throws {
@@ -137,6 +136,10 @@ struct GetCommand: AsyncParsableCommand {
     func buildRequests(reporter: Reporter) throws -> (valid: [DownloadRequest], failures: [HaulError]) {
         var texts = urls
         if let inputFile { texts += try readList(inputFile) }
+        if texts.isEmpty {
+            reporter.failure(url: nil, HaulError(.usage, "no URL to download: give at least one URL, or -i LIST"))
+            throw CommandExit(status: ExitCodes.usage)
+        }
         if output != nil, texts.count > 1 {
             reporter.failure(url: nil, HaulError(.usage, "-o names one file; it cannot be used with \(texts.count) URLs"))
             throw CommandExit(status: ExitCodes.usage)
@@ -180,7 +183,7 @@ struct GetCommand: AsyncParsableCommand {
             data = FileHandle.standardInput.readDataToEndOfFile()
         } else {
             guard let contents = FileManager.default.contents(atPath: path) else {
-                throw ValidationError("cannot read URL list \(path)")
+                throw HaulError(.usage, "cannot read URL list \(path)")
             }
             data = contents
         }

@@ -37,13 +37,18 @@ public struct HaulCommand: AsyncParsableCommand {
             return ExitCodes.success
         } catch let exit as CommandExit {
             return exit.status
+        } catch let error as HaulError {
+            FileHandle.standardError.write(Data("haul: \(error.message)\n".utf8))
+            return ExitCodes.code(for: error)
         } catch {
             let status = exitCode(for: error)
             if status == .success {
                 print(fullMessage(for: error))
                 return ExitCodes.success
             }
-            FileHandle.standardError.write(Data(("haul: " + fullMessage(for: error) + "\n").utf8))
+            // One line: the cause, and where to read more.
+            let text = message(for: error).split(whereSeparator: \.isNewline).first.map(String.init) ?? "\(error)"
+            FileHandle.standardError.write(Data("haul: \(text) (see 'haul --help')\n".utf8))
             return ExitCodes.usage
         }
     }

@@ -50,7 +50,9 @@ final class Reporter {
             line.state = "running"
         case .retrying(let attempt, let delay, let error):
             line.state = "retry \(attempt) in \(ByteFormatting.duration(delay.secondsValue))"
-            if mode == .plain || mode == .terminal { message("\(line.url): \(error.message); retrying in \(String(format: "%.1f", delay.secondsValue)) s") }
+            if mode == .plain || mode == .terminal {
+                message("\(Self.naming(line.url, error)); retrying in \(String(format: "%.1f", delay.secondsValue)) s")
+            }
         case .restarted(let reason):
             if mode == .plain || mode == .terminal { message("\(line.url): \(reason)") }
         case .paused, .interrupted:
@@ -66,7 +68,7 @@ final class Reporter {
             if mode != .json && mode != .quiet { result("already complete: \(path); nothing to download") }
         case .failed(let error):
             line.state = "failed"
-            if mode != .json { failure(url: nil, error) }
+            if mode != .json { failure(url: line.url, error) }
         case .removed:
             line.state = "removed"
         }
@@ -76,11 +78,16 @@ final class Reporter {
 
     /// One line on stderr for a failure, whatever the mode (errors are never silenced).
     func failure(url: String?, _ error: HaulError) {
-        let text = url.map { error.description.contains($0) ? error.description : "\($0): \(error.description)" } ?? error.description
+        let text = url.map { Self.naming($0, error) } ?? error.message
         if mode == .json {
             writeJSON(["event": "error", "code": .string(error.code.rawValue), "message": .string(text)])
         }
         message(text)
+    }
+
+    /// The error's text, prefixed with the URL unless it names it already.
+    static func naming(_ url: String, _ error: HaulError) -> String {
+        error.message.contains(url) ? error.message : "\(url): \(error.message)"
     }
 
     func finish() {

@@ -7,6 +7,13 @@ public struct RequestPlan: Hashable, Sendable {
     public var ifRange: String?
     public var headers: HTTPHeaderList
 
+    public init(url: RemoteURL, range: ByteRange?, ifRange: String?, headers: HTTPHeaderList) {
+        self.url = url
+        self.range = range
+        self.ifRange = ifRange
+        self.headers = headers
+    }
+
     /// The headers to send, extras first, ours last (ours win).
     public var allHeaders: HTTPHeaderList {
         var all = headers

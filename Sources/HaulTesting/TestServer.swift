@@ -1,0 +1,132 @@
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// A local HTTP/1.1 server that serves ``Payload``s and injects ``Fault``s exactly on the wire.
+///
+/// Download-manager tests need a server that misbehaves on cue (drops, stalls, lies about
+/// lengths, ignores ranges, changes the file) and that reports what it was asked. This one runs
+/// on its own event loop thread, listens on an ephemeral port by default so tests can run in
+/// parallel, and records every request.
+///
+/// ```swift
+/// let server = try await TestServer.start()
+/// server.setRoute("/file", Route(payload: Payload(seed: 1, length: 1 << 20), script: [.dropAfter(1000)]))
+/// // ... download server.url("/file"), then check the file with payload.mismatch(inFileAt:)
+/// try await server.shutdown()
+/// ```
+public final class TestServer: Sendable {
+    /// The port the server listens on (the one the OS picked when started with port 0).
+    public let port: Int
+
+    private let origin: String
+    private let group: MultiThreadedEventLoopGroup
+    private let channel: any Channel
+    private let state: ServerState
+    private let isShutDown = NIOLockedValueBox(false)
+
+    private init(port: Int, origin: String, group: MultiThreadedEventLoopGroup, channel: any Channel, state: ServerState) {
+        self.port = port
+        self.origin = origin
+        self.group = group
+        self.channel = channel
+        self.state = state
+    }
+
+    /// Starts a server on `host`, on an ephemeral port unless `port` is given.
+    public static func start(host: String = "127.0.0.1", port: Int = 0) async throws -> TestServer {
+        // A private one-thread group: shutting it down closes every connection, including
+        // stalled ones, so a test never leaks sockets into the next.
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let state = ServerState()
+        do {
+            let channel = try await ServerBootstrap(group: group)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+                .childChannelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        // The plans set Content-Length / Transfer-Encoding themselves; NIO must not
+                        // rewrite them, or faults such as a lying Content-Length could not be sent.
+                        var encoder = HTTPResponseEncoder.Configuration()
+                        encoder.automaticallySetFramingHeaders = false
+                        try channel.pipeline.syncOperations.configureHTTPServerPipeline(
+                            withEncoderConfiguration: encoder
+                        )
+                        try channel.pipeline.syncOperations.addHandler(HTTPFaultHandler(state: state))
+                    }
+                }
+                .bind(host: host, port: port)
+                .get()
+            guard let boundPort = channel.localAddress?.port else {
+                throw TestServerError.noLocalAddress
+            }
+            let origin = "http://\(urlHost(host)):\(boundPort)"
+            state.origin = origin
+            return TestServer(port: boundPort, origin: origin, group: group, channel: channel, state: state)
+        } catch {
+            try? await group.shutdownGracefully()
+            throw error
+        }
+    }
+
+    deinit {
+        // Safety net for a test that forgot `shutdown()`: release the thread and sockets.
+        if !isShutDown.withLockedValue({ $0 }) {
+            group.shutdownGracefully { _ in }
+        }
+    }
+
+    /// The absolute URL of `path` on this server, e.g. `http://127.0.0.1:PORT/file`.
+    public func url(_ path: String) -> String {
+        origin + path
+    }
+
+    /// Serves `route` at `path` (matched without the query string), replacing any previous route
+    /// and restarting its script. Requests to paths without a route get 404.
+    public func setRoute(_ path: String, _ route: Route) {
+        state.setRoute(path, route)
+    }
+
+    /// Every request received, in order of arrival.
+    public var requests: [RecordedRequest] {
+        state.requests
+    }
+
+    /// The requests received for `path`, in order of arrival.
+    public func requests(to path: String) -> [RecordedRequest] {
+        state.requests.filter { $0.path == path }
+    }
+
+    /// Total payload body bytes written for `path` over all requests (error and redirect texts
+    /// are not counted). Updated as each chunk is handed to the kernel, so a test can poll it
+    /// while a throttled response is running, or check that a resume did not refetch.
+    public func bodyBytesSent(to path: String) -> Int64 {
+        state.bodyBytes(to: path)
+    }
+
+    /// Stops listening and closes every connection, including stalled ones. Safe to call twice.
+    public func shutdown() async throws {
+        let alreadyShutDown = isShutDown.withLockedValue { isShutDown in
+            defer { isShutDown = true }
+            return isShutDown
+        }
+        guard !alreadyShutDown else { return }
+        try? await channel.close()
+        try await group.shutdownGracefully()
+    }
+
+    private static func urlHost(_ host: String) -> String {
+        switch host {
+        case "0.0.0.0": "127.0.0.1"
+        case "::": "[::1]"
+        default: host.contains(":") ? "[\(host)]" : host
+        }
+    }
+}
+
+/// Errors from starting a ``TestServer``.
+public enum TestServerError: Error, Sendable {
+    /// The listening socket reported no local address, so the port is unknown.
+    case noLocalAddress
+}
