@@ -1,0 +1,95 @@
+import Foundation
+import HaulCore
+import HaulStore
+import Testing
+
+@Suite struct SQLiteDownloadStoreTests {
+    let directory: String = {
+        let path = NSTemporaryDirectory() + "haul-store-\(UUID().uuidString)"
+        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }()
+
+    var databasePath: String { directory + "/haul.sqlite" }
+
+    func record(_ url: String, priority: Int = 0, createdAt: Int64 = 1) throws -> DownloadRecord {
+        let request = try DownloadRequest(url: RemoteURL(url), destination: .directory(directory), range: ByteRange(start: 5, end: 99),
+                                          checksum: Checksum(parsing: "md5=" + String(repeating: "a", count: 32)),
+                                          headers: ["Authorization": "Bearer x", "X-A": "1"], maxAttempts: 7, priority: priority)
+        return DownloadRecord(id: .random(), request: request, createdAt: createdAt)
+    }
+
+    @Test func everyFieldSurvivesAReopen() async throws {
+        var original = try record("http://h/a.iso")
+        original.status = .paused
+        original.fileName = "a.iso"
+        original.finalURL = "http://mirror/a.iso"
+        original.validator = EntityValidator(etag: "\"e1\"", lastModified: "Sun, 06 Nov 1994 08:49:37 GMT")
+        original.totalLength = 1000
+        original.segments = [Segment(start: 5, end: 99, written: 42)]
+        original.error = HaulError(.network, "reset", httpStatus: nil, cause: "ECONNRESET")
+
+        let store = try await SQLiteDownloadStore.open(path: databasePath)
+        try await store.save(original)
+        try await store.close()
+
+        let reopened = try await SQLiteDownloadStore.open(path: databasePath)
+        let loaded = try await reopened.record(original.id)
+        #expect(loaded == original)
+        #expect(try await reopened.record(matching: original.request)?.id == original.id)
+        try await reopened.close()
+    }
+
+    @Test func saveReplacesTheRowAtomically() async throws {
+        let store = try await SQLiteDownloadStore.open(path: databasePath)
+        var download = try record("http://h/b")
+        try await store.save(download)
+        download.segments[0].written = 77
+        download.status = .running
+        try await store.save(download)
+        let all = try await store.records(status: nil)
+        #expect(all.count == 1)
+        #expect(FileManager.default.fileExists(atPath: databasePath + "-wal"), "WAL journal in use")
+        #expect(all.first?.completedLength == 77)
+        #expect(try await store.records(status: .running).count == 1)
+        #expect(try await store.records(status: .queued).isEmpty)
+        try await store.close()
+    }
+
+    @Test func queueOrderIsPriorityThenAge() async throws {
+        let store = try await SQLiteDownloadStore.open(path: databasePath)
+        let old = try record("http://h/1", priority: 0, createdAt: 1)
+        let young = try record("http://h/2", priority: 0, createdAt: 2)
+        let urgent = try record("http://h/3", priority: 5, createdAt: 3)
+        for download in [young, urgent, old] { try await store.save(download) }
+        #expect(try await store.records(status: nil).map(\.id) == [urgent.id, old.id, young.id])
+        try await store.close()
+    }
+
+    @Test func fileNamesAndRemovedRecords() async throws {
+        let store = try await SQLiteDownloadStore.open(path: databasePath)
+        var first = try record("http://h/x")
+        first.fileName = "x"
+        try await store.save(first)
+        let other = DownloadID.random()
+        #expect(try await store.isFileNameTaken("x", directory: directory, except: other))
+        #expect(try await !store.isFileNameTaken("x", directory: directory, except: first.id))
+        #expect(try await !store.isFileNameTaken("x", directory: "/elsewhere", except: other))
+        first.status = .removed
+        try await store.save(first)
+        #expect(try await !store.isFileNameTaken("x", directory: directory, except: other))
+        #expect(try await store.record(matching: first.request) == nil, "removed records are not resumed")
+        try await store.delete(first.id)
+        #expect(try await store.record(first.id) == nil)
+        try await store.close()
+    }
+
+    @Test func garbageDatabaseIsAClearError() async throws {
+        try Data("this is not sqlite, just text that is long enough to have a header".utf8).write(to: URL(fileURLWithPath: databasePath))
+        await #expect {
+            _ = try await SQLiteDownloadStore.open(path: databasePath)
+        } throws: { error in
+            (error as? HaulError)?.code == .store
+        }
+    }
+}
