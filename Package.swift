@@ -74,11 +74,11 @@ let package = Package(
         .testTarget(name: "HaulStoreTests", dependencies: ["HaulStore", "HaulCore"]),
         .testTarget(
             name: "HaulTests",
-            dependencies: ["Haul", "HaulCore", "HaulStore", "HaulTesting"]
+            dependencies: ["Haul", "HaulCore", "HaulStore", "HaulTesting", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(
             name: "HaulEndToEndTests",
-            dependencies: ["HaulStore", "HaulCore", "HaulTesting", "haul"]
+            dependencies: ["HaulStore", "HaulCore", "HaulTesting", "haul", .product(name: "Crypto", package: "swift-crypto")]
         ),
     ]
 )

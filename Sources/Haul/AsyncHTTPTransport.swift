@@ -19,7 +19,7 @@ public final class AsyncHTTPTransport: HTTPTransport {
         public var readTimeout: Duration
         public var maxRedirects: Int
 
-        public init(connectTimeout: Duration = .seconds(30), readTimeout: Duration = .seconds(60), maxRedirects: Int = 10) {
+        public init(connectTimeout: Duration = .seconds(10), readTimeout: Duration = .seconds(60), maxRedirects: Int = 10) {
             self.connectTimeout = connectTimeout
             self.readTimeout = readTimeout
             self.maxRedirects = maxRedirects

@@ -181,7 +181,7 @@ public actor DownloadManager {
             running.stop.request(.removed)
             running.task.cancel()
             await running.task.value
-            record = try await existing(id)
+            record = try await store.record(id) ?? record
         }
         pending.removeAll { $0.id == id }
         if let part = DestinationFiles.partPath(record) { DestinationFiles.remove(part) }

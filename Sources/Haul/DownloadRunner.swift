@@ -231,7 +231,9 @@ extension DownloadRunner {
         mutating func openFile() async throws {
             guard writer == nil else { return }
             if machine.record.fileName == nil {
-                let name = try await runner.names.claim(for: machine.record, contentDisposition: head?.headers["Content-Disposition"])
+                let finalURL = (try? RemoteURL(head?.url ?? "")) ?? machine.record.request.url
+                let name = try await runner.names.claim(for: machine.record, contentDisposition: head?.headers["Content-Disposition"],
+                                                        finalURL: finalURL)
                 machine.setFileName(name)
             }
             guard let part = DestinationFiles.partPath(machine.record) else { return }

@@ -54,7 +54,7 @@ final class FileChunkWriter: ChunkWriter {
     func flush() async throws {
         guard buffered > 0 else { return }
         let job = WriteJob(descriptor: descriptor, base: storage.baseAddress!, count: buffered, offset: position, path: path)
-        try await pool.runIfActive { try job.run() }
+        try await BlockingIO.run(on: pool) { try job.run() }
         position += Int64(buffered)
         buffered = 0
     }
@@ -63,7 +63,7 @@ final class FileChunkWriter: ChunkWriter {
         try await flush()
         let descriptor = self.descriptor
         let path = self.path
-        try await pool.runIfActive {
+        try await BlockingIO.run(on: pool) {
             guard fsync(descriptor) == 0 else { throw FileSystemErrors.error(errno, "cannot sync", path) }
         }
     }
@@ -72,7 +72,7 @@ final class FileChunkWriter: ChunkWriter {
         buffered = 0
         let descriptor = self.descriptor
         let path = self.path
-        try await pool.runIfActive {
+        try await BlockingIO.run(on: pool) {
             guard ftruncate(descriptor, off_t(length)) == 0 else { throw FileSystemErrors.error(errno, "cannot truncate", path) }
         }
         position = length
@@ -98,6 +98,15 @@ private struct WriteJob: @unchecked Sendable {
             }
             done += result
         }
+    }
+}
+
+/// Blocking calls on NIO's thread pool, shielded from task cancellation. A pause or shutdown
+/// cancels the download's task, and the checkpoint that follows must still reach the disk:
+/// `NIOThreadPool.runIfActive` would drop work submitted by a cancelled task.
+enum BlockingIO {
+    static func run<T: Sendable>(on pool: NIOThreadPool = .singleton, _ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await Task { try await pool.runIfActive(body) }.value
     }
 }
 

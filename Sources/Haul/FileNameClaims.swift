@@ -12,17 +12,23 @@ actor FileNameClaims {
         self.store = store
     }
 
-    func claim(for record: DownloadRecord, contentDisposition: String?) async throws -> String {
+    /// - Parameter finalURL: the URL that answered, after redirects: its last path segment names
+    ///   the file when the server suggests nothing.
+    func claim(for record: DownloadRecord, contentDisposition: String?, finalURL: RemoteURL) async throws -> String {
         let directory = record.request.directory
-        let base = FileNameSanitizer.chooseName(explicit: nil, contentDisposition: contentDisposition, url: record.request.url)
+        let base = FileNameSanitizer.chooseName(explicit: nil, contentDisposition: contentDisposition, url: finalURL)
         for attempt in 0..<10_000 {
             let candidate = attempt == 0 ? base : FileNameSanitizer.alternative(base, attempt: attempt)
             let path = DestinationFiles.join(directory, candidate)
             if claimed.contains(path) || DestinationFiles.exists(path) || DestinationFiles.exists(path + DestinationFiles.partSuffix) {
                 continue
             }
-            if try await store.isFileNameTaken(candidate, directory: directory, except: record.id) { continue }
+            // Reserve before the store lookup suspends this actor, so a concurrent claim skips it.
             claimed.insert(path)
+            if try await store.isFileNameTaken(candidate, directory: directory, except: record.id) {
+                claimed.remove(path)
+                continue
+            }
             return candidate
         }
         throw HaulError(.fileExists, "no free file name for \(base) in \(directory)")
@@ -32,14 +38,17 @@ actor FileNameClaims {
     func checkExplicit(_ record: DownloadRecord) async throws {
         guard let name = record.fileName else { return }
         let path = DestinationFiles.join(record.request.directory, name)
-        let takenInStore = try await store.isFileNameTaken(name, directory: record.request.directory, except: record.id)
-        if claimed.contains(path) || takenInStore {
-            throw HaulError(.fileExists, "\(path) is already the destination of another download")
-        }
         if DestinationFiles.exists(path) {
             throw HaulError(.fileExists, "\(path) already exists; remove it or choose another name with -o")
         }
+        guard !claimed.contains(path) else {
+            throw HaulError(.fileExists, "\(path) is already the destination of another download")
+        }
         claimed.insert(path)
+        if try await store.isFileNameTaken(name, directory: record.request.directory, except: record.id) {
+            claimed.remove(path)
+            throw HaulError(.fileExists, "\(path) is already the destination of another download")
+        }
     }
 
     func release(directory: String, name: String?) {

@@ -19,7 +19,7 @@ enum Verifier {
         }
         guard let checksum else { return nil }
         do {
-            let digest = try await NIOThreadPool.singleton.runIfActive { try hexDigest(of: path, algorithm: checksum.algorithm) }
+            let digest = try await BlockingIO.run { try hexDigest(of: path, algorithm: checksum.algorithm) }
             guard digest == checksum.hex else {
                 return HaulError(.checksumMismatch, "\(url): \(checksum.algorithm.rawValue) is \(digest), expected \(checksum.hex)")
             }

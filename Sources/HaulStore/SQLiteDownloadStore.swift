@@ -40,10 +40,18 @@ public final class SQLiteDownloadStore: DownloadStore {
         try await connection.close()
     }
 
+    /// Runs one statement in a task of its own: a checkpoint saved by a download whose task was
+    /// just cancelled (pause, shutdown) must still be committed, and sqlite-nio would drop work
+    /// submitted from a cancelled task.
+    func query(_ sql: String, _ binds: [SQLiteData] = []) async throws -> [SQLiteRow] {
+        let connection = self.connection
+        return try await Task { try await connection.query(sql, binds) }.value
+    }
+
     private func prepare() async throws {
-        _ = try await connection.query("PRAGMA busy_timeout = 10000")
-        _ = try await connection.query("PRAGMA journal_mode = WAL")
-        _ = try await connection.query("PRAGMA synchronous = FULL")
+        _ = try await query("PRAGMA busy_timeout = 10000")
+        _ = try await query("PRAGMA journal_mode = WAL")
+        _ = try await query("PRAGMA synchronous = FULL")
         try await StoreSchema.migrate(connection)
     }
 
@@ -51,16 +59,16 @@ public final class SQLiteDownloadStore: DownloadStore {
 
     public func save(_ record: DownloadRecord) async throws {
         let row = RecordRow(record)
-        _ = try await connection.query(RecordRow.upsertSQL, row.binds)
+        _ = try await query(RecordRow.upsertSQL, row.binds)
     }
 
     public func record(_ id: DownloadID) async throws -> DownloadRecord? {
-        let rows = try await connection.query("SELECT * FROM downloads WHERE id = ?", [.text(id.rawValue)])
+        let rows = try await query("SELECT * FROM downloads WHERE id = ?", [.text(id.rawValue)])
         return try rows.first.map(RecordRow.decode)
     }
 
     public func record(matching request: DownloadRequest) async throws -> DownloadRecord? {
-        let rows = try await connection.query(
+        let rows = try await query(
             "SELECT * FROM downloads WHERE identity = ? AND status != 'removed' ORDER BY created_at DESC LIMIT 1",
             [.text(request.identity)])
         return try rows.first.map(RecordRow.decode)
@@ -70,21 +78,21 @@ public final class SQLiteDownloadStore: DownloadStore {
         let order = "ORDER BY priority DESC, created_at ASC, rowid ASC"
         let rows: [SQLiteRow]
         if let status {
-            rows = try await connection.query("SELECT * FROM downloads WHERE status = ? \(order)", [.text(status.rawValue)])
+            rows = try await query("SELECT * FROM downloads WHERE status = ? \(order)", [.text(status.rawValue)])
         } else {
-            rows = try await connection.query("SELECT * FROM downloads \(order)")
+            rows = try await query("SELECT * FROM downloads \(order)")
         }
         return try rows.map(RecordRow.decode)
     }
 
     public func isFileNameTaken(_ fileName: String, directory: String, except id: DownloadID) async throws -> Bool {
-        let rows = try await connection.query(
+        let rows = try await query(
             "SELECT 1 FROM downloads WHERE directory = ? AND file_name = ? AND id != ? AND status != 'removed' LIMIT 1",
             [.text(directory), .text(fileName), .text(id.rawValue)])
         return !rows.isEmpty
     }
 
     public func delete(_ id: DownloadID) async throws {
-        _ = try await connection.query("DELETE FROM downloads WHERE id = ?", [.text(id.rawValue)])
+        _ = try await query("DELETE FROM downloads WHERE id = ?", [.text(id.rawValue)])
     }
 }

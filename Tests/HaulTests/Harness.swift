@@ -1,0 +1,125 @@
+import Foundation
+import Haul
+import HaulCore
+import HaulStore
+import HaulTesting
+import Testing
+
+/// One test's world: the fault-injecting server on 127.0.0.1, a fresh destination directory,
+/// and a real `DownloadManager` on a real SQLite store. Retries are quick (10 ms base) and
+/// checkpoints frequent so tests need no long waits; nothing asserts on time.
+final class Harness: Sendable {
+    let server: TestServer
+    let directory: String
+    let stateDirectory: String
+    let manager: DownloadManager
+    let transport: AsyncHTTPTransport
+    let store: SQLiteDownloadStore
+
+    static func make(
+        maxConcurrent: Int = 3,
+        maxAttempts: Int = 5,
+        readTimeout: Duration = .seconds(10),
+        connectTimeout: Duration = .seconds(5),
+        clock: (any HaulClock)? = nil
+    ) async throws -> Harness {
+        let root = NSTemporaryDirectory() + "haul-test-\(UUID().uuidString)"
+        let directory = root + "/downloads"
+        let stateDirectory = root + "/state"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true)
+        let server = try await TestServer.start()
+        let store = try await SQLiteDownloadStore.open(path: stateDirectory + "/haul.sqlite")
+        let configuration = DownloadManager.Configuration(
+            stateDirectory: stateDirectory, maxConcurrentDownloads: maxConcurrent,
+            checkpointInterval: .milliseconds(20), progressInterval: .milliseconds(20),
+            retry: RetryPolicy(maxAttempts: maxAttempts, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50)),
+            http: .init(connectTimeout: connectTimeout, readTimeout: readTimeout))
+        let transport = AsyncHTTPTransport(configuration: configuration.http)
+        let manager = DownloadManager(configuration: configuration, store: store, transport: transport,
+                                      clock: clock ?? ClockAdapter(ContinuousClock()))
+        return Harness(server: server, directory: directory, stateDirectory: stateDirectory, manager: manager,
+                       transport: transport, store: store)
+    }
+
+    private init(server: TestServer, directory: String, stateDirectory: String, manager: DownloadManager,
+                 transport: AsyncHTTPTransport, store: SQLiteDownloadStore) {
+        self.server = server
+        self.directory = directory
+        self.stateDirectory = stateDirectory
+        self.manager = manager
+        self.transport = transport
+        self.store = store
+    }
+
+    func close() async throws {
+        await manager.shutdown()
+        await transport.shutdown()
+        try await store.close()
+        try await server.shutdown()
+        try? FileManager.default.removeItem(atPath: (directory as NSString).deletingLastPathComponent)
+    }
+
+    func request(_ path: String, output: String? = nil, range: ByteRange? = nil, checksum: Checksum? = nil,
+                 directory: String? = nil) throws -> DownloadRequest {
+        let destination: DownloadRequest.Destination = output.map { .file((directory ?? self.directory) + "/" + $0) }
+            ?? .directory(directory ?? self.directory)
+        return try DownloadRequest(url: RemoteURL(server.url(path)), destination: destination, range: range, checksum: checksum)
+    }
+
+    struct Outcome {
+        var record: DownloadRecord
+        var events: [DownloadEvent.Kind]
+        var final: DownloadEvent.Kind { events.last! }
+        var path: String? { record.fileName.map { record.request.directory + "/" + $0 } }
+
+        var restarted: Bool {
+            events.contains { if case .restarted = $0 { true } else { false } }
+        }
+    }
+
+    /// Adds the request and waits for its final event.
+    func download(_ request: DownloadRequest) async throws -> Outcome {
+        let events = manager.events()
+        let record = try await manager.add(request)
+        return try await waitForEnd(of: record.id, in: events)
+    }
+
+    func waitForEnd(of id: DownloadID, in events: AsyncStream<DownloadEvent>) async throws -> Outcome {
+        var kinds: [DownloadEvent.Kind] = []
+        for await event in events where event.id == id {
+            kinds.append(event.kind)
+            if event.isFinal { break }
+        }
+        let record = try #require(try await manager.record(id))
+        return Outcome(record: record, events: kinds)
+    }
+
+    /// Names of everything in the destination directory.
+    func listing() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
+    }
+}
+
+/// A throwing wrapper so tests can use `defer`-like cleanup with async work.
+func withHarness(
+    maxConcurrent: Int = 3, maxAttempts: Int = 5, readTimeout: Duration = .seconds(10),
+    connectTimeout: Duration = .seconds(5), clock: (any HaulClock)? = nil,
+    _ body: (Harness) async throws -> Void
+) async throws {
+    let harness = try await Harness.make(maxConcurrent: maxConcurrent, maxAttempts: maxAttempts, readTimeout: readTimeout,
+                                         connectTimeout: connectTimeout, clock: clock)
+    do {
+        try await body(harness)
+    } catch {
+        try? await harness.close()
+        throw error
+    }
+    try await harness.close()
+}
+
+extension DownloadEvent.Kind {
+    var isCompleted: Bool { if case .completed = self { true } else { false } }
+
+    var failure: HaulError? { if case .failed(let error) = self { error } else { nil } }
+}
