@@ -1,6 +1,7 @@
 import Foundation
 import HaulCore
 import Logging
+import NIOPosix
 import SQLiteNIO
 
 /// The durable `DownloadStore`: one SQLite file in WAL mode with `synchronous=FULL`, so a
@@ -9,10 +10,12 @@ import SQLiteNIO
 /// (SQLite locks it, `busy_timeout` waits).
 public final class SQLiteDownloadStore: DownloadStore {
     let connection: SQLiteConnection
+    private let pool: NIOThreadPool
     public let path: String
 
-    private init(connection: SQLiteConnection, path: String) {
+    private init(connection: SQLiteConnection, pool: NIOThreadPool, path: String) {
         self.connection = connection
+        self.pool = pool
         self.path = path
     }
 
@@ -20,23 +23,43 @@ public final class SQLiteDownloadStore: DownloadStore {
     public static func open(path: String) async throws -> SQLiteDownloadStore {
         var logger = Logger(label: "haul.store")
         logger.logLevel = .error
+        // A thread of its own: a connection waiting on another process's lock must not occupy
+        // the threads that file writes (or another connection holding that lock) need.
+        let pool = NIOThreadPool(numberOfThreads: 1)
+        pool.start()
         let connection: SQLiteConnection
         do {
-            connection = try await SQLiteConnection.open(storage: .file(path: path), logger: logger)
+            connection = try await SQLiteConnection.open(storage: .file(path: path), threadPool: pool, logger: logger,
+                                                         on: MultiThreadedEventLoopGroup.singleton.any())
         } catch {
+            try? await pool.shutdownGracefully()
             throw HaulError(.store, "cannot open the state database \(path)", cause: "\(error)")
         }
-        let store = SQLiteDownloadStore(connection: connection, path: path)
-        do {
-            try await store.prepare()
-        } catch {
-            try? await connection.close()
-            throw HaulError(.store, "cannot use the state database \(path)", cause: "\(error)")
+        let store = SQLiteDownloadStore(connection: connection, pool: pool, path: path)
+        var attempt = 0
+        while true {
+            do {
+                try await store.prepare()
+                return store
+            } catch let error as SQLiteError where [.busy, .locked, .busyTimeout, .busyInRecovery].contains(error.reason) {
+                // Switching to WAL takes a lock without waiting on busy_timeout; another process
+                // opening the same file at this moment is normal, so wait a little and try again.
+                attempt += 1
+                if attempt < 100 {
+                    try? await Task.sleep(for: .milliseconds(20))
+                    continue
+                }
+                try? await store.close()
+                throw HaulError(.store, "the state database \(path) stays locked by another process", cause: "\(error)")
+            } catch {
+                try? await store.close()
+                throw HaulError(.store, "cannot use the state database \(path)", cause: "\(error)")
+            }
         }
-        return store
     }
 
     public func close() async throws {
+        defer { pool.shutdownGracefully { _ in } }
         try await connection.close()
     }
 
@@ -52,7 +75,7 @@ public final class SQLiteDownloadStore: DownloadStore {
         _ = try await query("PRAGMA busy_timeout = 10000")
         _ = try await query("PRAGMA journal_mode = WAL")
         _ = try await query("PRAGMA synchronous = FULL")
-        try await StoreSchema.migrate(connection)
+        try await StoreSchema.migrate(self)
     }
 
     // MARK: DownloadStore

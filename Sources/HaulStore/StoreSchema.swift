@@ -40,20 +40,23 @@ enum StoreSchema {
         ],
     ]
 
-    static func migrate(_ connection: SQLiteConnection) async throws {
-        let rows = try await connection.query("PRAGMA user_version")
-        let current = rows.first?.columns.first?.data.integer ?? 0
-        guard current < migrations.count else { return }
-        for version in Int(current)..<migrations.count {
-            _ = try await connection.query("BEGIN IMMEDIATE")
-            do {
-                for statement in migrations[version] { _ = try await connection.query(statement) }
-                _ = try await connection.query("PRAGMA user_version = \(version + 1)")
-                _ = try await connection.query("COMMIT")
-            } catch {
-                _ = try? await connection.query("ROLLBACK")
-                throw error
+    /// Two processes may open a new database at once: the version is read inside the write
+    /// transaction, so the second one sees the first one's work instead of redoing it.
+    static func migrate(_ store: SQLiteDownloadStore) async throws {
+        let before = try await store.query("PRAGMA user_version")
+        guard (before.first?.columns.first?.data.integer ?? 0) < migrations.count else { return }
+        _ = try await store.query("BEGIN IMMEDIATE")
+        do {
+            let rows = try await store.query("PRAGMA user_version")
+            let current = Int(rows.first?.columns.first?.data.integer ?? 0)
+            for version in current..<max(current, migrations.count) {
+                for statement in migrations[version] { _ = try await store.query(statement) }
+                _ = try await store.query("PRAGMA user_version = \(version + 1)")
             }
+            _ = try await store.query("COMMIT")
+        } catch {
+            _ = try? await store.query("ROLLBACK")
+            throw error
         }
     }
 }

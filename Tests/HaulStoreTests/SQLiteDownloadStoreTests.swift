@@ -93,3 +93,20 @@ import Testing
         }
     }
 }
+
+@Suite struct ConcurrentOpenTests {
+    @Test func manyConnectionsCreatingTheSameDatabaseAtOnce() async throws {
+        let path = NSTemporaryDirectory() + "haul-open-\(UUID().uuidString).sqlite"
+        let stores = try await withThrowingTaskGroup(of: SQLiteDownloadStore.self) { group in
+            for _ in 0..<8 { group.addTask { try await SQLiteDownloadStore.open(path: path) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        let request = try DownloadRequest(url: RemoteURL("http://h/x"), destination: .directory("/tmp"))
+        let record = DownloadRecord(id: .random(), request: request, createdAt: 1)
+        try await stores[0].save(record)
+        for store in stores {
+            #expect(try await store.record(record.id) == record)
+            try await store.close()
+        }
+    }
+}

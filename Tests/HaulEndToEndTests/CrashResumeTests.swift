@@ -1,0 +1,77 @@
+import Foundation
+import HaulCore
+import HaulTesting
+import Testing
+
+/// `kill -9` and Ctrl-C against the real binary: progress survives, bytes are identical.
+@Suite(.serialized) struct CrashResumeTests {
+    let payload = Payload(seed: 2024, length: 3_000_000)
+
+    func start(_ world: World, _ extra: [String] = []) throws -> HaulProcess {
+        try HaulProcess(["get", world.server.url("/big.bin"), "--quiet", "--checkpoint-interval", "0.05"] + extra,
+                        home: world.home, workingDirectory: world.directory)
+    }
+
+    @Test func killNineMidDownloadResumesFromTheCheckpoint() async throws {
+        let world = try await World.make()
+        world.server.setRoute("/big.bin", Route(payload: payload, throttle: 400_000))
+        let first = try start(world)
+        let checkpoint = try await world.waitForCheckpoint(beyond: 0)
+        first.signal(SIGKILL)
+        let status = await first.wait()
+        #expect(status == SIGKILL, "status \(status): \(first.stderr) \(world.server.requests.map(\.path))")
+        #expect(world.files() == ["big.bin.part"])
+
+        world.server.setRoute("/big.bin", Route(payload: payload))
+        let second = try await HaulProcess.run(["get", world.server.url("/big.bin"), "--quiet"], in: world)
+        #expect(second.status == 0, "\(second.stderr)")
+        let resumed = try #require(world.server.requests(to: "/big.bin").last)
+        #expect(resumed.rangeStart >= checkpoint, "resumed at \(resumed.rangeStart), checkpoint was \(checkpoint)")
+        #expect(resumed.rangeStart > 0)
+        #expect(world.sha256(of: world.directory + "/big.bin") == payload.sha256)
+        #expect(world.files() == ["big.bin"])
+        try await world.close()
+    }
+
+    @Test func fiveKillsInARow() async throws {
+        let world = try await World.make()
+        world.server.setRoute("/big.bin", Route(payload: payload, throttle: 300_000))
+        var checkpoint: Int64 = 0
+        for _ in 0..<5 {
+            let run = try start(world)
+            checkpoint = try await world.waitForCheckpoint(beyond: checkpoint)
+            run.signal(SIGKILL)
+            _ = await run.wait()
+        }
+        world.server.setRoute("/big.bin", Route(payload: payload))
+        let last = try await HaulProcess.run(["get", world.server.url("/big.bin"), "--quiet"], in: world)
+        #expect(last.status == 0, "\(last.stderr)")
+        let starts = world.server.requests(to: "/big.bin").map(\.rangeStart)
+        #expect(starts.count >= 6)
+        #expect(starts.first == 0)
+        #expect(starts.dropFirst().allSatisfy { $0 > 0 }, "every restart resumed: \(starts)")
+        #expect(starts == starts.sorted(), "never went backwards: \(starts)")
+        #expect(world.sha256(of: world.directory + "/big.bin") == payload.sha256)
+        try await world.close()
+    }
+
+    @Test func interruptCheckpointsExits130AndResumes() async throws {
+        let world = try await World.make()
+        world.server.setRoute("/big.bin", Route(payload: payload, throttle: 400_000))
+        let first = try start(world)
+        _ = try await world.waitForCheckpoint(beyond: 0)
+        first.signal(SIGINT)
+        #expect(await first.wait() == 130)
+        let stored = try #require(try await world.storedRecord())
+        #expect(stored.status == .running, "an interrupted download resumes by itself on the next start")
+        let onDisk = try FileManager.default.attributesOfItem(atPath: world.directory + "/big.bin.part")[.size] as? Int
+        #expect(Int64(onDisk ?? -1) >= stored.completedLength)
+
+        world.server.setRoute("/big.bin", Route(payload: payload))
+        let second = try await HaulProcess.run(["get", world.server.url("/big.bin"), "--quiet"], in: world)
+        #expect(second.status == 0)
+        #expect(world.server.requests(to: "/big.bin").last?.rangeStart == stored.completedLength)
+        #expect(world.sha256(of: world.directory + "/big.bin") == payload.sha256)
+        try await world.close()
+    }
+}
