@@ -115,6 +115,10 @@ final class AsyncHTTPBody: ResponseBodyStream, @unchecked Sendable {
 extension ByteBuffer: ByteChunk {
     public var count: Int { readableBytes }
 
+    public func slice(_ range: Range<Int>) -> ByteBuffer {
+        getSlice(at: readerIndex + range.lowerBound, length: range.count)!
+    }
+
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try withUnsafeReadableBytes(body)
     }

@@ -43,7 +43,7 @@ struct GetCommand: AsyncParsableCommand {
     @Option(help: "Tries without progress before giving up (an attempt that gets bytes resets the count).")
     var retries: Int = 5
 
-    @Option(help: "Seconds without data before a connection counts as dead.")
+    @Option(help: "Seconds without data before a connection counts as dead (and, up to 10, to connect).")
     var timeout: Double = 60
 
     @Option(help: .hidden)
@@ -76,7 +76,7 @@ struct GetCommand: AsyncParsableCommand {
             maxConcurrentDownloads: jobs,
             checkpointInterval: .milliseconds(Int64(checkpointInterval * 1000)),
             retry: RetryPolicy(maxAttempts: retries, baseDelay: .milliseconds(Int64(retryDelay * 1000))),
-            http: .init(readTimeout: .milliseconds(Int64(timeout * 1000))))
+            http: .init(connectTimeout: .milliseconds(Int64(min(timeout, 10) * 1000)), readTimeout: .milliseconds(Int64(timeout * 1000))))
         let manager: DownloadManager
         do {
             manager = try await DownloadManager(configuration: configuration)

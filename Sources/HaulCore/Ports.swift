@@ -13,14 +13,18 @@ public protocol DownloadStore: Sendable {
     func delete(_ id: DownloadID) async throws
 }
 
-/// A piece of a response body, in whatever buffer type the transport uses, readable without a copy.
-public protocol ByteChunk {
+/// A piece of a response body, in whatever buffer type the transport uses, so the writer can
+/// keep it without copying.
+public protocol ByteChunk: Sendable {
     var count: Int { get }
+    /// The bytes at `range` (relative to this chunk), sharing storage where the type allows.
+    func slice(_ range: Range<Int>) -> Self
     func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R
 }
 
-extension Array: ByteChunk where Element == UInt8 {}
-extension ArraySlice: ByteChunk where Element == UInt8 {}
+extension Array: ByteChunk where Element == UInt8 {
+    public func slice(_ range: Range<Int>) -> [UInt8] { Array(self[range]) }
+}
 
 /// A response body, read once, in order. Errors are `HaulError`s already classified by the transport.
 public protocol ResponseBodyStream: Sendable {
@@ -34,17 +38,16 @@ public protocol HTTPTransport: Sendable {
     func send(_ plan: RequestPlan) async throws -> (ResponseHead, any ResponseBodyStream)
 }
 
-/// Takes body bytes to the `.part` file. `sync` is the durability point: after it returns, the
-/// bytes handed in so far survive a crash, and only then may the store record them.
+/// Takes body bytes to the `.part` file. `flush` and `sync` are the durability points: after
+/// `sync` returns, the bytes appended before it survive a crash, and only then may the store
+/// record them.
 public protocol ChunkWriter: AnyObject {
-    /// Copies as many bytes as fit into the write buffer and returns how many it took.
-    func buffer(_ bytes: UnsafeRawBufferPointer) -> Int
-    /// True when the buffer should be written out before more is buffered.
-    var isFull: Bool { get }
-    /// Writes the buffered bytes to the file.
+    /// Queues a chunk for the file; writes happen in batches, overlapping with the network.
+    func append(_ chunk: any ByteChunk) async throws
+    /// Waits until every appended byte has been written to the file (not necessarily synced).
     func flush() async throws
     /// Flushes, then makes everything written durable (fsync).
     func sync() async throws
-    /// Drops everything past `length` (buffered bytes too) and positions the next write there.
+    /// Drops everything past `length` (queued bytes too) and positions the next write there.
     func truncate(to length: Int64) async throws
 }
