@@ -56,8 +56,6 @@ extension DownloadRunner {
         var lastCheckpoint: Double = 0
         var lastProgress: Double = 0
         var speed = SpeedMeter()
-        /// The background fsync started by the last checkpoint, and the offset it makes durable.
-        var syncInFlight: (offset: Int64, task: Task<Void, any Error>)?
 
         init(runner: DownloadRunner, machine: DownloadStateMachine) {
             self.runner = runner
@@ -188,7 +186,7 @@ extension DownloadRunner {
         mutating func tick() async throws {
             let now = runner.clock.seconds()
             if now - lastCheckpoint >= runner.checkpointInterval.seconds {
-                try await pipelinedCheckpoint()
+                try await durableCheckpoint()
                 lastCheckpoint = now
             }
             if now - lastProgress >= runner.progressInterval.seconds {
@@ -204,28 +202,9 @@ extension DownloadRunner {
                 completed: record.completedLength, total: record.expectedLength, bytesPerSecond: speed.bytesPerSecond))))
         }
 
-        /// While bytes flow: commit the offset whose fsync (started at the last tick) has
-        /// finished, then start the next fsync in the background, so the transfer never waits
-        /// for the disk to sync. The store lags the disk by one interval, never leads it.
-        mutating func pipelinedCheckpoint() async throws {
-            guard let writer else { return }
-            if let (offset, sync) = syncInFlight {
-                syncInFlight = nil
-                try await sync.value
-                checkpointed = offset
-                await save(written: offset)
-            }
-            let offset = machine.record.segments[0].written
-            syncInFlight = (offset, try await writer.startSync())
-        }
-
         /// Write, fsync, then commit the offset: the store never runs ahead of the disk.
         mutating func durableCheckpoint() async throws {
             guard let writer else { return }
-            if let (_, sync) = syncInFlight {
-                syncInFlight = nil
-                try? await sync.value
-            }
             try await writer.sync()
             checkpointed = machine.record.segments[0].written
             await save(written: checkpointed)
