@@ -78,7 +78,11 @@ let package = Package(
         ),
         .testTarget(
             name: "HaulEndToEndTests",
-            dependencies: ["HaulStore", "HaulCore", "HaulTesting", "haul", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [
+                "HaulStore", "HaulCore", "HaulTesting", "haul",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
         ),
     ]
 )

@@ -1,0 +1,128 @@
+import Foundation
+import HaulCore
+import HaulTesting
+import NIOPosix
+import Testing
+
+/// A real peer: nginx's own `Range`, `If-Range` and ETag handling, throttled with `limit_rate`,
+/// against a `kill -9` of the real binary. `.ci/run` installs nginx; elsewhere the test runs
+/// when nginx is on the PATH.
+@Suite(.serialized, .enabled(if: Nginx.binary != nil, "nginx is not installed (.ci/run installs it)"))
+struct NginxTests {
+    @Test func killNineThenResumeAgainstNginx() async throws {
+        let payload = Payload(seed: 77, length: 2_500_000)
+        let nginx = try await Nginx.start(payload: payload, name: "real.bin", rateLimit: "600k")
+        let url = "http://127.0.0.1:\(nginx.port)/real.bin"
+        let world = World(server: try await TestServer.start(), directory: nginx.downloads, home: nginx.root + "/home")
+
+        let first = try HaulProcess(["get", url, "--quiet", "--checkpoint-interval", "0.05"], home: world.home, workingDirectory: world.directory)
+        let checkpoint = try await world.waitForCheckpoint(beyond: 0)
+        first.signal(SIGKILL)
+        #expect(await first.wait() == SIGKILL)
+        let stored = try #require(try await world.storedRecord())
+        #expect(stored.validator?.etag?.isEmpty == false, "nginx's ETag was kept for If-Range")
+
+        let second = try await HaulProcess.run(["get", url, "--quiet"], in: world)
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(payload.mismatch(inFileAt: world.directory + "/real.bin") == nil)
+
+        let log = try String(contentsOfFile: nginx.accessLog, encoding: .utf8).split(separator: "\n")
+        #expect(log.count == 2, "\(log)")
+        let resumed = try #require(log.last).split(separator: " ")
+        #expect(resumed[0] == "206", "\(log)")
+        let start = Int64(resumed[1].dropFirst("bytes=".count).prefix { $0 != "-" }) ?? -1
+        #expect(start >= checkpoint && start > 0, "resumed at \(start), checkpoint \(checkpoint)")
+        #expect(resumed[2] != "-", "If-Range was sent: \(log)")
+
+        try await world.server.shutdown()
+        await nginx.stop()
+    }
+}
+
+/// nginx started by hand with its own configuration under a temporary prefix.
+struct Nginx {
+    static let binary: String? = ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx"]
+        .first { FileManager.default.isExecutableFile(atPath: $0) }
+
+    let process: Process
+    let port: Int
+    let root: String
+    var downloads: String { root + "/downloads" }
+    var accessLog: String { root + "/access.log" }
+
+    static func start(payload: Payload, name: String, rateLimit: String) async throws -> Nginx {
+        let root = NSTemporaryDirectory() + "haul-nginx-\(UUID().uuidString)"
+        for directory in ["www", "downloads", "tmp", "logs"] {
+            try FileManager.default.createDirectory(atPath: root + "/" + directory, withIntermediateDirectories: true)
+        }
+        try Data(payload.bytes(0..<payload.length)).write(to: URL(fileURLWithPath: root + "/www/" + name))
+        let port = try await freePort()
+        let config = """
+            daemon off;
+            master_process off;
+            worker_processes 1;
+            \(getuid() == 0 ? "user root root;" : "")
+            pid \(root)/nginx.pid;
+            error_log \(root)/logs/error.log warn;
+            events { worker_connections 16; }
+            http {
+                log_format ranges '$status $http_range $http_if_range';
+                access_log \(root)/access.log ranges;
+                client_body_temp_path \(root)/tmp/body;
+                proxy_temp_path \(root)/tmp/proxy;
+                fastcgi_temp_path \(root)/tmp/fastcgi;
+                uwsgi_temp_path \(root)/tmp/uwsgi;
+                scgi_temp_path \(root)/tmp/scgi;
+                default_type application/octet-stream;
+                server {
+                    listen 127.0.0.1:\(port);
+                    root \(root)/www;
+                    limit_rate \(rateLimit);
+                }
+            }
+            """
+        try config.write(toFile: root + "/nginx.conf", atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary!)
+        process.arguments = ["-p", root, "-c", root + "/nginx.conf"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let nginx = Nginx(process: process, port: port, root: root)
+        try await nginx.waitUntilListening()
+        return nginx
+    }
+
+    /// A port the kernel just handed out and released.
+    static func freePort() async throws -> Int {
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).get()
+        let port = channel.localAddress!.port!
+        try await channel.close()
+        return port
+    }
+
+    func waitUntilListening() async throws {
+        for _ in 0..<200 {
+            if let channel = try? await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connect(host: "127.0.0.1", port: port).get() {
+                try? await channel.close()
+                return
+            }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        throw NginxError.didNotStart((try? String(contentsOfFile: root + "/logs/error.log", encoding: .utf8)) ?? "")
+    }
+
+    /// SIGQUIT asks for a graceful stop; SIGKILL follows if nginx is still there, and the wait
+    /// polls instead of blocking a test thread.
+    func stop() async {
+        kill(process.processIdentifier, SIGQUIT)
+        for attempt in 0..<100 where process.isRunning {
+            if attempt == 40 { kill(process.processIdentifier, SIGKILL) }
+            try? await Task.sleep(for: .milliseconds(25))
+        }
+        try? FileManager.default.removeItem(atPath: root)
+    }
+
+    enum NginxError: Error { case didNotStart(String) }
+}
