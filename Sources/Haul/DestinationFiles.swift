@@ -20,7 +20,7 @@ enum DestinationFiles {
     }
 
     static func join(_ directory: String, _ name: String) -> String {
-        directory.hasSuffix("/") ? directory + name : directory + "/" + name
+        Paths.join(directory, name)
     }
 
     /// Size of a regular file, nil when missing.

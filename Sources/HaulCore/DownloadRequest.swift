@@ -39,7 +39,7 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
             self.directory = path
             self.fileName = nil
         case .file(let path):
-            let (directory, name) = PathSplit.split(path)
+            let (directory, name) = Paths.split(path)
             guard let name else { throw HaulError(.usage, "output path '\(path)' names a directory, not a file") }
             guard FileNameSanitizer.sanitize(name) == name else {
                 throw HaulError(.usage, "output file name '\(name)' is not allowed")
@@ -60,13 +60,18 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
     }
 }
 
-enum PathSplit {
+/// Plain string paths, the way the store and the engine both build them.
+public enum Paths {
     /// Splits "dir/name" into ("dir", "name"); a bare name goes in ".". A trailing slash means no name.
-    static func split(_ path: String) -> (directory: String, name: String?) {
+    public static func split(_ path: String) -> (directory: String, name: String?) {
         guard let slash = path.lastIndex(of: "/") else { return (".", path.isEmpty ? nil : path) }
         let name = String(path[path.index(after: slash)...])
         var directory = String(path[..<slash])
         if directory.isEmpty { directory = "/" }
         return (directory, name.isEmpty ? nil : name)
+    }
+
+    public static func join(_ directory: String, _ name: String) -> String {
+        directory.hasSuffix("/") ? directory + name : directory + "/" + name
     }
 }

@@ -62,7 +62,7 @@ struct RecordRow {
         let range = int("range_start").map { ByteRange(start: $0, end: int("range_end")) }
         let checksum = try string("checksum").map { try Checksum(parsing: $0) }
         let destination: DownloadRequest.Destination =
-            string("requested_name").map { .file(DestinationPath.join(directory, $0)) } ?? .directory(directory)
+            string("requested_name").map { .file(Paths.join(directory, $0)) } ?? .directory(directory)
         let request = try DownloadRequest(
             url: RemoteURL(url), destination: destination, range: range, checksum: checksum,
             headers: decodeHeaders(string("headers") ?? "[]"), maxAttempts: int("max_attempts").map(Int.init),
@@ -115,11 +115,5 @@ enum SegmentCoding {
             segments.append(Segment(start: start, end: end, written: written))
         }
         return segments.isEmpty ? nil : segments
-    }
-}
-
-enum DestinationPath {
-    static func join(_ directory: String, _ name: String) -> String {
-        directory.hasSuffix("/") ? directory + name : directory + "/" + name
     }
 }

@@ -95,6 +95,13 @@ final class Harness: Sendable {
         return Outcome(record: record, events: kinds)
     }
 
+    /// Returns once a progress event reports more than `bytes` for the download.
+    func waitForProgress(of id: DownloadID, beyond bytes: Int64, in events: AsyncStream<DownloadEvent>) async {
+        for await event in events where event.id == id {
+            if case .progress(let progress) = event.kind, progress.completed > bytes { return }
+        }
+    }
+
     /// Names of everything in the destination directory.
     func listing() -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()

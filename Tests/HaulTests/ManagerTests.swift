@@ -14,9 +14,7 @@ import Testing
             harness.server.setRoute("/slow", Route(payload: payload, throttle: 400_000))
             let events = harness.manager.events()
             let record = try await harness.manager.add(harness.request("/slow"))
-            for await event in events where event.id == record.id {
-                if case .progress(let progress) = event.kind, progress.completed > 50_000 { break }
-            }
+            await harness.waitForProgress(of: record.id, beyond: 50_000, in: events)
             try await harness.manager.pause(record.id)
             let paused = try await harness.waitForEnd(of: record.id, in: events)
             #expect(paused.final == .paused)
@@ -38,9 +36,7 @@ import Testing
             harness.server.setRoute("/slow", Route(payload: payload, throttle: 200_000))
             let events = harness.manager.events()
             let record = try await harness.manager.add(harness.request("/slow"))
-            for await event in events where event.id == record.id {
-                if case .progress(let progress) = event.kind, progress.completed > 0 { break }
-            }
+            await harness.waitForProgress(of: record.id, beyond: 0, in: events)
             try await harness.manager.cancel(record.id)
             #expect(try await harness.manager.record(record.id)?.status == .removed)
             #expect(harness.listing().isEmpty)
