@@ -42,6 +42,7 @@ public actor DownloadManager {
     private struct Active {
         var task: Task<Void, Never>
         var stop: StopSignal
+        var lock: DownloadLock
     }
 
     public let configuration: Configuration
@@ -131,9 +132,13 @@ public actor DownloadManager {
             record = DownloadRecord(id: record.id, request: request, createdAt: record.createdAt)
             try await names.checkExplicit(record)
         }
-        record.status = .queued
-        record.error = nil
-        try await store.save(record)
+        if !record.status.resumesAfterRestart || record.request != existing.request {
+            // Left alone otherwise: the record may belong to another process running it right
+            // now (the download lock decides), and its checkpoints must not be overwritten.
+            record.status = .queued
+            record.error = nil
+            try await store.save(record)
+        }
         enqueue(record)
         return record
     }
@@ -253,6 +258,19 @@ public actor DownloadManager {
     }
 
     private func start(_ record: DownloadRecord) {
+        let lock: DownloadLock
+        do {
+            guard let acquired = try DownloadLock.acquire(stateDirectory: configuration.stateDirectory, id: record.id) else {
+                // Another process runs it: leave its record alone, report, move on.
+                hub.publish(DownloadEvent(id: record.id, kind: .failed(HaulError(
+                    .inUse, "\(record.request.url) is being downloaded by another haul process"))))
+                return
+            }
+            lock = acquired
+        } catch {
+            hub.publish(DownloadEvent(id: record.id, kind: .failed(error as? HaulError ?? HaulError(.fileSystem, "\(error)"))))
+            return
+        }
         let stop = StopSignal()
         let runner = DownloadRunner(
             store: store, transport: transport, clock: clock, names: names,
@@ -262,7 +280,7 @@ public actor DownloadManager {
             let final = await runner.run(record)
             await self.finished(final)
         }
-        active[record.id] = Active(task: task, stop: stop)
+        active[record.id] = Active(task: task, stop: stop, lock: lock)
     }
 
     private func finished(_ record: DownloadRecord) async {

@@ -14,7 +14,7 @@ public enum ExitCodes {
     public static let network: Int32 = 4
     /// The file's length or checksum is wrong.
     public static let verification: Int32 = 5
-    /// Disk full, permission denied, destination exists, unreadable state database.
+    /// Disk full, permission denied, destination exists or in use by another haul, unreadable state database.
     public static let fileSystem: Int32 = 6
     /// Stopped by Ctrl-C or SIGTERM after checkpointing; run the same command again to resume.
     public static let interrupted: Int32 = 130
@@ -25,7 +25,7 @@ public enum ExitCodes {
         case .httpStatus, .badResponse, .tooManyRedirects: http
         case .network: network
         case .lengthMismatch, .checksumMismatch: verification
-        case .fileSystem, .diskFull, .fileExists, .store: fileSystem
+        case .fileSystem, .diskFull, .fileExists, .store, .inUse: fileSystem
         case .interrupted, .cancelled: interrupted
         default: `internal`
         }

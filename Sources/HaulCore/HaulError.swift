@@ -32,6 +32,8 @@ public struct HaulError: Error, Hashable, Codable, Sendable, CustomStringConvert
         public static let diskFull = Code(rawValue: "disk-full")
         /// The destination exists and belongs to someone else.
         public static let fileExists = Code(rawValue: "file-exists")
+        /// Another process is running this download.
+        public static let inUse = Code(rawValue: "in-use")
         /// Stopped by a signal or a shutdown before finishing.
         public static let interrupted = Code(rawValue: "interrupted")
         /// Cancelled by the user.

@@ -55,6 +55,27 @@ import Testing
         try await world.close()
     }
 
+    @Test func secondProcessOnTheSameDownloadIsRefused() async throws {
+        let world = try await World.make()
+        world.server.setRoute("/big.bin", Route(payload: payload, throttle: 400_000))
+        let first = try start(world)
+        let checkpoint = try await world.waitForCheckpoint(beyond: 0)
+        let second = try await HaulProcess.run(["get", world.server.url("/big.bin"), "--quiet"], in: world)
+        #expect(second.status == ExitCodesExpected.fileSystem)
+        #expect(second.stderr.contains("another haul process"), "\(second.stderr)")
+        #expect(world.server.requests(to: "/big.bin").count == 1, "the second process sent nothing")
+        let stored = try #require(try await world.storedRecord())
+        #expect(stored.status == .running, "the running download's record is untouched")
+        #expect(stored.completedLength >= checkpoint)
+        first.signal(SIGKILL)
+        _ = await first.wait()
+        world.server.setRoute("/big.bin", Route(payload: payload))
+        let third = try await HaulProcess.run(["get", world.server.url("/big.bin"), "--quiet"], in: world)
+        #expect(third.status == 0, "the lock died with its process")
+        #expect(world.sha256(of: world.directory + "/big.bin") == payload.sha256)
+        try await world.close()
+    }
+
     @Test func interruptCheckpointsExits130AndResumes() async throws {
         let world = try await World.make()
         world.server.setRoute("/big.bin", Route(payload: payload, throttle: 400_000))
