@@ -81,7 +81,11 @@ public final class AsyncHTTPTransport: HTTPTransport {
             }
         }
         if let error = error as? NIOConnectionError {
-            return HaulError(.network, "\(url): cannot connect", cause: "\(error.dnsAAAAError.map { "\($0)" } ?? "") \(error.connectionErrors.map { "\($0.error)" }.joined(separator: ", "))")
+            if error.connectionErrors.isEmpty, error.dnsAError != nil || error.dnsAAAAError != nil {
+                return HaulError(.network, "\(url): cannot resolve host \(error.host)", cause: "\(error)")
+            }
+            let reasons = error.connectionErrors.map { "\($0.error)" }.joined(separator: ", ")
+            return HaulError(.network, "\(url): cannot connect to \(error.host):\(error.port)", cause: reasons)
         }
         if let error = error as? IOError {
             return HaulError(.network, "\(url): \(String(cString: strerror(error.errnoCode)))", cause: "\(error)")

@@ -40,7 +40,7 @@ enum DestinationFiles {
         var info = stat()
         if stat(path, &info) == 0 {
             guard (info.st_mode & S_IFMT) == S_IFDIR else {
-                throw HaulError(.fileSystem, "destination \(path) is not a directory")
+                throw HaulError(.fileSystem, "\(path) is not a directory")
             }
             return
         }

@@ -63,7 +63,11 @@ public actor DownloadManager {
     /// Opens (creating if needed) the SQLite store in `configuration.stateDirectory` and uses
     /// AsyncHTTPClient. Call `shutdown()` when done.
     public init(configuration: Configuration) async throws {
-        try DestinationFiles.makeDirectory(configuration.stateDirectory)
+        do {
+            try DestinationFiles.makeDirectory(configuration.stateDirectory)
+        } catch let error as HaulError {
+            throw HaulError(error.code, "cannot use state directory \(configuration.stateDirectory): \(error.message)")
+        }
         let store = try await SQLiteDownloadStore.open(path: DestinationFiles.join(configuration.stateDirectory, "haul.sqlite"))
         let transport = AsyncHTTPTransport(configuration: configuration.http)
         self.init(configuration: configuration, store: store, transport: transport, clock: ClockAdapter(ContinuousClock()),
