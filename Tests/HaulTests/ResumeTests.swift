@@ -98,7 +98,7 @@ import Testing
     }
 
     @Test func rangeNotSatisfiableAtLocalLengthMeansComplete() async throws {
-        try await withHarness(readTimeout: .milliseconds(300)) { harness in
+        try await withHarness(readTimeout: .seconds(1)) { harness in
             // Chunked, every byte sent, then silence before the last chunk: the client has the
             // whole file but cannot know it, and asks for more.
             harness.server.setRoute("/file", Route(payload: payload, chunked: true, script: [.stallAfter(payload.length)]))
@@ -175,11 +175,14 @@ import Testing
     }
 
     @Test func stalledConnectionTimesOutAndResumes() async throws {
-        try await withHarness(readTimeout: .milliseconds(300)) { harness in
+        try await withHarness(readTimeout: .seconds(1)) { harness in
             harness.server.setRoute("/file", Route(payload: payload, script: [.stallAfter(200_000)]))
             let outcome = try await harness.download(harness.request("/file"))
             #expect(outcome.final.isCompleted)
-            #expect(harness.server.requests(to: "/file").last?.range == "bytes=200000-999999")
+            // Resumed inside what was sent before the stall (a slow machine may have read less).
+            let resumedAt = harness.server.requests(to: "/file").last?.range
+                .flatMap { Int64($0.dropFirst("bytes=".count).prefix { $0 != "-" }) } ?? 0
+            #expect(resumedAt > 0 && resumedAt <= 200_000, "resumed at \(resumedAt)")
             #expect(payload.mismatch(inFileAt: harness.directory + "/file") == nil)
         }
     }
