@@ -18,11 +18,15 @@ public final class AsyncHTTPTransport: HTTPTransport {
         /// No byte for this long means the connection is dead; the download retries.
         public var readTimeout: Duration
         public var maxRedirects: Int
+        /// PEM files of certificate authorities to trust besides the system's (a private CA).
+        public var additionalTrustRoots: [String]
 
-        public init(connectTimeout: Duration = .seconds(10), readTimeout: Duration = .seconds(60), maxRedirects: Int = 10) {
+        public init(connectTimeout: Duration = .seconds(10), readTimeout: Duration = .seconds(60), maxRedirects: Int = 10,
+                    additionalTrustRoots: [String] = []) {
             self.connectTimeout = connectTimeout
             self.readTimeout = readTimeout
             self.maxRedirects = maxRedirects
+            self.additionalTrustRoots = additionalTrustRoots
         }
     }
 
@@ -34,6 +38,11 @@ public final class AsyncHTTPTransport: HTTPTransport {
         config.timeout = .init(connect: .init(configuration.connectTimeout), read: .init(configuration.readTimeout))
         config.decompression = .disabled
         config.httpVersion = .automatic
+        if !configuration.additionalTrustRoots.isEmpty {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.additionalTrustRoots = configuration.additionalTrustRoots.map { .file($0) }
+            config.tlsConfiguration = tls
+        }
         self.client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: config)
     }
 
@@ -91,7 +100,8 @@ public final class AsyncHTTPTransport: HTTPTransport {
             return HaulError(.network, "\(url): \(String(cString: strerror(error.errnoCode)))", cause: "\(error)")
         }
         if let error = error as? NIOSSLError {
-            return HaulError(.network, "\(url): TLS failed: \(error)", cause: "\(error)")
+            let detail = "\(error)".contains("CERTIFICATE_VERIFY_FAILED") ? "handshake failed: the server's certificate is not trusted" : "handshake failed"
+            return HaulError(.network, "\(url): TLS \(detail)", cause: "\(error)")
         }
         return HaulError(.network, "\(url): \(error)", cause: String(reflecting: error))
     }

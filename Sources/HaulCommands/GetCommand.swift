@@ -46,6 +46,9 @@ struct GetCommand: AsyncParsableCommand {
     @Option(help: "Seconds without data before a connection counts as dead (and, up to 10, to connect).")
     var timeout: Double = 60
 
+    @Option(name: .customLong("cacert"), help: "Also trust this PEM certificate authority for HTTPS (repeatable).")
+    var caCertificates: [String] = []
+
     @Option(help: .hidden)
     var checkpointInterval: Double = 1
 
@@ -63,6 +66,9 @@ struct GetCommand: AsyncParsableCommand {
         if retries < 1 { throw ValidationError("--retries must be at least 1") }
         if timeout <= 0 { throw ValidationError("--timeout must be positive") }
         if checkpointInterval <= 0 { throw ValidationError("--checkpoint-interval must be positive") }
+        for path in caCertificates where !FileManager.default.isReadableFile(atPath: path) {
+            throw ValidationError("cannot read --cacert \(path)")
+        }
     }
 
     func run() async throws {
@@ -76,7 +82,8 @@ struct GetCommand: AsyncParsableCommand {
             maxConcurrentDownloads: jobs,
             checkpointInterval: .milliseconds(Int64(checkpointInterval * 1000)),
             retry: RetryPolicy(maxAttempts: retries, baseDelay: .milliseconds(Int64(retryDelay * 1000))),
-            http: .init(connectTimeout: .milliseconds(Int64(min(timeout, 10) * 1000)), readTimeout: .milliseconds(Int64(timeout * 1000))))
+            http: .init(connectTimeout: .milliseconds(Int64(min(timeout, 10) * 1000)), readTimeout: .milliseconds(Int64(timeout * 1000)),
+                        additionalTrustRoots: caCertificates.map(HaulHome.absolute)))
         let manager: DownloadManager
         do {
             manager = try await DownloadManager(configuration: configuration)

@@ -2,6 +2,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 
 /// A local HTTP/1.1 server that serves ``Payload``s and injects ``Fault``s exactly on the wire.
 ///
@@ -35,7 +36,13 @@ public final class TestServer: Sendable {
     }
 
     /// Starts a server on `host`, on an ephemeral port unless `port` is given.
-    public static func start(host: String = "127.0.0.1", port: Int = 0) async throws -> TestServer {
+    /// - Parameter tls: serve HTTPS with this certificate and key (PEM files) instead of HTTP.
+    public static func start(host: String = "127.0.0.1", port: Int = 0, tls: TLSFiles? = nil) async throws -> TestServer {
+        let sslContext = try tls.map { files in
+            try NIOSSLContext(configuration: .makeServerConfiguration(
+                certificateChain: NIOSSLCertificate.fromPEMFile(files.certificatePath).map { .certificate($0) },
+                privateKey: .privateKey(NIOSSLPrivateKey(file: files.privateKeyPath, format: .pem))))
+        }
         // A private one-thread group: shutting it down closes every connection, including
         // stalled ones, so a test never leaks sockets into the next.
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -50,6 +57,9 @@ public final class TestServer: Sendable {
                         // rewrite them, or faults such as a lying Content-Length could not be sent.
                         var encoder = HTTPResponseEncoder.Configuration()
                         encoder.automaticallySetFramingHeaders = false
+                        if let sslContext {
+                            try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
+                        }
                         try channel.pipeline.syncOperations.configureHTTPServerPipeline(
                             withEncoderConfiguration: encoder
                         )
@@ -61,7 +71,7 @@ public final class TestServer: Sendable {
             guard let boundPort = channel.localAddress?.port else {
                 throw TestServerError.noLocalAddress
             }
-            let origin = "http://\(urlHost(host)):\(boundPort)"
+            let origin = "\(tls == nil ? "http" : "https")://\(urlHost(host)):\(boundPort)"
             state.origin = origin
             return TestServer(port: boundPort, origin: origin, group: group, channel: channel, state: state)
         } catch {
@@ -129,4 +139,15 @@ public final class TestServer: Sendable {
 public enum TestServerError: Error, Sendable {
     /// The listening socket reported no local address, so the port is unknown.
     case noLocalAddress
+}
+
+/// A certificate and its private key, as PEM files, for an HTTPS test server.
+public struct TLSFiles: Sendable {
+    public var certificatePath: String
+    public var privateKeyPath: String
+
+    public init(certificatePath: String, privateKeyPath: String) {
+        self.certificatePath = certificatePath
+        self.privateKeyPath = privateKeyPath
+    }
 }

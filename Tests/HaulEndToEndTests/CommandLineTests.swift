@@ -84,6 +84,19 @@ import Testing
         try await world.close()
     }
 
+    @Test func httpsWithAPrivateCertificateAuthority() async throws {
+        let tls = try TLSFiles.makeSelfSigned()
+        let world = try await World.make(tls: tls)
+        world.server.setRoute("/file.bin", Route(payload: payload))
+        let untrusted = try await HaulProcess.run(["get", world.server.url("/file.bin"), "--quiet", "--retries", "1", "--timeout", "1"], in: world)
+        #expect(untrusted.status == ExitCodesExpected.network)
+        #expect(untrusted.stderr.contains("certificate is not trusted"), "\(untrusted.stderr)")
+        let trusted = try await HaulProcess.run(["get", world.server.url("/file.bin"), "--quiet", "--cacert", tls.certificatePath], in: world)
+        #expect(trusted.status == 0, "\(trusted.stderr)")
+        #expect(payload.mismatch(inFileAt: world.directory + "/file.bin") == nil)
+        try await world.close()
+    }
+
     @Test func listOfURLsWithJobsLimit() async throws {
         let world = try await World.make()
         var lines = ["# comment", ""]

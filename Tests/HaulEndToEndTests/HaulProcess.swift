@@ -79,10 +79,10 @@ struct World {
     let directory: String
     let home: String
 
-    static func make() async throws -> World {
+    static func make(tls: TLSFiles? = nil) async throws -> World {
         let root = NSTemporaryDirectory() + "haul-e2e-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: root + "/downloads", withIntermediateDirectories: true)
-        return World(server: try await TestServer.start(), directory: root + "/downloads", home: root + "/home")
+        return World(server: try await TestServer.start(tls: tls), directory: root + "/downloads", home: root + "/home")
     }
 
     func close() async throws {

@@ -21,20 +21,22 @@ final class Harness: Sendable {
         maxAttempts: Int = 5,
         readTimeout: Duration = .seconds(10),
         connectTimeout: Duration = .seconds(5),
-        clock: (any HaulClock)? = nil
+        clock: (any HaulClock)? = nil,
+        tls: TLSFiles? = nil
     ) async throws -> Harness {
         let root = NSTemporaryDirectory() + "haul-test-\(UUID().uuidString)"
         let directory = root + "/downloads"
         let stateDirectory = root + "/state"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true)
-        let server = try await TestServer.start()
+        let server = try await TestServer.start(tls: tls)
         let store = try await SQLiteDownloadStore.open(path: stateDirectory + "/haul.sqlite")
         let configuration = DownloadManager.Configuration(
             stateDirectory: stateDirectory, maxConcurrentDownloads: maxConcurrent,
             checkpointInterval: .milliseconds(20), progressInterval: .milliseconds(20),
             retry: RetryPolicy(maxAttempts: maxAttempts, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50)),
-            http: .init(connectTimeout: connectTimeout, readTimeout: readTimeout))
+            http: .init(connectTimeout: connectTimeout, readTimeout: readTimeout,
+                        additionalTrustRoots: tls.map { [$0.certificatePath] } ?? []))
         let transport = AsyncHTTPTransport(configuration: configuration.http)
         let manager = DownloadManager(configuration: configuration, store: store, transport: transport,
                                       clock: clock ?? ClockAdapter(ContinuousClock()))
@@ -111,11 +113,11 @@ final class Harness: Sendable {
 /// A throwing wrapper so tests can use `defer`-like cleanup with async work.
 func withHarness(
     maxConcurrent: Int = 3, maxAttempts: Int = 5, readTimeout: Duration = .seconds(10),
-    connectTimeout: Duration = .seconds(5), clock: (any HaulClock)? = nil,
+    connectTimeout: Duration = .seconds(5), clock: (any HaulClock)? = nil, tls: TLSFiles? = nil,
     _ body: (Harness) async throws -> Void
 ) async throws {
     let harness = try await Harness.make(maxConcurrent: maxConcurrent, maxAttempts: maxAttempts, readTimeout: readTimeout,
-                                         connectTimeout: connectTimeout, clock: clock)
+                                         connectTimeout: connectTimeout, clock: clock, tls: tls)
     do {
         try await body(harness)
     } catch {
