@@ -82,7 +82,7 @@ extension DownloadRunner {
                 case .retry(let delay):
                     runner.emit(DownloadEvent(id: id, kind: .retrying(
                         attempt: machine.failuresWithoutProgress, delay: delay,
-                        error: machine.record.error ?? lastError ?? HaulError(.network, "retrying"))))
+                        error: machine.lastFailure ?? HaulError(.internal, "retrying without a failure"))))
                     do {
                         try await runner.clock.sleep(for: delay)
                         action = machine.retryTimerFired()
@@ -113,16 +113,12 @@ extension DownloadRunner {
             }
         }
 
-        var lastError: HaulError?
-
         mutating func send(_ plan: RequestPlan) async -> DownloadStateMachine.Action {
             do {
                 let (head, body) = try await runner.transport.send(plan)
                 self.head = head
                 self.body = body
-                let action = machine.responseReceived(head, nowSecondsSince1970: runner.secondsSince1970, jitter: jitter)
-                if case .retry = action { lastError = machine.record.error }
-                return action
+                return machine.responseReceived(head, nowSecondsSince1970: runner.secondsSince1970, jitter: jitter)
             } catch {
                 return transferFailed(error)
             }
@@ -130,8 +126,8 @@ extension DownloadRunner {
 
         mutating func transferFailed(_ error: any Error) -> DownloadStateMachine.Action {
             if let status = runner.stop.requested { return machine.stopRequested(status: status) }
-            let haulError = AsyncHTTPTransport.classify(error, url: machine.record.request.url.absoluteString)
-            lastError = haulError
+            // Transports throw `HaulError`s already classified; anything else is a network failure.
+            let haulError = (error as? HaulError) ?? HaulError(.network, "\(machine.record.request.url): \(error)")
             return machine.transferFailed(haulError, jitter: jitter)
         }
 
@@ -145,7 +141,7 @@ extension DownloadRunner {
                 // the stored offset never exceeds the file: the truncate below can only shorten it.
                 let hadBytes = checkpointed > 0
                 checkpointed = min(checkpointed, plan.fileOffset)
-                await save(written: checkpointed)
+                await save()
                 try await writer!.truncate(to: plan.fileOffset)
                 if hadBytes, plan.fileOffset == 0 {
                     runner.emit(DownloadEvent(id: id, kind: .restarted(reason: "the server sent the whole file; starting over")))
@@ -207,18 +203,17 @@ extension DownloadRunner {
             guard let writer else { return }
             try await writer.sync()
             checkpointed = machine.record.segments[0].written
-            await save(written: checkpointed)
+            await save()
         }
 
-        /// A checkpoint on the way out: failures are reported, not thrown, and the stored
-        /// offset then stays at the last good one.
+        /// A checkpoint on the way out: a failure is not thrown, and the stored offset then
+        /// stays at the last good one.
         mutating func checkpoint() async {
-            do { try await durableCheckpoint() } catch { lastError = error as? HaulError }
+            try? await durableCheckpoint()
         }
 
         mutating func diskFailed(_ error: any Error) -> DownloadStateMachine.Action {
-            let haulError = (error as? HaulError) ?? HaulError(.fileSystem, "\(error)")
-            return machine.diskFailed(haulError, durableLength: checkpointed)
+            machine.diskFailed(diskError(error), durableLength: checkpointed)
         }
 
         mutating func openFile() async throws {
@@ -278,16 +273,12 @@ extension DownloadRunner {
             return machine.record
         }
 
-        /// Stores the record with segment 0 at `written` (default: the last checkpoint).
-        mutating func save(written: Int64? = nil) async {
+        /// Stores the record with segment 0 at the last checkpoint, never past it.
+        func save() async {
             var record = machine.record
-            record.segments[0].written = min(written ?? checkpointed, record.segments[0].written)
-            do {
-                try await runner.store.save(record)
-            } catch {
-                // The download itself can go on; the next checkpoint tries again.
-                lastError = HaulError(.store, "cannot save state of \(record.request.url)", cause: "\(error)")
-            }
+            record.segments[0].written = min(checkpointed, record.segments[0].written)
+            // A failed save is not fatal: the download goes on and the next checkpoint tries again.
+            try? await runner.store.save(record)
         }
     }
 }

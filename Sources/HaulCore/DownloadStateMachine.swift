@@ -48,6 +48,8 @@ public struct DownloadStateMachine: Sendable {
     public let policy: RetryPolicy
     /// Consecutive attempts that received no byte.
     public private(set) var failuresWithoutProgress = 0
+    /// Why the last attempt failed: what a `.retry` is retrying after.
+    public private(set) var lastFailure: HaulError?
     private var receivedThisAttempt: Int64 = 0
     private var lastPlan: RequestPlan?
 
@@ -192,6 +194,7 @@ public struct DownloadStateMachine: Sendable {
     }
 
     private mutating func failure(_ error: HaulError, retryAfter: Duration?, jitter: Double) -> Action {
+        lastFailure = error
         if receivedThisAttempt > 0 { failuresWithoutProgress = 0 }
         receivedThisAttempt = 0
         failuresWithoutProgress += 1

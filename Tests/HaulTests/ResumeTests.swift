@@ -119,8 +119,9 @@ import Testing
             #expect(outcome.final.isCompleted)
             #expect(harness.server.requests(to: "/file").count == 4)
             #expect(payload.mismatch(inFileAt: harness.directory + "/file") == nil)
-            let retries = outcome.events.filter { if case .retrying = $0 { true } else { false } }
+            let retries = outcome.events.compactMap { if case .retrying(_, _, let error) = $0 { error } else { nil } }
             #expect(retries.count == 3)
+            #expect(retries.map(\.httpStatus) == [503, 500, 502], "each retry names the failure it follows")
         }
     }
 
