@@ -123,7 +123,7 @@ public actor DownloadManager {
     }
 
     private func readd(_ existing: DownloadRecord, request: DownloadRequest) async throws -> DownloadRecord {
-        if active[existing.id] != nil || pending.contains(where: { $0.id == existing.id }) { return existing }
+        if isScheduled(existing.id) { return existing }
         var record = existing
         record.request = request
         if record.status == .completed {
@@ -136,7 +136,7 @@ public actor DownloadManager {
             record = DownloadRecord(id: record.id, request: request, createdAt: record.createdAt)
             try await names.checkExplicit(record)
         }
-        if !record.status.resumesAfterRestart || record.request != existing.request {
+        if !existing.status.resumesAfterRestart || record.request != existing.request {
             // Left alone otherwise: the record may belong to another process running it right
             // now (the download lock decides), and its checkpoints must not be overwritten.
             record.status = .queued
@@ -150,9 +150,7 @@ public actor DownloadManager {
     /// Puts back in the queue what was queued or running when the last process stopped.
     public func restore() async throws {
         for record in try await store.records(status: nil) where record.status.resumesAfterRestart {
-            if active[record.id] == nil, !pending.contains(where: { $0.id == record.id }) {
-                enqueue(record)
-            }
+            if !isScheduled(record.id) { enqueue(record) }
         }
     }
 
@@ -247,6 +245,11 @@ public actor DownloadManager {
         return record
     }
 
+    /// Running or waiting in this process.
+    private func isScheduled(_ id: DownloadID) -> Bool {
+        active[id] != nil || pending.contains { $0.id == id }
+    }
+
     private func enqueue(_ record: DownloadRecord) {
         let index = pending.firstIndex { $0.request.priority < record.request.priority } ?? pending.endIndex
         pending.insert(record, at: index)
@@ -289,9 +292,8 @@ public actor DownloadManager {
 
     private func finished(_ record: DownloadRecord) async {
         active[record.id] = nil
-        if record.status != .completed {
-            await names.release(directory: record.request.directory, name: record.fileName)
-        }
+        // From here the store's record (and, once complete, the file itself) guards the name.
+        await names.release(directory: record.request.directory, name: record.fileName)
         schedule()
     }
 

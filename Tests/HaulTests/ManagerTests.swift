@@ -120,6 +120,21 @@ import Testing
         }
     }
 
+    @Test func deletedFinishedFileIsDownloadedAgain() async throws {
+        try await withHarness { harness in
+            harness.server.setRoute("/file", Route(payload: payload))
+            let first = try await harness.download(harness.request("/file"))
+            #expect(first.final.isCompleted)
+            try FileManager.default.removeItem(atPath: harness.directory + "/file")
+            let again = try await harness.download(harness.request("/file"))
+            #expect(again.final.isCompleted)
+            #expect(again.record.id == first.record.id)
+            #expect(harness.server.requests(to: "/file").count == 2)
+            #expect(harness.server.requests(to: "/file").last?.range == nil, "fetched whole, not resumed")
+            #expect(payload.mismatch(inFileAt: harness.directory + "/file") == nil)
+        }
+    }
+
     @Test func sameDownloadAddedTwiceRunsOnce() async throws {
         try await withHarness { harness in
             harness.server.setRoute("/file", Route(payload: payload, throttle: 1_000_000))
