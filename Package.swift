@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "HaulCore", targets: ["HaulCore"]),
         .library(name: "HaulStore", targets: ["HaulStore"]),
         .library(name: "HaulTesting", targets: ["HaulTesting"]),
+        .library(name: "HaulServer", targets: ["HaulServer"]),
         .executable(name: "haul", targets: ["haul"]),
     ],
     dependencies: [
@@ -19,6 +20,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         // Pure logic: models, the state machine, response checks, names. No NIO, no SQLite.
@@ -50,11 +53,25 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The daemon: HTTP JSON API, event stream and web page over a DownloadManager.
+        .target(
+            name: "HaulServer",
+            dependencies: [
+                "Haul",
+                "HaulCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .target(
             name: "HaulCommands",
             dependencies: [
                 "Haul",
                 "HaulCore",
+                "HaulServer",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

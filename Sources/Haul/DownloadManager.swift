@@ -39,24 +39,28 @@ public actor DownloadManager {
         }
     }
 
-    private struct Active {
+    struct Active {
         var task: Task<Void, Never>
         var stop: StopSignal
         var lock: DownloadLock
     }
 
     public let configuration: Configuration
-    private let store: any DownloadStore
+    let store: any DownloadStore
     private let transport: any HTTPTransport
     private let ownedTransport: AsyncHTTPTransport?
     private let ownedStore: SQLiteDownloadStore?
     private let clock: any HaulClock
-    private let names: FileNameClaims
-    private let hub = EventHub()
-    private var maxConcurrent: Int
-    private var active: [DownloadID: Active] = [:]
-    /// Waiting records, highest priority first, then oldest first.
-    private var pending: [DownloadRecord] = []
+    let names: FileNameClaims
+    let hub = EventHub()
+    /// The latest progress of every running download, for listings and the summary.
+    let live = LiveProgress()
+    var maxConcurrent: Int
+    var active: [DownloadID: Active] = [:]
+    /// Waiting records in queue order (`DownloadRecord.runsBefore`).
+    var pending: [DownloadRecord] = []
+    /// The last queue position handed out: positions only grow, so the newest goes last.
+    private var lastPosition: Int64 = 0
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
     private var isShuttingDown = false
 
@@ -114,15 +118,23 @@ public actor DownloadManager {
         if let existing = try await store.record(matching: request) {
             return try await readd(existing, request: request)
         }
-        var record = DownloadRecord(id: .random(), request: request, createdAt: WallClock.secondsSince1970())
-        try await names.checkExplicit(record)
-        record.status = .queued
+        let record = try await newRecord(for: request)
         try await store.save(record)
         enqueue(record)
         return record
     }
 
-    private func readd(_ existing: DownloadRecord, request: DownloadRequest) async throws -> DownloadRecord {
+    /// A fresh queued record at the end of its priority, its explicit file name checked.
+    func newRecord(for request: DownloadRequest) async throws -> DownloadRecord {
+        var record = DownloadRecord(id: .random(), request: request, createdAt: WallClock.secondsSince1970())
+        try await names.checkExplicit(record)
+        record.status = .queued
+        lastPosition = max(lastPosition + 1, WallClock.microsecondsSince1970())
+        record.position = lastPosition
+        return record
+    }
+
+    func readd(_ existing: DownloadRecord, request: DownloadRequest) async throws -> DownloadRecord {
         if isScheduled(existing.id) { return existing }
         var record = existing
         record.request = request
@@ -134,6 +146,7 @@ public actor DownloadManager {
             }
             // The finished file is gone or changed: fetch it again.
             record = DownloadRecord(id: record.id, request: request, createdAt: record.createdAt)
+            record.position = existing.position
             try await names.checkExplicit(record)
         }
         if !existing.status.resumesAfterRestart || record.request != existing.request {
@@ -154,6 +167,8 @@ public actor DownloadManager {
         }
     }
 
+    /// Stops a running download at a checkpoint, or takes a queued one out of the queue; it
+    /// stays paused, across restarts too, until resumed. Pausing a finished download is a conflict.
     public func pause(_ id: DownloadID) async throws {
         var record = try await existing(id)
         if let running = active[id] {
@@ -161,7 +176,10 @@ public actor DownloadManager {
             running.task.cancel()
             return
         }
-        guard !record.status.isTerminal else { return }
+        guard record.status != .paused else { return }
+        guard !record.status.isTerminal else {
+            throw HaulError(.conflict, "download \(id) is \(record.status.rawValue); there is nothing to pause")
+        }
         pending.removeAll { $0.id == id }
         record.status = .paused
         try await store.save(record)
@@ -169,8 +187,13 @@ public actor DownloadManager {
         signalIdleIfNeeded()
     }
 
+    /// Puts a paused or failed download back in the queue at its old place; a queued or
+    /// running one is left alone. Resuming a completed download is a conflict.
     public func resume(_ id: DownloadID) async throws {
         let record = try await existing(id)
+        if record.status == .completed {
+            throw HaulError(.conflict, "download \(id) is already complete")
+        }
         guard record.status == .paused || record.status == .failed else { return }
         _ = try await readd(record, request: record.request)
     }
@@ -208,6 +231,8 @@ public actor DownloadManager {
         try await store.records(status: status)
     }
 
+    public var maxConcurrentDownloads: Int { maxConcurrent }
+
     public func setMaxConcurrentDownloads(_ count: Int) {
         maxConcurrent = max(1, count)
         schedule()
@@ -238,7 +263,7 @@ public actor DownloadManager {
 
     // MARK: Scheduling
 
-    private func existing(_ id: DownloadID) async throws -> DownloadRecord {
+    func existing(_ id: DownloadID) async throws -> DownloadRecord {
         guard let record = try await store.record(id), record.status != .removed else {
             throw HaulError(.notFound, "no download with id \(id)")
         }
@@ -246,18 +271,18 @@ public actor DownloadManager {
     }
 
     /// Running or waiting in this process.
-    private func isScheduled(_ id: DownloadID) -> Bool {
+    func isScheduled(_ id: DownloadID) -> Bool {
         active[id] != nil || pending.contains { $0.id == id }
     }
 
-    private func enqueue(_ record: DownloadRecord) {
-        let index = pending.firstIndex { $0.request.priority < record.request.priority } ?? pending.endIndex
+    func enqueue(_ record: DownloadRecord) {
+        let index = pending.firstIndex { record.runsBefore($0) } ?? pending.endIndex
         pending.insert(record, at: index)
         hub.publish(DownloadEvent(id: record.id, kind: .queued))
         schedule()
     }
 
-    private func schedule() {
+    func schedule() {
         while !isShuttingDown, active.count < maxConcurrent, !pending.isEmpty {
             start(pending.removeFirst())
         }
@@ -282,7 +307,10 @@ public actor DownloadManager {
         let runner = DownloadRunner(
             store: store, transport: transport, clock: clock, names: names,
             checkpointInterval: configuration.checkpointInterval, progressInterval: configuration.progressInterval,
-            policy: configuration.retry, stop: stop, emit: { [hub] in hub.publish($0) })
+            policy: configuration.retry, stop: stop, emit: { [hub, live] event in
+                live.note(event)
+                hub.publish(event)
+            })
         let task = Task {
             let final = await runner.run(record)
             await self.finished(final)
@@ -297,7 +325,7 @@ public actor DownloadManager {
         schedule()
     }
 
-    private func signalIdleIfNeeded() {
+    func signalIdleIfNeeded() {
         guard active.isEmpty, pending.isEmpty else { return }
         let waiters = idleWaiters
         idleWaiters = []

@@ -18,7 +18,7 @@ public actor InMemoryDownloadStore: DownloadStore {
     public func records(status: DownloadStatus?) -> [DownloadRecord] {
         records.values
             .filter { status == nil || $0.status == status }
-            .sorted { ($0.request.priority, -$0.createdAt, $1.id) > ($1.request.priority, -$1.createdAt, $0.id) }
+            .sorted { $0.runsBefore($1) }
     }
 
     public func isFileNameTaken(_ fileName: String, directory: String, except id: DownloadID) -> Bool {

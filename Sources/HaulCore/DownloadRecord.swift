@@ -17,6 +17,9 @@ public struct DownloadRecord: Hashable, Codable, Sendable {
     public var error: HaulError?
     /// Seconds since 1970, set by whoever creates the record (the core reads no clock).
     public var createdAt: Int64
+    /// Place in the queue among downloads of the same priority, lower first. Starts as the
+    /// time added (in microseconds); moving a download up or down changes it.
+    public var position: Int64
 
     public init(id: DownloadID, request: DownloadRequest, createdAt: Int64) {
         self.id = id
@@ -25,6 +28,13 @@ public struct DownloadRecord: Hashable, Codable, Sendable {
         self.fileName = request.fileName
         self.segments = [Segment(start: request.range?.start ?? 0, end: request.range?.end)]
         self.createdAt = createdAt
+        self.position = createdAt * 1_000_000
+    }
+
+    /// Queue order: higher priority first, then lower position.
+    public func runsBefore(_ other: DownloadRecord) -> Bool {
+        if request.priority != other.request.priority { return request.priority > other.request.priority }
+        return position < other.position
     }
 
     /// Bytes of this download on disk, as far as the record knows.

@@ -42,6 +42,15 @@ public struct HaulError: Error, Hashable, Codable, Sendable, CustomStringConvert
         public static let notFound = Code(rawValue: "not-found")
         /// The state store failed or is unreadable.
         public static let store = Code(rawValue: "store")
+        /// The download's state does not allow the request (pausing a finished one, moving a
+        /// running one).
+        public static let conflict = Code(rawValue: "conflict")
+        /// A request to the daemon was larger than it accepts.
+        public static let tooLarge = Code(rawValue: "too-large")
+        /// A request to the daemon without the right token.
+        public static let unauthorized = Code(rawValue: "unauthorized")
+        /// No daemon answers at the address the CLI knows.
+        public static let noDaemon = Code(rawValue: "no-daemon")
         /// A bug: something Haul did not expect.
         public static let `internal` = Code(rawValue: "internal")
 

@@ -11,6 +11,22 @@ public protocol DownloadStore: Sendable {
     /// Whether another live record already uses `fileName` in `directory`.
     func isFileNameTaken(_ fileName: String, directory: String, except id: DownloadID) async throws -> Bool
     func delete(_ id: DownloadID) async throws
+    /// Saves many records at once; a store may do it in fewer writes than one per record.
+    func save(_ records: [DownloadRecord]) async throws
+    /// How many records have each status.
+    func counts() async throws -> [DownloadStatus: Int]
+}
+
+extension DownloadStore {
+    public func save(_ records: [DownloadRecord]) async throws {
+        for record in records { try await save(record) }
+    }
+
+    public func counts() async throws -> [DownloadStatus: Int] {
+        var counts: [DownloadStatus: Int] = [:]
+        for record in try await records(status: nil) { counts[record.status, default: 0] += 1 }
+        return counts
+    }
 }
 
 /// A piece of a response body, in whatever buffer type the transport uses, so the writer can

@@ -8,15 +8,19 @@ struct RecordRow {
         "id", "identity", "url", "directory", "requested_name", "range_start", "range_end", "checksum", "headers",
         "max_attempts", "priority", "status", "file_name", "final_url", "etag", "last_modified", "total_length",
         "segments", "completed_length", "error_code", "error_message", "error_http_status", "error_cause",
-        "created_at", "updated_at",
+        "created_at", "updated_at", "position",
     ]
 
-    static let upsertSQL: String = {
-        let placeholders = Array(repeating: "?", count: columns.count).joined(separator: ", ")
+    static let upsertSQL = upsertSQL(rows: 1)
+
+    /// One statement that inserts or updates `rows` records: atomic, and one fsync for all.
+    static func upsertSQL(rows: Int) -> String {
+        let row = "(" + Array(repeating: "?", count: columns.count).joined(separator: ", ") + ")"
+        let values = Array(repeating: row, count: rows).joined(separator: ", ")
         let updates = columns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
-        return "INSERT INTO downloads (\(columns.joined(separator: ", "))) VALUES (\(placeholders)) "
+        return "INSERT INTO downloads (\(columns.joined(separator: ", "))) VALUES \(values) "
             + "ON CONFLICT(id) DO UPDATE SET \(updates)"
-    }()
+    }
 
     let binds: [SQLiteData]
 
@@ -48,6 +52,7 @@ struct RecordRow {
             Self.text(record.error?.cause),
             .integer(SQLiteInt64(record.createdAt)),
             .integer(SQLiteInt64(Date().timeIntervalSince1970)),
+            .integer(SQLiteInt64(record.position)),
         ]
     }
 
@@ -69,6 +74,7 @@ struct RecordRow {
             priority: Int(int("priority") ?? 0))
         var record = DownloadRecord(id: DownloadID(rawValue: id), request: request, createdAt: int("created_at") ?? 0)
         record.status = status
+        record.position = int("position") ?? 0
         record.fileName = string("file_name")
         record.finalURL = string("final_url")
         if string("etag") != nil || string("last_modified") != nil {

@@ -85,6 +85,29 @@ public final class SQLiteDownloadStore: DownloadStore {
         _ = try await query(RecordRow.upsertSQL, row.binds)
     }
 
+    /// Saves many records in as few statements as SQLite allows (each statement atomic): adding
+    /// thousands of downloads costs a handful of fsyncs, not thousands.
+    public func save(_ records: [DownloadRecord]) async throws {
+        let rowsPerStatement = 32_000 / RecordRow.columns.count
+        var start = 0
+        while start < records.count {
+            let batch = records[start..<min(records.count, start + rowsPerStatement)]
+            _ = try await query(RecordRow.upsertSQL(rows: batch.count), batch.flatMap { RecordRow($0).binds })
+            start += batch.count
+        }
+    }
+
+    public func counts() async throws -> [DownloadStatus: Int] {
+        let rows = try await query("SELECT status, COUNT(*) AS n FROM downloads GROUP BY status")
+        var counts: [DownloadStatus: Int] = [:]
+        for row in rows {
+            if let text = row.column("status")?.string, let status = DownloadStatus(rawValue: text) {
+                counts[status] = row.column("n")?.integer ?? 0
+            }
+        }
+        return counts
+    }
+
     public func record(_ id: DownloadID) async throws -> DownloadRecord? {
         let rows = try await query("SELECT * FROM downloads WHERE id = ?", [.text(id.rawValue)])
         return try rows.first.map(RecordRow.decode)
@@ -98,7 +121,7 @@ public final class SQLiteDownloadStore: DownloadStore {
     }
 
     public func records(status: DownloadStatus?) async throws -> [DownloadRecord] {
-        let order = "ORDER BY priority DESC, created_at ASC, rowid ASC"
+        let order = "ORDER BY priority DESC, position ASC, rowid ASC"
         let rows: [SQLiteRow]
         if let status {
             rows = try await query("SELECT * FROM downloads WHERE status = ? \(order)", [.text(status.rawValue)])

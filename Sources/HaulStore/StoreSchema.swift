@@ -38,6 +38,13 @@ enum StoreSchema {
             "CREATE INDEX downloads_queue ON downloads (status, priority DESC, created_at)",
             "CREATE INDEX downloads_file_name ON downloads (directory, file_name)",
         ],
+        [
+            // Queue order within a priority, so a download can be moved up or down.
+            "ALTER TABLE downloads ADD COLUMN position INTEGER NOT NULL DEFAULT 0",
+            "UPDATE downloads SET position = created_at * 1000000 + rowid",
+            "DROP INDEX downloads_queue",
+            "CREATE INDEX downloads_queue ON downloads (status, priority DESC, position)",
+        ],
     ]
 
     /// Two processes may open a new database at once: the version is read inside the write

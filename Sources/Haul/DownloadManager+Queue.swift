@@ -1,0 +1,140 @@
+import HaulCore
+
+/// Where to move a queued download.
+public enum QueueMove: String, Sendable, Codable, CaseIterable {
+    case up, down, top, bottom
+}
+
+/// The whole queue at a glance: the daemon's summary.
+public struct QueueSummary: Sendable, Hashable {
+    /// Records per status, removed ones included.
+    public var counts: [DownloadStatus: Int]
+    /// Bytes per second of all running downloads together.
+    public var downloadSpeed: Double
+    public var maxConcurrentDownloads: Int
+}
+
+/// Operations on many downloads at once, queue order, and live figures: what a daemon with
+/// thousands of entries needs to stay quick (one store write per batch, not per download).
+extension DownloadManager {
+    /// Adds many downloads; the new ones are saved together. Returns one record per request,
+    /// in order; a request for a download that already exists gets the existing record (see
+    /// `add(_:)`), and the same request twice in one batch is one download.
+    public func add(_ requests: [DownloadRequest]) async throws -> [DownloadRecord] {
+        for request in requests where !request.directory.hasPrefix("/") {
+            throw HaulError(.usage, "destination directory must be an absolute path: \(request.directory)")
+        }
+        var results: [DownloadRecord] = []
+        var fresh: [DownloadRecord] = []
+        var byIdentity: [String: DownloadRecord] = [:]
+        for request in requests {
+            if let seen = byIdentity[request.identity] {
+                results.append(seen)
+                continue
+            }
+            let record: DownloadRecord
+            if let existing = try await store.record(matching: request) {
+                record = try await readd(existing, request: request)
+            } else {
+                record = try await newRecord(for: request)
+                fresh.append(record)
+            }
+            byIdentity[request.identity] = record
+            results.append(record)
+        }
+        try await store.save(fresh)
+        for record in fresh { enqueue(record) }
+        return results
+    }
+
+    /// Pauses every download that is queued or running. Returns how many it paused.
+    @discardableResult
+    public func pauseAll() async throws -> Int {
+        var paused: [DownloadRecord] = []
+        var stopped = 0
+        for record in try await store.records(status: .queued) + store.records(status: .running) {
+            if let running = active[record.id] {
+                running.stop.request(.paused)
+                running.task.cancel()
+                stopped += 1
+                continue
+            }
+            var record = record
+            record.status = .paused
+            paused.append(record)
+        }
+        let ids = Set(paused.map(\.id))
+        pending.removeAll { ids.contains($0.id) }
+        try await store.save(paused)
+        for record in paused { hub.publish(DownloadEvent(id: record.id, kind: .paused)) }
+        signalIdleIfNeeded()
+        return paused.count + stopped
+    }
+
+    /// Puts every paused download back in the queue, in its old order. Returns how many.
+    @discardableResult
+    public func resumeAll() async throws -> Int {
+        var resumed: [DownloadRecord] = []
+        for var record in try await store.records(status: .paused) where !isScheduled(record.id) {
+            record.status = .queued
+            record.error = nil
+            resumed.append(record)
+        }
+        try await store.save(resumed)
+        for record in resumed { enqueue(record) }
+        return resumed.count
+    }
+
+    /// Moves a queued download within the queue. Only queued downloads have a place to move.
+    @discardableResult
+    public func move(_ id: DownloadID, _ move: QueueMove) async throws -> DownloadRecord {
+        let record = try await existing(id)
+        guard let index = pending.firstIndex(where: { $0.id == id }) else {
+            throw HaulError(.conflict, "download \(id) is \(record.status.rawValue); only queued downloads can be moved")
+        }
+        var moved = pending.remove(at: index)
+        var changed: [DownloadRecord] = []
+        switch move {
+        case .up where index > 0, .down where index < pending.count:
+            let neighbourIndex = move == .up ? index - 1 : index
+            var neighbour = pending[neighbourIndex]
+            if neighbour.request.priority == moved.request.priority {
+                swap(&moved.position, &neighbour.position)
+                pending[neighbourIndex] = neighbour
+                changed.append(neighbour)
+            } else {
+                moved.request.priority = neighbour.request.priority
+                moved.position = neighbour.position + (move == .up ? -1 : 1)
+            }
+        case .top:
+            if let first = pending.first {
+                moved.request.priority = max(moved.request.priority, first.request.priority)
+                moved.position = first.position - 1
+            }
+        case .bottom:
+            if let last = pending.last {
+                moved.request.priority = min(moved.request.priority, last.request.priority)
+                moved.position = last.position + 1
+            }
+        default:
+            break  // already first or last
+        }
+        changed.append(moved)
+        try await store.save(changed)
+        let place = pending.firstIndex { moved.runsBefore($0) } ?? pending.endIndex
+        pending.insert(moved, at: place)
+        return moved
+    }
+
+    /// The live progress of a running download (fresher than its stored checkpoint).
+    public nonisolated func liveProgress(_ id: DownloadID) -> Progress? {
+        live.progress(id)
+    }
+
+    public func summary() async throws -> QueueSummary {
+        QueueSummary(
+            counts: try await store.counts(),
+            downloadSpeed: live.all().values.reduce(0) { $0 + $1.bytesPerSecond },
+            maxConcurrentDownloads: maxConcurrent)
+    }
+}
