@@ -227,6 +227,11 @@ public actor DownloadManager {
         try await store.record(id)
     }
 
+    /// The record of a download that exists and was not removed; throws `notFound` otherwise.
+    public func download(_ id: DownloadID) async throws -> DownloadRecord {
+        try await existing(id)
+    }
+
     public func records(status: DownloadStatus? = nil) async throws -> [DownloadRecord] {
         try await store.records(status: status)
     }

@@ -16,12 +16,21 @@ public enum ExitCodes {
     public static let verification: Int32 = 5
     /// Disk full, permission denied, destination exists or in use by another haul, unreadable state database.
     public static let fileSystem: Int32 = 6
+    /// No daemon answers at the known address, or it refused the token.
+    public static let noDaemon: Int32 = 7
+    /// The daemon has no download with that id.
+    public static let notFound: Int32 = 8
+    /// The download's state does not allow the request (pausing a finished one).
+    public static let conflict: Int32 = 9
     /// Stopped by Ctrl-C or SIGTERM after checkpointing; run the same command again to resume.
     public static let interrupted: Int32 = 130
 
     public static func code(for error: HaulError) -> Int32 {
         switch error.code {
-        case .usage, .badURL, .unsupportedScheme: usage
+        case .usage, .badURL, .unsupportedScheme, .badRequest, .tooLarge: usage
+        case .noDaemon, .unauthorized: noDaemon
+        case .notFound: notFound
+        case .conflict: conflict
         case .httpStatus, .badResponse, .tooManyRedirects: http
         case .network: network
         case .lengthMismatch, .checksumMismatch: verification

@@ -142,7 +142,7 @@ struct GetCommand: AsyncParsableCommand {
     /// Valid requests, and one error per unusable URL (reported already).
     func buildRequests(reporter: Reporter) throws -> (valid: [DownloadRequest], failures: [HaulError]) {
         var texts = urls
-        if let inputFile { texts += try readList(inputFile) }
+        if let inputFile { texts += try URLList.read(inputFile) }
         if texts.isEmpty {
             reporter.failure(url: nil, HaulError(.usage, "no URL to download: give at least one URL, or -i LIST"))
             throw CommandExit(status: ExitCodes.usage)
@@ -182,22 +182,6 @@ struct GetCommand: AsyncParsableCommand {
             }
         }
         return (valid, failures)
-    }
-
-    func readList(_ path: String) throws -> [String] {
-        let data: Data
-        if path == "-" {
-            data = FileHandle.standardInput.readDataToEndOfFile()
-        } else {
-            guard let contents = FileManager.default.contents(atPath: path) else {
-                throw HaulError(.usage, "cannot read URL list \(path)")
-            }
-            data = contents
-        }
-        return String(decoding: data, as: UTF8.self)
-            .split(whereSeparator: \.isNewline)
-            .map { $0.trimmingCharacters(in: .whitespaces) }
-            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
     }
 
     func parseHeaders() throws(HaulError) -> HTTPHeaderList {

@@ -10,10 +10,12 @@ public struct HaulCommand: AsyncParsableCommand {
         discussion: """
             Exit codes: 0 success, 1 internal error, 2 bad usage or URL, 3 HTTP error, \
             4 network failure after retries, 5 length or checksum mismatch, 6 file-system error, \
-            130 interrupted (run the same command again to resume).
+            7 no daemon answers (or it refused the token), 8 no such download, \
+            9 the download's state does not allow it, 130 interrupted (run the same command again to resume).
             """,
         version: "0.1.0",
-        subcommands: [GetCommand.self]
+        subcommands: [GetCommand.self, ServeCommand.self, AddCommand.self, ListCommand.self, PauseCommand.self,
+                      ResumeCommand.self, RemoveCommand.self, WatchCommand.self]
     )
 
     public init() {}

@@ -45,6 +45,8 @@ public struct HaulError: Error, Hashable, Codable, Sendable, CustomStringConvert
         /// The download's state does not allow the request (pausing a finished one, moving a
         /// running one).
         public static let conflict = Code(rawValue: "conflict")
+        /// A request to the daemon that is not valid JSON, or has fields of the wrong type.
+        public static let badRequest = Code(rawValue: "bad-request")
         /// A request to the daemon was larger than it accepts.
         public static let tooLarge = Code(rawValue: "too-large")
         /// A request to the daemon without the right token.

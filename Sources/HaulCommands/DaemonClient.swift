@@ -1,0 +1,144 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import ArgumentParser
+import AsyncHTTPClient
+import Foundation
+import HaulCore
+import HaulServer
+import NIOCore
+import NIOHTTP1
+
+/// How `haul add/ls/pause/resume/rm/watch` reach the daemon: the address and token from
+/// `$HAUL_HOME/serve.json`, unless `--server` and `--secret` say otherwise.
+struct DaemonOptions: ParsableArguments {
+    @Option(help: "The daemon's URL (default: from $HAUL_HOME/serve.json).")
+    var server: String?
+
+    @Option(help: "The daemon's token (default: from $HAUL_HOME/serve.json).")
+    var secret: String?
+
+    func client() throws -> DaemonClient {
+        let home = HaulHome.path()
+        if let server {
+            let file = try? ServeFile.read(home: home)
+            guard let token = secret ?? (file ?? nil)?.secret else {
+                throw HaulError(.usage, "--server needs --secret (no token in \(ServeFile.path(home: home)))")
+            }
+            return DaemonClient(baseURL: server, secret: token)
+        }
+        guard let file = try ServeFile.read(home: home) else {
+            throw HaulError(.noDaemon, "no haul daemon is running (start one with 'haul serve')")
+        }
+        if kill(file.pid, 0) != 0, errno == ESRCH {
+            throw HaulError(.noDaemon, "no haul daemon is running (pid \(file.pid) in \(ServeFile.path(home: home)) is gone; start one with 'haul serve')")
+        }
+        return DaemonClient(baseURL: file.url, secret: secret ?? file.secret)
+    }
+}
+
+/// A small JSON client for the API (docs/API.md). Errors come back as the daemon's `HaulError`.
+struct DaemonClient: Sendable {
+    let baseURL: String
+    let secret: String
+
+    private static let http = HTTPClient(
+        eventLoopGroupProvider: .singleton,
+        configuration: .init(timeout: .init(connect: .seconds(2), read: .seconds(30))))
+
+    func get<Response: Decodable>(_ path: String, as type: Response.Type = Response.self) async throws -> Response {
+        try await send(.GET, path, body: nil as String?)
+    }
+
+    func send<Body: Encodable, Response: Decodable>(
+        _ method: HTTPMethod, _ path: String, body: Body?, as type: Response.Type = Response.self
+    ) async throws -> Response {
+        var request = HTTPClientRequest(url: baseURL + "/api/v1" + path)
+        request.method = method
+        request.headers.add(name: "Authorization", value: "Bearer \(secret)")
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: try JSONEncoder().encode(body)))
+        }
+        let response: HTTPClientResponse
+        do {
+            response = try await Self.http.execute(request, timeout: .seconds(60))
+        } catch {
+            throw HaulError(.noDaemon, "no haul daemon answers at \(baseURL) (start one with 'haul serve')", cause: "\(error)")
+        }
+        let data = Data(try await response.body.collect(upTo: 512 << 20).readableBytesView)
+        guard (200..<300).contains(response.status.code) else { throw Self.error(response.status, data) }
+        do {
+            return try JSONDecoder().decode(Response.self, from: data)
+        } catch {
+            throw HaulError(.internal, "unexpected answer from the daemon at \(baseURL)", cause: "\(error)")
+        }
+    }
+
+    /// The event stream, one decoded event at a time, until the daemon closes it.
+    func events() async throws -> AsyncThrowingStream<EventView, any Error> {
+        var request = HTTPClientRequest(url: baseURL + "/api/v1/events")
+        request.headers.add(name: "Authorization", value: "Bearer \(secret)")
+        let response: HTTPClientResponse
+        do {
+            response = try await Self.http.execute(request, timeout: .hours(24 * 365))
+        } catch {
+            throw HaulError(.noDaemon, "no haul daemon answers at \(baseURL) (start one with 'haul serve')", cause: "\(error)")
+        }
+        guard response.status == .ok else {
+            throw Self.error(response.status, Data(try await response.body.collect(upTo: 1 << 20).readableBytesView))
+        }
+        return AsyncThrowingStream { continuation in
+            let task = Task {
+                var parser = ServerSentEvents()
+                do {
+                    for try await buffer in response.body {
+                        for data in parser.feed(buffer.readableBytesView) {
+                            if let event = try? JSONDecoder().decode(EventView.self, from: data) { continuation.yield(event) }
+                        }
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    private static func error(_ status: HTTPResponseStatus, _ data: Data) -> HaulError {
+        if let body = try? JSONDecoder().decode(ErrorBody.self, from: data) {
+            return HaulError(HaulError.Code(rawValue: body.error.code), body.error.message, httpStatus: Int(status.code))
+        }
+        return HaulError(.internal, "the daemon answered \(status.code) \(status.reasonPhrase)", httpStatus: Int(status.code))
+    }
+}
+
+/// Splits a Server-Sent Events byte stream into the `data` of each event.
+struct ServerSentEvents {
+    private var line: [UInt8] = []
+    private var data: [UInt8] = []
+
+    mutating func feed(_ bytes: some Sequence<UInt8>) -> [Data] {
+        var complete: [Data] = []
+        for byte in bytes {
+            guard byte == UInt8(ascii: "\n") else {
+                line.append(byte)
+                continue
+            }
+            if line.isEmpty {
+                if !data.isEmpty { complete.append(Data(data)) }
+                data = []
+            } else if line.starts(with: Array("data:".utf8)) {
+                var value = line.dropFirst(5)
+                if value.first == UInt8(ascii: " ") { value = value.dropFirst() }
+                if !data.isEmpty { data.append(UInt8(ascii: "\n")) }
+                data.append(contentsOf: value)
+            }
+            line = []
+        }
+        return complete
+    }
+}

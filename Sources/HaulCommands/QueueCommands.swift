@@ -1,0 +1,167 @@
+import ArgumentParser
+import Foundation
+import HaulCore
+import HaulServer
+
+/// `haul add`: queue downloads in the daemon and print their ids.
+struct AddCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "add", abstract: "Queue URLs in the daemon; prints one id per URL.")
+
+    @Argument(help: "http:// or https:// URLs.")
+    var urls: [String] = []
+
+    @Option(name: [.customShort("d"), .customLong("dir")], help: "Save into this directory (default: the daemon's).")
+    var directory: String?
+
+    @Option(help: "Higher runs first (default 0).")
+    var priority: Int?
+
+    @Option(name: .shortAndLong, help: "Read URLs from this file, one per line ('-' for stdin).")
+    var inputFile: String?
+
+    @OptionGroup var daemon: DaemonOptions
+
+    /// URLs per request: well under the daemon's 1 MiB body limit.
+    static let batchSize = 1000
+
+    func run() async throws {
+        var texts = urls
+        if let inputFile { texts += try URLList.read(inputFile) }
+        guard !texts.isEmpty else { throw ValidationError("give at least one URL, or -i FILE") }
+        let directory = directory.map(HaulHome.absolute)
+        let client = try daemon.client()
+        var start = 0
+        while start < texts.count {
+            let batch = texts[start..<min(texts.count, start + Self.batchSize)]
+            let adds = batch.map { AddRequest(url: $0, directory: directory, priority: priority) }
+            let added: [DownloadView] = try await client.send(.POST, "/downloads", body: adds)
+            for download in added { print(download.id) }
+            start += batch.count
+        }
+    }
+}
+
+/// `haul ls`: the daemon's downloads in queue order.
+struct ListCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ls", abstract: "List the daemon's downloads (removed ones only with --status removed).")
+
+    @Option(help: "Only this status: queued, running, paused, completed, failed or removed.")
+    var status: String?
+
+    @Flag(help: "Print a JSON array (id, url, status, completedLength, totalLength, path, error, ...).")
+    var json = false
+
+    @OptionGroup var daemon: DaemonOptions
+
+    func validate() throws {
+        if let status, DownloadStatus(rawValue: status) == nil {
+            throw ValidationError("unknown status '\(status)'")
+        }
+    }
+
+    func run() async throws {
+        let query = status.map { "?status=\($0)" } ?? ""
+        let downloads: [DownloadView] = try await daemon.client().get("/downloads" + query)
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            FileHandle.standardOutput.write(try encoder.encode(downloads) + Data("\n".utf8))
+            return
+        }
+        var text = ""
+        for download in downloads { text += DownloadLine.render(download) + "\n" }
+        FileHandle.standardOutput.write(Data(text.utf8))
+    }
+}
+
+/// `haul pause` and `haul resume`: the same shape, one verb apart.
+struct PauseCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pause", abstract: "Pause downloads (running ones stop at a checkpoint); they stay paused across restarts.")
+
+    @OptionGroup var selection: SelectionOptions
+    @OptionGroup var daemon: DaemonOptions
+
+    func run() async throws {
+        let result: CountView = try await daemon.client().send(.POST, "/pause", body: selection.body)
+        print("paused \(result.count)")
+    }
+}
+
+struct ResumeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "resume", abstract: "Resume paused downloads (or retry failed ones, by id).")
+
+    @OptionGroup var selection: SelectionOptions
+    @OptionGroup var daemon: DaemonOptions
+
+    func run() async throws {
+        let result: CountView = try await daemon.client().send(.POST, "/resume", body: selection.body)
+        print("resumed \(result.count)")
+    }
+}
+
+struct SelectionOptions: ParsableArguments {
+    @Argument(help: "Download ids (see 'haul ls').")
+    var ids: [String] = []
+
+    @Flag(help: "Every download.")
+    var all = false
+
+    func validate() throws {
+        if all == !ids.isEmpty { throw ValidationError("give download ids or --all (not both)") }
+    }
+
+    var body: Selection { all ? Selection(all: true) : Selection(ids: ids) }
+}
+
+/// `haul rm`: stop and forget downloads; their `.part` files go, finished files stay unless asked.
+struct RemoveCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rm", abstract: "Remove downloads: stops them and deletes their partial data.")
+
+    @Argument(help: "Download ids (see 'haul ls').")
+    var ids: [String]
+
+    @Flag(help: "Also delete the finished file.")
+    var deleteFile = false
+
+    @OptionGroup var daemon: DaemonOptions
+
+    func run() async throws {
+        let client = try daemon.client()
+        for id in ids {
+            let path = "/downloads/\(id.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? id)"
+            let _: DownloadView = try await client.send(.DELETE, path + (deleteFile ? "?deleteFile=true" : ""), body: nil as String?)
+            print("removed \(id)")
+        }
+    }
+}
+
+/// One download as a line of `haul ls` and `haul watch`.
+enum DownloadLine {
+    static func render(_ download: DownloadView, width: Int = 20) -> String {
+        let name = download.fileName ?? download.url
+        var parts = [download.id, download.status.padding(toLength: 9, withPad: " ", startingAt: 0)]
+        if let total = download.totalLength, total > 0 {
+            let fraction = min(1, Double(download.completedLength) / Double(total))
+            let filled = Int(fraction * Double(width))
+            parts.append("[" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "]")
+            parts.append(String(format: "%3.0f%%", fraction * 100))
+            parts.append("\(ByteFormatting.size(download.completedLength))/\(ByteFormatting.size(total))")
+        } else {
+            parts.append(ByteFormatting.size(download.completedLength))
+        }
+        if download.status == "running" {
+            parts.append(ByteFormatting.speed(download.speed))
+            if let total = download.totalLength, download.speed > 0 {
+                parts.append("ETA " + ByteFormatting.duration(Double(total - download.completedLength) / download.speed))
+            }
+        }
+        parts.append(name)
+        if let error = download.error { parts.append("(\(error.message))") }
+        return parts.joined(separator: "  ")
+    }
+}

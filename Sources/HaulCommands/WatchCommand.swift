@@ -1,0 +1,105 @@
+import ArgumentParser
+import Foundation
+import HaulCore
+import HaulServer
+
+/// `haul watch`: live progress of everything the daemon is running, until Ctrl-C. On a terminal
+/// the bars redraw in place; otherwise one line per state change, for logs.
+struct WatchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "watch", abstract: "Show live progress of the daemon's downloads until Ctrl-C.")
+
+    @OptionGroup var daemon: DaemonOptions
+
+    func run() async throws {
+        let client = try daemon.client()
+        let events = try await client.events()
+        let listed: [DownloadView] = try await client.get("/downloads")
+        var board = WatchBoard(downloads: listed, terminal: isatty(STDOUT_FILENO) != 0)
+        let terminal = board.terminal
+        StopOnInterrupt.install { terminal ? "\n" : "" }
+        board.draw(force: true)
+        for try await event in events {
+            if !board.knows(event.id), let download: DownloadView = try? await client.get("/downloads/\(event.id)") {
+                board.insert(download)
+            }
+            board.apply(event)
+            board.draw(force: event.type != "progress")
+        }
+        board.clear()
+        print("haul watch: the daemon stopped")
+    }
+}
+
+/// What `watch` shows: the running downloads, updated from events.
+struct WatchBoard {
+    private var downloads: [String: DownloadView] = [:]
+    private var order: [String] = []
+    let terminal: Bool
+    private var drawnLines = 0
+    private var lastDraw = Date.distantPast
+
+    init(downloads: [DownloadView], terminal: Bool) {
+        self.terminal = terminal
+        for download in downloads { insert(download) }
+    }
+
+    func knows(_ id: String) -> Bool { downloads[id] != nil }
+
+    mutating func insert(_ download: DownloadView) {
+        if downloads[download.id] == nil { order.append(download.id) }
+        downloads[download.id] = download
+    }
+
+    mutating func apply(_ event: EventView) {
+        guard var download = downloads[event.id] else { return }
+        download.status = event.status
+        if let completed = event.completedLength { download.completedLength = completed }
+        if let total = event.totalLength { download.totalLength = total }
+        download.speed = event.speed ?? (event.status == "running" ? download.speed : 0)
+        if let error = event.error { download.error = error }
+        if let path = event.path { download.path = path }
+        downloads[event.id] = download
+        if event.type != "progress", event.type != "queued" {
+            // State changes stay on screen (or in the log) above the live bars.
+            clear()
+            print("\(event.type): \(download.fileName ?? download.url)" + (event.error.map { " (\($0.message))" } ?? ""))
+        }
+    }
+
+    mutating func clear() {
+        guard terminal, drawnLines > 0 else { return }
+        print("\u{1B}[\(drawnLines)A\u{1B}[J", terminator: "")
+        drawnLines = 0
+    }
+
+    mutating func draw(force: Bool) {
+        guard terminal, force || Date().timeIntervalSince(lastDraw) >= 0.25 else { return }
+        clear()
+        let running = order.compactMap { downloads[$0] }.filter { $0.status == "running" }
+        let queued = downloads.values.filter { $0.status == "queued" }.count
+        let speed = running.reduce(0) { $0 + $1.speed }
+        for download in running { print(DownloadLine.render(download)) }
+        print("\(running.count) running, \(queued) queued, \(ByteFormatting.speed(speed)) (Ctrl-C to stop watching)")
+        drawnLines = running.count + 1
+        lastDraw = Date()
+        fflush(nil)
+    }
+}
+
+/// Ctrl-C ends a watch normally: a final newline, exit 0.
+enum StopOnInterrupt {
+    nonisolated(unsafe) private static var source: DispatchSourceSignal?
+
+    static func install(farewell: @escaping @Sendable () -> String) {
+        signal(SIGINT, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        source.setEventHandler {
+            print(farewell(), terminator: "")
+            fflush(nil)
+            exit(ExitCodes.success)
+        }
+        source.resume()
+        self.source = source
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import HaulCore
+import Hummingbird
+import NIOCore
+
+/// Maps every error a handler throws to a status and `{"error": {"code", "message"}}`, so an
+/// API client never has to parse text. The codes are `HaulError`'s, which are stable.
+struct APIErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch {
+            let haulError = Self.haulError(for: error)
+            return APIResponse.error(haulError, status: Self.status(for: haulError))
+        }
+    }
+
+    static func haulError(for error: any Error) -> HaulError {
+        switch error {
+        case let error as HaulError:
+            return error
+        case is NIOTooManyBytesError:
+            return HaulError(.tooLarge, "request body is larger than \(APILimits.maxBodySize / 1024) KiB")
+        case let error as HTTPError:
+            switch error.status {
+            case .notFound: return HaulError(.notFound, "no such endpoint")
+            case .methodNotAllowed: return HaulError(.badRequest, "method not allowed here")
+            case .contentTooLarge: return HaulError(.tooLarge, "request body is too large")
+            case .unauthorized: return HaulError(.unauthorized, error.body ?? "unauthorized")
+            default:
+                return HaulError(error.status.code < 500 ? .badRequest : .internal, error.body ?? error.status.reasonPhrase)
+            }
+        case let error as DecodingError:
+            return HaulError(.badRequest, "invalid JSON: \(describe(error))")
+        default:
+            return HaulError(.internal, "internal error", cause: "\(error)")
+        }
+    }
+
+    static func status(for error: HaulError) -> HTTPResponse.Status {
+        switch error.code {
+        case .badRequest, .usage, .badURL, .unsupportedScheme: .badRequest
+        case .unauthorized: .unauthorized
+        case .notFound: .notFound
+        case .conflict, .fileExists, .inUse: .conflict
+        case .tooLarge: .contentTooLarge
+        default: .internalServerError
+        }
+    }
+
+    /// One line naming the field: "priority: expected Int" rather than Foundation's paragraph.
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ context: DecodingError.Context) -> String {
+            let keys = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
+            return keys.isEmpty ? "body" : keys.joined(separator: ".").replacingOccurrences(of: ".[", with: "[")
+        }
+        switch error {
+        case .typeMismatch(let type, let context): return "\(path(context)): expected \(jsonType(type))"
+        case .valueNotFound(let type, let context): return "\(path(context)): expected \(jsonType(type)), got null"
+        case .keyNotFound(let key, let context):
+            let prefix = context.codingPath.isEmpty ? "" : path(context) + "."
+            return "missing field \(prefix)\(key.stringValue)"
+        case .dataCorrupted(let context):
+            if context.codingPath.isEmpty { return "the body is not valid JSON" }
+            return "\(path(context)): \(context.debugDescription)"
+        @unknown default: return "\(error)"
+        }
+    }
+
+    private static func jsonType(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Int.Type, is Int64.Type: "an integer"
+        case is Double.Type: "a number"
+        case is Bool.Type: "true or false"
+        default: "\(type)".hasPrefix("Array") ? "an array" : "an object"
+        }
+    }
+}
+
+/// Checks `Authorization: Bearer SECRET` in constant time.
+struct BearerAuthMiddleware<Context: RequestContext>: RouterMiddleware {
+    let secret: String
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard let header = request.headers[.authorization] else {
+            throw HaulError(.unauthorized, "missing 'Authorization: Bearer TOKEN' header")
+        }
+        let prefix = "Bearer "
+        guard header.hasPrefix(prefix), Self.equal(Array(header.utf8.dropFirst(prefix.utf8.count)), Array(secret.utf8)) else {
+            throw HaulError(.unauthorized, "wrong token")
+        }
+        return try await next(request, context)
+    }
+
+    private static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for index in a.indices { difference |= a[index] ^ b[index] }
+        return difference == 0
+    }
+}
+
+enum APIResponse {
+    static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+
+    static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
+        let data = try encoder.encode(value)
+        var buffer = ByteBuffer()
+        buffer.writeBytes(data)
+        buffer.writeString("\n")
+        return Response(status: status, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: buffer))
+    }
+
+    static func error(_ error: HaulError, status: HTTPResponse.Status) -> Response {
+        var response = (try? json(ErrorBody(error: ErrorView(error)), status: status))
+            ?? Response(status: status)
+        if status == .unauthorized { response.headers[.wwwAuthenticate] = "Bearer" }
+        return response
+    }
+}

@@ -1,0 +1,156 @@
+import Foundation
+import Haul
+import HaulCore
+import Hummingbird
+import NIOCore
+
+/// `/api/v1`: a thin layer over `DownloadManager`. Each handler parses, calls the manager once
+/// (or once per id) and encodes; the queue's rules live in the manager, so aria2's JSON-RPC can
+/// later sit beside this without repeating them.
+struct APIRoutes<Context: RequestContext>: Sendable {
+    let manager: DownloadManager
+    let defaultDirectory: String
+
+    func register(on api: RouterGroup<Context>) {
+        api.get("downloads") { request, _ in try await list(request) }
+        api.post("downloads") { request, _ in try await add(request) }
+        api.get("downloads/:id") { _, context in try await view(try await manager.download(id(context))) }
+        api.delete("downloads/:id") { request, context in
+            let id = try id(context)
+            let deleteFile = request.uri.queryParameters.get("deleteFile").map { ["1", "true", "yes"].contains($0.lowercased()) } ?? false
+            try await manager.remove(id, deleteFile: deleteFile)
+            return try await view(try await manager.record(id))
+        }
+        api.post("downloads/:id/pause") { _, context in
+            let id = try id(context)
+            try await manager.pause(id)
+            return try await view(try await manager.download(id))
+        }
+        api.post("downloads/:id/resume") { _, context in
+            let id = try id(context)
+            try await manager.resume(id)
+            return try await view(try await manager.download(id))
+        }
+        api.post("downloads/:id/move") { request, context in
+            let move = try await decode(MoveRequest.self, request)
+            return try APIResponse.json(DownloadView(try await manager.move(id(context), move.to), live: nil))
+        }
+        api.post("pause") { request, _ in
+            let selection = try await decode(Selection.self, request)
+            return try await apply(selection, all: { try await manager.pauseAll() }, each: { try await manager.pause($0) })
+        }
+        api.post("resume") { request, _ in
+            let selection = try await decode(Selection.self, request)
+            return try await apply(selection, all: { try await manager.resumeAll() }, each: { try await manager.resume($0) })
+        }
+        api.get("options") { _, _ in try await options() }
+        api.put("options") { request, _ in try await setOptions(request) }
+        api.patch("options") { request, _ in try await setOptions(request) }
+        api.get("summary") { _, _ in try APIResponse.json(SummaryView(try await manager.summary())) }
+        api.get("events") { _, _ in EventStream.response(manager.events()) }
+    }
+
+    // MARK: Handlers
+
+    private func list(_ request: Request) async throws -> Response {
+        var status: DownloadStatus?
+        if let text = request.uri.queryParameters.get("status") {
+            guard let parsed = DownloadStatus(rawValue: text) else {
+                let known = DownloadStatus.allCases.map(\.rawValue).joined(separator: ", ")
+                throw HaulError(.badRequest, "unknown status '\(text)' (one of: \(known))")
+            }
+            status = parsed
+        }
+        let records = try await manager.records(status: status).filter { status != nil || $0.status != .removed }
+        return try APIResponse.json(records.map { DownloadView($0, live: manager.liveProgress($0.id)) })
+    }
+
+    private func add(_ request: Request) async throws -> Response {
+        let body = try await collect(request)
+        let first = body.readableBytesView.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
+        if first == UInt8(ascii: "[") {
+            let adds = try JSONDecoder().decode([AddRequest].self, from: body)
+            guard !adds.isEmpty else { throw HaulError(.badRequest, "nothing to add: the array is empty") }
+            let requests = try adds.enumerated().map { index, add in
+                do { return try add.downloadRequest(defaultDirectory: defaultDirectory) } catch let error as HaulError {
+                    throw HaulError(error.code, "[\(index)]: \(error.message)")
+                }
+            }
+            let records = try await manager.add(requests)
+            return try APIResponse.json(records.map { DownloadView($0, live: nil) }, status: .created)
+        }
+        guard first == UInt8(ascii: "{") else {
+            throw HaulError(.badRequest, "expected a JSON object or an array of them")
+        }
+        let add = try JSONDecoder().decode(AddRequest.self, from: body)
+        let record = try await manager.add(add.downloadRequest(defaultDirectory: defaultDirectory))
+        return try APIResponse.json(DownloadView(record, live: manager.liveProgress(record.id)), status: .created)
+    }
+
+    private func apply(
+        _ selection: Selection, all: () async throws -> Int, each: (DownloadID) async throws -> Void
+    ) async throws -> Response {
+        switch (selection.all, selection.ids) {
+        case (true?, nil):
+            return try APIResponse.json(CountView(count: try await all()))
+        case (nil, let ids?), (false?, let ids?):
+            let parsed = try ids.map { try DownloadID(parsing: $0) }
+            for id in parsed { _ = try await manager.download(id) }  // all known, or nothing happens
+            for id in parsed { try await each(id) }
+            return try APIResponse.json(CountView(count: parsed.count))
+        default:
+            throw HaulError(.badRequest, "expected {\"ids\": [...]} or {\"all\": true}")
+        }
+    }
+
+    private func options() async throws -> Response {
+        try APIResponse.json(OptionsView(maxConcurrentDownloads: await manager.maxConcurrentDownloads, directory: defaultDirectory))
+    }
+
+    private func setOptions(_ request: Request) async throws -> Response {
+        let change = try await decode(OptionsChange.self, request)
+        if let count = change.maxConcurrentDownloads {
+            guard (1...1000).contains(count) else {
+                throw HaulError(.badRequest, "maxConcurrentDownloads must be between 1 and 1000, not \(count)")
+            }
+            await manager.setMaxConcurrentDownloads(count)
+        }
+        return try await options()
+    }
+
+    // MARK: Helpers
+
+    private func view(_ record: DownloadRecord?) async throws -> Response {
+        guard let record else { throw HaulError(.notFound, "no such download") }
+        return try APIResponse.json(DownloadView(record, live: manager.liveProgress(record.id)))
+    }
+
+    private func id(_ context: Context) throws -> DownloadID {
+        try DownloadID(parsing: context.parameters.get("id") ?? "")
+    }
+
+    private func collect(_ request: Request) async throws -> ByteBuffer {
+        try await request.body.collect(upTo: APILimits.maxBodySize)
+    }
+
+    private func decode<T: Decodable>(_ type: T.Type, _ request: Request) async throws -> T {
+        let body = try await collect(request)
+        guard body.readableBytes > 0 else { throw HaulError(.badRequest, "expected a JSON body") }
+        return try JSONDecoder().decode(type, from: body)
+    }
+}
+
+enum APILimits {
+    /// The largest request body: a batch of several thousand URLs fits.
+    static let maxBodySize = 1 << 20
+}
+
+extension DownloadID {
+    /// An id from a URL or a body: unknown shapes are simply not found.
+    init(parsing text: String) throws(HaulError) {
+        guard !text.isEmpty, text.count <= 64, text.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" }) else {
+            throw HaulError(.notFound, "no download with id '\(text.prefix(64))'")
+        }
+        self.init(rawValue: text)
+    }
+}

@@ -1,0 +1,179 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import Haul
+import HaulCore
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+
+/// `haul serve`: a `DownloadManager` on the SQLite store behind the HTTP API and the web page,
+/// run as a service group so SIGTERM and SIGINT checkpoint every download and stop in time.
+public struct Daemon: Sendable {
+    public struct Configuration: Sendable {
+        public var host: String
+        public var port: Int
+        /// The API token; nil generates a fresh one. Required off loopback.
+        public var secret: String?
+        /// `$HAUL_HOME`: the store, the locks and `serve.json`.
+        public var home: String
+        /// Where downloads go unless a request names a directory.
+        public var downloadDirectory: String
+        public var manager: DownloadManager.Configuration
+        /// SIGTERM to exit: whatever is still running after this is cancelled.
+        public var shutdownDeadline: Duration
+
+        public init(host: String = "127.0.0.1", port: Int = 6800, secret: String? = nil, home: String,
+                    downloadDirectory: String, maxConcurrentDownloads: Int = 3, shutdownDeadline: Duration = .milliseconds(1500)) {
+            self.host = host
+            self.port = port
+            self.secret = secret
+            self.home = home
+            self.downloadDirectory = downloadDirectory
+            self.manager = .init(stateDirectory: home, maxConcurrentDownloads: maxConcurrentDownloads)
+            self.shutdownDeadline = shutdownDeadline
+        }
+    }
+
+    public let configuration: Configuration
+
+    public init(configuration: Configuration) {
+        self.configuration = configuration
+    }
+
+    /// Runs until SIGTERM or SIGINT. `ready` gets the address and secret once the socket listens.
+    public func run(ready: @escaping @Sendable (ServeFile) -> Void = { _ in }) async throws {
+        let configuration = self.configuration
+        if configuration.secret == nil, !Self.isLoopback(configuration.host) {
+            throw HaulError(.usage, "refusing to listen on \(configuration.host) without --secret: anyone who reaches it could fill your disk")
+        }
+        if let secret = configuration.secret, secret.count < 8 || secret.contains(where: { $0.isWhitespace }) {
+            throw HaulError(.usage, "--secret must be at least 8 characters, without spaces")
+        }
+        guard (0...65535).contains(configuration.port) else {
+            throw HaulError(.usage, "--port must be between 0 and 65535, not \(configuration.port)")
+        }
+        let lock = try DaemonLock.acquire(home: configuration.home)
+        defer { withExtendedLifetime(lock) {} }
+        try DaemonLock.makeDirectory(configuration.downloadDirectory, what: "download directory")
+
+        let secret = configuration.secret ?? Self.randomSecret()
+        let manager = try await DownloadManager(configuration: configuration.manager)
+        var logger = Logger(label: "haul.serve")
+        logger.logLevel = .warning
+
+        let router = Router()
+        router.add(middleware: APIErrorMiddleware())
+        router.get("/") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
+                     body: .init(byteBuffer: ByteBuffer(string: WebPage.html)))
+        }
+        let api = router.group("api/v1").add(middleware: BearerAuthMiddleware(secret: secret))
+        APIRoutes(manager: manager, defaultDirectory: configuration.downloadDirectory).register(on: api)
+
+        let pid = getpid()
+        let home = configuration.home
+        let app = Application(
+            router: router,
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "haul"),
+            onServerRunning: { [logger] channel in
+                let port = channel.localAddress?.port ?? configuration.port
+                let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+                let file = ServeFile(url: "http://\(host):\(port)", pid: pid, secret: secret)
+                do {
+                    try file.write(home: home)
+                } catch {
+                    logger.error("\(error)")
+                }
+                // Listening first, then the queue: a daemon that cannot bind starts nothing.
+                do {
+                    try await manager.restore()
+                } catch {
+                    logger.error("cannot restore the queue: \(error)")
+                }
+                ready(file)
+            },
+            logger: logger)
+        var group = ServiceGroupConfiguration(
+            services: [.init(service: app), .init(service: ManagerService(manager: manager))],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger)
+        group.maximumGracefulShutdownDuration = configuration.shutdownDeadline
+        defer { ServeFile.remove(home: home, pid: pid) }
+        do {
+            try await ServiceGroup(configuration: group).run()
+        } catch let error as HaulError {
+            throw error
+        } catch {
+            await manager.shutdown()
+            throw HaulError(.inUse, "cannot listen on \(configuration.host):\(configuration.port): \(Self.describe(error))")
+        }
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+
+    static func randomSecret() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<32).map { _ in String(format: "%02x", generator.next() as UInt8) }.joined()
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        if let error = error as? IOError { return String(cString: strerror(error.errnoCode)) }
+        return "\(error)"
+    }
+}
+
+/// Owns the manager's lifetime inside the service group: on graceful shutdown it checkpoints and
+/// stops every download (leaving them `running`, so the next start resumes them) and ends the
+/// event streams, which lets the HTTP server finish its open responses and stop too.
+struct ManagerService: Service {
+    let manager: DownloadManager
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await manager.shutdown()
+    }
+}
+
+/// One daemon per `$HAUL_HOME`: an `flock` on `serve.lock`, dropped by the kernel if it dies.
+final class DaemonLock: Sendable {
+    private let descriptor: Int32
+
+    private init(descriptor: Int32) { self.descriptor = descriptor }
+
+    deinit { close(descriptor) }
+
+    static func acquire(home: String) throws(HaulError) -> DaemonLock {
+        try makeDirectory(home, what: "state directory")
+        let path = Paths.join(home, "serve.lock")
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw HaulError(.fileSystem, "cannot open \(path): \(String(cString: strerror(errno)))")
+        }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            close(descriptor)
+            let running = (try? ServeFile.read(home: home)).flatMap { $0 }
+            let detail = running.map { " (pid \($0.pid), \($0.url))" } ?? ""
+            throw HaulError(.inUse, "a haul daemon is already running for \(home)\(detail)")
+        }
+        return DaemonLock(descriptor: descriptor)
+    }
+
+    static func makeDirectory(_ path: String, what: String) throws(HaulError) {
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        } catch {
+            throw HaulError(.fileSystem, "cannot create the \(what) \(path): \((error as NSError).localizedDescription)")
+        }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw HaulError(.fileSystem, "the \(what) \(path) is not a directory")
+        }
+    }
+}

@@ -1,0 +1,69 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import HaulCore
+
+/// `$HAUL_HOME/serve.json`: how the CLI on this machine finds the daemon and proves it may talk
+/// to it. Mode 0600, since the secret in it is the key to the API. Written once the socket is
+/// listening (so its port is the real one, `--port 0` included) and deleted on a clean exit; after
+/// a `kill -9` it stays behind, stale, and the CLI reports that nothing answers.
+public struct ServeFile: Codable, Sendable, Hashable {
+    /// `http://HOST:PORT`, without a trailing slash.
+    public var url: String
+    public var pid: Int32
+    public var secret: String
+
+    public init(url: String, pid: Int32, secret: String) {
+        self.url = url
+        self.pid = pid
+        self.secret = secret
+    }
+
+    public static func path(home: String) -> String { Paths.join(home, "serve.json") }
+
+    public static func read(home: String) throws(HaulError) -> ServeFile? {
+        let path = path(home: home)
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        do {
+            return try JSONDecoder().decode(ServeFile.self, from: data)
+        } catch {
+            throw HaulError(.noDaemon, "\(path) is unreadable; restart 'haul serve'")
+        }
+    }
+
+    /// Replaces the file atomically, never readable by other users even for a moment.
+    func write(home: String) throws(HaulError) {
+        let path = Self.path(home: home)
+        let temporary = path + ".tmp"
+        unlink(temporary)
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw HaulError(.fileSystem, "cannot write \(temporary): \(String(cString: strerror(errno)))")
+        }
+        defer { close(descriptor) }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        let data = ((try? encoder.encode(self)) ?? Data()) + Data("\n".utf8)
+        let written = data.withUnsafeBytes { posixWrite(descriptor, $0.baseAddress, $0.count) }
+        guard written == data.count, fchmod(descriptor, 0o600) == 0, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw HaulError(.fileSystem, "cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Deletes the file if it still describes this process.
+    static func remove(home: String, pid: Int32) {
+        if let current = try? read(home: home), current.pid == pid {
+            unlink(path(home: home))
+        }
+    }
+}
+
+#if canImport(Glibc)
+private let posixWrite = Glibc.write
+#elseif canImport(Darwin)
+private let posixWrite = Darwin.write
+#endif

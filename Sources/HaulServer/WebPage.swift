@@ -1,0 +1,3 @@
+enum WebPage {
+    static let html = "<!doctype html><title>haul</title>"
+}
