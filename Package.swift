@@ -97,8 +97,9 @@ let package = Package(
         .testTarget(
             name: "HaulEndToEndTests",
             dependencies: [
-                "HaulStore", "HaulCore", "HaulTesting", "haul",
+                "HaulStore", "HaulCore", "HaulTesting", "HaulServer", "haul",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),

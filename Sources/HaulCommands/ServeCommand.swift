@@ -31,14 +31,20 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "The API token (default: a fresh random one). Required off loopback.")
     var secret: String?
 
+    @Option(help: .hidden)
+    var checkpointInterval: Double = 1
+
     func validate() throws {
         if jobs < 1 { throw ValidationError("-j must be at least 1") }
+        if checkpointInterval <= 0 { throw ValidationError("--checkpoint-interval must be positive") }
     }
 
     func run() async throws {
-        let daemon = Daemon(configuration: .init(
+        var configuration = Daemon.Configuration(
             host: host, port: port, secret: secret, home: HaulHome.path(),
-            downloadDirectory: HaulHome.absolute(directory ?? "."), maxConcurrentDownloads: jobs))
+            downloadDirectory: HaulHome.absolute(directory ?? "."), maxConcurrentDownloads: jobs)
+        configuration.manager.checkpointInterval = .milliseconds(Int64(checkpointInterval * 1000))
+        let daemon = Daemon(configuration: configuration)
         try await daemon.run { file in
             print("haul serve: listening on \(file.url) (pid \(file.pid)); downloads go to \(daemon.configuration.downloadDirectory)")
             print("web page: \(file.url)/#token=\(file.secret)")

@@ -18,7 +18,7 @@ struct WatchCommand: AsyncParsableCommand {
         var board = WatchBoard(downloads: listed, terminal: isatty(STDOUT_FILENO) != 0)
         let terminal = board.terminal
         StopOnInterrupt.install { terminal ? "\n" : "" }
-        board.draw(force: true)
+        if board.terminal { board.draw(force: true) } else { board.printRunning() }
         for try await event in events {
             if !board.knows(event.id), let download: DownloadView = try? await client.get("/downloads/\(event.id)") {
                 board.insert(download)
@@ -63,7 +63,8 @@ struct WatchBoard {
         if event.type != "progress", event.type != "queued" {
             // State changes stay on screen (or in the log) above the live bars.
             clear()
-            print("\(event.type): \(download.fileName ?? download.url)" + (event.error.map { " (\($0.message))" } ?? ""))
+            print("\(event.type): \(download.id) \(download.fileName ?? download.url)" + (event.error.map { " (\($0.message))" } ?? ""))
+            fflush(nil)
         }
     }
 
@@ -71,6 +72,14 @@ struct WatchBoard {
         guard terminal, drawnLines > 0 else { return }
         print("\u{1B}[\(drawnLines)A\u{1B}[J", terminator: "")
         drawnLines = 0
+    }
+
+    /// Without a terminal, the running downloads once at the start; then state changes only.
+    func printRunning() {
+        for download in order.compactMap({ downloads[$0] }) where download.status == "running" {
+            print(DownloadLine.render(download))
+        }
+        fflush(nil)
     }
 
     mutating func draw(force: Bool) {

@@ -92,6 +92,9 @@ public struct AddRequest: Codable, Sendable {
         guard directory.hasPrefix("/") else {
             throw HaulError(.usage, "directory must be an absolute path: \(directory)")
         }
+        if let fileName, fileName.contains("/") || FileNameSanitizer.sanitize(fileName) != fileName {
+            throw HaulError(.usage, "fileName '\(fileName)' is not allowed: a plain file name, without '/'")
+        }
         let destination: DownloadRequest.Destination = fileName.map { .file(Paths.join(directory, $0)) } ?? .directory(directory)
         return try DownloadRequest(
             url: RemoteURL(url), destination: destination,

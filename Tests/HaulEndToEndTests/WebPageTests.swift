@@ -1,0 +1,137 @@
+import Foundation
+import HaulTesting
+import Testing
+
+/// The web page of `haul serve` in a real browser: Tests/WebUI/webui_test.py drives headless
+/// Chromium through Selenium against the real binary (add through the form, watch a download
+/// complete live, pause, resume). `.ci/run` installs chromium, chromium-driver and
+/// python3-selenium; elsewhere the test runs when all three are there. Screenshots of the last run
+/// go to `.build/webui-screenshots`.
+@Suite(.serialized, .enabled(if: WebBrowser.available, "needs chromium, chromedriver and python3 with selenium (.ci/run installs them)"))
+struct WebPageTests {
+    let fast = Payload(seed: 41, length: 300_000)
+    /// 64 MiB at 1 MiB/s: still running long after the page has paused and resumed it.
+    let slow = Payload(seed: 42, length: 64 << 20)
+
+    @Test func addWatchPauseAndResumeInHeadlessChromium() async throws {
+        let world = try await World.make()
+        world.server.setRoute("/fast.bin", Route(payload: fast))
+        world.server.setRoute("/slow.bin", Route(payload: slow, throttle: 1 << 20))
+        let daemon = try HaulProcess(["serve", "--port", "0", "-d", world.directory], home: world.home, workingDirectory: world.directory)
+        do {
+            let serve = try await waitForServeFile(world, daemon)
+            let screenshots = WebBrowser.packageRoot + "/.build/webui-screenshots"
+            try? FileManager.default.removeItem(atPath: screenshots)
+            let script = try await WebBrowser.run([
+                WebBrowser.script,
+                "--page", serve.url + "/#token=" + serve.secret,
+                "--fast-url", world.server.url("/fast.bin"),
+                "--slow-url", world.server.url("/slow.bin"),
+                "--screenshots", screenshots,
+            ])
+            #expect(script.status == 0, "webui_test.py exited \(script.status):\n\(script.output)\ndaemon stderr: \(daemon.stderr)")
+            #expect(fast.mismatch(inFileAt: world.directory + "/fast.bin") == nil)
+
+            daemon.signal(SIGTERM)
+            let status = await daemon.wait()
+            #expect(status == 0, "haul serve exited \(status) on SIGTERM: \(daemon.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: world.home + "/serve.json"), "a clean exit deletes serve.json")
+        } catch {
+            daemon.signal(SIGKILL)
+            _ = await daemon.wait()
+            try await world.close()
+            throw error
+        }
+        try await world.close()
+    }
+
+    /// `serve.json` appears once the daemon listens; bounded so a broken build fails instead of hanging.
+    private func waitForServeFile(_ world: World, _ daemon: HaulProcess) async throws -> ServeInfo {
+        let path = world.home + "/serve.json"
+        for _ in 0..<1200 {
+            if let data = FileManager.default.contents(atPath: path), let info = try? JSONDecoder().decode(ServeInfo.self, from: data) {
+                return info
+            }
+            guard daemon.process.isRunning else { break }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        throw WebBrowser.Failure("no \(path) from haul serve; stderr: \(daemon.stderr)")
+    }
+
+    /// The part of `$HAUL_HOME/serve.json` the page needs.
+    struct ServeInfo: Decodable {
+        var url: String
+        var secret: String
+    }
+}
+
+/// Headless Chromium through Selenium, when this machine has it.
+enum WebBrowser {
+    static let packageRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+    static let script = packageRoot + "/Tests/WebUI/webui_test.py"
+
+    static let available = ["chromium", "chromium-browser", "google-chrome"].contains { which($0) != nil }
+        && which("chromedriver") != nil && python != nil
+
+    /// The first python3 that can `import selenium`: Debian's python3-selenium is for
+    /// /usr/bin/python3, which a pyenv or venv earlier on the PATH would hide.
+    static let python: String? = {
+        var candidates = ["/usr/bin/python3"]
+        if let onPath = which("python3") { candidates.append(onPath) }
+        return candidates.first { path in
+            guard FileManager.default.isExecutableFile(atPath: path) else { return false }
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: path)
+            process.arguments = ["-c", "import selenium"]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            guard (try? process.run()) != nil else { return false }
+            process.waitUntilExit()
+            return process.terminationStatus == 0
+        }
+    }()
+
+    static func which(_ name: String) -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        return (path.split(separator: ":") + ["/usr/bin", "/usr/lib/chromium"])
+            .map { "\($0)/\(name)" }
+            .first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// Runs python with `arguments`, stdout and stderr together; killed after `limit` (the
+    /// script's own waits are 60 s per step, so this only catches a wedged browser).
+    static func run(_ arguments: [String], limit: Duration = .seconds(600)) async throws -> (status: Int32, output: String) {
+        let outputPath = NSTemporaryDirectory() + "haul-webui-\(UUID().uuidString).log"
+        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
+        defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
+        defer { try? output.close() }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: python!)
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["PYTHONUNBUFFERED"] = "1"
+        process.environment = environment
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let deadline = ContinuousClock.now + limit
+        while process.isRunning {
+            if ContinuousClock.now > deadline {
+                process.terminate()
+                process.waitUntilExit()
+                break
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        return (process.terminationStatus, text)
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+}
