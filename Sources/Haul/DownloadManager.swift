@@ -63,6 +63,7 @@ public actor DownloadManager {
     private var lastPosition: Int64 = 0
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
     private var isShuttingDown = false
+    private var shutdownTask: Task<Void, Never>?
 
     /// Opens (creating if needed) the SQLite store in `configuration.stateDirectory` and uses
     /// AsyncHTTPClient. Call `shutdown()` when done.
@@ -251,7 +252,16 @@ public actor DownloadManager {
 
     /// Checkpoints every running download and stops it with its status left as running, so the
     /// next start resumes it; then releases the store and the HTTP client.
+    /// Safe to call more than once and from a cancelled task: every call waits for the one
+    /// shutdown, which runs in a task of its own.
     public func shutdown() async {
+        if shutdownTask == nil {
+            shutdownTask = Task { await self.stopEverything() }
+        }
+        await shutdownTask?.value
+    }
+
+    private func stopEverything() async {
         isShuttingDown = true
         pending.removeAll()
         let running = active.values

@@ -58,9 +58,12 @@ public final class SQLiteDownloadStore: DownloadStore {
         }
     }
 
+    /// Closes the connection even when called from a cancelled task (a service group cancelling
+    /// the daemon's services), where sqlite-nio would otherwise drop the request.
     public func close() async throws {
+        let connection = self.connection
         defer { pool.shutdownGracefully { _ in } }
-        try await connection.close()
+        try await Task { try await connection.close() }.value
     }
 
     /// Runs one statement in a task of its own: a checkpoint saved by a download whose task was
