@@ -77,7 +77,7 @@ enum WebPage {
     <script>
     'use strict';
     const el = id => document.getElementById(id);
-    const rows = new Map();  // id -> {d: download, tr: row, seq: last event applied}
+    const rows = new Map();  // id -> {d: the download as shown, tr: its row, at: the seq it reflects}
     let token = null, seq = 0, refused = false, summaryTimer = null;
 
     function say(text, isError) {
@@ -174,12 +174,12 @@ enum WebPage {
 
     function merge(d, since) {
       if (!d || !d.id || gone.has(d.id)) return;
+      if (d.status === 'removed') { gone.add(d.id); drop(d.id); return; }  // final, however old
       let r = rows.get(d.id);
       if (r && r.at > since) {
         d = Object.assign({}, d, { status: r.d.status, completedLength: r.d.completedLength, speed: r.d.speed,
           totalLength: r.d.totalLength == null ? d.totalLength : r.d.totalLength });
       }
-      if (d.status === 'removed') { gone.add(d.id); drop(d.id); return; }
       if (!r) { r = { tr: makeRow(d.id), at: since }; rows.set(d.id, r); }
       r.d = d;
       r.at = Math.max(r.at, since);

@@ -15,6 +15,7 @@ import Testing
         let world = try await World.make()
         world.server.setRoute("/small.bin", Route(payload: small))
         let daemon = try await DaemonProcess.start(world)
+        defer { daemon.process.signal(SIGKILL) }
 
         let added = try await daemon.add(world.server.url("/small.bin"))
         #expect(added.status == "queued" || added.status == "running")
@@ -58,6 +59,7 @@ import Testing
         world.server.setRoute("/big.bin", Route(payload: big, throttle: 200_000))
         world.server.setRoute("/small.bin", Route(payload: small))
         let daemon = try await DaemonProcess.start(world, ["-j", "1"])
+        defer { daemon.process.signal(SIGKILL) }
         let running = try await daemon.add(world.server.url("/big.bin"))
         let queued = try await daemon.add(world.server.url("/small.bin"))
 
@@ -112,6 +114,7 @@ import Testing
         let world = try await World.make()
         for name in ["a", "b", "c", "d"] { world.server.setRoute("/\(name).bin", Route(payload: big, throttle: 100_000)) }
         let daemon = try await DaemonProcess.start(world, ["-j", "1"])
+        defer { daemon.process.signal(SIGKILL) }
         let a = try await daemon.add(world.server.url("/a.bin"))
         try await daemon.wait(for: a.id, status: "running")
         let b = try await daemon.add(world.server.url("/b.bin"))
@@ -154,6 +157,7 @@ import Testing
             world.server.setRoute("/\(name).bin", Route(payload: big, throttle: 150_000))
         }
         let daemon = try await DaemonProcess.start(world, ["-j", "2", "--checkpoint-interval", "0.05"])
+        defer { daemon.process.signal(SIGKILL) }
         let done = try await daemon.add(world.server.url("/done.bin"))
         try await daemon.wait(for: done.id, status: "completed")
         let failed = try await daemon.add(world.server.url("/missing.bin"))
@@ -181,6 +185,7 @@ import Testing
             world.server.setRoute("/\(name).bin", Route(payload: big, throttle: 2_000_000))
         }
         let restarted = try await DaemonProcess.start(world, ["-j", "2"])
+        defer { restarted.process.signal(SIGKILL) }
         for id in [run1.id, run2.id, queued1.id, queued2.id] { try await restarted.wait(for: id, status: "completed") }
         for name in ["run1", "run2", "queued1", "queued2"] {
             #expect(world.sha256(of: world.directory + "/\(name).bin") == big.sha256, "\(name)")
@@ -216,9 +221,11 @@ import Testing
         let world = try await World.make()
         world.server.setRoute("/big.bin", Route(payload: big, throttle: 200_000))
         let daemon = try await DaemonProcess.start(world, ["--checkpoint-interval", "10"])
+        defer { daemon.process.signal(SIGKILL) }
         let download = try await daemon.add(world.server.url("/big.bin"))
         try await daemon.wait(for: download.id, status: "running", where: { $0.completedLength > 0 })
         let watch = try HaulProcess(["watch"], home: world.home, workingDirectory: world.directory)
+        defer { watch.signal(SIGKILL) }
         try await waitUntil { watch.stdout.contains(download.id) }
 
         #expect(await daemon.terminate() == 0, "\(daemon.process.stderr)")
@@ -230,6 +237,7 @@ import Testing
 
         world.server.setRoute("/big.bin", Route(payload: big))
         let restarted = try await DaemonProcess.start(world)
+        defer { restarted.process.signal(SIGKILL) }
         try await restarted.wait(for: download.id, status: "completed")
         #expect(world.server.requests(to: "/big.bin").last!.rangeStart >= record.completedLength)
         #expect(world.sha256(of: world.directory + "/big.bin") == big.sha256)
@@ -293,6 +301,7 @@ func waitUntil(_ condition: () async throws -> Bool) async throws {
         world.server.setRoute("/small.bin", Route(payload: small))
         world.server.setRoute("/big.bin", Route(payload: big, throttle: 300_000))
         let daemon = try await DaemonProcess.start(world, ["-j", "2"])
+        defer { daemon.process.signal(SIGKILL) }
 
         let list = world.directory + "/urls.txt"
         try "# two URLs\n\(world.server.url("/small.bin"))\n\n\(world.server.url("/big.bin"))\n".write(toFile: list, atomically: true, encoding: .utf8)
@@ -359,6 +368,7 @@ func waitUntil(_ condition: () async throws -> Bool) async throws {
         }
         // A stale serve.json after kill -9 says the same.
         let daemon = try await DaemonProcess.start(world)
+        defer { daemon.process.signal(SIGKILL) }
         await daemon.kill9()
         let stale = try await HaulProcess.run(["ls"], in: world)
         #expect(stale.status == 7 && stale.stderr.contains("is gone"), "\(stale.stderr)")
@@ -372,6 +382,7 @@ func waitUntil(_ condition: () async throws -> Bool) async throws {
         let port = try await HaulProcess.run(["serve", "--port", "70000"], in: world)
         #expect(port.status == 2, "\(port.stderr)")
         let daemon = try await DaemonProcess.start(world)
+        defer { daemon.process.signal(SIGKILL) }
         let url = try #require(URLComponents(string: daemon.serve.url))
         // The secret is readable by its owner only.
         let attributes = try FileManager.default.attributesOfItem(atPath: ServeFile.path(home: world.home))
@@ -380,6 +391,7 @@ func waitUntil(_ condition: () async throws -> Bool) async throws {
         #expect(await daemon.terminate() == 0)
         // The port is free again; a busy one is a clear error.
         let blocker = try await DaemonProcess.start(world, ["--port", "\(url.port!)"])
+        defer { blocker.process.signal(SIGKILL) }
         let otherHome = try await World.make()
         let busy = try await HaulProcess.run(["serve", "--port", "\(url.port!)"], in: otherHome)
         #expect(busy.status == 6 && busy.stderr.contains("cannot listen"), "\(busy.stderr)")

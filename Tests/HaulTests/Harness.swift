@@ -63,10 +63,11 @@ final class Harness: Sendable {
     }
 
     func request(_ path: String, output: String? = nil, range: ByteRange? = nil, checksum: Checksum? = nil,
-                 directory: String? = nil) throws -> DownloadRequest {
+                 directory: String? = nil, priority: Int = 0) throws -> DownloadRequest {
         let destination: DownloadRequest.Destination = output.map { .file((directory ?? self.directory) + "/" + $0) }
             ?? .directory(directory ?? self.directory)
-        return try DownloadRequest(url: RemoteURL(server.url(path)), destination: destination, range: range, checksum: checksum)
+        return try DownloadRequest(url: RemoteURL(server.url(path)), destination: destination, range: range, checksum: checksum,
+                                   priority: priority)
     }
 
     struct Outcome {

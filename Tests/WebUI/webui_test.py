@@ -82,10 +82,18 @@ class PageTest:
         return self.driver.execute_script(ROW_STATE, url)
 
     def wait_for_row(self, url, description, predicate):
+        """Waits until the row of `url` satisfies `predicate`; a failed download fails at once."""
         def check(_):
             state = self.row(url)
-            return state if state and predicate(state) else None
-        state = self.wait(f"{description} (row of {url}, now {self.row(url)})", check)
+            if state and predicate(state):
+                return state
+            if state and state["status"] == "failed":
+                raise Failure(f"{description}: the download failed instead")
+            return None
+        try:
+            state = self.wait(description, check)
+        except Failure as failure:
+            raise Failure(f"{failure} (row of {url}: {self.row(url)})") from None
         log(f"{description}: {state}")
         return state
 

@@ -1,0 +1,103 @@
+import Foundation
+import Haul
+import HaulCore
+import HaulStore
+import HaulTesting
+import Testing
+
+/// The queue operations the daemon needs: batches, order, moves, pause/resume all, the summary.
+@Suite struct QueueTests {
+    let payload = Payload(seed: 31, length: 400_000)
+
+    @Test func batchAddSavesAllDeduplicatesAndKeepsOrder() async throws {
+        try await withHarness(maxConcurrent: 1) { harness in
+            harness.server.setRoute("/slow", Route(payload: payload, throttle: 50_000))
+            for index in 0..<5 { harness.server.setRoute("/f\(index)", Route(payload: payload)) }
+            let events = harness.manager.events()
+            let first = try await harness.manager.add(harness.request("/slow"))
+            await harness.waitForProgress(of: first.id, beyond: 0, in: events)
+            var requests = try (0..<5).map { try harness.request("/f\($0)") }
+            requests.append(requests[2])  // the same download twice in one batch
+            let records = try await harness.manager.add(requests)
+            #expect(records.count == 6)
+            #expect(records[5].id == records[2].id)
+            #expect(Set(records.map(\.id)).count == 5)
+            // Saved, queued, in the order given: a fresh store sees the same.
+            let queued = try await harness.store.records(status: .queued).map(\.id)
+            #expect(queued == records.prefix(5).map(\.id))
+            // Adding the batch again starts nothing new.
+            let again = try await harness.manager.add(requests)
+            #expect(again.map(\.id) == records.map(\.id))
+            #expect(try await harness.store.records(status: nil).count == 6)
+            let counts = try await harness.manager.summary().counts
+            #expect(counts[.queued] == 5 && counts[.running] == 1)
+            try await harness.manager.pause(first.id)
+        }
+    }
+
+    @Test func movesReorderTheQueueAndSurviveInTheStore() async throws {
+        try await withHarness(maxConcurrent: 1) { harness in
+            harness.server.setRoute("/slow", Route(payload: payload, throttle: 50_000))
+            let events = harness.manager.events()
+            let running = try await harness.manager.add(harness.request("/slow"))
+            await harness.waitForProgress(of: running.id, beyond: 0, in: events)
+            var ids: [DownloadID] = []
+            for name in ["a", "b", "c", "d"] { ids.append(try await harness.manager.add(harness.request("/\(name)")).id) }
+            func order() async throws -> [DownloadID] { try await harness.store.records(status: .queued).map(\.id) }
+
+            try await harness.manager.move(ids[3], .up)
+            #expect(try await order() == [ids[0], ids[1], ids[3], ids[2]])
+            try await harness.manager.move(ids[0], .down)
+            #expect(try await order() == [ids[1], ids[0], ids[3], ids[2]])
+            try await harness.manager.move(ids[2], .top)
+            #expect(try await order() == [ids[2], ids[1], ids[0], ids[3]])
+            try await harness.manager.move(ids[2], .bottom)
+            #expect(try await order() == [ids[1], ids[0], ids[3], ids[2]])
+            try await harness.manager.move(ids[1], .up)  // already first: nothing changes
+            #expect(try await order() == [ids[1], ids[0], ids[3], ids[2]])
+
+            // Across priorities: moving up past a higher-priority one takes its priority.
+            let urgent = try await harness.manager.add(harness.request("/urgent", priority: 5))
+            #expect(try await order().first == urgent.id)
+            let moved = try await harness.manager.move(ids[1], .up)
+            #expect(moved.request.priority == 5)
+            #expect(try await order() == [ids[1], urgent.id, ids[0], ids[3], ids[2]])
+
+            await #expect(throws: HaulError.self) { try await harness.manager.move(running.id, .up) }
+            try await harness.manager.pause(running.id)
+        }
+    }
+
+    @Test func pauseAllAndResumeAllKeepTheOrder() async throws {
+        try await withHarness(maxConcurrent: 1) { harness in
+            harness.server.setRoute("/slow", Route(payload: payload, throttle: 50_000))
+            let events = harness.manager.events()
+            let running = try await harness.manager.add(harness.request("/slow"))
+            await harness.waitForProgress(of: running.id, beyond: 0, in: events)
+            let queued = try await harness.manager.add(["a", "b", "c"].map { try harness.request("/\($0)", priority: 0) })
+            #expect(try await harness.manager.pauseAll() == 4)
+            _ = try await harness.waitForEnd(of: running.id, in: events)
+            #expect(try await harness.store.records(status: .paused).count == 4)
+            #expect(try await harness.manager.summary().counts[.queued] == nil)
+
+            // Resume all: back in the queue in their old order, the interrupted one first.
+            harness.server.setRoute("/slow", Route(payload: payload, throttle: 50_000))
+            let resumed = try await harness.manager.resumeAll()
+            #expect(resumed == 4)
+            await harness.waitForProgress(of: running.id, beyond: 0, in: events)
+            #expect(try await harness.store.records(status: .queued).map(\.id) == queued.map(\.id))
+            try await harness.manager.pause(running.id)
+        }
+    }
+
+    @Test func pausingOrResumingAFinishedDownloadIsAConflict() async throws {
+        try await withHarness { harness in
+            harness.server.setRoute("/file", Route(payload: payload))
+            let outcome = try await harness.download(harness.request("/file"))
+            #expect(outcome.final.isCompleted)
+            await #expect { try await harness.manager.pause(outcome.record.id) } throws: { ($0 as? HaulError)?.code == .conflict }
+            await #expect { try await harness.manager.resume(outcome.record.id) } throws: { ($0 as? HaulError)?.code == .conflict }
+            await #expect { try await harness.manager.pause(DownloadID(rawValue: "nope")) } throws: { ($0 as? HaulError)?.code == .notFound }
+        }
+    }
+}
