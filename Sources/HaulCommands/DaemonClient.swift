@@ -55,6 +55,18 @@ struct DaemonClient: Sendable {
     func send<Body: Encodable, Response: Decodable>(
         _ method: HTTPMethod, _ path: String, body: Body?, as type: Response.Type = Response.self
     ) async throws -> Response {
+        let data = try await raw(method, path, body: body)
+        do {
+            return try JSONDecoder().decode(Response.self, from: data)
+        } catch {
+            throw HaulError(.internal, "unexpected answer from the daemon at \(baseURL)", cause: "\(error)")
+        }
+    }
+
+    /// The body of a successful answer, as sent.
+    func raw<Body: Encodable>(
+        _ method: HTTPMethod, _ path: String, body: Body?
+    ) async throws -> Data {
         var request = HTTPClientRequest(url: baseURL + "/api/v1" + path)
         request.method = method
         request.headers.add(name: "Authorization", value: "Bearer \(secret)")
@@ -70,11 +82,7 @@ struct DaemonClient: Sendable {
         }
         let data = Data(try await response.body.collect(upTo: 512 << 20).readableBytesView)
         guard (200..<300).contains(response.status.code) else { throw Self.error(response.status, data) }
-        do {
-            return try JSONDecoder().decode(Response.self, from: data)
-        } catch {
-            throw HaulError(.internal, "unexpected answer from the daemon at \(baseURL)", cause: "\(error)")
-        }
+        return data
     }
 
     /// The event stream, one decoded event at a time, until the daemon closes it.

@@ -63,13 +63,13 @@ struct ListCommand: AsyncParsableCommand {
 
     func run() async throws {
         let query = status.map { "?status=\($0)" } ?? ""
-        let downloads: [DownloadView] = try await daemon.client().get("/downloads" + query)
+        let client = try daemon.client()
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            FileHandle.standardOutput.write(try encoder.encode(downloads) + Data("\n".utf8))
+            // The daemon's array as it sent it: one line, keys sorted, nothing lost in a round trip.
+            FileHandle.standardOutput.write(try await client.raw(.GET, "/downloads" + query, body: nil as String?))
             return
         }
+        let downloads: [DownloadView] = try await client.get("/downloads" + query)
         var text = ""
         for download in downloads { text += DownloadLine.render(download) + "\n" }
         FileHandle.standardOutput.write(Data(text.utf8))

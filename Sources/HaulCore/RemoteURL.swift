@@ -7,49 +7,62 @@ public struct RemoteURL: Hashable, Codable, Sendable, CustomStringConvertible {
     /// Path without query or fragment, still percent-encoded; "/" when empty.
     public let path: String
 
+    /// Scans UTF-8 bytes, not Characters: every delimiter is ASCII, and the store parses every
+    /// stored URL again when it lists ten thousand downloads.
     public init(_ text: String) throws(HaulError) {
         let trimmed = text.trimmingSpaces()
         guard !trimmed.isEmpty else { throw HaulError(.badURL, "empty URL") }
-        guard let schemeEnd = trimmed.firstRange(of: "://") else {
+        let bytes = trimmed.utf8
+        guard let schemeEnd = Self.find(Array("://".utf8), in: bytes) else {
             throw HaulError(.badURL, "'\(trimmed)' is not a URL (expected http:// or https://)")
         }
-        let scheme = trimmed[..<schemeEnd.lowerBound].lowercased()
+        let scheme = trimmed[..<schemeEnd].lowercased()
         guard scheme == "http" || scheme == "https" else {
             throw HaulError(.unsupportedScheme, "unsupported scheme '\(scheme)' in \(trimmed) (only http and https)")
         }
-        let rest = trimmed[schemeEnd.upperBound...]
-        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
-        let authority = rest[..<authorityEnd]
-        var host = Substring(authority)
-        if let at = host.lastIndex(of: "@") { host = host[host.index(after: at)...] }
-        if host.hasPrefix("[") {
-            guard let close = host.firstIndex(of: "]") else { throw HaulError(.badURL, "bad IPv6 host in \(trimmed)") }
-            let after = host[host.index(after: close)...]
-            try Self.checkPort(after, in: trimmed)
+        let restStart = bytes.index(schemeEnd, offsetBy: 3)
+        let rest = bytes[restStart...]
+        let authorityEnd = rest.firstIndex(where: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") })
+            ?? rest.endIndex
+        var host = bytes[restStart..<authorityEnd]
+        if let at = host.lastIndex(of: UInt8(ascii: "@")) { host = host[host.index(after: at)...] }
+        if host.first == UInt8(ascii: "[") {
+            guard let close = host.firstIndex(of: UInt8(ascii: "]")) else { throw HaulError(.badURL, "bad IPv6 host in \(trimmed)") }
+            try Self.checkPort(host[host.index(after: close)...], in: trimmed)
             host = host[...close]
-        } else if let colon = host.firstIndex(of: ":") {
+        } else if let colon = host.firstIndex(of: UInt8(ascii: ":")) {
             try Self.checkPort(host[colon...], in: trimmed)
             host = host[..<colon]
         }
         guard !host.isEmpty else { throw HaulError(.badURL, "no host in \(trimmed)") }
-        guard !trimmed.contains(where: { $0 == " " || $0.asciiValue.map { $0 < 0x20 || $0 == 0x7f } == true }) else {
+        guard !bytes.contains(where: { $0 == 0x20 || $0 < 0x20 || $0 == 0x7f }) else {
             throw HaulError(.badURL, "URL contains spaces or control characters: \(trimmed)")
         }
-        let pathAndMore = rest[authorityEnd...]
-        let pathEnd = pathAndMore.firstIndex(where: { $0 == "?" || $0 == "#" }) ?? pathAndMore.endIndex
-        let path = String(pathAndMore[..<pathEnd])
+        let pathAndMore = bytes[authorityEnd...]
+        let pathEnd = pathAndMore.firstIndex(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) ?? pathAndMore.endIndex
+        let path = String(trimmed[authorityEnd..<pathEnd])
         self.absoluteString = trimmed
         self.scheme = scheme
-        self.host = String(host)
+        self.host = String(trimmed[host.startIndex..<host.endIndex])
         self.path = path.isEmpty ? "/" : path
     }
 
-    private static func checkPort(_ text: Substring, in url: String) throws(HaulError) {
+    private static func find(_ needle: [UInt8], in bytes: String.UTF8View) -> String.Index? {
+        var index = bytes.startIndex
+        while index != bytes.endIndex {
+            if bytes[index...].starts(with: needle) { return index }
+            index = bytes.index(after: index)
+        }
+        return nil
+    }
+
+    private static func checkPort(_ text: Substring.UTF8View, in url: String) throws(HaulError) {
         guard !text.isEmpty else { return }
-        guard text.first == ":" else { throw HaulError(.badURL, "bad host in \(url)") }
+        guard text.first == UInt8(ascii: ":") else { throw HaulError(.badURL, "bad host in \(url)") }
         let digits = text.dropFirst()
-        guard digits.isEmpty || (digits.allSatisfy(\.isNumber) && (Int(digits).map { $0 > 0 && $0 < 65536 } ?? false)) else {
-            throw HaulError(.badURL, "bad port '\(digits)' in \(url)")
+        let value = Int(Substring(digits))
+        guard digits.isEmpty || (digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) && (value.map { $0 > 0 && $0 < 65536 } ?? false)) else {
+            throw HaulError(.badURL, "bad port '\(Substring(digits))' in \(url)")
         }
     }
 

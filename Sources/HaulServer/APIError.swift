@@ -116,6 +116,24 @@ enum APIResponse {
         return Response(status: status, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: buffer))
     }
 
+    static func download(_ download: DownloadView, status: HTTPResponse.Status = .ok) -> Response {
+        var writer = JSONWriter()
+        download.write(to: &writer)
+        return raw(writer, status: status)
+    }
+
+    static func downloads(_ downloads: [DownloadView], status: HTTPResponse.Status = .ok) -> Response {
+        var writer = JSONWriter()
+        writer.array(downloads) { writer, download in download.write(to: &writer) }
+        return raw(writer, status: status)
+    }
+
+    private static func raw(_ writer: JSONWriter, status: HTTPResponse.Status) -> Response {
+        var buffer = writer.buffer
+        buffer.writeString("\n")
+        return Response(status: status, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: buffer))
+    }
+
     static func error(_ error: HaulError, status: HTTPResponse.Status) -> Response {
         var response = (try? json(ErrorBody(error: ErrorView(error)), status: status))
             ?? Response(status: status)

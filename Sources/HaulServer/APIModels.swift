@@ -33,23 +33,6 @@ public struct DownloadView: Codable, Sendable, Hashable {
         error = record.error.map(ErrorView.init)
         createdAt = record.createdAt
     }
-
-    /// Every key is written, `null` included: scripts can rely on `.error` and `.totalLength`.
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encode(url, forKey: .url)
-        try container.encode(status, forKey: .status)
-        try container.encode(completedLength, forKey: .completedLength)
-        try container.encode(totalLength, forKey: .totalLength)
-        try container.encode(path, forKey: .path)
-        try container.encode(directory, forKey: .directory)
-        try container.encode(fileName, forKey: .fileName)
-        try container.encode(priority, forKey: .priority)
-        try container.encode(speed, forKey: .speed)
-        try container.encode(error, forKey: .error)
-        try container.encode(createdAt, forKey: .createdAt)
-    }
 }
 
 public struct ErrorView: Codable, Sendable, Hashable {

@@ -33,7 +33,7 @@ struct APIRoutes<Context: RequestContext>: Sendable {
         }
         api.post("downloads/:id/move") { request, context in
             let move = try await decode(MoveRequest.self, request)
-            return try APIResponse.json(DownloadView(try await manager.move(id(context), move.to), live: nil))
+            return APIResponse.download(DownloadView(try await manager.move(id(context), move.to), live: nil))
         }
         api.post("pause") { request, _ in
             let selection = try await decode(Selection.self, request)
@@ -62,7 +62,7 @@ struct APIRoutes<Context: RequestContext>: Sendable {
             status = parsed
         }
         let records = try await manager.records(status: status).filter { status != nil || $0.status != .removed }
-        return try APIResponse.json(records.map { DownloadView($0, live: manager.liveProgress($0.id)) })
+        return APIResponse.downloads(records.map { DownloadView($0, live: manager.liveProgress($0.id)) })
     }
 
     private func add(_ request: Request) async throws -> Response {
@@ -77,14 +77,14 @@ struct APIRoutes<Context: RequestContext>: Sendable {
                 }
             }
             let records = try await manager.add(requests)
-            return try APIResponse.json(records.map { DownloadView($0, live: nil) }, status: .created)
+            return APIResponse.downloads(records.map { DownloadView($0, live: nil) }, status: .created)
         }
         guard first == UInt8(ascii: "{") else {
             throw HaulError(.badRequest, "expected a JSON object or an array of them")
         }
         let add = try JSONDecoder().decode(AddRequest.self, from: body)
         let record = try await manager.add(add.downloadRequest(defaultDirectory: defaultDirectory))
-        return try APIResponse.json(DownloadView(record, live: manager.liveProgress(record.id)), status: .created)
+        return APIResponse.download(DownloadView(record, live: manager.liveProgress(record.id)), status: .created)
     }
 
     private func apply(
@@ -122,7 +122,7 @@ struct APIRoutes<Context: RequestContext>: Sendable {
 
     private func view(_ record: DownloadRecord?) async throws -> Response {
         guard let record else { throw HaulError(.notFound, "no such download") }
-        return try APIResponse.json(DownloadView(record, live: manager.liveProgress(record.id)))
+        return APIResponse.download(DownloadView(record, live: manager.liveProgress(record.id)))
     }
 
     private func id(_ context: Context) throws -> DownloadID {

@@ -34,7 +34,9 @@ ROW_STATE = """
 const row = Array.from(document.querySelectorAll('tr[data-id]')).find(r => r.dataset.url === arguments[0]);
 if (!row) return null;
 const bar = row.querySelector('.bar');
-return {id: row.dataset.id, status: row.dataset.status, percent: bar ? bar.getAttribute('data-percent') : null};
+const speed = row.querySelector('.speed');
+return {id: row.dataset.id, status: row.dataset.status, percent: bar ? bar.getAttribute('data-percent') : null,
+        speed: speed ? speed.textContent : ''};
 """
 
 
@@ -148,8 +150,14 @@ class PageTest:
         self.driver.get(urllib.parse.urlunsplit(parts._replace(fragment="")))
         self.wait_for_row(fast, "after a reload without the token, the fast download is listed",
                           lambda s: s["status"] == "completed" and s["percent"] == "100")
-        self.wait_for_row(slow, "after a reload, the slow download is listed", lambda s: s["status"] in ("running", "completed"))
+        reloaded = self.wait_for_row(slow, "after a reload, the slow download is listed",
+                                     lambda s: s["status"] in ("running", "completed"))
         self.screenshot("reloaded")
+
+        # Live from the event stream: the bar moves and a speed shows.
+        self.wait_for_row(slow, "the slow download's bar moving, with a speed",
+                          lambda s: s["status"] == "completed" or (int(s["percent"]) > int(reloaded["percent"]) and s["speed"]))
+        self.screenshot("slow-progressing")
 
         text, is_error = self.message()
         if is_error:
