@@ -17,51 +17,29 @@ struct WebPageTests {
         let world = try await World.make()
         world.server.setRoute("/fast.bin", Route(payload: fast))
         world.server.setRoute("/slow.bin", Route(payload: slow, throttle: 1 << 20))
-        let daemon = try HaulProcess(["serve", "--port", "0", "-d", world.directory], home: world.home, workingDirectory: world.directory)
+        let daemon = try await DaemonProcess.start(world)
         do {
-            let serve = try await waitForServeFile(world, daemon)
             let screenshots = WebBrowser.packageRoot + "/.build/webui-screenshots"
             try? FileManager.default.removeItem(atPath: screenshots)
             let script = try await WebBrowser.run([
                 WebBrowser.script,
-                "--page", serve.url + "/#token=" + serve.secret,
+                "--page", daemon.serve.url + "/#token=" + daemon.serve.secret,
                 "--fast-url", world.server.url("/fast.bin"),
                 "--slow-url", world.server.url("/slow.bin"),
                 "--screenshots", screenshots,
             ])
-            #expect(script.status == 0, "webui_test.py exited \(script.status):\n\(script.output)\ndaemon stderr: \(daemon.stderr)")
+            #expect(script.status == 0, "webui_test.py exited \(script.status):\n\(script.output)\ndaemon stderr: \(daemon.process.stderr)")
             #expect(fast.mismatch(inFileAt: world.directory + "/fast.bin") == nil)
 
-            daemon.signal(SIGTERM)
-            let status = await daemon.wait()
-            #expect(status == 0, "haul serve exited \(status) on SIGTERM: \(daemon.stderr)")
+            let status = await daemon.terminate()
+            #expect(status == 0, "haul serve exited \(status) on SIGTERM: \(daemon.process.stderr)")
             #expect(!FileManager.default.fileExists(atPath: world.home + "/serve.json"), "a clean exit deletes serve.json")
         } catch {
-            daemon.signal(SIGKILL)
-            _ = await daemon.wait()
+            await daemon.kill9()
             try await world.close()
             throw error
         }
         try await world.close()
-    }
-
-    /// `serve.json` appears once the daemon listens; bounded so a broken build fails instead of hanging.
-    private func waitForServeFile(_ world: World, _ daemon: HaulProcess) async throws -> ServeInfo {
-        let path = world.home + "/serve.json"
-        for _ in 0..<1200 {
-            if let data = FileManager.default.contents(atPath: path), let info = try? JSONDecoder().decode(ServeInfo.self, from: data) {
-                return info
-            }
-            guard daemon.process.isRunning else { break }
-            try await Task.sleep(for: .milliseconds(25))
-        }
-        throw WebBrowser.Failure("no \(path) from haul serve; stderr: \(daemon.stderr)")
-    }
-
-    /// The part of `$HAUL_HOME/serve.json` the page needs.
-    struct ServeInfo: Decodable {
-        var url: String
-        var secret: String
     }
 }
 
@@ -118,20 +96,17 @@ enum WebBrowser {
         process.standardError = output
         try process.run()
         let deadline = ContinuousClock.now + limit
+        var note = ""
         while process.isRunning {
             if ContinuousClock.now > deadline {
                 process.terminate()
                 process.waitUntilExit()
+                note = "\n(killed: still running after \(limit))"
                 break
             }
             try await Task.sleep(for: .milliseconds(100))
         }
         let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-        return (process.terminationStatus, text)
-    }
-
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
-        init(_ description: String) { self.description = description }
+        return (process.terminationStatus, text + note)
     }
 }
