@@ -89,41 +89,49 @@ extension DownloadManager {
     @discardableResult
     public func move(_ id: DownloadID, _ move: QueueMove) async throws -> DownloadRecord {
         let record = try await existing(id)
+        // Re-read after the await: the queue may have changed meanwhile.
         guard let index = pending.firstIndex(where: { $0.id == id }) else {
             throw HaulError(.conflict, "download \(id) is \(record.status.rawValue); only queued downloads can be moved")
         }
         var moved = pending.remove(at: index)
-        var changed: [DownloadRecord] = []
+        var neighbour: QueueEntry?
         switch move {
         case .up where index > 0, .down where index < pending.count:
             let neighbourIndex = move == .up ? index - 1 : index
-            var neighbour = pending[neighbourIndex]
-            if neighbour.request.priority == moved.request.priority {
-                swap(&moved.position, &neighbour.position)
-                pending[neighbourIndex] = neighbour
-                changed.append(neighbour)
+            var other = pending[neighbourIndex]
+            if other.priority == moved.priority {
+                swap(&moved.position, &other.position)
+                pending[neighbourIndex] = other
+                neighbour = other
             } else {
-                moved.request.priority = neighbour.request.priority
-                moved.position = neighbour.position + (move == .up ? -1 : 1)
+                moved.priority = other.priority
+                moved.position = other.position + (move == .up ? -1 : 1)
             }
         case .top:
             if let first = pending.first {
-                moved.request.priority = max(moved.request.priority, first.request.priority)
+                moved.priority = max(moved.priority, first.priority)
                 moved.position = first.position - 1
             }
         case .bottom:
             if let last = pending.last {
-                moved.request.priority = min(moved.request.priority, last.request.priority)
+                moved.priority = min(moved.priority, last.priority)
                 moved.position = last.position + 1
             }
         default:
             break  // already first or last
         }
-        changed.append(moved)
-        try await store.save(changed)
         let place = pending.firstIndex { moved.runsBefore($0) } ?? pending.endIndex
         pending.insert(moved, at: place)
-        return moved
+        var changed: [DownloadRecord] = []
+        for entry in [moved] + (neighbour.map { [$0] } ?? []) {
+            guard var stored = try await store.record(entry.id) else { continue }
+            stored.request.priority = entry.priority
+            stored.position = entry.position
+            changed.append(stored)
+        }
+        try await store.save(changed)
+        guard let result = changed.first, result.id == id else { throw HaulError(.notFound, "no download with id \(id)") }
+        return result
     }
 
     /// The live progress of a running download (fresher than its stored checkpoint).

@@ -42,7 +42,22 @@ public actor DownloadManager {
     struct Active {
         var task: Task<Void, Never>
         var stop: StopSignal
-        var lock: DownloadLock
+    }
+
+    /// A waiting download, as small as its place in the queue needs: the record itself stays in
+    /// the store until the download starts, so ten thousand queued cost about 100 bytes each.
+    struct QueueEntry: Sendable {
+        var id: DownloadID
+        var priority: Int
+        var position: Int64
+
+        init(_ record: DownloadRecord) {
+            (id, priority, position) = (record.id, record.request.priority, record.position)
+        }
+
+        func runsBefore(_ other: QueueEntry) -> Bool {
+            priority != other.priority ? priority > other.priority : position < other.position
+        }
     }
 
     public let configuration: Configuration
@@ -57,8 +72,8 @@ public actor DownloadManager {
     let live = LiveProgress()
     var maxConcurrent: Int
     var active: [DownloadID: Active] = [:]
-    /// Waiting records in queue order (`DownloadRecord.runsBefore`).
-    var pending: [DownloadRecord] = []
+    /// Waiting downloads in queue order (`DownloadRecord.runsBefore`).
+    var pending: [QueueEntry] = []
     /// The last queue position handed out: positions only grow, so the newest goes last.
     private var lastPosition: Int64 = 0
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
@@ -291,8 +306,9 @@ public actor DownloadManager {
     }
 
     func enqueue(_ record: DownloadRecord) {
-        let index = pending.firstIndex { record.runsBefore($0) } ?? pending.endIndex
-        pending.insert(record, at: index)
+        let entry = QueueEntry(record)
+        let index = pending.firstIndex { entry.runsBefore($0) } ?? pending.endIndex
+        pending.insert(entry, at: index)
         hub.publish(DownloadEvent(id: record.id, kind: .queued))
         schedule()
     }
@@ -304,20 +320,7 @@ public actor DownloadManager {
         signalIdleIfNeeded()
     }
 
-    private func start(_ record: DownloadRecord) {
-        let lock: DownloadLock
-        do {
-            guard let acquired = try DownloadLock.acquire(stateDirectory: configuration.stateDirectory, id: record.id) else {
-                // Another process runs it: leave its record alone, report, move on.
-                hub.publish(DownloadEvent(id: record.id, kind: .failed(HaulError(
-                    .inUse, "\(record.request.url) is being downloaded by another haul process"))))
-                return
-            }
-            lock = acquired
-        } catch {
-            hub.publish(DownloadEvent(id: record.id, kind: .failed(error as? HaulError ?? HaulError(.fileSystem, "\(error)"))))
-            return
-        }
+    private func start(_ entry: QueueEntry) {
         let stop = StopSignal()
         let runner = DownloadRunner(
             store: store, transport: transport, clock: clock, names: names,
@@ -326,17 +329,50 @@ public actor DownloadManager {
                 live.note(event)
                 hub.publish(event)
             })
+        let (store, hub, stateDirectory) = (store, hub, configuration.stateDirectory)
         let task = Task {
-            let final = await runner.run(record)
-            await self.finished(final)
+            let final = await Self.launch(entry.id, store: store, hub: hub, stateDirectory: stateDirectory, runner: runner)
+            await self.finished(entry.id, final)
         }
-        active[record.id] = Active(task: task, stop: stop, lock: lock)
+        active[entry.id] = Active(task: task, stop: stop)
     }
 
-    private func finished(_ record: DownloadRecord) async {
-        active[record.id] = nil
-        // From here the store's record (and, once complete, the file itself) guards the name.
-        await names.release(directory: record.request.directory, name: record.fileName)
+    /// Loads the record, takes the download's lock for as long as it runs, and runs it. Nil
+    /// when it cannot run here (gone from the store, or another process holds it).
+    private nonisolated static func launch(
+        _ id: DownloadID, store: any DownloadStore, hub: EventHub, stateDirectory: String, runner: DownloadRunner
+    ) async -> DownloadRecord? {
+        let record: DownloadRecord
+        do {
+            guard let stored = try await store.record(id), stored.status != .removed else { return nil }
+            record = stored
+        } catch {
+            hub.publish(DownloadEvent(id: id, kind: .failed(error as? HaulError ?? HaulError(.store, "\(error)"))))
+            return nil
+        }
+        let lock: DownloadLock
+        do {
+            guard let acquired = try DownloadLock.acquire(stateDirectory: stateDirectory, id: id) else {
+                // Another process runs it: leave its record alone, report, move on.
+                hub.publish(DownloadEvent(id: id, kind: .failed(HaulError(
+                    .inUse, "\(record.request.url) is being downloaded by another haul process"))))
+                return nil
+            }
+            lock = acquired
+        } catch {
+            hub.publish(DownloadEvent(id: id, kind: .failed(error as? HaulError ?? HaulError(.fileSystem, "\(error)"))))
+            return nil
+        }
+        defer { withExtendedLifetime(lock) {} }
+        return await runner.run(record)
+    }
+
+    private func finished(_ id: DownloadID, _ record: DownloadRecord?) async {
+        active[id] = nil
+        if let record {
+            // From here the store's record (and, once complete, the file itself) guards the name.
+            await names.release(directory: record.request.directory, name: record.fileName)
+        }
         schedule()
     }
 
