@@ -75,9 +75,11 @@ def main():
     parser.add_argument("--count", type=int, default=10_000)
     parser.add_argument("--batch", type=int, default=1000)
     parser.add_argument("--haul", default=os.environ.get("HAUL_BIN"))
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="repeat add-and-run with new URLs in the same daemon, to tell growth from retention")
     args = parser.parse_args()
-    if args.count < 1 or args.batch < 1:
-        sys.exit("--count and --batch must be positive")
+    if args.count < 1 or args.batch < 1 or args.rounds < 1:
+        sys.exit("--count, --batch and --rounds must be positive")
 
     haul = args.haul
     if not haul:
@@ -117,47 +119,54 @@ def main():
     report["rss_idle_kib"] = rss_kib(daemon.pid)["VmRSS"]
     ls_empty = timed(ls)
 
-    add_times = []
-    for start in range(0, args.count, args.batch):
-        batch = [{"url": f"{base}/f/{i}.bin"} for i in range(start, min(args.count, start + args.batch))]
-        began = time.perf_counter()
-        added = api("POST", "/downloads", batch)
-        add_times.append(time.perf_counter() - began)
-        assert len(added) == len(batch)
-    report["add_batch_median_s"] = statistics.median(add_times)
-    report["add_batch_max_s"] = max(add_times)
-    report["add_total_s"] = sum(add_times)
+    report["rounds"] = []
+    for round_number in range(args.rounds):
+        Files.slow.set()
+        offset = round_number * args.count
+        add_times = []
+        for start in range(0, args.count, args.batch):
+            batch = [{"url": f"{base}/f/{offset + i}.bin"} for i in range(start, min(args.count, start + args.batch))]
+            began = time.perf_counter()
+            added = api("POST", "/downloads", batch)
+            add_times.append(time.perf_counter() - began)
+            assert len(added) == len(batch)
+        report["add_batch_median_s"] = statistics.median(add_times)
+        report["add_batch_max_s"] = max(add_times)
+        report["add_total_s"] = sum(add_times)
 
-    summary = api("GET", "/summary")
-    assert summary["counts"]["queued"] + summary["counts"]["running"] == args.count, summary
-    report["rss_queued_kib"] = rss_kib(daemon.pid)["VmRSS"]
-    report["ls_empty_median_s"], _ = ls_empty
-    report["ls_queued_median_s"], report["ls_queued_max_s"] = timed(ls)
-    report["summary_queued_median_s"], _ = timed(lambda: api("GET", "/summary"))
-
-    # Phase 2: let everything run to completion; keep asking while it does.
-    began = time.perf_counter()
-    Files.slow.clear()
-    ls_running = []
-    while True:
-        t0 = time.perf_counter()
-        ls()
-        ls_running.append(time.perf_counter() - t0)
         summary = api("GET", "/summary")
-        if summary["counts"]["completed"] == args.count:
-            break
-        if summary["counts"]["failed"]:
-            print("failures:", summary, file=sys.stderr)
-            break
-        time.sleep(0.5)
-    report["run_all_s"] = time.perf_counter() - began
-    report["ls_running_median_s"] = statistics.median(ls_running)
-    report["ls_running_max_s"] = max(ls_running)
-    memory = rss_kib(daemon.pid)
-    report["rss_done_kib"], report["rss_peak_kib"] = memory["VmRSS"], memory["VmHWM"]
-    report["completed"] = summary["counts"]["completed"]
-    report["files_on_disk"] = len(os.listdir(downloads))
+        assert summary["counts"]["queued"] + summary["counts"]["running"] == args.count, summary
+        report["rss_queued_kib"] = rss_kib(daemon.pid)["VmRSS"]
+        report["ls_empty_median_s"], _ = ls_empty
+        report["ls_queued_median_s"], report["ls_queued_max_s"] = timed(ls)
+        report["summary_queued_median_s"], _ = timed(lambda: api("GET", "/summary"))
 
+        # Phase 2: let everything run to completion; keep asking while it does.
+        began = time.perf_counter()
+        Files.slow.clear()
+        ls_running = []
+        while True:
+            t0 = time.perf_counter()
+            ls()
+            ls_running.append(time.perf_counter() - t0)
+            summary = api("GET", "/summary")
+            if summary["counts"]["completed"] == args.count * (round_number + 1):
+                break
+            if summary["counts"]["failed"]:
+                print("failures:", summary, file=sys.stderr)
+                break
+            time.sleep(0.5)
+        report["run_all_s"] = time.perf_counter() - began
+        report["ls_running_median_s"] = statistics.median(ls_running)
+        report["ls_running_max_s"] = max(ls_running)
+        memory = rss_kib(daemon.pid)
+        report["rss_done_kib"], report["rss_peak_kib"] = memory["VmRSS"], memory["VmHWM"]
+        report["completed"] = summary["counts"]["completed"]
+        report["files_on_disk"] = len(os.listdir(downloads))
+        report["rounds"].append({"rss_queued_kib": report["rss_queued_kib"], "rss_done_kib": report["rss_done_kib"],
+                                 "rss_peak_kib": report["rss_peak_kib"], "ls_queued_median_s": report["ls_queued_median_s"]})
+        print(f"round {round_number + 1}: RSS {report['rss_queued_kib'] / 1024:.1f} MiB queued, "
+              f"{report['rss_done_kib'] / 1024:.1f} MiB done, peak {report['rss_peak_kib'] / 1024:.1f} MiB", flush=True)
     daemon.terminate()
     began = time.perf_counter()
     daemon.wait(timeout=30)

@@ -51,12 +51,12 @@ extension DownloadManager {
     @discardableResult
     public func pauseAll() async throws -> Int {
         var paused: [DownloadRecord] = []
-        var stopped = 0
+        var stopped: [Task<Void, Never>] = []
         for record in try await store.records(status: .queued) + store.records(status: .running) {
             if let running = active[record.id] {
                 running.stop.request(.paused)
                 running.task.cancel()
-                stopped += 1
+                stopped.append(running.task)
                 continue
             }
             var record = record
@@ -68,7 +68,8 @@ extension DownloadManager {
         try await store.save(paused)
         for record in paused { hub.publish(DownloadEvent(id: record.id, kind: .paused)) }
         signalIdleIfNeeded()
-        return paused.count + stopped
+        for task in stopped { await task.value }  // their checkpoints are saved when this returns
+        return paused.count + stopped.count
     }
 
     /// Puts every paused download back in the queue, in its old order. Returns how many.

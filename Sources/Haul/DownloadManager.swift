@@ -188,8 +188,10 @@ public actor DownloadManager {
     public func pause(_ id: DownloadID) async throws {
         var record = try await existing(id)
         if let running = active[id] {
+            // Waits for the checkpoint, so the caller (and an API answer) sees it paused.
             running.stop.request(.paused)
             running.task.cancel()
+            await running.task.value
             return
         }
         guard record.status != .paused else { return }
@@ -223,7 +225,8 @@ public actor DownloadManager {
     /// `deleteFile` is true.
     public func remove(_ id: DownloadID, deleteFile: Bool) async throws {
         var record = try await existing(id)
-        if let running = active[id] {
+        let running = active[id]
+        if let running {
             running.stop.request(.removed)
             running.task.cancel()
             await running.task.value
@@ -235,12 +238,23 @@ public actor DownloadManager {
         await names.release(directory: record.request.directory, name: record.fileName)
         record.status = .removed
         try await store.save(record)
-        hub.publish(DownloadEvent(id: id, kind: .removed))
+        if running == nil { hub.publish(DownloadEvent(id: id, kind: .removed)) }  // else its runner said so
         signalIdleIfNeeded()
     }
 
     public func record(_ id: DownloadID) async throws -> DownloadRecord? {
         try await store.record(id)
+    }
+
+    /// Ids in queue order: with that status, or (nil) every status but removed.
+    public func ids(status: DownloadStatus?) async throws -> [DownloadID] {
+        try await store.ids(status: status)
+    }
+
+    /// These records in the order of `ids`; ids removed meanwhile are skipped.
+    public func records(_ ids: [DownloadID]) async throws -> [DownloadRecord] {
+        let found = Dictionary(try await store.records(ids).map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        return ids.compactMap { found[$0] }
     }
 
     /// The record of a download that exists and was not removed; throws `notFound` otherwise.

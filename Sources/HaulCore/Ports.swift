@@ -15,11 +15,26 @@ public protocol DownloadStore: Sendable {
     func save(_ records: [DownloadRecord]) async throws
     /// How many records have each status.
     func counts() async throws -> [DownloadStatus: Int]
+    /// Ids in queue order: with that status, or (nil) every status but removed. Listing ten
+    /// thousand downloads reads ids first and records in pages, so memory stays bounded.
+    func ids(status: DownloadStatus?) async throws -> [DownloadID]
+    /// These records, in any order; unknown ids are skipped.
+    func records(_ ids: [DownloadID]) async throws -> [DownloadRecord]
 }
 
 extension DownloadStore {
     public func save(_ records: [DownloadRecord]) async throws {
         for record in records { try await save(record) }
+    }
+
+    public func ids(status: DownloadStatus?) async throws -> [DownloadID] {
+        try await records(status: status).filter { status != nil || $0.status != .removed }.map(\.id)
+    }
+
+    public func records(_ ids: [DownloadID]) async throws -> [DownloadRecord] {
+        var found: [DownloadRecord] = []
+        for id in ids { if let record = try await record(id) { found.append(record) } }
+        return found
     }
 
     public func counts() async throws -> [DownloadStatus: Int] {

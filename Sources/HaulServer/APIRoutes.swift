@@ -61,8 +61,28 @@ struct APIRoutes<Context: RequestContext>: Sendable {
             }
             status = parsed
         }
-        let records = try await manager.records(status: status).filter { status != nil || $0.status != .removed }
-        return APIResponse.downloads(records.map { DownloadView($0, live: manager.liveProgress($0.id)) })
+        // Ids first, then records a page at a time straight into the response: the daemon's
+        // memory does not grow with the length of the list.
+        let ids = try await manager.ids(status: status)
+        let manager = self.manager
+        return Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: ResponseBody { writer in
+            var first = true
+            try await writer.write(ByteBuffer(string: "["))
+            var start = 0
+            repeat {
+                let page = Array(ids[start..<min(ids.count, start + 500)])
+                var json = JSONWriter()
+                for record in try await manager.records(page) {
+                    if !first { json.buffer.writeString(",") }
+                    first = false
+                    DownloadView(record, live: manager.liveProgress(record.id)).write(to: &json)
+                }
+                try await writer.write(json.buffer)
+                start += page.count
+            } while start < ids.count
+            try await writer.write(ByteBuffer(string: "]\n"))
+            try await writer.finish(nil)
+        })
     }
 
     private func add(_ request: Request) async throws -> Response {

@@ -100,6 +100,30 @@ public final class SQLiteDownloadStore: DownloadStore {
         }
     }
 
+    public func ids(status: DownloadStatus?) async throws -> [DownloadID] {
+        let order = "ORDER BY priority DESC, position ASC, rowid ASC"
+        let rows: [SQLiteRow]
+        if let status {
+            rows = try await query("SELECT id FROM downloads WHERE status = ? \(order)", [.text(status.rawValue)])
+        } else {
+            rows = try await query("SELECT id FROM downloads WHERE status != 'removed' \(order)")
+        }
+        return rows.compactMap { $0.column("id")?.string.map(DownloadID.init(rawValue:)) }
+    }
+
+    public func records(_ ids: [DownloadID]) async throws -> [DownloadRecord] {
+        var records: [DownloadRecord] = []
+        var start = 0
+        while start < ids.count {
+            let page = ids[start..<min(ids.count, start + 500)]
+            let placeholders = Array(repeating: "?", count: page.count).joined(separator: ", ")
+            let rows = try await query("SELECT * FROM downloads WHERE id IN (\(placeholders))", page.map { .text($0.rawValue) })
+            records += try rows.map(RecordRow.decode)
+            start += page.count
+        }
+        return records
+    }
+
     public func counts() async throws -> [DownloadStatus: Int] {
         let rows = try await query("SELECT status, COUNT(*) AS n FROM downloads GROUP BY status")
         var counts: [DownloadStatus: Int] = [:]

@@ -44,6 +44,7 @@ enum StoreSchema {
             "UPDATE downloads SET position = created_at * 1000000 + rowid",
             "DROP INDEX downloads_queue",
             "CREATE INDEX downloads_queue ON downloads (status, priority DESC, position)",
+            "CREATE INDEX downloads_order ON downloads (priority DESC, position)",
         ],
     ]
 
