@@ -165,7 +165,10 @@ def main():
         report["files_on_disk"] = len(os.listdir(downloads))
         report["rounds"].append({"rss_queued_kib": report["rss_queued_kib"], "rss_done_kib": report["rss_done_kib"],
                                  "rss_peak_kib": report["rss_peak_kib"], "ls_queued_median_s": report["ls_queued_median_s"]})
-        print(f"round {round_number + 1}: RSS {report['rss_queued_kib'] / 1024:.1f} MiB queued, "
+        print(f"round {round_number + 1}: {args.count * (round_number + 1)} downloads in the store; "
+              f"ls --json {report['ls_queued_median_s'] * 1000:.0f} ms with {args.count} queued, "
+              f"{report['ls_running_median_s'] * 1000:.0f} ms while running (max {report['ls_running_max_s'] * 1000:.0f}); "
+              f"RSS {report['rss_queued_kib'] / 1024:.1f} MiB queued, "
               f"{report['rss_done_kib'] / 1024:.1f} MiB done, peak {report['rss_peak_kib'] / 1024:.1f} MiB", flush=True)
     daemon.terminate()
     began = time.perf_counter()
