@@ -17,6 +17,7 @@ enum EventStream {
             let (chunks, continuation) = AsyncStream<ByteBuffer>.makeStream(bufferingPolicy: .bufferingNewest(4096))
             let forward = Task {
                 let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
                 for await event in events {
                     let view = EventView(event)
                     guard let data = try? encoder.encode(view) else { continue }
