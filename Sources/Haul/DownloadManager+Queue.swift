@@ -24,71 +24,86 @@ extension DownloadManager {
         for request in requests where !request.directory.hasPrefix("/") {
             throw HaulError(.usage, "destination directory must be an absolute path: \(request.directory)")
         }
-        var results: [DownloadRecord] = []
-        var fresh: [DownloadRecord] = []
-        var byIdentity: [String: DownloadRecord] = [:]
-        for request in requests {
-            if let seen = byIdentity[request.identity] {
-                results.append(seen)
-                continue
+        return try await serialized {
+            var results: [DownloadRecord] = []
+            var fresh: [DownloadRecord] = []
+            var byIdentity: [String: DownloadRecord] = [:]
+            do {
+                for request in requests {
+                    if let seen = byIdentity[request.identity] {
+                        results.append(seen)
+                        continue
+                    }
+                    let record: DownloadRecord
+                    if let existing = try await store.record(matching: request) {
+                        record = try await readd(existing, request: request)
+                    } else {
+                        record = try await newRecord(for: request)
+                        fresh.append(record)
+                    }
+                    byIdentity[request.identity] = record
+                    results.append(record)
+                }
+                try await store.save(fresh)
+            } catch {
+                // Nothing new was saved: give back the names the new records claimed.
+                for record in fresh { await names.release(directory: record.request.directory, name: record.fileName) }
+                throw error
             }
-            let record: DownloadRecord
-            if let existing = try await store.record(matching: request) {
-                record = try await readd(existing, request: request)
-            } else {
-                record = try await newRecord(for: request)
-                fresh.append(record)
-            }
-            byIdentity[request.identity] = record
-            results.append(record)
+            for record in fresh { enqueue(record) }
+            return results
         }
-        try await store.save(fresh)
-        for record in fresh { enqueue(record) }
-        return results
     }
 
-    /// Pauses every download that is queued or running. Returns how many it paused.
+    /// Pauses every download that is queued or running here. Returns how many it paused, once
+    /// the running ones have checkpointed.
     @discardableResult
     public func pauseAll() async throws -> Int {
-        var paused: [DownloadRecord] = []
-        var stopped: [Task<Void, Never>] = []
-        for record in try await store.records(status: .queued) + store.records(status: .running) {
-            if let running = active[record.id] {
+        let (count, stopping): (Int, [Task<Void, Never>]) = try await serialized {
+            // Decided from memory, in one step: a queued entry cannot start once it is out of
+            // `pending`, so its stored record is not being written by anyone else.
+            let waiting = pending.map(\.id)
+            pending.removeAll()
+            var stopping: [Task<Void, Never>] = []
+            for running in active.values {
                 running.stop.request(.paused)
                 running.task.cancel()
-                stopped.append(running.task)
-                continue
+                stopping.append(running.task)
             }
-            var record = record
-            record.status = .paused
-            paused.append(record)
+            var paused = try await store.records(waiting)
+            for index in paused.indices { paused[index].status = .paused }
+            try await store.save(paused)
+            for record in paused { hub.publish(DownloadEvent(id: record.id, kind: .paused)) }
+            signalIdleIfNeeded()
+            return (paused.count + stopping.count, stopping)
         }
-        let ids = Set(paused.map(\.id))
-        pending.removeAll { ids.contains($0.id) }
-        try await store.save(paused)
-        for record in paused { hub.publish(DownloadEvent(id: record.id, kind: .paused)) }
-        signalIdleIfNeeded()
-        for task in stopped { await task.value }  // their checkpoints are saved when this returns
-        return paused.count + stopped.count
+        for task in stopping { await task.value }
+        return count
     }
 
     /// Puts every paused download back in the queue, in its old order. Returns how many.
     @discardableResult
     public func resumeAll() async throws -> Int {
-        var resumed: [DownloadRecord] = []
-        for var record in try await store.records(status: .paused) where !isScheduled(record.id) {
-            record.status = .queued
-            record.error = nil
-            resumed.append(record)
+        try await serialized {
+            var resumed: [DownloadRecord] = []
+            for var record in try await store.records(status: .paused) where !isScheduled(record.id) {
+                record.status = .queued
+                record.error = nil
+                resumed.append(record)
+            }
+            try await store.save(resumed)
+            for record in resumed { enqueue(record) }
+            return resumed.count
         }
-        try await store.save(resumed)
-        for record in resumed { enqueue(record) }
-        return resumed.count
     }
 
     /// Moves a queued download within the queue. Only queued downloads have a place to move.
     @discardableResult
     public func move(_ id: DownloadID, _ move: QueueMove) async throws -> DownloadRecord {
+        try await serialized { try await moveNow(id, move) }
+    }
+
+    private func moveNow(_ id: DownloadID, _ move: QueueMove) async throws -> DownloadRecord {
         let record = try await existing(id)
         // Re-read after the await: the queue may have changed meanwhile.
         guard let index = pending.firstIndex(where: { $0.id == id }) else {
@@ -123,15 +138,12 @@ extension DownloadManager {
         }
         let place = pending.firstIndex { moved.runsBefore($0) } ?? pending.endIndex
         pending.insert(moved, at: place)
-        var changed: [DownloadRecord] = []
+        // Only the place changes: a targeted update cannot overwrite a record whose download
+        // started meanwhile.
         for entry in [moved] + (neighbour.map { [$0] } ?? []) {
-            guard var stored = try await store.record(entry.id) else { continue }
-            stored.request.priority = entry.priority
-            stored.position = entry.position
-            changed.append(stored)
+            try await store.setPlace(entry.id, priority: entry.priority, position: entry.position)
         }
-        try await store.save(changed)
-        guard let result = changed.first, result.id == id else { throw HaulError(.notFound, "no download with id \(id)") }
+        guard let result = try await store.record(id) else { throw HaulError(.notFound, "no download with id \(id)") }
         return result
     }
 

@@ -42,6 +42,8 @@ public actor DownloadManager {
     struct Active {
         var task: Task<Void, Never>
         var stop: StopSignal
+        /// Which start this is: only the task that started it may clear it.
+        var generation: UInt64
     }
 
     /// A waiting download, as small as its place in the queue needs: the record itself stays in
@@ -78,6 +80,12 @@ public actor DownloadManager {
     private var lastPosition: Int64 = 0
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
     private var isShuttingDown = false
+    private var generations: UInt64 = 0
+    /// Queue changes (add, pause, resume, move, remove, restore) run one at a time: the actor
+    /// alone does not serialise them, since every await lets another call in between a check
+    /// and the write that depends on it.
+    private var queueBusy = false
+    private var queueWaiters: [CheckedContinuation<Void, Never>] = []
     private var shutdownTask: Task<Void, Never>?
 
     /// Opens (creating if needed) the SQLite store in `configuration.stateDirectory` and uses
@@ -128,16 +136,18 @@ public actor DownloadManager {
     /// is not started twice; a completed one whose file is intact is reported complete.
     @discardableResult
     public func add(_ request: DownloadRequest) async throws -> DownloadRecord {
-        guard request.directory.hasPrefix("/") else {
-            throw HaulError(.usage, "destination directory must be an absolute path: \(request.directory)")
+        try await add([request])[0]
+    }
+
+    /// Runs `body` when no other queue change is running.
+    func serialized<T>(_ body: () async throws -> T) async rethrows -> T {
+        while queueBusy { await withCheckedContinuation { queueWaiters.append($0) } }
+        queueBusy = true
+        defer {
+            queueBusy = false
+            if !queueWaiters.isEmpty { queueWaiters.removeFirst().resume() }
         }
-        if let existing = try await store.record(matching: request) {
-            return try await readd(existing, request: request)
-        }
-        let record = try await newRecord(for: request)
-        try await store.save(record)
-        enqueue(record)
-        return record
+        return try await body()
     }
 
     /// A fresh queued record at the end of its priority, its explicit file name checked.
@@ -178,42 +188,51 @@ public actor DownloadManager {
 
     /// Puts back in the queue what was queued or running when the last process stopped.
     public func restore() async throws {
-        for record in try await store.records(status: nil) where record.status.resumesAfterRestart {
-            if !isScheduled(record.id) { enqueue(record) }
+        try await serialized {
+            for record in try await store.records(status: nil) where record.status.resumesAfterRestart {
+                enqueue(record)
+            }
         }
     }
 
     /// Stops a running download at a checkpoint, or takes a queued one out of the queue; it
     /// stays paused, across restarts too, until resumed. Pausing a finished download is a conflict.
     public func pause(_ id: DownloadID) async throws {
-        var record = try await existing(id)
-        if let running = active[id] {
-            // Waits for the checkpoint, so the caller (and an API answer) sees it paused.
-            running.stop.request(.paused)
-            running.task.cancel()
-            await running.task.value
-            return
+        let stopping: Task<Void, Never>? = try await serialized {
+            var record = try await existing(id)
+            if let running = active[id] {
+                running.stop.request(.paused)
+                running.task.cancel()
+                return running.task
+            }
+            guard record.status != .paused else { return nil }
+            guard !record.status.isTerminal else {
+                throw HaulError(.conflict, "download \(id) is \(record.status.rawValue); there is nothing to pause")
+            }
+            pending.removeAll { $0.id == id }
+            record.status = .paused
+            try await store.save(record)
+            hub.publish(DownloadEvent(id: id, kind: .paused))
+            signalIdleIfNeeded()
+            return nil
         }
-        guard record.status != .paused else { return }
-        guard !record.status.isTerminal else {
-            throw HaulError(.conflict, "download \(id) is \(record.status.rawValue); there is nothing to pause")
-        }
-        pending.removeAll { $0.id == id }
-        record.status = .paused
-        try await store.save(record)
-        hub.publish(DownloadEvent(id: id, kind: .paused))
-        signalIdleIfNeeded()
+        // Waits for the checkpoint, so the caller (and an API answer) sees it paused.
+        await stopping?.value
     }
 
     /// Puts a paused or failed download back in the queue at its old place; a queued or
     /// running one is left alone. Resuming a completed download is a conflict.
     public func resume(_ id: DownloadID) async throws {
-        let record = try await existing(id)
-        if record.status == .completed {
-            throw HaulError(.conflict, "download \(id) is already complete")
+        try await serialized {
+            let record = try await existing(id)
+            if record.status == .completed {
+                throw HaulError(.conflict, "download \(id) is already complete")
+            }
+            // Queued or running but not scheduled here: its start found it locked by another
+            // process; try again.
+            guard !isScheduled(id) else { return }
+            _ = try await readd(record, request: record.request)
         }
-        guard record.status == .paused || record.status == .failed else { return }
-        _ = try await readd(record, request: record.request)
     }
 
     /// Stops the download and deletes its partial data; the record is kept as removed.
@@ -224,6 +243,10 @@ public actor DownloadManager {
     /// Stops the download if it runs, deletes its `.part`, and the completed file too when
     /// `deleteFile` is true.
     public func remove(_ id: DownloadID, deleteFile: Bool) async throws {
+        try await serialized { try await removeNow(id, deleteFile: deleteFile) }
+    }
+
+    private func removeNow(_ id: DownloadID, deleteFile: Bool) async throws {
         var record = try await existing(id)
         let running = active[id]
         if let running {
@@ -236,9 +259,10 @@ public actor DownloadManager {
         if let part = DestinationFiles.partPath(record) { DestinationFiles.remove(part) }
         if deleteFile, record.status == .completed, let path = DestinationFiles.finalPath(record) { DestinationFiles.remove(path) }
         await names.release(directory: record.request.directory, name: record.fileName)
+        let runnerSaidSo = running != nil && record.status == .removed
         record.status = .removed
         try await store.save(record)
-        if running == nil { hub.publish(DownloadEvent(id: id, kind: .removed)) }  // else its runner said so
+        if !runnerSaidSo { hub.publish(DownloadEvent(id: id, kind: .removed)) }
         signalIdleIfNeeded()
     }
 
@@ -283,14 +307,17 @@ public actor DownloadManager {
     /// next start resumes it; then releases the store and the HTTP client.
     /// Safe to call more than once and from a cancelled task: every call waits for the one
     /// shutdown, which runs in a task of its own.
-    public func shutdown() async {
+    ///
+    /// With a `deadline`, stops waiting for downloads after it: one still verifying a large
+    /// file keeps its status `running` and is verified again on the next start.
+    public func shutdown(deadline: Duration? = nil) async {
         if shutdownTask == nil {
-            shutdownTask = Task { await self.stopEverything() }
+            shutdownTask = Task { await self.stopEverything(deadline: deadline) }
         }
         await shutdownTask?.value
     }
 
-    private func stopEverything() async {
+    private func stopEverything(deadline: Duration?) async {
         isShuttingDown = true
         pending.removeAll()
         let running = active.values
@@ -298,7 +325,13 @@ public actor DownloadManager {
             download.stop.request(.running)
             download.task.cancel()
         }
-        for download in running { await download.task.value }
+        if let deadline {
+            // `finished` empties `active` while this sleeps.
+            let end = ContinuousClock.now + deadline
+            while !active.isEmpty, ContinuousClock.now < end { try? await Task.sleep(for: .milliseconds(5)) }
+        } else {
+            for download in running { await download.task.value }
+        }
         hub.finishAll()
         await ownedTransport?.shutdown()
         try? await ownedStore?.close()
@@ -320,6 +353,7 @@ public actor DownloadManager {
     }
 
     func enqueue(_ record: DownloadRecord) {
+        guard !isScheduled(record.id) else { return }
         let entry = QueueEntry(record)
         let index = pending.firstIndex { entry.runsBefore($0) } ?? pending.endIndex
         pending.insert(entry, at: index)
@@ -344,11 +378,13 @@ public actor DownloadManager {
                 hub.publish(event)
             })
         let (store, hub, stateDirectory) = (store, hub, configuration.stateDirectory)
+        generations += 1
+        let generation = generations
         let task = Task {
             let final = await Self.launch(entry.id, store: store, hub: hub, stateDirectory: stateDirectory, runner: runner)
-            await self.finished(entry.id, final)
+            await self.finished(entry.id, generation: generation, final)
         }
-        active[entry.id] = Active(task: task, stop: stop)
+        active[entry.id] = Active(task: task, stop: stop, generation: generation)
     }
 
     /// Loads the record, takes the download's lock for as long as it runs, and runs it. Nil
@@ -381,8 +417,8 @@ public actor DownloadManager {
         return await runner.run(record)
     }
 
-    private func finished(_ id: DownloadID, _ record: DownloadRecord?) async {
-        active[id] = nil
+    private func finished(_ id: DownloadID, generation: UInt64, _ record: DownloadRecord?) async {
+        if active[id]?.generation == generation { active[id] = nil }
         if let record {
             // From here the store's record (and, once complete, the file itself) guards the name.
             await names.release(directory: record.request.directory, name: record.fileName)

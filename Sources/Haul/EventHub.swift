@@ -11,6 +11,7 @@ final class EventHub: Sendable {
     }
 
     private struct State {
+        var finished = false
         var next = 0
         var subscribers: [Int: Subscriber] = [:]
     }
@@ -30,10 +31,16 @@ final class EventHub: Sendable {
     /// Every event from now on, or only one download's.
     func stream(filter id: DownloadID? = nil) -> AsyncStream<DownloadEvent> {
         let (stream, continuation) = AsyncStream<DownloadEvent>.makeStream(bufferingPolicy: .bufferingNewest(bufferLimit))
-        let key = state.withLockedValue { state in
+        let key = state.withLockedValue { state -> Int? in
+            guard !state.finished else { return nil }
             defer { state.next += 1 }
             state.subscribers[state.next] = Subscriber(filter: id, continuation: continuation)
             return state.next
+        }
+        guard let key else {
+            // After shutdown: nothing will ever come, so a late subscriber must not wait.
+            continuation.finish()
+            return stream
         }
         continuation.onTermination = { [weak self] _ in
             _ = self?.state.withLockedValue { $0.subscribers.removeValue(forKey: key) }
@@ -43,6 +50,7 @@ final class EventHub: Sendable {
 
     func finishAll() {
         let all = state.withLockedValue { state in
+            state.finished = true
             defer { state.subscribers = [:] }
             return Array(state.subscribers.values)
         }

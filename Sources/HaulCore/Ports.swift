@@ -20,6 +20,8 @@ public protocol DownloadStore: Sendable {
     func ids(status: DownloadStatus?) async throws -> [DownloadID]
     /// These records, in any order; unknown ids are skipped.
     func records(_ ids: [DownloadID]) async throws -> [DownloadRecord]
+    /// Changes only a record's place in the queue.
+    func setPlace(_ id: DownloadID, priority: Int, position: Int64) async throws
 }
 
 extension DownloadStore {
@@ -35,6 +37,13 @@ extension DownloadStore {
         var found: [DownloadRecord] = []
         for id in ids { if let record = try await record(id) { found.append(record) } }
         return found
+    }
+
+    public func setPlace(_ id: DownloadID, priority: Int, position: Int64) async throws {
+        guard var record = try await record(id) else { return }
+        record.request.priority = priority
+        record.position = position
+        try await save(record)
     }
 
     public func counts() async throws -> [DownloadStatus: Int] {

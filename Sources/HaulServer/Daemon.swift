@@ -24,7 +24,9 @@ public struct Daemon: Sendable {
         /// Where downloads go unless a request names a directory.
         public var downloadDirectory: String
         public var manager: DownloadManager.Configuration
-        /// SIGTERM to exit: whatever is still running after this is cancelled.
+        /// SIGTERM to exit: the server gets this long to finish open requests; downloads then get
+        /// 0.4 s to checkpoint (a checkpoint takes milliseconds; one still verifying a large file
+        /// is verified again on the next start).
         public var shutdownDeadline: Duration
 
         public init(host: String = "127.0.0.1", port: Int = 6800, secret: String? = nil, home: String,
@@ -84,22 +86,25 @@ public struct Daemon: Sendable {
                 let port = channel.localAddress?.port ?? configuration.port
                 let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
                 let file = ServeFile(url: "http://\(host):\(port)", pid: pid, secret: secret)
-                do {
-                    try file.write(home: home)
-                } catch {
-                    logger.error("\(error)")
-                }
-                // Listening first, then the queue: a daemon that cannot bind starts nothing.
+                // Listening first, then the queue (a daemon that cannot bind starts nothing),
+                // then the address for the CLI: its first command finds the queue restored.
                 do {
                     try await manager.restore()
                 } catch {
                     logger.error("cannot restore the queue: \(error)")
                 }
+                do {
+                    try file.write(home: home)
+                } catch {
+                    logger.error("\(error)")
+                }
                 ready(file)
             },
             logger: logger)
         var group = ServiceGroupConfiguration(
-            services: [.init(service: app), .init(service: ManagerService(manager: manager))],
+            // Stopped in reverse: first the server (no new requests; event streams end), then the
+            // manager (checkpoints, store closed) within what is left of the deadline.
+            services: [.init(service: ManagerService(manager: manager, deadline: .milliseconds(400))), .init(service: app)],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger)
         group.maximumGracefulShutdownDuration = configuration.shutdownDeadline
@@ -134,10 +139,11 @@ public struct Daemon: Sendable {
 /// event streams, which lets the HTTP server finish its open responses and stop too.
 struct ManagerService: Service {
     let manager: DownloadManager
+    let deadline: Duration
 
     func run() async throws {
         try? await gracefulShutdown()
-        await manager.shutdown()
+        await manager.shutdown(deadline: deadline)
     }
 }
 

@@ -2,6 +2,7 @@ import Foundation
 import Haul
 import Hummingbird
 import NIOCore
+import ServiceLifecycle
 
 /// `GET /api/v1/events`: the manager's events as Server-Sent Events. The response ends when the
 /// client goes away (its write fails) or the manager shuts down (its event stream finishes),
@@ -39,8 +40,13 @@ enum EventStream {
                 ping.cancel()
             }
             try await writer.write(ByteBuffer(string: ": connected\n\n"))
-            for await chunk in chunks {
-                try await writer.write(chunk)
+            // The server stops first on SIGTERM and waits for open responses: this one ends then.
+            try await withGracefulShutdownHandler {
+                for await chunk in chunks {
+                    try await writer.write(chunk)
+                }
+            } onGracefulShutdown: {
+                continuation.finish()
             }
             try await writer.finish(nil)
         })

@@ -124,6 +124,11 @@ public final class SQLiteDownloadStore: DownloadStore {
         return records
     }
 
+    public func setPlace(_ id: DownloadID, priority: Int, position: Int64) async throws {
+        _ = try await query("UPDATE downloads SET priority = ?, position = ? WHERE id = ?",
+                            [.integer(priority), .integer(SQLiteInt64(position)), .text(id.rawValue)])
+    }
+
     public func counts() async throws -> [DownloadStatus: Int] {
         let rows = try await query("SELECT status, COUNT(*) AS n FROM downloads GROUP BY status")
         var counts: [DownloadStatus: Int] = [:]
