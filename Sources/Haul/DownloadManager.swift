@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import HaulCore
 import HaulStore
 
@@ -92,7 +97,10 @@ public actor DownloadManager {
     /// AsyncHTTPClient. Call `shutdown()` when done.
     public init(configuration: Configuration) async throws {
         do {
+            // The store keeps request headers (cookies, tokens): a new state directory is private.
+            let existed = DestinationFiles.exists(configuration.stateDirectory)
             try DestinationFiles.makeDirectory(configuration.stateDirectory)
+            if !existed { chmod(configuration.stateDirectory, 0o700) }
         } catch let error as HaulError {
             throw HaulError(error.code, "cannot use state directory \(configuration.stateDirectory): \(error.message)")
         }

@@ -17,15 +17,18 @@ struct DaemonOptions: ParsableArguments {
     @Option(help: "The daemon's URL (default: from $HAUL_HOME/serve.json).")
     var server: String?
 
-    @Option(help: "The daemon's token (default: from $HAUL_HOME/serve.json).")
+    @Option(help: "The daemon's token (default: $HAUL_SECRET, else from $HAUL_HOME/serve.json).")
     var secret: String?
 
     func client() throws -> DaemonClient {
         let home = HaulHome.path()
+        let token = secret ?? ProcessInfo.processInfo.environment["HAUL_SECRET"].flatMap { $0.isEmpty ? nil : $0 }
         if let server {
+            let server = server.hasSuffix("/") ? String(server.dropLast()) : server
+            // The local daemon's token goes only to the local daemon, never to another host.
             let file = try? ServeFile.read(home: home)
-            guard let token = secret ?? (file ?? nil)?.secret else {
-                throw HaulError(.usage, "--server needs --secret (no token in \(ServeFile.path(home: home)))")
+            guard let token = token ?? ((file ?? nil)?.url == server ? (file ?? nil)?.secret : nil) else {
+                throw HaulError(.usage, "--server \(server) needs --secret or $HAUL_SECRET")
             }
             return DaemonClient(baseURL: server, secret: token)
         }
@@ -35,7 +38,7 @@ struct DaemonOptions: ParsableArguments {
         if kill(file.pid, 0) != 0, errno == ESRCH {
             throw HaulError(.noDaemon, "no haul daemon is running (pid \(file.pid) in \(ServeFile.path(home: home)) is gone; start one with 'haul serve')")
         }
-        return DaemonClient(baseURL: file.url, secret: secret ?? file.secret)
+        return DaemonClient(baseURL: file.url, secret: token ?? file.secret)
     }
 }
 

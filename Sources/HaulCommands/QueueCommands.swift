@@ -22,8 +22,10 @@ struct AddCommand: AsyncParsableCommand {
 
     @OptionGroup var daemon: DaemonOptions
 
-    /// URLs per request: well under the daemon's 1 MiB body limit.
+    /// URLs per request, and bytes of URLs per request: well under the daemon's 1 MiB body
+    /// limit even with long signed URLs.
     static let batchSize = 1000
+    static let batchBytes = 512 * 1024
 
     func run() async throws {
         var texts = urls
@@ -33,11 +35,16 @@ struct AddCommand: AsyncParsableCommand {
         let client = try daemon.client()
         var start = 0
         while start < texts.count {
-            let batch = texts[start..<min(texts.count, start + Self.batchSize)]
-            let adds = batch.map { AddRequest(url: $0, directory: directory, priority: priority) }
+            var end = start
+            var bytes = 0
+            while end < texts.count, end - start < Self.batchSize, end == start || bytes + texts[end].utf8.count < Self.batchBytes {
+                bytes += texts[end].utf8.count + 64
+                end += 1
+            }
+            let adds = texts[start..<end].map { AddRequest(url: $0, directory: directory, priority: priority) }
             let added: [DownloadView] = try await client.send(.POST, "/downloads", body: adds)
             for download in added { print(download.id) }
-            start += batch.count
+            start = end
         }
     }
 }

@@ -28,7 +28,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: [.customShort("j"), .customLong("jobs")], help: "Downloads running at once (changeable through the API).")
     var jobs = 3
 
-    @Option(help: "The API token (default: a fresh random one). Required off loopback.")
+    @Option(help: "The API token (default: $HAUL_SECRET, else a fresh random one). Required off loopback.")
     var secret: String?
 
     @Option(help: .hidden)
@@ -40,8 +40,9 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let environmentSecret = ProcessInfo.processInfo.environment["HAUL_SECRET"].flatMap { $0.isEmpty ? nil : $0 }
         var configuration = Daemon.Configuration(
-            host: host, port: port, secret: secret, home: HaulHome.path(),
+            host: host, port: port, secret: secret ?? environmentSecret, home: HaulHome.path(),
             downloadDirectory: HaulHome.absolute(directory ?? "."), maxConcurrentDownloads: jobs)
         configuration.manager.checkpointInterval = .milliseconds(Int64(checkpointInterval * 1000))
         let daemon = Daemon(configuration: configuration)

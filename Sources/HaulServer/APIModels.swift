@@ -71,9 +71,17 @@ public struct AddRequest: Codable, Sendable {
 
     /// The engine's request, every field checked; errors name the field.
     func downloadRequest(defaultDirectory: String) throws(HaulError) -> DownloadRequest {
-        let directory = directory ?? defaultDirectory
-        guard directory.hasPrefix("/") else {
-            throw HaulError(.usage, "directory must be an absolute path: \(directory)")
+        guard (directory ?? defaultDirectory).hasPrefix("/") else {
+            throw HaulError(.usage, "directory must be an absolute path: \(directory ?? defaultDirectory)")
+        }
+        // One spelling per place, or `/d/` and `/d` would be two downloads of the same file.
+        let directory = Self.normalized(directory ?? defaultDirectory)
+        for (name, value) in headers ?? [:] {
+            // Bytes, not Characters: "\r\n" is one Character, equal to neither "\r" nor "\n".
+            guard !name.isEmpty, !(name + value).utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }),
+                  !name.contains(where: { $0 == ":" || $0 == " " }) else {
+                throw HaulError(.usage, "header '\(name.prefix(40))' is not a valid HTTP header")
+            }
         }
         if let fileName, fileName.contains("/") || FileNameSanitizer.sanitize(fileName) != fileName {
             throw HaulError(.usage, "fileName '\(fileName)' is not allowed: a plain file name, without '/'")
@@ -84,6 +92,21 @@ public struct AddRequest: Codable, Sendable {
             checksum: try checksum.map { text throws(HaulError) in try Checksum(parsing: text) },
             headers: HTTPHeaderList((headers ?? [:]).sorted { $0.key < $1.key }.map { .init(name: $0.key, value: $0.value) }),
             priority: priority ?? 0)
+    }
+}
+
+extension AddRequest {
+    /// Absolute, without `.`, `..`, repeated or trailing slashes.
+    static func normalized(_ path: String) -> String {
+        var parts: [Substring] = []
+        for part in path.split(separator: "/", omittingEmptySubsequences: true) {
+            switch part {
+            case ".": continue
+            case "..": _ = parts.popLast()
+            default: parts.append(part)
+            }
+        }
+        return "/" + parts.joined(separator: "/")
     }
 }
 

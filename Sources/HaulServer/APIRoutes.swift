@@ -37,11 +37,13 @@ struct APIRoutes<Context: RequestContext>: Sendable {
         }
         api.post("pause") { request, _ in
             let selection = try await decode(Selection.self, request)
-            return try await apply(selection, all: { try await manager.pauseAll() }, each: { try await manager.pause($0) })
+            return try await apply(selection, all: { try await manager.pauseAll() }, each: { try await manager.pause($0) },
+                                   refuse: { $0.status == .completed || $0.status == .failed ? "there is nothing to pause" : nil })
         }
         api.post("resume") { request, _ in
             let selection = try await decode(Selection.self, request)
-            return try await apply(selection, all: { try await manager.resumeAll() }, each: { try await manager.resume($0) })
+            return try await apply(selection, all: { try await manager.resumeAll() }, each: { try await manager.resume($0) },
+                                   refuse: { $0.status == .completed ? "it is already complete" : nil })
         }
         api.get("options") { _, _ in try await options() }
         api.put("options") { request, _ in try await setOptions(request) }
@@ -107,15 +109,23 @@ struct APIRoutes<Context: RequestContext>: Sendable {
         return APIResponse.download(DownloadView(record, live: manager.liveProgress(record.id)), status: .created)
     }
 
+    /// `refuse` names why a download cannot take the change; any refusal or unknown id fails the
+    /// whole request before anything changes.
     private func apply(
-        _ selection: Selection, all: () async throws -> Int, each: (DownloadID) async throws -> Void
+        _ selection: Selection, all: () async throws -> Int, each: (DownloadID) async throws -> Void,
+        refuse: (DownloadRecord) -> String?
     ) async throws -> Response {
         switch (selection.all, selection.ids) {
         case (true?, nil):
             return try APIResponse.json(CountView(count: try await all()))
         case (nil, let ids?), (false?, let ids?):
             let parsed = try ids.map { try DownloadID(parsing: $0) }
-            for id in parsed { _ = try await manager.download(id) }  // all known, or nothing happens
+            for id in parsed {
+                let record = try await manager.download(id)
+                if let reason = refuse(record) {
+                    throw HaulError(.conflict, "download \(id) is \(record.status.rawValue): \(reason); nothing was changed")
+                }
+            }
             for id in parsed { try await each(id) }
             return try APIResponse.json(CountView(count: parsed.count))
         default:

@@ -156,7 +156,10 @@ final class DaemonLock: Sendable {
     deinit { close(descriptor) }
 
     static func acquire(home: String) throws(HaulError) -> DaemonLock {
+        // The store keeps request headers (cookies, tokens): a new state directory is private.
+        let existed = FileManager.default.fileExists(atPath: home)
         try makeDirectory(home, what: "state directory")
+        if !existed { chmod(home, 0o700) }
         let path = Paths.join(home, "serve.lock")
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {

@@ -98,11 +98,25 @@ import Testing
             let message = ((answer.json as? [String: Any])?["error"] as? [String: Any])?["message"] as? String
             #expect(message?.isEmpty == false && message?.contains("\n") == false, "one-line message: \(answer.text)")
         }
+        // One place, one download, however the directory is spelled.
+        let spellings = [world.directory, world.directory + "/", world.directory + "/.", world.directory + "//x/.."]
+        var spelled: Set<String> = []
+        for directory in spellings {
+            let answer = try await daemon.call(.POST, "/api/v1/downloads", body: #"{"url": "\#(world.server.url("/small.bin"))", "directory": "\#(directory)"}"#)
+            spelled.insert(try answer.decode(DownloadView.self).id)
+        }
+        #expect(spelled == [queued.id])
+        let badHeader = try await daemon.call(.POST, "/api/v1/downloads", body: #"{"url": "http://x/y", "headers": {"X-A": "1\r\nX-B: 2"}}"#)
+        #expect(badHeader.status == 400 && badHeader.errorCode == "usage", "\(badHeader.text)")
         // Still running, nothing lost, and the pause of a finished download is a conflict.
         _ = try await daemon.call(.PUT, "/api/v1/options", body: #"{"maxConcurrentDownloads": 2}"#)
         let finished = try await daemon.wait(for: queued.id, status: "completed")
         let conflict = try await daemon.call(.POST, "/api/v1/downloads/\(finished.id)/pause")
         #expect(conflict.status == 409 && conflict.errorCode == "conflict")
+        // A batch with one finished download changes nothing.
+        let mixed = try await daemon.call(.POST, "/api/v1/pause", body: #"{"ids": ["\#(running.id)", "\#(finished.id)"]}"#)
+        #expect(mixed.status == 409 && mixed.errorCode == "conflict")
+        #expect(try await daemon.download(running.id).status == "running")
         let ids = Set(try await daemon.list().map(\.id))
         #expect(ids == [running.id, queued.id])
         #expect(daemon.process.process.isRunning)

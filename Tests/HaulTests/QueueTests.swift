@@ -101,3 +101,58 @@ import Testing
         }
     }
 }
+
+/// Calls that race each other through the actor's awaits.
+@Suite struct QueueRaceTests {
+    let payload = Payload(seed: 32, length: 300_000)
+
+    @Test func concurrentResumesStartOneTransfer() async throws {
+        try await withHarness { harness in
+            harness.server.setRoute("/slow", Route(payload: payload, throttle: 100_000))
+            let events = harness.manager.events()
+            let record = try await harness.manager.add(harness.request("/slow"))
+            await harness.waitForProgress(of: record.id, beyond: 0, in: events)
+            try await harness.manager.pause(record.id)
+            harness.server.setRoute("/slow", Route(payload: payload))
+            let manager = harness.manager
+            async let first: Void = manager.resume(record.id)
+            async let second: Void = manager.resume(record.id)
+            async let all = manager.resumeAll()
+            _ = try await (first, second, all)
+            var finals: [DownloadEvent.Kind] = []
+            for await event in events where event.id == record.id && event.isFinal {
+                finals.append(event.kind)
+                if event.kind.isCompleted { break }
+            }
+            #expect(finals.last?.isCompleted == true, "\(finals)")
+            #expect(harness.server.requests(to: "/slow").count == 2, "one transfer, one resume")
+            #expect(payload.mismatch(inFileAt: harness.directory + "/slow") == nil)
+        }
+    }
+
+    @Test func concurrentAddsOfOneURLAreOneDownload() async throws {
+        try await withHarness(maxConcurrent: 1) { harness in
+            harness.server.setRoute("/slow", Route(payload: payload, throttle: 50_000))
+            let manager = harness.manager
+            let requests = try (0..<200).map { try harness.request("/f\($0)") }
+            async let batch = manager.add(requests)
+            async let single = manager.add(harness.request("/f0"))
+            async let other = manager.add(harness.request("/f0"))
+            let (records, one, two) = try await (batch, single, other)
+            #expect(one.id == records[0].id && two.id == records[0].id)
+            #expect(try await harness.store.records(status: nil).count == 200)
+            _ = try await manager.pauseAll()
+        }
+    }
+
+    @Test func aFailedBatchGivesBackItsNames() async throws {
+        try await withHarness { harness in
+            let clash = try [harness.request("/a", output: "same.bin"), harness.request("/b", output: "same.bin")]
+            await #expect(throws: HaulError.self) { try await harness.manager.add(clash) }
+            #expect(try await harness.store.records(status: nil).isEmpty)
+            harness.server.setRoute("/a", Route(payload: payload))
+            let outcome = try await harness.download(harness.request("/a", output: "same.bin"))
+            #expect(outcome.final.isCompleted)
+        }
+    }
+}
