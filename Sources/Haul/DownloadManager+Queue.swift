@@ -62,8 +62,7 @@ extension DownloadManager {
         let (count, stopping): (Int, [Task<Void, Never>]) = try await serialized {
             // Decided from memory, in one step: a queued entry cannot start once it is out of
             // `pending`, so its stored record is not being written by anyone else.
-            let waiting = pending.map(\.id)
-            pending.removeAll()
+            let waiting = pending.removeAll().map(\.id)
             var stopping: [Task<Void, Never>] = []
             for running in active.values {
                 running.stop.request(.paused)
@@ -106,38 +105,37 @@ extension DownloadManager {
     private func moveNow(_ id: DownloadID, _ move: QueueMove) async throws -> DownloadRecord {
         let record = try await existing(id)
         // Re-read after the await: the queue may have changed meanwhile.
-        guard let index = pending.firstIndex(where: { $0.id == id }) else {
+        guard let index = pending.index(of: id) else {
             throw HaulError(.conflict, "download \(id) is \(record.status.rawValue); only queued downloads can be moved")
         }
-        var moved = pending.remove(at: index)
-        var neighbour: QueueEntry?
+        var moved = pending.remove(id)!
+        var neighbour: PendingQueue.Entry?
         switch move {
         case .up where index > 0, .down where index < pending.count:
             let neighbourIndex = move == .up ? index - 1 : index
             var other = pending[neighbourIndex]
             if other.priority == moved.priority {
                 swap(&moved.position, &other.position)
-                pending[neighbourIndex] = other
+                pending.replace(at: neighbourIndex, with: other)
                 neighbour = other
             } else {
                 moved.priority = other.priority
                 moved.position = other.position + (move == .up ? -1 : 1)
             }
         case .top:
-            if let first = pending.first {
+            if !pending.isEmpty, case let first = pending[0] {
                 moved.priority = max(moved.priority, first.priority)
                 moved.position = first.position - 1
             }
         case .bottom:
-            if let last = pending.last {
+            if !pending.isEmpty, case let last = pending[pending.count - 1] {
                 moved.priority = min(moved.priority, last.priority)
                 moved.position = last.position + 1
             }
         default:
             break  // already first or last
         }
-        let place = pending.firstIndex { moved.runsBefore($0) } ?? pending.endIndex
-        pending.insert(moved, at: place)
+        pending.insert(moved)
         // Only the place changes: a targeted update cannot overwrite a record whose download
         // started meanwhile.
         for entry in [moved] + (neighbour.map { [$0] } ?? []) {

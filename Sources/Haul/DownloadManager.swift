@@ -51,22 +51,6 @@ public actor DownloadManager {
         var generation: UInt64
     }
 
-    /// A waiting download, as small as its place in the queue needs: the record itself stays in
-    /// the store until the download starts, so ten thousand queued cost about 100 bytes each.
-    struct QueueEntry: Sendable {
-        var id: DownloadID
-        var priority: Int
-        var position: Int64
-
-        init(_ record: DownloadRecord) {
-            (id, priority, position) = (record.id, record.request.priority, record.position)
-        }
-
-        func runsBefore(_ other: QueueEntry) -> Bool {
-            priority != other.priority ? priority > other.priority : position < other.position
-        }
-    }
-
     public let configuration: Configuration
     let store: any DownloadStore
     private let transport: any HTTPTransport
@@ -79,8 +63,9 @@ public actor DownloadManager {
     let live = LiveProgress()
     var maxConcurrent: Int
     var active: [DownloadID: Active] = [:]
-    /// Waiting downloads in queue order (`DownloadRecord.runsBefore`).
-    var pending: [QueueEntry] = []
+    /// Waiting downloads: ids and places only; a record stays in the store until its download
+    /// starts, so ten thousand queued cost about 100 bytes each.
+    var pending = PendingQueue()
     /// The last queue position handed out: positions only grow, so the newest goes last.
     private var lastPosition: Int64 = 0
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
@@ -217,7 +202,7 @@ public actor DownloadManager {
             guard !record.status.isTerminal else {
                 throw HaulError(.conflict, "download \(id) is \(record.status.rawValue); there is nothing to pause")
             }
-            pending.removeAll { $0.id == id }
+            pending.remove(id)
             record.status = .paused
             try await store.save(record)
             hub.publish(DownloadEvent(id: id, kind: .paused))
@@ -263,7 +248,7 @@ public actor DownloadManager {
             await running.task.value
             record = try await store.record(id) ?? record
         }
-        pending.removeAll { $0.id == id }
+        pending.remove(id)
         if let part = DestinationFiles.partPath(record) { DestinationFiles.remove(part) }
         if deleteFile, record.status == .completed, let path = DestinationFiles.finalPath(record) { DestinationFiles.remove(path) }
         await names.release(directory: record.request.directory, name: record.fileName)
@@ -327,7 +312,7 @@ public actor DownloadManager {
 
     private func stopEverything(deadline: Duration?) async {
         isShuttingDown = true
-        pending.removeAll()
+        _ = pending.removeAll()
         let running = active.values
         for download in running {
             download.stop.request(.running)
@@ -357,14 +342,12 @@ public actor DownloadManager {
 
     /// Running or waiting in this process.
     func isScheduled(_ id: DownloadID) -> Bool {
-        active[id] != nil || pending.contains { $0.id == id }
+        active[id] != nil || pending.contains(id)
     }
 
     func enqueue(_ record: DownloadRecord) {
         guard !isScheduled(record.id) else { return }
-        let entry = QueueEntry(record)
-        let index = pending.firstIndex { entry.runsBefore($0) } ?? pending.endIndex
-        pending.insert(entry, at: index)
+        pending.insert(PendingQueue.Entry(record))
         hub.publish(DownloadEvent(id: record.id, kind: .queued))
         schedule()
     }
@@ -376,7 +359,7 @@ public actor DownloadManager {
         signalIdleIfNeeded()
     }
 
-    private func start(_ entry: QueueEntry) {
+    private func start(_ entry: PendingQueue.Entry) {
         let stop = StopSignal()
         let runner = DownloadRunner(
             store: store, transport: transport, clock: clock, names: names,
