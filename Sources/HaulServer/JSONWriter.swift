@@ -39,6 +39,12 @@ struct JSONWriter {
         key(name)
         guard let value else { return null() }
         buffer.writeInteger(UInt8(ascii: "\""))
+        // Nearly every value (ids, URLs, paths) needs no escaping: copy it whole.
+        guard value.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+            buffer.writeString(value)
+            buffer.writeInteger(UInt8(ascii: "\""))
+            return
+        }
         for byte in value.utf8 {
             switch byte {
             case UInt8(ascii: "\""): buffer.writeStaticString("\\\"")

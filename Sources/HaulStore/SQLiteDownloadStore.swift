@@ -1,6 +1,7 @@
 import Foundation
 import HaulCore
 import Logging
+import NIOConcurrencyHelpers
 import NIOPosix
 import SQLiteNIO
 
@@ -11,6 +12,10 @@ import SQLiteNIO
 public final class SQLiteDownloadStore: DownloadStore {
     let connection: SQLiteConnection
     private let pool: NIOThreadPool
+    /// A second connection, on a thread of its own, for listings: in WAL mode a reader never
+    /// waits for a writer, so listing ten thousand downloads does not queue behind the fsyncs of
+    /// running downloads' checkpoints (and they do not wait for it).
+    private let reader = NIOLockedValueBox<(connection: SQLiteConnection, pool: NIOThreadPool)?>(nil)
     public let path: String
 
     private init(connection: SQLiteConnection, pool: NIOThreadPool, path: String) {
@@ -40,6 +45,7 @@ public final class SQLiteDownloadStore: DownloadStore {
         while true {
             do {
                 try await store.prepare()
+                await store.openReader(logger: logger)
                 return store
             } catch let error as SQLiteError where [.busy, .locked, .busyTimeout, .busyInRecovery].contains(error.reason) {
                 // Switching to WAL takes a lock without waiting on busy_timeout; another process
@@ -63,7 +69,32 @@ public final class SQLiteDownloadStore: DownloadStore {
     public func close() async throws {
         let connection = self.connection
         defer { pool.shutdownGracefully { _ in } }
+        if let reader = reader.withLockedValue({ value in defer { value = nil }; return value }) {
+            try? await Task { try await reader.connection.close() }.value
+            reader.pool.shutdownGracefully { _ in }
+        }
         try await Task { try await connection.close() }.value
+    }
+
+    /// Without a reader (it could not be opened), reads share the writer's connection.
+    private func openReader(logger: Logger) async {
+        let pool = NIOThreadPool(numberOfThreads: 1)
+        pool.start()
+        do {
+            let connection = try await SQLiteConnection.open(storage: .file(path: path), threadPool: pool, logger: logger,
+                                                             on: MultiThreadedEventLoopGroup.singleton.any())
+            _ = try await connection.query("PRAGMA busy_timeout = 10000")
+            _ = try await connection.query("PRAGMA query_only = 1")
+            reader.withLockedValue { $0 = (connection, pool) }
+        } catch {
+            try? await pool.shutdownGracefully()
+        }
+    }
+
+    /// A read-only statement on the reader connection, shielded from cancellation like `query`.
+    func read(_ sql: String, _ binds: [SQLiteData] = []) async throws -> [SQLiteRow] {
+        guard let connection = reader.withLockedValue({ $0?.connection }) else { return try await query(sql, binds) }
+        return try await Task { try await connection.query(sql, binds) }.value
     }
 
     /// Runs one statement in a task of its own: a checkpoint saved by a download whose task was
@@ -104,9 +135,9 @@ public final class SQLiteDownloadStore: DownloadStore {
         let order = "ORDER BY priority DESC, position ASC, rowid ASC"
         let rows: [SQLiteRow]
         if let status {
-            rows = try await query("SELECT id FROM downloads WHERE status = ? \(order)", [.text(status.rawValue)])
+            rows = try await read("SELECT id FROM downloads WHERE status = ? \(order)", [.text(status.rawValue)])
         } else {
-            rows = try await query("SELECT id FROM downloads WHERE status != 'removed' \(order)")
+            rows = try await read("SELECT id FROM downloads WHERE status != 'removed' \(order)")
         }
         return rows.compactMap { $0.column("id")?.string.map(DownloadID.init(rawValue:)) }
     }
@@ -117,7 +148,7 @@ public final class SQLiteDownloadStore: DownloadStore {
         while start < ids.count {
             let page = ids[start..<min(ids.count, start + 500)]
             let placeholders = Array(repeating: "?", count: page.count).joined(separator: ", ")
-            let rows = try await query("SELECT * FROM downloads WHERE id IN (\(placeholders))", page.map { .text($0.rawValue) })
+            let rows = try await read("SELECT * FROM downloads WHERE id IN (\(placeholders))", page.map { .text($0.rawValue) })
             records += try rows.map(RecordRow.decode)
             start += page.count
         }
@@ -130,7 +161,7 @@ public final class SQLiteDownloadStore: DownloadStore {
     }
 
     public func counts() async throws -> [DownloadStatus: Int] {
-        let rows = try await query("SELECT status, COUNT(*) AS n FROM downloads GROUP BY status")
+        let rows = try await read("SELECT status, COUNT(*) AS n FROM downloads GROUP BY status")
         var counts: [DownloadStatus: Int] = [:]
         for row in rows {
             if let text = row.column("status")?.string, let status = DownloadStatus(rawValue: text) {
