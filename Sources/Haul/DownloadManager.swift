@@ -53,10 +53,10 @@ public actor DownloadManager {
 
     public let configuration: Configuration
     let store: any DownloadStore
-    private let transport: any HTTPTransport
+    let transport: any HTTPTransport
     private let ownedTransport: AsyncHTTPTransport?
     private let ownedStore: SQLiteDownloadStore?
-    private let clock: any HaulClock
+    let clock: any HaulClock
     let names: FileNameClaims
     let hub = EventHub()
     /// The latest progress of every running download, for listings and the summary.
@@ -68,9 +68,9 @@ public actor DownloadManager {
     var pending = PendingQueue()
     /// The last queue position handed out: positions only grow, so the newest goes last.
     private var lastPosition: Int64 = 0
-    private var idleWaiters: [CheckedContinuation<Void, Never>] = []
-    private var isShuttingDown = false
-    private var generations: UInt64 = 0
+    var idleWaiters: [CheckedContinuation<Void, Never>] = []
+    var isShuttingDown = false
+    var generations: UInt64 = 0
     /// Queue changes (add, pause, resume, move, remove, restore) run one at a time: the actor
     /// alone does not serialise them, since every await lets another call in between a check
     /// and the write that depends on it.
@@ -329,98 +329,5 @@ public actor DownloadManager {
         await ownedTransport?.shutdown()
         try? await ownedStore?.close()
         signalIdleIfNeeded()
-    }
-
-    // MARK: Scheduling
-
-    func existing(_ id: DownloadID) async throws -> DownloadRecord {
-        guard let record = try await store.record(id), record.status != .removed else {
-            throw HaulError(.notFound, "no download with id \(id)")
-        }
-        return record
-    }
-
-    /// Running or waiting in this process.
-    func isScheduled(_ id: DownloadID) -> Bool {
-        active[id] != nil || pending.contains(id)
-    }
-
-    func enqueue(_ record: DownloadRecord) {
-        guard !isScheduled(record.id) else { return }
-        pending.insert(PendingQueue.Entry(record))
-        hub.publish(DownloadEvent(id: record.id, kind: .queued))
-        schedule()
-    }
-
-    func schedule() {
-        while !isShuttingDown, active.count < maxConcurrent, !pending.isEmpty {
-            start(pending.removeFirst())
-        }
-        signalIdleIfNeeded()
-    }
-
-    private func start(_ entry: PendingQueue.Entry) {
-        let stop = StopSignal()
-        let runner = DownloadRunner(
-            store: store, transport: transport, clock: clock, names: names,
-            checkpointInterval: configuration.checkpointInterval, progressInterval: configuration.progressInterval,
-            policy: configuration.retry, stop: stop, emit: { [hub, live] event in
-                live.note(event)
-                hub.publish(event)
-            })
-        let (store, hub, stateDirectory) = (store, hub, configuration.stateDirectory)
-        generations += 1
-        let generation = generations
-        let task = Task {
-            let final = await Self.launch(entry.id, store: store, hub: hub, stateDirectory: stateDirectory, runner: runner)
-            await self.finished(entry.id, generation: generation, final)
-        }
-        active[entry.id] = Active(task: task, stop: stop, generation: generation)
-    }
-
-    /// Loads the record, takes the download's lock for as long as it runs, and runs it. Nil
-    /// when it cannot run here (gone from the store, or another process holds it).
-    private nonisolated static func launch(
-        _ id: DownloadID, store: any DownloadStore, hub: EventHub, stateDirectory: String, runner: DownloadRunner
-    ) async -> DownloadRecord? {
-        let record: DownloadRecord
-        do {
-            guard let stored = try await store.record(id), stored.status != .removed else { return nil }
-            record = stored
-        } catch {
-            hub.publish(DownloadEvent(id: id, kind: .failed(error as? HaulError ?? HaulError(.store, "\(error)"))))
-            return nil
-        }
-        let lock: DownloadLock
-        do {
-            guard let acquired = try DownloadLock.acquire(stateDirectory: stateDirectory, id: id) else {
-                // Another process runs it: leave its record alone, report, move on.
-                hub.publish(DownloadEvent(id: id, kind: .failed(HaulError(
-                    .inUse, "\(record.request.url) is being downloaded by another haul process"))))
-                return nil
-            }
-            lock = acquired
-        } catch {
-            hub.publish(DownloadEvent(id: id, kind: .failed(error as? HaulError ?? HaulError(.fileSystem, "\(error)"))))
-            return nil
-        }
-        defer { withExtendedLifetime(lock) {} }
-        return await runner.run(record)
-    }
-
-    private func finished(_ id: DownloadID, generation: UInt64, _ record: DownloadRecord?) async {
-        if active[id]?.generation == generation { active[id] = nil }
-        if let record {
-            // From here the store's record (and, once complete, the file itself) guards the name.
-            await names.release(directory: record.request.directory, name: record.fileName)
-        }
-        schedule()
-    }
-
-    func signalIdleIfNeeded() {
-        guard active.isEmpty, pending.isEmpty else { return }
-        let waiters = idleWaiters
-        idleWaiters = []
-        for waiter in waiters { waiter.resume() }
     }
 }
