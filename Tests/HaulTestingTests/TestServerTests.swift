@@ -331,10 +331,13 @@ private func withServer(
         try await withServer(Route(payload: slow, throttle: 10_000)) { server in
             let start = ContinuousClock.now
             let download = Task { try await curl(server.url("/f")) }
+            // Sample until the whole body has gone out (however slowly the machine starts curl):
+            // a throttled body is sent in 1,000-byte ticks 100 ms apart, so some sample lands
+            // between the first and the last tick. The minute is only a guard against a hang.
             var sawProgress = false
-            while !sawProgress && ContinuousClock.now - start < .seconds(2) {
+            while server.bodyBytesSent(to: "/f") < 4_000 && ContinuousClock.now - start < .seconds(60) {
                 let sent = server.bodyBytesSent(to: "/f")
-                sawProgress = sent > 0 && sent < 4_000
+                if sent > 0 && sent < 4_000 { sawProgress = true }
                 try await Task.sleep(for: .milliseconds(10))
             }
             let response = try await download.value
