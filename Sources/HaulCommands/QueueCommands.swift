@@ -31,6 +31,9 @@ struct AddCommand: AsyncParsableCommand {
         var texts = urls
         if let inputFile { texts += try URLList.read(inputFile) }
         guard !texts.isEmpty else { throw ValidationError("give at least one URL, or -i FILE") }
+        // Every URL is checked before the first batch goes out, so a typo on line 9,000 of a
+        // list doesn't leave the first 8,000 queued and the rest not.
+        for text in texts { _ = try RemoteURL(text) }
         let directory = directory.map(HaulHome.absolute)
         let client = try daemon.client()
         var start = 0

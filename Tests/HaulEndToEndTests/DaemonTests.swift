@@ -357,7 +357,10 @@ func waitUntil(_ condition: () async throws -> Bool) async throws {
         #expect(unknown.status == 8, "\(unknown.stderr)")
         #expect(try await HaulProcess.run(["pause"], in: world).status == 2)
         #expect(try await HaulProcess.run(["pause", "--all", bigID], in: world).status == 2)
-        #expect(try await HaulProcess.run(["add", "ftp://example.com/x"], in: world).status == 2)
+        // A bad URL anywhere in the arguments adds none of them, and the message names it.
+        let badAdd = try await HaulProcess.run(["add", world.server.url("/never"), "ftp://example.com/x"], in: world)
+        #expect(badAdd.status == 2 && badAdd.stderr == "haul: unsupported scheme 'ftp' in ftp://example.com/x (only http and https)\n", "\(badAdd.stderr)")
+        #expect(try await daemon.list().count == 2)
         #expect(try await HaulProcess.run(["ls", "--status", "sleeping"], in: world).status == 2)
 
         let removed = try await HaulProcess.run(["rm", bigID, smallID, "--delete-file"], in: world)
