@@ -74,6 +74,24 @@ enum DestinationFiles {
         syncDirectory(of: final)
     }
 
+    /// Whether `publish` already ran for these files although the record was never stored as
+    /// completed (a crash between the two): the final file is the `.part` itself (the hard link
+    /// was made but the `.part` name not yet removed), or the `.part` is gone and a final file
+    /// of exactly the verified length stands in its place.
+    static func wasPublished(part: String, final: String, length: Int64) -> Bool {
+        var finalInfo = stat()
+        guard stat(final, &finalInfo) == 0, Int64(finalInfo.st_size) == length else { return false }
+        var partInfo = stat()
+        guard stat(part, &partInfo) == 0 else { return errno == ENOENT }
+        return partInfo.st_ino == finalInfo.st_ino && partInfo.st_dev == finalInfo.st_dev
+    }
+
+    /// Finishes an interrupted `publish`: drops a `.part` name still linked to the final file.
+    static func finishPublish(part: String, final: String) {
+        if wasPublished(part: part, final: final, length: size(final) ?? -1), exists(part) { unlink(part) }
+        syncDirectory(of: final)
+    }
+
     /// Makes a rename durable: the directory entry lives in the directory, not the file.
     static func syncDirectory(of path: String) {
         let (parent, _) = splitParent(path)

@@ -35,12 +35,22 @@ struct DownloadRunner: Sendable {
     private func reconciled(_ record: DownloadRecord) -> DownloadRecord {
         var record = record
         guard let part = DestinationFiles.partPath(record) else { return record }
+        // Its bytes are in the final file: the verification below checks them there.
+        if Self.wasPublished(record) { return record }
         let onDisk = DestinationFiles.size(part) ?? 0
         if record.segments[0].written > onDisk { record.segments[0].written = 0 }
         return record
     }
 
     var secondsSince1970: Int64 { WallClock.secondsSince1970() }
+
+    /// A crash came after the verified `.part` got its final name but before the record was
+    /// stored as completed: every byte was checkpointed, and the final file holds them.
+    static func wasPublished(_ record: DownloadRecord) -> Bool {
+        guard record.segments.allSatisfy(\.isComplete), let length = record.expectedLength,
+              let part = DestinationFiles.partPath(record), let final = DestinationFiles.finalPath(record) else { return false }
+        return DestinationFiles.wasPublished(part: part, final: final, length: length)
+    }
 }
 
 extension DownloadRunner {
@@ -56,6 +66,8 @@ extension DownloadRunner {
         var lastCheckpoint: Double = 0
         var lastProgress: Double = 0
         var speed = SpeedMeter()
+        /// Set when the run found its file already published by a run that crashed.
+        var published = false
 
         init(runner: DownloadRunner, machine: DownloadStateMachine) {
             self.runner = runner
@@ -230,6 +242,15 @@ extension DownloadRunner {
         }
 
         mutating func verify() async -> DownloadStateMachine.Action {
+            if DownloadRunner.wasPublished(machine.record) {
+                // Finishing what a crash interrupted: the file is checked where it now is and
+                // never downloaded again.
+                published = true
+                let record = machine.record
+                return machine.verified(await Verifier.verify(
+                    path: DestinationFiles.finalPath(record)!, expectedLength: record.expectedLength,
+                    checksum: record.request.checksum, url: record.request.url))
+            }
             do {
                 try await openFile()
                 try await durableCheckpoint()
@@ -257,7 +278,11 @@ extension DownloadRunner {
             let final = DestinationFiles.finalPath(record)!
             writer = nil
             do {
-                try DestinationFiles.publish(part: part, final: final)
+                if published {
+                    DestinationFiles.finishPublish(part: part, final: final)
+                } else {
+                    try DestinationFiles.publish(part: part, final: final)
+                }
             } catch {
                 // Verified bytes stay in the `.part`; a rerun publishes them once the name is free.
                 if case .fail(let error) = machine.diskFailed(diskError(error), durableLength: checkpointed) {

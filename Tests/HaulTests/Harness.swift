@@ -15,6 +15,7 @@ final class Harness: Sendable {
     let manager: DownloadManager
     let transport: AsyncHTTPTransport
     let store: SQLiteDownloadStore
+    let configuration: DownloadManager.Configuration
 
     static func make(
         maxConcurrent: Int = 3,
@@ -41,17 +42,23 @@ final class Harness: Sendable {
         let manager = DownloadManager(configuration: configuration, store: store, transport: transport,
                                       clock: clock ?? ClockAdapter(ContinuousClock()))
         return Harness(server: server, directory: directory, stateDirectory: stateDirectory, manager: manager,
-                       transport: transport, store: store)
+                       transport: transport, store: store, configuration: configuration)
     }
 
     private init(server: TestServer, directory: String, stateDirectory: String, manager: DownloadManager,
-                 transport: AsyncHTTPTransport, store: SQLiteDownloadStore) {
+                 transport: AsyncHTTPTransport, store: SQLiteDownloadStore, configuration: DownloadManager.Configuration) {
+        self.configuration = configuration
         self.server = server
         self.directory = directory
         self.stateDirectory = stateDirectory
         self.manager = manager
         self.transport = transport
         self.store = store
+    }
+
+    /// A second manager on the same store and files: the process after a restart.
+    func restartedManager() -> DownloadManager {
+        DownloadManager(configuration: configuration, store: store, transport: transport, clock: ClockAdapter(ContinuousClock()))
     }
 
     func close() async throws {
