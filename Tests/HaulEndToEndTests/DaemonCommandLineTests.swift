@@ -1,0 +1,120 @@
+import Foundation
+import HaulCore
+import HaulServer
+import HaulStore
+import HaulTesting
+import NIOHTTP1
+import Testing
+
+/// The CLI against a running daemon: what a user types, with its output and exit codes.
+@Suite(.serialized) struct DaemonCommandLineTests {
+    let small = Payload(seed: 21, length: 200_000)
+    let big = Payload(seed: 22, length: 4_000_000)
+
+    @Test func addListPauseResumeRemove() async throws {
+        let world = try await World.make()
+        world.server.setRoute("/small.bin", Route(payload: small))
+        world.server.setRoute("/big.bin", Route(payload: big, throttle: 300_000))
+        let daemon = try await DaemonProcess.start(world, ["-j", "2"])
+        defer { daemon.process.signal(SIGKILL) }
+
+        let list = world.directory + "/urls.txt"
+        try "# two URLs\n\(world.server.url("/small.bin"))\n\n\(world.server.url("/big.bin"))\n".write(toFile: list, atomically: true, encoding: .utf8)
+        let added = try await HaulProcess.run(["add", "-i", list], in: world)
+        #expect(added.status == 0, "\(added.stderr)")
+        let ids = added.stdout.split(separator: "\n").map(String.init)
+        #expect(ids.count == 2)
+        let (smallID, bigID) = (ids[0], ids[1])
+        try await daemon.wait(for: smallID, status: "completed")
+        try await daemon.wait(for: bigID, status: "running", where: { $0.completedLength > 0 })
+
+        let json = try await HaulProcess.run(["ls", "--json"], in: world)
+        #expect(json.status == 0, "\(json.stderr)")
+        let array = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]])
+        #expect(array.count == 2)
+        for element in array {
+            for key in ["id", "url", "status", "completedLength", "totalLength", "path", "error"] {
+                #expect(element.keys.contains(key), "\(key) missing in \(element)")
+            }
+        }
+        #expect(array.first { $0["id"] as? String == smallID }?["path"] as? String == world.directory + "/small.bin")
+
+        let table = try await HaulProcess.run(["ls"], in: world)
+        #expect(table.stdout.contains(smallID) && table.stdout.contains("completed") && table.stdout.contains("small.bin"))
+
+        let paused = try await HaulProcess.run(["pause", bigID], in: world)
+        #expect(paused.status == 0 && paused.stdout == "paused 1\n", "\(paused.stderr)")
+        try await daemon.wait(for: bigID, status: "paused")
+        let onlyPaused = try await HaulProcess.run(["ls", "--status", "paused"], in: world)
+        #expect(onlyPaused.stdout.contains(bigID) && !onlyPaused.stdout.contains(smallID))
+        let resumed = try await HaulProcess.run(["resume", "--all"], in: world)
+        #expect(resumed.status == 0 && resumed.stdout == "resumed 1\n")
+        try await daemon.wait(for: bigID, status: "running")
+
+        // Exit codes: a finished one cannot be paused (9), an unknown id (8), bad usage (2).
+        let conflict = try await HaulProcess.run(["pause", smallID], in: world)
+        #expect(conflict.status == 9 && conflict.stderr.hasPrefix("haul: ") && conflict.stderr.split(separator: "\n").count == 1)
+        let unknown = try await HaulProcess.run(["rm", "0123456789abcdef"], in: world)
+        #expect(unknown.status == 8, "\(unknown.stderr)")
+        #expect(try await HaulProcess.run(["pause"], in: world).status == 2)
+        #expect(try await HaulProcess.run(["pause", "--all", bigID], in: world).status == 2)
+        // A bad URL anywhere in the arguments adds none of them, and the message names it.
+        let badAdd = try await HaulProcess.run(["add", world.server.url("/never"), "ftp://example.com/x"], in: world)
+        #expect(badAdd.status == 2 && badAdd.stderr == "haul: unsupported scheme 'ftp' in ftp://example.com/x (only http and https)\n", "\(badAdd.stderr)")
+        #expect(try await daemon.list().count == 2)
+        #expect(try await HaulProcess.run(["ls", "--status", "sleeping"], in: world).status == 2)
+
+        let removed = try await HaulProcess.run(["rm", bigID, smallID, "--delete-file"], in: world)
+        #expect(removed.status == 0, "\(removed.stderr)")
+        #expect(world.files().filter { !$0.hasSuffix(".txt") }.isEmpty, "\(world.files())")
+        #expect(try await daemon.list().isEmpty)
+
+        // A second daemon on the same HAUL_HOME is refused, and says which one runs.
+        let second = try await HaulProcess.run(["serve", "--port", "0"], in: world)
+        #expect(second.status == 6 && second.stderr.contains("already running"), "\(second.stderr)")
+        #expect(await daemon.terminate() == 0)
+        try await world.close()
+    }
+
+    @Test func withoutADaemonEveryCommandSaysSo() async throws {
+        let world = try await World.make()
+        for arguments in [["ls"], ["add", "http://example.com/x"], ["pause", "--all"], ["resume", "--all"], ["rm", "abc"], ["watch"]] {
+            let result = try await HaulProcess.run(arguments, in: world)
+            #expect(result.status == 7, "\(arguments): \(result.stderr)")
+            #expect(result.stderr.contains("no haul daemon is running") && result.stderr.split(separator: "\n").count == 1,
+                    "\(arguments): \(result.stderr)")
+        }
+        // A stale serve.json after kill -9 says the same.
+        let daemon = try await DaemonProcess.start(world)
+        defer { daemon.process.signal(SIGKILL) }
+        await daemon.kill9()
+        let stale = try await HaulProcess.run(["ls"], in: world)
+        #expect(stale.status == 7 && stale.stderr.contains("is gone"), "\(stale.stderr)")
+        try await world.close()
+    }
+
+    @Test func serveRefusesUnsafeOrBadOptions() async throws {
+        let world = try await World.make()
+        let open = try await HaulProcess.run(["serve", "--host", "0.0.0.0", "--port", "0"], in: world)
+        #expect(open.status == 2 && open.stderr.contains("without --secret"), "\(open.stderr)")
+        let port = try await HaulProcess.run(["serve", "--port", "70000"], in: world)
+        #expect(port.status == 2, "\(port.stderr)")
+        let daemon = try await DaemonProcess.start(world)
+        defer { daemon.process.signal(SIGKILL) }
+        let url = try #require(URLComponents(string: daemon.serve.url))
+        // The secret is readable by its owner only.
+        let attributes = try FileManager.default.attributesOfItem(atPath: ServeFile.path(home: world.home))
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        #expect(daemon.serve.secret.count >= 32)
+        #expect(await daemon.terminate() == 0)
+        // The port is free again; a busy one is a clear error.
+        let blocker = try await DaemonProcess.start(world, ["--port", "\(url.port!)"])
+        defer { blocker.process.signal(SIGKILL) }
+        let otherHome = try await World.make()
+        let busy = try await HaulProcess.run(["serve", "--port", "\(url.port!)"], in: otherHome)
+        #expect(busy.status == 6 && busy.stderr.contains("cannot listen"), "\(busy.stderr)")
+        #expect(await blocker.terminate() == 0)
+        try await otherHome.close()
+        try await world.close()
+    }
+}
