@@ -20,9 +20,12 @@ public final class AsyncHTTPTransport: HTTPTransport {
         public var maxRedirects: Int
         /// PEM files of certificate authorities to trust besides the system's (a private CA).
         public var additionalTrustRoots: [String]
+        /// Connections open to one host at once, over all downloads.
+        public var maxConnectionsPerHost: Int
 
         public init(connectTimeout: Duration = .seconds(10), readTimeout: Duration = .seconds(60), maxRedirects: Int = 10,
-                    additionalTrustRoots: [String] = []) {
+                    additionalTrustRoots: [String] = [], maxConnectionsPerHost: Int = 1024) {
+            self.maxConnectionsPerHost = maxConnectionsPerHost
             self.connectTimeout = connectTimeout
             self.readTimeout = readTimeout
             self.maxRedirects = maxRedirects
@@ -37,7 +40,13 @@ public final class AsyncHTTPTransport: HTTPTransport {
         config.redirectConfiguration = .follow(max: configuration.maxRedirects, allowCycles: false)
         config.timeout = .init(connect: .init(configuration.connectTimeout), read: .init(configuration.readTimeout))
         config.decompression = .disabled
-        config.httpVersion = .automatic
+        // HTTP/1.1: with HTTP/2 every connection of a segmented download would share one TCP
+        // connection, and one slow stream would slow them all.
+        config.httpVersion = .http1Only
+        // The default of 8 per host would queue the 9th download (or connection) silently
+        // inside the client while it shows as running.
+        config.connectionPool = .init(idleTimeout: .seconds(60),
+                                      concurrentHTTP1ConnectionsPerHostSoftLimit: configuration.maxConnectionsPerHost)
         if !configuration.additionalTrustRoots.isEmpty {
             var tls = TLSConfiguration.makeClientConfiguration()
             tls.additionalTrustRoots = configuration.additionalTrustRoots.map { .file($0) }

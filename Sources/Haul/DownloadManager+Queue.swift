@@ -66,7 +66,6 @@ extension DownloadManager {
             var stopping: [Task<Void, Never>] = []
             for running in active.values {
                 running.stop.request(.paused)
-                running.task.cancel()
                 stopping.append(running.task)
             }
             var paused = try await store.records(waiting)

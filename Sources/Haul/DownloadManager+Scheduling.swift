@@ -31,10 +31,14 @@ extension DownloadManager {
 
     func start(_ entry: PendingQueue.Entry) {
         let stop = StopSignal()
+        let limiter = RateLimiter(rate: nil, clock: clock)
         let runner = DownloadRunner(
-            store: store, transport: transport, clock: clock, names: names,
-            checkpointInterval: configuration.checkpointInterval, progressInterval: configuration.progressInterval,
-            policy: configuration.retry, stop: stop, emit: { [hub, live] event in
+            store: store, transport: transport, clock: clock, names: names, settings: configuration.machineSettings,
+            limiters: [limiter, globalLimiter],
+            makeWriter: { path, connections in
+                try FileChunkWriter(path: path, batchSize: FileChunkWriter.batchSize(connections: connections))
+            },
+            logger: configuration.logger, stop: stop, emit: { [hub, live] event in
                 live.note(event)
                 hub.publish(event)
             })
@@ -45,7 +49,7 @@ extension DownloadManager {
             let final = await Self.launch(entry.id, store: store, hub: hub, stateDirectory: stateDirectory, runner: runner)
             await self.finished(entry.id, generation: generation, final)
         }
-        active[entry.id] = Active(task: task, stop: stop, generation: generation)
+        active[entry.id] = Active(task: task, stop: stop, limiter: limiter, generation: generation)
     }
 
     /// Loads the record, takes the download's lock for as long as it runs, and runs it. Nil
@@ -57,6 +61,7 @@ extension DownloadManager {
         do {
             guard let stored = try await store.record(id), stored.status != .removed else { return nil }
             record = stored
+            runner.limiters.first?.setRate(stored.request.maxBytesPerSecond.map { ByteRate(bytesPerSecond: $0) })
         } catch {
             hub.publish(DownloadEvent(id: id, kind: .failed(error as? HaulError ?? HaulError(.store, "\(error)"))))
             return nil

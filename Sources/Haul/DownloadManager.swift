@@ -5,6 +5,7 @@ import Darwin
 #endif
 import HaulCore
 import HaulStore
+import Logging
 
 /// The public face of the engine: a persistent queue of downloads, at most
 /// `maxConcurrentDownloads` running at once, each driven by its own state machine.
@@ -26,6 +27,12 @@ public actor DownloadManager {
         public var progressInterval: Duration
         public var retry: RetryPolicy
         public var http: AsyncHTTPTransport.Configuration
+        /// No segment smaller than this is split off for another connection (`-k`).
+        public var minimumSegmentSize: Int64
+        /// Bytes per second for everything this manager downloads; nil for no limit.
+        public var maxBytesPerSecond: Int64?
+        /// Retries, restarts and why, refused connections, failed checkpoints. Silent by default.
+        public var logger: Logger
 
         public init(
             stateDirectory: String,
@@ -33,7 +40,10 @@ public actor DownloadManager {
             checkpointInterval: Duration = .seconds(1),
             progressInterval: Duration = .milliseconds(250),
             retry: RetryPolicy = .init(),
-            http: AsyncHTTPTransport.Configuration = .init()
+            http: AsyncHTTPTransport.Configuration = .init(),
+            minimumSegmentSize: Int64 = 1 << 20,
+            maxBytesPerSecond: Int64? = nil,
+            logger: Logger = Logger(label: "haul", factory: { _ in SwiftLogNoOpLogHandler() })
         ) {
             self.stateDirectory = stateDirectory
             self.maxConcurrentDownloads = maxConcurrentDownloads
@@ -41,12 +51,25 @@ public actor DownloadManager {
             self.progressInterval = progressInterval
             self.retry = retry
             self.http = http
+            self.minimumSegmentSize = minimumSegmentSize
+            self.maxBytesPerSecond = maxBytesPerSecond
+            self.logger = logger
+        }
+
+        /// What every download's state machine is told.
+        var machineSettings: DownloadStateMachine.Settings {
+            DownloadStateMachine.Settings(
+                retry: retry, minimumSegment: max(1, minimumSegmentSize),
+                minimumSteal: min(128 << 10, max(1, minimumSegmentSize)),
+                checkpointInterval: checkpointInterval.seconds, tickInterval: min(progressInterval, checkpointInterval).seconds)
         }
     }
 
     struct Active {
         var task: Task<Void, Never>
         var stop: StopSignal
+        /// The download's own rate limit, changeable while it runs.
+        var limiter: RateLimiter
         /// Which start this is: only the task that started it may clear it.
         var generation: UInt64
     }
@@ -59,6 +82,8 @@ public actor DownloadManager {
     let clock: any HaulClock
     let names: FileNameClaims
     let hub = EventHub()
+    /// The limit shared by every download of this manager.
+    public nonisolated let globalLimiter: RateLimiter
     /// The latest progress of every running download, for listings and the summary.
     let live = LiveProgress()
     var maxConcurrent: Int
@@ -110,6 +135,7 @@ public actor DownloadManager {
         self.clock = clock
         self.names = FileNameClaims(store: store)
         self.maxConcurrent = max(1, configuration.maxConcurrentDownloads)
+        self.globalLimiter = RateLimiter(rate: configuration.maxBytesPerSecond.map { ByteRate(bytesPerSecond: $0) }, clock: clock)
         self.ownedTransport = ownedTransport
         self.ownedStore = ownedStore
     }
@@ -195,7 +221,6 @@ public actor DownloadManager {
             var record = try await existing(id)
             if let running = active[id] {
                 running.stop.request(.paused)
-                running.task.cancel()
                 return running.task
             }
             guard record.status != .paused else { return nil }
@@ -234,17 +259,25 @@ public actor DownloadManager {
     }
 
     /// Stops the download if it runs, deletes its `.part`, and the completed file too when
-    /// `deleteFile` is true.
+    /// `deleteFile` is true. The queue is not held while a running download stops (a remove
+    /// interrupts even a long checksum verification).
     public func remove(_ id: DownloadID, deleteFile: Bool) async throws {
-        try await serialized { try await removeNow(id, deleteFile: deleteFile) }
+        let stopping: Task<Void, Never>? = try await serialized {
+            _ = try await existing(id)
+            guard let running = active[id] else { return nil }
+            running.stop.request(.removed)
+            return running.task
+        }
+        await stopping?.value
+        try await serialized { try await removeNow(id, deleteFile: deleteFile, runnerStopped: stopping != nil) }
     }
 
-    private func removeNow(_ id: DownloadID, deleteFile: Bool) async throws {
-        var record = try await existing(id)
-        let running = active[id]
-        if let running {
+    private func removeNow(_ id: DownloadID, deleteFile: Bool, runnerStopped: Bool) async throws {
+        guard var record = try await store.record(id) else { throw HaulError(.notFound, "no download with id \(id)") }
+        if record.status == .removed, !runnerStopped { throw HaulError(.notFound, "no download with id \(id)") }
+        if let running = active[id] {
+            // Started again while the queue was free: stop it too.
             running.stop.request(.removed)
-            running.task.cancel()
             await running.task.value
             record = try await store.record(id) ?? record
         }
@@ -252,11 +285,27 @@ public actor DownloadManager {
         if let part = DestinationFiles.partPath(record) { DestinationFiles.remove(part) }
         if deleteFile, record.status == .completed, let path = DestinationFiles.finalPath(record) { DestinationFiles.remove(path) }
         await names.release(directory: record.request.directory, name: record.fileName)
-        let runnerSaidSo = running != nil && record.status == .removed
+        let runnerSaidSo = runnerStopped && record.status == .removed
         record.status = .removed
         try await store.save(record)
         if !runnerSaidSo { hub.publish(DownloadEvent(id: id, kind: .removed)) }
         signalIdleIfNeeded()
+    }
+
+    /// Changes the whole manager's rate limit, at once for running downloads too.
+    public func setMaxBytesPerSecond(_ rate: Int64?) {
+        globalLimiter.setRate(rate.map { ByteRate(bytesPerSecond: $0) })
+    }
+
+    /// Changes one download's rate limit, stored and, if it runs, applied at once.
+    public func setMaxBytesPerSecond(_ rate: Int64?, for id: DownloadID) async throws {
+        try await serialized {
+            var record = try await existing(id)
+            if let rate, rate <= 0 { throw HaulError(.usage, "a download's rate limit must be positive (got \(rate))") }
+            record.request.maxBytesPerSecond = rate
+            active[id]?.limiter.setRate(rate.map { ByteRate(bytesPerSecond: $0) })
+            try await store.save(record)
+        }
     }
 
     public func record(_ id: DownloadID) async throws -> DownloadRecord? {
@@ -316,7 +365,6 @@ public actor DownloadManager {
         let running = active.values
         for download in running {
             download.stop.request(.running)
-            download.task.cancel()
         }
         if let deadline {
             // `finished` empties `active` while this sleeps.

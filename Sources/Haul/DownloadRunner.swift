@@ -1,325 +1,415 @@
 import HaulCore
+import Logging
 import NIOConcurrencyHelpers
 
-/// Asks a running download to stop, from outside its task. The status is what the record
-/// should say afterwards: paused (user pause), queued (shutdown, resumes on next start) or
-/// removed (cancel).
-final class StopSignal: Sendable {
-    private let box = NIOLockedValueBox<DownloadStatus?>(nil)
-    var requested: DownloadStatus? { box.withLockedValue { $0 } }
-    func request(_ status: DownloadStatus) { box.withLockedValue { $0 = $0 ?? status } }
-}
-
-/// Performs the actions of one download's state machine: sends requests, streams bodies into
-/// the `.part` file, checkpoints in the durability order of DESIGN rule 2 (write, fsync, then
-/// commit the offset), verifies, and publishes the final file. All decisions are the machine's.
+/// Performs the actions of one download's state machine and reports back: it sends requests,
+/// streams bodies into the `.part` file, checkpoints in the durability order of DESIGN rule 2
+/// (write, fsync, then store the offsets), verifies and publishes. Every decision is the
+/// machine's; the runner is an interpreter.
+///
+/// Each request and each body runs in a task of its own (a "connection task"); they report to
+/// the run's loop through one inbox. The hot path, a chunk of a body, asks the machine (under a
+/// lock, no hop) where the bytes go and hands them to the writer. A stop is a message in the
+/// inbox: the loop closes the connection tasks and checkpoints in its own task, which nobody
+/// cancels.
 struct DownloadRunner: Sendable {
     let store: any DownloadStore
     let transport: any HTTPTransport
     let clock: any HaulClock
     let names: FileNameClaims
-    let checkpointInterval: Duration
-    let progressInterval: Duration
-    let policy: RetryPolicy
+    let settings: DownloadStateMachine.Settings
+    /// The rate limits this download's bytes pass: its own, then the manager's global one.
+    let limiters: [RateLimiter]
+    /// Opens the `.part` file for a download over this many connections.
+    let makeWriter: @Sendable (_ path: String, _ connections: Int) throws -> any ChunkWriter
+    let logger: Logger
     let stop: StopSignal
     let emit: @Sendable (DownloadEvent) -> Void
 
     /// Runs until the download completes, fails or is stopped; returns the record as persisted.
-    func run(_ initial: DownloadRecord) async -> DownloadRecord {
-        var session = Session(runner: self, machine: DownloadStateMachine(record: reconciled(initial), policy: policy))
+    func run(_ record: DownloadRecord) async -> DownloadRecord {
+        let session = RunSession(runner: self, record: record)
         return await session.run()
     }
 
-    /// The store may only claim bytes the `.part` file really has: if the file is shorter (or
-    /// gone), the bytes past it are fetched again.
-    private func reconciled(_ record: DownloadRecord) -> DownloadRecord {
-        var record = record
-        guard let part = DestinationFiles.partPath(record) else { return record }
-        // Its bytes are in the final file: the verification below checks them there.
-        if Self.wasPublished(record) { return record }
-        let onDisk = DestinationFiles.size(part) ?? 0
-        if record.segments[0].written > onDisk { record.segments[0].written = 0 }
-        return record
-    }
-
-    var secondsSince1970: Int64 { WallClock.secondsSince1970() }
-
-    /// A crash came after the verified `.part` got its final name but before the record was
-    /// stored as completed: every byte was checkpointed, and the final file holds them.
-    static func wasPublished(_ record: DownloadRecord) -> Bool {
-        guard record.segments.allSatisfy(\.isComplete), let length = record.expectedLength,
-              let part = DestinationFiles.partPath(record), let final = DestinationFiles.finalPath(record) else { return false }
-        return DestinationFiles.wasPublished(part: part, final: final, length: length)
+    /// What the `.part` and the final file look like before a start.
+    static func localFiles(_ record: DownloadRecord) -> DownloadStateMachine.LocalFiles {
+        guard let part = DestinationFiles.partPath(record), let final = DestinationFiles.finalPath(record) else {
+            return .init(partSize: nil, published: false)
+        }
+        let published = record.expectedLength.map { DestinationFiles.wasPublished(part: part, final: final, length: $0) } ?? false
+        return .init(partSize: DestinationFiles.size(part), published: published)
     }
 }
 
-extension DownloadRunner {
-    /// The mutable part of one run.
-    fileprivate struct Session {
-        let runner: DownloadRunner
-        var machine: DownloadStateMachine
-        var writer: FileChunkWriter?
-        var body: (any ResponseBodyStream)?
-        var head: ResponseHead?
-        /// What the store holds for segment 0: never more than what is fsynced.
-        var checkpointed: Int64 = 0
-        var lastCheckpoint: Double = 0
-        var lastProgress: Double = 0
-        var speed = SpeedMeter()
-        /// Set when the run found its file already published by a run that crashed.
-        var published = false
+/// What connection tasks, timers and the stop signal tell the run's loop.
+enum RunInput: Sendable {
+    typealias ConnectionID = DownloadStateMachine.ConnectionID
+    case response(ConnectionID, ResponseHead, any ResponseBodyStream)
+    case requestFailed(ConnectionID, HaulError)
+    case bodyEnded(ConnectionID)
+    case bodyFailed(ConnectionID, HaulError)
+    case overlapMismatch(ConnectionID)
+    case diskFailed(ConnectionID, HaulError)
+    case timer(DownloadStateMachine.Timer)
+    case tick
+    case stop(DownloadStatus)
+    case verified(HaulError?)
+}
 
-        init(runner: DownloadRunner, machine: DownloadStateMachine) {
-            self.runner = runner
-            self.machine = machine
-            self.checkpointed = machine.record.segments[0].written
-        }
+/// The mutable part of one run; lives in the run's task only.
+final class RunSession {
+    typealias ConnectionID = DownloadStateMachine.ConnectionID
+    typealias Action = DownloadStateMachine.Action
 
-        var id: DownloadID { machine.record.id }
-        var jitter: Double { Double.random(in: 0..<1) }
+    let runner: DownloadRunner
+    let machine: NIOLockedValueBox<DownloadStateMachine>
+    let inbox: AsyncStream<RunInput>
+    let post: AsyncStream<RunInput>.Continuation
+    let limiters: [RateLimiter]
+    var tasks: [ConnectionID: Task<Void, Never>] = [:]
+    var timers: [DownloadStateMachine.Timer: Task<Void, Never>] = [:]
+    var verifyTask: Task<Void, Never>?
+    var bodies: [ConnectionID: any ResponseBodyStream] = [:]
+    var writer: (any ChunkWriter)?
+    var speed = SpeedMeter()
+    var lastTick: Double
+    var finished = false
 
-        mutating func run() async -> DownloadRecord {
-            var action = machine.start()
-            await save()
-            runner.emit(DownloadEvent(id: id, kind: .started(offset: machine.record.completedLength)))
-            while true {
-                if let status = runner.stop.requested, action.isInterruptible {
-                    action = machine.stopRequested(status: status)
-                }
-                switch action {
-                case .request(let plan):
-                    action = await send(plan)
-                case .receive(let plan):
-                    action = await receive(plan)
-                case .retry(let delay):
-                    runner.emit(DownloadEvent(id: id, kind: .retrying(
-                        attempt: machine.failuresWithoutProgress, delay: delay,
-                        error: machine.lastFailure ?? HaulError(.internal, "retrying without a failure"))))
-                    do {
-                        try await runner.clock.sleep(for: delay)
-                        action = machine.retryTimerFired()
-                    } catch {
-                        // Only a stop interrupts the wait; the loop's head turns it into `.stop`.
-                        action = machine.stopRequested(status: runner.stop.requested ?? .queued)
-                    }
-                case .verify:
-                    action = await verify()
-                case .complete:
-                    return await complete()
-                case .fail(let error):
-                    await checkpoint()
-                    await save()
-                    runner.emit(DownloadEvent(id: id, kind: .failed(error)))
-                    return machine.record
-                case .stop:
-                    await checkpoint()
-                    await save()
-                    let kind: DownloadEvent.Kind = switch machine.record.status {
-                    case .paused: .paused
-                    case .removed: .removed
-                    default: .interrupted
-                    }
-                    runner.emit(DownloadEvent(id: id, kind: kind))
-                    return machine.record
-                }
+    init(runner: DownloadRunner, record: DownloadRecord) {
+        self.runner = runner
+        self.machine = NIOLockedValueBox(DownloadStateMachine(record: record, settings: runner.settings))
+        (inbox, post) = AsyncStream.makeStream(of: RunInput.self)
+        self.limiters = runner.limiters
+        self.lastTick = runner.clock.seconds()
+    }
+
+    var id: DownloadID { machine.withLockedValue { $0.record.id } }
+    var record: DownloadRecord { machine.withLockedValue { $0.record } }
+    var jitter: Double { Double.random(in: 0..<1) }
+
+    func run() async -> DownloadRecord {
+        let post = self.post
+        runner.stop.attach { status in post.yield(.stop(status)) }
+        let local = DownloadRunner.localFiles(record)
+        let now = runner.clock.seconds()
+        await execute(machine.withLockedValue { $0.start(local, now: now) })
+        if !finished {
+            for await input in inbox {
+                await execute(handle(input))
+                if finished { break }
             }
         }
+        // Nothing may write after the file is closed.
+        for task in tasks.values { task.cancel() }
+        for task in timers.values { task.cancel() }
+        verifyTask?.cancel()
+        for task in tasks.values { await task.value }
+        await verifyTask?.value
+        bodies = [:]
+        await writer?.close()
+        post.finish()
+        return machine.withLockedValue { $0.persistentRecord }
+    }
 
-        mutating func send(_ plan: RequestPlan) async -> DownloadStateMachine.Action {
-            do {
-                let (head, body) = try await runner.transport.send(plan)
-                self.head = head
-                self.body = body
-                return machine.responseReceived(head, nowSecondsSince1970: runner.secondsSince1970, jitter: jitter)
-            } catch {
-                return transferFailed(error)
+    // MARK: Inputs
+
+    func handle(_ input: RunInput) -> [Action] {
+        let jitter = self.jitter
+        switch input {
+        case .response(let connection, let head, let body):
+            tasks[connection] = nil
+            bodies[connection] = body
+            let now = WallClock.secondsSince1970()
+            return machine.withLockedValue { $0.responseReceived(connection, head, nowSecondsSince1970: now, jitter: jitter) }
+        case .requestFailed(let connection, let error), .bodyFailed(let connection, let error):
+            tasks[connection] = nil
+            if error.code != .interrupted {
+                runner.logger.debug("connection failed", metadata: ["id": "\(id)", "connection": "\(connection)", "error": "\(error)"])
             }
-        }
-
-        mutating func transferFailed(_ error: any Error) -> DownloadStateMachine.Action {
-            if let status = runner.stop.requested { return machine.stopRequested(status: status) }
-            // Transports throw `HaulError`s already classified; anything else is a network failure.
-            let haulError = (error as? HaulError) ?? HaulError(.network, "\(machine.record.request.url): \(error)")
-            return machine.transferFailed(haulError, jitter: jitter)
-        }
-
-        /// Streams one body into the `.part` file.
-        mutating func receive(_ plan: BodyPlan) async -> DownloadStateMachine.Action {
-            guard let body else { return machine.transferFailed(HaulError(.internal, "no body to read"), jitter: jitter) }
-            self.body = nil
-            do {
-                try await openFile()
-                // The record (name, validator, length) is stored before any byte of this body, and
-                // the stored offset never exceeds the file: the truncate below can only shorten it.
-                let hadBytes = checkpointed > 0
-                checkpointed = min(checkpointed, plan.fileOffset)
-                await save()
-                try await writer!.truncate(to: plan.fileOffset)
-                if hadBytes, plan.fileOffset == 0 {
-                    runner.emit(DownloadEvent(id: id, kind: .restarted(reason: "the server sent the whole file; starting over")))
-                }
-            } catch {
-                return diskFailed(error)
-            }
-            speed.reset()
-            var discard = plan.discard
-            var limit = plan.limit ?? Int64.max
-            do {
-                while limit > 0, let chunk = try await body.next() {
-                    let written = try await write(chunk, discard: &discard, limit: limit)
-                    limit -= written
-                    machine.bytesWritten(written)
-                    try await tick()
-                }
-            } catch let error as HaulError where error.code == .diskFull || error.code == .fileSystem {
-                return diskFailed(error)
-            } catch {
-                await checkpoint()
-                return transferFailed(error)
-            }
-            return machine.bodyEnded(jitter: jitter)
-        }
-
-        /// Hands one chunk to the writer, skipping `discard` bytes and keeping at most `limit`.
-        mutating func write(_ chunk: any ByteChunk, discard: inout Int64, limit: Int64) async throws -> Int64 {
-            let skip = Int(min(discard, Int64(chunk.count)))
-            discard -= Int64(skip)
-            let keep = Int(min(Int64(chunk.count - skip), limit))
-            guard keep > 0, let writer else { return 0 }
-            try await writer.append(skip == 0 && keep == chunk.count ? chunk : chunk.slice(skip..<(skip + keep)))
-            return Int64(keep)
-        }
-
-        /// Checkpoints and reports progress when they are due.
-        mutating func tick() async throws {
+            return machine.withLockedValue { $0.transferFailed(connection, error, jitter: jitter) }
+        case .bodyEnded(let connection):
+            tasks[connection] = nil
+            return machine.withLockedValue { $0.bodyEnded(connection, jitter: jitter) }
+        case .overlapMismatch(let connection):
+            tasks[connection] = nil
+            return machine.withLockedValue { $0.overlapMismatch(connection) }
+        case .diskFailed(let connection, let error):
+            tasks[connection] = nil
+            runner.logger.error("cannot write the .part file", metadata: ["id": "\(id)", "error": "\(error)"])
+            return machine.withLockedValue { $0.diskFailed(error, connection: connection) }
+        case .timer(let timer):
+            timers[timer] = nil
+            return machine.withLockedValue { $0.timerFired(timer) }
+        case .tick:
             let now = runner.clock.seconds()
-            if now - lastCheckpoint >= runner.checkpointInterval.seconds {
-                try await durableCheckpoint()
-                lastCheckpoint = now
+            let elapsed = now - lastTick
+            lastTick = now
+            let (actions, completed, total, connections) = machine.withLockedValue { machine in
+                (machine.tick(now: now, elapsed: elapsed), machine.completedLength, machine.expectedLength,
+                 machine.activeConnections)
             }
-            if now - lastProgress >= runner.progressInterval.seconds {
-                lastProgress = now
-                emitProgress(at: now)
-            }
-        }
-
-        mutating func emitProgress(at now: Double) {
-            let record = machine.record
-            speed.record(bytes: record.completedLength, at: now)
+            speed.record(bytes: completed, at: now)
             runner.emit(DownloadEvent(id: id, kind: .progress(Progress(
-                completed: record.completedLength, total: record.expectedLength, bytesPerSecond: speed.bytesPerSecond))))
+                completed: completed, total: total, bytesPerSecond: speed.bytesPerSecond, connections: connections))))
+            return actions
+        case .stop(let status):
+            return machine.withLockedValue { $0.stopRequested(status: status) }
+        case .verified(let error):
+            verifyTask = nil
+            return machine.withLockedValue { $0.verified(error) }
         }
+    }
 
-        /// Write, fsync, then commit the offset: the store never runs ahead of the disk.
-        mutating func durableCheckpoint() async throws {
-            guard let writer else { return }
-            try await writer.sync()
-            checkpointed = machine.record.segments[0].written
-            await save()
+    // MARK: Actions
+
+    func execute(_ actions: [Action]) async {
+        for action in actions where !finished {
+            await perform(action)
         }
+        // A body the machine did not take is dropped, which closes its connection.
+        for connection in bodies.keys where tasks[connection] == nil { bodies[connection] = nil }
+    }
 
-        /// A checkpoint on the way out: a failure is not thrown, and the stored offset then
-        /// stays at the last good one.
-        mutating func checkpoint() async {
-            try? await durableCheckpoint()
-        }
-
-        mutating func diskFailed(_ error: any Error) -> DownloadStateMachine.Action {
-            machine.diskFailed(diskError(error), durableLength: checkpointed)
-        }
-
-        mutating func openFile() async throws {
-            guard writer == nil else { return }
-            if machine.record.fileName == nil {
-                let finalURL = (try? RemoteURL(head?.url ?? "")) ?? machine.record.request.url
-                let name = try await runner.names.claim(for: machine.record, contentDisposition: head?.headers["Content-Disposition"],
-                                                        finalURL: finalURL)
-                machine.setFileName(name)
+    func perform(_ action: Action) async {
+        switch action {
+        case .request(let connection, let plan):
+            startRequest(connection, plan)
+        case .receive(let connection):
+            await startBody(connection)
+        case .close(let connection):
+            bodies[connection] = nil
+            if let task = tasks[connection] {
+                task.cancel()
+            } else {
+                // Already done, its report handled: this is its last word.
+                post.yield(.requestFailed(connection, HaulError(.interrupted, "closed")))
             }
-            guard let part = DestinationFiles.partPath(machine.record) else { return }
-            try DestinationFiles.makeDirectory(machine.record.request.directory)
-            writer = try FileChunkWriter(path: part)
-        }
-
-        mutating func verify() async -> DownloadStateMachine.Action {
-            if DownloadRunner.wasPublished(machine.record) {
-                // Finishing what a crash interrupted: the file is checked where it now is and
-                // never downloaded again.
-                published = true
-                let record = machine.record
-                return machine.verified(await Verifier.verify(
-                    path: DestinationFiles.finalPath(record)!, expectedLength: record.expectedLength,
-                    checksum: record.request.checksum, url: record.request.url))
+        case .schedule(let timer, let delay):
+            timers[timer]?.cancel()
+            let (clock, post) = (runner.clock, post)
+            timers[timer] = Task {
+                do {
+                    try await clock.sleep(for: delay)
+                    post.yield(.timer(timer))
+                } catch {}
             }
+        case .cancelTimer(let timer):
+            timers.removeValue(forKey: timer)?.cancel()
+        case .nameFile(let contentDisposition, let finalURL):
+            await nameFile(contentDisposition: contentDisposition, finalURL: finalURL)
+        case .persist:
+            await persist()
+        case .truncate(let length):
             do {
-                try await openFile()
-                try await durableCheckpoint()
+                try await openWriter()?.truncate(to: length)
             } catch {
-                return machine.verified(diskError(error))
+                await execute(machine.withLockedValue { $0.diskFailed(diskError(error)) })
             }
-            let record = machine.record
-            let error = await Verifier.verify(path: DestinationFiles.partPath(record)!, expectedLength: record.expectedLength,
-                                              checksum: record.request.checksum, url: record.request.url)
-            if error != nil {
-                // The bytes are wrong: never resume from them.
-                try? await writer?.truncate(to: 0)
-                checkpointed = 0
+        case .checkpoint(let epoch):
+            await checkpoint(epoch: epoch)
+        case .verify(let target):
+            startVerify(target)
+        case .cancelVerify:
+            verifyTask?.cancel()
+        case .publish(let target):
+            await publish(target)
+        case .notify(let notice):
+            notify(notice)
+        case .finish:
+            finished = true
+            announceEnd()
+        }
+    }
+
+    func startRequest(_ connection: ConnectionID, _ plan: RequestPlan) {
+        let (transport, post, url) = (runner.transport, post, plan.url.absoluteString)
+        runner.logger.trace("request", metadata: ["connection": "\(connection)", "range": "\(plan.range?.description ?? "all")"])
+        tasks[connection] = Task {
+            do {
+                let (head, body) = try await transport.send(plan)
+                post.yield(.response(connection, head, body))
+            } catch {
+                post.yield(.requestFailed(connection, AsyncHTTPTransport.classify(error, url: url)))
             }
-            return machine.verified(error)
         }
+    }
 
-        func diskError(_ error: any Error) -> HaulError {
-            (error as? HaulError) ?? HaulError(.fileSystem, "\(error)")
+    func startBody(_ connection: ConnectionID) async {
+        guard let body = bodies.removeValue(forKey: connection) else {
+            post.yield(.bodyFailed(connection, HaulError(.internal, "no body to read")))
+            return
         }
+        let writer: any ChunkWriter
+        do {
+            guard let opened = try openWriter() else { throw HaulError(.internal, "no file name before the body") }
+            writer = opened
+        } catch {
+            post.yield(.diskFailed(connection, diskError(error)))
+            return
+        }
+        let (machine, post, clock, limiters, url) = (machine, post, runner.clock, limiters, record.request.url.absoluteString)
+        tasks[connection] = Task {
+            do {
+                while let chunk = try await body.next() {
+                    let now = clock.seconds()
+                    let (accepted, tickDue) = machine.withLockedValue { machine in
+                        (machine.received(connection, count: chunk.count), machine.claimTick(now: now))
+                    }
+                    if tickDue { post.yield(.tick) }
+                    var cursor = accepted.skip
+                    if accepted.compare > 0 {
+                        let disk = try await writer.read(at: accepted.compareOffset, count: accepted.compare)
+                        let same = chunk.withUnsafeBytes { bytes in
+                            disk.count == accepted.compare && bytes[cursor..<(cursor + accepted.compare)].elementsEqual(disk)
+                        }
+                        guard same else {
+                            post.yield(.overlapMismatch(connection))
+                            return
+                        }
+                        cursor += accepted.compare
+                    }
+                    if accepted.keep > 0 {
+                        let slice = cursor == 0 && accepted.keep == chunk.count ? chunk : chunk.slice(cursor..<(cursor + accepted.keep))
+                        do {
+                            try await writer.write(slice, at: accepted.writeOffset, part: accepted.part)
+                        } catch {
+                            post.yield(.diskFailed(connection, (error as? HaulError) ?? HaulError(.fileSystem, "\(error)")))
+                            return
+                        }
+                    }
+                    if accepted.partComplete { break }
+                    // Backpressure: the next read waits for the rate limits.
+                    try await RateLimiter.acquire(chunk.count, from: limiters)
+                }
+                post.yield(.bodyEnded(connection))
+            } catch {
+                post.yield(.bodyFailed(connection, AsyncHTTPTransport.classify(error, url: url)))
+            }
+        }
+    }
 
-        mutating func complete() async -> DownloadRecord {
-            let record = machine.record
-            let part = DestinationFiles.partPath(record)!
-            let final = DestinationFiles.finalPath(record)!
+    /// Opens the `.part` once the download has its name.
+    func openWriter() throws -> (any ChunkWriter)? {
+        if let writer { return writer }
+        let record = self.record
+        guard let part = DestinationFiles.partPath(record) else { return nil }
+        try DestinationFiles.makeDirectory(record.request.directory)
+        let opened = try runner.makeWriter(part, record.request.connections)
+        writer = opened
+        return opened
+    }
+
+    func nameFile(contentDisposition: String?, finalURL: String) async {
+        let record = self.record
+        guard record.fileName == nil else { return }
+        do {
+            let url = (try? RemoteURL(finalURL)) ?? record.request.url
+            let name = try await runner.names.claim(for: record, contentDisposition: contentDisposition, finalURL: url)
+            machine.withLockedValue { $0.setFileName(name) }
+        } catch {
+            await execute(machine.withLockedValue { $0.diskFailed(diskError(error)) })
+        }
+    }
+
+    func persist() async {
+        let record = machine.withLockedValue { $0.persistentRecord }
+        do {
+            try await runner.store.save(record)
+        } catch {
+            // Not fatal: the download goes on and the next checkpoint tries again.
+            runner.logger.warning("cannot save the checkpoint", metadata: ["id": "\(record.id)", "error": "\(error)"])
+        }
+    }
+
+    /// Write, fsync, then store the offsets: the store never runs ahead of the disk.
+    func checkpoint(epoch: Int) async {
+        let writer: (any ChunkWriter)?
+        do {
+            writer = try openWriter()
+        } catch {
             writer = nil
-            do {
-                if published {
-                    DestinationFiles.finishPublish(part: part, final: final)
-                } else {
-                    try DestinationFiles.publish(part: part, final: final)
-                }
-            } catch {
-                // Verified bytes stay in the `.part`; a rerun publishes them once the name is free.
-                if case .fail(let error) = machine.diskFailed(diskError(error), durableLength: checkpointed) {
-                    await save()
-                    runner.emit(DownloadEvent(id: id, kind: .failed(error)))
-                }
-                return machine.record
+        }
+        guard let writer else { return }
+        do {
+            let written = try await writer.checkpoint()
+            await execute(machine.withLockedValue { $0.synced(epoch: epoch, written: written) })
+        } catch {
+            runner.logger.error("checkpoint failed", metadata: ["id": "\(id)", "error": "\(error)"])
+            await execute(machine.withLockedValue { $0.diskFailed(diskError(error)) })
+        }
+    }
+
+    func startVerify(_ target: DownloadStateMachine.VerifyTarget) {
+        let record = self.record
+        let expected = machine.withLockedValue { $0.expectedLength }
+        let path = target == .published ? DestinationFiles.finalPath(record) : DestinationFiles.partPath(record)
+        let post = self.post
+        verifyTask = Task {
+            guard let path else {
+                post.yield(.verified(HaulError(.internal, "nothing to verify: the download has no file name")))
+                return
             }
-            await save()
+            post.yield(.verified(await Verifier.verify(path: path, expectedLength: expected,
+                                                       checksum: record.request.checksum, url: record.request.url)))
+        }
+    }
+
+    func publish(_ target: DownloadStateMachine.VerifyTarget) async {
+        let record = self.record
+        guard let part = DestinationFiles.partPath(record), let final = DestinationFiles.finalPath(record) else { return }
+        await writer?.close()
+        writer = nil
+        var failure: HaulError?
+        do {
+            if target == .published {
+                DestinationFiles.finishPublish(part: part, final: final)
+            } else {
+                try DestinationFiles.publish(part: part, final: final)
+            }
+        } catch {
+            failure = diskError(error)
+        }
+        await execute(machine.withLockedValue { $0.published(failure) })
+    }
+
+    func notify(_ notice: DownloadStateMachine.Notice) {
+        switch notice {
+        case .started(let offset):
+            runner.emit(DownloadEvent(id: id, kind: .started(offset: offset)))
+        case .retrying(let attempt, let delay, let error):
+            runner.logger.info("retrying", metadata: ["id": "\(id)", "attempt": "\(attempt)", "delay": "\(delay)", "after": "\(error)"])
+            runner.emit(DownloadEvent(id: id, kind: .retrying(attempt: attempt, delay: delay, error: error)))
+        case .restarted(let reason):
+            runner.logger.notice("starting over", metadata: ["id": "\(id)", "reason": "\(reason)"])
+            runner.emit(DownloadEvent(id: id, kind: .restarted(reason: reason)))
+        case .connectionRefused(let connection, let error, let retryIn):
+            runner.logger.info("server refused a connection", metadata: [
+                "id": "\(id)", "connection": "\(connection)", "error": "\(error)", "next try in": "\(retryIn)"])
+        }
+    }
+
+    func announceEnd() {
+        let (record, completed, total) = machine.withLockedValue { ($0.record, $0.completedLength, $0.expectedLength) }
+        let kind: DownloadEvent.Kind
+        switch record.status {
+        case .completed:
             runner.emit(DownloadEvent(id: id, kind: .progress(Progress(
-                completed: record.completedLength, total: record.expectedLength, bytesPerSecond: speed.bytesPerSecond))))
-            runner.emit(DownloadEvent(id: id, kind: .completed(path: final)))
-            return machine.record
+                completed: completed, total: total, bytesPerSecond: speed.bytesPerSecond, connections: 0))))
+            kind = .completed(path: DestinationFiles.finalPath(record) ?? "")
+        case .failed:
+            kind = .failed(record.error ?? HaulError(.internal, "failed without an error"))
+        case .paused:
+            kind = .paused
+        case .removed:
+            kind = .removed
+        default:
+            kind = .interrupted
         }
-
-        /// Stores the record with segment 0 at the last checkpoint, never past it.
-        func save() async {
-            var record = machine.record
-            record.segments[0].written = min(checkpointed, record.segments[0].written)
-            // A failed save is not fatal: the download goes on and the next checkpoint tries again.
-            try? await runner.store.save(record)
-        }
+        runner.emit(DownloadEvent(id: id, kind: kind))
     }
-}
 
-extension DownloadStateMachine.Action {
-    /// Actions a stop request may replace; verification and its outcome always run to the end.
-    var isInterruptible: Bool {
-        switch self {
-        case .request, .receive, .retry: true
-        case .verify, .complete, .fail, .stop: false
-        }
-    }
-}
-
-extension Duration {
-    var seconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    func diskError(_ error: any Error) -> HaulError {
+        (error as? HaulError) ?? HaulError(.fileSystem, "\(error)")
     }
 }

@@ -5,10 +5,12 @@ import Darwin
 #endif
 import Crypto
 import HaulCore
+import NIOConcurrencyHelpers
 import NIOPosix
 
 /// Checks a finished `.part` before it may take its final name: its length against what the
-/// server announced and its digest against the user's `--checksum` (DESIGN rule 4).
+/// server announced and its digest against the user's `--checksum` (DESIGN rule 4). Cancelling
+/// the calling task stops a long hash (a remove does not wait for it).
 enum Verifier {
     static func verify(path: String, expectedLength: Int64?, checksum: Checksum?, url: RemoteURL) async -> HaulError? {
         guard let size = DestinationFiles.size(path) else {
@@ -19,7 +21,14 @@ enum Verifier {
         }
         guard let checksum else { return nil }
         do {
-            let digest = try await BlockingIO.run { try hexDigest(of: path, algorithm: checksum.algorithm) }
+            let stop = NIOLockedValueBox(false)
+            let digest = try await withTaskCancellationHandler {
+                try await BlockingIO.run {
+                    try hexDigest(of: path, algorithm: checksum.algorithm, stopped: { stop.withLockedValue { $0 } })
+                }
+            } onCancel: {
+                stop.withLockedValue { $0 = true }
+            }
             guard digest == checksum.hex else {
                 return HaulError(.checksumMismatch, "\(url): \(checksum.algorithm.rawValue) is \(digest), expected \(checksum.hex)")
             }
@@ -31,15 +40,15 @@ enum Verifier {
         }
     }
 
-    static func hexDigest(of path: String, algorithm: Checksum.Algorithm) throws -> String {
+    static func hexDigest(of path: String, algorithm: Checksum.Algorithm, stopped: () -> Bool = { false }) throws -> String {
         switch algorithm {
-        case .sha256: try digest(of: path, using: SHA256())
-        case .sha1: try digest(of: path, using: Insecure.SHA1())
-        case .md5: try digest(of: path, using: Insecure.MD5())
+        case .sha256: try digest(of: path, using: SHA256(), stopped: stopped)
+        case .sha1: try digest(of: path, using: Insecure.SHA1(), stopped: stopped)
+        case .md5: try digest(of: path, using: Insecure.MD5(), stopped: stopped)
         }
     }
 
-    static func digest<H: HashFunction>(of path: String, using hasher: H) throws -> String {
+    static func digest<H: HashFunction>(of path: String, using hasher: H, stopped: () -> Bool) throws -> String {
         var hasher = hasher
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw FileSystemErrors.error(errno, "cannot open", path) }
@@ -47,6 +56,7 @@ enum Verifier {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { buffer.deallocate() }
         while true {
+            if stopped() { throw HaulError(.interrupted, "verification of \(path) stopped") }
             let count = read(descriptor, buffer.baseAddress, buffer.count)
             if count < 0 {
                 if errno == EINTR { continue }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Haul
 import HaulCore
+import Logging
 
 /// `haul get`: download one or many URLs in the foreground, resuming whatever an earlier run
 /// (or a crash) left behind.
@@ -30,6 +31,20 @@ struct GetCommand: AsyncParsableCommand {
 
     @Option(name: [.customShort("j"), .customLong("jobs")], help: "Downloads running at once.")
     var jobs: Int = 3
+
+    @Option(name: [.customShort("x"), .customShort("n"), .customLong("connections")],
+            help: "Connections per file (1 to 64): one file over several connections when the server allows ranges.")
+    var connections: Int = 1
+
+    @Option(name: [.customShort("k"), .customLong("min-split-size")],
+            help: "Never split off a segment smaller than SIZE for another connection (K, M suffixes).")
+    var minSplitSize: String = "1M"
+
+    @Option(name: .customLong("limit-rate"), help: "At most RATE bytes per second for the whole command (K, M, G suffixes).")
+    var limitRate: String?
+
+    @Flag(name: .shortAndLong, help: "Log retries, restarts, refused connections and failed checkpoints on stderr.")
+    var verbose = false
 
     @Option(help: "Only these bytes, inclusive: A-B or A-.")
     var range: String?
@@ -63,6 +78,11 @@ struct GetCommand: AsyncParsableCommand {
 
     func validate() throws {
         if jobs < 1 { throw ValidationError("-j must be at least 1") }
+        if !(1...DownloadRequest.maxConnections).contains(connections) {
+            throw ValidationError("-x must be between 1 and \(DownloadRequest.maxConnections) (got \(connections))")
+        }
+        if let limitRate { _ = try Self.rate(limitRate) }
+        _ = try Self.size(minSplitSize)
         if retries < 1 { throw ValidationError("--retries must be at least 1") }
         if timeout <= 0 { throw ValidationError("--timeout must be positive") }
         if checkpointInterval <= 0 { throw ValidationError("--checkpoint-interval must be positive") }
@@ -77,13 +97,18 @@ struct GetCommand: AsyncParsableCommand {
         var outcome = Outcome()
         outcome.failures = requests.failures
 
+        var logger = Logger(label: "haul", factory: { StreamLogHandler.standardError(label: $0) })
+        logger.logLevel = verbose ? .debug : .critical
         let configuration = DownloadManager.Configuration(
             stateDirectory: HaulHome.path(),
             maxConcurrentDownloads: jobs,
             checkpointInterval: .milliseconds(Int64(checkpointInterval * 1000)),
             retry: RetryPolicy(maxAttempts: retries, baseDelay: .milliseconds(Int64(retryDelay * 1000))),
             http: .init(connectTimeout: .milliseconds(Int64(min(timeout, 10) * 1000)), readTimeout: .milliseconds(Int64(timeout * 1000)),
-                        additionalTrustRoots: caCertificates.map(HaulHome.absolute)))
+                        additionalTrustRoots: caCertificates.map(HaulHome.absolute)),
+            minimumSegmentSize: try Self.size(minSplitSize),
+            maxBytesPerSecond: try limitRate.map { try Self.rate($0) },
+            logger: logger)
         let manager: DownloadManager
         do {
             manager = try await DownloadManager(configuration: configuration)
@@ -175,13 +200,29 @@ struct GetCommand: AsyncParsableCommand {
                     .file($0.hasPrefix("/") ? $0 : base + "/" + $0)
                 } ?? .directory(base)
                 valid.append(try DownloadRequest(url: url, destination: destination, range: parsedRange,
-                                                 checksum: parsedChecksum, headers: headerList, maxAttempts: retries))
+                                                 checksum: parsedChecksum, headers: headerList, maxAttempts: retries,
+                                                 connections: connections))
             } catch {
                 reporter.failure(url: nil, error)
                 failures.append(error)
             }
         }
         return (valid, failures)
+    }
+
+    static func rate(_ text: String) throws -> Int64 {
+        do {
+            return try ByteRate(parsing: text).bytesPerSecond
+        } catch {
+            throw ValidationError("--limit-rate: \(error.message)")
+        }
+    }
+
+    static func size(_ text: String) throws -> Int64 {
+        guard let size = try? ByteRate(parsing: text).bytesPerSecond else {
+            throw ValidationError("-k must be a size such as 512K or 1M (got '\(text)')")
+        }
+        return size
     }
 
     func parseHeaders() throws(HaulError) -> HTTPHeaderList {

@@ -40,20 +40,15 @@ public struct DownloadRecord: Hashable, Codable, Sendable {
     /// Bytes of this download on disk, as far as the record knows.
     public var completedLength: Int64 { segments.reduce(0) { $0 + $1.written } }
 
-    /// Bytes this download will have when complete, once known.
+    /// Bytes this download will have when complete, once known: the entity's length, or the
+    /// requested range's.
     public var expectedLength: Int64? {
+        if request.range == nil, let totalLength { return totalLength }
         var sum: Int64 = 0
         for segment in segments {
             guard let length = segment.length else { return nil }
             sum += length
         }
         return sum
-    }
-
-    /// Forgets every byte and fact about the remote entity: it changed, or the server cannot resume.
-    mutating func resetEntity() {
-        validator = nil
-        totalLength = nil
-        segments = [Segment(start: request.range?.start ?? 0, end: request.range?.end)]
     }
 }

@@ -23,6 +23,10 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
     public var maxAttempts: Int?
     /// Higher runs first.
     public var priority: Int
+    /// Connections this download may use at once (`-x`); 1 unless the user asks for more.
+    public var connections: Int
+    /// Bytes per second this download may use, over all its connections; nil for no limit.
+    public var maxBytesPerSecond: Int64?
 
     public init(
         url: RemoteURL,
@@ -31,8 +35,16 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
         checksum: Checksum? = nil,
         headers: HTTPHeaderList = [:],
         maxAttempts: Int? = nil,
-        priority: Int = 0
+        priority: Int = 0,
+        connections: Int = 1,
+        maxBytesPerSecond: Int64? = nil
     ) throws(HaulError) {
+        guard (1...Self.maxConnections).contains(connections) else {
+            throw HaulError(.usage, "connections must be between 1 and \(Self.maxConnections) (got \(connections))")
+        }
+        if let maxBytesPerSecond, maxBytesPerSecond <= 0 {
+            throw HaulError(.usage, "a download's rate limit must be positive (got \(maxBytesPerSecond))")
+        }
         self.url = url
         switch destination {
         case .directory(let path):
@@ -52,7 +64,12 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
         self.headers = headers
         self.maxAttempts = maxAttempts
         self.priority = priority
+        self.connections = connections
+        self.maxBytesPerSecond = maxBytesPerSecond
     }
+
+    /// More connections than this to one server is abuse, not speed.
+    public static let maxConnections = 64
 
     /// The fields that make two requests the same download.
     public var identity: String {

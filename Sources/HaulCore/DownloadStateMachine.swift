@@ -1,223 +1,440 @@
-/// One download's life as a value: events in, actions out, no I/O (DESIGN rule 1). The runner
-/// in `Haul` performs each action and reports back with the next event; tests drive it with
+/// One download's life as a value: events in, actions out, no I/O (DESIGN rule 1). It owns every
+/// decision about the download: which connections to open and for which bytes, what a response
+/// means for the bytes on disk, when to retry, to checkpoint, to give up, to stop, to verify.
+/// The runner in `Haul` performs the actions and reports back with events; tests drive it with
 /// plain values.
 ///
-/// The machine works on `record.segments[0]`: one connection, one segment. Several connections
-/// per file will add segment planning here, not a second model.
+/// Modelled on async-http-client's `HTTPConnectionPool.StateMachine`: every event about a
+/// connection names it, and one event may return several actions (the first response that
+/// proves range support opens the other connections).
+///
+/// Bytes: the file is cut into parts (segments). Each part knows how many of its bytes were
+/// accepted for writing (`appended`, the next write position) and how many are durable (fsynced;
+/// the only figure ever persisted, DESIGN rule 2). A connection works on one part at a time.
 public struct DownloadStateMachine: Sendable {
+    public typealias ConnectionID = Int
+
+    public struct Settings: Hashable, Sendable {
+        public var retry: RetryPolicy
+        /// No part smaller than this is split off at the start (`-k`, like aria2's).
+        public var minimumSegment: Int64
+        /// An idle connection steals from a running part only if it gets at least this much.
+        public var minimumSteal: Int64
+        /// Seconds between checkpoints while bytes flow: the most a crash can cost.
+        public var checkpointInterval: Double
+        /// Without a validator, a resume re-reads this many bytes before its resume point and
+        /// compares them with the disk (DESIGN rule 4).
+        public var overlap: Int64
+        /// The longest wait before trying one more connection after a server refused one.
+        public var maxConnectionBackoff: Duration
+        /// Seconds between ticks (speeds, progress, checkpoint decisions) while bytes flow.
+        public var tickInterval: Double
+
+        public init(retry: RetryPolicy = .init(), minimumSegment: Int64 = 1 << 20, minimumSteal: Int64 = 128 << 10,
+                    checkpointInterval: Double = 1, overlap: Int64 = 64 << 10, maxConnectionBackoff: Duration = .seconds(60),
+                    tickInterval: Double = 0.25) {
+            self.retry = retry
+            self.tickInterval = tickInterval
+            self.minimumSegment = minimumSegment
+            self.minimumSteal = minimumSteal
+            self.checkpointInterval = checkpointInterval
+            self.overlap = overlap
+            self.maxConnectionBackoff = maxConnectionBackoff
+        }
+    }
+
     public enum State: Hashable, Sendable {
         /// Not started in this process; `record.status` says why (queued, paused, ...).
-        /// Moves to: requesting, verifying (everything already on disk), stopped.
         case idle
-        /// A request is in flight. Moves to: receiving, verifying (416, nothing left),
-        /// requesting (entity changed), waitingToRetry, failed, stopped.
-        case requesting
-        /// Body bytes are flowing to disk. Moves to: verifying, requesting (more to fetch),
-        /// waitingToRetry, failed, stopped.
-        case receiving
-        /// Backing off after a failure. Moves to: requesting, stopped.
-        case waitingToRetry
-        /// Every byte is on disk; length and checksum are being checked. Moves to: completed, failed.
+        /// Connections are requesting and receiving.
+        case downloading
+        /// Every byte is on disk; length and checksum are being checked.
         case verifying
-        /// Terminal for this run: completed, failed, or stopped with the status it was given.
+        /// Verified; the `.part` is getting its final name.
+        case publishing
+        /// Terminal for this run.
         case completed
         case failed
         case stopped
     }
 
+    /// Timers the runner keeps for the machine.
+    public enum Timer: Hashable, Sendable {
+        /// A connection's backoff after a failure.
+        case retry(ConnectionID)
+        /// Try one more connection after a server refused one.
+        case moreConnections
+    }
+
+    /// Which file `.verify` checks.
+    public enum VerifyTarget: Hashable, Sendable {
+        case part
+        /// A crash came after the verified `.part` got its final name but before the record
+        /// said completed: the bytes are checked where they now are, never fetched again.
+        case published
+    }
+
+    /// What the runner learned about the files before starting.
+    public struct LocalFiles: Hashable, Sendable {
+        /// Size of the `.part` file; nil when there is none.
+        public var partSize: Int64?
+        /// Whether the final file is the published `.part` (see `VerifyTarget.published`).
+        public var published: Bool
+
+        public init(partSize: Int64?, published: Bool) {
+            self.partSize = partSize
+            self.published = published
+        }
+    }
+
+    /// Things worth telling the user; the runner turns them into events.
+    public enum Notice: Hashable, Sendable {
+        case started(offset: Int64)
+        case retrying(attempt: Int, delay: Duration, error: HaulError)
+        case restarted(reason: String)
+        case connectionRefused(ConnectionID, HaulError, retryIn: Duration)
+    }
+
     public enum Action: Hashable, Sendable {
-        /// Send this request.
-        case request(RequestPlan)
-        /// Persist the record (name, validator, length), truncate the `.part` file to
-        /// `plan.fileOffset`, then stream the body into it as the plan says.
-        case receive(BodyPlan)
-        /// Wait, then send `retryTimerFired`.
-        case retry(after: Duration)
-        /// Checkpoint, then check length and checksum and report `verified`.
-        case verify
-        /// Move `.part` to its final name and persist the record as completed.
-        case complete
-        /// Persist the record as failed with this error; keep the `.part` for a later retry.
-        case fail(HaulError)
-        /// Checkpoint and persist the record with the status it now has (paused, queued, removed).
-        case stop
+        /// Send this request on this connection, then report `responseReceived` or `transferFailed`.
+        case request(ConnectionID, RequestPlan)
+        /// Stream this connection's body: each chunk goes through `received` (which says where
+        /// its bytes go); then report `bodyEnded` or `transferFailed`.
+        case receive(ConnectionID)
+        /// Stop this connection's request or body and drop it; report `transferFailed` (or
+        /// whatever it finishes with) once it has stopped.
+        case close(ConnectionID)
+        case schedule(Timer, after: Duration)
+        case cancelTimer(Timer)
+        /// Give the download its final name if it has none yet: `-o`, else `Content-Disposition`,
+        /// else the final URL. Report it with `setFileName`.
+        case nameFile(contentDisposition: String?, finalURL: String)
+        /// Save `persistentRecord` (only durable bytes).
+        case persist
+        /// Cut the `.part` file to this length (0: start over). Only after a `.persist` that
+        /// claims no more than that.
+        case truncate(to: Int64)
+        /// Flush every write, fsync the `.part` once, then report `synced` with what the writer
+        /// has on disk for each part (its start offset to the byte after its last written one).
+        case checkpoint(epoch: Int)
+        /// Check length and checksum; report `verified`.
+        case verify(VerifyTarget)
+        /// Stop a verification in progress (a remove); it reports `verified` with an error.
+        case cancelVerify
+        /// Give the `.part` its final name (or finish a publish a crash interrupted); report `published`.
+        case publish(VerifyTarget)
+        case notify(Notice)
+        /// The run is over: `record` says how (completed, failed, or the status it stopped with).
+        case finish
     }
 
-    public private(set) var record: DownloadRecord
-    public private(set) var state: State = .idle
-    public let policy: RetryPolicy
-    /// Consecutive attempts that received no byte.
-    public private(set) var failuresWithoutProgress = 0
-    /// Why the last attempt failed: what a `.retry` is retrying after.
-    public private(set) var lastFailure: HaulError?
-    private var receivedThisAttempt: Int64 = 0
-    private var lastPlan: RequestPlan?
+    /// What to do with one chunk of a body: skip, compare with the disk, write, and whether the
+    /// part is now complete (stop reading).
+    public struct Accepted: Hashable, Sendable {
+        /// Bytes at the chunk's start to drop (a 200 answer for bytes before the range).
+        public var skip: Int
+        /// Bytes after those to compare with the file at `compareOffset` (the overlap check).
+        public var compare: Int
+        public var compareOffset: Int64
+        /// Bytes after those to write at `writeOffset`, for the part starting at `part`.
+        public var keep: Int
+        public var writeOffset: Int64
+        public var part: Int64
+        /// The part has every byte it needs: stop reading, report `bodyEnded`.
+        public var partComplete: Bool
 
-    public init(record: DownloadRecord, policy: RetryPolicy) {
+        public init(skip: Int, compare: Int, compareOffset: Int64, keep: Int, writeOffset: Int64, part: Int64, partComplete: Bool) {
+            self.skip = skip
+            self.compare = compare
+            self.compareOffset = compareOffset
+            self.keep = keep
+            self.writeOffset = writeOffset
+            self.part = part
+            self.partComplete = partComplete
+        }
+
+        static let nothing = Accepted(skip: 0, compare: 0, compareOffset: 0, keep: 0, writeOffset: 0, part: 0, partComplete: true)
+    }
+
+    struct Part: Hashable, Sendable {
+        var start: Int64
+        /// Last byte, inclusive; nil while the entity's length is unknown.
+        var end: Int64?
+        /// Bytes accepted for writing: the next write goes to `start + appended`.
+        var appended: Int64
+        /// Bytes fsynced: what a checkpoint may store.
+        var durable: Int64
+        var owner: ConnectionID?
+
+        var next: Int64 { start + appended }
+        var remaining: Int64? { end.map { $0 - next + 1 } }
+        var isComplete: Bool { remaining.map { $0 <= 0 } ?? false }
+    }
+
+    struct Connection: Hashable, Sendable {
+        enum Phase: Hashable, Sendable {
+            case requesting(RequestPlan)
+            case receiving
+            case waiting
+            /// Told to close; the next report from it is its last.
+            case closing
+        }
+
+        var phase: Phase
+        /// Start offset of the part it works on.
+        var part: Int64
+        var skip: Int64 = 0
+        var compare: Int64 = 0
+        var compareOffset: Int64 = 0
+        /// Bytes written by this connection's current attempt.
+        var received: Int64 = 0
+        /// Consecutive attempts that received no byte.
+        var failures = 0
+        var lastFailure: HaulError?
+        /// Bytes/s over the last ticks; nil until measured.
+        var speed: Double?
+        var bytesAtLastTick: Int64 = 0
+        /// Not the download's first connection: a refusal is the server's limit, not an error.
+        var isExtra: Bool
+
+        var isWorking: Bool {
+            switch phase {
+            case .requesting, .receiving: true
+            case .waiting, .closing: false
+            }
+        }
+    }
+
+    public internal(set) var record: DownloadRecord
+    public internal(set) var state: State = .idle
+    public let settings: Settings
+    var parts: [Part] = []
+    var connections: [ConnectionID: Connection] = [:]
+    var nextConnectionID = 0
+    /// The server answered a range request with 206 in this run: more connections may open.
+    var rangesProven = false
+    /// Refused connections lower this below `record.request.connections`.
+    var connectionLimit: Int
+    var refusals = 0
+    var moreConnectionsScheduled = false
+    /// Bumped on every start-over: checkpoints taken before it are ignored.
+    public internal(set) var epoch = 0
+    /// Set by a stop while connections are still closing, or while verifying.
+    var stopStatus: DownloadStatus?
+    /// The record needs a start-over once every connection has closed.
+    var restartPending = false
+    var restarts = 0
+    var lastCheckpoint: Double = 0
+    var verifyTarget: VerifyTarget = .part
+    /// Every byte is in, but a connection told to close has not reported back yet.
+    var verifyPending = false
+    var lastTick: Double = 0
+    /// Remote offset of the `.part` file's first byte (the start of `--range`).
+    let fileBase: Int64
+
+    public init(record: DownloadRecord, settings: Settings) {
         self.record = record
-        self.policy = policy
+        self.settings = settings
+        self.connectionLimit = max(1, record.request.connections)
+        self.fileBase = record.request.range?.start ?? 0
+        self.parts = record.segments.map { Part(start: $0.start, end: $0.end, appended: $0.written, durable: $0.written) }
     }
 
-    var segment: Segment {
-        get { record.segments[0] }
-        set { record.segments[0] = newValue }
+    /// Which connection works on each part right now (by part start), for tests and diagnostics.
+    public var owners: [Int64: ConnectionID] {
+        var owners: [Int64: ConnectionID] = [:]
+        for part in parts { if let owner = part.owner { owners[part.start] = owner } }
+        return owners
     }
 
-    // MARK: Events
+    // MARK: Reading
 
-    /// Begin (or continue) this download.
-    public mutating func start() -> Action {
+    /// The record as it may be stored: every part at its durable offset, never beyond.
+    public var persistentRecord: DownloadRecord {
+        var stored = record
+        stored.segments = parts.map { Segment(start: $0.start, end: $0.end, written: min($0.durable, $0.appended)) }
+        return stored
+    }
+
+    /// Bytes accepted for writing so far (live progress; ahead of the durable figure).
+    public var completedLength: Int64 { parts.reduce(0) { $0 + $1.appended } }
+
+    /// Bytes the download will have when complete, once known.
+    public var expectedLength: Int64? {
+        if record.request.range == nil, let total = record.totalLength { return total }
+        var sum: Int64 = 0
+        for part in parts {
+            guard let end = part.end else { return nil }
+            sum += end - part.start + 1
+        }
+        return sum
+    }
+
+    /// Connections requesting or receiving right now.
+    public var activeConnections: Int {
+        connections.values.filter(\.isWorking).count
+    }
+
+    // MARK: Lifecycle events
+
+    /// Begin (or continue) this download, given what is on disk.
+    public mutating func start(_ local: LocalFiles, now: Double) -> [Action] {
         record.status = .running
         record.error = nil
-        failuresWithoutProgress = 0
-        if segment.isComplete {
+        lastCheckpoint = now
+        let claimed = parts.map { $0.start - fileBase + $0.durable }.max() ?? 0
+        if local.published, parts.allSatisfy(\.isComplete), expectedLength != nil {
             state = .verifying
-            return .verify
+            verifyTarget = .published
+            return [.persist, .notify(.started(offset: completedLength)), .verify(.published)]
         }
-        return nextRequest()
-    }
-
-    /// A response head arrived for the last `.request`.
-    public mutating func responseReceived(_ head: ResponseHead, nowSecondsSince1970: Int64, jitter: Double) -> Action {
-        guard state == .requesting, let plan = lastPlan else { return unexpected("response") }
-        record.finalURL = head.url
-        let verdict = ResponseCheck.evaluate(head, asked: plan, segment: segment, validator: record.validator,
-                                             total: record.totalLength, nowSecondsSince1970: nowSecondsSince1970)
-        switch verdict {
-        case .body(let body, let total, let validator, let restarted):
-            if restarted || body.fileOffset == 0 { segment.written = 0 }
-            record.validator = validator
-            if let total { learnTotal(total) }
-            receivedThisAttempt = 0
-            state = .receiving
-            return .receive(body)
-        case .alreadyComplete(let total):
-            learnTotal(total)
-            state = .verifying
-            return .verify
-        case .entityChanged:
-            record.resetEntity()
-            return failure(HaulError(.badResponse, "\(plan.url) changed on the server; starting over"),
-                           retryAfter: .zero, jitter: jitter)
-        case .retry(let error, let retryAfter):
-            return failure(error, retryAfter: retryAfter, jitter: jitter)
-        case .fail(let error):
-            return fail(error)
+        var actions: [Action] = []
+        if parts.contains(where: { $0.durable > 0 }), (local.partSize ?? 0) < claimed {
+            // The store may only claim bytes the `.part` really has.
+            resetEntity()
+            actions.append(.notify(.restarted(reason: "the .part file is shorter than its checkpoint; starting over")))
         }
-    }
-
-    /// `count` body bytes were written to the `.part` file (not necessarily synced yet).
-    public mutating func bytesWritten(_ count: Int64) {
-        segment.written += count
-        receivedThisAttempt += count
-    }
-
-    /// The body ended cleanly.
-    public mutating func bodyEnded(jitter: Double) -> Action {
-        guard state == .receiving else { return unexpected("end of body") }
-        if segment.end == nil, record.totalLength == nil {
-            // No length was ever announced (chunked): the end of the body is the end of the file.
-            learnTotal(segment.nextOffset)
+        actions.insert(.persist, at: 0)
+        actions.append(.notify(.started(offset: completedLength)))
+        if parts.allSatisfy(\.isComplete), expectedLength != nil {
+            return actions + beginVerify()
         }
-        if segment.isComplete {
-            state = .verifying
-            return .verify
-        }
-        if receivedThisAttempt > 0 {
-            // A partial answer (or a short one that still moved us forward): ask for the rest.
-            failuresWithoutProgress = 0
-            return nextRequest()
-        }
-        return failure(HaulError(.lengthMismatch, "\(record.request.url): body ended before the announced length"),
-                       retryAfter: nil, jitter: jitter)
+        state = .downloading
+        return actions + openFirstConnection()
     }
 
-    /// The request or the body failed (connection refused, reset, timeout, short body).
-    public mutating func transferFailed(_ error: HaulError, jitter: Double) -> Action {
-        guard state == .requesting || state == .receiving else { return unexpected("failure") }
-        guard error.code.isTransient else { return fail(error) }
-        return failure(error, retryAfter: nil, jitter: jitter)
-    }
-
-    public mutating func retryTimerFired() -> Action {
-        guard state == .waitingToRetry else { return unexpected("retry timer") }
-        return nextRequest()
-    }
-
-    /// Pause, shutdown, cancel: stop now, keeping what is on disk. `status` is what the record
-    /// should say afterwards (paused for a pause, queued or running for a shutdown that should
-    /// resume by itself, removed for a cancel).
-    public mutating func stopRequested(status: DownloadStatus) -> Action {
-        record.status = status
-        state = .stopped
-        return .stop
-    }
-
-    /// The result of `.verify`.
-    public mutating func verified(_ error: HaulError?) -> Action {
-        guard state == .verifying else { return unexpected("verification") }
-        if let error {
-            // A wrong file is never kept as the basis of a resume.
-            record.resetEntity()
-            return fail(error)
-        }
-        record.status = .completed
-        state = .completed
-        return .complete
-    }
-
-    /// Writing or syncing the `.part` failed (disk full, permissions). Only `durableLength`
-    /// bytes are known to be on disk; the record keeps no more than that.
-    public mutating func diskFailed(_ error: HaulError, durableLength: Int64) -> Action {
-        segment.written = min(segment.written, durableLength)
-        return fail(error)
-    }
-
-    /// The final name was chosen (after the first response, from `Content-Disposition` or the URL).
+    /// The final name was chosen (after `.nameFile`).
     public mutating func setFileName(_ name: String) {
         record.fileName = name
     }
 
+    /// Pause, shutdown, remove: stop now, keeping what is on disk. `status` is what the record
+    /// says afterwards (paused, queued or running for a shutdown that resumes by itself, removed).
+    /// A verification runs to its end, except for a remove.
+    public mutating func stopRequested(status: DownloadStatus) -> [Action] {
+        switch state {
+        case .idle, .downloading:
+            stopStatus = status
+            return closeEverything() + finishStopIfClosed()
+        case .verifying:
+            guard status == .removed else {
+                stopStatus = stopStatus ?? status
+                return []
+            }
+            stopStatus = .removed
+            return [.cancelVerify]
+        case .publishing:
+            stopStatus = stopStatus ?? status
+            return []
+        case .completed, .failed, .stopped:
+            return []
+        }
+    }
+
+    /// Called with every chunk: true (once) when a tick is due, so one connection reports it.
+    public mutating func claimTick(now: Double) -> Bool {
+        guard now - lastTick >= settings.tickInterval else { return false }
+        lastTick = now
+        return true
+    }
+
+    /// Periodic: measures connection speeds and says when a checkpoint is due.
+    public mutating func tick(now: Double, elapsed: Double) -> [Action] {
+        guard state == .downloading else { return [] }
+        for (id, connection) in connections where connection.phase == .receiving {
+            var updated = connection
+            let rate = Double(connection.received - connection.bytesAtLastTick) / max(elapsed, 0.001)
+            updated.speed = connection.speed.map { $0 * 0.5 + rate * 0.5 } ?? rate
+            updated.bytesAtLastTick = connection.received
+            connections[id] = updated
+        }
+        guard now - lastCheckpoint >= settings.checkpointInterval, parts.contains(where: { $0.appended > $0.durable }) else {
+            return []
+        }
+        lastCheckpoint = now
+        return [.checkpoint(epoch: epoch)]
+    }
+
+    /// A checkpoint's fsync returned: `written` maps each part's start (remote offset) to the
+    /// file offset after the last byte the writer had put in the file for it before the fsync.
+    public mutating func synced(epoch syncedEpoch: Int, written: [Int64: Int64]) -> [Action] {
+        guard syncedEpoch == epoch else { return [] }
+        var changed = false
+        for index in parts.indices {
+            guard let end = written[parts[index].start] else { continue }
+            let durable = min(parts[index].appended, max(0, end - (parts[index].start - fileBase)))
+            if durable > parts[index].durable {
+                parts[index].durable = durable
+                changed = true
+            }
+        }
+        return changed ? [.persist] : []
+    }
+
+    /// The result of `.verify`.
+    public mutating func verified(_ error: HaulError?) -> [Action] {
+        guard state == .verifying else { return unexpected("verification") }
+        if let error {
+            if stopStatus == .removed {
+                return stopNow()
+            }
+            // A wrong file is never kept as the basis of a resume.
+            resetEntity()
+            return fail(error) + [.truncate(to: 0)]
+        }
+        state = .publishing
+        return [.publish(verifyTarget)]
+    }
+
+    /// The result of `.publish`.
+    public mutating func published(_ error: HaulError?) -> [Action] {
+        guard state == .publishing else { return unexpected("publish") }
+        if let error {
+            // Verified bytes stay in the `.part`; a rerun publishes them once the name is free.
+            return fail(error)
+        }
+        record.status = .completed
+        state = .completed
+        return [.persist, .finish]
+    }
+
+    /// Writing or syncing the `.part` failed (disk full, permissions): nothing more can be
+    /// written; the record keeps only durable bytes. `connection` is the one whose write failed
+    /// (this is its last report).
+    public mutating func diskFailed(_ error: HaulError, connection: ConnectionID? = nil) -> [Action] {
+        if let connection { connections[connection] = nil }
+        guard state == .downloading || state == .idle else { return [] }
+        return fail(error)
+    }
+
     // MARK: Helpers
 
-    private mutating func nextRequest() -> Action {
-        let remaining = segment.remaining
-        let wholeFile = remaining.start == 0 && remaining.end == nil
-        let plan = RequestPlan(
-            url: record.request.url,
-            range: wholeFile ? nil : remaining,
-            ifRange: segment.written > 0 ? record.validator?.ifRangeValue : nil,
-            headers: record.request.headers)
-        lastPlan = plan
-        state = .requesting
-        return .request(plan)
-    }
-
-    private mutating func failure(_ error: HaulError, retryAfter: Duration?, jitter: Double) -> Action {
-        lastFailure = error
-        if receivedThisAttempt > 0 { failuresWithoutProgress = 0 }
-        receivedThisAttempt = 0
-        failuresWithoutProgress += 1
-        let allowed = record.request.maxAttempts ?? policy.maxAttempts
-        guard failuresWithoutProgress < allowed else { return fail(error) }
-        state = .waitingToRetry
-        return .retry(after: policy.delay(afterFailures: failuresWithoutProgress, retryAfter: retryAfter, jitter: jitter))
-    }
-
-    private mutating func fail(_ error: HaulError) -> Action {
+    mutating func fail(_ error: HaulError) -> [Action] {
         record.status = .failed
         record.error = error
         state = .failed
-        return .fail(error)
+        return closeEverything() + [.persist, .finish]
     }
 
-    private mutating func learnTotal(_ total: Int64) {
-        record.totalLength = total
-        let lastByte = total - 1
-        if let end = segment.end { segment.end = min(end, lastByte) } else { segment.end = lastByte }
+    mutating func beginVerify() -> [Action] {
+        state = .verifying
+        verifyTarget = .part
+        lastCheckpoint = 0
+        return [.checkpoint(epoch: epoch), .verify(.part)]
     }
 
-    private mutating func unexpected(_ what: String) -> Action {
-        fail(HaulError(.internal, "unexpected \(what) in state \(state)"))
+    /// Forgets every byte and fact about the remote entity: it changed, or it cannot be resumed.
+    mutating func resetEntity() {
+        record.validator = nil
+        record.totalLength = nil
+        let range = record.request.range
+        parts = [Part(start: range?.start ?? 0, end: range?.end, appended: 0, durable: 0)]
+        rangesProven = false
+        epoch += 1
+    }
+
+    mutating func unexpected(_ what: String) -> [Action] {
+        assertionFailure("unexpected \(what) in state \(state)")
+        return fail(HaulError(.internal, "unexpected \(what) in state \(state)"))
     }
 }

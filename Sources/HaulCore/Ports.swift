@@ -78,16 +78,22 @@ public protocol HTTPTransport: Sendable {
     func send(_ plan: RequestPlan) async throws -> (ResponseHead, any ResponseBodyStream)
 }
 
-/// Takes body bytes to the `.part` file. `flush` and `sync` are the durability points: after
-/// `sync` returns, the bytes appended before it survive a crash, and only then may the store
-/// record them.
-public protocol ChunkWriter: AnyObject {
-    /// Queues a chunk for the file; writes happen in batches, overlapping with the network.
-    func append(_ chunk: any ByteChunk) async throws
-    /// Waits until every appended byte has been written to the file (not necessarily synced).
-    func flush() async throws
-    /// Flushes, then makes everything written durable (fsync).
-    func sync() async throws
-    /// Drops everything past `length` (queued bytes too) and positions the next write there.
+/// Takes body bytes to the `.part` file at explicit offsets, for several connections at once
+/// (DESIGN rule 2). Writes are queued per part and batched; `checkpoint` is the durability
+/// point: after it returns, the offsets it reports survive a crash, and only then may the store
+/// record them. Shared by the connections of one download, so it is `Sendable`.
+public protocol ChunkWriter: AnyObject, Sendable {
+    /// Queues `chunk` for file offset `offset` on behalf of the part that starts at remote
+    /// offset `part`. Each part's chunks come in order, back to back. Waits while too much is
+    /// queued for the part (backpressure reaches the socket).
+    func write(_ chunk: any ByteChunk, at offset: Int64, part: Int64) async throws
+    /// Writes everything queued, fsyncs the file once, and returns for each part the file offset
+    /// after its last byte now durable.
+    func checkpoint() async throws -> [Int64: Int64]
+    /// The file's bytes at `offset` (what was queued before included).
+    func read(at offset: Int64, count: Int) async throws -> [UInt8]
+    /// Drops everything queued and cuts the file to `length`.
     func truncate(to length: Int64) async throws
+    /// Waits for the writes in flight, then closes the file.
+    func close() async
 }

@@ -4,11 +4,14 @@ public struct Progress: Hashable, Codable, Sendable {
     /// Bytes the download will have, once known.
     public var total: Int64?
     public var bytesPerSecond: Double
+    /// Connections transferring right now.
+    public var connections: Int
 
-    public init(completed: Int64, total: Int64?, bytesPerSecond: Double) {
+    public init(completed: Int64, total: Int64?, bytesPerSecond: Double, connections: Int = 1) {
         self.completed = completed
         self.total = total
         self.bytesPerSecond = bytesPerSecond
+        self.connections = connections
     }
 
     /// 0...1, when the total is known.

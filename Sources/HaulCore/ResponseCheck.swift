@@ -30,28 +30,16 @@ public struct RequestPlan: Hashable, Sendable {
     }
 }
 
-/// How to take a response body: where it goes in the `.part` file and which of its bytes to keep.
-public struct BodyPlan: Hashable, Sendable {
-    /// Truncate the `.part` file to this length and append from here.
-    public var fileOffset: Int64
-    /// Bytes at the start of the body to drop (a 200 answer to a range request that starts past zero).
-    public var discard: Int64
-    /// Keep at most this many bytes after the discarded ones; nil keeps all.
-    public var limit: Int64?
-
-    public init(fileOffset: Int64, discard: Int64 = 0, limit: Int64? = nil) {
-        self.fileOffset = fileOffset
-        self.discard = discard
-        self.limit = limit
-    }
-}
-
-/// DESIGN rule 3 as a pure function: decide what a response means for the bytes already on disk.
+/// DESIGN rule 4 as a pure function: what a response means for the bytes already on disk.
 public enum ResponseCheck {
     public enum Verdict: Hashable, Sendable {
-        /// Take the body. `restarted` means the bytes already on disk are discarded.
-        case body(BodyPlan, total: Int64?, validator: EntityValidator?, restarted: Bool)
-        /// 416 with `*/N` equal to what is on disk: nothing left to fetch.
+        /// A 206 for exactly the bytes asked (or fewer at the end): take it. `total` and
+        /// `validator` are what the response says, falling back to what was known.
+        case partial(start: Int64, end: Int64, total: Int64?, validator: EntityValidator?)
+        /// A 200: the whole entity from byte 0, `length` bytes when announced. The bytes on disk
+        /// (if any) are not from this response and cannot be kept.
+        case whole(length: Int64?, validator: EntityValidator?)
+        /// 416 with `*/N` equal to where the part stands: nothing left to fetch.
         case alreadyComplete(total: Int64)
         /// The remote file is not the one the bytes on disk came from: start over.
         case entityChanged
@@ -61,12 +49,18 @@ public enum ResponseCheck {
     }
 
     /// - Parameters:
-    ///   - segment: the segment the request was for, as it stood when it was sent.
-    ///   - validator, total: what the record knew before this response.
+    ///   - next: the remote offset the part needs next (where a 416 says "complete").
+    ///   - partEnd: the part's last byte, when known.
+    ///   - resuming: the part already has bytes on disk.
+    ///   - requested: the user's `--range`, if any.
+    ///   - validator, total: what the download knew before this response.
     public static func evaluate(
         _ head: ResponseHead,
         asked plan: RequestPlan,
-        segment: Segment,
+        next: Int64,
+        partEnd: Int64?,
+        resuming: Bool,
+        requested: ByteRange?,
         validator: EntityValidator?,
         total: Int64?,
         nowSecondsSince1970: Int64
@@ -76,16 +70,10 @@ public enum ResponseCheck {
         switch head.status {
         case 200, 203:
             let length = head.headers["Content-Length"].flatMap(Int64.init)
-            // The whole entity, from byte 0: a resume the server did not honour starts over.
-            let restarted = segment.written > 0
-            let discard = segment.start
-            if let length, discard >= length {
-                return .fail(HaulError(.badResponse, "range \(segment.start)- is past the end of \(url) (\(length) bytes)"))
+            if let length, let start = requested?.start, start >= length {
+                return .fail(HaulError(.badResponse, "range \(start)- is past the end of \(url) (\(length) bytes)"))
             }
-            var limit: Int64? = nil
-            if let end = segment.end { limit = end - segment.start + 1 }
-            return .body(BodyPlan(fileOffset: 0, discard: discard, limit: limit),
-                         total: length, validator: responseValidator, restarted: restarted)
+            return .whole(length: length, validator: responseValidator)
 
         case 206:
             guard let header = head.headers["Content-Range"], let contentRange = ContentRange(parsing: header),
@@ -100,19 +88,18 @@ public enum ResponseCheck {
             let askedEnd = asked.end ?? Int64.max
             guard range.lowerBound == asked.start, range.upperBound <= askedEnd else {
                 return .retry(HaulError(.badResponse,
-                    "\(url) sent bytes \(range.lowerBound)-\(range.upperBound) when asked for \(asked); not appended"),
+                    "\(url) sent bytes \(range.lowerBound)-\(range.upperBound) when asked for \(asked); not written"),
                     retryAfter: nil)
             }
-            return .body(BodyPlan(fileOffset: segment.written, limit: range.upperBound - range.lowerBound + 1),
-                         total: contentRange.total ?? total, validator: responseValidator ?? validator, restarted: false)
+            return .partial(start: range.lowerBound, end: range.upperBound, total: contentRange.total ?? total,
+                            validator: responseValidator ?? validator)
 
         case 416:
             let entityLength = head.headers["Content-Range"].flatMap(ContentRange.init(parsing:))?.total
-            if let entityLength, entityLength == segment.nextOffset, segment.written > 0,
-               segment.end == nil || segment.end == entityLength - 1 {
+            if let entityLength, entityLength == next, resuming, partEnd == nil || partEnd == entityLength - 1 {
                 return .alreadyComplete(total: entityLength)
             }
-            if let entityLength, segment.written > 0, entityLength < segment.nextOffset {
+            if let entityLength, resuming, entityLength < next {
                 // Shorter than what we hold: the file changed.
                 return .entityChanged
             }

@@ -8,7 +8,7 @@ struct RecordRow {
         "id", "identity", "url", "directory", "requested_name", "range_start", "range_end", "checksum", "headers",
         "max_attempts", "priority", "status", "file_name", "final_url", "etag", "last_modified", "total_length",
         "segments", "completed_length", "error_code", "error_message", "error_http_status", "error_cause",
-        "created_at", "updated_at", "position",
+        "created_at", "updated_at", "position", "connections", "max_bytes_per_second",
     ]
 
     static let upsertSQL = upsertSQL(rows: 1)
@@ -53,6 +53,8 @@ struct RecordRow {
             .integer(SQLiteInt64(record.createdAt)),
             .integer(SQLiteInt64(Date().timeIntervalSince1970)),
             .integer(SQLiteInt64(record.position)),
+            .integer(SQLiteInt64(request.connections)),
+            Self.integer(request.maxBytesPerSecond),
         ]
     }
 
@@ -71,7 +73,9 @@ struct RecordRow {
         let request = try DownloadRequest(
             url: RemoteURL(url), destination: destination, range: range, checksum: checksum,
             headers: decodeHeaders(string("headers") ?? "[]"), maxAttempts: int("max_attempts").map(Int.init),
-            priority: Int(int("priority") ?? 0))
+            priority: Int(int("priority") ?? 0),
+            connections: min(max(1, Int(int("connections") ?? 1)), DownloadRequest.maxConnections),
+            maxBytesPerSecond: int("max_bytes_per_second").flatMap { $0 > 0 ? $0 : nil })
         var record = DownloadRecord(id: DownloadID(rawValue: id), request: request, createdAt: int("created_at") ?? 0)
         record.status = status
         record.position = int("position") ?? 0

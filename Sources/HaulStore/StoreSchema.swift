@@ -46,6 +46,11 @@ enum StoreSchema {
             "CREATE INDEX downloads_queue ON downloads (status, priority DESC, position)",
             "CREATE INDEX downloads_order ON downloads (priority DESC, position)",
         ],
+        [
+            // One file over several connections, and a per-download rate limit.
+            "ALTER TABLE downloads ADD COLUMN connections INTEGER NOT NULL DEFAULT 1",
+            "ALTER TABLE downloads ADD COLUMN max_bytes_per_second INTEGER",
+        ],
     ]
 
     /// Two processes may open a new database at once: the version is read inside the write

@@ -1,171 +1,324 @@
 import HaulCore
 import Testing
 
+/// The machine driven by plain values: every decision about a download, without a socket.
 @Suite struct DownloadStateMachineTests {
+    typealias Machine = DownloadStateMachine
     let url = try! RemoteURL("http://h/file")
+    let noFiles = Machine.LocalFiles(partSize: nil, published: false)
 
-    func machine(range: ByteRange? = nil, maxAttempts: Int = 3) throws -> DownloadStateMachine {
-        let request = try DownloadRequest(url: url, destination: .directory("/tmp"), range: range)
-        return DownloadStateMachine(record: DownloadRecord(id: DownloadID(rawValue: "1"), request: request, createdAt: 0),
-                                    policy: RetryPolicy(maxAttempts: maxAttempts, baseDelay: .seconds(1)))
+    func machine(range: ByteRange? = nil, maxAttempts: Int = 3, connections: Int = 1, minimumSegment: Int64 = 100,
+                 record: DownloadRecord? = nil) throws -> Machine {
+        let request = try DownloadRequest(url: url, destination: .directory("/tmp"), range: range, connections: connections)
+        var record = record ?? DownloadRecord(id: DownloadID(rawValue: "1"), request: request, createdAt: 0)
+        record.fileName = "file"
+        return Machine(record: record, settings: .init(
+            retry: RetryPolicy(maxAttempts: maxAttempts, baseDelay: .seconds(1)), minimumSegment: minimumSegment,
+            minimumSteal: 10, checkpointInterval: 1, overlap: 50, maxConnectionBackoff: .seconds(60), tickInterval: 0.25))
     }
 
     func head(_ status: Int, _ headers: HTTPHeaderList) -> ResponseHead {
         ResponseHead(status: status, headers: headers, url: "http://h/file")
     }
 
+    func partial(_ start: Int64, _ end: Int64, of total: Int64, etag: String? = "\"a\"") -> ResponseHead {
+        var headers: HTTPHeaderList = ["Content-Range": "bytes \(start)-\(end)/\(total)"]
+        if let etag { headers.add(name: "ETag", value: etag) }
+        return head(206, headers)
+    }
+
+    /// Feeds `count` bytes to a connection in chunks of `chunk`; returns what the machine accepted.
+    @discardableResult
+    func feed(_ machine: inout Machine, _ connection: Int, _ count: Int, chunk: Int = 10) -> [Machine.Accepted] {
+        var accepted: [Machine.Accepted] = []
+        var left = count
+        while left > 0 {
+            let size = min(chunk, left)
+            let answer = machine.received(connection, count: size)
+            accepted.append(answer)
+            left -= size
+            if answer.partComplete { break }
+        }
+        return accepted
+    }
+
+    func requests(_ actions: [Machine.Action]) -> [Int: RequestPlan] {
+        var plans: [Int: RequestPlan] = [:]
+        for action in actions { if case .request(let id, let plan) = action { plans[id] = plan } }
+        return plans
+    }
+
+    // MARK: One connection
+
     @Test func happyPath() throws {
         var machine = try machine()
-        #expect(machine.start() == .request(RequestPlan(url: url, range: nil, ifRange: nil, headers: [:])))
-        let action = machine.responseReceived(head(200, ["Content-Length": "100", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
-        #expect(action == .receive(BodyPlan(fileOffset: 0)))
-        machine.bytesWritten(100)
-        #expect(machine.bodyEnded(jitter: 0) == .verify)
-        #expect(machine.verified(nil) == .complete)
+        let start = machine.start(noFiles, now: 0)
+        #expect(start == [.persist, .notify(.started(offset: 0)), .request(0, RequestPlan(url: url, range: nil, ifRange: nil, headers: [:]))])
+        let actions = machine.responseReceived(0, head(200, ["Content-Length": "100", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
+        #expect(actions == [.persist, .truncate(to: 0), .receive(0)])
+        let accepted = feed(&machine, 0, 100)
+        #expect(accepted.map(\.writeOffset) == Array(stride(from: 0, to: 100, by: 10)))
+        #expect(accepted.last?.partComplete == true)
+        #expect(machine.bodyEnded(0, jitter: 0) == [.checkpoint(epoch: machine.epoch), .verify(.part)])
+        #expect(machine.verified(nil) == [.publish(.part)])
+        #expect(machine.published(nil) == [.persist, .finish])
         #expect(machine.record.status == .completed)
         #expect(machine.record.totalLength == 100)
         #expect(machine.record.validator?.etag == "\"a\"")
     }
 
+    @Test func onlyDurableBytesArePersisted() throws {
+        var machine = try machine()
+        _ = machine.start(noFiles, now: 0)
+        _ = machine.responseReceived(0, head(200, ["Content-Length": "100", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
+        feed(&machine, 0, 60)
+        #expect(machine.completedLength == 60)
+        #expect(machine.persistentRecord.completedLength == 0)
+        #expect(machine.tick(now: 0.5, elapsed: 0.5) == [])
+        #expect(machine.tick(now: 1.5, elapsed: 1) == [.checkpoint(epoch: machine.epoch)])
+        // The writer had 40 of the 60 bytes in the file when it synced.
+        #expect(machine.synced(epoch: machine.epoch, written: [0: 40]) == [.persist])
+        #expect(machine.persistentRecord.segments == [Segment(start: 0, end: 99, written: 40)])
+        // A checkpoint from before a start-over is ignored.
+        #expect(machine.synced(epoch: 7, written: [0: 60]) == [])
+    }
+
     @Test func dropResumesWithRangeAndIfRange() throws {
         var machine = try machine()
-        _ = machine.start()
-        _ = machine.responseReceived(head(200, ["Content-Length": "100", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
-        machine.bytesWritten(40)
-        #expect(machine.transferFailed(HaulError(.network, "reset"), jitter: 0) == .retry(after: .milliseconds(500)))
-        let next = machine.retryTimerFired()
-        #expect(next == .request(RequestPlan(url: url, range: ByteRange(start: 40, end: 99), ifRange: "\"a\"", headers: [:])))
-        let resumed = machine.responseReceived(head(206, ["Content-Range": "bytes 40-99/100", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
-        #expect(resumed == .receive(BodyPlan(fileOffset: 40, limit: 60)))
+        _ = machine.start(noFiles, now: 0)
+        _ = machine.responseReceived(0, head(200, ["Content-Length": "100", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
+        feed(&machine, 0, 40)
+        let failed = machine.transferFailed(0, HaulError(.network, "reset"), jitter: 0)
+        #expect(failed == [.notify(.retrying(attempt: 1, delay: .milliseconds(500), error: HaulError(.network, "reset"))),
+                           .schedule(.retry(0), after: .milliseconds(500))])
+        #expect(machine.timerFired(.retry(0)) == [.request(0, RequestPlan(url: url, range: ByteRange(start: 40, end: 99), ifRange: "\"a\"", headers: [:]))])
+        #expect(machine.responseReceived(0, partial(40, 99, of: 100), nowSecondsSince1970: 0, jitter: 0) == [.persist, .receive(0)])
+        #expect(feed(&machine, 0, 10).first?.writeOffset == 40)
     }
 
     @Test func progressResetsTheAttemptCount() throws {
         var machine = try machine(maxAttempts: 2)
-        _ = machine.start()
-        _ = machine.responseReceived(head(200, ["Content-Length": "1000"]), nowSecondsSince1970: 0, jitter: 0)
+        _ = machine.start(noFiles, now: 0)
+        _ = machine.responseReceived(0, head(200, ["Content-Length": "1000", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
         for step in 1...8 {
-            machine.bytesWritten(100)
-            guard case .retry = machine.transferFailed(HaulError(.network, "reset"), jitter: 0) else {
+            feed(&machine, 0, 100)
+            guard machine.transferFailed(0, HaulError(.network, "reset"), jitter: 0).contains(.schedule(.retry(0), after: .milliseconds(500))) else {
                 Issue.record("gave up after \(step) drops that each made progress"); return
             }
-            _ = machine.retryTimerFired()
+            _ = machine.timerFired(.retry(0))
             let offset = Int64(step * 100)
-            let action = machine.responseReceived(head(206, ["Content-Range": "bytes \(offset)-999/1000"]), nowSecondsSince1970: 0, jitter: 0)
-            #expect(action == .receive(BodyPlan(fileOffset: offset, limit: 1000 - offset)))
+            #expect(machine.responseReceived(0, head(206, ["Content-Range": "bytes \(offset)-999/1000"]), nowSecondsSince1970: 0, jitter: 0)
+                .contains(.receive(0)))
         }
     }
 
     @Test func givesUpAfterAttemptsWithoutProgress() throws {
         var machine = try machine(maxAttempts: 3)
-        _ = machine.start()
-        #expect(machine.transferFailed(HaulError(.network, "refused"), jitter: 0) == .retry(after: .milliseconds(500)))
-        _ = machine.retryTimerFired()
-        #expect(machine.transferFailed(HaulError(.network, "refused"), jitter: 0) == .retry(after: .seconds(1)))
-        _ = machine.retryTimerFired()
-        #expect(machine.transferFailed(HaulError(.network, "refused"), jitter: 0) == .fail(HaulError(.network, "refused")))
+        _ = machine.start(noFiles, now: 0)
+        _ = machine.transferFailed(0, HaulError(.network, "refused"), jitter: 0)
+        _ = machine.timerFired(.retry(0))
+        _ = machine.transferFailed(0, HaulError(.network, "refused"), jitter: 0)
+        _ = machine.timerFired(.retry(0))
+        #expect(machine.transferFailed(0, HaulError(.network, "refused"), jitter: 0).suffix(2) == [.persist, .finish])
         #expect(machine.record.status == .failed)
         #expect(machine.record.error?.code == .network)
     }
 
-    @Test func permanentErrorsAreNotRetried() throws {
-        var machine = try machine()
-        _ = machine.start()
-        #expect(machine.transferFailed(HaulError(.tooManyRedirects, "loop"), jitter: 0) == .fail(HaulError(.tooManyRedirects, "loop")))
+    // MARK: A changed file is never glued or cut
+
+    /// The bug: a longer new file answered with 200 to `If-Range` was cut to the old length.
+    @Test func longerEntityAfterARestartKeepsItsNewLength() throws {
+        var old = try machine()
+        _ = old.start(noFiles, now: 0)
+        _ = old.responseReceived(0, head(200, ["Content-Length": "1000", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
+        feed(&old, 0, 400)
+        _ = old.synced(epoch: old.epoch, written: [0: 400])
+        // kill -9, the file on the server replaced by a longer one, the same command again:
+        var machine = try machine(record: old.persistentRecord)
+        let start = machine.start(Machine.LocalFiles(partSize: 400, published: false), now: 0)
+        #expect(requests(start)[0] == RequestPlan(url: url, range: ByteRange(start: 400, end: 999), ifRange: "\"a\"", headers: [:]))
+        let actions = machine.responseReceived(0, head(200, ["Content-Length": "2000", "ETag": "\"b\""]), nowSecondsSince1970: 0, jitter: 0)
+        #expect(actions.contains(.truncate(to: 0)))
+        #expect(actions.contains(.notify(.restarted(reason: "the server sent the whole file; starting over"))))
+        let accepted = feed(&machine, 0, 2000, chunk: 100)
+        #expect(accepted.reduce(0) { $0 + $1.keep } == 2000)
+        #expect(machine.bodyEnded(0, jitter: 0).contains(.verify(.part)))
+        #expect(machine.expectedLength == 2000)
+        #expect(machine.record.totalLength == 2000)
     }
 
-    @Test func changedEntityStartsOverWithoutIfRange() throws {
-        var machine = try machine()
-        _ = machine.start()
-        _ = machine.responseReceived(head(200, ["Content-Length": "100", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
-        machine.bytesWritten(40)
-        _ = machine.transferFailed(HaulError(.network, "reset"), jitter: 0)
-        _ = machine.retryTimerFired()
-        let action = machine.responseReceived(head(206, ["Content-Range": "bytes 40-99/100", "ETag": "\"b\""]), nowSecondsSince1970: 0, jitter: 0)
-        #expect(action == .retry(after: .zero))
-        #expect(machine.record.completedLength == 0)
-        #expect(machine.record.validator == nil)
-        #expect(machine.retryTimerFired() == .request(RequestPlan(url: url, range: nil, ifRange: nil, headers: [:])))
+    @Test func withoutValidatorAResumeComparesAnOverlap() throws {
+        var old = try machine()
+        _ = old.start(noFiles, now: 0)
+        _ = old.responseReceived(0, head(200, ["Content-Length": "1000"]), nowSecondsSince1970: 0, jitter: 0)
+        feed(&old, 0, 400)
+        _ = old.synced(epoch: old.epoch, written: [0: 400])
+        var machine = try machine(record: old.persistentRecord)
+        let start = machine.start(Machine.LocalFiles(partSize: 400, published: false), now: 0)
+        // 50 bytes (the overlap setting) before the resume point, no If-Range.
+        #expect(requests(start)[0] == RequestPlan(url: url, range: ByteRange(start: 350, end: 999), ifRange: nil, headers: [:]))
+        _ = machine.responseReceived(0, head(206, ["Content-Range": "bytes 350-999/1000"]), nowSecondsSince1970: 0, jitter: 0)
+        let first = machine.received(0, count: 80)
+        #expect(first == Machine.Accepted(skip: 0, compare: 50, compareOffset: 350, keep: 30, writeOffset: 400, part: 0, partComplete: false))
+        let mismatch = machine.overlapMismatch(0)
+        #expect(mismatch.contains(.notify(.restarted(reason: "the file on the server is not the one the .part came from; starting over"))))
+        #expect(mismatch.contains(.truncate(to: 0)))
+        #expect(requests(mismatch)[1]?.range == nil)
+        #expect(machine.persistentRecord.completedLength == 0)
     }
 
-    @Test func alreadyCompleteGoesStraightToVerify() throws {
-        var machine = try machine()
-        _ = machine.start()
-        _ = machine.responseReceived(head(200, ["Content-Length": "100"]), nowSecondsSince1970: 0, jitter: 0)
-        machine.bytesWritten(100)
-        _ = machine.transferFailed(HaulError(.network, "reset just before the end"), jitter: 0)
-        // The record says all 100 bytes are there: a new run verifies without a request.
-        var rerun = DownloadStateMachine(record: machine.record, policy: machine.policy)
-        #expect(rerun.start() == .verify)
+    @Test func partShorterThanItsCheckpointStartsOver() throws {
+        var record = try machine().record
+        record.segments = [Segment(start: 0, end: 999, written: 500)]
+        record.totalLength = 1000
+        var machine = try machine(record: record)
+        let start = machine.start(Machine.LocalFiles(partSize: 100, published: false), now: 0)
+        #expect(start.contains(.notify(.restarted(reason: "the .part file is shorter than its checkpoint; starting over"))))
+        #expect(requests(start)[0]?.range == nil)
     }
 
-    @Test func fourSixteenAtTheLocalLengthCompletes() throws {
-        var machine = try machine()
-        _ = machine.start()
-        _ = machine.responseReceived(head(200, [:]), nowSecondsSince1970: 0, jitter: 0)
-        machine.bytesWritten(100)
-        _ = machine.transferFailed(HaulError(.network, "reset"), jitter: 0)
-        #expect(machine.retryTimerFired() == .request(RequestPlan(url: url, range: ByteRange(start: 100), ifRange: nil, headers: [:])))
-        #expect(machine.responseReceived(head(416, ["Content-Range": "bytes */100"]), nowSecondsSince1970: 0, jitter: 0) == .verify)
-        #expect(machine.record.expectedLength == 100)
+    @Test func aPublishACrashInterruptedIsVerifiedWhereItIs() throws {
+        var record = try machine().record
+        record.segments = [Segment(start: 0, end: 999, written: 1000)]
+        record.totalLength = 1000
+        var machine = try machine(record: record)
+        #expect(machine.start(Machine.LocalFiles(partSize: nil, published: true), now: 0).last == .verify(.published))
+        #expect(machine.verified(nil) == [.publish(.published)])
     }
 
-    @Test func chunkedBodyLearnsItsLengthAtTheEnd() throws {
-        var machine = try machine()
-        _ = machine.start()
-        #expect(machine.responseReceived(head(200, ["Transfer-Encoding": "chunked"]), nowSecondsSince1970: 0, jitter: 0)
-                == .receive(BodyPlan(fileOffset: 0)))
-        machine.bytesWritten(1234)
-        #expect(machine.bodyEnded(jitter: 0) == .verify)
-        #expect(machine.record.totalLength == 1234)
+    // MARK: Several connections
+
+    @Test func theFirstRangeAnswerOpensTheOtherConnections() throws {
+        var machine = try machine(connections: 4)
+        let start = machine.start(noFiles, now: 0)
+        // With several connections the first request asks for a range: only a 206 proves support.
+        #expect(requests(start)[0]?.range == ByteRange(start: 0))
+        let actions = machine.responseReceived(0, partial(0, 999, of: 1000), nowSecondsSince1970: 0, jitter: 0)
+        let plans = requests(actions)
+        #expect(plans.mapValues(\.range) == [1: ByteRange(start: 250, end: 499), 2: ByteRange(start: 500, end: 749),
+                                             3: ByteRange(start: 750, end: 999)])
+        #expect(plans.values.allSatisfy { $0.ifRange == "\"a\"" })
+        #expect(actions.contains(.receive(0)))
+        #expect(machine.owners == [0: 0, 250: 1, 500: 2, 750: 3])
+        // The first connection's body runs on past its new end: the machine stops it there.
+        let accepted = feed(&machine, 0, 400, chunk: 100)
+        #expect(accepted.map(\.keep) == [100, 100, 50])
+        #expect(accepted.last?.partComplete == true)
     }
 
-    @Test func shortBodyIsNeverSuccess() throws {
-        var machine = try machine(maxAttempts: 1)
-        _ = machine.start()
-        _ = machine.responseReceived(head(200, ["Content-Length": "100"]), nowSecondsSince1970: 0, jitter: 0)
-        machine.bytesWritten(60)
-        // The body "ended" at 60 of 100: ask for the rest rather than verify.
-        #expect(machine.bodyEnded(jitter: 0) == .request(RequestPlan(url: url, range: ByteRange(start: 60, end: 99), ifRange: nil, headers: [:])))
-        // And a rest that brings nothing fails instead of completing.
-        _ = machine.responseReceived(head(206, ["Content-Range": "bytes 60-99/100"]), nowSecondsSince1970: 0, jitter: 0)
-        guard case .fail(let error) = machine.bodyEnded(jitter: 0) else { Issue.record("short body passed"); return }
-        #expect(error.code == .lengthMismatch)
+    @Test func aFileTooSmallToSplitUsesFewerConnections() throws {
+        var machine = try machine(connections: 8, minimumSegment: 400)
+        _ = machine.start(noFiles, now: 0)
+        let actions = machine.responseReceived(0, partial(0, 999, of: 1000), nowSecondsSince1970: 0, jitter: 0)
+        #expect(requests(actions).count == 1)  // 1000 bytes, 400 at least each: two parts
+        #expect(machine.activeConnections == 2)
     }
 
-    @Test func partialRangeIsClampedToTheFile() throws {
-        var machine = try machine(range: ByteRange(start: 10, end: 500))
-        #expect(machine.start() == .request(RequestPlan(url: url, range: ByteRange(start: 10, end: 500), ifRange: nil, headers: [:])))
-        let action = machine.responseReceived(head(206, ["Content-Range": "bytes 10-99/100"]), nowSecondsSince1970: 0, jitter: 0)
-        #expect(action == .receive(BodyPlan(fileOffset: 0, limit: 90)))
-        #expect(machine.record.expectedLength == 90)
+    @Test func aServerThatIgnoresRangesGetsOneConnection() throws {
+        var machine = try machine(connections: 4)
+        _ = machine.start(noFiles, now: 0)
+        let actions = machine.responseReceived(0, head(200, ["Content-Length": "1000"]), nowSecondsSince1970: 0, jitter: 0)
+        #expect(requests(actions).isEmpty)
+        #expect(feed(&machine, 0, 1000, chunk: 100).reduce(0) { $0 + $1.keep } == 1000)
     }
 
-    @Test func verificationFailureForgetsTheBytes() throws {
-        var machine = try machine()
-        _ = machine.start()
-        _ = machine.responseReceived(head(200, ["Content-Length": "10"]), nowSecondsSince1970: 0, jitter: 0)
-        machine.bytesWritten(10)
-        _ = machine.bodyEnded(jitter: 0)
-        let error = HaulError(.checksumMismatch, "bad")
-        #expect(machine.verified(error) == .fail(error))
-        #expect(machine.record.completedLength == 0)
+    @Test func anIdleConnectionStealsHalfOfTheLargestPart() throws {
+        var machine = try machine(connections: 2)
+        _ = machine.start(noFiles, now: 0)
+        _ = machine.responseReceived(0, partial(0, 999, of: 1000), nowSecondsSince1970: 0, jitter: 0)
+        _ = machine.responseReceived(1, partial(500, 999, of: 1000), nowSecondsSince1970: 0, jitter: 0)
+        feed(&machine, 0, 500, chunk: 100)  // connection 0 is done with 0-499
+        feed(&machine, 1, 100, chunk: 100)  // connection 1 is at 600
+        let actions = machine.bodyEnded(0, jitter: 0)
+        // Speeds unknown: half of the 400 left each.
+        #expect(requests(actions)[0]?.range == ByteRange(start: 800, end: 999))
+        #expect(actions.first == .persist)  // the split is stored with the shortened part
+        let rest = feed(&machine, 1, 400, chunk: 100)
+        #expect(rest.map(\.keep) == [100, 100])
+        #expect(rest.last?.partComplete == true)
     }
 
-    @Test func stopKeepsTheRequestedStatus() throws {
-        var machine = try machine()
-        _ = machine.start()
-        #expect(machine.stopRequested(status: .paused) == .stop)
+    @Test func aSlowConnectionIsLeftOnlyWhatItCanFinishInTime() throws {
+        var machine = try machine(connections: 2)
+        _ = machine.start(noFiles, now: 0)
+        _ = machine.responseReceived(0, partial(0, 9999, of: 10000), nowSecondsSince1970: 0, jitter: 0)
+        _ = machine.responseReceived(1, partial(5000, 9999, of: 10000), nowSecondsSince1970: 0, jitter: 0)
+        feed(&machine, 0, 4000, chunk: 100)
+        feed(&machine, 1, 100, chunk: 100)
+        _ = machine.tick(now: 1, elapsed: 1)  // 0 runs at 4000 B/s, 1 at 100 B/s
+        feed(&machine, 0, 1000, chunk: 100)
+        let actions = machine.bodyEnded(0, jitter: 0)
+        // 4900 left at 5100-9999: the fast one takes 40/41 of it.
+        #expect(requests(actions)[0]?.range == ByteRange(start: 5219, end: 9999))
+    }
+
+    @Test func aRefusedExtraConnectionIsNotAnError() throws {
+        var machine = try machine(connections: 3)
+        _ = machine.start(noFiles, now: 0)
+        _ = machine.responseReceived(0, partial(0, 899, of: 900), nowSecondsSince1970: 0, jitter: 0)
+        _ = machine.responseReceived(1, partial(300, 599, of: 900), nowSecondsSince1970: 0, jitter: 0)
+        let refused = machine.responseReceived(2, head(503, ["Retry-After": "5"]), nowSecondsSince1970: 0, jitter: 0)
+        #expect(refused.contains(.close(2)))
+        #expect(refused.contains(.schedule(.moreConnections, after: .seconds(5))))
+        #expect(requests(refused).isEmpty)
+        #expect(machine.record.status == .running)
+        // The refused part waits for whoever finishes first.
+        feed(&machine, 1, 300, chunk: 100)
+        #expect(requests(machine.bodyEnded(1, jitter: 0))[1]?.range == ByteRange(start: 600, end: 899))
+        // After Retry-After, one more try; refused again, the wait doubles instead of hammering.
+        _ = machine.timerFired(.moreConnections)
+        let again = machine.responseReceived(3, head(503, [:]), nowSecondsSince1970: 0, jitter: 0)
+        guard let delay = again.compactMap({ if case .schedule(.moreConnections, let after) = $0 { after } else { nil } }).first else {
+            Issue.record("no later try scheduled: \(again)"); return
+        }
+        #expect(delay == .seconds(4))
+    }
+
+    @Test func aWholeAnswerOnAnExtraConnectionIsNeverWritten() throws {
+        var machine = try machine(connections: 2)
+        _ = machine.start(noFiles, now: 0)
+        _ = machine.responseReceived(0, partial(0, 999, of: 1000), nowSecondsSince1970: 0, jitter: 0)
+        let actions = machine.responseReceived(1, head(200, ["Content-Length": "1000", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
+        #expect(!actions.contains(.receive(1)))
+        #expect(machine.received(1, count: 100) == Machine.Accepted(skip: 0, compare: 0, compareOffset: 0, keep: 0, writeOffset: 0, part: 0, partComplete: true))
+    }
+
+    @Test func aValidatorThatDiffersBetweenConnectionsStartsOver() throws {
+        var machine = try machine(connections: 2)
+        _ = machine.start(noFiles, now: 0)
+        _ = machine.responseReceived(0, partial(0, 999, of: 1000), nowSecondsSince1970: 0, jitter: 0)
+        feed(&machine, 0, 100)
+        let changed = machine.responseReceived(1, partial(500, 999, of: 1000, etag: "\"b\""), nowSecondsSince1970: 0, jitter: 0)
+        #expect(changed.contains(.close(0)))
+        #expect(!changed.contains(.truncate(to: 0)))  // not while connection 0 may still write
+        #expect(machine.persistentRecord.totalLength == nil)
+        let restart = machine.transferFailed(0, HaulError(.interrupted, "closed"), jitter: 0)
+        #expect(restart.prefix(2) == [.persist, .truncate(to: 0)])
+        #expect(requests(restart)[2]?.range == ByteRange(start: 0))
+    }
+
+    // MARK: Stopping
+
+    @Test func aStopClosesEveryConnectionThenCheckpoints() throws {
+        var machine = try machine(connections: 2)
+        _ = machine.start(noFiles, now: 0)
+        _ = machine.responseReceived(0, partial(0, 999, of: 1000), nowSecondsSince1970: 0, jitter: 0)
+        feed(&machine, 0, 100)
+        #expect(machine.stopRequested(status: .paused) == [.close(0), .close(1)])
+        #expect(machine.transferFailed(0, HaulError(.interrupted, "closed"), jitter: 0) == [])
+        #expect(machine.transferFailed(1, HaulError(.interrupted, "closed"), jitter: 0) == [.checkpoint(epoch: 0), .persist, .finish])
         #expect(machine.record.status == .paused)
-        #expect(machine.state == .stopped)
     }
 
-    @Test func diskFailureKeepsOnlyDurableBytes() throws {
+    @Test func aPauseWaitsForVerificationButARemoveInterruptsIt() throws {
         var machine = try machine()
-        _ = machine.start()
-        _ = machine.responseReceived(head(200, ["Content-Length": "100"]), nowSecondsSince1970: 0, jitter: 0)
-        machine.bytesWritten(80)
-        let error = HaulError(.diskFull, "full")
-        #expect(machine.diskFailed(error, durableLength: 30) == .fail(error))
-        #expect(machine.record.completedLength == 30)
+        _ = machine.start(noFiles, now: 0)
+        _ = machine.responseReceived(0, head(200, ["Content-Length": "100"]), nowSecondsSince1970: 0, jitter: 0)
+        feed(&machine, 0, 100)
+        _ = machine.bodyEnded(0, jitter: 0)
+        #expect(machine.stopRequested(status: .paused) == [])
+        #expect(machine.stopRequested(status: .removed) == [.cancelVerify])
+        #expect(machine.verified(HaulError(.interrupted, "stopped")) == [.checkpoint(epoch: machine.epoch), .persist, .finish])
+        #expect(machine.record.status == .removed)
     }
 }

@@ -12,31 +12,36 @@ import Testing
         RequestPlan(url: url, range: range, ifRange: nil, headers: [:])
     }
 
-    func evaluate(_ head: ResponseHead, segment: Segment, validator: EntityValidator? = nil, total: Int64? = nil) -> ResponseCheck.Verdict {
+    func evaluate(_ head: ResponseHead, segment: Segment, validator: EntityValidator? = nil, total: Int64? = nil,
+                  requested: ByteRange? = nil) -> ResponseCheck.Verdict {
         let asked = segment.nextOffset == 0 && segment.end == nil ? nil : segment.remaining
-        return ResponseCheck.evaluate(head, asked: plan(asked), segment: segment, validator: validator, total: total,
-                                      nowSecondsSince1970: 0)
+        return ResponseCheck.evaluate(head, asked: plan(asked), next: segment.nextOffset, partEnd: segment.end,
+                                      resuming: segment.written > 0,
+                                      requested: requested, validator: validator, total: total, nowSecondsSince1970: 0)
     }
 
     @Test func freshFullBody() {
         let verdict = evaluate(head(200, ["Content-Length": "1000", "ETag": "\"v1\""]), segment: Segment(start: 0))
-        #expect(verdict == .body(BodyPlan(fileOffset: 0), total: 1000, validator: EntityValidator(etag: "\"v1\""), restarted: false))
+        #expect(verdict == .whole(length: 1000, validator: EntityValidator(etag: "\"v1\"")))
     }
 
-    @Test func resumeAppendsAtTheOffset() {
+    @Test func resumeTakesTheRangeAsked() {
         let verdict = evaluate(head(206, ["Content-Range": "bytes 400-999/1000", "ETag": "\"v1\""]),
                                segment: Segment(start: 0, end: 999, written: 400), validator: EntityValidator(etag: "\"v1\""), total: 1000)
-        #expect(verdict == .body(BodyPlan(fileOffset: 400, limit: 600), total: 1000, validator: EntityValidator(etag: "\"v1\""), restarted: false))
+        #expect(verdict == .partial(start: 400, end: 999, total: 1000, validator: EntityValidator(etag: "\"v1\"")))
     }
 
-    @Test func twoHundredToARangeRequestStartsOver() {
-        let verdict = evaluate(head(200, ["Content-Length": "1000"]), segment: Segment(start: 0, end: 999, written: 400), total: 1000)
-        #expect(verdict == .body(BodyPlan(fileOffset: 0, limit: 1000), total: 1000, validator: nil, restarted: true))
+    @Test func twoHundredToARangeRequestIsTheWholeNewEntity() {
+        // The length is the one this response announces, never the one remembered from before.
+        let verdict = evaluate(head(200, ["Content-Length": "2000"]), segment: Segment(start: 0, end: 999, written: 400), total: 1000)
+        #expect(verdict == .whole(length: 2000, validator: nil))
     }
 
-    @Test func twoHundredToAPartialDownloadDiscardsTheHead() {
-        let verdict = evaluate(head(200, ["Content-Length": "1000"]), segment: Segment(start: 100, end: 199))
-        #expect(verdict == .body(BodyPlan(fileOffset: 0, discard: 100, limit: 100), total: 1000, validator: nil, restarted: false))
+    @Test func twoHundredPastTheRequestedRangeFails() {
+        let verdict = evaluate(head(200, ["Content-Length": "100"]), segment: Segment(start: 100, end: 199),
+                               requested: ByteRange(start: 100, end: 199))
+        guard case .fail(let error) = verdict else { Issue.record("got \(verdict)"); return }
+        #expect(error.code == .badResponse)
     }
 
     @Test func mismatchedContentRangeIsNeverAppended() {

@@ -1,0 +1,35 @@
+import HaulCore
+import NIOConcurrencyHelpers
+
+/// Asks a running download to stop, from outside its task: a message, not a cancellation
+/// (DESIGN rule 3). The status is what the record says afterwards: paused (a pause), running
+/// (a shutdown: the next start resumes it) or removed. The first request wins, except that a
+/// remove overrides a pause or shutdown still in progress (it may interrupt a verification).
+final class StopSignal: Sendable {
+    private struct State {
+        var status: DownloadStatus?
+        var deliver: (@Sendable (DownloadStatus) -> Void)?
+    }
+
+    private let state = NIOLockedValueBox(State())
+
+    var requested: DownloadStatus? { state.withLockedValue { $0.status } }
+
+    func request(_ status: DownloadStatus) {
+        let deliver: (@Sendable (DownloadStatus) -> Void)? = state.withLockedValue { state in
+            guard state.status == nil || (status == .removed && state.status != .removed) else { return nil }
+            state.status = status
+            return state.deliver
+        }
+        deliver?(status)
+    }
+
+    /// Where the runner wants the message; a request made before it attached is delivered now.
+    func attach(_ deliver: @escaping @Sendable (DownloadStatus) -> Void) {
+        let pending: DownloadStatus? = state.withLockedValue { state in
+            state.deliver = deliver
+            return state.status
+        }
+        if let pending { deliver(pending) }
+    }
+}
