@@ -378,9 +378,9 @@ public struct DownloadStateMachine: Sendable {
             if stopStatus == .removed {
                 return stopNow()
             }
-            // A wrong file is never kept as the basis of a resume.
+            // A wrong file is never kept as the basis of a resume: stored as empty, then cut.
             resetEntity()
-            return fail(error) + [.truncate(to: 0)]
+            return [.persist, .truncate(to: 0)] + fail(error)
         }
         state = .publishing
         return [.publish(verifyTarget)]
@@ -413,7 +413,8 @@ public struct DownloadStateMachine: Sendable {
         record.status = .failed
         record.error = error
         state = .failed
-        return closeEverything() + [.persist, .finish]
+        // What is on disk is kept for a later retry: checkpoint it.
+        return closeEverything() + [.checkpoint(epoch: epoch), .persist, .finish]
     }
 
     mutating func beginVerify() -> [Action] {
