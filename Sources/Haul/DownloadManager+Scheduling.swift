@@ -61,7 +61,7 @@ extension DownloadManager {
         do {
             guard let stored = try await store.record(id), stored.status != .removed else { return nil }
             record = stored
-            runner.limiters.first?.setRate(stored.request.maxBytesPerSecond.map { ByteRate(bytesPerSecond: $0) })
+            runner.limiters.first?.setRate(stored.request.maxBytesPerSecond.flatMap(ByteRate.limit))
         } catch {
             hub.publish(DownloadEvent(id: id, kind: .failed(error as? HaulError ?? HaulError(.store, "\(error)"))))
             return nil

@@ -29,7 +29,7 @@ public actor DownloadManager {
         public var http: AsyncHTTPTransport.Configuration
         /// No segment smaller than this is split off for another connection (`-k`).
         public var minimumSegmentSize: Int64
-        /// Bytes per second for everything this manager downloads; nil for no limit.
+        /// Bytes per second for everything this manager downloads; nil (or under 1) for no limit.
         public var maxBytesPerSecond: Int64?
         /// Retries, restarts and why, refused connections, failed checkpoints. Silent by default.
         public var logger: Logger
@@ -135,7 +135,7 @@ public actor DownloadManager {
         self.clock = clock
         self.names = FileNameClaims(store: store)
         self.maxConcurrent = max(1, configuration.maxConcurrentDownloads)
-        self.globalLimiter = RateLimiter(rate: configuration.maxBytesPerSecond.map { ByteRate(bytesPerSecond: $0) }, clock: clock)
+        self.globalLimiter = RateLimiter(rate: configuration.maxBytesPerSecond.flatMap(ByteRate.limit), clock: clock)
         self.ownedTransport = ownedTransport
         self.ownedStore = ownedStore
     }
@@ -292,9 +292,10 @@ public actor DownloadManager {
         signalIdleIfNeeded()
     }
 
-    /// Changes the whole manager's rate limit, at once for running downloads too.
+    /// Changes the whole manager's rate limit, at once for running downloads too. Nil, or a
+    /// rate under one byte per second (aria2's 0), means no limit.
     public func setMaxBytesPerSecond(_ rate: Int64?) {
-        globalLimiter.setRate(rate.map { ByteRate(bytesPerSecond: $0) })
+        globalLimiter.setRate(rate.flatMap(ByteRate.limit))
     }
 
     /// Changes one download's rate limit, stored and, if it runs, applied at once.
@@ -303,7 +304,7 @@ public actor DownloadManager {
             var record = try await existing(id)
             if let rate, rate <= 0 { throw HaulError(.usage, "a download's rate limit must be positive (got \(rate))") }
             record.request.maxBytesPerSecond = rate
-            active[id]?.limiter.setRate(rate.map { ByteRate(bytesPerSecond: $0) })
+            active[id]?.limiter.setRate(rate.flatMap(ByteRate.limit))
             try await store.save(record)
         }
     }

@@ -3,6 +3,11 @@
 public struct ByteRate: Hashable, Codable, Sendable, CustomStringConvertible {
     public var bytesPerSecond: Int64
 
+    /// A limit of `bytesPerSecond`, or nil (no limit) for anything under one byte per second.
+    public static func limit(_ bytesPerSecond: Int64) -> ByteRate? {
+        bytesPerSecond > 0 ? ByteRate(bytesPerSecond: bytesPerSecond) : nil
+    }
+
     public init(bytesPerSecond: Int64) {
         precondition(bytesPerSecond > 0, "a ByteRate must be positive; use nil for no limit")
         self.bytesPerSecond = bytesPerSecond

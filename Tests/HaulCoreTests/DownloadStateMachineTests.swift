@@ -2,7 +2,7 @@ import HaulCore
 import Testing
 
 /// The machine driven by plain values: every decision about a download, without a socket.
-@Suite struct DownloadStateMachineTests {
+@Suite(.timeLimit(.minutes(2))) struct DownloadStateMachineTests {
     typealias Machine = DownloadStateMachine
     let url = try! RemoteURL("http://h/file")
     let noFiles = Machine.LocalFiles(partSize: nil, published: false)

@@ -1,7 +1,7 @@
 import HaulCore
 import Testing
 
-@Suite struct FileNameTests {
+@Suite(.timeLimit(.minutes(2))) struct FileNameTests {
     @Test(arguments: [
         ("../../x", "x"),
         ("/etc/passwd", "passwd"),

@@ -1,7 +1,7 @@
 import HaulCore
 import Testing
 
-@Suite struct ParsingTests {
+@Suite(.timeLimit(.minutes(2))) struct ParsingTests {
     @Test func byteRanges() {
         #expect(ByteRange(parsing: "0-99") == ByteRange(start: 0, end: 99))
         #expect(ByteRange(parsing: "bytes=100-") == ByteRange(start: 100))

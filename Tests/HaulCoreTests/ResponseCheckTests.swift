@@ -1,7 +1,7 @@
 import HaulCore
 import Testing
 
-@Suite struct ResponseCheckTests {
+@Suite(.timeLimit(.minutes(2))) struct ResponseCheckTests {
     let url = try! RemoteURL("http://h/file")
 
     func head(_ status: Int, _ headers: HTTPHeaderList = [:]) -> ResponseHead {

@@ -4,7 +4,7 @@ import HaulTesting
 import Testing
 
 /// What a user sees: exit codes, one-line errors, progress modes, lists of URLs.
-@Suite struct CommandLineTests {
+@Suite(.timeLimit(.minutes(2))) struct CommandLineTests {
     let payload = Payload(seed: 5, length: 300_000)
 
     @Test func downloadsAndThenSaysAlreadyComplete() async throws {

@@ -4,7 +4,7 @@ import HaulTesting
 import Testing
 
 /// `kill -9` and Ctrl-C against the real binary: progress survives, bytes are identical.
-@Suite(.serialized) struct CrashResumeTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct CrashResumeTests {
     let payload = Payload(seed: 2024, length: 3_000_000)
 
     func start(_ world: World, _ extra: [String] = []) throws -> HaulProcess {
@@ -55,6 +55,41 @@ import Testing
         #expect(starts.dropFirst().allSatisfy { $0 > 0 }, "every restart resumed: \(starts)")
         #expect(starts == starts.sorted(), "never went backwards: \(starts)")
         #expect(world.sha256(of: world.directory + "/big.bin") == payload.sha256)
+        try await world.close()
+    }
+
+    /// `kill -9` during `-x 8`, five times: every part resumes at its own checkpoint, and the
+    /// file is byte-exact.
+    @Test func fiveKillsDuringEightConnections() async throws {
+        let world = try await World.make()
+        let big = Payload(seed: 88, length: 6_000_000)
+        world.server.setRoute("/big.bin", Route(payload: big, throttle: 150_000))
+        let arguments = ["get", world.server.url("/big.bin"), "--quiet", "--checkpoint-interval", "0.05", "-x", "8", "-k", "256K"]
+        var checkpoint: Int64 = 0
+        for round in 0..<5 {
+            let before = world.server.requests(to: "/big.bin").count
+            let stored = try await world.storedRecord()
+            let run = try HaulProcess(arguments, home: world.home, workingDirectory: world.directory)
+            _ = try await world.waitForCheckpoint(beyond: checkpoint)
+            run.signal(SIGKILL)
+            _ = await run.wait()
+            if round > 0, let stored {
+                // Every part that had bytes was asked for again from exactly its checkpoint.
+                let starts = Set(world.server.requests(to: "/big.bin").dropFirst(before).map(\.rangeStart))
+                for segment in stored.segments where segment.written > 0 && !segment.isComplete {
+                    #expect(starts.contains(segment.start + segment.written),
+                            "part \(segment) not resumed at its checkpoint; asked \(starts.sorted())")
+                }
+                #expect(!starts.contains(0), "round \(round) started a part from scratch: \(starts.sorted())")
+            }
+            checkpoint = try await world.storedRecord()?.completedLength ?? checkpoint
+        }
+        #expect(try await world.storedRecord()?.segments.count ?? 0 > 1)
+        world.server.setRoute("/big.bin", Route(payload: big))
+        let last = try await HaulProcess.run(["get", world.server.url("/big.bin"), "--quiet", "-x", "8"], in: world)
+        #expect(last.status == 0, "\(last.stderr)")
+        #expect(world.sha256(of: world.directory + "/big.bin") == big.sha256)
+        #expect(world.files() == ["big.bin"])
         try await world.close()
     }
 

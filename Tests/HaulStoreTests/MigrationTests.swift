@@ -4,7 +4,7 @@ import HaulStore
 import Testing
 
 /// Databases written by earlier versions open, and keep their queue order.
-@Suite struct MigrationTests {
+@Suite(.timeLimit(.minutes(2))) struct MigrationTests {
     @Test func versionOneDatabaseGainsPositionsInInsertionOrder() async throws {
         let path = NSTemporaryDirectory() + "haul-v1-\(UUID().uuidString).sqlite"
         defer { try? FileManager.default.removeItem(atPath: path) }

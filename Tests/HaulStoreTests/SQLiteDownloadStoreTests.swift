@@ -3,7 +3,7 @@ import HaulCore
 import HaulStore
 import Testing
 
-@Suite struct SQLiteDownloadStoreTests {
+@Suite(.timeLimit(.minutes(2))) struct SQLiteDownloadStoreTests {
     let directory: String = {
         let path = NSTemporaryDirectory() + "haul-store-\(UUID().uuidString)"
         try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
@@ -94,7 +94,7 @@ import Testing
     }
 }
 
-@Suite struct ConcurrentOpenTests {
+@Suite(.timeLimit(.minutes(2))) struct ConcurrentOpenTests {
     @Test func manyConnectionsCreatingTheSameDatabaseAtOnce() async throws {
         let path = NSTemporaryDirectory() + "haul-open-\(UUID().uuidString).sqlite"
         let stores = try await withThrowingTaskGroup(of: SQLiteDownloadStore.self) { group in

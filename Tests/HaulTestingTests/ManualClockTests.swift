@@ -1,7 +1,7 @@
 import HaulTesting
 import Testing
 
-@Suite struct ManualClockTests {
+@Suite(.timeLimit(.minutes(2))) struct ManualClockTests {
     @Test func sleepersWakeOnlyWhenTheClockReachesTheirDeadline() async throws {
         let clock = ManualClock()
         let task = Task { try await clock.sleep(for: .seconds(5)) }

@@ -2,7 +2,7 @@ import Foundation
 import HaulTesting
 import Testing
 
-@Suite struct PayloadTests {
+@Suite(.timeLimit(.minutes(2))) struct PayloadTests {
     @Test func bytesAreDeterministicAndMatchByteAt() {
         let payload = Payload(seed: 42, length: 10_000)
         #expect(payload.bytes(0..<10_000) == Payload(seed: 42, length: 10_000).bytes(0..<10_000))

@@ -20,7 +20,7 @@ private func withServer(
     try await server.shutdown()
 }
 
-@Suite struct TestServerTests {
+@Suite(.timeLimit(.minutes(2))) struct TestServerTests {
     let payload = Payload(seed: 7, length: 1_000)
 
     @Test func servesTheWholePayloadWith200() async throws {

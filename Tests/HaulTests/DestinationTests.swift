@@ -5,7 +5,7 @@ import HaulTesting
 import Testing
 
 /// Names, paths and bad destinations: nothing is ever written outside the destination directory.
-@Suite struct DestinationTests {
+@Suite(.timeLimit(.minutes(2))) struct DestinationTests {
     let payload = Payload(seed: 3, length: 50_000)
 
     @Test(arguments: [

@@ -6,7 +6,7 @@ import Testing
 
 /// HTTPS end to end: a TLS server with a certificate made for the test, trusted through the
 /// transport's `additionalTrustRoots`, and a resume across a dropped TLS connection.
-@Suite struct HTTPSTests {
+@Suite(.timeLimit(.minutes(2))) struct HTTPSTests {
     @Test func resumesOverTLS() async throws {
         let payload = Payload(seed: 443, length: 700_000)
         let tls = try TLSFiles.makeSelfSigned()

@@ -23,7 +23,9 @@ final class Harness: Sendable {
         readTimeout: Duration = .seconds(10),
         connectTimeout: Duration = .seconds(5),
         clock: (any HaulClock)? = nil,
-        tls: TLSFiles? = nil
+        tls: TLSFiles? = nil,
+        checkpointInterval: Duration = .milliseconds(20),
+        minimumSegmentSize: Int64 = 1 << 20
     ) async throws -> Harness {
         let root = NSTemporaryDirectory() + "haul-test-\(UUID().uuidString)"
         let directory = root + "/downloads"
@@ -34,10 +36,11 @@ final class Harness: Sendable {
         let store = try await SQLiteDownloadStore.open(path: stateDirectory + "/haul.sqlite")
         let configuration = DownloadManager.Configuration(
             stateDirectory: stateDirectory, maxConcurrentDownloads: maxConcurrent,
-            checkpointInterval: .milliseconds(20), progressInterval: .milliseconds(20),
+            checkpointInterval: checkpointInterval, progressInterval: .milliseconds(20),
             retry: RetryPolicy(maxAttempts: maxAttempts, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50)),
             http: .init(connectTimeout: connectTimeout, readTimeout: readTimeout,
-                        additionalTrustRoots: tls.map { [$0.certificatePath] } ?? []))
+                        additionalTrustRoots: tls.map { [$0.certificatePath] } ?? []),
+            minimumSegmentSize: minimumSegmentSize)
         let transport = AsyncHTTPTransport(configuration: configuration.http)
         let manager = DownloadManager(configuration: configuration, store: store, transport: transport,
                                       clock: clock ?? ClockAdapter(ContinuousClock()))
@@ -70,11 +73,11 @@ final class Harness: Sendable {
     }
 
     func request(_ path: String, output: String? = nil, range: ByteRange? = nil, checksum: Checksum? = nil,
-                 directory: String? = nil, priority: Int = 0) throws -> DownloadRequest {
+                 directory: String? = nil, priority: Int = 0, connections: Int = 1) throws -> DownloadRequest {
         let destination: DownloadRequest.Destination = output.map { .file((directory ?? self.directory) + "/" + $0) }
             ?? .directory(directory ?? self.directory)
         return try DownloadRequest(url: RemoteURL(server.url(path)), destination: destination, range: range, checksum: checksum,
-                                   priority: priority)
+                                   priority: priority, connections: connections)
     }
 
     struct Outcome {
@@ -122,10 +125,12 @@ final class Harness: Sendable {
 func withHarness(
     maxConcurrent: Int = 3, maxAttempts: Int = 5, readTimeout: Duration = .seconds(10),
     connectTimeout: Duration = .seconds(5), clock: (any HaulClock)? = nil, tls: TLSFiles? = nil,
+    checkpointInterval: Duration = .milliseconds(20), minimumSegmentSize: Int64 = 1 << 20,
     _ body: (Harness) async throws -> Void
 ) async throws {
     let harness = try await Harness.make(maxConcurrent: maxConcurrent, maxAttempts: maxAttempts, readTimeout: readTimeout,
-                                         connectTimeout: connectTimeout, clock: clock, tls: tls)
+                                         connectTimeout: connectTimeout, clock: clock, tls: tls,
+                                         checkpointInterval: checkpointInterval, minimumSegmentSize: minimumSegmentSize)
     do {
         try await body(harness)
     } catch {

@@ -6,7 +6,7 @@ import Testing
 
 /// The manager's promises: pause/resume/cancel, partial ranges, checksums, concurrency,
 /// never downloading a finished file twice.
-@Suite struct ManagerTests {
+@Suite(.timeLimit(.minutes(2))) struct ManagerTests {
     let payload = Payload(seed: 11, length: 600_000)
 
     @Test func pauseKeepsBytesAndResumeContinuesWithRange() async throws {

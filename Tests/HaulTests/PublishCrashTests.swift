@@ -12,7 +12,7 @@ import Testing
 /// A `kill -9` can land between the moment the verified `.part` gets its final name and the
 /// moment the store says `completed`. The restarted process must finish the job from what is on
 /// disk, without downloading the file again and without failing on its own final file.
-@Suite struct PublishCrashTests {
+@Suite(.timeLimit(.minutes(2))) struct PublishCrashTests {
     enum Moment: String, CaseIterable, Sendable {
         /// Verified and checkpointed, not yet published: only `NAME.part` exists.
         case beforePublish

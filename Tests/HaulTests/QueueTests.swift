@@ -6,7 +6,7 @@ import HaulTesting
 import Testing
 
 /// The queue operations the daemon needs: batches, order, moves, pause/resume all, the summary.
-@Suite struct QueueTests {
+@Suite(.timeLimit(.minutes(2))) struct QueueTests {
     let payload = Payload(seed: 31, length: 400_000)
 
     @Test func batchAddSavesAllDeduplicatesAndKeepsOrder() async throws {
@@ -103,7 +103,7 @@ import Testing
 }
 
 /// Calls that race each other through the actor's awaits.
-@Suite struct QueueRaceTests {
+@Suite(.timeLimit(.minutes(2))) struct QueueRaceTests {
     let payload = Payload(seed: 32, length: 300_000)
 
     @Test func concurrentResumesStartOneTransfer() async throws {

@@ -5,7 +5,7 @@ import HaulTesting
 import Testing
 
 /// DESIGN rule 3 against a server that misbehaves on the wire.
-@Suite struct ResumeTests {
+@Suite(.timeLimit(.minutes(2))) struct ResumeTests {
     let payload = Payload(seed: 42, length: 1_000_000)
 
     @Test func repeatedDropsResumeWithRangeUntilComplete() async throws {

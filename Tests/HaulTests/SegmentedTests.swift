@@ -1,0 +1,127 @@
+import Foundation
+import Haul
+import HaulCore
+import HaulTesting
+import Testing
+
+/// One file over several connections, against the test server's faults: every test checks the
+/// bytes on disk and what the server saw.
+@Suite(.timeLimit(.minutes(2))) struct SegmentedTests {
+    let payload = Payload(seed: 21, length: 4_000_000)
+
+    @Test func fourConnectionsShareTheFile() async throws {
+        try await withHarness(minimumSegmentSize: 512 << 10) { harness in
+            harness.server.setRoute("/file", Route(payload: payload, throttle: 2_000_000))
+            let outcome = try await harness.download(harness.request("/file", connections: 4))
+            #expect(outcome.final.isCompleted)
+            #expect(payload.mismatch(inFileAt: harness.directory + "/file") == nil)
+            let responses = harness.server.responses(to: "/file")
+            #expect(responses.allSatisfy { $0.status == 206 }, "\(responses)")
+            #expect(harness.server.peakConcurrentResponses(to: "/file") == 4)
+            // The first request proves range support with bytes=0-; the others ask for their parts.
+            #expect(harness.server.requests(to: "/file").first?.range == "bytes=0-")
+            #expect(Set(harness.server.requests(to: "/file").dropFirst().compactMap(\.range))
+                .isSuperset(of: ["bytes=1000000-1999999", "bytes=2000000-2999999", "bytes=3000000-3999999"]))
+        }
+    }
+
+    @Test func aServerThatIgnoresRangesGetsOneConnection() async throws {
+        try await withHarness { harness in
+            harness.server.setRoute("/file", Route(payload: payload, acceptsRanges: false))
+            let outcome = try await harness.download(harness.request("/file", connections: 8))
+            #expect(outcome.final.isCompleted)
+            #expect(payload.mismatch(inFileAt: harness.directory + "/file") == nil)
+            #expect(harness.server.requests(to: "/file").count == 1)
+        }
+    }
+
+    @Test func refusedConnectionsAreNotAnErrorAndNotHammered() async throws {
+        try await withHarness { harness in
+            // At most two at once; the rest get 503 with Retry-After: 1.
+            harness.server.setRoute("/file", Route(payload: payload, throttle: 4_000_000,
+                                                   connectionCap: ConnectionCap(limit: 2, retryAfter: "1")))
+            let outcome = try await harness.download(harness.request("/file", connections: 8))
+            #expect(outcome.final.isCompleted, "\(outcome.events.suffix(3))")
+            #expect(payload.mismatch(inFileAt: harness.directory + "/file") == nil)
+            let refused = harness.server.responses(to: "/file").filter(\.refused)
+            #expect(!refused.isEmpty)
+            // The first answer opens 7 more at once; 5 are refused. After that, one try per
+            // Retry-After at most: a 2 s download cannot see more than a handful.
+            #expect(refused.count <= 12, "\(refused.count) refused requests")
+            #expect(harness.server.peakConcurrentResponses(to: "/file") <= 2)
+        }
+    }
+
+    @Test func aSlowConnectionDoesNotHoldTheFileBack() async throws {
+        try await withHarness(minimumSegmentSize: 256 << 10) { harness in
+            // Every third connection is sixteen times slower than the others.
+            harness.server.setRoute("/file", Route(payload: payload, connectionThrottles: [4 << 20, 4 << 20, 256 << 10]))
+            let outcome = try await harness.download(harness.request("/file", connections: 3))
+            #expect(outcome.final.isCompleted)
+            #expect(payload.mismatch(inFileAt: harness.directory + "/file") == nil)
+            let byConnection = Dictionary(grouping: harness.server.responses(to: "/file"), by: \.connection)
+                .mapValues { $0.reduce(0) { $0 + $1.bodyBytesSent } }
+            let slowest = try #require(byConnection.values.min())
+            // Its planned third was stolen from: it sent well under its share.
+            #expect(slowest < payload.length / 3, "\(byConnection)")
+        }
+    }
+
+    @Test func aWholeAnswerToOneRangeRequestIsNotWritten() async throws {
+        try await withHarness { harness in
+            // The third request (a range) gets a 200 with the whole file.
+            harness.server.setRoute("/file", Route(payload: payload, throttle: 4_000_000, script: [.none, .none, .ignoreRange]))
+            let outcome = try await harness.download(harness.request("/file", connections: 4))
+            #expect(outcome.final.isCompleted)
+            #expect(payload.mismatch(inFileAt: harness.directory + "/file") == nil)
+            #expect(harness.server.responses(to: "/file").contains { $0.status == 200 })
+        }
+    }
+
+    @Test func anEntityThatChangesMidwayRestartsOnTheNewOne() async throws {
+        try await withHarness { harness in
+            let newer = Payload(seed: 22, length: 5_000_000)
+            // From the third request on, the server has a new, longer file.
+            harness.server.setRoute("/file", Route(payload: payload, throttle: 4_000_000,
+                                                   script: [.none, .none, .switchEntity(newer, etag: "\"v2\"")]))
+            let outcome = try await harness.download(harness.request("/file", connections: 4))
+            #expect(outcome.final.isCompleted)
+            #expect(outcome.restarted)
+            #expect(newer.mismatch(inFileAt: harness.directory + "/file") == nil)
+            #expect(outcome.record.totalLength == 5_000_000)
+        }
+    }
+
+    @Test func aPauseStoresTheBytesEvenWithoutPeriodicCheckpoints() async throws {
+        try await withHarness(checkpointInterval: .seconds(3600)) { harness in
+            harness.server.setRoute("/file", Route(payload: payload, throttle: 1_000_000))
+            let events = harness.manager.events()
+            let record = try await harness.manager.add(harness.request("/file", connections: 2))
+            await harness.waitForProgress(of: record.id, beyond: 300_000, in: events)
+            try await harness.manager.pause(record.id)
+            let stored = try #require(try await harness.store.record(record.id))
+            #expect(stored.status == .paused)
+            // Only the stop's own checkpoint can have stored these bytes.
+            #expect(stored.completedLength > 300_000)
+            for segment in stored.segments where segment.written > 0 {
+                let range = segment.start...(segment.start + segment.written - 1)
+                #expect(fileBytes(harness.directory + "/file.part", range) == payload.bytes(range.lowerBound..<(range.upperBound + 1)))
+            }
+            // Resumed, every part continues where it stopped.
+            let resumed = harness.manager.events()
+            try await harness.manager.resume(record.id)
+            let outcome = try await harness.waitForEnd(of: record.id, in: resumed)
+            #expect(outcome.final.isCompleted)
+            #expect(payload.mismatch(inFileAt: harness.directory + "/file") == nil)
+        }
+    }
+}
+
+/// The bytes of a file at `range`, read with positional reads (a sparse `.part` has holes elsewhere).
+func fileBytes(_ path: String, _ range: ClosedRange<Int64>) -> [UInt8]? {
+    guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+    defer { try? handle.close() }
+    guard (try? handle.seek(toOffset: UInt64(range.lowerBound))) != nil,
+          let data = try? handle.read(upToCount: Int(range.upperBound - range.lowerBound + 1)) else { return nil }
+    return [UInt8](data)
+}
