@@ -37,6 +37,34 @@ struct NginxTests {
         try await world.server.shutdown()
         await nginx.stop()
     }
+
+    /// The file is replaced by a longer one between two runs: nginx answers the `If-Range`
+    /// resume with 200 and the whole new file, which must be kept whole.
+    @Test func aLongerFileAfterKillNineIsFetchedWhole() async throws {
+        let payload = Payload(seed: 78, length: 2_500_000)
+        let longer = Payload(seed: 79, length: 4_000_000)
+        let nginx = try await Nginx.start(payload: payload, name: "real.bin", rateLimit: "600k")
+        let url = "http://127.0.0.1:\(nginx.port)/real.bin"
+        let world = World(server: try await TestServer.start(), directory: nginx.downloads, home: nginx.root + "/home")
+
+        let first = try HaulProcess(["get", url, "--quiet", "--checkpoint-interval", "0.05"], home: world.home, workingDirectory: world.directory)
+        _ = try await world.waitForCheckpoint(beyond: 0)
+        first.signal(SIGKILL)
+        _ = await first.wait()
+        // A new version of the file, put in place as a deploy would: write aside, rename over.
+        let served = nginx.root + "/www/real.bin"
+        try Data(longer.bytes(0..<longer.length)).write(to: URL(fileURLWithPath: served + ".new"))
+        _ = rename(served + ".new", served)
+
+        let second = try await HaulProcess.run(["get", url, "--quiet"], in: world)
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(longer.mismatch(inFileAt: world.directory + "/real.bin") == nil)
+        let log = try String(contentsOfFile: nginx.accessLog, encoding: .utf8).split(separator: "\n")
+        #expect(log.last?.hasPrefix("200 ") == true, "nginx sent the new file whole: \(log)")
+
+        try await world.server.shutdown()
+        await nginx.stop()
+    }
 }
 
 /// nginx started by hand with its own configuration under a temporary prefix.
