@@ -107,3 +107,11 @@ let package = Package(
         ),
     ]
 )
+
+// A standalone fault-injecting test server for benchmarks (serves a generated payload at /file).
+package.targets.append(
+    .executableTarget(
+        name: "haul-test-server",
+        dependencies: ["HaulTesting", .product(name: "NIO", package: "swift-nio")]
+    )
+)

@@ -55,6 +55,8 @@ enum RunInput: Sendable {
     case tick
     case stop(DownloadStatus)
     case verified(HaulError?)
+    /// A periodic checkpoint's fsync returned (or failed).
+    case synced(epoch: Int, Result<[Int64: Int64], HaulError>)
 }
 
 /// The mutable part of one run; lives in the run's task only.
@@ -70,6 +72,9 @@ final class RunSession {
     var tasks: [ConnectionID: Task<Void, Never>] = [:]
     var timers: [DownloadStateMachine.Timer: Task<Void, Never>] = [:]
     var verifyTask: Task<Void, Never>?
+    /// A periodic checkpoint runs beside the loop, so a slow fsync never delays a stop or the
+    /// opening of connections.
+    var checkpointTask: Task<Void, Never>?
     var bodies: [ConnectionID: any ResponseBodyStream] = [:]
     var writer: (any ChunkWriter)?
     var speed = SpeedMeter()
@@ -91,6 +96,16 @@ final class RunSession {
     func run() async -> DownloadRecord {
         let post = self.post
         runner.stop.attach { status in post.yield(.stop(status)) }
+        // Speeds, progress and checkpoint decisions, also while every connection waits. Real
+        // time, not the injected clock: a test's manual clock counts only the machine's timers.
+        let interval = Duration.milliseconds(Int64(max(runner.settings.tickInterval, 0.001) * 1000))
+        let ticker = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                post.yield(.tick)
+            }
+        }
+        defer { ticker.cancel() }
         let local = DownloadRunner.localFiles(record)
         let now = runner.clock.seconds()
         await execute(machine.withLockedValue { $0.start(local, now: now) })
@@ -106,6 +121,7 @@ final class RunSession {
         verifyTask?.cancel()
         for task in tasks.values { await task.value }
         await verifyTask?.value
+        await checkpointTask?.value
         bodies = [:]
         await writer?.close()
         post.finish()
@@ -145,14 +161,28 @@ final class RunSession {
             let now = runner.clock.seconds()
             let elapsed = now - lastTick
             lastTick = now
-            let (actions, completed, total, connections) = machine.withLockedValue { machine in
+            let (actions, completed, total, connections, downloading) = machine.withLockedValue { machine in
                 (machine.tick(now: now, elapsed: elapsed), machine.completedLength, machine.expectedLength,
-                 machine.activeConnections)
+                 machine.activeConnections, machine.state == .downloading)
             }
+            guard downloading else { return actions }
             speed.record(bytes: completed, at: now)
             runner.emit(DownloadEvent(id: id, kind: .progress(Progress(
                 completed: completed, total: total, bytesPerSecond: speed.bytesPerSecond, connections: connections))))
-            return actions
+            return actions.filter { action in
+                guard case .checkpoint(let epoch) = action else { return true }
+                startBackgroundCheckpoint(epoch: epoch)
+                return false
+            }
+        case .synced(let epoch, let result):
+            checkpointTask = nil
+            switch result {
+            case .success(let written):
+                return machine.withLockedValue { $0.synced(epoch: epoch, written: written) }
+            case .failure(let error):
+                runner.logger.error("checkpoint failed", metadata: ["id": "\(id)", "error": "\(error)"])
+                return machine.withLockedValue { $0.diskFailed(error) }
+            }
         case .stop(let status):
             return machine.withLockedValue { $0.stopRequested(status: status) }
         case .verified(let error):
@@ -248,15 +278,11 @@ final class RunSession {
             post.yield(.diskFailed(connection, diskError(error)))
             return
         }
-        let (machine, post, clock, limiters, url) = (machine, post, runner.clock, limiters, record.request.url.absoluteString)
+        let (machine, post, limiters, url) = (machine, post, limiters, record.request.url.absoluteString)
         tasks[connection] = Task {
             do {
                 while let chunk = try await body.next() {
-                    let now = clock.seconds()
-                    let (accepted, tickDue) = machine.withLockedValue { machine in
-                        (machine.received(connection, count: chunk.count), machine.claimTick(now: now))
-                    }
-                    if tickDue { post.yield(.tick) }
+                    let accepted = machine.withLockedValue { $0.received(connection, count: chunk.count) }
                     var cursor = accepted.skip
                     if accepted.compare > 0 {
                         let disk = try await writer.read(at: accepted.compareOffset, count: accepted.compare)
@@ -337,6 +363,18 @@ final class RunSession {
         } catch {
             runner.logger.error("checkpoint failed", metadata: ["id": "\(id)", "error": "\(error)"])
             await execute(machine.withLockedValue { $0.diskFailed(diskError(error)) })
+        }
+    }
+
+    func startBackgroundCheckpoint(epoch: Int) {
+        guard checkpointTask == nil, let writer = try? openWriter() else { return }
+        let post = self.post
+        checkpointTask = Task {
+            do {
+                post.yield(.synced(epoch: epoch, .success(try await writer.checkpoint())))
+            } catch {
+                post.yield(.synced(epoch: epoch, .failure((error as? HaulError) ?? HaulError(.fileSystem, "\(error)"))))
+            }
         }
     }
 

@@ -20,7 +20,22 @@ struct AddCommand: AsyncParsableCommand {
     @Option(name: .shortAndLong, help: "Read URLs from this file, one per line ('-' for stdin).")
     var inputFile: String?
 
+    @Option(name: [.customShort("x"), .customLong("connections")],
+            help: ArgumentHelp("Connections per file (1 to 64; default: the daemon's, 'haul serve -x').", valueName: "N"))
+    var connections: Int?
+
+    @Option(name: .customLong("limit-rate"),
+            help: ArgumentHelp("At most RATE bytes per second for each of these downloads (K, M, G suffixes).", valueName: "RATE"))
+    var limitRate: String?
+
     @OptionGroup var daemon: DaemonOptions
+
+    func validate() throws {
+        if let connections, !(1...DownloadRequest.maxConnections).contains(connections) {
+            throw ValidationError("-x must be between 1 and \(DownloadRequest.maxConnections) (got \(connections))")
+        }
+        if let limitRate { _ = try GetCommand.rate(limitRate) }
+    }
 
     /// URLs per request, and bytes of URLs per request: well under the daemon's 1 MiB body
     /// limit even with long signed URLs.
@@ -35,6 +50,7 @@ struct AddCommand: AsyncParsableCommand {
         // list doesn't leave the first 8,000 queued and the rest not.
         for text in texts { _ = try RemoteURL(text) }
         let directory = directory.map(HaulHome.absolute)
+        let rate = try limitRate.map { try GetCommand.rate($0) }
         let client = try daemon.client()
         var start = 0
         while start < texts.count {
@@ -44,7 +60,9 @@ struct AddCommand: AsyncParsableCommand {
                 bytes += texts[end].utf8.count + 64
                 end += 1
             }
-            let adds = texts[start..<end].map { AddRequest(url: $0, directory: directory, priority: priority) }
+            let adds = texts[start..<end].map {
+                AddRequest(url: $0, directory: directory, priority: priority, connections: connections, maxBytesPerSecond: rate)
+            }
             let added: [DownloadView] = try await client.send(.POST, "/downloads", body: adds)
             for download in added { print(download.id) }
             start = end
@@ -60,7 +78,7 @@ struct ListCommand: AsyncParsableCommand {
     @Option(help: "Only this status: queued, running, paused, completed, failed or removed.")
     var status: String?
 
-    @Flag(help: "Print a JSON array (id, url, status, completedLength, totalLength, path, error, ...).")
+    @Flag(help: "Print a JSON array (id, url, status, completedLength, totalLength, path, error, connections, ...).")
     var json = false
 
     @OptionGroup var daemon: DaemonOptions
@@ -166,6 +184,8 @@ enum DownloadLine {
         }
         if download.status == "running" {
             parts.append(ByteFormatting.speed(download.speed))
+            // Live connections: "x3" of -x 4 while one is still being opened.
+            parts.append("x\(download.connections)")
             if let total = download.totalLength, download.speed > 0 {
                 parts.append("ETA " + ByteFormatting.duration(Double(total - download.completedLength) / download.speed))
             }

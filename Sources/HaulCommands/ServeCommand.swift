@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HaulCore
 import HaulServer
+import Logging
 
 /// `haul serve`: the daemon in the foreground (run it under systemd, tmux or `nohup ... &`).
 struct ServeCommand: AsyncParsableCommand {
@@ -28,6 +29,17 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: [.customShort("j"), .customLong("jobs")], help: "Downloads running at once (changeable through the API).")
     var jobs = 3
 
+    @Option(name: [.customShort("x"), .customLong("connections")],
+            help: ArgumentHelp("Connections per file for new downloads that do not say (1 to 64; changeable through the API).", valueName: "N"))
+    var connections = 1
+
+    @Option(name: .customLong("limit-rate"),
+            help: ArgumentHelp("At most RATE bytes per second for all downloads together (K, M, G suffixes; changeable through the API).", valueName: "RATE"))
+    var limitRate: String?
+
+    @Flag(name: .shortAndLong, help: "Log at debug level on stderr (failed connections, ...), not only at info.")
+    var verbose = false
+
     @Option(help: "The API token (default: $HAUL_SECRET, else a fresh random one). Required off loopback.")
     var secret: String?
 
@@ -36,14 +48,23 @@ struct ServeCommand: AsyncParsableCommand {
 
     func validate() throws {
         if jobs < 1 { throw ValidationError("-j must be at least 1") }
+        if !(1...DownloadRequest.maxConnections).contains(connections) {
+            throw ValidationError("-x must be between 1 and \(DownloadRequest.maxConnections) (got \(connections))")
+        }
+        if let limitRate { _ = try GetCommand.rate(limitRate) }
         if checkpointInterval <= 0 { throw ValidationError("--checkpoint-interval must be positive") }
     }
 
     func run() async throws {
         let environmentSecret = ProcessInfo.processInfo.environment["HAUL_SECRET"].flatMap { $0.isEmpty ? nil : $0 }
+        // Requests (server), queue changes (daemon) and retries, restarts, refusals (engine), on stderr.
+        var logger = Logger(label: "haul.serve", factory: { StreamLogHandler.standardError(label: $0) })
+        logger.logLevel = verbose ? .debug : .info
         var configuration = Daemon.Configuration(
             host: host, port: port, secret: secret ?? environmentSecret, home: HaulHome.path(),
-            downloadDirectory: HaulHome.absolute(directory ?? "."), maxConcurrentDownloads: jobs)
+            downloadDirectory: HaulHome.absolute(directory ?? "."), maxConcurrentDownloads: jobs,
+            defaultConnections: connections, maxBytesPerSecond: try limitRate.map { try GetCommand.rate($0) },
+            logger: logger)
         configuration.manager.checkpointInterval = .milliseconds(Int64(checkpointInterval * 1000))
         let daemon = Daemon(configuration: configuration)
         try await daemon.run { file in

@@ -57,6 +57,11 @@ struct WatchBoard {
         if let completed = event.completedLength { download.completedLength = completed }
         if let total = event.totalLength { download.totalLength = total }
         download.speed = event.speed ?? (event.status == "running" ? download.speed : 0)
+        download.connections = event.connections ?? (event.status == "running" ? download.connections : 0)
+        if let maxConnections = event.maxConnections {
+            download.maxConnections = maxConnections
+            download.maxBytesPerSecond = event.maxBytesPerSecond
+        }
         if let error = event.error { download.error = error }
         if let path = event.path { download.path = path }
         downloads[event.id] = download

@@ -257,7 +257,9 @@ extension DownloadStateMachine {
         guard let cut = SegmentPlanner.stealPoint(next: parts[best.index].next, end: end,
                                                   ownerSpeed: ownerReceiving ? ownerSpeed : nil,
                                                   thiefSpeed: ownerReceiving ? mySpeed : nil,
-                                                  minimum: settings.minimumSteal)
+                                                  minimum: settings.minimumSteal),
+              // A part keeps at least its first byte: two parts never share a start.
+              cut > parts[best.index].start
         else { return nil }
         parts[best.index].end = cut - 1
         parts.insert(Part(start: cut, end: end, appended: 0, durable: 0, owner: nil), at: best.index + 1)

@@ -27,7 +27,7 @@ public struct DownloadStateMachine: Sendable {
         public var overlap: Int64
         /// The longest wait before trying one more connection after a server refused one.
         public var maxConnectionBackoff: Duration
-        /// Seconds between ticks (speeds, progress, checkpoint decisions) while bytes flow.
+        /// Seconds between ticks (speeds, progress, checkpoint decisions).
         public var tickInterval: Double
 
         public init(retry: RetryPolicy = .init(), minimumSegment: Int64 = 1 << 20, minimumSteal: Int64 = 128 << 10,
@@ -228,7 +228,6 @@ public struct DownloadStateMachine: Sendable {
     var verifyTarget: VerifyTarget = .part
     /// Every byte is in, but a connection told to close has not reported back yet.
     var verifyPending = false
-    var lastTick: Double = 0
     /// Remote offset of the `.part` file's first byte (the start of `--range`).
     let fileBase: Int64
 
@@ -329,13 +328,6 @@ public struct DownloadStateMachine: Sendable {
         case .completed, .failed, .stopped:
             return []
         }
-    }
-
-    /// Called with every chunk: true (once) when a tick is due, so one connection reports it.
-    public mutating func claimTick(now: Double) -> Bool {
-        guard now - lastTick >= settings.tickInterval else { return false }
-        lastTick = now
-        return true
     }
 
     /// Periodic: measures connection speeds and says when a checkpoint is due.

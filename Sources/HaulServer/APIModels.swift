@@ -17,6 +17,12 @@ public struct DownloadView: Codable, Sendable, Hashable {
     public var speed: Double
     public var error: ErrorView?
     public var createdAt: Int64
+    /// Connections transferring right now; 0 unless running.
+    public var connections: Int
+    /// The connections the download may use (its `connections` setting, 1...64).
+    public var maxConnections: Int
+    /// The download's own rate limit in bytes per second; nil for none (the global limit still applies).
+    public var maxBytesPerSecond: Int64?
 
     public init(_ record: DownloadRecord, live: Progress?) {
         id = record.id.rawValue
@@ -32,6 +38,9 @@ public struct DownloadView: Codable, Sendable, Hashable {
         speed = running ? live?.bytesPerSecond ?? 0 : 0
         error = record.error.map(ErrorView.init)
         createdAt = record.createdAt
+        connections = running ? live?.connections ?? 0 : 0
+        maxConnections = record.request.connections
+        maxBytesPerSecond = record.request.maxBytesPerSecond
     }
 }
 
@@ -58,19 +67,28 @@ public struct AddRequest: Codable, Sendable {
     public var priority: Int?
     public var checksum: String?
     public var headers: [String: String]?
+    /// Connections for this file (1...64); nil takes the daemon's default (`haul serve -x`).
+    public var connections: Int?
+    /// This download's rate limit in bytes per second; nil for none.
+    public var maxBytesPerSecond: Int64?
 
     public init(url: String, directory: String? = nil, fileName: String? = nil, priority: Int? = nil,
-                checksum: String? = nil, headers: [String: String]? = nil) {
+                checksum: String? = nil, headers: [String: String]? = nil, connections: Int? = nil,
+                maxBytesPerSecond: Int64? = nil) {
         self.url = url
         self.directory = directory
         self.fileName = fileName
         self.priority = priority
         self.checksum = checksum
         self.headers = headers
+        self.connections = connections
+        self.maxBytesPerSecond = maxBytesPerSecond
     }
 
     /// The engine's request, every field checked; errors name the field.
-    func downloadRequest(defaultDirectory: String) throws(HaulError) -> DownloadRequest {
+    func downloadRequest(defaultDirectory: String, defaultConnections: Int = 1) throws(HaulError) -> DownloadRequest {
+        try Limits.check(connections: connections)
+        try Limits.check(maxBytesPerSecond: maxBytesPerSecond)
         guard (directory ?? defaultDirectory).hasPrefix("/") else {
             throw HaulError(.usage, "directory must be an absolute path: \(directory ?? defaultDirectory)")
         }
@@ -91,7 +109,26 @@ public struct AddRequest: Codable, Sendable {
             url: RemoteURL(url), destination: destination,
             checksum: try checksum.map { text throws(HaulError) in try Checksum(parsing: text) },
             headers: HTTPHeaderList((headers ?? [:]).sorted { $0.key < $1.key }.map { .init(name: $0.key, value: $0.value) }),
-            priority: priority ?? 0)
+            priority: priority ?? 0,
+            connections: connections ?? defaultConnections,
+            maxBytesPerSecond: maxBytesPerSecond)
+    }
+}
+
+/// The checks shared by adds, options and per-download changes: `bad-request`, naming the field.
+enum Limits {
+    static func check(connections: Int?, field: String = "connections") throws(HaulError) {
+        guard let connections else { return }
+        guard (1...DownloadRequest.maxConnections).contains(connections) else {
+            throw HaulError(.badRequest, "\(field) must be between 1 and \(DownloadRequest.maxConnections), not \(connections)")
+        }
+    }
+
+    static func check(maxBytesPerSecond: Int64?) throws(HaulError) {
+        guard let maxBytesPerSecond else { return }
+        guard maxBytesPerSecond > 0 else {
+            throw HaulError(.badRequest, "maxBytesPerSecond must be a positive number of bytes per second, or null for no limit, not \(maxBytesPerSecond)")
+        }
     }
 }
 
@@ -132,13 +169,84 @@ public struct MoveRequest: Codable, Sendable {
 public struct OptionsView: Codable, Sendable {
     public var maxConcurrentDownloads: Int
     public var directory: String
+    /// Connections for new downloads that do not name theirs.
+    public var connections: Int
+    /// The limit for everything the daemon downloads, in bytes per second; nil for none.
+    public var maxBytesPerSecond: Int64?
+
+    /// Every key, `maxBytesPerSecond: null` included.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(maxConcurrentDownloads, forKey: .maxConcurrentDownloads)
+        try container.encode(directory, forKey: .directory)
+        try container.encode(connections, forKey: .connections)
+        try container.encode(maxBytesPerSecond, forKey: .maxBytesPerSecond)
+    }
 }
 
+/// A `PUT`/`PATCH` of the options: absent fields stay as they are; `"maxBytesPerSecond": null`
+/// removes the global limit.
 public struct OptionsChange: Codable, Sendable {
     public var maxConcurrentDownloads: Int?
+    public var connections: Int?
+    /// nil: unchanged; `.some(nil)`: no limit.
+    public var maxBytesPerSecond: Int64??
 
-    public init(maxConcurrentDownloads: Int?) {
+    public init(maxConcurrentDownloads: Int? = nil, connections: Int? = nil, maxBytesPerSecond: Int64?? = nil) {
         self.maxConcurrentDownloads = maxConcurrentDownloads
+        self.connections = connections
+        self.maxBytesPerSecond = maxBytesPerSecond
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case maxConcurrentDownloads, connections, maxBytesPerSecond
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        maxConcurrentDownloads = try container.decodeIfPresent(Int.self, forKey: .maxConcurrentDownloads)
+        connections = try container.decodeIfPresent(Int.self, forKey: .connections)
+        maxBytesPerSecond = try container.decodeLimit(forKey: .maxBytesPerSecond)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(maxConcurrentDownloads, forKey: .maxConcurrentDownloads)
+        try container.encodeIfPresent(connections, forKey: .connections)
+        if let maxBytesPerSecond { try container.encode(maxBytesPerSecond, forKey: .maxBytesPerSecond) }
+    }
+}
+
+/// A `PATCH` (or `PUT`) of one download: `{"maxBytesPerSecond": N}`, or `null` for no limit of its own.
+public struct DownloadChange: Codable, Sendable {
+    /// nil: unchanged; `.some(nil)`: no limit.
+    public var maxBytesPerSecond: Int64??
+
+    public init(maxBytesPerSecond: Int64??) {
+        self.maxBytesPerSecond = maxBytesPerSecond
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case maxBytesPerSecond
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        maxBytesPerSecond = try container.decodeLimit(forKey: .maxBytesPerSecond)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        if let maxBytesPerSecond { try container.encode(maxBytesPerSecond, forKey: .maxBytesPerSecond) }
+    }
+}
+
+extension KeyedDecodingContainer {
+    /// Absent: nil (leave it); `null`: `.some(nil)` (no limit); a number: that limit.
+    func decodeLimit(forKey key: Key) throws -> Int64?? {
+        guard contains(key) else { return nil }
+        if try decodeNil(forKey: key) { return .some(nil) }
+        return .some(try decode(Int64.self, forKey: key))
     }
 }
 
@@ -168,6 +276,12 @@ public struct EventView: Codable, Sendable {
     public var attempt: Int?
     public var delay: Double?
     public var reason: String?
+    /// Live connections (`progress` events).
+    public var connections: Int?
+    /// The download's settings (`started` and `progress` events); `maxBytesPerSecond` is then
+    /// sent even when null.
+    public var maxConnections: Int?
+    public var maxBytesPerSecond: Int64?
 
     init(_ event: DownloadEvent) {
         id = event.id.rawValue
@@ -181,6 +295,7 @@ public struct EventView: Codable, Sendable {
             completedLength = progress.completed
             totalLength = progress.total
             speed = progress.bytesPerSecond
+            connections = progress.connections
         case .retrying(let attempt, let delay, let error):
             (type, status) = ("retrying", "running")
             self.attempt = attempt
@@ -198,6 +313,34 @@ public struct EventView: Codable, Sendable {
             (type, status) = ("failed", "failed")
             self.error = ErrorView(error)
         case .removed: (type, status) = ("removed", "removed")
+        }
+    }
+
+    /// Whether the event reports the download's settings (`maxConnections`, `maxBytesPerSecond`).
+    var carriesSettings: Bool { type == "started" || type == "progress" }
+
+    private enum CodingKeys: String, CodingKey {
+        case type, id, status, completedLength, totalLength, speed, path, error, attempt, delay, reason
+        case connections, maxConnections, maxBytesPerSecond
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(type, forKey: .type)
+        try container.encode(id, forKey: .id)
+        try container.encode(status, forKey: .status)
+        try container.encodeIfPresent(completedLength, forKey: .completedLength)
+        try container.encodeIfPresent(totalLength, forKey: .totalLength)
+        try container.encodeIfPresent(speed, forKey: .speed)
+        try container.encodeIfPresent(path, forKey: .path)
+        try container.encodeIfPresent(error, forKey: .error)
+        try container.encodeIfPresent(attempt, forKey: .attempt)
+        try container.encodeIfPresent(delay, forKey: .delay)
+        try container.encodeIfPresent(reason, forKey: .reason)
+        try container.encodeIfPresent(connections, forKey: .connections)
+        try container.encodeIfPresent(maxConnections, forKey: .maxConnections)
+        if maxConnections != nil {
+            try container.encode(maxBytesPerSecond, forKey: .maxBytesPerSecond)
         }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Haul
 import HaulCore
 import Hummingbird
+import Logging
 import NIOCore
 
 /// `/api/v1`: a thin layer over `DownloadManager`. Each handler parses, calls the manager once
@@ -10,11 +11,24 @@ import NIOCore
 struct APIRoutes<Context: RequestContext>: Sendable {
     let manager: DownloadManager
     let defaultDirectory: String
+    let defaults: DaemonDefaults
+    let settings: DownloadSettingsCache
+    let logger: Logger
+
+    init(manager: DownloadManager, defaultDirectory: String, defaultConnections: Int = 1, logger: Logger) {
+        self.manager = manager
+        self.defaultDirectory = defaultDirectory
+        self.defaults = DaemonDefaults(connections: defaultConnections)
+        self.settings = DownloadSettingsCache(manager: manager)
+        self.logger = logger
+    }
 
     func register(on api: RouterGroup<Context>) {
         api.get("downloads") { request, _ in try await list(request) }
         api.post("downloads") { request, _ in try await add(request) }
         api.get("downloads/:id") { _, context in try await view(try await manager.download(id(context))) }
+        api.patch("downloads/:id") { request, context in try await change(request, id(context)) }
+        api.put("downloads/:id") { request, context in try await change(request, id(context)) }
         api.delete("downloads/:id") { request, context in
             let id = try id(context)
             let deleteFile = request.uri.queryParameters.get("deleteFile").map { ["1", "true", "yes"].contains($0.lowercased()) } ?? false
@@ -49,7 +63,7 @@ struct APIRoutes<Context: RequestContext>: Sendable {
         api.put("options") { request, _ in try await setOptions(request) }
         api.patch("options") { request, _ in try await setOptions(request) }
         api.get("summary") { _, _ in try APIResponse.json(SummaryView(try await manager.summary())) }
-        api.get("events") { _, _ in EventStream.response(manager.events()) }
+        api.get("events") { _, _ in EventStream.response(manager.events(), settings: settings) }
     }
 
     // MARK: Handlers
@@ -93,8 +107,11 @@ struct APIRoutes<Context: RequestContext>: Sendable {
         if first == UInt8(ascii: "[") {
             let adds = try JSONDecoder().decode([AddRequest].self, from: body)
             guard !adds.isEmpty else { throw HaulError(.badRequest, "nothing to add: the array is empty") }
+            let connections = defaults.connections
             let requests = try adds.enumerated().map { index, add in
-                do { return try add.downloadRequest(defaultDirectory: defaultDirectory) } catch let error as HaulError {
+                do {
+                    return try add.downloadRequest(defaultDirectory: defaultDirectory, defaultConnections: connections)
+                } catch let error as HaulError {
                     throw HaulError(error.code, "[\(index)]: \(error.message)")
                 }
             }
@@ -105,7 +122,7 @@ struct APIRoutes<Context: RequestContext>: Sendable {
             throw HaulError(.badRequest, "expected a JSON object or an array of them")
         }
         let add = try JSONDecoder().decode(AddRequest.self, from: body)
-        let record = try await manager.add(add.downloadRequest(defaultDirectory: defaultDirectory))
+        let record = try await manager.add(add.downloadRequest(defaultDirectory: defaultDirectory, defaultConnections: defaults.connections))
         return APIResponse.download(DownloadView(record, live: manager.liveProgress(record.id)), status: .created)
     }
 
@@ -133,17 +150,44 @@ struct APIRoutes<Context: RequestContext>: Sendable {
         }
     }
 
-    private func options() async throws -> Response {
-        try APIResponse.json(OptionsView(maxConcurrentDownloads: await manager.maxConcurrentDownloads, directory: defaultDirectory))
+    /// `PATCH /downloads/{id}`: `{"maxBytesPerSecond": N | null}`, stored and applied at once.
+    private func change(_ request: Request, _ id: DownloadID) async throws -> Response {
+        let change = try await decode(DownloadChange.self, request)
+        guard let rate = change.maxBytesPerSecond else {
+            throw HaulError(.badRequest, "expected {\"maxBytesPerSecond\": N} (bytes per second) or {\"maxBytesPerSecond\": null}")
+        }
+        try Limits.check(maxBytesPerSecond: rate)
+        try await manager.setMaxBytesPerSecond(rate, for: id)
+        await settings.forget(id)
+        logger.info("download rate limit changed", metadata: ["id": "\(id)", "maxBytesPerSecond": "\(rate.map(String.init) ?? "none")"])
+        return try await view(try await manager.download(id))
     }
 
+    private func options() async throws -> Response {
+        try APIResponse.json(OptionsView(
+            maxConcurrentDownloads: await manager.maxConcurrentDownloads, directory: defaultDirectory,
+            connections: defaults.connections, maxBytesPerSecond: manager.globalLimiter.rate?.bytesPerSecond))
+    }
+
+    /// Every field is checked before any changes, so a bad one changes nothing.
     private func setOptions(_ request: Request) async throws -> Response {
         let change = try await decode(OptionsChange.self, request)
+        if let count = change.maxConcurrentDownloads, !(1...1000).contains(count) {
+            throw HaulError(.badRequest, "maxConcurrentDownloads must be between 1 and 1000, not \(count)")
+        }
+        try Limits.check(connections: change.connections)
+        if let rate = change.maxBytesPerSecond { try Limits.check(maxBytesPerSecond: rate) }
         if let count = change.maxConcurrentDownloads {
-            guard (1...1000).contains(count) else {
-                throw HaulError(.badRequest, "maxConcurrentDownloads must be between 1 and 1000, not \(count)")
-            }
             await manager.setMaxConcurrentDownloads(count)
+            logger.info("options changed", metadata: ["maxConcurrentDownloads": "\(count)"])
+        }
+        if let connections = change.connections {
+            defaults.connections = connections
+            logger.info("options changed", metadata: ["connections": "\(connections)"])
+        }
+        if let rate = change.maxBytesPerSecond {
+            await manager.setMaxBytesPerSecond(rate)
+            logger.info("options changed", metadata: ["maxBytesPerSecond": "\(rate.map(String.init) ?? "none")"])
         }
         return try await options()
     }

@@ -24,24 +24,41 @@ public struct Daemon: Sendable {
         /// Where downloads go unless a request names a directory.
         public var downloadDirectory: String
         public var manager: DownloadManager.Configuration
+        /// Connections for new downloads that do not name theirs (`-x`, changeable through the API).
+        public var defaultConnections: Int
+        /// The daemon's log (the HTTP server, the service group, option changes); `init` makes it
+        /// the engine's too (`manager.logger`). By default the process's `LoggingSystem` at `.warning`.
+        public var logger: Logger
         /// SIGTERM to exit: the server gets this long to finish open requests; downloads then get
         /// 0.4 s to checkpoint (a checkpoint takes milliseconds; one still verifying a large file
         /// is verified again on the next start).
         public var shutdownDeadline: Duration
 
         public init(host: String = "127.0.0.1", port: Int = 6800, secret: String? = nil, home: String,
-                    downloadDirectory: String, maxConcurrentDownloads: Int = 3, shutdownDeadline: Duration = .milliseconds(1500)) {
+                    downloadDirectory: String, maxConcurrentDownloads: Int = 3, defaultConnections: Int = 1,
+                    maxBytesPerSecond: Int64? = nil,
+                    logger: Logger = Daemon.defaultLogger,
+                    shutdownDeadline: Duration = .milliseconds(1500)) {
             self.host = host
             self.port = port
             self.secret = secret
             self.home = home
             self.downloadDirectory = downloadDirectory
-            self.manager = .init(stateDirectory: home, maxConcurrentDownloads: maxConcurrentDownloads)
+            self.manager = .init(stateDirectory: home, maxConcurrentDownloads: maxConcurrentDownloads,
+                                 maxBytesPerSecond: maxBytesPerSecond, logger: logger)
+            self.defaultConnections = defaultConnections
+            self.logger = logger
             self.shutdownDeadline = shutdownDeadline
         }
     }
 
     public let configuration: Configuration
+
+    public static var defaultLogger: Logger {
+        var logger = Logger(label: "haul.serve")
+        logger.logLevel = .warning
+        return logger
+    }
 
     public init(configuration: Configuration) {
         self.configuration = configuration
@@ -59,14 +76,19 @@ public struct Daemon: Sendable {
         guard (0...65535).contains(configuration.port) else {
             throw HaulError(.usage, "--port must be between 0 and 65535, not \(configuration.port)")
         }
+        guard (1...DownloadRequest.maxConnections).contains(configuration.defaultConnections) else {
+            throw HaulError(.usage, "-x must be between 1 and \(DownloadRequest.maxConnections), not \(configuration.defaultConnections)")
+        }
+        if let rate = configuration.manager.maxBytesPerSecond, rate <= 0 {
+            throw HaulError(.usage, "--limit-rate must be positive, not \(rate)")
+        }
         let lock = try DaemonLock.acquire(home: configuration.home)
         defer { withExtendedLifetime(lock) {} }
         try DaemonLock.makeDirectory(configuration.downloadDirectory, what: "download directory")
 
         let secret = configuration.secret ?? Self.randomSecret()
         let manager = try await DownloadManager(configuration: configuration.manager)
-        var logger = Logger(label: "haul.serve")
-        logger.logLevel = .warning
+        let logger = configuration.logger
 
         let router = Router()
         router.add(middleware: APIErrorMiddleware())
@@ -75,7 +97,8 @@ public struct Daemon: Sendable {
                      body: .init(byteBuffer: ByteBuffer(string: WebPage.html)))
         }
         let api = router.group("api/v1").add(middleware: BearerAuthMiddleware(secret: secret))
-        APIRoutes(manager: manager, defaultDirectory: configuration.downloadDirectory).register(on: api)
+        APIRoutes(manager: manager, defaultDirectory: configuration.downloadDirectory,
+                  defaultConnections: configuration.defaultConnections, logger: logger).register(on: api)
 
         let pid = getpid()
         let home = configuration.home
@@ -90,6 +113,11 @@ public struct Daemon: Sendable {
                 // then the address for the CLI: its first command finds the queue restored.
                 do {
                     try await manager.restore()
+                    logger.info("ready", metadata: [
+                        "url": "\(file.url)", "directory": "\(configuration.downloadDirectory)",
+                        "jobs": "\(configuration.manager.maxConcurrentDownloads)", "connections": "\(configuration.defaultConnections)",
+                        "maxBytesPerSecond": "\(configuration.manager.maxBytesPerSecond.map(String.init) ?? "none")",
+                    ])
                 } catch {
                     logger.error("cannot restore the queue: \(error)")
                 }

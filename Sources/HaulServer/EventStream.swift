@@ -10,7 +10,7 @@ import ServiceLifecycle
 enum EventStream {
     static let pingInterval: Duration = .seconds(15)
 
-    static func response(_ events: AsyncStream<DownloadEvent>) -> Response {
+    static func response(_ events: AsyncStream<DownloadEvent>, settings: DownloadSettingsCache) -> Response {
         var headers = HTTPFields()
         headers[.contentType] = "text/event-stream"
         headers[.cacheControl] = "no-cache"
@@ -20,7 +20,7 @@ enum EventStream {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
                 for await event in events {
-                    let view = EventView(event)
+                    let view = await settings.annotate(EventView(event), id: event.id)
                     guard let data = try? encoder.encode(view) else { continue }
                     var buffer = ByteBuffer(string: "event: \(view.type)\ndata: ")
                     buffer.writeBytes(data)

@@ -91,6 +91,7 @@ extension DownloadView {
     func write(to json: inout JSONWriter) {
         json.object { json in
             json.field("completedLength", completedLength)
+            json.field("connections", Int64(connections))
             json.field("createdAt", createdAt)
             json.field("directory", directory)
             json.field("error", object: error.map { error in { json in
@@ -99,6 +100,8 @@ extension DownloadView {
             } })
             json.field("fileName", fileName)
             json.field("id", id)
+            json.field("maxBytesPerSecond", maxBytesPerSecond)
+            json.field("maxConnections", Int64(maxConnections))
             json.field("path", path)
             json.field("priority", Int64(priority))
             json.field("speed", speed)

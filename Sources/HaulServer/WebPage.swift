@@ -4,8 +4,8 @@
 /// fragment (`#token=...`, then kept in `localStorage` as `haul.token`), the list from
 /// `GET /api/v1/downloads`, live updates from `GET /api/v1/events` read with `fetch()` (an
 /// `EventSource` cannot send the `Authorization` header). Tests/WebUI/webui_test.py drives it through
-/// its stable hooks: `tr[data-id][data-status]`, `.bar[data-percent]`, `button.pause/.resume/.remove`,
-/// `#urls`, `#add` and `#message`.
+/// its stable hooks: `tr[data-id][data-status]`, `.bar[data-percent]`, `.conns[data-connections]`,
+/// `button.pause/.resume/.remove`, `#urls`, `#add` and `#message`.
 enum WebPage {
     static let html: String = #"""
     <!doctype html>
@@ -69,7 +69,7 @@ enum WebPage {
         <button id="add" class="primary" type="submit">Add</button>
       </form>
       <table>
-        <thead><tr><th>Name</th><th>Status</th><th>Progress</th><th class="num">Size</th><th class="num">Speed</th><th class="num">Left</th><th></th></tr></thead>
+        <thead><tr><th>Name</th><th>Status</th><th>Progress</th><th class="num">Size</th><th class="num">Speed</th><th class="num" title="Connections in use (of the most this download may open)">Conn.</th><th class="num">Left</th><th></th></tr></thead>
         <tbody id="rows"></tbody>
       </table>
       <div id="empty">No downloads yet.</div>
@@ -130,7 +130,7 @@ enum WebPage {
       tr.dataset.id = id;
       tr.innerHTML = '<td class="name"><span></span><small></small></td><td><span class="status"></span></td>' +
         '<td><div class="progress"><div class="bar" data-percent="0"><i></i></div><span class="pct">0%</span></div></td>' +
-        '<td class="num size"></td><td class="num speed"></td><td class="num left"></td>' +
+        '<td class="num size"></td><td class="num speed"></td><td class="num conns" data-connections="0"></td><td class="num left"></td>' +
         '<td class="actions"><button class="pause" type="button">Pause</button><button class="resume" type="button">Resume</button>' +
         '<button class="remove" type="button">Remove</button></td>';
       tr.querySelector('.pause').onclick = () => act(id, 'POST', '/pause');
@@ -155,6 +155,11 @@ enum WebPage {
       tr.querySelector('.pct').textContent = p + '%';
       tr.querySelector('.size').textContent = d.totalLength == null && !d.completedLength ? '' : bytes(d.completedLength) + ' / ' + bytes(d.totalLength);
       tr.querySelector('.speed').textContent = running && d.speed > 0 ? bytes(d.speed) + '/s' : '';
+      const conns = tr.querySelector('.conns'), live = running ? (d.connections || 0) : 0;
+      conns.dataset.connections = String(live);
+      conns.textContent = running ? live + (d.maxConnections > 1 ? ' / ' + d.maxConnections : '') : '';
+      conns.title = running ? live + ' connection' + (live === 1 ? '' : 's') + ' of at most ' + (d.maxConnections || 1) +
+        (d.maxBytesPerSecond ? ', limited to ' + bytes(d.maxBytesPerSecond) + '/s' : '') : '';
       tr.querySelector('.left').textContent = running && d.speed > 0 && d.totalLength ? duration((d.totalLength - d.completedLength) / d.speed) : '';
       tr.querySelector('.pause').hidden = !(running || d.status === 'queued');
       tr.querySelector('.resume').hidden = !(d.status === 'paused' || d.status === 'failed');
@@ -177,7 +182,7 @@ enum WebPage {
       if (d.status === 'removed') { gone.add(d.id); drop(d.id); return; }  // final, however old
       let r = rows.get(d.id);
       if (r && r.at > since) {
-        d = Object.assign({}, d, { status: r.d.status, completedLength: r.d.completedLength, speed: r.d.speed,
+        d = Object.assign({}, d, { status: r.d.status, completedLength: r.d.completedLength, speed: r.d.speed, connections: r.d.connections,
           totalLength: r.d.totalLength == null ? d.totalLength : r.d.totalLength });
       }
       if (!r) { r = { tr: makeRow(d.id), at: since }; rows.set(d.id, r); }
@@ -232,6 +237,8 @@ enum WebPage {
       if (e.completedLength != null) d.completedLength = e.completedLength;
       if (e.totalLength != null) d.totalLength = e.totalLength;
       d.speed = e.speed != null ? e.speed : (e.status === 'running' ? d.speed : 0);
+      d.connections = e.connections != null ? e.connections : (e.status === 'running' ? d.connections : 0);
+      if (e.maxConnections != null) { d.maxConnections = e.maxConnections; d.maxBytesPerSecond = e.maxBytesPerSecond; }
       if (e.error) d.error = e.error;
       if (e.path && !d.fileName) d.fileName = e.path.split('/').pop();
       render(r);

@@ -13,16 +13,27 @@ final class HTTPFaultHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     /// Unthrottled chunk size: large enough to be fast, small enough to keep memory flat.
     private static let chunkSize: Int64 = 64 * 1024
+    /// Throttled bodies are written on a timer with this period, `rate * period` bytes a tick.
+    private static let tickInterval = TimeAmount.milliseconds(10)
+    /// How far a throttled body may catch up after late ticks (or a client that stopped
+    /// reading) before the lost time is forgiven, so a stalled reader gets no long burst.
+    private static let maxCatchUpSeconds = 0.2
 
     /// A payload body being streamed.
     private struct Transfer {
-        var path: String
+        /// The response's id in the server's log.
+        var response: Int
         var payload: Payload
         var next: Int64
         var end: Int64
         var ending: ResponsePlan.Ending
         var keepAlive: Bool
         var throttle: Int?
+        /// Throttled bodies: bytes that may be written now, earned at `throttle` bytes per second
+        /// since `lastTick`. Working from the clock rather than counting ticks keeps the rate
+        /// accurate when timers fire late on a busy event loop.
+        var credit: Double = 0
+        var lastTick = NIODeadline.now()
         /// Completes when the last thing written so far has been handed to the kernel.
         var lastWrite: EventLoopFuture<Void>
 
@@ -30,6 +41,12 @@ final class HTTPFaultHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     private let state: ServerState
+    /// The server-wide serial number of this connection.
+    private let connection: Int
+    /// The payload response on this connection that counts as in flight (see ``ConnectionCap``),
+    /// from its head until its body is in the kernel or, for drops and stalls, the connection
+    /// closes.
+    private var inFlightResponse: Int?
     private var requestHead: HTTPRequestHead?
     private var transfer: Transfer?
     private var isPumping = false
@@ -37,6 +54,7 @@ final class HTTPFaultHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     init(state: ServerState) {
         self.state = state
+        self.connection = state.openConnection()
     }
 
     // MARK: - Inbound
@@ -52,7 +70,8 @@ final class HTTPFaultHandler: ChannelInboundHandler, RemovableChannelHandler {
                     path: Self.path(of: head.uri),
                     uri: head.uri,
                     headers: head.headers.map { (name: $0.name, value: $0.value) }
-                )
+                ),
+                connection: connection
             )
         case .body:
             break
@@ -74,6 +93,10 @@ final class HTTPFaultHandler: ChannelInboundHandler, RemovableChannelHandler {
         tick?.cancel()
         tick = nil
         transfer = nil
+        if let response = inFlightResponse {
+            inFlightResponse = nil
+            state.endResponse(response)
+        }
         context.fireChannelInactive()
     }
 
@@ -86,11 +109,14 @@ final class HTTPFaultHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     private func respond(to request: HTTPRequestHead, context: ChannelHandlerContext) {
         let path = Self.path(of: request.uri)
-        var plan = ResponsePlan(
+        let decided = state.respond(
             method: request.method,
             requestHeaders: request.headers,
-            decision: state.decide(for: path)
+            path: path,
+            connection: connection
         )
+        var plan = decided.plan
+        let response = decided.id
         var keepAlive = request.isKeepAlive
         if request.version == .http1_0 && plan.headers.first(name: "Transfer-Encoding") == "chunked" {
             // HTTP/1.0 has no chunked coding: delimit the body by closing the connection instead.
@@ -105,22 +131,24 @@ final class HTTPFaultHandler: ChannelInboundHandler, RemovableChannelHandler {
 
         switch plan.body {
         case .none:
-            finish(ending: plan.ending, keepAlive: keepAlive, lastWrite: lastWrite, context: context)
+            finish(ending: plan.ending, keepAlive: keepAlive, lastWrite: lastWrite, response: nil, context: context)
         case .text(let text):
             var buffer = context.channel.allocator.buffer(capacity: text.utf8.count)
             buffer.writeString(text)
             lastWrite = context.write(wrapOutboundOut(.body(.byteBuffer(buffer))))
-            finish(ending: plan.ending, keepAlive: keepAlive, lastWrite: lastWrite, context: context)
+            finish(ending: plan.ending, keepAlive: keepAlive, lastWrite: lastWrite, response: nil, context: context)
         case .payload(let payload, let range):
             let end = plan.bodyLimit.map { min(range.upperBound, range.lowerBound + $0) } ?? range.upperBound
+            inFlightResponse = response
             transfer = Transfer(
-                path: path,
+                response: response,
                 payload: payload,
                 next: range.lowerBound,
                 end: end,
                 ending: plan.ending,
                 keepAlive: keepAlive,
                 throttle: plan.throttle,
+                credit: plan.throttle.map { Double($0) * Self.tickInterval.seconds } ?? 0,
                 lastWrite: lastWrite
             )
             if plan.throttle != nil {
@@ -154,28 +182,40 @@ final class HTTPFaultHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
-    /// Throttled bodies: one small chunk per tick, with ticks spaced to give the configured rate.
+    /// Throttled bodies: every tick, write what the rate has earned since the last one.
     private func throttledTick(context: ChannelHandlerContext) {
         tick = nil
-        guard let transfer, let throttle = transfer.throttle else { return }
-        let chunk = Int64(max(1, throttle / 10))
-        if context.channel.isWritable && transfer.remaining > 0 {
-            writeChunk(size: chunk, context: context)
+        guard var transfer, let throttle = transfer.throttle else { return }
+        let now = NIODeadline.now()
+        let rate = Double(throttle)
+        let earned = rate * (now - transfer.lastTick).seconds
+        let ceiling = max(rate * Self.maxCatchUpSeconds, rate * Self.tickInterval.seconds, 1)
+        transfer.credit = min(transfer.credit + earned, ceiling)
+        transfer.lastTick = now
+        self.transfer = transfer
+
+        var wrote = false
+        while context.channel.isWritable, let current = self.transfer, current.remaining > 0, current.credit >= 1 {
+            let count = writeChunk(size: min(Int64(current.credit), Self.chunkSize), context: context)
+            self.transfer?.credit -= Double(count)
+            wrote = true
+        }
+        if wrote {
             context.flush()
         }
         guard let current = self.transfer else { return }
         if current.remaining == 0 {
             completeTransfer(context: context)
         } else {
-            let interval = TimeAmount.nanoseconds(chunk * 1_000_000_000 / Int64(throttle))
-            tick = context.eventLoop.assumeIsolated().scheduleTask(in: interval) { [self] in
+            tick = context.eventLoop.assumeIsolated().scheduleTask(deadline: now + Self.tickInterval) { [self] in
                 self.throttledTick(context: context)
             }
         }
     }
 
-    private func writeChunk(size: Int64, context: ChannelHandlerContext) {
-        guard var transfer else { return }
+    @discardableResult
+    private func writeChunk(size: Int64, context: ChannelHandlerContext) -> Int64 {
+        guard var transfer else { return 0 }
         let count = min(size, transfer.remaining)
         var buffer = context.channel.allocator.buffer(capacity: Int(count))
         transfer.payload.write(transfer.next..<(transfer.next + count), into: &buffer)
@@ -183,36 +223,55 @@ final class HTTPFaultHandler: ChannelInboundHandler, RemovableChannelHandler {
 
         let written = context.write(wrapOutboundOut(.body(.byteBuffer(buffer))))
         let state = self.state
-        let path = transfer.path
-        written.whenSuccess { state.addBodyBytes(count, to: path) }
+        let response = transfer.response
+        written.whenSuccess { state.addBodyBytes(count, response: response) }
         transfer.lastWrite = written
         self.transfer = transfer
+        return count
     }
 
     private func completeTransfer(context: ChannelHandlerContext) {
         guard let transfer else { return }
         self.transfer = nil
-        finish(ending: transfer.ending, keepAlive: transfer.keepAlive, lastWrite: transfer.lastWrite, context: context)
+        finish(
+            ending: transfer.ending,
+            keepAlive: transfer.keepAlive,
+            lastWrite: transfer.lastWrite,
+            response: transfer.response,
+            context: context
+        )
     }
 
     private func finish(
         ending: ResponsePlan.Ending,
         keepAlive: Bool,
         lastWrite: EventLoopFuture<Void>,
+        response: Int?,
         context: ChannelHandlerContext
     ) {
         switch ending {
         case .complete:
             let ended = context.writeAndFlush(wrapOutboundOut(.end(nil)))
+            if let response {
+                // In flight until the body has reached the kernel: a client that has read it all
+                // and asks again (on any connection) must not be refused for this response.
+                if inFlightResponse == response {
+                    inFlightResponse = nil
+                }
+                let state = self.state
+                ended.whenComplete { _ in state.endResponse(response) }
+            }
             if !keepAlive {
                 ended.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
             }
         case .close:
+            // Counts as in flight until the connection has closed (`channelInactive`).
             // Closing while writes are still queued would discard them, so wait until the last
             // byte has reached the kernel; the close then sends a FIN after it.
             context.flush()
             lastWrite.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
         case .stall:
+            // Counts as in flight until the connection closes, which may be never.
             context.flush()
         }
     }
@@ -222,5 +281,11 @@ final class HTTPFaultHandler: ChannelInboundHandler, RemovableChannelHandler {
             return String(uri[..<query])
         }
         return uri
+    }
+}
+
+extension TimeAmount {
+    fileprivate var seconds: Double {
+        Double(nanoseconds) / 1_000_000_000
     }
 }

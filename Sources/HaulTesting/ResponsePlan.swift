@@ -51,6 +51,14 @@ struct ResponsePlan {
             self = .text(status: 404, headers: [], sendsBody: sendsBody)
             return
         }
+        if let cap = decision.refusal {
+            self = .text(
+                status: cap.status,
+                headers: cap.retryAfter.map { [("Retry-After", $0)] } ?? [],
+                sendsBody: sendsBody
+            )
+            return
+        }
         switch decision.fault {
         case .status(let code, let headers):
             self = .text(status: code, headers: headers, sendsBody: sendsBody)
@@ -66,7 +74,13 @@ struct ResponsePlan {
             )
         case .none, .dropAfter, .ignoreRange, .wrongContentRange, .lyingContentLength, .stallAfter,
             .switchEntity:
-            self = .entity(route: route, fault: decision.fault, requestHeaders: requestHeaders, sendsBody: sendsBody)
+            self = .entity(
+                route: route,
+                fault: decision.fault,
+                requestHeaders: requestHeaders,
+                sendsBody: sendsBody,
+                throttle: decision.throttle
+            )
         }
     }
 
@@ -98,7 +112,8 @@ struct ResponsePlan {
         route: Route,
         fault: Fault,
         requestHeaders: HTTPHeaders,
-        sendsBody: Bool
+        sendsBody: Bool,
+        throttle: Int?
     ) -> ResponsePlan {
         let length = route.payload.length
         var selection = RangeRequest.select(
@@ -175,7 +190,7 @@ struct ResponsePlan {
             body: body,
             bodyLimit: limit,
             ending: ending,
-            throttle: route.throttle
+            throttle: throttle
         )
     }
 }

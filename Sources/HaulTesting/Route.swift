@@ -27,6 +27,16 @@ public struct Route: Sendable {
     public var script: [Fault]
     /// The fault for every request after ``script`` is used up, e.g. `.dropAfter(100_000)`.
     public var then: Fault
+    /// When set, requests that arrive while `limit` payload responses to this path are still
+    /// being streamed are refused (see ``ConnectionCap``), like a server with a per-client
+    /// connection limit. Refused requests do not use up a ``script`` entry.
+    public var connectionCap: ConnectionCap?
+    /// Per-connection throttles in bytes per second, to make stragglers: the n-th TCP connection
+    /// that sends a request to this path (n counted from 0 since ``TestServer/setRoute(_:_:)``,
+    /// in order of each connection's first request here, refused ones included) gets
+    /// `connectionThrottles[n % count]` for every request it makes to this path, instead of
+    /// ``throttle``. `[4 << 20, 4 << 20, 256 << 10]` makes every third connection slow.
+    public var connectionThrottles: [Int]?
 
     /// Creates a route whose ETag is ``defaultETag(for:)``.
     public init(
@@ -37,7 +47,9 @@ public struct Route: Sendable {
         chunked: Bool = false,
         throttle: Int? = nil,
         script: [Fault] = [],
-        then: Fault = .none
+        then: Fault = .none,
+        connectionCap: ConnectionCap? = nil,
+        connectionThrottles: [Int]? = nil
     ) {
         self.init(
             payload: payload,
@@ -48,7 +60,9 @@ public struct Route: Sendable {
             chunked: chunked,
             throttle: throttle,
             script: script,
-            then: then
+            then: then,
+            connectionCap: connectionCap,
+            connectionThrottles: connectionThrottles
         )
     }
 
@@ -62,9 +76,16 @@ public struct Route: Sendable {
         chunked: Bool = false,
         throttle: Int? = nil,
         script: [Fault] = [],
-        then: Fault = .none
+        then: Fault = .none,
+        connectionCap: ConnectionCap? = nil,
+        connectionThrottles: [Int]? = nil
     ) {
         precondition(throttle.map { $0 > 0 } ?? true, "throttle must be positive")
+        precondition(connectionCap.map { $0.limit >= 0 } ?? true, "connection cap must not be negative")
+        precondition(
+            connectionThrottles.map { !$0.isEmpty && $0.allSatisfy { $0 > 0 } } ?? true,
+            "connectionThrottles must be non-empty and positive"
+        )
         self.payload = payload
         self.etag = etag
         self.lastModified = lastModified
@@ -74,11 +95,36 @@ public struct Route: Sendable {
         self.throttle = throttle
         self.script = script
         self.then = then
+        self.connectionCap = connectionCap
+        self.connectionThrottles = connectionThrottles
     }
 
     /// The ETag a route gets unless told otherwise: `"<seed>-<length>"`, quoted and strong, so
     /// two routes serving the same payload agree and different payloads differ.
     public static func defaultETag(for payload: Payload) -> String {
         "\"\(payload.seed)-\(payload.length)\""
+    }
+}
+
+/// A limit on how many payload responses to one path may be streamed at once.
+///
+/// A response counts from the moment its head is sent until its body has been handed to the
+/// kernel in full or its connection closes (a stalled response counts until its connection
+/// closes). A request that arrives while `limit` responses are counting is answered with
+/// `status`, `Retry-After: retryAfter` when set, and a short text body, and does not use up a
+/// ``Route/script`` entry. Only responses that carry payload bytes count (not HEAD, 416,
+/// redirects or text answers).
+public struct ConnectionCap: Sendable {
+    /// Payload responses allowed in flight at once.
+    public var limit: Int
+    /// The refusal status, typically 503 or 429.
+    public var status: Int
+    /// Sent verbatim as `Retry-After` when set, e.g. `"1"`.
+    public var retryAfter: String?
+
+    public init(limit: Int, status: Int = 503, retryAfter: String? = nil) {
+        self.limit = limit
+        self.status = status
+        self.retryAfter = retryAfter
     }
 }

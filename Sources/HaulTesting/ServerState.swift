@@ -1,4 +1,5 @@
 import NIOConcurrencyHelpers
+import NIOHTTP1
 
 /// Everything the test server shares between the test and its connections, behind one lock.
 ///
@@ -11,11 +12,23 @@ final class ServerState: Sendable {
         var fault: Fault
         /// `http://host:port`, for absolute redirect URLs.
         var origin: String
+        /// Set when the route's connection cap turns the request away.
+        var refusal: ConnectionCap? = nil
+        /// Body bytes per second for this request: the route's throttle, or its connection's.
+        var throttle: Int? = nil
     }
 
     private struct Slot {
         var route: Route
         var requestCount = 0
+        /// Connection serial number -> its position among the connections that asked this route.
+        var connectionOrder: [Int: Int] = [:]
+    }
+
+    private struct LogEntry {
+        var response: ServedResponse
+        /// Counted in `Storage.inFlight` until ended.
+        var inFlight: Bool
     }
 
     private struct Storage {
@@ -23,6 +36,13 @@ final class ServerState: Sendable {
         var routes: [String: Slot] = [:]
         var requests: [RecordedRequest] = []
         var bodyBytes: [String: Int64] = [:]
+        var connectionsOpened = 0
+        /// Every response, in order of arrival of its request; a response's id is its index.
+        var responses: [LogEntry] = []
+        /// Payload responses per path whose body is still being streamed.
+        var inFlight: [String: Int] = [:]
+        var peakInFlight: [String: Int] = [:]
+        var connectionsByPath: [String: Set<Int>] = [:]
     }
 
     private let storage = NIOLockedValueBox(Storage())
@@ -36,39 +56,120 @@ final class ServerState: Sendable {
         storage.withLockedValue { $0.routes[path] = Slot(route: route) }
     }
 
-    func record(_ request: RecordedRequest) {
-        storage.withLockedValue { $0.requests.append(request) }
+    /// A new server-wide serial number for an accepted TCP connection.
+    func openConnection() -> Int {
+        storage.withLockedValue { storage in
+            defer { storage.connectionsOpened += 1 }
+            return storage.connectionsOpened
+        }
+    }
+
+    func record(_ request: RecordedRequest, connection: Int) {
+        storage.withLockedValue {
+            $0.requests.append(request)
+            $0.connectionsByPath[request.path, default: []].insert(connection)
+        }
     }
 
     var requests: [RecordedRequest] {
         storage.withLockedValue { $0.requests }
     }
 
-    func addBodyBytes(_ count: Int64, to path: String) {
-        storage.withLockedValue { $0.bodyBytes[path, default: 0] += count }
+    /// Decides the answer to a request and records it in the response log, in one critical
+    /// section, so a connection cap sees every response that has started.
+    ///
+    /// Returns the plan and the id under which the handler reports the body's progress
+    /// (``addBodyBytes(_:response:)``) and end (``endResponse(_:)``). A plan with a payload body
+    /// counts as in flight from here on.
+    func respond(method: HTTPMethod, requestHeaders: HTTPHeaders, path: String, connection: Int) -> (
+        plan: ResponsePlan, id: Int
+    ) {
+        storage.withLockedValue { storage in
+            let decision = Self.decide(for: path, connection: connection, in: &storage)
+            let plan = ResponsePlan(method: method, requestHeaders: requestHeaders, decision: decision)
+            var range: Range<Int64>?
+            if case .payload(_, let bodyRange) = plan.body {
+                range = bodyRange
+                let count = storage.inFlight[path, default: 0] + 1
+                storage.inFlight[path] = count
+                storage.peakInFlight[path] = max(storage.peakInFlight[path] ?? 0, count)
+            }
+            let response = ServedResponse(
+                path: path,
+                status: Int(plan.status.code),
+                connection: connection,
+                range: range,
+                refused: decision.refusal != nil
+            )
+            storage.responses.append(LogEntry(response: response, inFlight: range != nil))
+            return (plan, storage.responses.count - 1)
+        }
+    }
+
+    /// Counts body bytes that reached the kernel for response `id`.
+    func addBodyBytes(_ count: Int64, response id: Int) {
+        storage.withLockedValue { storage in
+            storage.responses[id].response.bodyBytesSent += count
+            storage.bodyBytes[storage.responses[id].response.path, default: 0] += count
+        }
+    }
+
+    /// The response's body is finished or its connection closed; safe to call more than once.
+    func endResponse(_ id: Int) {
+        storage.withLockedValue { storage in
+            guard storage.responses[id].inFlight else { return }
+            storage.responses[id].inFlight = false
+            storage.inFlight[storage.responses[id].response.path, default: 1] -= 1
+        }
     }
 
     func bodyBytes(to path: String) -> Int64 {
         storage.withLockedValue { $0.bodyBytes[path] ?? 0 }
     }
 
-    /// Counts a request to `path`, picks its fault from the route's script, and applies
-    /// `.switchEntity` before returning the route as this request must see it.
-    func decide(for path: String) -> Decision {
+    func responses(to path: String?) -> [ServedResponse] {
         storage.withLockedValue { storage in
-            guard var slot = storage.routes[path] else {
-                return Decision(route: nil, fault: .none, origin: storage.origin)
-            }
-            let index = slot.requestCount
-            slot.requestCount += 1
-            let fault = index < slot.route.script.count ? slot.route.script[index] : slot.route.then
-            if case .switchEntity(let payload, let etag) = fault {
-                slot.route.payload = payload
-                slot.route.etag = etag
-                slot.route.lastModified = nil
-            }
-            storage.routes[path] = slot
-            return Decision(route: slot.route, fault: fault, origin: storage.origin)
+            storage.responses.compactMap { path == nil || $0.response.path == path ? $0.response : nil }
         }
+    }
+
+    func peakInFlight(to path: String) -> Int {
+        storage.withLockedValue { $0.peakInFlight[path] ?? 0 }
+    }
+
+    func connectionCount(to path: String) -> Int {
+        storage.withLockedValue { $0.connectionsByPath[path]?.count ?? 0 }
+    }
+
+    /// Counts a request to `path`, picks its fault from the route's script, and applies
+    /// `.switchEntity` before returning the route as this request must see it. A request the
+    /// connection cap refuses leaves the script where it is.
+    private static func decide(for path: String, connection: Int, in storage: inout Storage) -> Decision {
+        guard var slot = storage.routes[path] else {
+            return Decision(route: nil, fault: .none, origin: storage.origin)
+        }
+        let order: Int
+        if let known = slot.connectionOrder[connection] {
+            order = known
+        } else {
+            order = slot.connectionOrder.count
+            slot.connectionOrder[connection] = order
+        }
+        defer { storage.routes[path] = slot }
+
+        if let cap = slot.route.connectionCap, storage.inFlight[path, default: 0] >= cap.limit {
+            return Decision(route: slot.route, fault: .none, origin: storage.origin, refusal: cap)
+        }
+
+        let index = slot.requestCount
+        slot.requestCount += 1
+        let fault = index < slot.route.script.count ? slot.route.script[index] : slot.route.then
+        if case .switchEntity(let payload, let etag) = fault {
+            slot.route.payload = payload
+            slot.route.etag = etag
+            slot.route.lastModified = nil
+        }
+        let throttle = slot.route.connectionThrottles.map { $0[order % $0.count] } ?? slot.route.throttle
+        return Decision(route: slot.route, fault: fault, origin: storage.origin, throttle: throttle)
     }
 }

@@ -115,6 +115,29 @@ public final class TestServer: Sendable {
         state.bodyBytes(to: path)
     }
 
+    /// Every response sent, in order of arrival of the requests they answer.
+    public var responses: [ServedResponse] {
+        state.responses(to: nil)
+    }
+
+    /// The responses to requests for `path`, in order of arrival of the requests, with how many
+    /// body bytes each has sent so far. Refused requests (``ConnectionCap``) are included with
+    /// ``ServedResponse/refused`` set.
+    public func responses(to path: String) -> [ServedResponse] {
+        state.responses(to: path)
+    }
+
+    /// The highest number of payload responses to `path` that were in flight at once (counted
+    /// as for ``ConnectionCap``, whether or not the route has a cap), over the server's life.
+    public func peakConcurrentResponses(to path: String) -> Int {
+        state.peakInFlight(to: path)
+    }
+
+    /// How many distinct TCP connections sent at least one request for `path`.
+    public func connectionCount(to path: String) -> Int {
+        state.connectionCount(to: path)
+    }
+
     /// Stops listening and closes every connection, including stalled ones. Safe to call twice.
     public func shutdown() async throws {
         let alreadyShutDown = isShutDown.withLockedValue { isShutDown in

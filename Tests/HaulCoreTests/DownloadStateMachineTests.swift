@@ -252,6 +252,21 @@ import Testing
         #expect(requests(actions)[0]?.range == ByteRange(start: 5219, end: 9999))
     }
 
+    /// Found by a hang: stealing everything from a part that had no byte yet made two parts with
+    /// one start, and the download waited for ever.
+    @Test func aPartWithNoByteYetIsNeverCutAtItsStart() throws {
+        var machine = try machine(connections: 2)
+        _ = machine.start(noFiles, now: 0)
+        _ = machine.responseReceived(0, partial(0, 9999, of: 10000), nowSecondsSince1970: 0, jitter: 0)
+        _ = machine.responseReceived(1, partial(5000, 9999, of: 10000), nowSecondsSince1970: 0, jitter: 0)
+        feed(&machine, 0, 5000, chunk: 1000)
+        _ = machine.tick(now: 1, elapsed: 1)  // 0 runs at 5000 B/s, 1 has received nothing
+        let actions = machine.bodyEnded(0, jitter: 0)
+        let starts = machine.persistentRecord.segments.map(\.start)
+        #expect(Set(starts).count == starts.count, "\(machine.persistentRecord.segments)")
+        if let plan = requests(actions)[0] { #expect(plan.range!.start > 5000) }
+    }
+
     @Test func aRefusedExtraConnectionIsNotAnError() throws {
         var machine = try machine(connections: 3)
         _ = machine.start(noFiles, now: 0)

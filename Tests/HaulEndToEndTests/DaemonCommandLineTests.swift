@@ -33,7 +33,7 @@ import Testing
         let array = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]])
         #expect(array.count == 2)
         for element in array {
-            for key in ["id", "url", "status", "completedLength", "totalLength", "path", "error"] {
+            for key in ["id", "url", "status", "completedLength", "totalLength", "path", "error", "connections", "maxConnections", "maxBytesPerSecond"] {
                 #expect(element.keys.contains(key), "\(key) missing in \(element)")
             }
         }
@@ -72,6 +72,60 @@ import Testing
         // A second daemon on the same HAUL_HOME is refused, and says which one runs.
         let second = try await HaulProcess.run(["serve", "--port", "0"], in: world)
         #expect(second.status == 6 && second.stderr.contains("already running"), "\(second.stderr)")
+        #expect(await daemon.terminate() == 0)
+        try await world.close()
+    }
+
+    /// `serve -x/--limit-rate` set the daemon's defaults; `add -x/--limit-rate` a download's own;
+    /// `ls` shows the live connections, `ls --json` carries them.
+    @Test func connectionsAndRateLimits() async throws {
+        let world = try await World.make()
+        world.server.setRoute("/small.bin", Route(payload: small))
+        world.server.setRoute("/split.bin", Route(payload: Payload(seed: 23, length: 4_500_000), throttle: 250_000))
+        for bad in [["serve", "-x", "0"], ["serve", "-x", "65"], ["serve", "--limit-rate", "fast"], ["serve", "--limit-rate", "0"]] {
+            let result = try await HaulProcess.run(bad + ["--port", "0"], in: world)
+            #expect(result.status == 2, "\(bad): \(result.stderr)")
+        }
+        let daemon = try await DaemonProcess.start(world, ["-x", "2", "--limit-rate", "2M"])
+        defer { daemon.process.signal(SIGKILL) }
+        let options = try await daemon.call(.GET, "/api/v1/options").decode(OptionsView.self)
+        #expect(options.connections == 2 && options.maxBytesPerSecond == 2 << 20)
+
+        for bad in [["-x", "0"], ["-x", "65"], ["--limit-rate", "0"], ["--limit-rate", "1X"]] {
+            let result = try await HaulProcess.run(["add"] + bad + [world.server.url("/small.bin")], in: world)
+            #expect(result.status == 2, "\(bad): \(result.stderr)")
+        }
+        #expect(try await daemon.list().isEmpty)
+
+        let split = try await HaulProcess.run(["add", "-x", "3", "--limit-rate", "1M", world.server.url("/split.bin")], in: world)
+        #expect(split.status == 0, "\(split.stderr)")
+        let splitID = split.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let plain = try await HaulProcess.run(["add", world.server.url("/small.bin")], in: world)
+        let plainID = plain.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        try await daemon.wait(for: plainID, status: "completed")
+        try await daemon.wait(for: splitID, status: "running", where: { $0.connections > 0 })
+
+        let json = try await HaulProcess.run(["ls", "--json"], in: world)
+        #expect(json.status == 0, "\(json.stderr)")
+        let array = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]])
+        let listed = try #require(array.first { $0["id"] as? String == splitID })
+        #expect(listed["maxConnections"] as? Int == 3 && listed["maxBytesPerSecond"] as? Int == 1 << 20, "\(listed)")
+        #expect(listed["connections"] is Int, "\(listed)")
+        let other = try #require(array.first { $0["id"] as? String == plainID })
+        #expect(other["maxConnections"] as? Int == 2 && other["connections"] as? Int == 0 && other["maxBytesPerSecond"] is NSNull, "\(other)")
+
+        // The table: "x N" live connections on the running download's line, none on the finished one's.
+        let table = try await HaulProcess.run(["ls"], in: world)
+        let lines = table.stdout.split(separator: "\n").map(String.init)
+        let splitLine = try #require(lines.first { $0.hasPrefix(splitID) })
+        if splitLine.contains("running") {
+            #expect(splitLine.range(of: #"  x[0-9]+  "#, options: .regularExpression) != nil, "\(splitLine)")
+        }
+        let plainLine = try #require(lines.first { $0.hasPrefix(plainID) })
+        #expect(plainLine.range(of: #"  x[0-9]+  "#, options: .regularExpression) == nil, "\(plainLine)")
+
+        let removed = try await HaulProcess.run(["rm", splitID], in: world)
+        #expect(removed.status == 0, "\(removed.stderr)")
         #expect(await daemon.terminate() == 0)
         try await world.close()
     }

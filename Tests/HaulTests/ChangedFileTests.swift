@@ -27,7 +27,7 @@ import Testing
     @Test func aLongerFileIsFetchedWholeNotCutToTheOldLength() async throws {
         let longer = Payload(seed: 43, length: 1_500_000)
         try await withHarness { harness in
-            let outcome = try await interrupted(harness, first: Route(payload: payload, throttle: 1_000_000),
+            let outcome = try await interrupted(harness, first: Route(payload: payload, throttle: 200_000),
                                                 then: Route(payload: longer))
             #expect(outcome.final.isCompleted)
             #expect(outcome.restarted)
@@ -53,7 +53,7 @@ import Testing
     @Test func aShorterFileIsFetchedWhole() async throws {
         let shorter = Payload(seed: 45, length: 600_000)
         try await withHarness { harness in
-            let outcome = try await interrupted(harness, first: Route(payload: payload, throttle: 1_000_000),
+            let outcome = try await interrupted(harness, first: Route(payload: payload, throttle: 200_000),
                                                 then: Route(payload: shorter))
             #expect(outcome.final.isCompleted)
             #expect(shorter.mismatch(inFileAt: harness.directory + "/file") == nil)
@@ -63,7 +63,7 @@ import Testing
     @Test func aChangedFileOfTheSameSizeWithAValidatorIsFetchedWhole() async throws {
         let same = Payload(seed: 46, length: payload.length)
         try await withHarness { harness in
-            let outcome = try await interrupted(harness, first: Route(payload: payload, throttle: 1_000_000),
+            let outcome = try await interrupted(harness, first: Route(payload: payload, throttle: 200_000),
                                                 then: Route(payload: same))
             #expect(outcome.final.isCompleted)
             #expect(same.mismatch(inFileAt: harness.directory + "/file") == nil)
@@ -75,7 +75,7 @@ import Testing
     @Test func withoutAValidatorAChangedFileOfTheSameSizeIsCaughtByTheOverlap() async throws {
         let same = Payload(seed: 47, length: payload.length)
         try await withHarness { harness in
-            let outcome = try await interrupted(harness, first: Route(payload: payload, etag: nil, throttle: 1_000_000),
+            let outcome = try await interrupted(harness, first: Route(payload: payload, etag: nil, throttle: 200_000),
                                                 then: Route(payload: same, etag: nil))
             #expect(outcome.final.isCompleted)
             #expect(outcome.restarted)
@@ -87,7 +87,7 @@ import Testing
 
     @Test func withoutAValidatorAnUnchangedFileResumesAfterTheOverlap() async throws {
         try await withHarness { harness in
-            let outcome = try await interrupted(harness, first: Route(payload: payload, etag: nil, throttle: 1_000_000),
+            let outcome = try await interrupted(harness, first: Route(payload: payload, etag: nil, throttle: 200_000),
                                                 then: Route(payload: payload, etag: nil))
             #expect(outcome.final.isCompleted)
             #expect(!outcome.restarted)

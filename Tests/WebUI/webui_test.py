@@ -7,8 +7,8 @@ Run by Tests/HaulEndToEndTests/WebPageTests.swift against a real `haul serve`; b
         --fast-url http://.../small.bin --slow-url http://.../big.bin --screenshots /tmp/shots
 
 Needs Debian's chromium, chromium-driver and python3-selenium. Waits are explicit and generous
-(no timing assertions): each step waits for the page's stable hooks, `tr[data-id][data-status]`
-and `.bar[data-percent]`. Exits 0 on success, 1 with a message on any failure or timeout.
+(no timing assertions): each step waits for the page's stable hooks, `tr[data-id][data-status]`,
+`.bar[data-percent]` and `.conns[data-connections]`. Exits 0 on success, 1 with a message on any failure or timeout.
 """
 
 import argparse
@@ -35,8 +35,10 @@ const row = Array.from(document.querySelectorAll('tr[data-id]')).find(r => r.dat
 if (!row) return null;
 const bar = row.querySelector('.bar');
 const speed = row.querySelector('.speed');
+const conns = row.querySelector('.conns');
 return {id: row.dataset.id, status: row.dataset.status, percent: bar ? bar.getAttribute('data-percent') : null,
-        speed: speed ? speed.textContent : ''};
+        speed: speed ? speed.textContent : '',
+        connections: conns ? conns.getAttribute('data-connections') : null, connectionsText: conns ? conns.textContent : ''};
 """
 
 
@@ -158,6 +160,14 @@ class PageTest:
         self.wait_for_row(slow, "the slow download's bar moving, with a speed",
                           lambda s: s["status"] == "completed" or (int(s["percent"]) > int(reloaded["percent"]) and s["speed"]))
         self.screenshot("slow-progressing")
+
+        # A running download shows its live connections (one here: added without `connections`).
+        self.wait_for_row(slow, "the slow download's connection count",
+                          lambda s: s["status"] == "completed"
+                          or (s["status"] == "running" and s["connections"] == "1" and s["connectionsText"].strip() == "1"))
+        done = self.row(fast)
+        if done and done["connectionsText"].strip():
+            raise Failure(f"a finished download shows connections: {done!r}")
 
         text, is_error = self.message()
         if is_error:

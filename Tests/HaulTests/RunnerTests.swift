@@ -1,0 +1,157 @@
+import Foundation
+@testable import Haul
+import HaulCore
+import HaulTesting
+import NIOConcurrencyHelpers
+import Testing
+
+/// The runner alone, with a fake transport and a fake writer: the durability order and the stop
+/// path, deterministic and without sockets.
+@Suite(.timeLimit(.minutes(1))) struct RunnerTests {
+    let payload = Payload(seed: 5, length: 400_000)
+
+    /// One log for every side effect, in the order they happened.
+    final class Log: Sendable {
+        enum Entry: Equatable {
+            case synced(Int64)
+            case saved(Int64)
+        }
+        let entries = NIOLockedValueBox<[Entry]>([])
+        func append(_ entry: Entry) { entries.withLockedValue { $0.append(entry) } }
+    }
+
+    /// A store that logs how many bytes each save claims.
+    final class LoggingStore: DownloadStore {
+        let inner = InMemoryDownloadStore()
+        let log: Log
+        init(log: Log) { self.log = log }
+        func save(_ record: DownloadRecord) async throws {
+            log.append(.saved(record.completedLength))
+            try await inner.save(record)
+        }
+        func record(_ id: DownloadID) async throws -> DownloadRecord? { try await inner.record(id) }
+        func record(matching request: DownloadRequest) async throws -> DownloadRecord? { try await inner.record(matching: request) }
+        func records(status: DownloadStatus?) async throws -> [DownloadRecord] { try await inner.records(status: status) }
+        func isFileNameTaken(_ fileName: String, directory: String, except id: DownloadID) async throws -> Bool {
+            try await inner.isFileNameTaken(fileName, directory: directory, except: id)
+        }
+        func delete(_ id: DownloadID) async throws { try await inner.delete(id) }
+    }
+
+    /// Writes into memory; a checkpoint makes what was written durable and logs it.
+    final class FakeWriter: ChunkWriter {
+        let log: Log
+        let state = NIOLockedValueBox((bytes: [Int64: Int64](), durable: Int64(0)))
+        init(log: Log) { self.log = log }
+        func write(_ chunk: any ByteChunk, at offset: Int64, part: Int64) async throws {
+            state.withLockedValue { $0.bytes[part] = offset + Int64(chunk.count) }
+        }
+        func checkpoint() async throws -> [Int64: Int64] {
+            let written = state.withLockedValue { $0.bytes }
+            log.append(.synced(written.values.reduce(0, +)))
+            return written
+        }
+        func read(at offset: Int64, count: Int) async throws -> [UInt8] { [] }
+        func truncate(to length: Int64) async throws { state.withLockedValue { $0.bytes = [:] } }
+        func close() async {}
+    }
+
+    /// Serves the payload whole, in 10 KB chunks; after `stallAfter` bytes a body waits until
+    /// its task is cancelled (a stop has to end it).
+    struct FakeTransport: HTTPTransport {
+        let payload: Payload
+        let stallAfter: Int64?
+
+        func send(_ plan: RequestPlan) async throws -> (ResponseHead, any ResponseBodyStream) {
+            let head = ResponseHead(status: 200, headers: ["Content-Length": "\(payload.length)", "ETag": "\"x\""],
+                                    url: plan.url.absoluteString)
+            return (head, Body(payload: payload, stallAfter: stallAfter))
+        }
+
+        final class Body: ResponseBodyStream {
+            let payload: Payload
+            let stallAfter: Int64?
+            let next = NIOLockedValueBox<Int64>(0)
+            init(payload: Payload, stallAfter: Int64?) {
+                self.payload = payload
+                self.stallAfter = stallAfter
+            }
+            func next() async throws -> (any ByteChunk)? {
+                let offset = next.withLockedValue { $0 }
+                if let stallAfter, offset >= stallAfter {
+                    try await Task.sleep(for: .seconds(3600))
+                }
+                guard offset < payload.length else { return nil }
+                let end = min(payload.length, offset + 10_000)
+                next.withLockedValue { $0 = end }
+                return payload.bytes(offset..<end)
+            }
+        }
+    }
+
+    func runner(log: Log, store: any DownloadStore, stallAfter: Int64?, checkpointInterval: Double, stop: StopSignal,
+                events: NIOLockedValueBox<[DownloadEvent.Kind]>) -> DownloadRunner {
+        let clock = ClockAdapter(ContinuousClock())
+        return DownloadRunner(
+            store: store, transport: FakeTransport(payload: payload, stallAfter: stallAfter), clock: clock,
+            names: FileNameClaims(store: store),
+            settings: .init(checkpointInterval: checkpointInterval, tickInterval: 0.001),
+            limiters: [], makeWriter: { _, _ in FakeWriter(log: log) },
+            logger: .init(label: "test"), stop: stop, emit: { event in events.withLockedValue { $0.append(event.kind) } })
+    }
+
+    func record(directory: String) throws -> DownloadRecord {
+        let request = try DownloadRequest(url: RemoteURL("http://h/file"), destination: .directory(directory))
+        return DownloadRecord(id: .random(), request: request, createdAt: 0)
+    }
+
+    @Test func theStoreNeverClaimsMoreThanTheLastSync() async throws {
+        let log = Log()
+        let store = LoggingStore(log: log)
+        let stop = StopSignal()
+        let events = NIOLockedValueBox<[DownloadEvent.Kind]>([])
+        let runner = runner(log: log, store: store, stallAfter: 200_000, checkpointInterval: 0, stop: stop, events: events)
+        let directory = NSTemporaryDirectory() + "haul-runner-\(UUID().uuidString)"
+        let initial = try record(directory: directory)
+        let task = Task { await runner.run(initial) }
+        while !events.withLockedValue({ $0 }).contains(where: { if case .progress(let p) = $0 { p.completed >= 200_000 } else { false } }) {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        stop.request(.paused)
+        let final = await task.value
+        #expect(final.status == .paused)
+        #expect(final.completedLength == 200_000)
+        #expect(log.entries.withLockedValue { $0 }.last == .saved(200_000), "the stop stored every byte it had synced")
+        var synced: Int64 = 0
+        for entry in log.entries.withLockedValue({ $0 }) {
+            switch entry {
+            case .synced(let bytes): synced = bytes
+            case .saved(let claimed): #expect(claimed <= synced, "a save claimed \(claimed) with \(synced) synced")
+            }
+        }
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    @Test func aStopIsAMessageAndItsCheckpointLands() async throws {
+        let log = Log()
+        let store = LoggingStore(log: log)
+        let stop = StopSignal()
+        let events = NIOLockedValueBox<[DownloadEvent.Kind]>([])
+        // No periodic checkpoint in this test's lifetime: only the stop's can store the bytes.
+        let runner = runner(log: log, store: store, stallAfter: 150_000, checkpointInterval: 3600, stop: stop, events: events)
+        let directory = NSTemporaryDirectory() + "haul-runner-\(UUID().uuidString)"
+        let initial = try record(directory: directory)
+        let task = Task { await runner.run(initial) }
+        while !events.withLockedValue({ $0 }).contains(where: { if case .progress(let p) = $0 { p.completed >= 150_000 } else { false } }) {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(log.entries.withLockedValue { $0 }.allSatisfy { $0 != .synced(150_000) })
+        stop.request(.paused)
+        let final = await task.value
+        #expect(final.completedLength == 150_000)
+        #expect(try await store.record(initial.id)?.completedLength == 150_000)
+        #expect(try await store.record(initial.id)?.status == .paused)
+        #expect(events.withLockedValue { $0 }.last == .paused)
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
