@@ -305,6 +305,7 @@ public actor DownloadManager {
             if let rate, rate <= 0 { throw HaulError(.usage, "a download's rate limit must be positive (got \(rate))") }
             record.request.maxBytesPerSecond = rate
             active[id]?.limiter.setRate(rate.flatMap(ByteRate.limit))
+            active[id]?.stop.changeRate(rate)
             try await store.save(record)
         }
     }

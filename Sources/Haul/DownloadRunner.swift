@@ -54,6 +54,7 @@ enum RunInput: Sendable {
     case timer(DownloadStateMachine.Timer)
     case tick
     case stop(DownloadStatus)
+    case rateChanged(Int64?)
     case verified(HaulError?)
     /// A periodic checkpoint's fsync returned (or failed).
     case synced(epoch: Int, Result<[Int64: Int64], HaulError>)
@@ -96,6 +97,7 @@ final class RunSession {
     func run() async -> DownloadRecord {
         let post = self.post
         runner.stop.attach { status in post.yield(.stop(status)) }
+        runner.stop.attachRate { rate in post.yield(.rateChanged(rate)) }
         // Speeds, progress and checkpoint decisions, also while every connection waits. Real
         // time, not the injected clock: a test's manual clock counts only the machine's timers.
         let interval = Duration.milliseconds(Int64(max(runner.settings.tickInterval, 0.001) * 1000))
@@ -185,6 +187,8 @@ final class RunSession {
             }
         case .stop(let status):
             return machine.withLockedValue { $0.stopRequested(status: status) }
+        case .rateChanged(let rate):
+            return machine.withLockedValue { $0.setRateLimit(rate) }
         case .verified(let error):
             verifyTask = nil
             return machine.withLockedValue { $0.verified(error) }

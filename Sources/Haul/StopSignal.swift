@@ -9,6 +9,7 @@ final class StopSignal: Sendable {
     private struct State {
         var status: DownloadStatus?
         var deliver: (@Sendable (DownloadStatus) -> Void)?
+        var deliverRate: (@Sendable (Int64?) -> Void)?
     }
 
     private let state = NIOLockedValueBox(State())
@@ -22,6 +23,16 @@ final class StopSignal: Sendable {
             return state.deliver
         }
         deliver?(status)
+    }
+
+    /// A new rate limit for the download (the live limiter already has it): the runner's
+    /// record must carry it too, or its next checkpoint would store the old one.
+    func changeRate(_ rate: Int64?) {
+        state.withLockedValue { $0.deliverRate }?(rate)
+    }
+
+    func attachRate(_ deliver: @escaping @Sendable (Int64?) -> Void) {
+        state.withLockedValue { $0.deliverRate = deliver }
     }
 
     /// Where the runner wants the message; a request made before it attached is delivered now.

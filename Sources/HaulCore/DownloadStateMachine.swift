@@ -281,7 +281,8 @@ public struct DownloadStateMachine: Sendable {
         record.status = .running
         record.error = nil
         lastCheckpoint = now
-        let claimed = parts.map { $0.start - fileBase + $0.durable }.max() ?? 0
+        // The furthest byte the record claims; a part with no byte claims nothing.
+        let claimed = parts.filter { $0.durable > 0 }.map { $0.start - fileBase + $0.durable }.max() ?? 0
         if local.published, parts.allSatisfy(\.isComplete), expectedLength != nil {
             state = .verifying
             verifyTarget = .published
@@ -300,6 +301,12 @@ public struct DownloadStateMachine: Sendable {
         }
         state = .downloading
         return actions + openFirstConnection()
+    }
+
+    /// The user changed the download's rate limit while it runs: stored with the next write.
+    public mutating func setRateLimit(_ bytesPerSecond: Int64?) -> [Action] {
+        record.request.maxBytesPerSecond = bytesPerSecond
+        return [.persist]
     }
 
     /// The final name was chosen (after `.nameFile`).

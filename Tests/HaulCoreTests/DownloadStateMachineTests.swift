@@ -177,6 +177,19 @@ import Testing
         #expect(requests(start)[0]?.range == nil)
     }
 
+    /// Found by `kill -9` during `-x 8`: a sparse `.part` is shorter than the start of a part
+    /// that has no byte yet, and that is no reason to start over.
+    @Test func aSparsePartShorterThanAnEmptyPartsStartResumes() throws {
+        var record = try machine(connections: 2).record
+        record.segments = [Segment(start: 0, end: 499, written: 100), Segment(start: 500, end: 999, written: 0)]
+        record.totalLength = 1000
+        record.validator = EntityValidator(etag: "\"a\"")
+        var machine = try machine(connections: 2, record: record)
+        let start = machine.start(Machine.LocalFiles(partSize: 100, published: false), now: 0)
+        #expect(!start.contains { if case .notify(.restarted) = $0 { true } else { false } })
+        #expect(requests(start)[0]?.range == ByteRange(start: 100, end: 499))
+    }
+
     @Test func aPublishACrashInterruptedIsVerifiedWhereItIs() throws {
         var record = try machine().record
         record.segments = [Segment(start: 0, end: 999, written: 1000)]

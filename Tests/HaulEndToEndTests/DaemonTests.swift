@@ -208,10 +208,7 @@ import Testing
         #expect(done.connections == 0 && done.maxConnections == 4)
         #expect(changedLimit)
         let limit = try await daemon.download(added.id).maxBytesPerSecond
-        withKnownIssue("engine: a running download's checkpoints save the request it started with, over the changed limit",
-                       isIntermittent: true) {
-            #expect(limit == 40_000_000)
-        }
+        #expect(limit == 40_000_000)
 
         // The event stream: progress events carry the live count and the settings.
         let lines = try await events.value
