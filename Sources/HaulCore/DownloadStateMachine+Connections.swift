@@ -315,7 +315,6 @@ extension DownloadStateMachine {
         if connection.received > 0 { connection.failures = 0 }
         connection.received = 0
         connection.failures += 1
-        connection.lastFailure = error
         connection.phase = .waiting
         connections[id] = connection
         let allowed = record.request.maxAttempts ?? settings.retry.maxAttempts

@@ -190,7 +190,6 @@ public struct DownloadStateMachine: Sendable {
         var received: Int64 = 0
         /// Consecutive attempts that received no byte.
         var failures = 0
-        var lastFailure: HaulError?
         /// Bytes/s over the last ticks; nil until measured.
         var speed: Double?
         var bytesAtLastTick: Int64 = 0
