@@ -354,13 +354,7 @@ final class RunSession {
 
     /// Write, fsync, then store the offsets: the store never runs ahead of the disk.
     func checkpoint(epoch: Int) async {
-        let writer: (any ChunkWriter)?
-        do {
-            writer = try openWriter()
-        } catch {
-            writer = nil
-        }
-        guard let writer else { return }
+        guard let writer = openWriterForCheckpoint() else { return }
         do {
             let written = try await writer.checkpoint()
             await execute(machine.withLockedValue { $0.synced(epoch: epoch, written: written) })
@@ -370,8 +364,19 @@ final class RunSession {
         }
     }
 
+    /// The writer a checkpoint syncs; nil (logged) when the `.part` cannot be opened: then no
+    /// byte was written through it, and the stored offsets stay as they are.
+    func openWriterForCheckpoint() -> (any ChunkWriter)? {
+        do {
+            return try openWriter()
+        } catch {
+            runner.logger.warning("checkpoint skipped: cannot open the .part", metadata: ["id": "\(id)", "error": "\(error)"])
+            return nil
+        }
+    }
+
     func startBackgroundCheckpoint(epoch: Int) {
-        guard checkpointTask == nil, let writer = try? openWriter() else { return }
+        guard checkpointTask == nil, let writer = openWriterForCheckpoint() else { return }
         let post = self.post
         checkpointTask = Task {
             do {

@@ -211,8 +211,11 @@ extension DownloadStateMachine {
         for start in points {
             actions += request(newConnection(part: partIndex(start)!, isExtra: true))
         }
-        // Stored with the shortened part in the same write (DESIGN rule 2).
-        return [.persist] + actions
+        // The new parts reach the store with the next checkpoint, in the same write as the
+        // shortened part (DESIGN rule 2). Until then the stored layout is the old one, which
+        // claims only durable bytes: a crash re-fetches the new parts' bytes, nothing worse.
+        // Not storing here keeps an fsync of the store off the path of every new request.
+        return actions
     }
 
     /// `connection` finished its part: find it more work, or let it go.
@@ -231,7 +234,7 @@ extension DownloadStateMachine {
                 return request(id)
             }
             if let stolen = steal(for: id) {
-                return [.persist] + request(stolen)
+                return request(stolen)  // stored with the next checkpoint, as a split
             }
         }
         connections[id] = nil
