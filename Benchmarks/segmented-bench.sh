@@ -12,7 +12,7 @@
 # Usage:  bash Benchmarks/segmented-bench.sh
 # Env:    KS ("1 4 8 16 32 64") LIMIT (2m) RUN_SECS (10) SIZE_MB (auto) ROUNDS (3)
 #         STRAGGLER_K (12) TS_MB (192) PARTS ("nginx straggler cap") PORT (18081)
-#         HAUL_BIN / TEST_SERVER_BIN (default: .build-bench/release/, built if missing)
+#         HAUL_BIN / TEST_SERVER_BIN (default: built into .build-static/release/)
 set -euo pipefail
 
 # --- settings ----------------------------------------------------------------
@@ -103,11 +103,10 @@ command -v nginx >/dev/null || PATH=$PATH:/usr/sbin
 
 # Our own build path, so other SwiftPM users of .build are neither blocked nor disturbed.
 build_product() {   # build_product PRODUCT -> path of the binary
-    local bin=$PKG_ROOT/.build-bench/release/$1
-    if [[ ! -x $bin ]]; then
-        log "building $1 (release, --build-path .build-bench)"
-        (cd "$PKG_ROOT" && swift build -c release --product "$1" --build-path .build-bench) >&2
-    fi
+    # Release, Swift runtime and Foundation linked statically, as README's install section says.
+    local bin=$PKG_ROOT/.build-static/release/$1
+    log "building $1 (release, --static-swift-stdlib, --build-path .build-static)"
+    (cd "$PKG_ROOT" && swift build -c release --static-swift-stdlib --product "$1" --build-path .build-static) >&2
     echo "$bin"
 }
 HAUL=${HAUL_BIN:-$(build_product haul)}

@@ -468,9 +468,17 @@ extension DownloadStateMachine {
     }
 
     /// Before the first byte: the name, then the record (name, validator, length) is stored.
+    /// A later response that tells nothing new (the same validator, length and final URL) stores
+    /// nothing: the record already holds what a resume needs.
     mutating func prepareBody(head: ResponseHead) -> [Action] {
-        guard record.fileName == nil else { return [.persist] }
-        return [.nameFile(contentDisposition: head.headers["Content-Disposition"], finalURL: head.url), .persist]
+        let entity = StoredEntity(validator: record.validator, totalLength: record.totalLength, finalURL: record.finalURL)
+        if record.fileName == nil {
+            storedEntity = entity
+            return [.nameFile(contentDisposition: head.headers["Content-Disposition"], finalURL: head.url), .persist]
+        }
+        guard entity != storedEntity else { return [] }
+        storedEntity = entity
+        return [.persist]
     }
 
     func othersReceiving(besides id: ConnectionID) -> Bool {

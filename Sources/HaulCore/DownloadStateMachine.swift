@@ -22,6 +22,10 @@ public struct DownloadStateMachine: Sendable {
         public var minimumSteal: Int64
         /// Seconds between checkpoints while bytes flow: the most a crash can cost.
         public var checkpointInterval: Double
+        /// A checkpoint is also due once this many bytes arrived since the last one, so the fsync
+        /// a completion waits for stays short however fast the download runs (at most one
+        /// checkpoint per tick).
+        public var checkpointBytes: Int64
         /// Without a validator, a resume re-reads this many bytes before its resume point and
         /// compares them with the disk (DESIGN rule 4).
         public var overlap: Int64
@@ -31,13 +35,14 @@ public struct DownloadStateMachine: Sendable {
         public var tickInterval: Double
 
         public init(retry: RetryPolicy = .init(), minimumSegment: Int64 = 1 << 20, minimumSteal: Int64 = 128 << 10,
-                    checkpointInterval: Double = 1, overlap: Int64 = 64 << 10, maxConnectionBackoff: Duration = .seconds(60),
-                    tickInterval: Double = 0.25) {
+                    checkpointInterval: Double = 1, checkpointBytes: Int64 = 32 << 20, overlap: Int64 = 64 << 10,
+                    maxConnectionBackoff: Duration = .seconds(60), tickInterval: Double = 0.25) {
             self.retry = retry
             self.tickInterval = tickInterval
             self.minimumSegment = minimumSegment
             self.minimumSteal = minimumSteal
             self.checkpointInterval = checkpointInterval
+            self.checkpointBytes = checkpointBytes
             self.overlap = overlap
             self.maxConnectionBackoff = maxConnectionBackoff
         }
@@ -224,6 +229,17 @@ public struct DownloadStateMachine: Sendable {
     var restartPending = false
     var restarts = 0
     var lastCheckpoint: Double = 0
+    /// `completedLength` when the last periodic checkpoint was asked for.
+    var completedAtLastCheckpoint: Int64 = 0
+    /// What the last response stored about the entity; a response that tells nothing new is
+    /// not stored again (a steal's request costs no fsync of the store).
+    var storedEntity: StoredEntity?
+
+    struct StoredEntity: Equatable {
+        var validator: EntityValidator?
+        var totalLength: Int64?
+        var finalURL: String?
+    }
     var verifyTarget: VerifyTarget = .part
     /// Every byte is in, but a connection told to close has not reported back yet.
     var verifyPending = false
@@ -280,6 +296,7 @@ public struct DownloadStateMachine: Sendable {
         record.status = .running
         record.error = nil
         lastCheckpoint = now
+        completedAtLastCheckpoint = completedLength
         // The furthest byte the record claims; a part with no byte claims nothing.
         let claimed = parts.filter { $0.durable > 0 }.map { $0.start - fileBase + $0.durable }.max() ?? 0
         if local.published, parts.allSatisfy(\.isComplete), expectedLength != nil {
@@ -346,10 +363,12 @@ public struct DownloadStateMachine: Sendable {
             updated.bytesAtLastTick = connection.received
             connections[id] = updated
         }
-        guard now - lastCheckpoint >= settings.checkpointInterval, parts.contains(where: { $0.appended > $0.durable }) else {
-            return []
-        }
+        let completed = completedLength
+        let due = now - lastCheckpoint >= settings.checkpointInterval
+            || completed - completedAtLastCheckpoint >= settings.checkpointBytes
+        guard due, parts.contains(where: { $0.appended > $0.durable }) else { return [] }
         lastCheckpoint = now
+        completedAtLastCheckpoint = completed
         return [.checkpoint(epoch: epoch)]
     }
 

@@ -67,6 +67,23 @@ import Testing
         #expect(machine.record.validator?.etag == "\"a\"")
     }
 
+    /// A fast download checkpoints by volume too, so the fsync its completion waits for is short.
+    @Test func aCheckpointIsDueAfterManyBytesBeforeItsInterval() throws {
+        let request = try DownloadRequest(url: url, destination: .directory("/tmp"))
+        var record = DownloadRecord(id: DownloadID(rawValue: "1"), request: request, createdAt: 0)
+        record.fileName = "file"
+        var machine = Machine(record: record, settings: .init(checkpointInterval: 1, checkpointBytes: 50, tickInterval: 0.25))
+        _ = machine.start(noFiles, now: 0)
+        _ = machine.responseReceived(0, head(200, ["Content-Length": "1000", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
+        feed(&machine, 0, 40)
+        #expect(machine.tick(now: 0.25, elapsed: 0.25) == [])
+        feed(&machine, 0, 20)  // 60 since the start: due
+        #expect(machine.tick(now: 0.5, elapsed: 0.25) == [.checkpoint(epoch: machine.epoch)])
+        feed(&machine, 0, 30)  // 30 since that one: not yet
+        #expect(machine.tick(now: 0.75, elapsed: 0.25) == [])
+        #expect(machine.tick(now: 1.5, elapsed: 0.75) == [.checkpoint(epoch: machine.epoch)])  // by time
+    }
+
     @Test func onlyDurableBytesArePersisted() throws {
         var machine = try machine()
         _ = machine.start(noFiles, now: 0)
@@ -92,7 +109,8 @@ import Testing
         #expect(failed == [.notify(.retrying(attempt: 1, delay: .milliseconds(500), error: HaulError(.network, "reset"))),
                            .schedule(.retry(0), after: .milliseconds(500))])
         #expect(machine.timerFired(.retry(0)) == [.request(0, RequestPlan(url: url, range: ByteRange(start: 40, end: 99), ifRange: "\"a\"", headers: [:]))])
-        #expect(machine.responseReceived(0, partial(40, 99, of: 100), nowSecondsSince1970: 0, jitter: 0) == [.persist, .receive(0)])
+        // Same validator, length and URL as stored: nothing new to store before the bytes.
+        #expect(machine.responseReceived(0, partial(40, 99, of: 100), nowSecondsSince1970: 0, jitter: 0) == [.receive(0)])
         #expect(feed(&machine, 0, 10).first?.writeOffset == 40)
     }
 
