@@ -255,6 +255,8 @@ extension DownloadStateMachine {
         }
         guard let best, let end = parts[best.index].end, let owner = parts[best.index].owner else { return nil }
         let ownerSpeed = connections[owner]?.speed
+        // An owner with a measured speed that finishes soon keeps its part.
+        if ownerSpeed != nil, best.finish < settings.minimumStealSeconds { return nil }
         // A connection still waiting for its answer keeps half: it has not shown its speed yet.
         let ownerReceiving = connections[owner]?.phase == .receiving
         guard let cut = SegmentPlanner.stealPoint(next: parts[best.index].next, end: end,

@@ -20,6 +20,10 @@ public struct DownloadStateMachine: Sendable {
         public var minimumSegment: Int64
         /// An idle connection steals from a running part only if it gets at least this much.
         public var minimumSteal: Int64
+        /// ...and only if that part's owner, at its measured speed, needs longer than this many
+        /// seconds for the rest: a new request for the last moments of a part costs more than it
+        /// saves, and servers that give each request a burst would invite a cascade of them.
+        public var minimumStealSeconds: Double
         /// Seconds between checkpoints while bytes flow: the most a crash can cost.
         public var checkpointInterval: Double
         /// A checkpoint is also due once this many bytes arrived since the last one, so the fsync
@@ -36,11 +40,13 @@ public struct DownloadStateMachine: Sendable {
 
         public init(retry: RetryPolicy = .init(), minimumSegment: Int64 = 1 << 20, minimumSteal: Int64 = 128 << 10,
                     checkpointInterval: Double = 1, checkpointBytes: Int64 = 32 << 20, overlap: Int64 = 64 << 10,
-                    maxConnectionBackoff: Duration = .seconds(60), tickInterval: Double = 0.25) {
+                    maxConnectionBackoff: Duration = .seconds(60), tickInterval: Double = 0.25,
+                    minimumStealSeconds: Double = 0.5) {
             self.retry = retry
             self.tickInterval = tickInterval
             self.minimumSegment = minimumSegment
             self.minimumSteal = minimumSteal
+            self.minimumStealSeconds = minimumStealSeconds
             self.checkpointInterval = checkpointInterval
             self.checkpointBytes = checkpointBytes
             self.overlap = overlap

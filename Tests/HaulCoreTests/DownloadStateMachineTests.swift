@@ -285,6 +285,21 @@ import Testing
         #expect(requests(actions)[0]?.range == ByteRange(start: 5219, end: 9999))
     }
 
+    /// A part its owner finishes within half a second is not worth a new request.
+    @Test func aPartAboutToFinishIsNotStolen() throws {
+        var machine = try machine(connections: 2)
+        _ = machine.start(noFiles, now: 0)
+        _ = machine.responseReceived(0, partial(0, 9999, of: 10000), nowSecondsSince1970: 0, jitter: 0)
+        _ = machine.responseReceived(1, partial(5000, 9999, of: 10000), nowSecondsSince1970: 0, jitter: 0)
+        feed(&machine, 0, 4000, chunk: 100)
+        feed(&machine, 1, 4000, chunk: 100)
+        _ = machine.tick(now: 1, elapsed: 1)  // both at 4000 B/s; connection 1 has 1000 left: 0.25 s
+        feed(&machine, 0, 1000, chunk: 100)
+        let actions = machine.bodyEnded(0, jitter: 0)
+        #expect(requests(actions).isEmpty)
+        #expect(machine.activeConnections == 1)
+    }
+
     /// Found by a hang: stealing everything from a part that had no byte yet made two parts with
     /// one start, and the download waited for ever.
     @Test func aPartWithNoByteYetIsNeverCutAtItsStart() throws {
