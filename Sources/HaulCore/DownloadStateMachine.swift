@@ -451,6 +451,9 @@ public struct DownloadStateMachine: Sendable {
     mutating func resetEntity() {
         record.validator = nil
         record.totalLength = nil
+        // The parts are reset too: the next response stores the record whatever it says, before
+        // the `.part` is cut (a same-looking entity would otherwise leave the old claims stored).
+        storedEntity = nil
         let range = record.request.range
         parts = [Part(start: range?.start ?? 0, end: range?.end, appended: 0, durable: 0)]
         rangesProven = false

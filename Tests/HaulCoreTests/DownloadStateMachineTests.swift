@@ -165,6 +165,23 @@ import Testing
         #expect(machine.record.totalLength == 2000)
     }
 
+    /// A server that ignores ranges answers a retry with the whole file, same ETag and length:
+    /// the record is stored empty before the `.part` is cut, though nothing about the entity is new.
+    @Test func aWholeFileAfterStoredBytesIsStoredBeforeTheCut() throws {
+        var machine = try machine()
+        _ = machine.start(noFiles, now: 0)
+        _ = machine.responseReceived(0, head(200, ["Content-Length": "1000", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
+        feed(&machine, 0, 400)
+        #expect(machine.synced(epoch: machine.epoch, written: [0: 400]) == [.persist])
+        _ = machine.transferFailed(0, HaulError(.network, "reset"), jitter: 0)
+        _ = machine.timerFired(.retry(0))
+        let actions = machine.responseReceived(0, head(200, ["Content-Length": "1000", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
+        let persist = try #require(actions.firstIndex(of: .persist))
+        let cut = try #require(actions.firstIndex(of: .truncate(to: 0)))
+        #expect(persist < cut)
+        #expect(machine.persistentRecord.completedLength == 0)
+    }
+
     @Test func withoutValidatorAResumeComparesAnOverlap() throws {
         var old = try machine()
         _ = old.start(noFiles, now: 0)
