@@ -94,6 +94,12 @@ func parse(_ arguments: [String]) -> Options {
         }
         return result
     }
+    /// The option's value as an integer in `range`; else `fail` with "NAME needs WHAT, got '...'".
+    func integer(_ name: String, inline: String?, in range: ClosedRange<Int>, _ what: String) -> Int {
+        let text = value(name, inline: inline)
+        guard let number = Int(text), range.contains(number) else { fail("\(name) needs \(what), got '\(text)'") }
+        return number
+    }
     while index < arguments.count {
         let argument = arguments[index]
         var name = argument
@@ -115,11 +121,7 @@ func parse(_ arguments: [String]) -> Options {
             guard let seed = UInt64(text) else { fail("--seed needs a non-negative integer, got '\(text)'") }
             options.seed = seed
         case "--port":
-            let text = value(name, inline: inline)
-            guard let port = Int(text), (0...65535).contains(port) else {
-                fail("--port needs a port number (0-65535), got '\(text)'")
-            }
-            options.port = port
+            options.port = integer(name, inline: inline, in: 0...65535, "a port number (0-65535)")
         case "--throttle":
             options.throttle = rate(name, value(name, inline: inline))
         case "--connection-throttles":
@@ -128,15 +130,9 @@ func parse(_ arguments: [String]) -> Options {
             guard !text.isEmpty else { fail("--connection-throttles needs a comma-separated list of rates") }
             options.connectionThrottles = parts.map { rate(name, $0) }
         case "--cap":
-            let text = value(name, inline: inline)
-            guard let cap = Int(text), cap >= 1 else { fail("--cap needs a positive integer, got '\(text)'") }
-            options.cap = cap
+            options.cap = integer(name, inline: inline, in: 1...Int.max, "a positive integer")
         case "--cap-status":
-            let text = value(name, inline: inline)
-            guard let status = Int(text), (400...599).contains(status) else {
-                fail("--cap-status needs an error status (400-599), got '\(text)'")
-            }
-            options.capStatus = status
+            options.capStatus = integer(name, inline: inline, in: 400...599, "an error status (400-599)")
         case "--retry-after":
             let text = value(name, inline: inline)
             guard !text.isEmpty, !text.contains(where: { $0 == "\r" || $0 == "\n" }) else {

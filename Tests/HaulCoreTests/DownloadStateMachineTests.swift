@@ -29,6 +29,15 @@ import Testing
 
     /// Feeds `count` bytes to a connection in chunks of `chunk`; returns what the machine accepted.
     @discardableResult
+    /// Two connections, each answered: 0 has the first half of `total`, 1 the second.
+    func splitInTwo(total: Int64) throws -> Machine {
+        var machine = try machine(connections: 2)
+        _ = machine.start(noFiles, now: 0)
+        _ = machine.responseReceived(0, partial(0, total - 1, of: total), nowSecondsSince1970: 0, jitter: 0)
+        _ = machine.responseReceived(1, partial(total / 2, total - 1, of: total), nowSecondsSince1970: 0, jitter: 0)
+        return machine
+    }
+
     func feed(_ machine: inout Machine, _ connection: Int, _ count: Int, chunk: Int = 10) -> [Machine.Accepted] {
         var accepted: [Machine.Accepted] = []
         var left = count
@@ -271,10 +280,7 @@ import Testing
     }
 
     @Test func anIdleConnectionStealsHalfOfTheLargestPart() throws {
-        var machine = try machine(connections: 2)
-        _ = machine.start(noFiles, now: 0)
-        _ = machine.responseReceived(0, partial(0, 999, of: 1000), nowSecondsSince1970: 0, jitter: 0)
-        _ = machine.responseReceived(1, partial(500, 999, of: 1000), nowSecondsSince1970: 0, jitter: 0)
+        var machine = try splitInTwo(total: 1000)
         feed(&machine, 0, 500, chunk: 100)  // connection 0 is done with 0-499
         feed(&machine, 1, 100, chunk: 100)  // connection 1 is at 600
         let actions = machine.bodyEnded(0, jitter: 0)
@@ -289,10 +295,7 @@ import Testing
     }
 
     @Test func aSlowConnectionIsLeftOnlyWhatItCanFinishInTime() throws {
-        var machine = try machine(connections: 2)
-        _ = machine.start(noFiles, now: 0)
-        _ = machine.responseReceived(0, partial(0, 9999, of: 10000), nowSecondsSince1970: 0, jitter: 0)
-        _ = machine.responseReceived(1, partial(5000, 9999, of: 10000), nowSecondsSince1970: 0, jitter: 0)
+        var machine = try splitInTwo(total: 10000)
         feed(&machine, 0, 4000, chunk: 100)
         feed(&machine, 1, 100, chunk: 100)
         _ = machine.tick(now: 1, elapsed: 1)  // 0 runs at 4000 B/s, 1 at 100 B/s
@@ -304,10 +307,7 @@ import Testing
 
     /// A part its owner finishes within half a second is not worth a new request.
     @Test func aPartAboutToFinishIsNotStolen() throws {
-        var machine = try machine(connections: 2)
-        _ = machine.start(noFiles, now: 0)
-        _ = machine.responseReceived(0, partial(0, 9999, of: 10000), nowSecondsSince1970: 0, jitter: 0)
-        _ = machine.responseReceived(1, partial(5000, 9999, of: 10000), nowSecondsSince1970: 0, jitter: 0)
+        var machine = try splitInTwo(total: 10000)
         feed(&machine, 0, 4000, chunk: 100)
         feed(&machine, 1, 4000, chunk: 100)
         _ = machine.tick(now: 1, elapsed: 1)  // both at 4000 B/s; connection 1 has 1000 left: 0.25 s
@@ -320,10 +320,7 @@ import Testing
     /// Found by a hang: stealing everything from a part that had no byte yet made two parts with
     /// one start, and the download waited for ever.
     @Test func aPartWithNoByteYetIsNeverCutAtItsStart() throws {
-        var machine = try machine(connections: 2)
-        _ = machine.start(noFiles, now: 0)
-        _ = machine.responseReceived(0, partial(0, 9999, of: 10000), nowSecondsSince1970: 0, jitter: 0)
-        _ = machine.responseReceived(1, partial(5000, 9999, of: 10000), nowSecondsSince1970: 0, jitter: 0)
+        var machine = try splitInTwo(total: 10000)
         feed(&machine, 0, 5000, chunk: 1000)
         _ = machine.tick(now: 1, elapsed: 1)  // 0 runs at 5000 B/s, 1 has received nothing
         let actions = machine.bodyEnded(0, jitter: 0)

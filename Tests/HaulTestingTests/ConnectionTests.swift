@@ -2,22 +2,6 @@ import Foundation
 import HaulTesting
 import Testing
 
-/// Starts a server with `route` at `/f`, runs `body`, and always shuts the server down.
-private func withServer(
-    _ route: Route,
-    _ body: (TestServer) async throws -> Void
-) async throws {
-    let server = try await TestServer.start()
-    server.setRoute("/f", route)
-    do {
-        try await body(server)
-    } catch {
-        try await server.shutdown()
-        throw error
-    }
-    try await server.shutdown()
-}
-
 /// Polls `condition` every 10 ms for up to 20 s; true once it holds. Used only to sequence
 /// requests (wait until the server has seen one before sending the next), never to time them.
 private func eventually(_ condition: () -> Bool) async throws -> Bool {

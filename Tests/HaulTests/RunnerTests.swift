@@ -100,9 +100,18 @@ import Testing
             logger: .init(label: "test"), stop: stop, emit: { event in events.withLockedValue { $0.append(event.kind) } })
     }
 
-    func record(directory: String) throws -> DownloadRecord {
+    /// A run of the fake download into a fresh directory, returned once its progress reached
+    /// `bytes` (events are kept in a locked array: none can be lost while the test polls).
+    func start(_ runner: DownloadRunner, until bytes: Int64, events: NIOLockedValueBox<[DownloadEvent.Kind]>)
+        async throws -> (task: Task<DownloadRecord, Never>, initial: DownloadRecord, directory: String) {
+        let directory = NSTemporaryDirectory() + "haul-runner-\(UUID().uuidString)"
         let request = try DownloadRequest(url: RemoteURL("http://h/file"), destination: .directory(directory))
-        return DownloadRecord(id: .random(), request: request, createdAt: 0)
+        let initial = DownloadRecord(id: .random(), request: request, createdAt: 0)
+        let task = Task { await runner.run(initial) }
+        while !events.withLockedValue({ $0 }).contains(where: { if case .progress(let p) = $0 { p.completed >= bytes } else { false } }) {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        return (task, initial, directory)
     }
 
     @Test func theStoreNeverClaimsMoreThanTheLastSync() async throws {
@@ -111,12 +120,7 @@ import Testing
         let stop = StopSignal()
         let events = NIOLockedValueBox<[DownloadEvent.Kind]>([])
         let runner = runner(log: log, store: store, stallAfter: 200_000, checkpointInterval: 0, stop: stop, events: events)
-        let directory = NSTemporaryDirectory() + "haul-runner-\(UUID().uuidString)"
-        let initial = try record(directory: directory)
-        let task = Task { await runner.run(initial) }
-        while !events.withLockedValue({ $0 }).contains(where: { if case .progress(let p) = $0 { p.completed >= 200_000 } else { false } }) {
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        let (task, _, directory) = try await start(runner, until: 200_000, events: events)
         stop.request(.paused)
         let final = await task.value
         #expect(final.status == .paused)
@@ -139,12 +143,7 @@ import Testing
         let events = NIOLockedValueBox<[DownloadEvent.Kind]>([])
         // No periodic checkpoint in this test's lifetime: only the stop's can store the bytes.
         let runner = runner(log: log, store: store, stallAfter: 150_000, checkpointInterval: 3600, stop: stop, events: events)
-        let directory = NSTemporaryDirectory() + "haul-runner-\(UUID().uuidString)"
-        let initial = try record(directory: directory)
-        let task = Task { await runner.run(initial) }
-        while !events.withLockedValue({ $0 }).contains(where: { if case .progress(let p) = $0 { p.completed >= 150_000 } else { false } }) {
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        let (task, initial, directory) = try await start(runner, until: 150_000, events: events)
         #expect(log.entries.withLockedValue { $0 }.allSatisfy { $0 != .synced(150_000) })
         stop.request(.paused)
         let final = await task.value
