@@ -20,6 +20,14 @@ import Testing
         }
     }
 
+    /// Acquires `bytes` in a task of its own; its value is the simulated instant it got them.
+    private func acquiring(_ bytes: Int, from limiter: RateLimiter, _ clock: ManualClock) -> Task<ManualClock.Instant, any Error> {
+        Task {
+            try await limiter.acquire(bytes)
+            return clock.now
+        }
+    }
+
     private func at(_ seconds: Double) -> ManualClock.Instant {
         ManualClock.Instant(offset: .nanoseconds(Int64(seconds * 1e9)))
     }
@@ -31,10 +39,7 @@ import Testing
         try await limiter.acquire(16 * Self.kib)
         #expect(clock.sleepers.isEmpty, "the burst is there at once")
 
-        let task = Task {
-            try await limiter.acquire(8 * Self.kib)
-            return clock.now
-        }
+        let task = acquiring(8 * Self.kib, from: limiter, clock)
         await clock.waitForSleepers(count: 1)
         #expect(clock.sleepers == [at(0.5)])
         clock.advance(by: .milliseconds(499))
@@ -43,10 +48,7 @@ import Testing
         #expect(try await task.value == at(0.5))
 
         // A chunk far larger than the burst is delayed, not refused: 64 KiB at 16 KiB/s is 4 s.
-        let large = Task {
-            try await limiter.acquire(64 * Self.kib)
-            return clock.now
-        }
+        let large = acquiring(64 * Self.kib, from: limiter, clock)
         await clock.waitForSleepers(count: 1)
         #expect(clock.sleepers == [at(4.5)])
         clock.advance(by: .seconds(4))
@@ -57,10 +59,7 @@ import Testing
         let clock = ManualClock()
         let limiter = limiter(1024, clock)
         try await limiter.acquire(16 * Self.kib)
-        let task = Task {
-            try await limiter.acquire(60 * Self.kib)
-            return clock.now
-        }
+        let task = acquiring(60 * Self.kib, from: limiter, clock)
         await clock.waitForSleepers(count: 1)
         #expect(clock.sleepers == [at(60)])
         clock.advance(by: .seconds(4))
@@ -77,10 +76,7 @@ import Testing
         let clock = ManualClock()
         let limiter = limiter(16_384, clock)
         try await limiter.acquire(16 * Self.kib)
-        let task = Task {
-            try await limiter.acquire(32 * Self.kib)
-            return clock.now
-        }
+        let task = acquiring(32 * Self.kib, from: limiter, clock)
         await clock.waitForSleepers(count: 1)
         #expect(clock.sleepers == [at(2)])
         clock.advance(by: .seconds(1))
@@ -95,10 +91,7 @@ import Testing
         let clock = ManualClock()
         let limiter = limiter(1, clock)
         try await limiter.acquire(16 * Self.kib)
-        let task = Task {
-            try await limiter.acquire(1 << 30)
-            return clock.now
-        }
+        let task = acquiring(1 << 30, from: limiter, clock)
         await clock.waitForSleepers(count: 1)
         limiter.setRate(nil)
         #expect(limiter.rate == nil)
@@ -118,10 +111,7 @@ import Testing
         let cancelled = Task { try await limiter.acquire(32 * Self.kib) }
         await clock.waitForSleepers(count: 1)
         #expect(clock.sleepers == [at(2)])
-        let behind = Task {
-            try await limiter.acquire(16 * Self.kib)
-            return clock.now
-        }
+        let behind = acquiring(16 * Self.kib, from: limiter, clock)
         await clock.waitForSleepers(count: 2)
         #expect(clock.sleepers == [at(2), at(3)])
 
