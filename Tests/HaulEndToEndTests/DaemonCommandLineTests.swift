@@ -7,7 +7,7 @@ import NIOHTTP1
 import Testing
 
 /// The CLI against a running daemon: what a user types, with its output and exit codes.
-@Suite(.serialized) struct DaemonCommandLineTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct DaemonCommandLineTests {
     let small = Payload(seed: 21, length: 200_000)
     let big = Payload(seed: 22, length: 4_000_000)
 

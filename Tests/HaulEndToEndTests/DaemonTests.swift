@@ -8,7 +8,7 @@ import NIOHTTP1
 import Testing
 
 /// `haul serve` as a user runs it: the real binary, its HTTP API, its store, `kill -9`.
-@Suite(.serialized) struct DaemonTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct DaemonTests {
     let small = Payload(seed: 11, length: 300_000)
     let big = Payload(seed: 12, length: 4_000_000)
 

@@ -7,7 +7,7 @@ import Testing
 /// A real peer: nginx's own `Range`, `If-Range` and ETag handling, throttled with `limit_rate`,
 /// against a `kill -9` of the real binary. `.ci/run` installs nginx; elsewhere the test runs
 /// when nginx is on the PATH.
-@Suite(.serialized, .enabled(if: Nginx.binary != nil, "nginx is not installed (.ci/run installs it)"))
+@Suite(.serialized, .timeLimit(.minutes(5)), .enabled(if: Nginx.binary != nil, "nginx is not installed (.ci/run installs it)"))
 struct NginxTests {
     @Test func killNineThenResumeAgainstNginx() async throws {
         let payload = Payload(seed: 77, length: 2_500_000)

@@ -7,7 +7,7 @@ import Testing
 /// complete live, pause, resume). `.ci/run` installs chromium, chromium-driver and
 /// python3-selenium; elsewhere the test runs when all three are there. Screenshots of the last run
 /// go to `.build/webui-screenshots`.
-@Suite(.serialized, .enabled(if: WebBrowser.available, "needs chromium, chromedriver and python3 with selenium (.ci/run installs them)"))
+@Suite(.serialized, .timeLimit(.minutes(5)), .enabled(if: WebBrowser.available, "needs chromium, chromedriver and python3 with selenium (.ci/run installs them)"))
 struct WebPageTests {
     let fast = Payload(seed: 41, length: 300_000)
     /// 64 MiB at 1 MiB/s: still running long after the page has paused and resumed it.
