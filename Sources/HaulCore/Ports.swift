@@ -83,17 +83,18 @@ public protocol HTTPTransport: Sendable {
 /// point: after it returns, the offsets it reports survive a crash, and only then may the store
 /// record them. Shared by the connections of one download, so it is `Sendable`.
 public protocol ChunkWriter: AnyObject, Sendable {
-    /// Queues `chunk` for file offset `offset` on behalf of the part that starts at remote
-    /// offset `part`. Each part's chunks come in order, back to back. Waits while too much is
-    /// queued for the part (backpressure reaches the socket).
+    /// Takes `chunk` for file offset `offset` on behalf of the part that starts at remote
+    /// offset `part`. Each part's chunks come in order, back to back. Returns once the chunk is
+    /// written or kept in the part's batch; a full batch is written before it returns
+    /// (backpressure reaches the socket).
     func write(_ chunk: any ByteChunk, at offset: Int64, part: Int64) async throws
-    /// Writes everything queued, fsyncs the file once, and returns for each part the file offset
-    /// after its last byte now durable.
+    /// Writes everything kept, fsyncs the file once, and returns for each part the file offset
+    /// after its last byte written before the fsync: now durable.
     func checkpoint() async throws -> [Int64: Int64]
     /// The file's bytes at `offset` (what was queued before included).
     func read(at offset: Int64, count: Int) async throws -> [UInt8]
     /// Drops everything queued and cuts the file to `length`.
     func truncate(to length: Int64) async throws
-    /// Waits for the writes in flight, then closes the file.
+    /// Writes what is kept, then closes the file.
     func close() async
 }
