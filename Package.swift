@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "HaulCore", targets: ["HaulCore"]),
         .library(name: "HaulStore", targets: ["HaulStore"]),
         .library(name: "HaulTesting", targets: ["HaulTesting"]),
+        .library(name: "HaulAPI", targets: ["HaulAPI"]),
         .library(name: "HaulServer", targets: ["HaulServer"]),
         .executable(name: "haul", targets: ["haul"]),
     ],
@@ -22,6 +23,9 @@ let package = Package(
         .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // Pure logic: models, the state machine, response checks, names. No NIO, no SQLite.
@@ -54,13 +58,21 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The daemon: HTTP JSON API, event stream and web page over a DownloadManager.
+        // The daemon's wire models (downloads, events, errors, requests) and their JSON, shared by
+        // the server, aria2's JSON-RPC layer and the CLI. No Hummingbird, no engine.
+        .target(name: "HaulAPI", dependencies: ["HaulCore"]),
+        // The daemon: HTTP JSON API, aria2 JSON-RPC (HTTP and WebSocket), event stream, metrics
+        // and web page over a DownloadManager.
         .target(
             name: "HaulServer",
             dependencies: [
                 "Haul",
                 "HaulCore",
+                "HaulAPI",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -70,6 +82,7 @@ let package = Package(
             dependencies: [
                 "Haul",
                 "HaulCore",
+                "HaulAPI",
                 "HaulServer",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -93,13 +106,21 @@ let package = Package(
         .testTarget(name: "HaulTestingTests", dependencies: ["HaulTesting"]),
         .testTarget(name: "HaulStoreTests", dependencies: ["HaulStore", "HaulCore"]),
         .testTarget(
+            name: "HaulServerTests",
+            dependencies: [
+                "HaulServer", "HaulAPI", "HaulCore", "Haul",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
+        ),
+        .testTarget(
             name: "HaulTests",
             dependencies: ["Haul", "HaulCore", "HaulStore", "HaulTesting", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(
             name: "HaulEndToEndTests",
             dependencies: [
-                "HaulStore", "HaulCore", "HaulTesting", "HaulServer", "haul",
+                "HaulStore", "HaulCore", "HaulTesting", "HaulAPI", "HaulServer", "haul",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOPosix", package: "swift-nio"),

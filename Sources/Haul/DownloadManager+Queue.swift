@@ -1,19 +1,5 @@
 import HaulCore
 
-/// Where to move a queued download.
-public enum QueueMove: String, Sendable, Codable, CaseIterable {
-    case up, down, top, bottom
-}
-
-/// The whole queue at a glance: the daemon's summary.
-public struct QueueSummary: Sendable, Hashable {
-    /// Records per status, removed ones included.
-    public var counts: [DownloadStatus: Int]
-    /// Bytes per second of all running downloads together.
-    public var downloadSpeed: Double
-    public var maxConcurrentDownloads: Int
-}
-
 /// Operations on many downloads at once, queue order, and live figures: what a daemon with
 /// thousands of entries needs to stay quick (one store write per batch, not per download).
 extension DownloadManager {

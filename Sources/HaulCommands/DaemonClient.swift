@@ -7,7 +7,7 @@ import ArgumentParser
 import AsyncHTTPClient
 import Foundation
 import HaulCore
-import HaulServer
+import HaulAPI
 import NIOCore
 import NIOHTTP1
 

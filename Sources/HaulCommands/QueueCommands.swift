@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import HaulCore
-import HaulServer
+import HaulAPI
 
 /// `haul add`: queue downloads in the daemon and print their ids.
 struct AddCommand: AsyncParsableCommand {
@@ -172,7 +172,7 @@ struct RemoveCommand: AsyncParsableCommand {
 enum DownloadLine {
     static func render(_ download: DownloadView, width: Int = 20) -> String {
         let name = download.fileName ?? download.url
-        var parts = [download.id, download.status.padding(toLength: 9, withPad: " ", startingAt: 0)]
+        var parts = [download.id, download.status.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)]
         if let total = download.totalLength, total > 0 {
             let fraction = min(1, Double(download.completedLength) / Double(total))
             let filled = Int(fraction * Double(width))
@@ -182,7 +182,7 @@ enum DownloadLine {
         } else {
             parts.append(ByteFormatting.size(download.completedLength))
         }
-        if download.status == "running" {
+        if download.status == .running {
             parts.append(ByteFormatting.speed(download.speed))
             // Live connections: "x3" of -x 4 while one is still being opened.
             parts.append("x\(download.connections)")

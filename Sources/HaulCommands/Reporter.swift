@@ -1,5 +1,6 @@
 import Foundation
 import Haul
+import HaulAPI
 import HaulCore
 
 /// Everything `haul get` tells the user: progress (redrawn in place on a terminal, a plain line
@@ -49,9 +50,9 @@ final class Reporter {
             line.progress = progress
             line.state = "running"
         case .retrying(let attempt, let delay, let error):
-            line.state = "retry \(attempt) in \(ByteFormatting.duration(delay.secondsValue))"
+            line.state = "retry \(attempt) in \(ByteFormatting.duration(delay.seconds))"
             if mode == .plain || mode == .terminal {
-                message("\(Self.naming(line.url, error)); retrying in \(String(format: "%.1f", delay.secondsValue)) s")
+                message("\(Self.naming(line.url, error)); retrying in \(String(format: "%.1f", delay.seconds)) s")
             }
         case .restarted(let reason):
             if mode == .plain || mode == .terminal { message("\(line.url): \(reason)") }
@@ -80,7 +81,9 @@ final class Reporter {
     func failure(url: String?, _ error: HaulError) {
         let text = url.map { Self.naming($0, error) } ?? error.message
         if mode == .json {
-            writeJSON(["event": "error", "code": .string(error.code.rawValue), "message": .string(text)])
+            var line = EventView.error(error)
+            line.error?.message = text
+            writeJSON(line)
         }
         message(text)
     }
@@ -142,66 +145,16 @@ final class Reporter {
 
     // MARK: JSON
 
+    /// The daemon's event schema (`EventView`), with the URL on every line.
     private func emitJSON(_ event: DownloadEvent, line: Line) {
-        var object: [String: JSONValue] = ["id": .string(event.id.rawValue), "url": .string(line.url)]
-        switch event.kind {
-        case .queued: object["event"] = "queued"
-        case .started(let offset):
-            object["event"] = "started"
-            object["offset"] = .int(offset)
-        case .progress(let progress):
-            object["event"] = "progress"
-            object["completed"] = .int(progress.completed)
-            object["total"] = progress.total.map(JSONValue.int) ?? .null
-            object["bytesPerSecond"] = .double(progress.bytesPerSecond.rounded())
-        case .retrying(let attempt, let delay, let error):
-            object["event"] = "retrying"
-            object["attempt"] = .int(Int64(attempt))
-            object["delaySeconds"] = .double(delay.secondsValue)
-            object["message"] = .string(error.message)
-        case .restarted(let reason):
-            object["event"] = "restarted"
-            object["message"] = .string(reason)
-        case .paused: object["event"] = "paused"
-        case .interrupted: object["event"] = "interrupted"
-        case .completed(let path):
-            object["event"] = "completed"
-            object["path"] = .string(path)
-        case .alreadyComplete(let path):
-            object["event"] = "already-complete"
-            object["path"] = .string(path)
-        case .failed(let error):
-            object["event"] = "failed"
-            object["code"] = .string(error.code.rawValue)
-            object["message"] = .string(error.description)
-        case .removed: object["event"] = "removed"
-        }
-        writeJSON(object)
+        var view = EventView(event)
+        view.url = line.url
+        if let speed = view.speed { view.speed = speed.rounded() }
+        writeJSON(view)
     }
 
-    private func writeJSON(_ object: [String: JSONValue]) {
-        guard let data = try? encoder.encode(object) else { return }
+    private func writeJSON(_ view: EventView) {
+        guard let data = try? encoder.encode(view) else { return }
         FileHandle.standardOutput.write(data + Data("\n".utf8))
     }
-}
-
-/// The few JSON shapes the event lines use.
-enum JSONValue: Encodable, ExpressibleByStringLiteral {
-    case string(String), int(Int64), double(Double), null
-
-    init(stringLiteral value: String) { self = .string(value) }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        switch self {
-        case .string(let value): try container.encode(value)
-        case .int(let value): try container.encode(value)
-        case .double(let value): try container.encode(value)
-        case .null: try container.encodeNil()
-        }
-    }
-}
-
-extension Duration {
-    var secondsValue: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HaulCore
+import HaulAPI
 import HaulServer
 import Logging
 

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import HaulCore
-import HaulServer
+import HaulAPI
 
 /// `haul watch`: live progress of everything the daemon is running, until Ctrl-C. On a terminal
 /// the bars redraw in place; otherwise one line per state change, for logs.
@@ -20,11 +20,12 @@ struct WatchCommand: AsyncParsableCommand {
         StopOnInterrupt.install { terminal ? "\n" : "" }
         if board.terminal { board.draw(force: true) } else { board.printRunning() }
         for try await event in events {
-            if !board.knows(event.id), let download: DownloadView = try? await client.get("/downloads/\(event.id)") {
+            guard let id = event.id else { continue }
+            if !board.knows(id), let download: DownloadView = try? await client.get("/downloads/\(id)") {
                 board.insert(download)
             }
             board.apply(event)
-            board.draw(force: event.type != "progress")
+            board.draw(force: event.type != .progress)
         }
         board.clear()
         print("haul watch: the daemon stopped")
@@ -52,23 +53,23 @@ struct WatchBoard {
     }
 
     mutating func apply(_ event: EventView) {
-        guard var download = downloads[event.id] else { return }
-        download.status = event.status
+        guard let id = event.id, var download = downloads[id] else { return }
+        download.status = event.status ?? download.status
         if let completed = event.completedLength { download.completedLength = completed }
         if let total = event.totalLength { download.totalLength = total }
-        download.speed = event.speed ?? (event.status == "running" ? download.speed : 0)
-        download.connections = event.connections ?? (event.status == "running" ? download.connections : 0)
+        download.speed = event.speed ?? (event.status == .running ? download.speed : 0)
+        download.connections = event.connections ?? (event.status == .running ? download.connections : 0)
         if let maxConnections = event.maxConnections {
             download.maxConnections = maxConnections
             download.maxBytesPerSecond = event.maxBytesPerSecond
         }
         if let error = event.error { download.error = error }
         if let path = event.path { download.path = path }
-        downloads[event.id] = download
-        if event.type != "progress", event.type != "queued" {
+        downloads[id] = download
+        if event.type != .progress, event.type != .queued {
             // State changes stay on screen (or in the log) above the live bars.
             clear()
-            print("\(event.type): \(download.id) \(download.fileName ?? download.url)" + (event.error.map { " (\($0.message))" } ?? ""))
+            print("\(event.type.rawValue): \(download.id) \(download.fileName ?? download.url)" + (event.error.map { " (\($0.message))" } ?? ""))
             fflush(nil)
         }
     }
@@ -81,7 +82,7 @@ struct WatchBoard {
 
     /// Without a terminal, the running downloads once at the start; then state changes only.
     func printRunning() {
-        for download in order.compactMap({ downloads[$0] }) where download.status == "running" {
+        for download in order.compactMap({ downloads[$0] }) where download.status == .running {
             print(DownloadLine.render(download))
         }
         fflush(nil)
@@ -90,8 +91,8 @@ struct WatchBoard {
     mutating func draw(force: Bool) {
         guard terminal, force || Date().timeIntervalSince(lastDraw) >= 0.25 else { return }
         clear()
-        let running = order.compactMap { downloads[$0] }.filter { $0.status == "running" }
-        let queued = downloads.values.filter { $0.status == "queued" }.count
+        let running = order.compactMap { downloads[$0] }.filter { $0.status == .running }
+        let queued = downloads.values.filter { $0.status == .queued }.count
         let speed = running.reduce(0) { $0 + $1.speed }
         for download in running { print(DownloadLine.render(download)) }
         print("\(running.count) running, \(queued) queued, \(ByteFormatting.speed(speed)) (Ctrl-C to stop watching)")

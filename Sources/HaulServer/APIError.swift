@@ -1,4 +1,5 @@
 import Foundation
+import HaulAPI
 import HaulCore
 import Hummingbird
 import NIOCore
@@ -129,7 +130,7 @@ enum APIResponse {
     }
 
     private static func raw(_ writer: JSONWriter, status: HTTPResponse.Status) -> Response {
-        var buffer = writer.buffer
+        var buffer = ByteBuffer(bytes: writer.bytes)
         buffer.writeString("\n")
         return Response(status: status, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: buffer))
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Haul
+import HaulAPI
 import HaulCore
 import Hummingbird
 import Logging
@@ -68,20 +69,45 @@ struct APIRoutes<Context: RequestContext>: Sendable {
 
     // MARK: Handlers
 
+    /// `?status=running,queued` lists those statuses in that order, each in queue order (no
+    /// status: every status but removed); `offset` and `limit` page the result, and
+    /// `X-Total-Count` says how many matched before paging.
     private func list(_ request: Request) async throws -> Response {
-        var status: DownloadStatus?
-        if let text = request.uri.queryParameters.get("status") {
-            guard let parsed = DownloadStatus(rawValue: text) else {
-                let known = DownloadStatus.allCases.map(\.rawValue).joined(separator: ", ")
-                throw HaulError(.badRequest, "unknown status '\(text)' (one of: \(known))")
+        let query = request.uri.queryParameters
+        var statuses: [DownloadStatus?] = [nil]
+        if let text = query.get("status") {
+            statuses = try text.split(separator: ",").map { name in
+                guard let parsed = DownloadStatus(rawValue: String(name)) else {
+                    let known = DownloadStatus.allCases.map(\.rawValue).joined(separator: ", ")
+                    throw HaulError(.badRequest, "unknown status '\(name.prefix(40))' (one of: \(known))")
+                }
+                return parsed
             }
-            status = parsed
+            if statuses.isEmpty { throw HaulError(.badRequest, "status: expected one or more statuses separated by commas") }
         }
+        let offset = try Self.count(query.get("offset"), name: "offset") ?? 0
+        let limit = try Self.count(query.get("limit"), name: "limit")
+        var matching: [DownloadID] = []
+        for status in statuses { matching += try await manager.ids(status: status) }
+        let ids = Array(matching.dropFirst(offset).prefix(limit ?? Int.max))
+        return listing(ids, total: matching.count)
+    }
+
+    private static func count(_ text: String?, name: String) throws(HaulError) -> Int? {
+        guard let text else { return nil }
+        guard let value = Int(text), value >= 0 else {
+            throw HaulError(.badRequest, "\(name) must be a whole number of 0 or more, not '\(text.prefix(40))'")
+        }
+        return value
+    }
+
+    private func listing(_ ids: [DownloadID], total: Int) -> Response {
         // Ids first, then records a page at a time straight into the response: the daemon's
         // memory does not grow with the length of the list.
-        let ids = try await manager.ids(status: status)
         let manager = self.manager
-        return Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: ResponseBody { writer in
+        var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
+        headers[HTTPFields.Element.Name("X-Total-Count")!] = String(total)
+        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
             var first = true
             try await writer.write(ByteBuffer(string: "["))
             var start = 0
@@ -89,11 +115,11 @@ struct APIRoutes<Context: RequestContext>: Sendable {
                 let page = Array(ids[start..<min(ids.count, start + 500)])
                 var json = JSONWriter()
                 for record in try await manager.records(page) {
-                    if !first { json.buffer.writeString(",") }
+                    if !first { json.raw(",") }
                     first = false
                     DownloadView(record, live: manager.liveProgress(record.id)).write(to: &json)
                 }
-                try await writer.write(json.buffer)
+                try await writer.write(ByteBuffer(bytes: json.bytes))
                 start += page.count
             } while start < ids.count
             try await writer.write(ByteBuffer(string: "]\n"))
@@ -217,14 +243,4 @@ struct APIRoutes<Context: RequestContext>: Sendable {
 enum APILimits {
     /// The largest request body: a batch of several thousand URLs fits.
     static let maxBodySize = 1 << 20
-}
-
-extension DownloadID {
-    /// An id from a URL or a body: unknown shapes are simply not found.
-    init(parsing text: String) throws(HaulError) {
-        guard !text.isEmpty, text.count <= 64, text.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" }) else {
-            throw HaulError(.notFound, "no download with id '\(text.prefix(64))'")
-        }
-        self.init(rawValue: text)
-    }
 }

@@ -5,6 +5,7 @@ import Darwin
 #endif
 import Foundation
 import Haul
+import HaulAPI
 import HaulCore
 import Hummingbird
 import Logging

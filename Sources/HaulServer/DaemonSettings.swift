@@ -1,5 +1,6 @@
 import Foundation
 import Haul
+import HaulAPI
 import HaulCore
 
 /// What the daemon itself holds beyond the manager: the default number of connections for new
@@ -40,7 +41,7 @@ actor DownloadSettingsCache {
     /// Adds the settings to an event that reports them, and drops them at the end of a run.
     func annotate(_ view: EventView, id: DownloadID) async -> EventView {
         guard view.carriesSettings else {
-            if view.type != "retrying", view.type != "restarted" { entries[id] = nil }
+            if view.type != .retrying, view.type != .restarted { entries[id] = nil }
             return view
         }
         guard let settings = await settings(id) else { return view }

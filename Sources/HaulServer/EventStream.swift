@@ -1,5 +1,7 @@
 import Foundation
 import Haul
+import HaulCore
+import HaulAPI
 import Hummingbird
 import NIOCore
 import ServiceLifecycle
@@ -22,7 +24,7 @@ enum EventStream {
                 for await event in events {
                     let view = await settings.annotate(EventView(event), id: event.id)
                     guard let data = try? encoder.encode(view) else { continue }
-                    var buffer = ByteBuffer(string: "event: \(view.type)\ndata: ")
+                    var buffer = ByteBuffer(string: "event: \(view.type.rawValue)\ndata: ")
                     buffer.writeBytes(data)
                     buffer.writeString("\n\n")
                     continuation.yield(buffer)

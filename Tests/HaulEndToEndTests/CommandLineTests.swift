@@ -1,4 +1,5 @@
 import Foundation
+import HaulAPI
 import HaulCore
 import HaulTesting
 import Testing
@@ -119,15 +120,17 @@ import Testing
         world.server.setRoute("/file.bin", Route(payload: payload))
         let result = try await HaulProcess.run(["get", world.server.url("/file.bin"), "--json", "-o", "named.bin"], in: world)
         #expect(result.status == 0)
-        let objects = try result.stdout.split(separator: "\n").map {
-            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
-        }
-        #expect(objects.first?["event"] as? String == "queued")
-        #expect(objects.contains { $0["event"] as? String == "started" })
-        let last = try #require(objects.last)
-        #expect(last["event"] as? String == "completed")
-        #expect(last["path"] as? String == world.directory + "/named.bin")
-        #expect(last["url"] as? String == world.server.url("/file.bin"))
+        // The daemon's event schema, decoded strictly: an unknown type or status fails here.
+        let events = try result.stdout.split(separator: "\n").map { try JSONDecoder().decode(EventView.self, from: Data($0.utf8)) }
+        #expect(events.first?.type == .queued)
+        #expect(events.contains { $0.type == .started && $0.status == .running && $0.completedLength == 0 })
+        #expect(events.allSatisfy { $0.url == world.server.url("/file.bin") && $0.id == events.first?.id })
+        let last = try #require(events.last)
+        #expect(last.type == .completed && last.status == .completed && last.alreadyComplete == nil)
+        #expect(last.path == world.directory + "/named.bin")
+        let again = try await HaulProcess.run(["get", world.server.url("/file.bin"), "--json", "-o", "named.bin"], in: world)
+        let repeated = try again.stdout.split(separator: "\n").map { try JSONDecoder().decode(EventView.self, from: Data($0.utf8)) }
+        #expect(repeated.last?.type == .completed && repeated.last?.alreadyComplete == true, "\(again.stdout)")
         #expect(payload.mismatch(inFileAt: world.directory + "/named.bin") == nil)
         try await world.close()
     }

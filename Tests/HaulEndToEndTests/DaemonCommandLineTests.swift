@@ -1,5 +1,6 @@
 import Foundation
 import HaulCore
+import HaulAPI
 import HaulServer
 import HaulStore
 import HaulTesting
@@ -25,8 +26,8 @@ import Testing
         let ids = added.stdout.split(separator: "\n").map(String.init)
         #expect(ids.count == 2)
         let (smallID, bigID) = (ids[0], ids[1])
-        try await daemon.wait(for: smallID, status: "completed")
-        try await daemon.wait(for: bigID, status: "running", where: { $0.completedLength > 0 })
+        try await daemon.wait(for: smallID, status: .completed)
+        try await daemon.wait(for: bigID, status: .running, where: { $0.completedLength > 0 })
 
         let json = try await HaulProcess.run(["ls", "--json"], in: world)
         #expect(json.status == 0, "\(json.stderr)")
@@ -44,12 +45,12 @@ import Testing
 
         let paused = try await HaulProcess.run(["pause", bigID], in: world)
         #expect(paused.status == 0 && paused.stdout == "paused 1\n", "\(paused.stderr)")
-        try await daemon.wait(for: bigID, status: "paused")
+        try await daemon.wait(for: bigID, status: .paused)
         let onlyPaused = try await HaulProcess.run(["ls", "--status", "paused"], in: world)
         #expect(onlyPaused.stdout.contains(bigID) && !onlyPaused.stdout.contains(smallID))
         let resumed = try await HaulProcess.run(["resume", "--all"], in: world)
         #expect(resumed.status == 0 && resumed.stdout == "resumed 1\n")
-        try await daemon.wait(for: bigID, status: "running")
+        try await daemon.wait(for: bigID, status: .running)
 
         // Exit codes: a finished one cannot be paused (9), an unknown id (8), bad usage (2).
         let conflict = try await HaulProcess.run(["pause", smallID], in: world)
@@ -102,8 +103,8 @@ import Testing
         let splitID = split.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         let plain = try await HaulProcess.run(["add", world.server.url("/small.bin")], in: world)
         let plainID = plain.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        try await daemon.wait(for: plainID, status: "completed")
-        try await daemon.wait(for: splitID, status: "running", where: { $0.connections > 0 })
+        try await daemon.wait(for: plainID, status: .completed)
+        try await daemon.wait(for: splitID, status: .running, where: { $0.connections > 0 })
 
         let json = try await HaulProcess.run(["ls", "--json"], in: world)
         #expect(json.status == 0, "\(json.stderr)")

@@ -1,5 +1,7 @@
 import AsyncHTTPClient
 import Foundation
+import HaulAPI
+import HaulCore
 import HaulServer
 import NIOCore
 import NIOHTTP1
@@ -76,7 +78,7 @@ final class DaemonProcess: @unchecked Sendable {
 
     /// Polls until the download reaches `status` (bounded: a hang fails the test, no timing is asserted).
     @discardableResult
-    func wait(for id: String, status: String, where condition: (DownloadView) -> Bool = { _ in true }) async throws -> DownloadView {
+    func wait(for id: String, status: DownloadStatus, where condition: (DownloadView) -> Bool = { _ in true }) async throws -> DownloadView {
         var last: DownloadView?
         for _ in 0..<2400 {
             let download = try await self.download(id)

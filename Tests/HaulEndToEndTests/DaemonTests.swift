@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import HaulCore
+import HaulAPI
 import HaulServer
 import HaulStore
 import HaulTesting
@@ -19,8 +20,8 @@ import Testing
         defer { daemon.process.signal(SIGKILL) }
 
         let added = try await daemon.add(world.server.url("/small.bin"))
-        #expect(added.status == "queued" || added.status == "running")
-        let done = try await daemon.wait(for: added.id, status: "completed")
+        #expect(added.status == .queued || added.status == .running)
+        let done = try await daemon.wait(for: added.id, status: .completed)
         #expect(done.completedLength == small.length && done.totalLength == small.length)
         #expect(done.path == world.directory + "/small.bin")
         #expect(world.sha256(of: world.directory + "/small.bin") == small.sha256)
@@ -45,7 +46,7 @@ import Testing
         // Removing keeps the finished file unless asked; deleteFile deletes it.
         let removed = try await daemon.call(.DELETE, "/api/v1/downloads/\(added.id)?deleteFile=true")
         #expect(removed.status == 200)
-        #expect(try removed.decode(DownloadView.self).status == "removed")
+        #expect(try removed.decode(DownloadView.self).status == .removed)
         #expect(!FileManager.default.fileExists(atPath: world.directory + "/small.bin"))
         #expect(try await daemon.list().isEmpty)
         #expect(try await daemon.list("?status=removed").map(\.id) == [added.id])
@@ -127,13 +128,13 @@ import Testing
         #expect(badHeader.status == 400 && badHeader.errorCode == "usage", "\(badHeader.text)")
         // Still running, nothing lost, and the pause of a finished download is a conflict.
         _ = try await daemon.call(.PUT, "/api/v1/options", body: #"{"maxConcurrentDownloads": 2}"#)
-        let finished = try await daemon.wait(for: queued.id, status: "completed")
+        let finished = try await daemon.wait(for: queued.id, status: .completed)
         let conflict = try await daemon.call(.POST, "/api/v1/downloads/\(finished.id)/pause")
         #expect(conflict.status == 409 && conflict.errorCode == "conflict")
         // A batch with one finished download changes nothing.
         let mixed = try await daemon.call(.POST, "/api/v1/pause", body: #"{"ids": ["\#(running.id)", "\#(finished.id)"]}"#)
         #expect(mixed.status == 409 && mixed.errorCode == "conflict")
-        #expect(try await daemon.download(running.id).status == "running")
+        #expect(try await daemon.download(running.id).status == .running)
         let ids = Set(try await daemon.list().map(\.id))
         #expect(ids == [running.id, queued.id])
         #expect(daemon.process.process.isRunning)
@@ -168,7 +169,7 @@ import Testing
         // Left out, `connections` is the daemon's default.
         let plain = try await daemon.add(world.server.url("/small.bin"))
         #expect(plain.maxConnections == 2 && plain.maxBytesPerSecond == nil)
-        try await daemon.wait(for: plain.id, status: "completed")
+        try await daemon.wait(for: plain.id, status: .completed)
         // A download's own limit: stored and shown (PUT is the same as PATCH); null removes it.
         let limited = try await daemon.call(.PATCH, "/api/v1/downloads/\(plain.id)", body: #"{"maxBytesPerSecond": 123456}"#)
         #expect(limited.status == 200 && (try? limited.decode(DownloadView.self).maxBytesPerSecond) == 123_456, "\(limited.text)")
@@ -189,11 +190,11 @@ import Testing
         var changedLimit = false
         for _ in 0..<2400 {
             let listed = try #require(try await daemon.list().first { $0.id == added.id })
-            if listed.status == "completed" { break }
-            #expect(listed.status == "queued" || listed.status == "running", "\(listed)")
-            #expect(listed.connections <= 4 && (listed.status == "running" || listed.connections == 0))
+            if listed.status == .completed { break }
+            #expect(listed.status == .queued || listed.status == .running, "\(listed)")
+            #expect(listed.connections <= 4 && (listed.status == .running || listed.connections == 0))
             mostConnections = max(mostConnections, listed.connections)
-            if listed.status == "running", !changedLimit {
+            if listed.status == .running, !changedLimit {
                 // ... and while it runs, applied at once.
                 let patched = try await daemon.call(.PATCH, "/api/v1/downloads/\(added.id)", body: #"{"maxBytesPerSecond": 40000000}"#)
                 #expect(patched.status == 200, "\(patched.text)")
@@ -201,7 +202,7 @@ import Testing
             }
             try await Task.sleep(for: .milliseconds(25))
         }
-        let done = try await daemon.wait(for: added.id, status: "completed")
+        let done = try await daemon.wait(for: added.id, status: .completed)
         #expect(mostConnections > 1, "the listing never showed more than \(mostConnections) connection(s)")
         #expect(world.server.peakConcurrentResponses(to: "/split.bin") > 1)
         #expect(world.sha256(of: world.directory + "/split.bin") == split.sha256)
@@ -227,7 +228,7 @@ import Testing
         let daemon = try await DaemonProcess.start(world, ["-j", "1"])
         defer { daemon.process.signal(SIGKILL) }
         let a = try await daemon.add(world.server.url("/a.bin"))
-        try await daemon.wait(for: a.id, status: "running")
+        try await daemon.wait(for: a.id, status: .running)
         let b = try await daemon.add(world.server.url("/b.bin"))
         let c = try await daemon.add(world.server.url("/c.bin"))
         let d = try await daemon.add(world.server.url("/d.bin"))
@@ -242,19 +243,19 @@ import Testing
 
         // Pausing the running one frees its slot for the head of the queue.
         _ = try await daemon.call(.POST, "/api/v1/downloads/\(a.id)/pause")
-        try await daemon.wait(for: a.id, status: "paused")
-        try await daemon.wait(for: urgent.id, status: "running")
+        try await daemon.wait(for: a.id, status: .paused)
+        try await daemon.wait(for: urgent.id, status: .running)
         // A second slot starts the next in order.
         _ = try await daemon.call(.PUT, "/api/v1/options", body: #"{"maxConcurrentDownloads": 2}"#)
-        try await daemon.wait(for: c.id, status: "running")
+        try await daemon.wait(for: c.id, status: .running)
         #expect(try await daemon.list("?status=queued").map(\.id) == [b.id, d.id])
 
         let pausedAll = try await daemon.call(.POST, "/api/v1/pause", body: #"{"all": true}"#)
         #expect(try pausedAll.decode(CountView.self).count == 4)
-        for id in [urgent.id, c.id, b.id, d.id] { try await daemon.wait(for: id, status: "paused") }
+        for id in [urgent.id, c.id, b.id, d.id] { try await daemon.wait(for: id, status: .paused) }
         let resumed = try await daemon.call(.POST, "/api/v1/resume", body: #"{"ids": ["\#(a.id)"]}"#)
         #expect(try resumed.decode(CountView.self).count == 1)
-        try await daemon.wait(for: a.id, status: "running", where: { $0.completedLength > 0 })
+        try await daemon.wait(for: a.id, status: .running, where: { $0.completedLength > 0 })
         #expect(await daemon.terminate() == 0)
         try await world.close()
     }
@@ -270,18 +271,18 @@ import Testing
         let daemon = try await DaemonProcess.start(world, ["-j", "2", "--checkpoint-interval", "0.05"])
         defer { daemon.process.signal(SIGKILL) }
         let done = try await daemon.add(world.server.url("/done.bin"))
-        try await daemon.wait(for: done.id, status: "completed")
+        try await daemon.wait(for: done.id, status: .completed)
         let failed = try await daemon.add(world.server.url("/missing.bin"))
-        try await daemon.wait(for: failed.id, status: "failed")
+        try await daemon.wait(for: failed.id, status: .failed)
         let paused = try await daemon.add(world.server.url("/paused.bin"))
         let run1 = try await daemon.add(world.server.url("/run1.bin"))
         // Two slots: paused and run1 run, the rest wait; pausing one lets run2 in.
         let run2 = try await daemon.add(world.server.url("/run2.bin"))
         let queued1 = try await daemon.add(world.server.url("/queued1.bin"))
         let queued2 = try await daemon.add(world.server.url("/queued2.bin"))
-        try await daemon.wait(for: paused.id, status: "running", where: { $0.completedLength > 0 })
+        try await daemon.wait(for: paused.id, status: .running, where: { $0.completedLength > 0 })
         _ = try await daemon.call(.POST, "/api/v1/downloads/\(paused.id)/pause")
-        try await daemon.wait(for: paused.id, status: "paused")
+        try await daemon.wait(for: paused.id, status: .paused)
         let pausedAt = try await world.record(paused.id)?.completedLength ?? -1
         var checkpoints: [String: Int64] = [:]
         for id in [run1.id, run2.id] { checkpoints[id] = try await world.waitForCheckpoint(of: id, beyond: 0) }
@@ -297,7 +298,7 @@ import Testing
         }
         let restarted = try await DaemonProcess.start(world, ["-j", "2"])
         defer { restarted.process.signal(SIGKILL) }
-        for id in [run1.id, run2.id, queued1.id, queued2.id] { try await restarted.wait(for: id, status: "completed") }
+        for id in [run1.id, run2.id, queued1.id, queued2.id] { try await restarted.wait(for: id, status: .completed) }
         for name in ["run1", "run2", "queued1", "queued2"] {
             #expect(world.sha256(of: world.directory + "/\(name).bin") == big.sha256, "\(name)")
         }
@@ -311,17 +312,17 @@ import Testing
         #expect(firstQueued != nil && secondQueued != nil && firstQueued! < secondQueued!)
         // Paused stays paused, untouched; finished and failed keep their history.
         let stillPaused = try await restarted.download(paused.id)
-        #expect(stillPaused.status == "paused" && stillPaused.completedLength == pausedAt)
+        #expect(stillPaused.status == .paused && stillPaused.completedLength == pausedAt)
         #expect(world.server.requests(to: "/paused.bin").count == 1)
-        #expect(try await restarted.download(done.id).status == "completed")
+        #expect(try await restarted.download(done.id).status == .completed)
         #expect(world.sha256(of: world.directory + "/done.bin") == small.sha256)
         let stillFailed = try await restarted.download(failed.id)
-        #expect(stillFailed.status == "failed" && stillFailed.error?.code == "http-status")
+        #expect(stillFailed.status == .failed && stillFailed.error?.code == "http-status")
         #expect(world.server.requests(to: "/done.bin").count == 1)
 
         // And the paused one resumes where it stopped when asked.
         _ = try await restarted.call(.POST, "/api/v1/downloads/\(paused.id)/resume")
-        try await restarted.wait(for: paused.id, status: "completed")
+        try await restarted.wait(for: paused.id, status: .completed)
         #expect(world.server.requests(to: "/paused.bin").last?.rangeStart == pausedAt)
         #expect(world.sha256(of: world.directory + "/paused.bin") == big.sha256)
         #expect(await restarted.terminate() == 0)
@@ -334,7 +335,7 @@ import Testing
         let daemon = try await DaemonProcess.start(world, ["--checkpoint-interval", "10"])
         defer { daemon.process.signal(SIGKILL) }
         let download = try await daemon.add(world.server.url("/big.bin"))
-        try await daemon.wait(for: download.id, status: "running", where: { $0.completedLength > 0 })
+        try await daemon.wait(for: download.id, status: .running, where: { $0.completedLength > 0 })
         let watch = try HaulProcess(["watch"], home: world.home, workingDirectory: world.directory)
         defer { watch.signal(SIGKILL) }
         try await waitUntil { watch.stdout.contains(download.id) }
@@ -349,7 +350,7 @@ import Testing
         world.server.setRoute("/big.bin", Route(payload: big))
         let restarted = try await DaemonProcess.start(world)
         defer { restarted.process.signal(SIGKILL) }
-        try await restarted.wait(for: download.id, status: "completed")
+        try await restarted.wait(for: download.id, status: .completed)
         #expect(world.server.requests(to: "/big.bin").last!.rangeStart >= record.completedLength)
         #expect(world.sha256(of: world.directory + "/big.bin") == big.sha256)
         #expect(await restarted.terminate() == 0)

@@ -1,5 +1,3 @@
-import HaulCore
-
 /// What a download reports as it goes: the CLI draws progress from these, the daemon streams them.
 public struct DownloadEvent: Sendable, Hashable {
     public enum Kind: Sendable, Hashable {

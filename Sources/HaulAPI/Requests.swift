@@ -1,63 +1,6 @@
-import Haul
 import HaulCore
 
-/// The JSON shapes of the API (docs/API.md). The CLI decodes the same types, so the two cannot
-/// drift apart.
-public struct DownloadView: Codable, Sendable, Hashable {
-    public var id: String
-    public var url: String
-    public var status: String
-    public var completedLength: Int64
-    public var totalLength: Int64?
-    public var path: String?
-    public var directory: String
-    public var fileName: String?
-    public var priority: Int
-    /// Bytes per second; 0 unless running.
-    public var speed: Double
-    public var error: ErrorView?
-    public var createdAt: Int64
-    /// Connections transferring right now; 0 unless running.
-    public var connections: Int
-    /// The connections the download may use (its `connections` setting, 1...64).
-    public var maxConnections: Int
-    /// The download's own rate limit in bytes per second; nil for none (the global limit still applies).
-    public var maxBytesPerSecond: Int64?
-
-    public init(_ record: DownloadRecord, live: Progress?) {
-        id = record.id.rawValue
-        url = record.request.url.absoluteString
-        status = record.status.rawValue
-        let running = record.status == .running
-        completedLength = running ? max(live?.completed ?? 0, record.completedLength) : record.completedLength
-        totalLength = record.expectedLength ?? (running ? live?.total : nil)
-        fileName = record.fileName
-        directory = record.request.directory
-        path = record.fileName.map { Paths.join(record.request.directory, $0) }
-        priority = record.request.priority
-        speed = running ? live?.bytesPerSecond ?? 0 : 0
-        error = record.error.map(ErrorView.init)
-        createdAt = record.createdAt
-        connections = running ? live?.connections ?? 0 : 0
-        maxConnections = record.request.connections
-        maxBytesPerSecond = record.request.maxBytesPerSecond
-    }
-}
-
-public struct ErrorView: Codable, Sendable, Hashable {
-    public var code: String
-    public var message: String
-
-    public init(_ error: HaulError) {
-        code = error.code.rawValue
-        message = error.description
-    }
-}
-
-/// `{"error": {...}}`: the body of every error answer.
-public struct ErrorBody: Codable, Sendable {
-    public var error: ErrorView
-}
+/// What clients send: adds, selections, moves, option changes; and the small answers.
 
 /// One download to add. Only `url` is required.
 public struct AddRequest: Codable, Sendable {
@@ -86,7 +29,7 @@ public struct AddRequest: Codable, Sendable {
     }
 
     /// The engine's request, every field checked; errors name the field.
-    func downloadRequest(defaultDirectory: String, defaultConnections: Int = 1) throws(HaulError) -> DownloadRequest {
+    public func downloadRequest(defaultDirectory: String, defaultConnections: Int = 1) throws(HaulError) -> DownloadRequest {
         try Limits.check(connections: connections)
         try Limits.check(maxBytesPerSecond: maxBytesPerSecond)
         guard (directory ?? defaultDirectory).hasPrefix("/") else {
@@ -116,15 +59,15 @@ public struct AddRequest: Codable, Sendable {
 }
 
 /// The checks shared by adds, options and per-download changes: `bad-request`, naming the field.
-enum Limits {
-    static func check(connections: Int?, field: String = "connections") throws(HaulError) {
+public enum Limits {
+    public static func check(connections: Int?, field: String = "connections") throws(HaulError) {
         guard let connections else { return }
         guard (1...DownloadRequest.maxConnections).contains(connections) else {
             throw HaulError(.badRequest, "\(field) must be between 1 and \(DownloadRequest.maxConnections), not \(connections)")
         }
     }
 
-    static func check(maxBytesPerSecond: Int64?) throws(HaulError) {
+    public static func check(maxBytesPerSecond: Int64?) throws(HaulError) {
         guard let maxBytesPerSecond else { return }
         guard maxBytesPerSecond > 0 else {
             throw HaulError(.badRequest, "maxBytesPerSecond must be a positive number of bytes per second, or null for no limit, not \(maxBytesPerSecond)")
@@ -134,7 +77,7 @@ enum Limits {
 
 extension AddRequest {
     /// Absolute, without `.`, `..`, repeated or trailing slashes.
-    static func normalized(_ path: String) -> String {
+    public static func normalized(_ path: String) -> String {
         var parts: [Substring] = []
         for part in path.split(separator: "/", omittingEmptySubsequences: true) {
             switch part {
@@ -160,10 +103,18 @@ public struct Selection: Codable, Sendable {
 
 public struct CountView: Codable, Sendable {
     public var count: Int
+
+    public init(count: Int) {
+        self.count = count
+    }
 }
 
 public struct MoveRequest: Codable, Sendable {
     public var to: QueueMove
+
+    public init(to: QueueMove) {
+        self.to = to
+    }
 }
 
 public struct OptionsView: Codable, Sendable {
@@ -173,6 +124,13 @@ public struct OptionsView: Codable, Sendable {
     public var connections: Int
     /// The limit for everything the daemon downloads, in bytes per second; nil for none.
     public var maxBytesPerSecond: Int64?
+
+    public init(maxConcurrentDownloads: Int, directory: String, connections: Int, maxBytesPerSecond: Int64?) {
+        self.maxConcurrentDownloads = maxConcurrentDownloads
+        self.directory = directory
+        self.connections = connections
+        self.maxBytesPerSecond = maxBytesPerSecond
+    }
 
     /// Every key, `maxBytesPerSecond: null` included.
     public func encode(to encoder: any Encoder) throws {
@@ -255,92 +213,20 @@ public struct SummaryView: Codable, Sendable {
     public var counts: [String: Int]
     public var maxConcurrentDownloads: Int
 
-    init(_ summary: QueueSummary) {
+    public init(_ summary: QueueSummary) {
         downloadSpeed = summary.downloadSpeed
         counts = Dictionary(uniqueKeysWithValues: DownloadStatus.allCases.map { ($0.rawValue, summary.counts[$0] ?? 0) })
         maxConcurrentDownloads = summary.maxConcurrentDownloads
     }
 }
 
-/// One Server-Sent Event's data.
-public struct EventView: Codable, Sendable {
-    public var type: String
-    public var id: String
-    /// The download's status after the event.
-    public var status: String
-    public var completedLength: Int64?
-    public var totalLength: Int64?
-    public var speed: Double?
-    public var path: String?
-    public var error: ErrorView?
-    public var attempt: Int?
-    public var delay: Double?
-    public var reason: String?
-    /// Live connections (`progress` events).
-    public var connections: Int?
-    /// The download's settings (`started` and `progress` events); `maxBytesPerSecond` is then
-    /// sent even when null.
-    public var maxConnections: Int?
-    public var maxBytesPerSecond: Int64?
 
-    init(_ event: DownloadEvent) {
-        id = event.id.rawValue
-        switch event.kind {
-        case .queued: (type, status) = ("queued", "queued")
-        case .started(let offset):
-            (type, status) = ("started", "running")
-            completedLength = offset
-        case .progress(let progress):
-            (type, status) = ("progress", "running")
-            completedLength = progress.completed
-            totalLength = progress.total
-            speed = progress.bytesPerSecond
-            connections = progress.connections
-        case .retrying(let attempt, let delay, let error):
-            (type, status) = ("retrying", "running")
-            self.attempt = attempt
-            self.delay = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
-            self.error = ErrorView(error)
-        case .restarted(let reason):
-            (type, status) = ("restarted", "running")
-            self.reason = reason
-        case .paused: (type, status) = ("paused", "paused")
-        case .interrupted: (type, status) = ("interrupted", "running")
-        case .completed(let path), .alreadyComplete(let path):
-            (type, status) = ("completed", "completed")
-            self.path = path
-        case .failed(let error):
-            (type, status) = ("failed", "failed")
-            self.error = ErrorView(error)
-        case .removed: (type, status) = ("removed", "removed")
+extension DownloadID {
+    /// An id from a URL or a body: unknown shapes are simply not found.
+    public init(parsing text: String) throws(HaulError) {
+        guard !text.isEmpty, text.count <= 64, text.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" }) else {
+            throw HaulError(.notFound, "no download with id '\(text.prefix(64))'")
         }
-    }
-
-    /// Whether the event reports the download's settings (`maxConnections`, `maxBytesPerSecond`).
-    var carriesSettings: Bool { type == "started" || type == "progress" }
-
-    private enum CodingKeys: String, CodingKey {
-        case type, id, status, completedLength, totalLength, speed, path, error, attempt, delay, reason
-        case connections, maxConnections, maxBytesPerSecond
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(type, forKey: .type)
-        try container.encode(id, forKey: .id)
-        try container.encode(status, forKey: .status)
-        try container.encodeIfPresent(completedLength, forKey: .completedLength)
-        try container.encodeIfPresent(totalLength, forKey: .totalLength)
-        try container.encodeIfPresent(speed, forKey: .speed)
-        try container.encodeIfPresent(path, forKey: .path)
-        try container.encodeIfPresent(error, forKey: .error)
-        try container.encodeIfPresent(attempt, forKey: .attempt)
-        try container.encodeIfPresent(delay, forKey: .delay)
-        try container.encodeIfPresent(reason, forKey: .reason)
-        try container.encodeIfPresent(connections, forKey: .connections)
-        try container.encodeIfPresent(maxConnections, forKey: .maxConnections)
-        if maxConnections != nil {
-            try container.encode(maxBytesPerSecond, forKey: .maxBytesPerSecond)
-        }
+        self.init(rawValue: text)
     }
 }

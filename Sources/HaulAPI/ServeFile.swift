@@ -35,7 +35,7 @@ public struct ServeFile: Codable, Sendable, Hashable {
     }
 
     /// Replaces the file atomically, never readable by other users even for a moment.
-    func write(home: String) throws(HaulError) {
+    public func write(home: String) throws(HaulError) {
         let path = Self.path(home: home)
         let temporary = path + ".tmp"
         unlink(temporary)
@@ -55,7 +55,7 @@ public struct ServeFile: Codable, Sendable, Hashable {
     }
 
     /// Deletes the file if it still describes this process.
-    static func remove(home: String, pid: Int32) {
+    public static func remove(home: String, pid: Int32) {
         if let current = try? read(home: home), current.pid == pid {
             unlink(path(home: home))
         }
