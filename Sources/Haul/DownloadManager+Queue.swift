@@ -87,6 +87,76 @@ extension DownloadManager {
         try await serialized { try await moveNow(id, move) }
     }
 
+    /// Moves a queued download to `index` among the queued ones (0 first; clamped to the
+    /// queue), one neighbour at a time so priorities keep their order. Returns where it ended.
+    @discardableResult
+    public func move(_ id: DownloadID, toIndex index: Int) async throws -> Int {
+        try await serialized {
+            guard let current = pending.index(of: id) else {
+                let record = try await existing(id)
+                throw HaulError(.conflict, "download \(id) is \(record.status.rawValue); only queued downloads can be moved")
+            }
+            let target = min(max(0, index), pending.count - 1)
+            if target == 0, current != 0 {
+                _ = try await moveNow(id, .top)
+            } else if target == pending.count - 1, current != target {
+                _ = try await moveNow(id, .bottom)
+            } else {
+                for _ in 0..<abs(target - current) { _ = try await moveNow(id, target < current ? .up : .down) }
+            }
+            return pending.index(of: id) ?? target
+        }
+    }
+
+    /// The queued downloads in the order they will start (this process's queue, in memory).
+    public var queuedIDs: [DownloadID] {
+        (0..<pending.count).map { pending[$0].id }
+    }
+
+    /// Deletes the record of a finished download (completed, failed or removed), leaving its
+    /// file alone: aria2's `removeDownloadResult`. Anything else is a conflict.
+    public func forget(_ id: DownloadID) async throws {
+        try await serialized {
+            guard let record = try await store.record(id) else { throw HaulError(.notFound, "no download with id \(id)") }
+            guard record.status.isTerminal, !isScheduled(id) else {
+                throw HaulError(.conflict, "download \(id) is \(record.status.rawValue); only finished downloads can be forgotten")
+            }
+            try await store.delete(id)
+        }
+    }
+
+    /// Deletes the records of every finished download (aria2's `purgeDownloadResult`). Returns how many.
+    @discardableResult
+    public func forgetFinished() async throws -> Int {
+        try await serialized {
+            var count = 0
+            for status in [DownloadStatus.completed, .failed, .removed] {
+                for id in try await store.ids(status: status) where !isScheduled(id) {
+                    try await store.delete(id)
+                    count += 1
+                }
+            }
+            return count
+        }
+    }
+
+    /// Changes how many connections a download may use; a running one keeps its connections
+    /// until its next start.
+    public func setConnections(_ connections: Int, for id: DownloadID) async throws {
+        guard (1...DownloadRequest.maxConnections).contains(connections) else {
+            throw HaulError(.usage, "connections must be between 1 and \(DownloadRequest.maxConnections) (got \(connections))")
+        }
+        try await serialized {
+            var record = try await existing(id)
+            // Its runner owns a running record: a change now would be overwritten at the next checkpoint.
+            guard active[id] == nil else {
+                throw HaulError(.conflict, "download \(id) is running; its connections can change while it is paused or queued")
+            }
+            record.request.connections = connections
+            try await store.save(record)
+        }
+    }
+
     private func moveNow(_ id: DownloadID, _ move: QueueMove) async throws -> DownloadRecord {
         let record = try await existing(id)
         // Re-read after the await: the queue may have changed meanwhile.

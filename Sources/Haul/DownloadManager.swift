@@ -217,39 +217,69 @@ public actor DownloadManager {
     /// Stops a running download at a checkpoint, or takes a queued one out of the queue; it
     /// stays paused, across restarts too, until resumed. Pausing a finished download is a conflict.
     public func pause(_ id: DownloadID) async throws {
-        let stopping: Task<Void, Never>? = try await serialized {
-            var record = try await existing(id)
-            if let running = active[id] {
-                running.stop.request(.paused)
-                return running.task
+        try await pause([id])
+    }
+
+    /// Pauses these downloads, all or none: every id is checked and every change made in one
+    /// step of the queue, so a download that finishes meanwhile cannot leave half of them
+    /// paused. Returns once the running ones have checkpointed (an API answer then shows them
+    /// paused). Already paused ones count and stay paused.
+    @discardableResult
+    public func pause(_ ids: [DownloadID]) async throws -> Int {
+        let stopping: [Task<Void, Never>] = try await serialized {
+            var records: [DownloadRecord] = []
+            for id in ids {
+                let record = try await existing(id)
+                if record.status.isTerminal, active[id] == nil {
+                    throw HaulError(.conflict, "download \(id) is \(record.status.rawValue): there is nothing to pause; nothing was changed")
+                }
+                records.append(record)
             }
-            guard record.status != .paused else { return nil }
-            guard !record.status.isTerminal else {
-                throw HaulError(.conflict, "download \(id) is \(record.status.rawValue); there is nothing to pause")
+            var stopping: [Task<Void, Never>] = []
+            var paused: [DownloadRecord] = []
+            for var record in records {
+                if let running = active[record.id] {
+                    running.stop.request(.paused)
+                    stopping.append(running.task)
+                } else if record.status != .paused {
+                    pending.remove(record.id)
+                    record.status = .paused
+                    paused.append(record)
+                }
             }
-            pending.remove(id)
-            record.status = .paused
-            try await store.save(record)
-            hub.publish(DownloadEvent(id: id, kind: .paused))
+            try await store.save(paused)
+            for record in paused { hub.publish(DownloadEvent(id: record.id, kind: .paused)) }
             signalIdleIfNeeded()
-            return nil
+            return stopping
         }
-        // Waits for the checkpoint, so the caller (and an API answer) sees it paused.
-        await stopping?.value
+        for task in stopping { await task.value }
+        return ids.count
     }
 
     /// Puts a paused or failed download back in the queue at its old place; a queued or
     /// running one is left alone. Resuming a completed download is a conflict.
     public func resume(_ id: DownloadID) async throws {
+        try await resume([id])
+    }
+
+    /// Resumes these downloads, all or none (see `pause(_:)`). Returns how many it was given.
+    @discardableResult
+    public func resume(_ ids: [DownloadID]) async throws -> Int {
         try await serialized {
-            let record = try await existing(id)
-            if record.status == .completed {
-                throw HaulError(.conflict, "download \(id) is already complete")
+            var records: [DownloadRecord] = []
+            for id in ids {
+                let record = try await existing(id)
+                if record.status == .completed {
+                    throw HaulError(.conflict, "download \(id) is already complete; nothing was changed")
+                }
+                records.append(record)
             }
             // Queued or running but not scheduled here: its start found it locked by another
             // process; try again.
-            guard !isScheduled(id) else { return }
-            _ = try await readd(record, request: record.request)
+            for record in records where !isScheduled(record.id) {
+                _ = try await readd(record, request: record.request)
+            }
+            return ids.count
         }
     }
 

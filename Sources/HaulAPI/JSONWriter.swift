@@ -17,6 +17,7 @@ public struct JSONWriter {
             write(&self, item)
         }
         bytes.append(UInt8(ascii: "]"))
+        needsComma = true
     }
 
     public mutating func object(_ fields: (inout JSONWriter) -> Void) {
@@ -44,11 +45,22 @@ public struct JSONWriter {
     }
 
     /// A key only known at run time (an option's name).
-    public mutating func field(named name: String, _ value: String) {
+    public mutating func key(named name: String) {
         if needsComma { bytes.append(UInt8(ascii: ",")) }
         string(name)
         bytes.append(UInt8(ascii: ":"))
+        needsComma = true
+    }
+
+    public mutating func field(named name: String, _ value: String) {
+        key(named: name)
         string(value)
+    }
+
+    /// A value written by `body` (an array, an already encoded value) under `name`.
+    public mutating func field(_ name: StaticString, _ body: (inout JSONWriter) -> Void) {
+        key(name)
+        body(&self)
         needsComma = true
     }
 

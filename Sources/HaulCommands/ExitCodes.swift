@@ -22,6 +22,8 @@ public enum ExitCodes {
     public static let notFound: Int32 = 8
     /// The download's state does not allow the request (pausing a finished one).
     public static let conflict: Int32 = 9
+    /// The daemon refuses the request: a directory outside the ones it writes to.
+    public static let forbidden: Int32 = 10
     /// Stopped by Ctrl-C or SIGTERM after checkpointing; run the same command again to resume.
     public static let interrupted: Int32 = 130
 
@@ -31,6 +33,7 @@ public enum ExitCodes {
         case .noDaemon, .unauthorized: noDaemon
         case .notFound: notFound
         case .conflict: conflict
+        case .forbidden: forbidden
         case .httpStatus, .badResponse, .tooManyRedirects: http
         case .network: network
         case .lengthMismatch, .checksumMismatch: verification

@@ -9,12 +9,14 @@ import Logging
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
-        abstract: "Run the download daemon: a persistent queue, an HTTP API and a web page.",
+        abstract: "Run the download daemon: a persistent queue, an HTTP API, aria2's JSON-RPC and a web page.",
         discussion: """
             Writes its address and a fresh token to $HAUL_HOME/serve.json (mode 0600), where \
             'haul add', 'ls', 'pause', 'resume', 'rm' and 'watch' find it. Downloads that were \
             running when it last stopped (even by kill -9) resume; paused ones stay paused. \
-            SIGTERM or Ctrl-C checkpoints every download and exits. API: docs/API.md.
+            SIGTERM or Ctrl-C checkpoints every download and exits. aria2 clients (AriaNg, aria2p) \
+            connect to http://HOST:PORT/jsonrpc with the same token as their RPC secret. \
+            Downloads go only under -d and the --allow-dir directories. API: docs/API.md.
             """
     )
 
@@ -26,6 +28,9 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(name: [.customShort("d"), .customLong("dir")], help: "Where downloads go by default (default: current directory).")
     var directory: String?
+
+    @Option(name: .customLong("allow-dir"), help: ArgumentHelp("Also allow downloads into DIR (repeatable); by default only under -d.", valueName: "DIR"))
+    var allowedDirectories: [String] = []
 
     @Option(name: [.customShort("j"), .customLong("jobs")], help: "Downloads running at once (changeable through the API).")
     var jobs = 3
@@ -66,11 +71,16 @@ struct ServeCommand: AsyncParsableCommand {
             downloadDirectory: HaulHome.absolute(directory ?? "."), maxConcurrentDownloads: jobs,
             defaultConnections: connections, maxBytesPerSecond: try limitRate.map { try GetCommand.rate($0) },
             logger: logger)
+        configuration.allowedDirectories = allowedDirectories.map { HaulHome.absolute($0) }
         configuration.manager.checkpointInterval = .milliseconds(Int64(checkpointInterval * 1000))
         let daemon = Daemon(configuration: configuration)
+        // The token is never printed: under systemd stdout lands in the journal, readable by
+        // more people than serve.json (mode 0600) is.
+        let home = daemon.configuration.home
         try await daemon.run { file in
             print("haul serve: listening on \(file.url) (pid \(file.pid)); downloads go to \(daemon.configuration.downloadDirectory)")
-            print("web page: \(file.url)/#token=\(file.secret)")
+            print("web page: \(file.url)/ (its token is in \(ServeFile.path(home: home)): 'haul page' prints the full address)")
+            print("aria2 JSON-RPC: \(file.url)/jsonrpc (secret: the same token)")
             fflush(nil)
         }
         print("haul serve: stopped")

@@ -51,6 +51,8 @@ public struct HaulError: Error, Hashable, Codable, Sendable, CustomStringConvert
         public static let tooLarge = Code(rawValue: "too-large")
         /// A request to the daemon without the right token.
         public static let unauthorized = Code(rawValue: "unauthorized")
+        /// A request to the daemon for something it does not allow (a directory outside its own).
+        public static let forbidden = Code(rawValue: "forbidden")
         /// No daemon answers at the address the CLI knows.
         public static let noDaemon = Code(rawValue: "no-daemon")
         /// A bug: something Haul did not expect.

@@ -42,6 +42,7 @@ struct APIErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         switch error.code {
         case .badRequest, .usage, .badURL, .unsupportedScheme: .badRequest
         case .unauthorized: .unauthorized
+        case .forbidden: .forbidden
         case .notFound: .notFound
         case .conflict, .fileExists, .inUse: .conflict
         case .tooLarge: .contentTooLarge

@@ -11,16 +11,14 @@ import NIOCore
 /// later sit beside this without repeating them.
 struct APIRoutes<Context: RequestContext>: Sendable {
     let manager: DownloadManager
-    let defaultDirectory: String
     let defaults: DaemonDefaults
     let settings: DownloadSettingsCache
     let logger: Logger
 
-    init(manager: DownloadManager, defaultDirectory: String, defaultConnections: Int = 1, logger: Logger) {
+    init(manager: DownloadManager, defaults: DaemonDefaults, settings: DownloadSettingsCache, logger: Logger) {
         self.manager = manager
-        self.defaultDirectory = defaultDirectory
-        self.defaults = DaemonDefaults(connections: defaultConnections)
-        self.settings = DownloadSettingsCache(manager: manager)
+        self.defaults = defaults
+        self.settings = settings
         self.logger = logger
     }
 
@@ -52,13 +50,11 @@ struct APIRoutes<Context: RequestContext>: Sendable {
         }
         api.post("pause") { request, _ in
             let selection = try await decode(Selection.self, request)
-            return try await apply(selection, all: { try await manager.pauseAll() }, each: { try await manager.pause($0) },
-                                   refuse: { $0.status == .completed || $0.status == .failed ? "there is nothing to pause" : nil })
+            return try await apply(selection, all: { try await manager.pauseAll() }, each: { try await manager.pause($0) })
         }
         api.post("resume") { request, _ in
             let selection = try await decode(Selection.self, request)
-            return try await apply(selection, all: { try await manager.resumeAll() }, each: { try await manager.resume($0) },
-                                   refuse: { $0.status == .completed ? "it is already complete" : nil })
+            return try await apply(selection, all: { try await manager.resumeAll() }, each: { try await manager.resume($0) })
         }
         api.get("options") { _, _ in try await options() }
         api.put("options") { request, _ in try await setOptions(request) }
@@ -133,10 +129,9 @@ struct APIRoutes<Context: RequestContext>: Sendable {
         if first == UInt8(ascii: "[") {
             let adds = try JSONDecoder().decode([AddRequest].self, from: body)
             guard !adds.isEmpty else { throw HaulError(.badRequest, "nothing to add: the array is empty") }
-            let connections = defaults.connections
             let requests = try adds.enumerated().map { index, add in
                 do {
-                    return try add.downloadRequest(defaultDirectory: defaultDirectory, defaultConnections: connections)
+                    return try defaults.request(for: add)
                 } catch let error as HaulError {
                     throw HaulError(error.code, "[\(index)]: \(error.message)")
                 }
@@ -148,29 +143,20 @@ struct APIRoutes<Context: RequestContext>: Sendable {
             throw HaulError(.badRequest, "expected a JSON object or an array of them")
         }
         let add = try JSONDecoder().decode(AddRequest.self, from: body)
-        let record = try await manager.add(add.downloadRequest(defaultDirectory: defaultDirectory, defaultConnections: defaults.connections))
+        let record = try await manager.add(defaults.request(for: add))
         return APIResponse.download(DownloadView(record, live: manager.liveProgress(record.id)), status: .created)
     }
 
-    /// `refuse` names why a download cannot take the change; any refusal or unknown id fails the
-    /// whole request before anything changes.
+    /// `{"all": true}` or `{"ids": [...]}`; the manager changes the ids all or none.
     private func apply(
-        _ selection: Selection, all: () async throws -> Int, each: (DownloadID) async throws -> Void,
-        refuse: (DownloadRecord) -> String?
+        _ selection: Selection, all: () async throws -> Int, each: ([DownloadID]) async throws -> Int
     ) async throws -> Response {
         switch (selection.all, selection.ids) {
         case (true?, nil):
             return try APIResponse.json(CountView(count: try await all()))
         case (nil, let ids?), (false?, let ids?):
-            let parsed = try ids.map { try DownloadID(parsing: $0) }
-            for id in parsed {
-                let record = try await manager.download(id)
-                if let reason = refuse(record) {
-                    throw HaulError(.conflict, "download \(id) is \(record.status.rawValue): \(reason); nothing was changed")
-                }
-            }
-            for id in parsed { try await each(id) }
-            return try APIResponse.json(CountView(count: parsed.count))
+            let parsed = try ids.map { text throws(HaulError) in try DownloadID(parsing: text) }
+            return try APIResponse.json(CountView(count: try await each(parsed)))
         default:
             throw HaulError(.badRequest, "expected {\"ids\": [...]} or {\"all\": true}")
         }
@@ -191,7 +177,7 @@ struct APIRoutes<Context: RequestContext>: Sendable {
 
     private func options() async throws -> Response {
         try APIResponse.json(OptionsView(
-            maxConcurrentDownloads: await manager.maxConcurrentDownloads, directory: defaultDirectory,
+            maxConcurrentDownloads: await manager.maxConcurrentDownloads, directory: defaults.directory,
             connections: defaults.connections, maxBytesPerSecond: manager.globalLimiter.rate?.bytesPerSecond))
     }
 

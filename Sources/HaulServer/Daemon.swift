@@ -8,8 +8,11 @@ import Haul
 import HaulAPI
 import HaulCore
 import Hummingbird
+import HummingbirdWebSocket
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
+import NIOPosix
 import ServiceLifecycle
 
 /// `haul serve`: a `DownloadManager` on the SQLite store behind the HTTP API and the web page,
@@ -24,6 +27,8 @@ public struct Daemon: Sendable {
         public var home: String
         /// Where downloads go unless a request names a directory.
         public var downloadDirectory: String
+        /// Directories besides `downloadDirectory` that requests may name (`--allow-dir`).
+        public var allowedDirectories: [String] = []
         public var manager: DownloadManager.Configuration
         /// Connections for new downloads that do not name theirs (`-x`, changeable through the API).
         public var defaultConnections: Int
@@ -87,9 +92,18 @@ public struct Daemon: Sendable {
         defer { withExtendedLifetime(lock) {} }
         try DaemonLock.makeDirectory(configuration.downloadDirectory, what: "download directory")
 
+        for directory in configuration.allowedDirectories {
+            try DaemonLock.makeDirectory(directory, what: "allowed directory")
+        }
+
         let secret = configuration.secret ?? Self.randomSecret()
         let manager = try await DownloadManager(configuration: configuration.manager)
         let logger = configuration.logger
+        let defaults = DaemonDefaults(directory: configuration.downloadDirectory, connections: configuration.defaultConnections,
+                                      allowedDirectories: configuration.allowedDirectories)
+        let settings = DownloadSettingsCache(manager: manager)
+        let stopper = ShutdownTrigger()
+        let rpc = Aria2RPC(manager: manager, defaults: defaults, secret: secret, logger: logger, shutdown: { stopper.trigger() })
 
         let router = Router()
         router.add(middleware: APIErrorMiddleware())
@@ -98,13 +112,16 @@ public struct Daemon: Sendable {
                      body: .init(byteBuffer: ByteBuffer(string: WebPage.html)))
         }
         let api = router.group("api/v1").add(middleware: BearerAuthMiddleware(secret: secret))
-        APIRoutes(manager: manager, defaultDirectory: configuration.downloadDirectory,
-                  defaultConnections: configuration.defaultConnections, logger: logger).register(on: api)
+        APIRoutes(manager: manager, defaults: defaults, settings: settings, logger: logger).register(on: api)
+        Aria2Routes.register(rpc, on: router)
+        let webSockets = Router(context: BasicWebSocketRequestContext.self)
+        Aria2Routes.registerWebSocket(rpc, events: { manager.events() }, on: webSockets)
 
         let pid = getpid()
         let home = configuration.home
         let app = Application(
             router: router,
+            server: .http1WebSocketUpgrade(webSocketRouter: webSockets, configuration: .init(maxFrameSize: Aria2RPC.maxRequestSize)),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "haul"),
             onServerRunning: { [logger] channel in
                 let port = channel.localAddress?.port ?? configuration.port
@@ -138,18 +155,42 @@ public struct Daemon: Sendable {
             logger: logger)
         group.maximumGracefulShutdownDuration = configuration.shutdownDeadline
         defer { ServeFile.remove(home: home, pid: pid) }
+        let serviceGroup = ServiceGroup(configuration: group)
+        stopper.set(serviceGroup)
         do {
-            try await ServiceGroup(configuration: group).run()
+            try await serviceGroup.run()
         } catch let error as HaulError {
             throw error
         } catch {
             await manager.shutdown()
-            throw HaulError(.inUse, "cannot listen on \(configuration.host):\(configuration.port): \(Self.describe(error))")
+            throw Self.classify(error, host: configuration.host, port: configuration.port)
         }
     }
 
+    /// A failure to bind says so; anything else is reported as what it is.
+    static func classify(_ error: any Error, host: String, port: Int) -> HaulError {
+        if let error = error as? IOError, [EADDRINUSE, EADDRNOTAVAIL, EACCES].contains(error.errnoCode) {
+            return HaulError(.inUse, "cannot listen on \(host):\(port): \(String(cString: strerror(error.errnoCode)))")
+        }
+        if let error = error as? SocketAddressError {
+            return HaulError(.usage, "cannot listen on \(host):\(port): the address does not resolve (\(error))")
+        }
+        return HaulError(.internal, "the daemon stopped: \(describe(error))", cause: "\(error)")
+    }
+
+    /// Whether `host` is a loopback address (or `localhost`), judged by the address it parses
+    /// to: a name such as `127.example.com` is not loopback, `127.0.0.2` and `::1` are.
     static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+        if host == "localhost" { return true }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, host, &v4) == 1 {
+            return UInt32(bigEndian: v4.s_addr) >> 24 == 127
+        }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")), &v6) == 1 {
+            return withUnsafeBytes(of: &v6) { bytes in bytes.dropLast().allSatisfy { $0 == 0 } && bytes.last == 1 }
+        }
+        return false
     }
 
     static func randomSecret() -> String {
@@ -160,6 +201,25 @@ public struct Daemon: Sendable {
     private static func describe(_ error: any Error) -> String {
         if let error = error as? IOError { return String(cString: strerror(error.errnoCode)) }
         return "\(error)"
+    }
+}
+
+/// Lets `aria2.shutdown` stop the daemon as SIGTERM would: the service group is created after
+/// the routes that need it, so it is handed over once it exists.
+final class ShutdownTrigger: Sendable {
+    private let group = NIOLockedValueBox<ServiceGroup?>(nil)
+
+    func set(_ serviceGroup: ServiceGroup) {
+        group.withLockedValue { $0 = serviceGroup }
+    }
+
+    /// Shortly after the answer has gone out.
+    func trigger() {
+        guard let serviceGroup = group.withLockedValue({ $0 }) else { return }
+        Task {
+            try? await Task.sleep(for: .milliseconds(100))
+            await serviceGroup.triggerGracefulShutdown()
+        }
     }
 }
 

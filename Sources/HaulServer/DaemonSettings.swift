@@ -3,19 +3,51 @@ import Haul
 import HaulAPI
 import HaulCore
 
-/// What the daemon itself holds beyond the manager: the default number of connections for new
-/// downloads (`haul serve -x`, changeable through the options endpoint).
-final class DaemonDefaults: @unchecked Sendable {
+/// What the daemon itself holds beyond the manager, shared by the HTTP API and aria2's JSON-RPC:
+/// the defaults for new downloads (changeable through either) and where downloads may go.
+public final class DaemonDefaults: @unchecked Sendable {
     private let lock = NSLock()
     private var storedConnections: Int
+    private var storedDirectory: String
+    private var storedMaxBytesPerSecond: Int64?
+    public let policy: DirectoryPolicy
 
-    init(connections: Int) {
+    public init(directory: String, connections: Int, maxBytesPerSecond: Int64? = nil, allowedDirectories: [String] = []) {
+        storedDirectory = AddRequest.normalized(directory)
         storedConnections = connections
+        storedMaxBytesPerSecond = maxBytesPerSecond
+        policy = DirectoryPolicy(roots: [directory] + allowedDirectories)
     }
 
-    var connections: Int {
+    /// Connections for new downloads that do not name theirs (`haul serve -x`).
+    public var connections: Int {
         get { lock.withLock { storedConnections } }
         set { lock.withLock { storedConnections = newValue } }
+    }
+
+    /// Where new downloads go unless they say (`-d`; aria2's global `dir`).
+    public var directory: String { lock.withLock { storedDirectory } }
+
+    /// Changes the default directory; it must be one the policy allows.
+    public func setDirectory(_ path: String) throws(HaulError) {
+        guard path.hasPrefix("/") else { throw HaulError(.badRequest, "directory must be an absolute path: \(path)") }
+        try policy.check(path)
+        lock.withLock { storedDirectory = AddRequest.normalized(path) }
+    }
+
+    /// The rate limit of new downloads that do not name theirs (aria2's global `max-download-limit`).
+    public var maxBytesPerSecond: Int64? {
+        get { lock.withLock { storedMaxBytesPerSecond } }
+        set { lock.withLock { storedMaxBytesPerSecond = newValue } }
+    }
+
+    /// The engine's request for an add, with these defaults, inside the allowed directories.
+    public func request(for add: AddRequest) throws(HaulError) -> DownloadRequest {
+        var add = add
+        if add.maxBytesPerSecond == nil { add.maxBytesPerSecond = maxBytesPerSecond }
+        let request = try add.downloadRequest(defaultDirectory: directory, defaultConnections: connections)
+        try policy.check(request.directory)
+        return request
     }
 }
 

@@ -1,0 +1,137 @@
+import HaulAPI
+import HaulCore
+
+/// aria2's options (`addUri`, `changeOption`, `changeGlobalOption`, `getOption`,
+/// `getGlobalOption`): string values, sizes with K/M suffixes, `0` for no limit. Options haul
+/// has no use for are accepted and ignored, as aria2 ignores unknown ones: AriaNg sends back
+/// everything `getOption` returned.
+enum Aria2Options {
+    static func problem(_ name: String) -> Aria2Error {
+        Aria2Error(code: 1, message: "We encountered a problem while processing the option '--\(name)'.")
+    }
+
+    /// A string value; aria2 ignores values of other JSON types.
+    static func text(_ options: [String: JSONValue], _ name: String) -> String? {
+        options[name]?.string
+    }
+
+    static func connections(_ options: [String: JSONValue], _ name: String) throws -> Int? {
+        guard let text = text(options, name) else { return nil }
+        guard let value = Int(text), (1...DownloadRequest.maxConnections).contains(value) else { throw problem(name) }
+        return value
+    }
+
+    /// A rate: `0` is no limit (`.some(nil)`).
+    static func rate(_ options: [String: JSONValue], _ name: String) throws -> Int64?? {
+        guard let text = text(options, name) else { return nil }
+        guard let rate = try? ByteRate(parsing: text) else {
+            if text == "0" { return .some(nil) }
+            throw problem(name)
+        }
+        return .some(rate.bytesPerSecond > 0 ? rate.bytesPerSecond : nil)
+    }
+
+    static func addRequest(uri: String, options: [String: JSONValue], defaults: DaemonDefaults) throws -> AddRequest {
+        var directory = text(options, "dir")
+        var fileName = text(options, "out")
+        if let out = fileName, out.contains("/") {
+            // aria2 takes `out` relative to `dir`, subdirectories included.
+            let (subdirectory, name) = Paths.split(out)
+            guard let name, !out.hasPrefix("/") else { throw problem("out") }
+            directory = AddRequest.normalized(Paths.join(directory ?? defaults.directory, subdirectory))
+            fileName = name
+        }
+        var checksum: String?
+        if let text = text(options, "checksum") {
+            guard (try? Checksum(parsing: text)) != nil else { throw problem("checksum") }
+            checksum = text
+        }
+        var headers: [String: String]?
+        if let header = options["header"] {
+            let lines = header.array?.compactMap(\.string) ?? header.string.map { [$0] } ?? []
+            headers = [:]
+            for line in lines {
+                guard let colon = line.firstIndex(of: ":") else { throw problem("header") }
+                headers?[String(line[..<colon]).trimmed] = String(line[line.index(after: colon)...]).trimmed
+            }
+        }
+        let split = try connections(options, "split")
+        let perServer = try connections(options, "max-connection-per-server")
+        // aria2 opens min(split, max-connection-per-server) connections to a single server.
+        let connections: Int? = split == nil && perServer == nil ? nil : min(split ?? defaults.connections, perServer ?? defaults.connections)
+        let rate = try rate(options, "max-download-limit")
+        if let pause = text(options, "pause"), !["true", "false"].contains(pause) { throw problem("pause") }
+        return AddRequest(url: uri, directory: directory, fileName: fileName, checksum: checksum, headers: headers,
+                          connections: connections, maxBytesPerSecond: rate ?? nil)
+    }
+
+    struct DownloadChange {
+        var maxBytesPerSecond: Int64??
+        var connections: Int?
+    }
+
+    static func downloadChange(_ options: [String: JSONValue]) throws -> DownloadChange {
+        let split = try connections(options, "split")
+        let perServer = try connections(options, "max-connection-per-server")
+        let connections: Int? = split == nil && perServer == nil ? nil : min(split ?? Int.max, perServer ?? Int.max)
+        return DownloadChange(maxBytesPerSecond: try rate(options, "max-download-limit"), connections: connections)
+    }
+
+    struct GlobalChange {
+        var maxConcurrentDownloads: Int?
+        var overall: Int64??
+        var perDownload: Int64??
+        var connections: Int?
+        var directory: String?
+    }
+
+    static func globalChange(_ options: [String: JSONValue]) throws -> GlobalChange {
+        var change = GlobalChange()
+        if let text = text(options, "max-concurrent-downloads") {
+            guard let count = Int(text), (1...1000).contains(count) else { throw problem("max-concurrent-downloads") }
+            change.maxConcurrentDownloads = count
+        }
+        change.overall = try rate(options, "max-overall-download-limit")
+        change.perDownload = try rate(options, "max-download-limit")
+        change.connections = try connections(options, "split") ?? connections(options, "max-connection-per-server")
+        if let directory = text(options, "dir") {
+            guard directory.hasPrefix("/") else { throw problem("dir") }
+            change.directory = directory
+        }
+        return change
+    }
+
+    /// `getOption`: the options a download was added with, as aria2 names them.
+    static func write(_ record: DownloadRecord, to json: inout JSONWriter) {
+        let request = record.request
+        json.object { json in
+            json.field("dir", request.directory)
+            if !request.headers.fields.isEmpty {
+                json.field("header", request.headers.fields.map { "\($0.name): \($0.value)\n" }.joined())
+            }
+            json.field("max-connection-per-server", String(request.connections))
+            json.field("max-download-limit", String(request.maxBytesPerSecond ?? 0))
+            if let name = record.fileName { json.field("out", name) }
+            json.field("split", String(request.connections))
+        }
+    }
+
+    /// `getGlobalOption`.
+    static func writeGlobal(defaults: DaemonDefaults, maxConcurrent: Int, overall: Int64?, to json: inout JSONWriter) {
+        json.object { json in
+            json.field("continue", "true")
+            json.field("dir", defaults.directory)
+            json.field("max-concurrent-downloads", String(maxConcurrent))
+            json.field("max-connection-per-server", String(defaults.connections))
+            json.field("max-download-limit", String(defaults.maxBytesPerSecond ?? 0))
+            json.field("max-overall-download-limit", String(overall ?? 0))
+            json.field("split", String(defaults.connections))
+        }
+    }
+}
+
+extension String {
+    var trimmed: String {
+        String(drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed())
+    }
+}

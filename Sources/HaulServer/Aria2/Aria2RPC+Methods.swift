@@ -1,0 +1,235 @@
+import Haul
+import HaulAPI
+import HaulCore
+
+/// The `aria2.*` methods. Each parses its parameters, calls the manager and writes aria2's shape;
+/// a state aria2 refuses (pausing a paused download) gets aria2's message.
+extension Aria2RPC {
+    func aria2(_ method: String, _ params: Params, into json: inout JSONWriter) async throws {
+        switch method {
+        case "addUri": json.string(try await addUri(params).rawValue)
+        case "remove", "forceRemove":
+            let id = try params.gid(0)
+            let record = try await record(id)
+            guard !record.status.isTerminal else { throw Aria2Error(code: 1, message: "Active Download not found for GID#\(id)") }
+            try await manager.remove(id, deleteFile: false)
+            json.string(id.rawValue)
+        case "pause", "forcePause":
+            let id = try params.gid(0)
+            let record = try await record(id)
+            guard record.status == .queued || record.status == .running else {
+                throw Aria2Error(code: 1, message: "GID#\(id) cannot be paused now")
+            }
+            try await manager.pause(id)
+            json.string(id.rawValue)
+        case "unpause":
+            let id = try params.gid(0)
+            guard try await record(id).status == .paused else { throw Aria2Error(code: 1, message: "GID#\(id) cannot be unpaused now") }
+            try await manager.resume(id)
+            json.string(id.rawValue)
+        case "pauseAll", "forcePauseAll":
+            try await manager.pauseAll()
+            json.string("OK")
+        case "unpauseAll":
+            try await manager.resumeAll()
+            json.string("OK")
+        case "tellStatus":
+            let id = try params.gid(0)
+            let keys = try params.keys(1)
+            Aria2Status(try await record(id), live: manager.liveProgress(id)).write(to: &json, keys: keys)
+        case "getUris":
+            let id = try params.gid(0)
+            let record = try await record(id)
+            guard !record.status.isTerminal else { throw Aria2Error(code: 1, message: "No URI data is available for GID#\(id)") }
+            let status = Aria2Status(record, live: nil)
+            json.array([status]) { json, status in status.writeURI(to: &json) }
+        case "getFiles":
+            let id = try params.gid(0)
+            let status = Aria2Status(try await record(id), live: manager.liveProgress(id))
+            json.array([status]) { json, status in status.writeFile(to: &json) }
+        case "getServers":
+            let id = try params.gid(0)
+            let record = try await record(id)
+            guard record.status == .running else { throw Aria2Error(code: 1, message: "No active download for GID#\(id)") }
+            Aria2Status(record, live: manager.liveProgress(id)).writeServers(to: &json)
+        case "tellActive":
+            let keys = try params.keys(0)
+            try await writeStatuses(try await manager.ids(status: .running), keys: keys, into: &json)
+        case "tellWaiting":
+            let (offset, count, keys) = (try params.integer(0), try params.integer(1), try params.keys(2))
+            try await writeStatuses(Self.window(try await waiting(), offset: offset, count: count, params), keys: keys, into: &json)
+        case "tellStopped":
+            let (offset, count, keys) = (try params.integer(0), try params.integer(1), try params.keys(2))
+            try await writeStatuses(Self.window(try await stopped(), offset: offset, count: count, params), keys: keys, into: &json)
+        case "changePosition":
+            json.raw(String(try await changePosition(params)))
+        case "changeOption":
+            try await changeOption(params)
+            json.string("OK")
+        case "getOption":
+            let id = try params.gid(0)
+            Aria2Options.write(try await record(id), to: &json)
+        case "changeGlobalOption":
+            try await changeGlobalOption(try params.object(0))
+            json.string("OK")
+        case "getGlobalOption":
+            Aria2Options.writeGlobal(defaults: defaults, maxConcurrent: await manager.maxConcurrentDownloads,
+                                     overall: manager.globalLimiter.rate?.bytesPerSecond, to: &json)
+        case "getGlobalStat":
+            try await globalStat(into: &json)
+        case "purgeDownloadResult":
+            try await manager.forgetFinished()
+            json.string("OK")
+        case "removeDownloadResult":
+            let id = try params.gid(0)
+            _ = try await record(id)
+            do {
+                try await manager.forget(id)
+            } catch let error as HaulError where error.code == .conflict {
+                throw Aria2Error(code: 1, message: "Could not remove download result of GID#\(id)")
+            }
+            json.string("OK")
+        case "getVersion":
+            json.object { json in
+                json.field("enabledFeatures") { json in json.bytes += Self.strings(["HTTPS", "Message Digest"]) }
+                json.field("version", HaulVersion.current)
+            }
+        case "getSessionInfo":
+            json.object { $0.field("sessionId", sessionID) }
+        case "saveSession":
+            // Every change is in the store the moment it is made: there is nothing left to save.
+            json.string("OK")
+        case "shutdown", "forceShutdown":
+            logger.info("shutdown requested over JSON-RPC")
+            shutdown()
+            json.string("OK")
+        case "addTorrent", "addMetalink", "getPeers", "changeUri":
+            throw Aria2Error(code: 1, message: "haul downloads over HTTP and HTTPS only: aria2.\(method) is not supported")
+        default:
+            throw Aria2Error(code: 1, message: "No such method: aria2.\(method)")
+        }
+    }
+
+    // MARK: Methods with more to them
+
+    /// `addUri(uris[, options[, position]])`: the first URI is the download (more URIs are mirrors
+    /// to aria2; haul uses the first).
+    private func addUri(_ params: Params) async throws -> DownloadID {
+        let uris = try params.array(0)
+        guard !uris.isEmpty else { throw Aria2Error(code: 1, message: "URI is not provided.") }
+        guard let uri = uris.first?.string else { throw params.wrongType(0) }
+        let options = try params.optionalObject(1)
+        var position: Int?
+        if params.value(2) != nil {
+            position = try params.integer(2)
+            guard position! >= 0 else { throw Aria2Error(code: 1, message: "Position must be greater than or equal to 0.") }
+        }
+        let add = try Aria2Options.addRequest(uri: uri, options: options, defaults: defaults)
+        let record = try await manager.add(defaults.request(for: add))
+        if options["pause"]?.string == "true" { try await manager.pause(record.id) }
+        if let position { _ = try? await manager.move(record.id, toIndex: position) }
+        return record.id
+    }
+
+    private func changePosition(_ params: Params) async throws -> Int {
+        let id = try params.gid(0)
+        let offset = try params.integer(1)
+        let how = try params.string(2)
+        guard ["POS_SET", "POS_CUR", "POS_END"].contains(how) else { throw Aria2Error(code: 1, message: "Illegal argument.") }
+        _ = try await record(id)
+        let queue = await manager.queuedIDs
+        guard let current = queue.firstIndex(of: id) else {
+            throw Aria2Error(code: 1, message: "GID#\(id) is not waiting: haul moves only queued downloads")
+        }
+        let target = switch how {
+        case "POS_SET": offset
+        case "POS_CUR": current + offset
+        default: queue.count - 1 + offset
+        }
+        return try await manager.move(id, toIndex: target)
+    }
+
+    private func changeOption(_ params: Params) async throws {
+        let id = try params.gid(0)
+        let options = try params.object(1)
+        let record = try await record(id)
+        guard !record.status.isTerminal else { throw Aria2Error(code: 1, message: "Cannot change option for GID#\(id)") }
+        let change = try Aria2Options.downloadChange(options)
+        if let rate = change.maxBytesPerSecond { try await manager.setMaxBytesPerSecond(rate, for: id) }
+        // Connections apply to the next start; a running download keeps its own, as aria2's do.
+        if let connections = change.connections, record.status != .running {
+            try? await manager.setConnections(connections, for: id)
+        }
+    }
+
+    /// Every value is checked before anything changes.
+    private func changeGlobalOption(_ options: [String: JSONValue]) async throws {
+        let change = try Aria2Options.globalChange(options)
+        if let directory = change.directory {
+            do {
+                try DirectoryPolicy(roots: defaults.policy.roots).check(directory)
+            } catch {
+                throw Aria2Error(code: 1, message: error.message)
+            }
+        }
+        if let count = change.maxConcurrentDownloads { await manager.setMaxConcurrentDownloads(count) }
+        if let rate = change.overall { await manager.setMaxBytesPerSecond(rate) }
+        if let rate = change.perDownload { defaults.maxBytesPerSecond = rate }
+        if let connections = change.connections { defaults.connections = connections }
+        if let directory = change.directory { try defaults.setDirectory(directory) }
+    }
+
+    private func globalStat(into json: inout JSONWriter) async throws {
+        let summary = try await manager.summary()
+        let count = { (statuses: [DownloadStatus]) in statuses.reduce(0) { $0 + (summary.counts[$1] ?? 0) } }
+        json.object { json in
+            json.field("downloadSpeed", String(Int64(summary.downloadSpeed)))
+            json.field("numActive", String(count([.running])))
+            json.field("numStopped", String(count([.completed, .failed, .removed])))
+            json.field("numStoppedTotal", String(count([.completed, .failed, .removed])))
+            json.field("numWaiting", String(count([.queued, .paused])))
+            json.field("uploadSpeed", "0")
+        }
+    }
+
+    // MARK: Helpers
+
+    /// The download, removed ones included (aria2 shows them as `removed`); unknown: aria2's message.
+    func record(_ id: DownloadID) async throws -> DownloadRecord {
+        guard let record = try await manager.record(id) else { throw Aria2Error(code: 1, message: "GID \(id) is not found") }
+        return record
+    }
+
+    /// Queued and paused downloads in queue order (aria2's waiting list).
+    private func waiting() async throws -> [DownloadID] {
+        let wanted = Set(try await manager.ids(status: .queued) + manager.ids(status: .paused))
+        return try await manager.ids(status: nil).filter(wanted.contains)
+    }
+
+    /// Finished downloads: completed, failed and removed.
+    private func stopped() async throws -> [DownloadID] {
+        var ids: [DownloadID] = []
+        for status in [DownloadStatus.completed, .failed, .removed] { ids += try await manager.ids(status: status) }
+        return ids
+    }
+
+    /// aria2's paging: a negative offset counts from the end and walks backwards.
+    static func window(_ ids: [DownloadID], offset: Int, count: Int, _ params: Params) throws -> [DownloadID] {
+        guard count >= 0 else {
+            throw Aria2Error(code: 1, message: "The integer parameter at 1 has invalid value: the value must be greater than or equal to 0.")
+        }
+        if offset >= 0 {
+            return Array(ids.dropFirst(offset).prefix(count))
+        }
+        let start = ids.count + offset
+        guard start >= 0 else { return [] }
+        return Array(ids[...start].reversed().prefix(count))
+    }
+
+    private func writeStatuses(_ ids: [DownloadID], keys: Set<String>?, into json: inout JSONWriter) async throws {
+        let records = try await manager.records(ids)
+        json.array(records) { json, record in
+            Aria2Status(record, live: manager.liveProgress(record.id)).write(to: &json, keys: keys)
+        }
+    }
+}

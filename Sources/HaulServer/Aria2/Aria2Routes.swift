@@ -1,0 +1,105 @@
+import Foundation
+import Haul
+import HaulAPI
+import HaulCore
+import Hummingbird
+import HummingbirdWebSocket
+import NIOCore
+
+/// `/jsonrpc` over HTTP: POST with a JSON body, GET with `?method=&id=&params=BASE64` (and
+/// `jsoncallback` for JSONP), OPTIONS for a CORS preflight. Every answer allows any origin, as
+/// `aria2c --rpc-allow-origin-all` does: the token, not the origin, is what protects the queue,
+/// and web front-ends such as AriaNg are served from other origins.
+enum Aria2Routes {
+    static func register<Context: RequestContext>(_ rpc: Aria2RPC, on router: Router<Context>) {
+        router.post("jsonrpc") { request, _ in
+            let body: ByteBuffer
+            do {
+                body = try await request.body.collect(upTo: Aria2RPC.maxRequestSize)
+            } catch {
+                return response(Aria2RPC.failure(id: .null, Aria2Error(code: -32600, message: "Request too large."), status: 413))
+            }
+            return response(await rpc.answer(Array(body.readableBytesView)))
+        }
+        router.get("jsonrpc") { request, _ in
+            let query = request.uri.queryParameters
+            let reply = await rpc.answer(method: query.get("method"), id: query.get("id"), params: query.get("params"))
+            guard let callback = query.get("jsoncallback") else { return response(reply) }
+            guard callback.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "." || $0 == "$" }) else {
+                return response(Aria2RPC.failure(id: .null, .invalidRequest, status: 400))
+            }
+            var body = ByteBuffer(string: callback + "(")
+            body.writeBytes(reply.body)
+            body.writeString(")")
+            return Response(status: .init(code: reply.status), headers: headers("text/javascript"), body: .init(byteBuffer: body))
+        }
+        router.on("jsonrpc", method: .options) { request, _ in
+            var fields = headers(nil)
+            if request.headers[.origin] != nil, request.headers[.accessControlRequestMethod] != nil {
+                fields[.accessControlAllowMethods] = "POST, GET, OPTIONS"
+                fields[.accessControlMaxAge] = "1728000"
+                if let asked = request.headers[.accessControlRequestHeaders] { fields[.accessControlAllowHeaders] = asked }
+            }
+            return Response(status: .ok, headers: fields)
+        }
+    }
+
+    static func response(_ reply: Aria2RPC.Reply) -> Response {
+        Response(status: .init(code: reply.status), headers: headers("application/json-rpc"),
+                 body: .init(byteBuffer: ByteBuffer(bytes: reply.body)))
+    }
+
+    static func headers(_ contentType: String?) -> HTTPFields {
+        var fields = HTTPFields()
+        if let contentType { fields[.contentType] = contentType }
+        fields[.cacheControl] = "no-cache"
+        fields[.accessControlAllowOrigin] = "*"
+        return fields
+    }
+
+    /// `ws://HOST:PORT/jsonrpc`: the same requests as text (or binary) messages, answered as
+    /// text, and aria2's notifications pushed to every socket as downloads start, pause, stop,
+    /// complete or fail.
+    static func registerWebSocket(_ rpc: Aria2RPC, events: @escaping @Sendable () -> AsyncStream<DownloadEvent>,
+                                  on router: Router<BasicWebSocketRequestContext>) {
+        router.ws("jsonrpc") { inbound, outbound, _ in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for await event in events() {
+                        guard let method = notification(for: event.kind) else { continue }
+                        var json = JSONWriter()
+                        json.object { json in
+                            json.field("jsonrpc", "2.0")
+                            json.field("method", method)
+                            json.field("params") { json in
+                                json.array([event.id.rawValue]) { json, gid in json.object { $0.field("gid", gid) } }
+                            }
+                        }
+                        try await outbound.write(.text(String(decoding: json.bytes, as: UTF8.self)))
+                    }
+                }
+                for try await message in inbound.messages(maxSize: Aria2RPC.maxRequestSize) {
+                    let bytes: [UInt8] = switch message {
+                    case .text(let text): Array(text.utf8)
+                    case .binary(let buffer): Array(buffer.readableBytesView)
+                    }
+                    let reply = await rpc.answer(bytes)
+                    try await outbound.write(.text(String(decoding: reply.body, as: UTF8.self)))
+                }
+                group.cancelAll()
+            }
+        }
+    }
+
+    /// aria2's notification for an event, if it has one.
+    static func notification(for kind: DownloadEvent.Kind) -> String? {
+        switch kind {
+        case .started: "aria2.onDownloadStart"
+        case .paused: "aria2.onDownloadPause"
+        case .removed: "aria2.onDownloadStop"
+        case .completed, .alreadyComplete: "aria2.onDownloadComplete"
+        case .failed: "aria2.onDownloadError"
+        default: nil
+        }
+    }
+}

@@ -1,0 +1,53 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import HaulAPI
+import HaulCore
+
+/// Where the daemon may write: under its download directory (`-d`) and the directories given
+/// with `--allow-dir`, nowhere else. Anyone holding the token could otherwise have files written
+/// into any directory the daemon's user can write (`~/.config/autostart`, `~/.ssh`).
+///
+/// A path is checked twice: as written (normalised, so `..` cannot climb out) and as the
+/// filesystem resolves it (the deepest existing ancestor through `realpath`), so a symbolic
+/// link inside an allowed directory cannot lead out of it either.
+public struct DirectoryPolicy: Sendable, Hashable {
+    public let roots: [String]
+
+    public init(roots: [String]) {
+        self.roots = roots.map(AddRequest.normalized)
+    }
+
+    /// Throws `forbidden` unless `directory` (absolute) is inside one of the roots.
+    public func check(_ directory: String) throws(HaulError) {
+        let normalized = AddRequest.normalized(directory)
+        let allowed = roots.contains { Self.isInside(normalized, $0) }
+            && roots.contains { root in Self.isInside(Self.resolved(normalized), Self.resolved(root)) }
+        guard allowed else {
+            let list = roots.joined(separator: ", ")
+            throw HaulError(.forbidden, "directory \(normalized) is outside the daemon's download directories (\(list)); start 'haul serve' with --allow-dir to allow it")
+        }
+    }
+
+    static func isInside(_ path: String, _ root: String) -> Bool {
+        root == "/" || path == root || path.hasPrefix(root + "/")
+    }
+
+    /// The real path of the deepest existing ancestor, with the rest appended.
+    static func resolved(_ path: String) -> String {
+        var existing = path
+        var rest: [Substring] = []
+        while true {
+            if let real = realpath(existing, nil) {
+                defer { free(real) }
+                let base = String(cString: real)
+                return rest.isEmpty ? base : Paths.join(base, rest.reversed().joined(separator: "/"))
+            }
+            guard existing != "/", let slash = existing.lastIndex(of: "/") else { return path }
+            rest.append(existing[existing.index(after: slash)...])
+            existing = slash == existing.startIndex ? "/" : String(existing[..<slash])
+        }
+    }
+}
