@@ -38,7 +38,7 @@ extension DownloadManager {
             makeWriter: { path, connections in
                 try FileChunkWriter(path: path, batchSize: FileChunkWriter.batchSize(connections: connections))
             },
-            logger: configuration.logger, stop: stop, emit: { [hub, live] event in
+            logger: configuration.logger, metrics: metrics, stop: stop, emit: { [hub, live] event in
                 live.note(event)
                 hub.publish(event)
             })

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import CoreMetrics
 import HaulCore
 import HaulStore
 import Logging
@@ -33,6 +34,8 @@ public actor DownloadManager {
         public var maxBytesPerSecond: Int64?
         /// Retries, restarts and why, refused connections, failed checkpoints. Silent by default.
         public var logger: Logger
+        /// Where the engine's own measurements go (checkpoint latency); nil records nothing.
+        public var metricsFactory: (any MetricsFactory)?
 
         public init(
             stateDirectory: String,
@@ -43,7 +46,8 @@ public actor DownloadManager {
             http: AsyncHTTPTransport.Configuration = .init(),
             minimumSegmentSize: Int64 = 1 << 20,
             maxBytesPerSecond: Int64? = nil,
-            logger: Logger = Logger(label: "haul", factory: { _ in SwiftLogNoOpLogHandler() })
+            logger: Logger = Logger(label: "haul", factory: { _ in SwiftLogNoOpLogHandler() }),
+            metricsFactory: (any MetricsFactory)? = nil
         ) {
             self.stateDirectory = stateDirectory
             self.maxConcurrentDownloads = maxConcurrentDownloads
@@ -54,6 +58,7 @@ public actor DownloadManager {
             self.minimumSegmentSize = minimumSegmentSize
             self.maxBytesPerSecond = maxBytesPerSecond
             self.logger = logger
+            self.metricsFactory = metricsFactory
         }
 
         /// What every download's state machine is told.
@@ -82,6 +87,7 @@ public actor DownloadManager {
     let clock: any HaulClock
     let names: FileNameClaims
     let hub = EventHub()
+    let metrics: EngineMetrics
     /// The limit shared by every download of this manager.
     public nonisolated let globalLimiter: RateLimiter
     /// The latest progress of every running download, for listings and the summary.
@@ -135,6 +141,7 @@ public actor DownloadManager {
         self.clock = clock
         self.names = FileNameClaims(store: store)
         self.maxConcurrent = max(1, configuration.maxConcurrentDownloads)
+        self.metrics = EngineMetrics(factory: configuration.metricsFactory)
         self.globalLimiter = RateLimiter(rate: configuration.maxBytesPerSecond.flatMap(ByteRate.limit), clock: clock)
         self.ownedTransport = ownedTransport
         self.ownedStore = ownedStore

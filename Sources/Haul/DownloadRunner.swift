@@ -23,6 +23,7 @@ struct DownloadRunner: Sendable {
     /// Opens the `.part` file for a download over this many connections.
     let makeWriter: @Sendable (_ path: String, _ connections: Int) throws -> any ChunkWriter
     let logger: Logger
+    var metrics = EngineMetrics(factory: nil)
     let stop: StopSignal
     let emit: @Sendable (DownloadEvent) -> Void
 
@@ -345,7 +346,7 @@ final class RunSession {
     func persist() async {
         let record = machine.withLockedValue { $0.persistentRecord }
         do {
-            try await runner.store.save(record)
+            try await runner.metrics.time(runner.metrics.store) { try await runner.store.save(record) }
         } catch {
             // Not fatal: the download goes on and the next checkpoint tries again.
             runner.logger.warning("cannot save the checkpoint", metadata: ["id": "\(record.id)", "error": "\(error)"])
@@ -356,7 +357,7 @@ final class RunSession {
     func checkpoint(epoch: Int) async {
         guard let writer = openWriterForCheckpoint() else { return }
         do {
-            let written = try await writer.checkpoint()
+            let written = try await runner.metrics.time(runner.metrics.sync) { try await writer.checkpoint() }
             await execute(machine.withLockedValue { $0.synced(epoch: epoch, written: written) })
         } catch {
             runner.logger.error("checkpoint failed", metadata: ["id": "\(id)", "error": "\(error)"])
@@ -377,10 +378,10 @@ final class RunSession {
 
     func startBackgroundCheckpoint(epoch: Int) {
         guard checkpointTask == nil, let writer = openWriterForCheckpoint() else { return }
-        let post = self.post
+        let (post, metrics) = (self.post, runner.metrics)
         checkpointTask = Task {
             do {
-                post.yield(.synced(epoch: epoch, .success(try await writer.checkpoint())))
+                post.yield(.synced(epoch: epoch, .success(try await metrics.time(metrics.sync) { try await writer.checkpoint() })))
             } catch {
                 post.yield(.synced(epoch: epoch, .failure((error as? HaulError) ?? HaulError(.fileSystem, "\(error)"))))
             }
@@ -427,9 +428,9 @@ final class RunSession {
         case .retrying(let attempt, let delay, let error):
             runner.logger.info("retrying", metadata: ["id": "\(id)", "attempt": "\(attempt)", "delay": "\(delay)", "after": "\(error)"])
             runner.emit(DownloadEvent(id: id, kind: .retrying(attempt: attempt, delay: delay, error: error)))
-        case .restarted(let reason):
-            runner.logger.notice("starting over", metadata: ["id": "\(id)", "reason": "\(reason)"])
-            runner.emit(DownloadEvent(id: id, kind: .restarted(reason: reason)))
+        case .restarted(let reason, let cause):
+            runner.logger.notice("starting over", metadata: ["id": "\(id)", "reason": "\(reason)", "cause": "\(cause.rawValue)"])
+            runner.emit(DownloadEvent(id: id, kind: .restarted(reason: reason, cause: cause)))
         case .connectionRefused(let connection, let error, let retryIn):
             runner.logger.info("server refused a connection", metadata: [
                 "id": "\(id)", "connection": "\(connection)", "error": "\(error)", "next try in": "\(retryIn)"])

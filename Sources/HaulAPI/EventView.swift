@@ -62,7 +62,7 @@ public struct EventView: Codable, Sendable, Hashable {
             self.attempt = attempt
             self.delay = delay.seconds
             self.error = ErrorView(error)
-        case .restarted(let reason):
+        case .restarted(let reason, _):
             (type, status) = (.restarted, .running)
             self.reason = reason
         case .paused: (type, status) = (.paused, .paused)

@@ -54,7 +54,7 @@ final class Reporter {
             if mode == .plain || mode == .terminal {
                 message("\(Self.naming(line.url, error)); retrying in \(String(format: "%.1f", delay.seconds)) s")
             }
-        case .restarted(let reason):
+        case .restarted(let reason, _):
             if mode == .plain || mode == .terminal { message("\(line.url): \(reason)") }
         case .paused, .interrupted:
             line.state = "stopped"

@@ -9,7 +9,7 @@ public struct DownloadEvent: Sendable, Hashable {
         /// An attempt failed; the next one starts after `delay`.
         case retrying(attempt: Int, delay: Duration, error: HaulError)
         /// The bytes on disk could not be used (the file changed, or the server ignored Range).
-        case restarted(reason: String)
+        case restarted(reason: String, cause: RestartCause)
         case paused
         /// Stopped by shutdown with its checkpoint saved; it resumes on the next start.
         case interrupted

@@ -45,10 +45,10 @@ extension DownloadStateMachine {
                 // A 200 to one of several range requests: the server ignores ranges after all,
                 // or the entity changed between connections. Nothing from it is written.
                 if let validator, let known = record.validator, known.conflicts(with: validator) {
-                    return startOver(reason: "the file changed on the server between connections", answered: id)
+                    return startOver(reason: "the file changed on the server between connections", cause: .changedBetweenConnections, answered: id)
                 }
                 if let length, let total = record.totalLength, length != total {
-                    return startOver(reason: "the file changed length on the server between connections", answered: id)
+                    return startOver(reason: "the file changed length on the server between connections", cause: .changedBetweenConnections, answered: id)
                 }
                 return connectionFailed(id, HaulError(.badResponse, "\(plan.url): the server ignored a range request"),
                                         retryAfter: nil, jitter: jitter)
@@ -69,7 +69,7 @@ extension DownloadStateMachine {
             parts[0].owner = id
             var actions: [Action] = []
             if hadBytes {
-                actions.append(.notify(.restarted(reason: "the server sent the whole file; starting over")))
+                actions.append(.notify(.restarted(reason: "the server sent the whole file; starting over", cause: .rangesIgnored)))
             }
             actions += prepareBody(head: head) + [.truncate(to: 0), .receive(id)]
             // A resume refused by If-Range from a server that announces ranges: the new entity
@@ -87,7 +87,7 @@ extension DownloadStateMachine {
             return partDone(id)
 
         case .entityChanged:
-            return startOver(reason: "\(plan.url) changed on the server; starting over", answered: id)
+            return startOver(reason: "\(plan.url) changed on the server; starting over", cause: .changedOnServer, answered: id)
 
         case .retry(let error, let retryAfter):
             if connection.isExtra, error.httpStatus == 503 || error.httpStatus == 429, othersReceiving(besides: id) {
@@ -135,7 +135,7 @@ extension DownloadStateMachine {
     public mutating func overlapMismatch(_ id: ConnectionID) -> [Action] {
         guard connections.removeValue(forKey: id) != nil else { return [] }
         if let index = parts.firstIndex(where: { $0.owner == id }) { parts[index].owner = nil }
-        return startOver(reason: "the file on the server is not the one the .part came from; starting over")
+        return startOver(reason: "the file on the server is not the one the .part came from; starting over", cause: .overlapMismatch)
     }
 
     /// The body ended (cleanly, or because `received` said the part was complete).
@@ -370,7 +370,7 @@ extension DownloadStateMachine {
     /// The entity changed: every connection stops, and once they have, the download starts
     /// over on the new entity with its new length. `answered` is a connection whose response
     /// showed it: that report was its last (its body is never read).
-    mutating func startOver(reason: String, answered: ConnectionID? = nil) -> [Action] {
+    mutating func startOver(reason: String, cause: RestartCause, answered: ConnectionID? = nil) -> [Action] {
         if let answered { connections[answered] = nil }
         restarts += 1
         let allowed = record.request.maxAttempts ?? settings.retry.maxAttempts
@@ -379,7 +379,7 @@ extension DownloadStateMachine {
         }
         restartPending = true
         resetEntity()
-        return [.notify(.restarted(reason: reason))] + closeEverything() + restartIfClosed()
+        return [.notify(.restarted(reason: reason, cause: cause))] + closeEverything() + restartIfClosed()
     }
 
     mutating func restartIfClosed() -> [Action] {

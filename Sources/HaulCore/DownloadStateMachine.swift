@@ -102,7 +102,7 @@ public struct DownloadStateMachine: Sendable {
     public enum Notice: Hashable, Sendable {
         case started(offset: Int64)
         case retrying(attempt: Int, delay: Duration, error: HaulError)
-        case restarted(reason: String)
+        case restarted(reason: String, cause: RestartCause)
         case connectionRefused(ConnectionID, HaulError, retryIn: Duration)
     }
 
@@ -314,7 +314,7 @@ public struct DownloadStateMachine: Sendable {
         if parts.contains(where: { $0.durable > 0 }), (local.partSize ?? 0) < claimed {
             // The store may only claim bytes the `.part` really has.
             resetEntity()
-            actions.append(.notify(.restarted(reason: "the .part file is shorter than its checkpoint; starting over")))
+            actions.append(.notify(.restarted(reason: "the .part file is shorter than its checkpoint; starting over", cause: .partShorter)))
         }
         actions.insert(.persist, at: 0)
         actions.append(.notify(.started(offset: completedLength)))

@@ -97,7 +97,12 @@ public struct Daemon: Sendable {
         }
 
         let secret = configuration.secret ?? Self.randomSecret()
-        let manager = try await DownloadManager(configuration: configuration.manager)
+        let metrics = DaemonMetrics()
+        var managerConfiguration = configuration.manager
+        managerConfiguration.metricsFactory = metrics.factory
+        let manager = try await DownloadManager(configuration: managerConfiguration)
+        let counting = Task { await metrics.observe(manager.events()) }
+        defer { counting.cancel() }
         let logger = configuration.logger
         let defaults = DaemonDefaults(directory: configuration.downloadDirectory, connections: configuration.defaultConnections,
                                       allowedDirectories: configuration.allowedDirectories)
@@ -113,6 +118,8 @@ public struct Daemon: Sendable {
         }
         let api = router.group("api/v1").add(middleware: BearerAuthMiddleware(secret: secret))
         APIRoutes(manager: manager, defaults: defaults, settings: settings, logger: logger).register(on: api)
+        // The same token as the API: the figures name no download, but the queue's size is the owner's business.
+        router.group("metrics").add(middleware: BearerAuthMiddleware(secret: secret)).get { _, _ in try await metrics.scrape(manager) }
         Aria2Routes.register(rpc, on: router)
         let webSockets = Router(context: BasicWebSocketRequestContext.self)
         Aria2Routes.registerWebSocket(rpc, events: { manager.events() }, on: webSockets)

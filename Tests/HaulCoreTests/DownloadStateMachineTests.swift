@@ -166,7 +166,7 @@ import Testing
         #expect(requests(start)[0] == RequestPlan(url: url, range: ByteRange(start: 400, end: 999), ifRange: "\"a\"", headers: [:]))
         let actions = machine.responseReceived(0, head(200, ["Content-Length": "2000", "ETag": "\"b\""]), nowSecondsSince1970: 0, jitter: 0)
         #expect(actions.contains(.truncate(to: 0)))
-        #expect(actions.contains(.notify(.restarted(reason: "the server sent the whole file; starting over"))))
+        #expect(actions.contains(.notify(.restarted(reason: "the server sent the whole file; starting over", cause: .rangesIgnored))))
         let accepted = feed(&machine, 0, 2000, chunk: 100)
         #expect(accepted.reduce(0) { $0 + $1.keep } == 2000)
         #expect(machine.bodyEnded(0, jitter: 0).contains(.verify(.part)))
@@ -205,7 +205,7 @@ import Testing
         let first = machine.received(0, count: 80)
         #expect(first == Machine.Accepted(skip: 0, compare: 50, compareOffset: 350, keep: 30, writeOffset: 400, part: 0, partComplete: false))
         let mismatch = machine.overlapMismatch(0)
-        #expect(mismatch.contains(.notify(.restarted(reason: "the file on the server is not the one the .part came from; starting over"))))
+        #expect(mismatch.contains(.notify(.restarted(reason: "the file on the server is not the one the .part came from; starting over", cause: .overlapMismatch))))
         #expect(mismatch.contains(.truncate(to: 0)))
         #expect(requests(mismatch)[1]?.range == nil)
         #expect(machine.persistentRecord.completedLength == 0)
@@ -217,7 +217,7 @@ import Testing
         record.totalLength = 1000
         var machine = try machine(record: record)
         let start = machine.start(Machine.LocalFiles(partSize: 100, published: false), now: 0)
-        #expect(start.contains(.notify(.restarted(reason: "the .part file is shorter than its checkpoint; starting over"))))
+        #expect(start.contains(.notify(.restarted(reason: "the .part file is shorter than its checkpoint; starting over", cause: .partShorter))))
         #expect(requests(start)[0]?.range == nil)
     }
 
