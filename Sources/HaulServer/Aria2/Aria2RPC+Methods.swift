@@ -206,11 +206,11 @@ extension Aria2RPC {
         return try await manager.ids(status: nil).filter(wanted.contains)
     }
 
-    /// Finished downloads: completed, failed and removed.
+    /// Finished downloads: completed and failed in the order they were added (aria2 lists them
+    /// in the order they stopped, which haul does not store), then removed ones.
     private func stopped() async throws -> [DownloadID] {
-        var ids: [DownloadID] = []
-        for status in [DownloadStatus.completed, .failed, .removed] { ids += try await manager.ids(status: status) }
-        return ids
+        let finished = Set(try await manager.ids(status: .completed) + manager.ids(status: .failed))
+        return try await manager.ids(status: nil).filter(finished.contains) + manager.ids(status: .removed)
     }
 
     /// aria2's paging: a negative offset counts from the end and walks backwards.

@@ -41,7 +41,7 @@ struct Aria2Status {
         let pieces = total.map { ($0 + Self.pieceLength - 1) / Self.pieceLength }
         func wants(_ key: String) -> Bool { keys?.contains(key) ?? true }
         json.object { json in
-            if wants("bitfield"), let pieces { json.field("bitfield", bitfield(pieces: pieces)) }
+            if wants("bitfield"), let pieces, pieces > 0 { json.field("bitfield", bitfield(pieces: pieces)) }
             if wants("completedLength") { json.field("completedLength", String(completed)) }
             if wants("connections") { json.field("connections", String(connections)) }
             if wants("dir") { json.field("dir", record.request.directory) }
@@ -50,8 +50,8 @@ struct Aria2Status {
             if stopped, wants("errorMessage") { json.field("errorMessage", record.error?.message ?? "") }
             if wants("files") { json.field("files") { json in json.array([self]) { json, status in status.writeFile(to: &json) } } }
             if wants("gid") { json.field("gid", record.id.rawValue) }
-            if wants("numPieces"), let pieces { json.field("numPieces", String(pieces)) }
-            if wants("pieceLength"), pieces != nil { json.field("pieceLength", String(Self.pieceLength)) }
+            if wants("numPieces") { json.field("numPieces", String(pieces ?? 0)) }
+            if wants("pieceLength") { json.field("pieceLength", String(Self.pieceLength)) }
             if wants("status") { json.field("status", status) }
             if wants("totalLength") { json.field("totalLength", String(total ?? 0)) }
             if wants("uploadLength") { json.field("uploadLength", "0") }

@@ -1,0 +1,95 @@
+import Foundation
+import HaulAPI
+import HaulCore
+@testable import HaulServer
+import Hummingbird
+import Testing
+
+/// What the daemon refuses before the manager sees it, and how each refusal reaches the client.
+@Suite(.timeLimit(.minutes(1))) struct RequestValidationTests {
+    @Test(arguments: [
+        (HaulError.Code.badRequest, 400), (.usage, 400), (.badURL, 400), (.unauthorized, 401), (.forbidden, 403),
+        (.notFound, 404), (.conflict, 409), (.fileExists, 409), (.tooLarge, 413), (.store, 500), (.internal, 500),
+    ])
+    func everyErrorCodeHasItsStatus(code: HaulError.Code, status: Int) {
+        #expect(APIErrorMiddleware<BasicRequestContext>.status(for: HaulError(code, "x")).code == status)
+    }
+
+    @Test func decodingErrorsNameTheField() throws {
+        func message(_ json: String) -> String {
+            do {
+                _ = try JSONDecoder().decode(AddRequest.self, from: Data(json.utf8))
+                return "decoded"
+            } catch {
+                return APIErrorMiddleware<BasicRequestContext>.haulError(for: error).message
+            }
+        }
+        #expect(message(#"{"url": 5}"#) == "invalid JSON: url: expected a string")
+        #expect(message(#"{"directory": "/d"}"#) == "invalid JSON: missing field url")
+        #expect(message(#"{"url": "http://x/", "priority": "high"}"#) == "invalid JSON: priority: expected an integer")
+        #expect(message("{not json") == "invalid JSON: the body is not valid JSON")
+    }
+
+    @Test(arguments: [
+        (#"{"url": "http://x/f", "headers": {"X-A\r\nInjected": "1"}}"#, "header"),
+        (#"{"url": "http://x/f", "headers": {"X-A": "1\u0000"}}"#, "header"),
+        (#"{"url": "http://x/f", "headers": {"Bad Name": "1"}}"#, "header"),
+        (#"{"url": "http://x/f", "fileName": "../etc/passwd"}"#, "fileName"),
+        (#"{"url": "http://x/f", "fileName": "a/b"}"#, "fileName"),
+        (#"{"url": "http://x/f", "directory": "relative/dir"}"#, "absolute"),
+        (#"{"url": "http://x/f", "connections": 65}"#, "connections"),
+        (#"{"url": "http://x/f", "connections": 0}"#, "connections"),
+        (#"{"url": "http://x/f", "maxBytesPerSecond": 0}"#, "maxBytesPerSecond"),
+        (#"{"url": "ftp://x/f"}"#, "ftp"),
+        (#"{"url": "http://x/f", "checksum": "sha-256=zz"}"#, "sha-256"),
+    ])
+    func badAddsAreRefusedNamingTheField(json: String, mentions: String) throws {
+        let add = try JSONDecoder().decode(AddRequest.self, from: Data(json.utf8))
+        let defaults = DaemonDefaults(directory: "/srv/downloads", connections: 1)
+        #expect {
+            _ = try defaults.request(for: add)
+        } throws: { error in
+            (error as? HaulError).map { $0.message.contains(mentions) } ?? false
+        }
+    }
+
+    @Test func defaultsFillWhatAnAddLeavesOut() throws {
+        let defaults = DaemonDefaults(directory: "/srv/downloads/", connections: 4, maxBytesPerSecond: 1000)
+        let request = try defaults.request(for: AddRequest(url: "http://x/f", directory: "/srv/downloads/./sub//deeper/../"))
+        #expect(request.directory == "/srv/downloads/sub")
+        #expect(request.connections == 4 && request.maxBytesPerSecond == 1000)
+    }
+
+    @Test func directoriesOutsideTheDaemonsAreForbidden() throws {
+        let root = NSTemporaryDirectory() + "haul-policy-\(UUID().uuidString)"
+        let allowed = root + "/downloads"
+        let extra = root + "/extra"
+        try FileManager.default.createDirectory(atPath: allowed, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: extra, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        // A link inside the allowed directory that leads out of it.
+        try FileManager.default.createSymbolicLink(atPath: allowed + "/escape", withDestinationPath: "/etc")
+        let policy = DirectoryPolicy(roots: [allowed, extra])
+        for inside in [allowed, allowed + "/", allowed + "/new/sub", extra + "/x", allowed + "/a/../b"] {
+            #expect(throws: Never.self, "\(inside)") { try policy.check(inside) }
+        }
+        for outside in ["/etc", "/", root, allowed + "-evil", allowed + "/../extra-not", allowed + "/../../etc", allowed + "/escape",
+                        allowed + "/escape/cron.d"] {
+            #expect(throws: HaulError.self, "\(outside)") { try policy.check(outside) }
+            do {
+                try policy.check(outside)
+            } catch {
+                #expect(error.code == .forbidden && error.message.contains("--allow-dir"))
+            }
+        }
+    }
+
+    @Test(arguments: [
+        ("127.0.0.1", true), ("127.1.2.3", true), ("localhost", true), ("::1", true), ("[::1]", true),
+        ("127.example.com", false), ("0.0.0.0", false), ("::", false), ("10.0.0.1", false), ("::ffff:127.0.0.1", false),
+        ("example.com", false),
+    ])
+    func loopbackIsJudgedByAddress(host: String, loopback: Bool) {
+        #expect(Daemon.isLoopback(host) == loopback)
+    }
+}
