@@ -148,6 +148,74 @@ import Testing
         try await world.close()
     }
 
+    /// Downloads go under -d and --allow-dir only; `haul add -d` elsewhere is refused with exit 10
+    /// and nothing is written there.
+    @Test func downloadsStayInTheAllowedDirectories() async throws {
+        let world = try await World.make()
+        world.server.setRoute("/file.bin", Route(payload: Payload(seed: 5, length: 10_000)))
+        let extra = world.home + "/../extra"
+        let outside = world.home + "/../outside"
+        let daemon = try await DaemonProcess.start(world, ["--allow-dir", extra])
+        defer { daemon.process.signal(SIGKILL) }
+        let refused = try await HaulProcess.run(["add", "-d", outside, world.server.url("/file.bin")], in: world)
+        #expect(refused.status == 10 && refused.stderr.contains("--allow-dir"), "\(refused.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: outside))
+        let allowed = try await HaulProcess.run(["add", "-d", extra, world.server.url("/file.bin")], in: world)
+        #expect(allowed.status == 0, "\(allowed.stderr)")
+        let id = try #require(try await daemon.list().first?.id)
+        let done = try await daemon.wait(for: id, status: .completed)
+        #expect(done.path == URL(fileURLWithPath: extra).standardized.path + "/file.bin")
+        #expect(Payload(seed: 5, length: 10_000).mismatch(inFileAt: try #require(done.path)) == nil)
+        #expect(await daemon.terminate() == 0)
+        try await world.close()
+    }
+
+    /// `GET /metrics`, scraped and parsed as Prometheus text after a download and a retry.
+    @Test func metricsCountWhatHappened() async throws {
+        let world = try await World.make()
+        let payload = Payload(seed: 6, length: 3 << 20)
+        world.server.setRoute("/file.bin", Route(payload: payload, script: [.status(503)]))
+        let daemon = try await DaemonProcess.start(world)
+        defer { daemon.process.signal(SIGKILL) }
+        let unauthorized = try await daemon.call(.GET, "/metrics", token: .some(nil))
+        #expect(unauthorized.status == 401)
+        let added = try await daemon.add(world.server.url("/file.bin"))
+        _ = try await daemon.wait(for: added.id, status: .completed)
+        var samples: [String: Double] = [:]
+        for _ in 0..<200 {
+            let scrape = try await daemon.call(.GET, "/metrics")
+            #expect(scrape.status == 200)
+            samples = Self.parsePrometheus(scrape.text)
+            if samples["haul_downloaded_bytes_total"] == Double(payload.length) { break }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        #expect(samples[#"haul_downloads{status="completed"}"#] == 1)
+        #expect(samples[#"haul_downloads{status="running"}"#] == 0)
+        #expect(samples[#"haul_downloads_finished_total{result="completed"}"#] == 1)
+        #expect(samples["haul_downloaded_bytes_total"] == Double(payload.length))
+        #expect(samples["haul_retries_total"] == 1, "one 503 then success")
+        #expect(samples[#"haul_restarts_total{cause="ranges-ignored"}"#] == 0)
+        #expect((samples[#"haul_checkpoint_seconds_count{step="fsync"}"#] ?? 0) >= 1)
+        #expect((samples[#"haul_checkpoint_seconds_count{step="store"}"#] ?? 0) >= 1)
+        #expect(samples["haul_download_speed_bytes_per_second"] == 0)
+        #expect(await daemon.terminate() == 0)
+        try await world.close()
+    }
+
+    /// `name{labels} value` lines; comments skipped. A malformed line fails the test.
+    static func parsePrometheus(_ text: String) -> [String: Double] {
+        var samples: [String: Double] = [:]
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+            let parts = line.split(separator: " ")
+            guard parts.count == 2, let value = Double(parts[1]) else {
+                Issue.record("not a Prometheus sample: \(line)")
+                continue
+            }
+            samples[String(parts[0])] = value
+        }
+        return samples
+    }
+
     @Test func serveRefusesUnsafeOrBadOptions() async throws {
         let world = try await World.make()
         let open = try await HaulProcess.run(["serve", "--host", "0.0.0.0", "--port", "0"], in: world)
@@ -161,7 +229,15 @@ import Testing
         let attributes = try FileManager.default.attributesOfItem(atPath: ServeFile.path(home: world.home))
         #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
         #expect(daemon.serve.secret.count >= 32)
+        // The token never reaches stdout (a journal under systemd); `haul page` gives it to its owner.
+        #expect(daemon.process.stdout.contains("/jsonrpc") && !daemon.process.stdout.contains(daemon.serve.secret), "\(daemon.process.stdout)")
+        #expect(!daemon.process.stderr.contains(daemon.serve.secret))
+        let page = try await HaulProcess.run(["page"], in: world)
+        #expect(page.status == 0 && page.stdout == daemon.serve.url + "/#token=" + daemon.serve.secret + "\n", "\(page.stdout)")
         #expect(await daemon.terminate() == 0)
+        // A host name that merely starts with 127. is not loopback.
+        let named = try await HaulProcess.run(["serve", "--host", "127.example.invalid", "--port", "0"], in: world)
+        #expect(named.status == 2 && named.stderr.contains("without --secret"), "\(named.stderr)")
         // The port is free again; a busy one is a clear error.
         let blocker = try await DaemonProcess.start(world, ["--port", "\(url.port!)"])
         defer { blocker.process.signal(SIGKILL) }

@@ -90,6 +90,61 @@ import Testing
         }
     }
 
+    @Test func aBatchPauseOrResumeChangesAllOrNothing() async throws {
+        try await withHarness(maxConcurrent: 1) { harness in
+            harness.server.setRoute("/file", Route(payload: payload))
+            harness.server.setRoute("/slow", Route(payload: payload, throttle: 20_000))
+            let done = try await harness.download(harness.request("/file"))
+            #expect(done.final.isCompleted)
+            let events = harness.manager.events()
+            let running = try await harness.manager.add(harness.request("/slow"))
+            await harness.waitForProgress(of: running.id, beyond: 0, in: events)
+            let queued = try await harness.manager.add(harness.request("/queued"))
+
+            // One finished download in the batch: nothing changes, not even the queued one.
+            await #expect { try await harness.manager.pause([queued.id, running.id, done.record.id]) } throws: {
+                ($0 as? HaulError)?.code == .conflict && ($0 as? HaulError)?.message.contains("nothing was changed") == true
+            }
+            #expect(try await harness.store.record(queued.id)?.status == .queued)
+            #expect(try await harness.store.record(running.id)?.status == .running)
+
+            #expect(try await harness.manager.pause([queued.id, running.id]) == 2)
+            #expect(try await harness.store.record(queued.id)?.status == .paused)
+            #expect(try await harness.store.record(running.id)?.status == .paused)
+            await #expect { try await harness.manager.resume([queued.id, done.record.id]) } throws: { ($0 as? HaulError)?.code == .conflict }
+            #expect(try await harness.store.record(queued.id)?.status == .paused)
+            await #expect { try await harness.manager.resume([queued.id, DownloadID(rawValue: "0000000000000000")]) } throws: {
+                ($0 as? HaulError)?.code == .notFound
+            }
+            #expect(try await harness.store.record(queued.id)?.status == .paused)
+        }
+    }
+
+    @Test func finishedResultsCanBeForgottenAndQueuedOnesMoved() async throws {
+        try await withHarness(maxConcurrent: 1) { harness in
+            harness.server.setRoute("/file", Route(payload: payload))
+            harness.server.setRoute("/slow", Route(payload: payload, throttle: 20_000))
+            let done = try await harness.download(harness.request("/file"))
+            let events = harness.manager.events()
+            let running = try await harness.manager.add(harness.request("/slow"))
+            await harness.waitForProgress(of: running.id, beyond: 0, in: events)
+            let queued = try await harness.manager.add(["a", "b", "c", "d"].map { try harness.request("/\($0)") })
+            let ids = queued.map(\.id)
+            #expect(try await harness.manager.move(ids[3], toIndex: 1) == 1)
+            #expect(await harness.manager.queuedIDs == [ids[0], ids[3], ids[1], ids[2]])
+            #expect(try await harness.manager.move(ids[0], toIndex: 99) == 3)
+            #expect(try await harness.manager.move(ids[2], toIndex: -5) == 0)
+            #expect(await harness.manager.queuedIDs == [ids[2], ids[3], ids[1], ids[0]])
+            await #expect { try await harness.manager.move(running.id, toIndex: 0) } throws: { ($0 as? HaulError)?.code == .conflict }
+
+            await #expect { try await harness.manager.forget(running.id) } throws: { ($0 as? HaulError)?.code == .conflict }
+            try await harness.manager.forget(done.record.id)
+            #expect(try await harness.store.record(done.record.id) == nil)
+            #expect(FileManager.default.fileExists(atPath: try #require(done.path)), "forgetting a result leaves its file alone")
+            try await harness.manager.pause(running.id)
+        }
+    }
+
     @Test func pausingOrResumingAFinishedDownloadIsAConflict() async throws {
         try await withHarness { harness in
             harness.server.setRoute("/file", Route(payload: payload))
