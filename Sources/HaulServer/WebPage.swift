@@ -1,11 +1,18 @@
 /// The single page served at `GET /`: no build step, no external assets.
 ///
 /// Plain HTML, CSS and JavaScript over `/api/v1` (docs/API.md): the token comes from the URL
-/// fragment (`#token=...`, then kept in `localStorage` as `haul.token`), the list from
-/// `GET /api/v1/downloads`, live updates from `GET /api/v1/events` read with `fetch()` (an
-/// `EventSource` cannot send the `Authorization` header). Tests/WebUI/webui_test.py drives it through
-/// its stable hooks: `tr[data-id][data-status]`, `.bar[data-percent]`, `.conns[data-connections]`,
-/// `button.pause/.resume/.remove`, `#urls`, `#add` and `#message`.
+/// fragment (`#token=...`, then kept in `localStorage` as `haul.token`), live updates from
+/// `GET /api/v1/events` read with `fetch()` (an `EventSource` cannot send the `Authorization`
+/// header). The list shows one page of at most 100 downloads, running and queued first
+/// (`GET /api/v1/downloads?status=running,queued,failed,paused,completed&offset=N&limit=100`, with
+/// `X-Total-Count` for the pager): events update the rows on the page in place, and a change of
+/// status (and every 5 seconds) fetches the page again, so 10,000 downloads cost no more than 100.
+///
+/// Everything the daemon sends (URLs, file names, error messages) goes in with `textContent`.
+/// Tests/WebUI/webui_test.py drives the page through its stable hooks: `tr[data-id][data-status]`,
+/// `.bar[data-percent]`, `.conns[data-connections]`, `.error`, `button.pause/.resume/.remove`,
+/// `#urls`, `#add`, `#pauseall`, `#resumeall`, `#concurrency`, `#limit`, `#apply`, `#filter`,
+/// `#range[data-offset][data-total]`, `#prev`, `#next` and `#message`.
 enum WebPage {
     static let html: String = #"""
     <!doctype html>
@@ -23,21 +30,32 @@ enum WebPage {
       h1 { margin: 0; font-size: 20px; letter-spacing: .5px; }
       main { max-width: 1200px; margin: 0 auto; padding: 16px 24px; }
       #summary { color: var(--muted); }
-      #message { min-height: 1.45em; margin: 0 0 10px; color: var(--muted); }
+      #message { min-height: 1.45em; margin: 0 0 10px; color: var(--muted); word-break: break-word; }
       #message.error { color: var(--bad); font-weight: 600; }
       form { display: flex; gap: 10px; align-items: flex-start; margin-bottom: 16px; }
       textarea, input { flex: 1; font: 13px ui-monospace, monospace; padding: 8px; border: 1px solid var(--line); border-radius: 6px; background: #fff; }
+      select { font: inherit; padding: 5px 8px; border: 1px solid var(--line); border-radius: 6px; background: #fff; }
       textarea { height: 64px; resize: vertical; }
       button { font: inherit; padding: 6px 12px; border: 1px solid var(--line); border-radius: 6px; background: #fff; cursor: pointer; }
-      button:hover { border-color: var(--accent); color: var(--accent); }
+      button:hover:enabled { border-color: var(--accent); color: var(--accent); }
+      button:disabled { color: var(--muted); cursor: default; opacity: .6; }
       button.primary { background: var(--accent); border-color: var(--accent); color: #fff; padding: 8px 18px; }
+      .toolbar { display: flex; flex-wrap: wrap; align-items: center; gap: 8px; margin-bottom: 12px; }
+      .toolbar .spacer { flex: 1; }
+      .toolbar form { margin: 0; align-items: center; gap: 8px; }
+      .toolbar label { color: var(--muted); white-space: nowrap; }
+      .toolbar input { flex: none; padding: 5px 8px; margin-left: 6px; }
+      #concurrency { width: 6em; }
+      #limit { width: 15em; }
+      #range { color: var(--muted); font-variant-numeric: tabular-nums; }
       table { width: 100%; border-collapse: collapse; background: #fff; border: 1px solid var(--line); border-radius: 8px; overflow: hidden; }
       th, td { padding: 8px 10px; text-align: left; border-bottom: 1px solid var(--line); white-space: nowrap; }
       th { font-size: 12px; text-transform: uppercase; letter-spacing: .4px; color: var(--muted); background: #fafbfc; }
       td.name { white-space: normal; word-break: break-all; max-width: 360px; }
-      td.name small { display: block; color: var(--bad); }
+      td.name .error { display: block; color: var(--bad); word-break: break-word; }
       .num { text-align: right; font-variant-numeric: tabular-nums; }
       td.num { min-width: 6em; }
+      td.size { min-width: 11em; }  /* steady columns from page to page */
       td.actions { text-align: right; }
       td.actions button { padding: 3px 9px; font-size: 12px; margin-left: 4px; }
       .status { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px; background: var(--line); }
@@ -63,13 +81,36 @@ enum WebPage {
         <input id="token" type="password" placeholder="API token (the secret in $HAUL_HOME/serve.json)" autocomplete="off">
         <button class="primary" type="submit">Use token</button>
       </form>
-      <p id="message"></p>
+      <p id="message" role="status"></p>
       <form id="addform">
         <textarea id="urls" placeholder="One URL per line" spellcheck="false"></textarea>
         <button id="add" class="primary" type="submit">Add</button>
       </form>
+      <div class="toolbar">
+        <button id="pauseall" type="button">Pause all</button>
+        <button id="resumeall" type="button">Resume all</button>
+        <span class="spacer"></span>
+        <form id="optionsform" novalidate>
+          <label>Downloads at once<input id="concurrency" type="number" min="1" max="1000" step="1" inputmode="numeric"></label>
+          <label>Speed limit<input id="limit" placeholder="none (e.g. 5M, 500K)" spellcheck="false" autocomplete="off"></label>
+          <button id="apply" type="submit">Apply</button>
+        </form>
+      </div>
+      <div class="toolbar">
+        <select id="filter" aria-label="Show">
+          <option value="running,queued,failed,paused,completed">All downloads</option>
+          <option value="running,queued">Running and queued</option>
+          <option value="failed">Failed</option>
+          <option value="paused">Paused</option>
+          <option value="completed">Completed</option>
+        </select>
+        <span class="spacer"></span>
+        <span id="range" data-offset="0" data-total="0"></span>
+        <button id="prev" type="button" disabled>‹ Previous</button>
+        <button id="next" type="button" disabled>Next ›</button>
+      </div>
       <table>
-        <thead><tr><th>Name</th><th>Status</th><th>Progress</th><th class="num">Size</th><th class="num">Speed</th><th class="num" title="Connections in use (of the most this download may open)">Conn.</th><th class="num">Left</th><th></th></tr></thead>
+        <thead><tr><th>Name</th><th>Status</th><th>Progress</th><th class="num">Size</th><th class="num">Speed</th><th class="num" title="Connections in use / the most this download may open">Conn.</th><th class="num">Left</th><th></th></tr></thead>
         <tbody id="rows"></tbody>
       </table>
       <div id="empty">No downloads yet.</div>
@@ -77,8 +118,10 @@ enum WebPage {
     <script>
     'use strict';
     const el = id => document.getElementById(id);
-    const rows = new Map();  // id -> {d: the download as shown, tr: its row, at: the seq it reflects}
-    let token = null, seq = 0, refused = false, summaryTimer = null;
+    const PAGE = 100;
+    const rows = new Map();  // id -> {d: the download as shown, tr: its row, at: the seq it reflects}; only this page's
+    const view = { offset: 0, total: 0 };
+    let token = null, seq = 0, refused = false, summaryTimer = null, options = null;
 
     function say(text, isError) {
       el('message').textContent = text || '';
@@ -92,7 +135,8 @@ enum WebPage {
       say(text, true);
     }
 
-    async function api(method, path, body) {
+    // Returns {res, json}; a failure throws the API's own message ({"error": {"code", "message"}}).
+    async function request(method, path, body) {
       const headers = { 'Authorization': 'Bearer ' + token };
       if (body !== undefined) headers['Content-Type'] = 'application/json';
       const res = await fetch(path, { method, headers, cache: 'no-store', body: body === undefined ? undefined : JSON.stringify(body) });
@@ -100,8 +144,9 @@ enum WebPage {
       try { json = await res.json(); } catch (e) { /* not JSON */ }
       if (res.status === 401) askForToken('The token was refused: enter the one from serve.json.');
       if (!res.ok) throw new Error((json && json.error && json.error.message) || ('HTTP ' + res.status));
-      return json;
+      return { res, json };
     }
+    async function api(method, path, body) { return (await request(method, path, body)).json; }
 
     // Formatting
     function bytes(n) {
@@ -123,12 +168,27 @@ enum WebPage {
       if (!d.totalLength) return 0;
       return Math.max(0, Math.min(100, Math.floor(d.completedLength * 100 / d.totalLength)));
     }
+    // Rates as `haul --limit-rate` spells them: bytes per second, K, M and G being 1024, 1024², 1024³.
+    const UNITS = { '': 1, k: 1024, m: 1024 * 1024, g: 1024 * 1024 * 1024 };
+    function rateText(n) {
+      for (const u of ['G', 'M', 'K']) if (n % UNITS[u.toLowerCase()] === 0) return n / UNITS[u.toLowerCase()] + u;
+      return String(n);
+    }
+    function parseRate(text) {
+      text = text.trim();
+      if (text === '' || /^none$/i.test(text)) return null;
+      const m = text.match(/^(\d+(?:\.\d*)?|\.\d+)\s*(?:([kmg])(?:i?b)?|b)?(?:\/s)?$/i);
+      if (!m) throw new Error('Speed limit: "' + text + '" is not a rate; use bytes per second such as 500000, 500K, 5M or 1.5M, or leave it empty for none.');
+      const n = Math.floor(Number(m[1]) * UNITS[(m[2] || '').toLowerCase()]);
+      if (n < 1) throw new Error('Speed limit: at least 1 byte per second; leave it empty for no limit.');
+      return n;
+    }
 
     // Rows
     function makeRow(id) {
       const tr = document.createElement('tr');
       tr.dataset.id = id;
-      tr.innerHTML = '<td class="name"><span></span><small></small></td><td><span class="status"></span></td>' +
+      tr.innerHTML = '<td class="name"><span></span><small class="error"></small></td><td><span class="status"></span></td>' +
         '<td><div class="progress"><div class="bar" data-percent="0"><i></i></div><span class="pct">0%</span></div></td>' +
         '<td class="num size"></td><td class="num speed"></td><td class="num conns" data-connections="0"></td><td class="num left"></td>' +
         '<td class="actions"><button class="pause" type="button">Pause</button><button class="resume" type="button">Resume</button>' +
@@ -136,7 +196,6 @@ enum WebPage {
       tr.querySelector('.pause').onclick = () => act(id, 'POST', '/pause');
       tr.querySelector('.resume').onclick = () => act(id, 'POST', '/resume');
       tr.querySelector('.remove').onclick = () => act(id, 'DELETE', '');
-      el('rows').appendChild(tr);
       return tr;
     }
 
@@ -147,7 +206,9 @@ enum WebPage {
       const name = tr.querySelector('.name span');
       name.textContent = d.fileName || d.url;
       name.title = d.url;
-      tr.querySelector('.name small').textContent = d.status === 'failed' && d.error ? d.error.message : '';
+      const error = tr.querySelector('.error'), failed = d.status === 'failed' && d.error;
+      error.textContent = failed ? d.error.message : '';
+      error.title = failed ? d.error.code : '';
       tr.querySelector('.status').textContent = d.status;
       const bar = tr.querySelector('.bar');
       bar.dataset.percent = String(p);
@@ -155,21 +216,19 @@ enum WebPage {
       tr.querySelector('.pct').textContent = p + '%';
       tr.querySelector('.size').textContent = d.totalLength == null && !d.completedLength ? '' : bytes(d.completedLength) + ' / ' + bytes(d.totalLength);
       tr.querySelector('.speed').textContent = running && d.speed > 0 ? bytes(d.speed) + '/s' : '';
-      const conns = tr.querySelector('.conns'), live = running ? (d.connections || 0) : 0;
+      const conns = tr.querySelector('.conns'), live = running ? (d.connections || 0) : 0, most = d.maxConnections || 1;
       conns.dataset.connections = String(live);
-      conns.textContent = running ? live + (d.maxConnections > 1 ? ' / ' + d.maxConnections : '') : '';
-      conns.title = running ? live + ' connection' + (live === 1 ? '' : 's') + ' of at most ' + (d.maxConnections || 1) +
+      conns.textContent = running ? live + '/' + most : '';
+      conns.title = running ? live + ' connection' + (live === 1 ? '' : 's') + ' of at most ' + most +
         (d.maxBytesPerSecond ? ', limited to ' + bytes(d.maxBytesPerSecond) + '/s' : '') : '';
       tr.querySelector('.left').textContent = running && d.speed > 0 && d.totalLength ? duration((d.totalLength - d.completedLength) / d.speed) : '';
       tr.querySelector('.pause').hidden = !(running || d.status === 'queued');
       tr.querySelector('.resume').hidden = !(d.status === 'paused' || d.status === 'failed');
-      el('empty').hidden = rows.size > 0;
     }
 
     function drop(id) {
       const r = rows.get(id);
       if (r) { r.tr.remove(); rows.delete(id); }
-      el('empty').hidden = rows.size > 0;
     }
 
     // Freshness: every event gets the next `seq`; a row remembers the `seq` of what it shows (`at`).
@@ -177,10 +236,12 @@ enum WebPage {
     // so those events' live fields win over it.
     const gone = new Set(), want = new Set(), busy = new Set();
 
-    function merge(d, since) {
-      if (!d || !d.id || gone.has(d.id)) return;
-      if (d.status === 'removed') { gone.add(d.id); drop(d.id); return; }  // final, however old
+    // Shows `d` in its row; only a page listing (`create`) adds rows.
+    function merge(d, since, create) {
+      if (!d || !d.id || gone.has(d.id)) return null;
+      if (d.status === 'removed') { gone.add(d.id); drop(d.id); return null; }  // final, however old
       let r = rows.get(d.id);
+      if (!r && !create) return null;
       if (r && r.at > since) {
         d = Object.assign({}, d, { status: r.d.status, completedLength: r.d.completedLength, speed: r.d.speed, connections: r.d.connections,
           totalLength: r.d.totalLength == null ? d.totalLength : r.d.totalLength });
@@ -189,10 +250,11 @@ enum WebPage {
       r.d = d;
       r.at = Math.max(r.at, since);
       render(r);
+      return r;
     }
 
-    // Fetches one download, again if more events for it arrive meanwhile, so the last answer is
-    // never older than the last event.
+    // Fetches one download on the page, again if more events for it arrive meanwhile, so the last
+    // answer is never older than the last event.
     async function fetchOne(id) {
       want.add(id);
       if (busy.has(id)) return;
@@ -201,25 +263,109 @@ enum WebPage {
         while (want.has(id)) {
           const since = seq;
           want.delete(id);
-          merge(await api('GET', '/api/v1/downloads/' + encodeURIComponent(id)), since);
+          merge(await api('GET', '/api/v1/downloads/' + encodeURIComponent(id)), since, false);
         }
-      } catch (e) { /* the next event or list refresh fixes it */ }
+      } catch (e) { /* the next event or page refresh fixes it */ }
       finally { busy.delete(id); want.delete(id); }
     }
 
-    async function refresh() {
-      const since = seq;
-      const list = await api('GET', '/api/v1/downloads');
-      const seen = new Set(list.map(d => d.id));
-      for (const [id, r] of rows) if (!seen.has(id) && r.at <= since) drop(id);
-      list.forEach(d => { merge(d, since); const r = rows.get(d.id); if (r) el('rows').appendChild(r.tr); });
+    // The page: one request at a time; asked again meanwhile, it runs once more when done. Its
+    // error stays shown until a load succeeds.
+    let loading = null, again = false, refreshTimer = null, pageError = null;
+
+    function refresh() {
+      if (loading) { again = true; return loading; }
+      loading = (async () => {
+        try {
+          do { again = false; await loadPage(); } while (again);
+          if (pageError !== null && el('message').textContent === pageError) say('');
+          pageError = null;
+        } catch (e) { if (!refused) { pageError = e.message; say(e.message, true); } }
+        finally { loading = null; }
+      })();
+      return loading;
+    }
+
+    function refreshSoon() {
+      if (!refreshTimer) refreshTimer = setTimeout(() => { refreshTimer = null; refresh(); }, 400);
+    }
+
+    async function loadPage() {
+      const since = seq, statuses = el('filter').value;
+      const { res, json: list } = await request('GET', '/api/v1/downloads?status=' + statuses + '&offset=' + view.offset + '&limit=' + PAGE);
+      const total = res.headers.get('X-Total-Count');
+      // A daemon without paging sends no count: what it sent is the whole list.
+      view.total = total == null ? view.offset + list.length : Number(total);
+      if (view.offset > 0 && view.offset >= view.total) {  // the page emptied: show the last one there is
+        view.offset = Math.max(0, Math.ceil(view.total / PAGE) - 1) * PAGE;
+        return loadPage();
+      }
+      const seen = new Set(), tbody = el('rows');
+      list.forEach(d => { seen.add(d.id); const r = merge(d, since, true); if (r) tbody.appendChild(r.tr); });
+      for (const id of Array.from(rows.keys())) if (!seen.has(id)) drop(id);
+      const range = el('range');
+      range.dataset.offset = String(view.offset);
+      range.dataset.total = String(view.total);
+      range.textContent = list.length ? (view.offset + 1) + '–' + (view.offset + list.length) + ' of ' + view.total : '';
+      el('prev').disabled = view.offset === 0;
+      el('next').disabled = view.offset + list.length >= view.total;
+      el('empty').hidden = rows.size > 0;
+      el('empty').textContent = el('filter').selectedIndex === 0 ? 'No downloads yet.' : 'None.';
+    }
+
+    function turn(offset) {
+      view.offset = Math.max(0, offset);
+      refresh().then(() => window.scrollTo(0, 0));
     }
 
     async function act(id, method, suffix) {
       const since = seq;
-      try { merge(await api(method, '/api/v1/downloads/' + encodeURIComponent(id) + suffix), since); say(''); }
+      try { merge(await api(method, '/api/v1/downloads/' + encodeURIComponent(id) + suffix), since, false); say(''); }
       catch (e) { say(e.message, true); }
+      refreshSoon();
     }
+
+    async function all(action, done) {
+      try {
+        const answer = await api('POST', '/api/v1/' + action, { all: true });
+        say(done + ' ' + answer.count + (answer.count === 1 ? ' download.' : ' downloads.'));
+      } catch (e) { say(e.message, true); }
+      refresh();
+      summarySoon();
+    }
+
+    // Options
+    function showOptions() {
+      el('concurrency').value = String(options.maxConcurrentDownloads);
+      el('limit').value = options.maxBytesPerSecond == null ? '' : rateText(options.maxBytesPerSecond);
+      el('limit').title = options.maxBytesPerSecond == null ? 'No limit' : bytes(options.maxBytesPerSecond) + '/s for all downloads together';
+    }
+
+    async function loadOptions() {
+      try { options = await api('GET', '/api/v1/options'); showOptions(); }
+      catch (e) { if (!refused) say(e.message, true); }
+    }
+
+    // Sends only what differs from the options last read, so it undoes no one else's change.
+    el('optionsform').onsubmit = async event => {
+      event.preventDefault();
+      const change = {};
+      try {
+        const text = el('concurrency').value.trim(), n = Number(text);
+        if (text === '' || !Number.isInteger(n)) throw new Error('Downloads at once: enter a whole number from 1 to 1000.');
+        if (!options || n !== options.maxConcurrentDownloads) change.maxConcurrentDownloads = n;
+        const rate = parseRate(el('limit').value);
+        if (!options || rate !== options.maxBytesPerSecond) change.maxBytesPerSecond = rate;
+      } catch (e) { say(e.message, true); return; }
+      if (Object.keys(change).length === 0) { say('Nothing to change.'); return; }
+      try {
+        options = await api('PATCH', '/api/v1/options', change);
+        showOptions();
+        say('Saved: ' + options.maxConcurrentDownloads + ' at once, ' +
+          (options.maxBytesPerSecond == null ? 'no speed limit.' : 'at most ' + bytes(options.maxBytesPerSecond) + '/s.'));
+      } catch (e) { say(e.message, true); }
+      summarySoon();
+    };
 
     // Events
     function apply(type, data) {
@@ -227,10 +373,12 @@ enum WebPage {
       try { e = JSON.parse(data); } catch (err) { return; }
       if (!e || !e.id) return;
       const at = ++seq;
-      if (e.status === 'removed') { gone.add(e.id); drop(e.id); summarySoon(); return; }
+      type = type || e.type;
+      if (type !== 'progress') { refreshSoon(); summarySoon(); }  // rows may join, leave or move
+      if (e.status === 'removed') { gone.add(e.id); drop(e.id); return; }
       gone.delete(e.id);
       const r = rows.get(e.id);
-      if (!r) { fetchOne(e.id); summarySoon(); return; }
+      if (!r) return;  // not on this page
       r.at = at;
       const d = r.d;
       d.status = e.status;
@@ -242,9 +390,7 @@ enum WebPage {
       if (e.error) d.error = e.error;
       if (e.path && !d.fileName) d.fileName = e.path.split('/').pop();
       render(r);
-      // Events carry no file name and no final byte count: ask for the whole object when it changes.
-      if ((type || e.type) !== 'progress' || !d.fileName) fetchOne(e.id);
-      if ((type || e.type) !== 'progress') summarySoon();
+      if (!d.fileName) fetchOne(e.id);  // events carry no file name
     }
 
     const LOST = 'Lost the connection to the daemon; reconnecting…';
@@ -256,7 +402,7 @@ enum WebPage {
           if (res.status === 401) { askForToken('The token was refused: enter the one from serve.json.'); return; }
           if (!res.ok || !res.body) throw new Error('events: HTTP ' + res.status);
           if (el('message').textContent === LOST) say('');
-          refresh().catch(e => say(e.message, true));
+          refresh();
           const reader = res.body.getReader(), decoder = new TextDecoder();
           let buffer = '', type = '', data = [];
           for (;;) {
@@ -296,27 +442,31 @@ enum WebPage {
       } catch (e) { if (!refused) el('summary').textContent = 'daemon unreachable'; }
     }
 
-    function summarySoon() {
-      clearTimeout(summaryTimer);
-      summaryTimer = setTimeout(summary, 300);
+    function summarySoon() {  // once for a burst of events, however long it lasts
+      if (!summaryTimer) summaryTimer = setTimeout(() => { summaryTimer = null; summary(); }, 300);
     }
 
     el('addform').onsubmit = async event => {
       event.preventDefault();
       const urls = el('urls').value.split('\n').map(s => s.trim()).filter(Boolean);
       if (!urls.length) { say('Enter at least one URL.', true); return; }
-      const since = seq;
       try {
         const added = await api('POST', '/api/v1/downloads', urls.map(url => ({ url })));
-        added.forEach(d => { gone.delete(d.id); merge(d, since); });
+        added.forEach(d => gone.delete(d.id));
         el('urls').value = '';
         say('Added ' + added.length + (added.length === 1 ? ' download.' : ' downloads.'));
       } catch (e) { say(e.message, true); }
+      refresh();
     };
 
     el('urls').onkeydown = event => {
       if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) el('add').click();
     };
+    el('pauseall').onclick = () => all('pause', 'Paused');
+    el('resumeall').onclick = () => all('resume', 'Resumed');
+    el('prev').onclick = () => turn(view.offset - PAGE);
+    el('next').onclick = () => turn(view.offset + PAGE);
+    el('filter').onchange = () => turn(0);
 
     el('tokenform').onsubmit = event => {
       event.preventDefault();
@@ -335,8 +485,10 @@ enum WebPage {
       token = localStorage.getItem('haul.token');
       if (!token) { askForToken('Enter the API token to continue.'); return; }
       listen();
+      loadOptions();
       summary();
       setInterval(summary, 2000);
+      setInterval(() => { if (!refused) refresh(); }, 5000);
     })();
     </script>
     </body>

@@ -1,22 +1,32 @@
 import Foundation
+@testable import HaulServer
 import HaulTesting
 import Testing
 
 /// The web page of `haul serve` in a real browser: Tests/WebUI/webui_test.py drives headless
 /// Chromium through Selenium against the real binary (add through the form, watch a download
-/// complete live, pause, resume). `.ci/run` installs chromium, chromium-driver and
-/// python3-selenium; elsewhere the test runs when all three are there. Screenshots of the last run
-/// go to `.build/webui-screenshots`.
+/// complete live, pause, resume, a failed download's error, a 4-connection download's 4/4, the
+/// concurrency and speed-limit options, 150 more downloads paged 100 at a time, pause all and
+/// resume all). `.ci/run` installs chromium, chromium-driver and python3-selenium; elsewhere the
+/// test runs when all three are there. Screenshots and the script's log (webui_test.log) of the
+/// last run go to `.build/webui-screenshots`.
 @Suite(.serialized, .timeLimit(.minutes(5)), .enabled(if: WebBrowser.available, "needs chromium, chromedriver and python3 with selenium (.ci/run installs them)"))
 struct WebPageTests {
     let fast = Payload(seed: 41, length: 300_000)
     /// 64 MiB at 1 MiB/s: still running long after the page has paused and resumed it.
     let slow = Payload(seed: 42, length: 64 << 20)
+    /// 32 MiB at 256 KiB/s per connection: 32 s over 4 connections, paused once the page shows 4/4.
+    let multi = Payload(seed: 43, length: 32 << 20)
+    /// 1 MiB at 64 KiB/s, added 150 times as `/batch.bin?n=...`: none finishes while the page pages.
+    let batch = Payload(seed: 44, length: 1 << 20)
 
-    @Test func addWatchPauseAndResumeInHeadlessChromium() async throws {
+    @Test func addWatchPauseResumeOptionsAndPagingInHeadlessChromium() async throws {
         let world = try await World.make()
         world.server.setRoute("/fast.bin", Route(payload: fast))
         world.server.setRoute("/slow.bin", Route(payload: slow, throttle: 1 << 20))
+        world.server.setRoute("/multi.bin", Route(payload: multi, throttle: 256 << 10))
+        world.server.setRoute("/missing.bin", Route(payload: fast, then: .status(404)))
+        world.server.setRoute("/batch.bin", Route(payload: batch, throttle: 64 << 10))
         let daemon = try await DaemonProcess.start(world)
         do {
             let screenshots = WebBrowser.packageRoot + "/.build/webui-screenshots"
@@ -26,10 +36,15 @@ struct WebPageTests {
                 "--page", daemon.serve.url + "/#token=" + daemon.serve.secret,
                 "--fast-url", world.server.url("/fast.bin"),
                 "--slow-url", world.server.url("/slow.bin"),
+                "--multi-url", world.server.url("/multi.bin"),
+                "--missing-url", world.server.url("/missing.bin"),
+                "--batch-url", world.server.url("/batch.bin"),
                 "--screenshots", screenshots,
             ])
+            try? script.output.write(toFile: screenshots + "/webui_test.log", atomically: true, encoding: .utf8)
             #expect(script.status == 0, "webui_test.py exited \(script.status):\n\(script.output)\ndaemon stderr: \(daemon.process.stderr)")
             #expect(fast.mismatch(inFileAt: world.directory + "/fast.bin") == nil)
+            #expect(world.server.connectionCount(to: "/multi.bin") >= 4, "the page showed 4/4 connections, so 4 connected")
 
             let status = await daemon.terminate()
             #expect(status == 0, "haul serve exited \(status) on SIGTERM: \(daemon.process.stderr)")
@@ -40,6 +55,16 @@ struct WebPageTests {
             throw error
         }
         try await world.close()
+    }
+}
+
+/// What the page must never do, browser or not: load anything from elsewhere (the daemon may have
+/// no internet) or show errors in dialogs.
+@Suite struct WebPageSourceTests {
+    @Test func loadsNothingFromElsewhereAndShowsNoDialogs() {
+        for banned in ["http://", "https://", "<script src", "<link rel=\"stylesheet\"", "@import", "alert(", "confirm(", "prompt(", "document.write"] {
+            #expect(!WebPage.html.contains(banned), "the page contains \(banned)")
+        }
     }
 }
 
