@@ -60,7 +60,7 @@ def measure(name, process, port, url):
         body = json.dumps({"jsonrpc": "2.0", "id": "add", "method": "system.multicall", "params": [calls[start:start + 200]]})
         rpc.connection.request("POST", "/jsonrpc", body)
         rpc.connection.getresponse().read()
-    deadline = time.time() + 120
+    deadline = time.time() + 300
     while True:
         stat, _ = rpc.call("aria2.getGlobalStat")
         if int(stat["numActive"]) >= N or time.time() > deadline:
