@@ -54,9 +54,7 @@ public enum JSONValue: Sendable, Hashable, Decodable {
         case .null: json.raw("null")
         case .bool(let value): json.raw(value ? "true" : "false")
         case .integer(let value): json.raw(String(value))
-        case .number(let value):
-            let text = value.isFinite ? String(value) : "0"
-            json.raw(text.hasSuffix(".0") ? String(text.dropLast(2)) : text)
+        case .number(let value): json.number(value)
         case .string(let value): json.string(value)
         case .array(let values):
             json.array(values) { json, value in value.write(to: &json) }

@@ -101,8 +101,12 @@ public struct JSONWriter {
 
     public mutating func field(_ name: StaticString, _ value: Double) {
         key(name)
+        number(value)
+    }
+
+    /// A number as `JSONEncoder` writes it: `1048576`, not `1048576.0`; 0 for what JSON cannot say.
+    public mutating func number(_ value: Double) {
         guard value.isFinite else { return write("0") }
-        // As `JSONEncoder` writes it: `1048576`, not `1048576.0`.
         let text = String(value)
         write(text.hasSuffix(".0") ? String(text.dropLast(2)) : text)
     }

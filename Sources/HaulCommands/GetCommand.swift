@@ -228,15 +228,8 @@ struct GetCommand: AsyncParsableCommand {
     func parseHeaders() throws(HaulError) -> HTTPHeaderList {
         var list = HTTPHeaderList()
         for header in headers {
-            guard let colon = header.firstIndex(of: ":") else {
-                throw HaulError(.usage, "header must look like 'Name: value' (got '\(header)')")
-            }
-            let name = header[..<colon].trimmingCharacters(in: .whitespaces)
-            let value = header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            guard !name.isEmpty, !name.contains(" "), !value.contains("\r"), !value.contains("\n") else {
-                throw HaulError(.usage, "header must look like 'Name: value' (got '\(header)')")
-            }
-            list.add(name: name, value: value)
+            let field = try HTTPHeaderList.field(parsing: header)
+            list.add(name: field.name, value: field.value)
         }
         return list
     }

@@ -11,6 +11,20 @@ public struct HTTPHeaderList: Hashable, Codable, Sendable, Sequence, Expressible
 
     public private(set) var fields: [Field]
 
+    /// A `Name: value` line as users write it (`haul get -H`, aria2's `header` option): spaces
+    /// and tabs around both parts dropped; no empty name, no space in it, no line break in the value.
+    public static func field(parsing line: String) throws(HaulError) -> Field {
+        guard let colon = line.firstIndex(of: ":") else {
+            throw HaulError(.usage, "header must look like 'Name: value' (got '\(line)')")
+        }
+        let name = String(line[..<colon]).trimmingSpaces()
+        let value = String(line[line.index(after: colon)...]).trimmingSpaces()
+        guard !name.isEmpty, !name.contains(" "), !value.contains("\r"), !value.contains("\n") else {
+            throw HaulError(.usage, "header must look like 'Name: value' (got '\(line)')")
+        }
+        return Field(name: name, value: value)
+    }
+
     public init(_ fields: [Field] = []) { self.fields = fields }
 
     public init(dictionaryLiteral elements: (String, String)...) {

@@ -89,17 +89,10 @@ struct BearerAuthMiddleware<Context: RequestContext>: RouterMiddleware {
             throw HaulError(.unauthorized, "missing 'Authorization: Bearer TOKEN' header")
         }
         let prefix = "Bearer "
-        guard header.hasPrefix(prefix), Self.equal(Array(header.utf8.dropFirst(prefix.utf8.count)), Array(secret.utf8)) else {
+        guard header.hasPrefix(prefix), Token.matches(header.utf8.dropFirst(prefix.utf8.count), secret) else {
             throw HaulError(.unauthorized, "wrong token")
         }
         return try await next(request, context)
-    }
-
-    private static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        var difference: UInt8 = 0
-        for index in a.indices { difference |= a[index] ^ b[index] }
-        return difference == 0
     }
 }
 

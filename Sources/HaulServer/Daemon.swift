@@ -96,7 +96,7 @@ public struct Daemon: Sendable {
             try DaemonLock.makeDirectory(directory, what: "allowed directory")
         }
 
-        let secret = configuration.secret ?? Self.randomSecret()
+        let secret = configuration.secret ?? Token.random(bytes: 32)
         let metrics = DaemonMetrics()
         var managerConfiguration = configuration.manager
         managerConfiguration.metricsFactory = metrics.factory
@@ -198,11 +198,6 @@ public struct Daemon: Sendable {
             return withUnsafeBytes(of: &v6) { bytes in bytes.dropLast().allSatisfy { $0 == 0 } && bytes.last == 1 }
         }
         return false
-    }
-
-    static func randomSecret() -> String {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<32).map { _ in String(format: "%02x", generator.next() as UInt8) }.joined()
     }
 
     private static func describe(_ error: any Error) -> String {

@@ -51,8 +51,8 @@ enum Aria2Options {
             let lines = header.array?.compactMap(\.string) ?? header.string.map { [$0] } ?? []
             headers = [:]
             for line in lines {
-                guard let colon = line.firstIndex(of: ":") else { throw problem("header") }
-                headers?[String(line[..<colon]).trimmed] = String(line[line.index(after: colon)...]).trimmed
+                guard let field = try? HTTPHeaderList.field(parsing: line) else { throw problem("header") }
+                headers?[field.name] = field.value
             }
         }
         let split = try connections(options, "split")
@@ -127,11 +127,5 @@ enum Aria2Options {
             json.field("max-overall-download-limit", String(overall ?? 0))
             json.field("split", String(defaults.connections))
         }
-    }
-}
-
-extension String {
-    var trimmed: String {
-        String(drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed())
     }
 }

@@ -57,10 +57,10 @@ extension Aria2RPC {
             try await writeStatuses(try await manager.ids(status: .running), keys: keys, into: &json)
         case "tellWaiting":
             let (offset, count, keys) = (try params.integer(0), try params.integer(1), try params.keys(2))
-            try await writeStatuses(Self.window(try await waiting(), offset: offset, count: count, params), keys: keys, into: &json)
+            try await writeStatuses(Self.window(try await waiting(), offset: offset, count: count), keys: keys, into: &json)
         case "tellStopped":
             let (offset, count, keys) = (try params.integer(0), try params.integer(1), try params.keys(2))
-            try await writeStatuses(Self.window(try await stopped(), offset: offset, count: count, params), keys: keys, into: &json)
+            try await writeStatuses(Self.window(try await stopped(), offset: offset, count: count), keys: keys, into: &json)
         case "changePosition":
             json.raw(String(try await changePosition(params)))
         case "changeOption":
@@ -165,13 +165,8 @@ extension Aria2RPC {
     /// Every value is checked before anything changes.
     private func changeGlobalOption(_ options: [String: JSONValue]) async throws {
         let change = try Aria2Options.globalChange(options)
-        if let directory = change.directory {
-            do {
-                try DirectoryPolicy(roots: defaults.policy.roots).check(directory)
-            } catch {
-                throw Aria2Error(code: 1, message: error.message)
-            }
-        }
+        // Checked before anything changes; a refusal is code 1 with the policy's message.
+        if let directory = change.directory { try defaults.policy.check(directory) }
         if let count = change.maxConcurrentDownloads { await manager.setMaxConcurrentDownloads(count) }
         if let rate = change.overall { await manager.setMaxBytesPerSecond(rate) }
         if let rate = change.perDownload { defaults.maxBytesPerSecond = rate }
@@ -214,7 +209,7 @@ extension Aria2RPC {
     }
 
     /// aria2's paging: a negative offset counts from the end and walks backwards.
-    static func window(_ ids: [DownloadID], offset: Int, count: Int, _ params: Params) throws -> [DownloadID] {
+    static func window(_ ids: [DownloadID], offset: Int, count: Int) throws -> [DownloadID] {
         guard count >= 0 else {
             throw Aria2Error(code: 1, message: "The integer parameter at 1 has invalid value: the value must be greater than or equal to 0.")
         }

@@ -29,8 +29,7 @@ public struct Aria2RPC: Sendable {
         self.secret = secret
         self.logger = logger
         self.shutdown = shutdown
-        var generator = SystemRandomNumberGenerator()
-        sessionID = (0..<20).map { _ in String(format: "%02x", generator.next() as UInt8) }.joined()
+        sessionID = Token.random(bytes: 20)
     }
 
     /// The largest request aria2 accepts by default (`rpc-max-request-size`).
@@ -147,7 +146,7 @@ public struct Aria2RPC: Sendable {
         }
         // The token comes first, as `token:SECRET`, and is checked before the method is looked up.
         guard method.hasPrefix("aria2."), case .string(let token)? = params.first, token.hasPrefix("token:"),
-              Self.equal(Array(token.utf8.dropFirst(6)), Array(secret.utf8)) else {
+              Token.matches(token.utf8.dropFirst(6), secret) else {
             throw method.hasPrefix("aria2.") ? Aria2Error.unauthorized : Aria2Error(code: 1, message: "No such method: \(method)")
         }
         let arguments = Params(Array(params.dropFirst()))
@@ -188,13 +187,6 @@ public struct Aria2RPC: Sendable {
         var json = JSONWriter()
         json.array(values) { json, value in json.string(value) }
         return json.bytes
-    }
-
-    private static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        var difference: UInt8 = 0
-        for index in a.indices { difference |= a[index] ^ b[index] }
-        return difference == 0
     }
 }
 
