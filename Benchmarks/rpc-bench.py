@@ -79,6 +79,27 @@ def measure(name, process, port, url):
           f"({results['AriaNg keys'][1] / 1024:.0f} KiB)  RSS now {results['rss'][0]}, peak {results['rss'][1]}", flush=True)
 
 
+def run(name, command, work, url, env):
+    """Starts one daemon (`command(port, download_dir)`), measures it once it listens, stops it."""
+    port = free_port()
+    os.makedirs(f"{work}/{name}-dl")
+    daemon = subprocess.Popen(command(port, f"{work}/{name}-dl"), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.time() > deadline or daemon.poll() is not None:
+                    sys.exit(f"{name} did not start listening on {port}")
+                time.sleep(0.05)
+        measure(name, daemon, port, url)
+    finally:
+        daemon.terminate()
+        daemon.wait()
+
+
 def main():
     haul = os.path.join(ROOT, ".build-static/release/haul")
     server = os.path.join(ROOT, ".build-static/release/haul-test-server")
@@ -90,29 +111,12 @@ def main():
     url = files.stdout.readline().strip()
     print(f"N={N} downloads of {url} at 2 KiB/s each, {SECONDS:.0f} s per measurement; {os.cpu_count()} cores", flush=True)
     try:
-        port = free_port()
-        os.makedirs(f"{work}/haul-dl")
-        env = dict(os.environ, HAUL_HOME=f"{work}/haul-home")
-        daemon = subprocess.Popen([haul, "serve", "--port", str(port), "--secret", SECRET, "-d", f"{work}/haul-dl", "-j", str(N)],
-                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(1.5)
-        try:
-            measure("haul", daemon, port, url)
-        finally:
-            daemon.terminate()
-            daemon.wait()
+        run("haul", lambda port, dl: [haul, "serve", "--port", str(port), "--secret", SECRET, "-d", dl, "-j", str(N)],
+            work, url, dict(os.environ, HAUL_HOME=f"{work}/haul-home"))
         if shutil.which("aria2c"):
-            port = free_port()
-            os.makedirs(f"{work}/aria2-dl")
-            daemon = subprocess.Popen(["aria2c", "--enable-rpc", "--rpc-listen-port", str(port), "--rpc-secret", SECRET, "--no-conf",
-                                       "-d", f"{work}/aria2-dl", "-j", str(N), "--file-allocation=none", "-q"],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(1.5)
-            try:
-                measure("aria2c", daemon, port, url)
-            finally:
-                daemon.terminate()
-                daemon.wait()
+            run("aria2c", lambda port, dl: ["aria2c", "--enable-rpc", "--rpc-listen-port", str(port), "--rpc-secret", SECRET,
+                                            "--no-conf", "-d", dl, "-j", str(N), "--file-allocation=none", "-q"],
+                work, url, None)
     finally:
         files.stdin.close()
         files.wait()

@@ -70,8 +70,7 @@ struct WebPageTests {
 
 /// Headless Chromium through Selenium, when this machine has it.
 enum WebBrowser {
-    static let packageRoot = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+    static let packageRoot = PythonScript.packageRoot
     static let script = packageRoot + "/Tests/WebUI/webui_test.py"
 
     static let available = ["chromium", "chromium-browser", "google-chrome"].contains { which($0) != nil }
@@ -102,36 +101,9 @@ enum WebBrowser {
             .first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
-    /// Runs python with `arguments`, stdout and stderr together; killed after `limit` (the
-    /// script's own waits are 60 s per step, so this only catches a wedged browser).
+    /// Runs the Selenium python with `arguments`; the script's own waits are 60 s per step, so
+    /// the time limit only catches a wedged browser.
     static func run(_ arguments: [String], limit: Duration = .seconds(600)) async throws -> (status: Int32, output: String) {
-        let outputPath = NSTemporaryDirectory() + "haul-webui-\(UUID().uuidString).log"
-        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
-        defer { try? FileManager.default.removeItem(atPath: outputPath) }
-        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
-        defer { try? output.close() }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python!)
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment["PYTHONUNBUFFERED"] = "1"
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let deadline = ContinuousClock.now + limit
-        var note = ""
-        while process.isRunning {
-            if ContinuousClock.now > deadline {
-                process.terminate()
-                process.waitUntilExit()
-                note = "\n(killed: still running after \(limit))"
-                break
-            }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-        return (process.terminationStatus, text + note)
+        try await PythonScript.run(python: python!, arguments, limit: limit)
     }
 }
