@@ -170,6 +170,27 @@ import Testing
         try await world.close()
     }
 
+    /// `aria2.shutdown` stops the daemon as SIGTERM does: the answer first, then a clean exit, and
+    /// a paused download is still paused on the next start.
+    @Test func aria2ShutdownStopsTheDaemonCleanly() async throws {
+        let world = try await World.make()
+        world.server.setRoute("/slow.bin", Route(payload: Payload(seed: 7, length: 8 << 20), throttle: 256 << 10))
+        let daemon = try await DaemonProcess.start(world)
+        defer { daemon.process.signal(SIGKILL) }
+        let added = try await daemon.add(world.server.url("/slow.bin"))
+        _ = try await daemon.call(.POST, "/api/v1/downloads/\(added.id)/pause")
+        let call = #"{"jsonrpc":"2.0","id":"s","method":"aria2.shutdown","params":["token:\#(daemon.serve.secret)"]}"#
+        let answer = try await daemon.call(.POST, "/jsonrpc", body: call, token: .some(nil))
+        #expect(answer.status == 200 && answer.text == #"{"id":"s","jsonrpc":"2.0","result":"OK"}"#, "\(answer.text)")
+        #expect(await daemon.process.wait() == 0, "\(daemon.process.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: ServeFile.path(home: world.home)), "a clean exit deletes serve.json")
+        let again = try await DaemonProcess.start(world)
+        defer { again.process.signal(SIGKILL) }
+        #expect(try await again.download(added.id).status == .paused)
+        #expect(await again.terminate() == 0)
+        try await world.close()
+    }
+
     /// `GET /metrics`, scraped and parsed as Prometheus text after a download and a retry.
     @Test func metricsCountWhatHappened() async throws {
         let world = try await World.make()
