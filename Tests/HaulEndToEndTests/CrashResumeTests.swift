@@ -71,6 +71,14 @@ import Testing
             let stored = try await world.storedRecord()
             let run = try HaulProcess(arguments, home: world.home, workingDirectory: world.directory)
             _ = try await world.waitForCheckpoint(beyond: checkpoint)
+            // The parts' requests go out one after another: a checkpoint can land before the
+            // last of them, so the kill waits (bounded) until every unfinished part was asked for.
+            let expected = Set((stored?.segments ?? []).filter { $0.written > 0 && !$0.isComplete }.map { $0.start + $0.written })
+            for _ in 0..<400 where round > 0 {
+                let asked = Set(world.server.requests(to: "/big.bin").dropFirst(before).map(\.rangeStart))
+                if expected.isSubset(of: asked) { break }
+                try await Task.sleep(for: .milliseconds(25))
+            }
             run.signal(SIGKILL)
             _ = await run.wait()
             if round > 0, let stored {
