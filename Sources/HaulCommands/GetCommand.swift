@@ -64,6 +64,9 @@ struct GetCommand: AsyncParsableCommand {
     @Option(name: .customLong("cacert"), help: "Also trust this PEM certificate authority for HTTPS (repeatable).")
     var caCertificates: [String] = []
 
+    @OptionGroup(title: "Network")
+    var network: NetworkOptions
+
     @Option(help: .hidden)
     var checkpointInterval: Double = 1
 

@@ -1,0 +1,5 @@
+import ArgumentParser
+
+/// How `haul get` reaches servers: proxies, credentials and the user agent.
+struct NetworkOptions: ParsableArguments {
+}
