@@ -109,6 +109,7 @@ let package = Package(
         .testTarget(name: "HaulCoreTests", dependencies: ["HaulCore"]),
         .testTarget(name: "HaulTestingTests", dependencies: ["HaulTesting"]),
         .testTarget(name: "HaulStoreTests", dependencies: ["HaulStore", "HaulCore"]),
+        .testTarget(name: "HaulCommandsTests", dependencies: ["HaulCommands", "HaulCore"]),
         .testTarget(
             name: "HaulServerTests",
             dependencies: [
