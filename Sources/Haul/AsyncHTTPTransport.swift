@@ -5,6 +5,7 @@ import Darwin
 #endif
 import AsyncHTTPClient
 import HaulCore
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -12,6 +13,12 @@ import NIOSSL
 
 /// The real transport: AsyncHTTPClient, streaming. Its response body applies backpressure, so a
 /// slow disk slows the socket instead of filling memory (DESIGN rule 6).
+///
+/// Proxies: AsyncHTTPClient's proxy is a property of the whole client, so there is one client per
+/// proxy endpoint (and one for direct connections), made when first needed. Redirects are
+/// followed here, not by AsyncHTTPClient, so that each hop goes through the proxy its own URL
+/// calls for (`no_proxy` may differ between hosts) and credentials go only to the origin
+/// they were given for.
 public final class AsyncHTTPTransport: HTTPTransport {
     public struct Configuration: Sendable, Hashable {
         public var connectTimeout: Duration
@@ -22,22 +29,42 @@ public final class AsyncHTTPTransport: HTTPTransport {
         public var additionalTrustRoots: [String]
         /// Connections open to one host at once, over all downloads.
         public var maxConnectionsPerHost: Int
+        /// Which proxy each URL goes through.
+        public var proxies: ProxySettings
+        /// Sent unless the request's own headers name one.
+        public var userAgent: String
 
         public init(connectTimeout: Duration = .seconds(10), readTimeout: Duration = .seconds(60), maxRedirects: Int = 10,
-                    additionalTrustRoots: [String] = [], maxConnectionsPerHost: Int = 1024) {
+                    additionalTrustRoots: [String] = [], maxConnectionsPerHost: Int = 1024,
+                    proxies: ProxySettings = .direct, userAgent: String = HaulVersion.userAgent) {
             self.maxConnectionsPerHost = maxConnectionsPerHost
             self.connectTimeout = connectTimeout
             self.readTimeout = readTimeout
             self.maxRedirects = maxRedirects
             self.additionalTrustRoots = additionalTrustRoots
+            self.proxies = proxies
+            self.userAgent = userAgent
         }
     }
 
+    public let configuration: Configuration
+    /// The client for direct connections.
     let client: HTTPClient
+    private struct Clients {
+        var byProxy: [ProxyEndpoint: HTTPClient] = [:]
+        var isShutDown = false
+    }
+    private let proxied = NIOLockedValueBox(Clients())
 
     public init(configuration: Configuration = .init()) {
+        self.configuration = configuration
+        self.client = Self.makeClient(configuration, proxy: nil)
+    }
+
+    static func makeClient(_ configuration: Configuration, proxy: ProxyEndpoint?) -> HTTPClient {
         var config = HTTPClient.Configuration()
-        config.redirectConfiguration = .follow(max: configuration.maxRedirects, allowCycles: false)
+        // Followed by `send`, hop by hop (see the type's comment).
+        config.redirectConfiguration = .disallow
         config.timeout = .init(connect: .init(configuration.connectTimeout), read: .init(configuration.readTimeout))
         config.decompression = .disabled
         // HTTP/1.1: with HTTP/2 every connection of a segmented download would share one TCP
@@ -52,32 +79,117 @@ public final class AsyncHTTPTransport: HTTPTransport {
             tls.additionalTrustRoots = configuration.additionalTrustRoots.map { .file($0) }
             config.tlsConfiguration = tls
         }
-        self.client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: config)
+        if let proxy {
+            switch proxy.kind {
+            case .http:
+                // AsyncHTTPClient tunnels both http and https through CONNECT; the credentials go
+                // in the CONNECT request's Proxy-Authorization, never to the origin server.
+                config.proxy = .server(host: proxy.host, port: proxy.port,
+                                       authorization: proxy.credentials.map { .basic(username: $0.user, password: $0.password) })
+            case .socks5:
+                config.proxy = .socksServer(host: proxy.host, port: proxy.port)
+            }
+        }
+        return HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: config)
     }
 
-    public func shutdown() async {
-        try? await client.shutdown()
-    }
-
-    public func send(_ plan: RequestPlan) async throws -> (ResponseHead, any ResponseBodyStream) {
-        var request = HTTPClientRequest(url: plan.url.absoluteString)
-        request.method = .GET
-        for field in plan.allHeaders { request.headers.add(name: field.name, value: field.value) }
-        if !request.headers.contains(name: "User-Agent") { request.headers.add(name: "User-Agent", value: "haul/0.1") }
-        do {
-            let response = try await client.execute(request, deadline: .distantFuture)
-            var headers = HTTPHeaderList()
-            for (name, value) in response.headers { headers.add(name: name, value: value) }
-            let head = ResponseHead(status: Int(response.status.code), headers: headers,
-                                    url: response.url?.absoluteString ?? plan.url.absoluteString)
-            return (head, AsyncHTTPBody(response.body.makeAsyncIterator(), url: plan.url.absoluteString))
-        } catch {
-            throw Self.classify(error, url: plan.url.absoluteString)
+    /// The client for `proxy` (nil: direct), made on first use.
+    func client(for proxy: ProxyEndpoint?) throws -> HTTPClient {
+        guard let proxy else { return client }
+        return try proxied.withLockedValue { clients in
+            guard !clients.isShutDown else { throw HTTPClientError.alreadyShutdown }
+            if let existing = clients.byProxy[proxy] { return existing }
+            let made = Self.makeClient(configuration, proxy: proxy)
+            clients.byProxy[proxy] = made
+            return made
         }
     }
 
+    public func shutdown() async {
+        let others = proxied.withLockedValue { clients in
+            clients.isShutDown = true
+            defer { clients.byProxy = [:] }
+            return Array(clients.byProxy.values)
+        }
+        for other in others { try? await other.shutdown() }
+        try? await client.shutdown()
+    }
+
+    /// Redirect statuses followed, as AsyncHTTPClient and curl follow them (a GET stays a GET).
+    static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
+    /// Request headers that belong to the origin they were given for.
+    static let originBoundHeaders = ["Authorization", "Cookie", "Proxy-Authorization"]
+
+    public func send(_ plan: RequestPlan) async throws -> (ResponseHead, any ResponseBodyStream) {
+        let origin = plan.url
+        let shown = origin.absoluteString
+        var url = origin
+        var visited: Set<String> = [url.absoluteString]
+        var redirects = 0
+        while true {
+            let sameOrigin = url.hasSameOrigin(as: origin)
+            var request = HTTPClientRequest(url: url.absoluteString)
+            request.method = .GET
+            var headers = plan.allHeaders
+            if !sameOrigin { for name in Self.originBoundHeaders { headers.remove(name: name) } }
+            for field in headers { request.headers.add(name: field.name, value: field.value) }
+            if !request.headers.contains(name: "User-Agent") { request.headers.add(name: "User-Agent", value: configuration.userAgent) }
+            // Preemptive Basic, as curl does with -u: only to the origin the credentials are for
+            // (a redirect target's own userinfo counts for it), and never over a user's own header.
+            let credentials = sameOrigin ? (plan.credentials ?? url.credentials) : url.credentials
+            if let credentials, !request.headers.contains(name: "Authorization") {
+                request.headers.add(name: "Authorization", value: credentials.basicAuthorization)
+            }
+            let proxy = configuration.proxies.proxy(for: url)
+            let response: HTTPClientResponse
+            do {
+                response = try await client(for: proxy).execute(request, deadline: .distantFuture)
+            } catch {
+                throw Self.classify(error, url: shown, proxy: proxy)
+            }
+            let status = Int(response.status.code)
+            if Self.redirectStatuses.contains(status), let location = response.headers.first(name: "Location") {
+                await Self.discard(response.body)
+                guard redirects < configuration.maxRedirects else {
+                    throw HaulError(.tooManyRedirects, "\(shown): too many redirects",
+                                    cause: "more than \(configuration.maxRedirects) redirects, the last to \(url.absoluteString)")
+                }
+                let next: RemoteURL
+                do {
+                    next = try url.resolving(location)
+                } catch {
+                    throw HaulError(error.code, "\(shown): redirected to a URL haul cannot fetch: \(error.message)", httpStatus: status)
+                }
+                guard visited.insert(next.absoluteString).inserted else {
+                    throw HaulError(.tooManyRedirects, "\(shown): too many redirects", cause: "redirect loop at \(next.absoluteString)")
+                }
+                redirects += 1
+                url = next
+                continue
+            }
+            var responseHeaders = HTTPHeaderList()
+            for (name, value) in response.headers { responseHeaders.add(name: name, value: value) }
+            let head = ResponseHead(status: status, headers: responseHeaders, url: url.absoluteString)
+            return (head, AsyncHTTPBody(response.body.makeAsyncIterator(), url: shown, proxy: proxy))
+        }
+    }
+
+    /// Reads a redirect's short body so its connection can be reused; a long one is cut off (the
+    /// connection then closes).
+    static func discard(_ body: HTTPClientResponse.Body) async {
+        var read = 0
+        do {
+            for try await chunk in body {
+                read += chunk.readableBytes
+                if read > 64 << 10 { break }
+            }
+        } catch {}
+    }
+
     /// Names the cause in the user's terms and says whether retrying can help (via the code).
-    static func classify(_ error: any Error, url: String) -> HaulError {
+    /// `proxy` is the proxy the request went through, if any. `url` carries no credentials
+    /// (``RemoteURL/absoluteString``), nor does anything else here.
+    static func classify(_ error: any Error, url: String, proxy: ProxyEndpoint? = nil) -> HaulError {
         if let error = error as? HaulError { return error }
         if error is CancellationError { return HaulError(.interrupted, "\(url): stopped") }
         if let error = error as? HTTPClientError {
@@ -94,16 +206,26 @@ public final class AsyncHTTPTransport: HTTPTransport {
                 return HaulError(.interrupted, "\(url): stopped")
             case .invalidURL, .emptyHost, .emptyScheme:
                 return HaulError(.badURL, "\(url): \(error)", cause: "\(error)")
+            case .proxyAuthenticationRequired:
+                let what = proxy?.credentials == nil ? "wants credentials" : "refused the credentials"
+                return HaulError(.httpStatus, "\(url): the proxy \(proxy.map { "\($0)" } ?? "") \(what) (HTTP 407 Proxy Authentication Required)",
+                                 httpStatus: 407, cause: "\(error)")
+            case .invalidProxyResponse:
+                let hint = proxy?.credentials == nil ? "" : " (wrong proxy credentials?)"
+                return HaulError(.network, "\(url): the proxy \(proxy.map { "\($0)" } ?? "") refused to open a tunnel\(hint)",
+                                 cause: "\(error)")
             default:
                 return HaulError(.network, "\(url): \(error)", cause: "\(error)")
             }
         }
         if let error = error as? NIOConnectionError {
+            let target = proxy.map { $0.host == error.host && $0.port == error.port ? "the proxy \(error.host):\(error.port)" : nil }
+                ?? nil
             if error.connectionErrors.isEmpty, error.dnsAError != nil || error.dnsAAAAError != nil {
-                return HaulError(.network, "\(url): cannot resolve host \(error.host)", cause: "\(error)")
+                return HaulError(.network, "\(url): cannot resolve host \(target ?? error.host)", cause: "\(error)")
             }
             let reasons = error.connectionErrors.map { "\($0.error)" }.joined(separator: ", ")
-            return HaulError(.network, "\(url): cannot connect to \(error.host):\(error.port)", cause: reasons)
+            return HaulError(.network, "\(url): cannot connect to \(target ?? "\(error.host):\(error.port)")", cause: reasons)
         }
         if let error = error as? IOError {
             return HaulError(.network, "\(url): \(String(cString: strerror(error.errnoCode)))", cause: "\(error)")
@@ -120,17 +242,19 @@ public final class AsyncHTTPTransport: HTTPTransport {
 final class AsyncHTTPBody: ResponseBodyStream, @unchecked Sendable {
     private var iterator: HTTPClientResponse.Body.AsyncIterator
     private let url: String
+    private let proxy: ProxyEndpoint?
 
-    init(_ iterator: HTTPClientResponse.Body.AsyncIterator, url: String) {
+    init(_ iterator: HTTPClientResponse.Body.AsyncIterator, url: String, proxy: ProxyEndpoint? = nil) {
         self.iterator = iterator
         self.url = url
+        self.proxy = proxy
     }
 
     func next() async throws -> (any ByteChunk)? {
         do {
             return try await iterator.next()
         } catch {
-            throw AsyncHTTPTransport.classify(error, url: url)
+            throw AsyncHTTPTransport.classify(error, url: url, proxy: proxy)
         }
     }
 }

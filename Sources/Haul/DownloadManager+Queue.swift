@@ -11,17 +11,20 @@ extension DownloadManager {
             throw HaulError(.usage, "destination directory must be an absolute path: \(request.directory)")
         }
         return try await serialized {
+            // Nothing added now would ever start or settle.
+            if isShuttingDown { throw HaulError(.interrupted, "the download manager is shutting down") }
             var results: [DownloadRecord] = []
             var fresh: [DownloadRecord] = []
             var byIdentity: [String: DownloadRecord] = [:]
             do {
+                let known = try await store.records(matching: requests)
                 for request in requests {
                     if let seen = byIdentity[request.identity] {
                         results.append(seen)
                         continue
                     }
                     let record: DownloadRecord
-                    if let existing = try await store.record(matching: request) {
+                    if let existing = known[request.identity] {
                         record = try await readd(existing, request: request)
                     } else {
                         record = try await newRecord(for: request)
@@ -57,7 +60,10 @@ extension DownloadManager {
             var paused = try await store.records(waiting)
             for index in paused.indices { paused[index].status = .paused }
             try await store.save(paused)
-            for record in paused { hub.publish(DownloadEvent(id: record.id, kind: .paused)) }
+            for record in paused {
+                hub.publish(DownloadEvent(id: record.id, kind: .paused))
+                settle(DownloadOutcome(record))
+            }
             signalIdleIfNeeded()
             return (paused.count + stopping.count, stopping)
         }
@@ -203,6 +209,11 @@ extension DownloadManager {
     /// The live progress of a running download (fresher than its stored checkpoint).
     public nonisolated func liveProgress(_ id: DownloadID) -> Progress? {
         live.progress(id)
+    }
+
+    /// The live progress of every download running with bytes flowing.
+    public nonisolated func liveProgress() -> [DownloadID: Progress] {
+        live.all()
     }
 
     public func summary() async throws -> QueueSummary {

@@ -46,50 +46,72 @@ extension DownloadManager {
         generations += 1
         let generation = generations
         let task = Task {
-            let final = await Self.launch(entry.id, store: store, hub: hub, stateDirectory: stateDirectory, runner: runner)
-            await self.finished(entry.id, generation: generation, final)
+            let launch = await Self.launch(entry.id, store: store, hub: hub, stateDirectory: stateDirectory, runner: runner)
+            await self.finished(entry.id, generation: generation, launch)
         }
         active[entry.id] = Active(task: task, stop: stop, limiter: limiter, generation: generation)
     }
 
-    /// Loads the record, takes the download's lock for as long as it runs, and runs it. Nil
-    /// when it cannot run here (gone from the store, or another process holds it).
+    /// What became of one start.
+    enum Launch: Sendable {
+        /// It ran; the record as persisted when it stopped.
+        case ran(DownloadRecord)
+        /// Its record is gone or removed: nothing to run.
+        case gone
+        /// It could not run here: another process holds it, or the store or the lock failed.
+        case refused(HaulError)
+    }
+
+    /// Loads the record, takes the download's lock for as long as it runs, and runs it.
     nonisolated static func launch(
         _ id: DownloadID, store: any DownloadStore, hub: EventHub, stateDirectory: String, runner: DownloadRunner
-    ) async -> DownloadRecord? {
+    ) async -> Launch {
         let record: DownloadRecord
         do {
-            guard let stored = try await store.record(id), stored.status != .removed else { return nil }
+            guard let stored = try await store.record(id), stored.status != .removed else { return .gone }
             record = stored
             runner.limiters.first?.setRate(stored.request.maxBytesPerSecond.flatMap(ByteRate.limit))
         } catch {
-            hub.publish(DownloadEvent(id: id, kind: .failed(error as? HaulError ?? HaulError(.store, "\(error)"))))
-            return nil
+            return refuse(id, error as? HaulError ?? HaulError(.store, "\(error)"), hub: hub)
         }
         let lock: DownloadLock
         do {
             guard let acquired = try DownloadLock.acquire(stateDirectory: stateDirectory, id: id) else {
                 // Another process runs it: leave its record alone, report, move on.
-                hub.publish(DownloadEvent(id: id, kind: .failed(HaulError(
-                    .inUse, "\(record.request.url) is being downloaded by another haul process"))))
-                return nil
+                return refuse(id, HaulError(.inUse, "\(record.request.url) is being downloaded by another haul process"), hub: hub)
             }
             lock = acquired
         } catch {
-            hub.publish(DownloadEvent(id: id, kind: .failed(error as? HaulError ?? HaulError(.fileSystem, "\(error)"))))
-            return nil
+            return refuse(id, error as? HaulError ?? HaulError(.fileSystem, "\(error)"), hub: hub)
         }
         defer { withExtendedLifetime(lock) {} }
-        return await runner.run(record)
+        return .ran(await runner.run(record))
     }
 
-    func finished(_ id: DownloadID, generation: UInt64, _ record: DownloadRecord?) async {
-        if active[id]?.generation == generation { active[id] = nil }
-        if let record {
+    private nonisolated static func refuse(_ id: DownloadID, _ error: HaulError, hub: EventHub) -> Launch {
+        hub.publish(DownloadEvent(id: id, kind: .failed(error)))
+        return .refused(error)
+    }
+
+    func finished(_ id: DownloadID, generation: UInt64, _ launch: Launch) async {
+        let current = active[id]?.generation == generation
+        if current { active[id] = nil }
+        switch launch {
+        case .ran(let record):
             // From here the store's record (and, once complete, the file itself) guards the name.
             await names.release(directory: record.request.directory, name: record.fileName)
+            if current { settle(DownloadOutcome(record)) }
+        case .gone:
+            if current { settle(DownloadOutcome(id: id, status: .removed)) }
+        case .refused(let error):
+            if current { settle(DownloadOutcome(id: id, status: .queued, error: error)) }
         }
         schedule()
+    }
+
+    /// A download left this process's schedule: tells whoever waits for it.
+    func settle(_ outcome: DownloadOutcome) {
+        outcomeHub.publish(outcome)
     }
 
     func signalIdleIfNeeded() {

@@ -14,8 +14,11 @@ import Logging
 /// ```swift
 /// let manager = try await DownloadManager(configuration: .init(stateDirectory: dir))
 /// let record = try await manager.add(DownloadRequest(url: RemoteURL(text), destination: .directory(dir)))
-/// for await event in manager.events(for: record.id) { ... }
+/// let outcome = try await manager.outcome(of: record.id)   // never misses the end
 /// ```
+///
+/// `events()` carries progress for display and may drop old events when its reader falls
+/// behind; `outcomes()` and `outcome(of:)` never drop anything.
 public actor DownloadManager {
     public struct Configuration: Sendable {
         /// Where the SQLite store lives (`haul.sqlite` inside).
@@ -87,6 +90,7 @@ public actor DownloadManager {
     let clock: any HaulClock
     let names: FileNameClaims
     let hub = EventHub()
+    let outcomeHub = OutcomeHub()
     let metrics: EngineMetrics
     /// The limit shared by every download of this manager.
     public nonisolated let globalLimiter: RateLimiter
@@ -155,6 +159,26 @@ public actor DownloadManager {
     /// One download's events from now on.
     public nonisolated func events(for id: DownloadID) -> AsyncStream<DownloadEvent> { hub.stream(filter: id) }
 
+    /// From now on, one outcome per download that leaves this process's schedule (finished,
+    /// paused, stopped by a shutdown, found complete when added again, or unable to start
+    /// here). Never drops one: subscribe before adding, and read them all. Ends at shutdown.
+    public nonisolated func outcomes() -> AsyncStream<DownloadOutcome> { outcomeHub.stream() }
+
+    /// Waits until the download is neither running nor queued in this process, and says how it
+    /// ended. Returns at once for a download that is not scheduled here.
+    public func outcome(of id: DownloadID) async throws -> DownloadOutcome {
+        let stream = outcomeHub.stream(filter: id)
+        if !isScheduled(id) { return DownloadOutcome(try await existingOrRemoved(id)) }
+        for await outcome in stream { return outcome }
+        // The manager shut down before it ended.
+        return DownloadOutcome(try await existingOrRemoved(id))
+    }
+
+    private func existingOrRemoved(_ id: DownloadID) async throws -> DownloadRecord {
+        guard let record = try await store.record(id) else { throw HaulError(.notFound, "no download with id \(id)") }
+        return record
+    }
+
     // MARK: Queue
 
     /// Adds a download, or picks up the existing one for the same URL and destination: a
@@ -194,6 +218,7 @@ public actor DownloadManager {
             if let path = DestinationFiles.finalPath(record), let size = DestinationFiles.size(path),
                record.expectedLength == nil || record.expectedLength == size {
                 hub.publish(DownloadEvent(id: record.id, kind: .alreadyComplete(path: path)))
+                settle(DownloadOutcome(record, alreadyComplete: true))
                 return record
             }
             // The finished file is gone or changed: fetch it again.
@@ -255,7 +280,10 @@ public actor DownloadManager {
                 }
             }
             try await store.save(paused)
-            for record in paused { hub.publish(DownloadEvent(id: record.id, kind: .paused)) }
+            for record in paused {
+                hub.publish(DownloadEvent(id: record.id, kind: .paused))
+                settle(DownloadOutcome(record))
+            }
             signalIdleIfNeeded()
             return stopping
         }
@@ -318,7 +346,7 @@ public actor DownloadManager {
             await running.task.value
             record = try await store.record(id) ?? record
         }
-        pending.remove(id)
+        let wasQueued = pending.remove(id) != nil
         if let part = DestinationFiles.partPath(record) { DestinationFiles.remove(part) }
         if deleteFile, record.status == .completed, let path = DestinationFiles.finalPath(record) { DestinationFiles.remove(path) }
         await names.release(directory: record.request.directory, name: record.fileName)
@@ -326,6 +354,7 @@ public actor DownloadManager {
         record.status = .removed
         try await store.save(record)
         if !runnerSaidSo { hub.publish(DownloadEvent(id: id, kind: .removed)) }
+        if wasQueued { settle(DownloadOutcome(record)) }
         signalIdleIfNeeded()
     }
 
@@ -400,7 +429,8 @@ public actor DownloadManager {
 
     private func stopEverything(deadline: Duration?) async {
         isShuttingDown = true
-        _ = pending.removeAll()
+        // Left queued: the next start picks them up.
+        for entry in pending.removeAll() { settle(DownloadOutcome(id: entry.id, status: .queued)) }
         let running = active.values
         for download in running {
             download.stop.request(.running)
@@ -412,7 +442,10 @@ public actor DownloadManager {
         } else {
             for download in running { await download.task.value }
         }
+        // Past the deadline: still running here, resumed by the next start.
+        for id in active.keys { settle(DownloadOutcome(id: id, status: .running)) }
         hub.finishAll()
+        outcomeHub.finishAll()
         await ownedTransport?.shutdown()
         try? await ownedStore?.close()
         signalIdleIfNeeded()

@@ -18,34 +18,46 @@ struct PendingQueue {
         }
     }
 
-    private(set) var entries: [Entry] = []
+    /// Entries before `head` are gone: taking the first is O(1), not a shift of the whole
+    /// array (with 100,000 waiting, that shift per start cost seconds).
+    private var storage: [Entry] = []
+    private var head = 0
     private var ids: Set<DownloadID> = []
 
-    var isEmpty: Bool { entries.isEmpty }
-    var count: Int { entries.count }
+    var isEmpty: Bool { head == storage.count }
+    var count: Int { storage.count - head }
 
     func contains(_ id: DownloadID) -> Bool { ids.contains(id) }
 
     func index(of id: DownloadID) -> Int? {
-        ids.contains(id) ? entries.firstIndex { $0.id == id } : nil
+        guard ids.contains(id), let found = storage[head...].firstIndex(where: { $0.id == id }) else { return nil }
+        return found - head
     }
 
-    subscript(index: Int) -> Entry { entries[index] }
+    subscript(index: Int) -> Entry { storage[head + index] }
 
     /// Inserts in order (after equals, so equal keys keep their arrival order).
     mutating func insert(_ entry: Entry) {
-        var low = 0, high = entries.count
+        var low = head, high = storage.count
+        if let last = storage.last, !entry.runsBefore(last) {
+            low = high  // the common case: the newest goes last
+        }
         while low < high {
             let middle = (low + high) / 2
-            if entry.runsBefore(entries[middle]) { high = middle } else { low = middle + 1 }
+            if entry.runsBefore(storage[middle]) { high = middle } else { low = middle + 1 }
         }
-        entries.insert(entry, at: low)
+        storage.insert(entry, at: low)
         ids.insert(entry.id)
     }
 
     mutating func removeFirst() -> Entry {
-        let entry = entries.removeFirst()
+        let entry = storage[head]
+        head += 1
         ids.remove(entry.id)
+        if head > 1024, head * 2 > storage.count {
+            storage.removeFirst(head)
+            head = 0
+        }
         return entry
     }
 
@@ -53,20 +65,21 @@ struct PendingQueue {
     mutating func remove(_ id: DownloadID) -> Entry? {
         guard let index = index(of: id) else { return nil }
         ids.remove(id)
-        return entries.remove(at: index)
+        return storage.remove(at: head + index)
     }
 
     /// Empties the queue, returning what was in it.
     mutating func removeAll() -> [Entry] {
         defer {
-            entries = []
+            storage = []
+            head = 0
             ids = []
         }
-        return entries
+        return Array(storage[head...])
     }
 
     /// Replaces an entry's place: used by moves, which only swap or shift keys.
     mutating func replace(at index: Int, with entry: Entry) {
-        entries[index] = entry
+        storage[head + index] = entry
     }
 }

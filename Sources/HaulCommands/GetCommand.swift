@@ -3,6 +3,7 @@ import Foundation
 import Haul
 import HaulCore
 import Logging
+import UnixSignals
 
 /// `haul get`: download one or many URLs in the foreground, resuming whatever an earlier run
 /// (or a crash) left behind.
@@ -96,9 +97,8 @@ struct GetCommand: AsyncParsableCommand {
 
     func run() async throws {
         let reporter = Reporter(mode: json ? .json : quiet ? .quiet : isatty(STDERR_FILENO) != 0 ? .terminal : .plain)
-        let requests = try buildRequests(reporter: reporter)
-        var outcome = Outcome()
-        outcome.failures = requests.failures
+        let texts = try urlTexts(reporter: reporter)
+        let template = try requestTemplate(reporter: reporter)
 
         var logger = Logger(label: "haul", factory: { StreamLogHandler.standardError(label: $0) })
         logger.logLevel = verbose ? .debug : .critical
@@ -118,47 +118,151 @@ struct GetCommand: AsyncParsableCommand {
         } catch {
             let haulError = (error as? HaulError) ?? HaulError(.store, "cannot open state in \(configuration.stateDirectory)", cause: "\(error)")
             reporter.failure(url: nil, haulError)
-            throw CommandExit(status: ExitCodes.code(for: haulError))
+            throw ExitCode(ExitCodes.code(for: haulError))
         }
-        let interruption = Interruption(manager: manager)
-        interruption.install()
+        let outcome = await drive(manager, texts: texts, template: template, reporter: reporter)
+        await manager.shutdown()
+        if let status = outcome.status { throw ExitCode(status) }
+    }
 
+    /// What the command's one loop hears about.
+    enum Input: Sendable {
+        case added([DownloadRecord])
+        case rejected(url: String?, HaulError)
+        case addingDone
+        case event(DownloadEvent)
+        case outcome(DownloadOutcome)
+        case outcomesEnded
+        case tick
+        case signal
+    }
+
+    /// Adds the URLs a thousand at a time while it listens: outcomes (never dropped) say when
+    /// each download is done; events and ticks only feed the display. Ctrl-C or SIGTERM
+    /// checkpoints everything, and every waiting download then settles as interrupted.
+    func drive(_ manager: DownloadManager, texts: [String], template: RequestTemplate, reporter: Reporter) async -> Outcome {
+        // Subscribed before the first add, so no outcome can come before its listener.
+        let outcomes = manager.outcomes()
         let events = manager.events()
-        var waiting: [DownloadID: DownloadRecord] = [:]
-        for request in requests.valid {
+        let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
+        let (inputs, post) = AsyncStream<Input>.makeStream()
+        let interval = Duration.milliseconds(Int64(reporter.drawInterval * 1000))
+        return await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await outcome in outcomes { post.yield(.outcome(outcome)) }
+                post.yield(.outcomesEnded)
+            }
+            group.addTask {
+                for await event in events where !event.isFinal { post.yield(.event(event)) }
+            }
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: interval)
+                    post.yield(.tick)
+                }
+            }
+            group.addTask {
+                for await _ in signals { post.yield(.signal) }
+            }
+            let adding = Task {
+                await add(texts, template: template, to: manager, post: post)
+                post.yield(.addingDone)
+            }
+
+            var outcome = Outcome()
+            var waiting: Set<DownloadID> = []
+            // Outcomes can come before `add` returns the record (a file found complete, a tiny
+            // download): kept until their record arrives.
+            var early: [DownloadID: DownloadOutcome] = [:]
+            var addingDone = false
+            loop: for await input in inputs {
+                switch input {
+                case .added(let records):
+                    for record in records {
+                        reporter.added(record)
+                        if let settled = early.removeValue(forKey: record.id) {
+                            outcome.note(settled)
+                            reporter.settled(settled)
+                        } else {
+                            waiting.insert(record.id)
+                        }
+                    }
+                case .rejected(let url, let error):
+                    outcome.failures.append(error)
+                    reporter.rejected(url: url, error)
+                case .addingDone:
+                    addingDone = true
+                case .event(let event):
+                    reporter.handle(event)
+                case .outcome(let settled):
+                    if waiting.remove(settled.id) != nil {
+                        outcome.note(settled)
+                        reporter.settled(settled)
+                    } else {
+                        early[settled.id] = settled
+                    }
+                case .outcomesEnded:
+                    // The manager shut down: nothing more will settle.
+                    outcome.interrupted = outcome.interrupted || !waiting.isEmpty
+                    break loop
+                case .tick:
+                    reporter.tick(manager.liveProgress())
+                case .signal:
+                    outcome.interrupted = true
+                    adding.cancel()
+                    // Every running download checkpoints; each waiting one then settles.
+                    Task { await manager.shutdown() }
+                }
+                if addingDone, waiting.isEmpty { break }
+            }
+            adding.cancel()
+            group.cancelAll()
+            reporter.finish()
+            return outcome
+        }
+    }
+
+    /// Builds and adds the requests in batches, so a list of 100,000 URLs never holds 100,000
+    /// requests at once and the first downloads start at once.
+    func add(_ texts: [String], template: RequestTemplate, to manager: DownloadManager,
+             post: AsyncStream<Input>.Continuation) async {
+        var seen: Set<String> = []
+        var start = 0
+        while start < texts.count, !Task.isCancelled {
+            let end = min(texts.count, start + 1000)
+            var batch: [DownloadRequest] = []
+            for text in texts[start..<end] {
+                do {
+                    let request = try template.request(for: text)
+                    // The same URL twice is one download (as within one `add`).
+                    if seen.insert(request.identity).inserted { batch.append(request) }
+                } catch {
+                    post.yield(.rejected(url: nil, error))
+                }
+            }
+            start = end
             do {
-                let record = try await manager.add(request)
-                waiting[record.id] = record
-                reporter.track(record)
+                post.yield(.added(try await manager.add(batch)))
             } catch {
                 let haulError = (error as? HaulError) ?? HaulError(.internal, "\(error)")
-                reporter.failure(url: request.url.absoluteString, haulError)
-                outcome.failures.append(haulError)
+                // Interrupted: these were never added, so nothing waits for them.
+                if haulError.code == .interrupted { return }
+                for request in batch { post.yield(.rejected(url: request.url.absoluteString, haulError)) }
             }
         }
-
-        if !waiting.isEmpty {
-            for await event in events {
-                reporter.handle(event)
-                guard event.isFinal, waiting[event.id] != nil else { continue }
-                waiting[event.id] = nil
-                switch event.kind {
-                case .failed(let error): outcome.failures.append(error)
-                case .interrupted, .paused, .removed: outcome.interrupted = true
-                default: break
-                }
-                if waiting.isEmpty { break }
-            }
-        }
-        reporter.finish()
-        if interruption.fired { outcome.interrupted = true }
-        await manager.shutdown()
-        if let status = outcome.status { throw CommandExit(status: status) }
     }
 
     struct Outcome {
         var failures: [HaulError] = []
         var interrupted = false
+
+        mutating func note(_ outcome: DownloadOutcome) {
+            if let failure = outcome.failure {
+                failures.append(failure)
+            } else if outcome.status != .completed {
+                interrupted = true
+            }
+        }
 
         /// The first failure decides the status; an interruption wins over everything.
         var status: Int32? {
@@ -167,50 +271,55 @@ struct GetCommand: AsyncParsableCommand {
         }
     }
 
-    /// Valid requests, and one error per unusable URL (reported already).
-    func buildRequests(reporter: Reporter) throws -> (valid: [DownloadRequest], failures: [HaulError]) {
+    /// Every URL given, from the arguments and `-i`.
+    func urlTexts(reporter: Reporter) throws -> [String] {
         var texts = urls
         if let inputFile { texts += try URLList.read(inputFile) }
         if texts.isEmpty {
             reporter.failure(url: nil, HaulError(.usage, "no URL to download: give at least one URL, or -i LIST"))
-            throw CommandExit(status: ExitCodes.usage)
+            throw ExitCode(ExitCodes.usage)
         }
         if output != nil, texts.count > 1 {
             reporter.failure(url: nil, HaulError(.usage, "-o names one file; it cannot be used with \(texts.count) URLs"))
-            throw CommandExit(status: ExitCodes.usage)
+            throw ExitCode(ExitCodes.usage)
         }
-        let parsedRange: ByteRange?
-        let parsedChecksum: Checksum?
-        let headerList: HTTPHeaderList
+        return texts
+    }
+
+    /// What every request of this command shares; `request(for:)` adds the URL.
+    struct RequestTemplate: Sendable {
+        var base: String
+        var output: String?
+        var range: ByteRange?
+        var checksum: Checksum?
+        var headers: HTTPHeaderList
+        var retries: Int
+        var connections: Int
+
+        func request(for text: String) throws(HaulError) -> DownloadRequest {
+            let url = try RemoteURL(text)
+            let destination: DownloadRequest.Destination = output.map {
+                .file($0.hasPrefix("/") ? $0 : base + "/" + $0)
+            } ?? .directory(base)
+            return try DownloadRequest(url: url, destination: destination, range: range, checksum: checksum,
+                                       headers: headers, maxAttempts: retries, connections: connections)
+        }
+    }
+
+    func requestTemplate(reporter: Reporter) throws -> RequestTemplate {
         do {
-            parsedRange = try range.map { text throws(HaulError) in
+            let parsedRange = try range.map { text throws(HaulError) in
                 guard let value = ByteRange(parsing: text) else { throw HaulError(.usage, "--range must look like A-B or A- (got '\(text)')") }
                 return value
             }
-            parsedChecksum = try checksum.map { text throws(HaulError) in try Checksum(parsing: text) }
-            headerList = try parseHeaders()
+            return RequestTemplate(
+                base: HaulHome.absolute(directory ?? FileManager.default.currentDirectoryPath), output: output,
+                range: parsedRange, checksum: try checksum.map { text throws(HaulError) in try Checksum(parsing: text) },
+                headers: try parseHeaders(), retries: retries, connections: connections)
         } catch {
             reporter.failure(url: nil, error)
-            throw CommandExit(status: ExitCodes.usage)
+            throw ExitCode(ExitCodes.usage)
         }
-        let base = HaulHome.absolute(directory ?? FileManager.default.currentDirectoryPath)
-        var valid: [DownloadRequest] = []
-        var failures: [HaulError] = []
-        for text in texts {
-            do {
-                let url = try RemoteURL(text)
-                let destination: DownloadRequest.Destination = output.map {
-                    .file($0.hasPrefix("/") ? $0 : base + "/" + $0)
-                } ?? .directory(base)
-                valid.append(try DownloadRequest(url: url, destination: destination, range: parsedRange,
-                                                 checksum: parsedChecksum, headers: headerList, maxAttempts: retries,
-                                                 connections: connections))
-            } catch {
-                reporter.failure(url: nil, error)
-                failures.append(error)
-            }
-        }
-        return (valid, failures)
     }
 
     static func rate(_ text: String) throws -> Int64 {
@@ -235,36 +344,5 @@ struct GetCommand: AsyncParsableCommand {
             list.add(name: field.name, value: field.value)
         }
         return list
-    }
-}
-
-/// Ctrl-C and SIGTERM: checkpoint every running download, then let `run` exit 130.
-final class Interruption: @unchecked Sendable {
-    let manager: DownloadManager
-    private var sources: [DispatchSourceSignal] = []
-    private let lock = NSLock()
-    private var didFire = false
-
-    init(manager: DownloadManager) {
-        self.manager = manager
-    }
-
-    var fired: Bool { lock.withLock { didFire } }
-
-    func install() {
-        for number in [SIGINT, SIGTERM] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { [self] in
-                let first = lock.withLock { () -> Bool in
-                    defer { didFire = true }
-                    return !didFire
-                }
-                guard first else { return }
-                Task { await self.manager.shutdown() }
-            }
-            source.resume()
-            sources.append(source)
-        }
     }
 }

@@ -38,8 +38,9 @@ public struct HaulCommand: AsyncParsableCommand {
                 try command.run()
             }
             return ExitCodes.success
-        } catch let exit as CommandExit {
-            return exit.status
+        } catch let exit as ExitCode {
+            // The command printed its own messages.
+            return exit.rawValue
         } catch let error as HaulError {
             FileHandle.standardError.write(Data("haul: \(error.message)\n".utf8))
             return ExitCodes.code(for: error)
@@ -55,11 +56,6 @@ public struct HaulCommand: AsyncParsableCommand {
             return ExitCodes.usage
         }
     }
-}
-
-/// Ends a command with a status after it has printed its own messages.
-struct CommandExit: Error {
-    var status: Int32
 }
 
 enum ProcessSignals {

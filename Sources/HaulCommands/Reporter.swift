@@ -3,22 +3,35 @@ import Haul
 import HaulAPI
 import HaulCore
 
-/// Everything `haul get` tells the user: progress (redrawn in place on a terminal, a plain line
-/// every few seconds otherwise, JSON lines with `--json`, nothing with `--quiet`), one result
-/// line per download, and one error line per failure naming the URL and the cause.
+/// Everything `haul get` tells the user: progress (a screenful of running downloads and a
+/// summary line, redrawn in place on a terminal; the summary every few seconds otherwise; JSON
+/// lines with `--json`; nothing with `--quiet`), one result line per download, and one error
+/// line per failure naming the URL and the cause.
+///
+/// Results come from the manager's outcomes, which are never dropped; progress comes from the
+/// live figures, read at each tick; the event stream only adds retry and restart messages (and
+/// every event with `--json`), so a dropped event costs a line of progress, never a result.
 final class Reporter {
     enum Mode { case terminal, plain, json, quiet }
 
-    struct Line {
-        var name: String
-        var url: String
-        var progress = Progress(completed: 0, total: nil, bytesPerSecond: 0)
-        var state = "queued"
-    }
-
     let mode: Mode
-    private var lines: [DownloadID: Line] = [:]
-    private var order: [DownloadID] = []
+    /// The URL of every download not finished yet, for messages: about 100 bytes each.
+    private var urls: [DownloadID: String] = [:]
+    /// Running downloads in the order they were first seen running: the screen keeps its rows.
+    private var running: [DownloadID] = []
+    private var live: [DownloadID: HaulCore.Progress] = [:]
+    private var counts = Counts()
+
+    struct Counts {
+        var total = 0
+        var done = 0
+        var failed = 0
+        /// Paused, removed or interrupted: left for a later run.
+        var stopped = 0
+    }
+    /// Bytes of the downloads that finished in this run.
+    private var finishedBytes: Int64 = 0
+    private let started = Date()
     private var drawnLines = 0
     private var lastDraw = Date.distantPast
     private let encoder: JSONEncoder = {
@@ -31,50 +44,75 @@ final class Reporter {
         self.mode = mode
     }
 
+    /// How often progress is drawn: often on a terminal, a summary line every 5 s otherwise.
     var drawInterval: TimeInterval { mode == .terminal ? 0.2 : 5 }
 
-    func track(_ record: DownloadRecord) {
-        if lines[record.id] == nil { order.append(record.id) }
-        lines[record.id] = Line(name: record.fileName ?? record.request.url.lastPathComponent ?? record.request.url.absoluteString,
-                                url: record.request.url.absoluteString,
-                                progress: Progress(completed: record.completedLength, total: record.expectedLength, bytesPerSecond: 0))
+    /// A download this command waits for.
+    func added(_ record: DownloadRecord) {
+        guard urls[record.id] == nil else { return }
+        urls[record.id] = record.request.url.absoluteString
+        counts.total += 1
     }
 
+    /// A URL that never became a download (bad URL, refused by the manager).
+    func rejected(url: String?, _ error: HaulError) {
+        counts.total += 1
+        counts.failed += 1
+        failure(url: url, error)
+    }
+
+    /// Progress and notices. Final events are left to `settled`, which cannot miss one.
     func handle(_ event: DownloadEvent) {
-        guard var line = lines[event.id] else { return }
-        if mode == .json { emitJSON(event, line: line) }
+        guard !event.isFinal, let url = urls[event.id] else { return }
+        if mode == .json { emitJSON(event, url: url) }
+        guard mode == .plain || mode == .terminal else { return }
         switch event.kind {
-        case .queued: line.state = "queued"
-        case .started: line.state = "running"
-        case .progress(let progress):
-            line.progress = progress
-            line.state = "running"
-        case .retrying(let attempt, let delay, let error):
-            line.state = "retry \(attempt) in \(ByteFormatting.duration(delay.seconds))"
-            if mode == .plain || mode == .terminal {
-                message("\(Self.naming(line.url, error)); retrying in \(String(format: "%.1f", delay.seconds)) s")
-            }
+        case .retrying(_, let delay, let error):
+            message("\(Self.naming(url, error)); retrying in \(String(format: "%.1f", delay.seconds)) s")
         case .restarted(let reason, _):
-            if mode == .plain || mode == .terminal { message("\(line.url): \(reason)") }
-        case .paused, .interrupted:
-            line.state = "stopped"
-            if mode != .json { message("\(line.url): stopped at \(ByteFormatting.size(line.progress.completed)); run the same command again to resume") }
-        case .completed(let path):
-            line.state = "done"
-            line.name = (path as NSString).lastPathComponent
-            if let total = line.progress.total { line.progress.completed = total }
-            if mode != .json && mode != .quiet { result("saved \(path) (\(ByteFormatting.size(line.progress.completed)))") }
-        case .alreadyComplete(let path):
-            line.state = "done"
-            if mode != .json && mode != .quiet { result("already complete: \(path); nothing to download") }
-        case .failed(let error):
-            line.state = "failed"
-            if mode != .json { failure(url: line.url, error) }
-        case .removed:
-            line.state = "removed"
+            message("\(url): \(reason)")
+        default:
+            break
         }
-        lines[event.id] = line
-        draw(force: event.isFinal)
+    }
+
+    /// A download is done with, one way or another: its result line.
+    func settled(_ outcome: DownloadOutcome) {
+        guard let url = urls.removeValue(forKey: outcome.id) else { return }
+        if let index = running.firstIndex(of: outcome.id) { running.remove(at: index) }
+        live[outcome.id] = nil
+        let event = outcome.finalEvent
+        if mode == .json { emitJSON(event, url: url) }
+        let size = outcome.record?.completedLength ?? 0
+        switch event.kind {
+        case .completed(let path):
+            counts.done += 1
+            finishedBytes += size
+            if mode == .plain || mode == .terminal { result("saved \(path) (\(ByteFormatting.size(size)))") }
+        case .alreadyComplete(let path):
+            counts.done += 1
+            if mode == .plain || mode == .terminal { result("already complete: \(path); nothing to download") }
+        case .failed(let error):
+            counts.failed += 1
+            if mode != .json { failure(url: url, error) }
+        case .paused, .interrupted, .removed:
+            counts.stopped += 1
+            if mode != .json {
+                message("\(url): stopped at \(ByteFormatting.size(size)); run the same command again to resume")
+            }
+        default:
+            break
+        }
+        draw(force: false)
+    }
+
+    /// The live figures of every running download, read by the command at each tick.
+    func tick(_ progress: [DownloadID: HaulCore.Progress]) {
+        live = progress.filter { urls[$0.key] != nil }
+        running.removeAll { live[$0] == nil }
+        let known = Set(running)
+        running += live.keys.filter { !known.contains($0) }.sorted { $0.rawValue < $1.rawValue }
+        draw(force: false)
     }
 
     /// One line on stderr for a failure, whatever the mode (errors are never silenced).
@@ -93,11 +131,55 @@ final class Reporter {
         error.message.contains(url) ? error.message : "\(url): \(error.message)"
     }
 
+    /// The last summary, left on screen.
     func finish() {
-        draw(force: true)
+        guard mode == .terminal || mode == .plain, counts.total > 1 else {
+            clear()
+            return
+        }
+        clear()
+        writeLine(ProgressDisplay.summaryLine(summary(), width: nil))
     }
 
-    // MARK: Output
+    // MARK: Drawing
+
+    private func summary() -> ProgressDisplay.Summary {
+        let elapsed = max(Date().timeIntervalSince(started), 0.001)
+        let rows = running.compactMap { live[$0] }
+        let queued = max(0, counts.total - counts.done - counts.failed - counts.stopped - rows.count)
+        let sizesKnown = queued == 0 && rows.allSatisfy { $0.total != nil }
+        return ProgressDisplay.Summary(
+            done: counts.done, failed: counts.failed, total: counts.total, running: rows.count, queued: queued,
+            bytes: finishedBytes + rows.reduce(0) { $0 + $1.completed },
+            bytesPerSecond: rows.reduce(0) { $0 + $1.bytesPerSecond },
+            filesPerSecond: Double(counts.done + counts.failed) / elapsed,
+            knownRemainingBytes: sizesKnown ? rows.reduce(0) { $0 + max(0, ($1.total ?? 0) - $1.completed) } : nil)
+    }
+
+    private func rows() -> [ProgressDisplay.Row] {
+        running.compactMap { id in
+            guard let progress = live[id], let url = urls[id] else { return nil }
+            let name = (try? RemoteURL(url))?.lastPathComponent ?? url
+            return ProgressDisplay.Row(name: name, completed: progress.completed, total: progress.total,
+                                       bytesPerSecond: progress.bytesPerSecond, connections: progress.connections)
+        }
+    }
+
+    private func draw(force: Bool) {
+        guard mode == .terminal || mode == .plain else { return }
+        let now = Date()
+        guard force || now.timeIntervalSince(lastDraw) >= drawInterval else { return }
+        lastDraw = now
+        if mode == .terminal {
+            let size = TerminalSize.current()
+            let frame = ProgressDisplay.frame(rows: rows(), summary: summary(), width: size.columns, height: size.rows)
+            clear()
+            if !frame.isEmpty { FileHandle.standardError.write(Data((frame.joined(separator: "\n") + "\n").utf8)) }
+            drawnLines = frame.count
+        } else if counts.total > 0 {
+            writeLine(ProgressDisplay.summaryLine(summary(), width: nil))
+        }
+    }
 
     private func message(_ text: String) {
         clear()
@@ -106,6 +188,10 @@ final class Reporter {
 
     private func result(_ text: String) {
         clear()
+        writeLine(text)
+    }
+
+    private func writeLine(_ text: String) {
         FileHandle.standardError.write(Data("\(text)\n".utf8))
     }
 
@@ -115,40 +201,12 @@ final class Reporter {
         drawnLines = 0
     }
 
-    private func draw(force: Bool) {
-        guard mode == .terminal || mode == .plain else { return }
-        let now = Date()
-        guard force || now.timeIntervalSince(lastDraw) >= drawInterval else { return }
-        lastDraw = now
-        let visible = order.compactMap { lines[$0] }.filter { $0.state != "done" && $0.state != "failed" && $0.state != "removed" }
-        if mode == .terminal {
-            clear()
-            let text = visible.map(render).joined(separator: "\n")
-            if !text.isEmpty { FileHandle.standardError.write(Data((text + "\n").utf8)) }
-            drawnLines = visible.count
-        } else if !force {
-            for line in visible where line.state == "running" {
-                FileHandle.standardError.write(Data((render(line) + "\n").utf8))
-            }
-        }
-    }
-
-    func render(_ line: Line) -> String {
-        let progress = line.progress
-        let percent = progress.fraction.map { String(format: "%5.1f%%", $0 * 100) } ?? "    ?"
-        let size = progress.total.map { "\(ByteFormatting.size(progress.completed)) / \(ByteFormatting.size($0))" }
-            ?? ByteFormatting.size(progress.completed)
-        let eta = progress.secondsRemaining.map { "ETA " + ByteFormatting.duration($0) } ?? ""
-        let state = line.state == "running" ? "" : " [\(line.state)]"
-        return "\(line.name.prefix(40))  \(percent)  \(size)  \(ByteFormatting.speed(progress.bytesPerSecond))  \(eta)\(state)"
-    }
-
     // MARK: JSON
 
     /// The daemon's event schema (`EventView`), with the URL on every line.
-    private func emitJSON(_ event: DownloadEvent, line: Line) {
+    private func emitJSON(_ event: DownloadEvent, url: String) {
         var view = EventView(event)
-        view.url = line.url
+        view.url = url
         if let speed = view.speed { view.speed = speed.rounded() }
         writeJSON(view)
     }
@@ -156,5 +214,14 @@ final class Reporter {
     private func writeJSON(_ view: EventView) {
         guard let data = try? encoder.encode(view) else { return }
         FileHandle.standardOutput.write(data + Data("\n".utf8))
+    }
+}
+
+/// The terminal's size, from the kernel; 80x24 when it cannot tell.
+enum TerminalSize {
+    static func current() -> (columns: Int, rows: Int) {
+        var size = winsize()
+        guard ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0, size.ws_row > 0 else { return (80, 24) }
+        return (Int(size.ws_col), Int(size.ws_row))
     }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HaulCore
 import HaulAPI
+import UnixSignals
 
 /// `haul watch`: live progress of everything the daemon is running, until Ctrl-C. On a terminal
 /// the bars redraw in place; otherwise one line per state change, for logs.
@@ -15,20 +16,36 @@ struct WatchCommand: AsyncParsableCommand {
         let client = try daemon.client()
         let events = try await client.events()
         let listed: [DownloadView] = try await client.get("/downloads")
-        var board = WatchBoard(downloads: listed, terminal: isatty(STDOUT_FILENO) != 0)
-        let terminal = board.terminal
-        StopOnInterrupt.install { terminal ? "\n" : "" }
-        if board.terminal { board.draw(force: true) } else { board.printRunning() }
-        for try await event in events {
-            guard let id = event.id else { continue }
-            if !board.knows(id), let download: DownloadView = try? await client.get("/downloads/\(id)") {
-                board.insert(download)
+        let terminal = isatty(STDOUT_FILENO) != 0
+        let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
+        // Ctrl-C ends a watch normally: a final newline, exit 0.
+        let interrupted = try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                for await _ in signals { return true }
+                return false
             }
-            board.apply(event)
-            board.draw(force: event.type != .progress)
+            group.addTask {
+                var board = WatchBoard(downloads: listed, terminal: terminal)
+                if board.terminal { board.draw(force: true) } else { board.printRunning() }
+                for try await event in events {
+                    guard let id = event.id else { continue }
+                    if !board.knows(id), let download: DownloadView = try? await client.get("/downloads/\(id)") {
+                        board.insert(download)
+                    }
+                    board.apply(event)
+                    board.draw(force: event.type != .progress)
+                }
+                board.clear()
+                return false
+            }
+            defer { group.cancelAll() }
+            return try await group.next() ?? false
         }
-        board.clear()
-        print("haul watch: the daemon stopped")
+        if interrupted {
+            if terminal { print("") }
+        } else {
+            print("haul watch: the daemon stopped")
+        }
     }
 }
 
@@ -99,22 +116,5 @@ struct WatchBoard {
         drawnLines = running.count + 1
         lastDraw = Date()
         fflush(nil)
-    }
-}
-
-/// Ctrl-C ends a watch normally: a final newline, exit 0.
-enum StopOnInterrupt {
-    nonisolated(unsafe) private static var source: DispatchSourceSignal?
-
-    static func install(farewell: @escaping @Sendable () -> String) {
-        signal(SIGINT, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-        source.setEventHandler {
-            print(farewell(), terminator: "")
-            fflush(nil)
-            exit(ExitCodes.success)
-        }
-        source.resume()
-        self.source = source
     }
 }

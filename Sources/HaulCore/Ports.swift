@@ -6,6 +6,8 @@ public protocol DownloadStore: Sendable {
     func record(_ id: DownloadID) async throws -> DownloadRecord?
     /// The live (not removed) record for the same download as `request`, if any.
     func record(matching request: DownloadRequest) async throws -> DownloadRecord?
+    /// `record(matching:)` for many requests at once, keyed by `identity`.
+    func records(matching requests: [DownloadRequest]) async throws -> [String: DownloadRecord]
     /// Records, optionally only those with a status, ordered by priority then creation.
     func records(status: DownloadStatus?) async throws -> [DownloadRecord]
     /// Whether another live record already uses `fileName` in `directory`.
@@ -25,6 +27,14 @@ public protocol DownloadStore: Sendable {
 }
 
 extension DownloadStore {
+    public func records(matching requests: [DownloadRequest]) async throws -> [String: DownloadRecord] {
+        var found: [String: DownloadRecord] = [:]
+        for request in requests where found[request.identity] == nil {
+            if let record = try await record(matching: request) { found[request.identity] = record }
+        }
+        return found
+    }
+
     public func save(_ records: [DownloadRecord]) async throws {
         for record in records { try await save(record) }
     }

@@ -6,11 +6,13 @@ import NIOPosix
 import SQLiteNIO
 
 /// The durable `DownloadStore`: one SQLite file in WAL mode with `synchronous=FULL`, so a
-/// committed checkpoint survives a crash or power loss (DESIGN rule 2). Every save is a single
-/// statement, hence atomic without explicit transactions; several processes may share the file
-/// (SQLite locks it, `busy_timeout` waits).
+/// committed checkpoint survives a crash or power loss (DESIGN rule 2). Writes go through
+/// `GroupCommit`: those asked for while a commit runs are committed together in the next
+/// transaction, one fsync for many. Reads use a second connection. Several processes may share
+/// the file (SQLite locks it, `busy_timeout` waits).
 public final class SQLiteDownloadStore: DownloadStore {
     let connection: SQLiteConnection
+    private let writes: GroupCommit
     private let pool: NIOThreadPool
     /// A second connection, on a thread of its own, for listings: in WAL mode a reader never
     /// waits for a writer, so listing ten thousand downloads does not queue behind the fsyncs of
@@ -20,6 +22,7 @@ public final class SQLiteDownloadStore: DownloadStore {
 
     private init(connection: SQLiteConnection, pool: NIOThreadPool, path: String) {
         self.connection = connection
+        self.writes = GroupCommit(connection: connection)
         self.pool = pool
         self.path = path
     }
@@ -115,20 +118,13 @@ public final class SQLiteDownloadStore: DownloadStore {
     // MARK: DownloadStore
 
     public func save(_ record: DownloadRecord) async throws {
-        let row = RecordRow(record)
-        _ = try await query(RecordRow.upsertSQL, row.binds)
+        try await writes.perform(.upsert([record]))
     }
 
-    /// Saves many records in as few statements as SQLite allows (each statement atomic): adding
-    /// thousands of downloads costs a handful of fsyncs, not thousands.
+    /// Saves many records in one transaction: adding thousands of downloads costs one fsync.
     public func save(_ records: [DownloadRecord]) async throws {
-        let rowsPerStatement = 32_000 / RecordRow.columns.count
-        var start = 0
-        while start < records.count {
-            let batch = records[start..<min(records.count, start + rowsPerStatement)]
-            _ = try await query(RecordRow.upsertSQL(rows: batch.count), batch.flatMap { RecordRow($0).binds })
-            start += batch.count
-        }
+        guard !records.isEmpty else { return }
+        try await writes.perform(.upsert(records))
     }
 
     public func ids(status: DownloadStatus?) async throws -> [DownloadID] {
@@ -156,8 +152,8 @@ public final class SQLiteDownloadStore: DownloadStore {
     }
 
     public func setPlace(_ id: DownloadID, priority: Int, position: Int64) async throws {
-        _ = try await query("UPDATE downloads SET priority = ?, position = ? WHERE id = ?",
-                            [.integer(priority), .integer(SQLiteInt64(position)), .text(id.rawValue)])
+        try await writes.perform(.statement("UPDATE downloads SET priority = ?, position = ? WHERE id = ?",
+                                            [.integer(priority), .integer(SQLiteInt64(position)), .text(id.rawValue)]))
     }
 
     public func counts() async throws -> [DownloadStatus: Int] {
@@ -172,36 +168,58 @@ public final class SQLiteDownloadStore: DownloadStore {
     }
 
     public func record(_ id: DownloadID) async throws -> DownloadRecord? {
-        let rows = try await query("SELECT * FROM downloads WHERE id = ?", [.text(id.rawValue)])
+        let rows = try await read("SELECT * FROM downloads WHERE id = ?", [.text(id.rawValue)])
         return try rows.first.map(RecordRow.decode)
     }
 
     public func record(matching request: DownloadRequest) async throws -> DownloadRecord? {
-        let rows = try await query(
+        let rows = try await read(
             "SELECT * FROM downloads WHERE identity = ? AND status != 'removed' ORDER BY created_at DESC LIMIT 1",
             [.text(request.identity)])
         return try rows.first.map(RecordRow.decode)
+    }
+
+    /// One query per 500 identities instead of one per request: a re-run of a finished list of
+    /// ten thousand URLs looks them all up in a few milliseconds.
+    public func records(matching requests: [DownloadRequest]) async throws -> [String: DownloadRecord] {
+        let identities = Array(Set(requests.map(\.identity)))
+        var found: [String: DownloadRecord] = [:]
+        var start = 0
+        while start < identities.count {
+            let page = identities[start..<min(identities.count, start + 500)]
+            let placeholders = Array(repeating: "?", count: page.count).joined(separator: ", ")
+            let rows = try await read(
+                "SELECT * FROM downloads WHERE identity IN (\(placeholders)) AND status != 'removed' ORDER BY created_at ASC",
+                page.map { .text($0) })
+            // Oldest first, so the newest of equal identities wins, as in `record(matching:)`.
+            for row in rows {
+                let record = try RecordRow.decode(row)
+                found[record.request.identity] = record
+            }
+            start += page.count
+        }
+        return found
     }
 
     public func records(status: DownloadStatus?) async throws -> [DownloadRecord] {
         let order = "ORDER BY priority DESC, position ASC, rowid ASC"
         let rows: [SQLiteRow]
         if let status {
-            rows = try await query("SELECT * FROM downloads WHERE status = ? \(order)", [.text(status.rawValue)])
+            rows = try await read("SELECT * FROM downloads WHERE status = ? \(order)", [.text(status.rawValue)])
         } else {
-            rows = try await query("SELECT * FROM downloads \(order)")
+            rows = try await read("SELECT * FROM downloads \(order)")
         }
         return try rows.map(RecordRow.decode)
     }
 
     public func isFileNameTaken(_ fileName: String, directory: String, except id: DownloadID) async throws -> Bool {
-        let rows = try await query(
+        let rows = try await read(
             "SELECT 1 FROM downloads WHERE directory = ? AND file_name = ? AND id != ? AND status != 'removed' LIMIT 1",
             [.text(directory), .text(fileName), .text(id.rawValue)])
         return !rows.isEmpty
     }
 
     public func delete(_ id: DownloadID) async throws {
-        _ = try await query("DELETE FROM downloads WHERE id = ?", [.text(id.rawValue)])
+        try await writes.perform(.statement("DELETE FROM downloads WHERE id = ?", [.text(id.rawValue)]))
     }
 }
