@@ -10,11 +10,6 @@ import HaulCore
 /// to it. Mode 0600, since the secret in it is the key to the API. Written once the socket is
 /// listening (so its port is the real one, `--port 0` included) and deleted on a clean exit; after
 /// a `kill -9` it stays behind, stale, and the CLI reports that nothing answers.
-/// Haul's version, reported by `haul --version`, the user agent and aria2's `getVersion`.
-public enum HaulVersion {
-    public static let current = "0.2.0"
-}
-
 public struct ServeFile: Codable, Sendable, Hashable {
     /// `http://HOST:PORT`, without a trailing slash.
     public var url: String

@@ -27,6 +27,10 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
     public var connections: Int
     /// Bytes per second this download may use, over all its connections; nil for no limit.
     public var maxBytesPerSecond: Int64?
+    /// Sent as `Authorization: Basic` to the URL's origin only (from the URL's userinfo,
+    /// `--user` or netrc). No part of `identity`, equality, hashing or the `Codable` form, so
+    /// nothing stores or prints it by accident.
+    public var credentials: Credentials?
 
     public init(
         url: RemoteURL,
@@ -37,7 +41,8 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
         maxAttempts: Int? = nil,
         priority: Int = 0,
         connections: Int = 1,
-        maxBytesPerSecond: Int64? = nil
+        maxBytesPerSecond: Int64? = nil,
+        credentials: Credentials? = nil
     ) throws(HaulError) {
         guard (1...Self.maxConnections).contains(connections) else {
             throw HaulError(.usage, "connections must be between 1 and \(Self.maxConnections) (got \(connections))")
@@ -66,6 +71,30 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
         self.priority = priority
         self.connections = connections
         self.maxBytesPerSecond = maxBytesPerSecond
+        self.credentials = credentials
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case url, directory, fileName, range, checksum, headers, maxAttempts, priority, connections, maxBytesPerSecond
+    }
+
+    public static func == (lhs: DownloadRequest, rhs: DownloadRequest) -> Bool {
+        lhs.url == rhs.url && lhs.directory == rhs.directory && lhs.fileName == rhs.fileName && lhs.range == rhs.range
+            && lhs.checksum == rhs.checksum && lhs.headers == rhs.headers && lhs.maxAttempts == rhs.maxAttempts
+            && lhs.priority == rhs.priority && lhs.connections == rhs.connections && lhs.maxBytesPerSecond == rhs.maxBytesPerSecond
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(url)
+        hasher.combine(directory)
+        hasher.combine(fileName)
+        hasher.combine(range)
+        hasher.combine(checksum)
+        hasher.combine(headers)
+        hasher.combine(maxAttempts)
+        hasher.combine(priority)
+        hasher.combine(connections)
+        hasher.combine(maxBytesPerSecond)
     }
 
     /// More connections than this to one server is abuse, not speed.

@@ -306,7 +306,8 @@ extension DownloadStateMachine {
             url: record.request.url,
             range: range,
             ifRange: range == nil ? nil : record.validator?.ifRangeValue,
-            headers: record.request.headers)
+            headers: record.request.headers,
+            credentials: record.request.credentials)
         connections[id]?.phase = .requesting(plan)
         connections[id]?.received = 0
         connections[id]?.bytesAtLastTick = 0

@@ -1,11 +1,23 @@
 /// A checked http(s) URL. Parsing is deliberately strict and Foundation-free: a download manager
 /// should refuse `ftp://`, `file:` and typos up front, with a message naming the problem.
+///
+/// `user:password@` in the URL is taken out: it goes to `credentials` (percent-decoded) and never
+/// into `absoluteString`, which is printed in errors, `--json`, logs and the daemon's API, and is
+/// stored as the download's identity. `credentials` is no part of equality, hashing or the
+/// `Codable` form.
 public struct RemoteURL: Hashable, Codable, Sendable, CustomStringConvertible {
+    /// The URL without its userinfo.
     public let absoluteString: String
     public let scheme: String
     public let host: String
     /// Path without query or fragment, still percent-encoded; "/" when empty.
     public let path: String
+    /// The port written in the URL, if any.
+    public let port: Int?
+    /// `host[:port]` as written (brackets of an IPv6 address included), without userinfo.
+    public let authority: String
+    /// From the URL's userinfo (`user:password@`), percent-decoded; nil when it has none.
+    public var credentials: Credentials?
 
     /// Scans UTF-8 bytes, not Characters: every delimiter is ASCII, and the store parses every
     /// stored URL again when it lists ten thousand downloads.
@@ -14,37 +26,149 @@ public struct RemoteURL: Hashable, Codable, Sendable, CustomStringConvertible {
         guard !trimmed.isEmpty else { throw HaulError(.badURL, "empty URL") }
         let bytes = trimmed.utf8
         guard let schemeEnd = Self.find(Array("://".utf8), in: bytes) else {
-            throw HaulError(.badURL, "'\(trimmed)' is not a URL (expected http:// or https://)")
+            throw HaulError(.badURL, "'\(Self.redacted(trimmed))' is not a URL (expected http:// or https://)")
         }
         let scheme = trimmed[..<schemeEnd].lowercased()
         guard scheme == "http" || scheme == "https" else {
-            throw HaulError(.unsupportedScheme, "unsupported scheme '\(scheme)' in \(trimmed) (only http and https)")
+            throw HaulError(.unsupportedScheme, "unsupported scheme '\(scheme)' in \(Self.redacted(trimmed)) (only http and https)")
         }
         let restStart = bytes.index(schemeEnd, offsetBy: 3)
         let rest = bytes[restStart...]
         let authorityEnd = rest.firstIndex(where: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") })
             ?? rest.endIndex
         var host = bytes[restStart..<authorityEnd]
-        if let at = host.lastIndex(of: UInt8(ascii: "@")) { host = host[host.index(after: at)...] }
+        var credentials: Credentials?
+        var clean = trimmed
+        if let at = host.lastIndex(of: UInt8(ascii: "@")) {
+            credentials = Self.credentials(userinfo: trimmed[restStart..<at])
+            host = host[host.index(after: at)...]
+            clean = String(trimmed[..<restStart]) + String(trimmed[host.startIndex...])
+        }
+        let authority = String(trimmed[host.startIndex..<host.endIndex])
+        var port: Int?
         if host.first == UInt8(ascii: "[") {
-            guard let close = host.firstIndex(of: UInt8(ascii: "]")) else { throw HaulError(.badURL, "bad IPv6 host in \(trimmed)") }
-            try Self.checkPort(host[host.index(after: close)...], in: trimmed)
+            guard let close = host.firstIndex(of: UInt8(ascii: "]")) else { throw HaulError(.badURL, "bad IPv6 host in \(clean)") }
+            port = try Self.checkPort(host[host.index(after: close)...], in: clean)
             host = host[...close]
         } else if let colon = host.firstIndex(of: UInt8(ascii: ":")) {
-            try Self.checkPort(host[colon...], in: trimmed)
+            port = try Self.checkPort(host[colon...], in: clean)
             host = host[..<colon]
         }
-        guard !host.isEmpty else { throw HaulError(.badURL, "no host in \(trimmed)") }
+        guard !host.isEmpty else { throw HaulError(.badURL, "no host in \(clean)") }
         guard !bytes.contains(where: { $0 == 0x20 || $0 < 0x20 || $0 == 0x7f }) else {
-            throw HaulError(.badURL, "URL contains spaces or control characters: \(trimmed)")
+            throw HaulError(.badURL, "URL contains spaces or control characters: \(Self.redacted(trimmed))")
         }
         let pathAndMore = bytes[authorityEnd...]
         let pathEnd = pathAndMore.firstIndex(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) ?? pathAndMore.endIndex
         let path = String(trimmed[authorityEnd..<pathEnd])
-        self.absoluteString = trimmed
+        self.absoluteString = clean
         self.scheme = scheme
         self.host = String(trimmed[host.startIndex..<host.endIndex])
         self.path = path.isEmpty ? "/" : path
+        self.port = port
+        self.authority = authority
+        self.credentials = credentials
+    }
+
+    /// `user[:password]`, each percent-decoded; nil for an empty userinfo (`http://@host/`).
+    private static func credentials(userinfo: Substring) -> Credentials? {
+        guard !userinfo.isEmpty else { return nil }
+        let colon = userinfo.firstIndex(of: ":")
+        let user = userinfo[..<(colon ?? userinfo.endIndex)]
+        let password = colon.map { userinfo[userinfo.index(after: $0)...] } ?? ""
+        return Credentials(user: String(decoding: PercentDecoding.decode(user), as: UTF8.self),
+                           password: String(decoding: PercentDecoding.decode(password), as: UTF8.self))
+    }
+
+    /// `text` with anything between `://` and the authority's last `@` replaced by `***`, for
+    /// error messages about a URL that could not be parsed.
+    static func redacted(_ text: String) -> String {
+        guard let schemeEnd = text.firstRange(of: "://")?.upperBound else { return text }
+        let rest = text[schemeEnd...]
+        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
+        guard let at = rest[..<authorityEnd].lastIndex(of: "@") else { return text }
+        return String(text[..<schemeEnd]) + "***" + String(text[at...])
+    }
+
+    /// The port a connection goes to: the URL's, else 80 or 443.
+    public var effectivePort: Int { port ?? (scheme == "https" ? 443 : 80) }
+
+    /// Scheme, host and port: where credentials may go (RFC 6454; host compared without case).
+    public func hasSameOrigin(as other: RemoteURL) -> Bool {
+        scheme == other.scheme && host.lowercased() == other.host.lowercased() && effectivePort == other.effectivePort
+    }
+
+    /// The target of a redirect's `Location`, which may be relative (RFC 3986 §5.2). The
+    /// fragment is dropped. Credentials come only from `reference` itself, never from `self`.
+    public func resolving(_ reference: String) throws(HaulError) -> RemoteURL {
+        var ref = Substring(reference.trimmingSpaces())
+        if let hash = ref.firstIndex(of: "#") { ref = ref[..<hash] }
+        if let colon = ref.firstIndex(of: ":"), ref[colon...].hasPrefix("://"),
+           ref[..<colon].allSatisfy({ $0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == "." }) {
+            return try RemoteURL(String(ref))
+        }
+        if ref.hasPrefix("//") { return try RemoteURL(scheme + ":" + ref) }
+        let origin = scheme + "://" + authority
+        let baseQuery = absoluteString.firstIndex(of: "?").map { index in
+            String(absoluteString[index...].prefix { $0 != "#" })
+        } ?? ""
+        if ref.isEmpty { return try RemoteURL(origin + path + baseQuery) }
+        if ref.hasPrefix("?") { return try RemoteURL(origin + path + ref) }
+        let queryStart = ref.firstIndex(of: "?") ?? ref.endIndex
+        let refPath = ref[..<queryStart]
+        let query = ref[queryStart...]
+        let merged: String
+        if refPath.hasPrefix("/") {
+            merged = String(refPath)
+        } else if let slash = path.lastIndex(of: "/") {
+            merged = String(path[...slash]) + refPath
+        } else {
+            merged = "/" + refPath
+        }
+        return try RemoteURL(origin + Self.removeDotSegments(merged) + query)
+    }
+
+    /// RFC 3986 §5.2.4 on an absolute path.
+    static func removeDotSegments(_ path: String) -> String {
+        var output: [Substring] = []
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        for (index, segment) in segments.enumerated() {
+            let isLast = index == segments.count - 1
+            switch segment {
+            case ".":
+                if isLast { output.append("") }
+            case "..":
+                if !output.isEmpty { output.removeLast() }
+                if isLast { output.append("") }
+            default:
+                output.append(segment)
+            }
+        }
+        return "/" + output.joined(separator: "/")
+    }
+
+    public static func == (lhs: RemoteURL, rhs: RemoteURL) -> Bool { lhs.absoluteString == rhs.absoluteString }
+    public func hash(into hasher: inout Hasher) { hasher.combine(absoluteString) }
+
+    private enum CodingKeys: String, CodingKey { case absoluteString, scheme, host, path }
+
+    /// The same keys as before credentials existed; the URL is parsed again from `absoluteString`.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let text = try container.decode(String.self, forKey: .absoluteString)
+        do {
+            self = try RemoteURL(text)
+        } catch {
+            throw DecodingError.dataCorruptedError(forKey: .absoluteString, in: container, debugDescription: error.message)
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(absoluteString, forKey: .absoluteString)
+        try container.encode(scheme, forKey: .scheme)
+        try container.encode(host, forKey: .host)
+        try container.encode(path, forKey: .path)
     }
 
     private static func find(_ needle: [UInt8], in bytes: String.UTF8View) -> String.Index? {
@@ -56,14 +180,15 @@ public struct RemoteURL: Hashable, Codable, Sendable, CustomStringConvertible {
         return nil
     }
 
-    private static func checkPort(_ text: Substring.UTF8View, in url: String) throws(HaulError) {
-        guard !text.isEmpty else { return }
+    private static func checkPort(_ text: Substring.UTF8View, in url: String) throws(HaulError) -> Int? {
+        guard !text.isEmpty else { return nil }
         guard text.first == UInt8(ascii: ":") else { throw HaulError(.badURL, "bad host in \(url)") }
         let digits = text.dropFirst()
         let value = Int(Substring(digits))
         guard digits.isEmpty || (digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) && (value.map { $0 > 0 && $0 < 65536 } ?? false)) else {
             throw HaulError(.badURL, "bad port '\(Substring(digits))' in \(url)")
         }
+        return value
     }
 
     /// The last non-empty path segment, percent-decoded: the name a file gets when the server

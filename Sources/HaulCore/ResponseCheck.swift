@@ -6,12 +6,15 @@ public struct RequestPlan: Hashable, Sendable {
     /// The `If-Range` value, so that a changed file comes back whole (200) instead of being glued on.
     public var ifRange: String?
     public var headers: HTTPHeaderList
+    /// Sent as `Authorization: Basic` to `url`'s origin, never to another one a redirect leads to.
+    public var credentials: Credentials?
 
-    public init(url: RemoteURL, range: ByteRange?, ifRange: String?, headers: HTTPHeaderList) {
+    public init(url: RemoteURL, range: ByteRange?, ifRange: String?, headers: HTTPHeaderList, credentials: Credentials? = nil) {
         self.url = url
         self.range = range
         self.ifRange = ifRange
         self.headers = headers
+        self.credentials = credentials
     }
 
     /// The headers to send, extras first, ours last (ours win).
