@@ -1,5 +1,125 @@
 import ArgumentParser
+import Foundation
+import HaulCore
 
-/// How `haul get` reaches servers: proxies, credentials and the user agent.
+/// How `haul get` reaches servers: proxies, credentials and the user agent, as curl and wget
+/// take them.
 struct NetworkOptions: ParsableArguments {
+    @Option(name: .customLong("proxy"), help: ArgumentHelp(
+        "Use this proxy for http and https (http://[USER:PASSWORD@]HOST[:PORT] or socks5://HOST[:PORT]); '' for none. Overrides http_proxy, https_proxy and all_proxy.",
+        valueName: "URL"))
+    var proxy: String?
+
+    @Option(name: .customLong("noproxy"), help: ArgumentHelp(
+        "Hosts to reach without the proxy, comma-separated (domains match their subdomains; IPs, CIDR ranges; '*' for all). Overrides no_proxy.",
+        valueName: "HOSTS"))
+    var noProxy: String?
+
+    @Option(name: [.customShort("u"), .customLong("user")], help: ArgumentHelp(
+        "Send these credentials (HTTP Basic) to the URL's own server, never to another one it redirects to.",
+        valueName: "USER:PASSWORD"))
+    var user: String?
+
+    @Option(name: .customLong("netrc-file"), help: ArgumentHelp("Read credentials from this netrc file instead of ~/.netrc.", valueName: "PATH"))
+    var netrcFile: String?
+
+    @Flag(name: .customLong("no-netrc"), help: "Do not read credentials from ~/.netrc.")
+    var noNetrc = false
+
+    @Option(name: .customLong("user-agent"), help: ArgumentHelp("Send this User-Agent (default: haul/\(HaulVersion.current)).", valueName: "STRING"))
+    var userAgentOption: String?
+
+    /// Reads the netrc file once per command.
+    private let netrcCache = NetrcCache()
+
+    private enum CodingKeys: String, CodingKey {
+        case proxy, noProxy, user, netrcFile, noNetrc, userAgentOption
+    }
+
+    func validate() throws {
+        if netrcFile != nil, noNetrc { throw ValidationError("--netrc-file and --no-netrc exclude each other") }
+        if let user {
+            do { _ = try Credentials(userOption: user) } catch { throw ValidationError(error.message) }
+        }
+        if let userAgentOption, userAgentOption.contains(where: { $0 == "\r" || $0 == "\n" }) {
+            throw ValidationError("--user-agent must be one line")
+        }
+    }
+
+    /// The proxies for this command: the flags over the environment.
+    func proxySettings(environment: [String: String]) throws(HaulError) -> ProxySettings {
+        try ProxySettings(environment: environment, proxy: proxy, noProxy: noProxy)
+    }
+
+    /// The credentials for `url`: its own userinfo, else `--user`, else the netrc entry for its
+    /// host (a URL with a user name and no password takes the password netrc has for that user).
+    /// - Throws: `.usage` for a `--user` without a password, a `--netrc-file` that cannot be read,
+    ///   or a netrc file that cannot be parsed.
+    func credentials(for url: RemoteURL) throws(HaulError) -> Credentials? {
+        if let own = url.credentials {
+            if own.password.isEmpty, let netrc = try netrc(), let found = netrc.credentials(host: url.host, login: own.user) {
+                return found
+            }
+            return own
+        }
+        if let user { return try Credentials(userOption: user) }
+        return try netrc()?.credentials(host: Self.bareHost(url.host))
+    }
+
+    /// The `User-Agent` the user asked for, or nil for the default (`HaulVersion.userAgent`).
+    var userAgent: String? { userAgentOption }
+
+    static func bareHost(_ host: String) -> String {
+        host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+    }
+
+    /// `--netrc-file`, else `~/.netrc` when it exists; nil with `--no-netrc`.
+    func netrc() throws(HaulError) -> Netrc? {
+        if noNetrc { return nil }
+        return try netrcCache.value {
+            () throws(HaulError) -> Netrc? in
+            if let netrcFile {
+                guard let text = Self.read(netrcFile) else {
+                    throw HaulError(.usage, "--netrc-file: cannot read \(netrcFile)")
+                }
+                return try Self.parse(text, path: netrcFile)
+            }
+            let home = ProcessInfo.processInfo.environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+            let path = Paths.join(home, ".netrc")
+            guard FileManager.default.fileExists(atPath: path) else { return nil }
+            guard let text = Self.read(path) else { throw HaulError(.usage, "cannot read \(path) (use --no-netrc to skip it)") }
+            return try Self.parse(text, path: path)
+        }
+    }
+
+    private static func read(_ path: String) -> String? {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
+              let data = FileManager.default.contents(atPath: path) else { return nil }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    private static func parse(_ text: String, path: String) throws(HaulError) -> Netrc {
+        do {
+            return try Netrc(parsing: text)
+        } catch {
+            throw HaulError(.usage, "\(path): \(error.message)")
+        }
+    }
+}
+
+/// The netrc file, read at most once; a reference so the non-mutating accessors of the
+/// (value-type) options can fill it.
+final class NetrcCache: @unchecked Sendable {
+    private let lock = NSLock()
+    private var cached: Result<Netrc?, HaulError>?
+
+    func value(_ load: () throws(HaulError) -> Netrc?) throws(HaulError) -> Netrc? {
+        lock.lock()
+        defer { lock.unlock() }
+        if cached == nil {
+            do { cached = .success(try load()) } catch { cached = .failure(error) }
+        }
+        return try cached!.get()
+    }
 }
