@@ -211,8 +211,12 @@ public final class AsyncHTTPTransport: HTTPTransport {
                 return HaulError(.httpStatus, "\(url): the proxy \(proxy.map { "\($0)" } ?? "") \(what) (HTTP 407 Proxy Authentication Required)",
                                  httpStatus: 407, cause: "\(error)")
             case .invalidProxyResponse:
-                let hint = proxy?.credentials == nil ? "" : " (wrong proxy credentials?)"
-                return HaulError(.network, "\(url): the proxy \(proxy.map { "\($0)" } ?? "") refused to open a tunnel\(hint)",
+                // AsyncHTTPClient tunnels http:// through CONNECT too, and many proxies allow
+                // CONNECT only to port 443; it does not tell which status the proxy answered.
+                let hint = proxy?.credentials == nil
+                    ? "the proxy may allow CONNECT only to some ports, such as 443"
+                    : "wrong proxy credentials, or the proxy allows CONNECT only to some ports, such as 443"
+                return HaulError(.network, "\(url): the proxy \(proxy.map { "\($0)" } ?? "") refused the CONNECT tunnel (\(hint))",
                                  cause: "\(error)")
             default:
                 return HaulError(.network, "\(url): \(error)", cause: "\(error)")

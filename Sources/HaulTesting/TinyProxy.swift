@@ -41,8 +41,12 @@ public final class TinyProxy: @unchecked Sendable {
 
     /// Starts tinyproxy and returns once it accepts connections (bounded: a few seconds per try,
     /// three tries in case another process takes the port between choosing and binding it).
-    /// - Parameter basicAuth: require `Proxy-Authorization: Basic` with these credentials.
-    public static func start(basicAuth: (user: String, password: String)? = nil) async throws -> TinyProxy {
+    /// - Parameters:
+    ///   - basicAuth: require `Proxy-Authorization: Basic` with these credentials.
+    ///   - connectPorts: allow `CONNECT` only to these ports (as Debian's default configuration
+    ///     and Squid's allow only 443); nil allows every port.
+    public static func start(basicAuth: (user: String, password: String)? = nil,
+                             connectPorts: [Int]? = nil) async throws -> TinyProxy {
         guard let executable else { throw TinyProxyError.notInstalled }
         var lastLog = ""
         for _ in 0..<3 {
@@ -62,7 +66,8 @@ public final class TinyProxy: @unchecked Sendable {
             // tinyproxy refuses to run as root without somebody to become.
             if geteuid() == 0 { config += "User nobody\nGroup nogroup\n" }
             if let basicAuth { config += "BasicAuth \(basicAuth.user) \(basicAuth.password)\n" }
-            // No ConnectPort line: CONNECT may go to any port (the test servers' are ephemeral).
+            // Without a ConnectPort line CONNECT may go to any port (the test servers' are ephemeral).
+            for port in connectPorts ?? [] { config += "ConnectPort \(port)\n" }
             let configPath = directory + "/tinyproxy.conf"
             let logPath = directory + "/tinyproxy.log"
             try config.write(toFile: configPath, atomically: true, encoding: .utf8)
@@ -103,7 +108,7 @@ public final class TinyProxy: @unchecked Sendable {
         }
     }
 
-    /// Stops the process (SIGTERM, then SIGKILL if it lingers) and removes its files. Idempotent.
+    /// Kills the process and removes its files. Idempotent.
     public func stop() {
         lock.lock()
         let wasStopped = stopped
@@ -111,9 +116,9 @@ public final class TinyProxy: @unchecked Sendable {
         lock.unlock()
         guard !wasStopped else { return }
         if process.isRunning {
-            process.terminate()
-            for _ in 0..<100 where process.isRunning { usleep(20_000) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            // SIGKILL: started from a test, tinyproxy was still running 5 s after Process's
+            // SIGTERM (probably the signal mask it inherits). Its log is written unbuffered.
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
         try? FileManager.default.removeItem(atPath: directory)

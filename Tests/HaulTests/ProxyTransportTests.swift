@@ -21,9 +21,9 @@ import Testing
     }
 
     /// Runs `body` with a started tinyproxy and a transport, and stops both whatever happens.
-    func withProxy(basicAuth: (user: String, password: String)? = nil,
+    func withProxy(basicAuth: (user: String, password: String)? = nil, connectPorts: [Int]? = nil,
                    _ body: (TinyProxy) async throws -> Void) async throws {
-        let proxy = try await TinyProxy.start(basicAuth: basicAuth)
+        let proxy = try await TinyProxy.start(basicAuth: basicAuth, connectPorts: connectPorts)
         do {
             try await body(proxy)
         } catch {
@@ -167,10 +167,32 @@ import Testing
             let refused = await #expect(throws: HaulError.self) { try await fetch(wrong, plan(server.url("/file"))) }
             await wrong.shutdown()
             let error = try #require(refused)
-            #expect(error.message.contains("the proxy http://127.0.0.1:\(proxy.port)"), "\(error)")
+            #expect(error.code == .network)
+            #expect(error.message == "\(server.url("/file")): the proxy http://127.0.0.1:\(proxy.port) refused the CONNECT tunnel "
+                + "(wrong proxy credentials, or the proxy allows CONNECT only to some ports, such as 443)")
             #expect(!"\(error)".contains("WRONGpass") && !String(reflecting: error).contains("WRONGpass"))
             // Only the request with the right credentials reached the server.
             #expect(server.requests(to: "/file").count == 1)
+        }
+        try await server.shutdown()
+    }
+
+    /// AsyncHTTPClient tunnels http:// through CONNECT as well, which proxies that allow
+    /// CONNECT only to 443 (Debian's tinyproxy configuration, Squid's) refuse: the error says so.
+    @Test(.enabled(if: hasTinyproxy, "tinyproxy is not installed (.ci/run installs it)"))
+    func aProxyThatRefusesTheTunnelIsNamed() async throws {
+        let server = try await TestServer.start()
+        server.setRoute("/file", Route(payload: Payload(seed: 99, length: 100)))
+        try await withProxy(connectPorts: [443]) { proxy in
+            let transport = AsyncHTTPTransport(configuration: .init(connectTimeout: .seconds(2),
+                                                                    proxies: try ProxySettings(environment: ["http_proxy": proxy.url])))
+            let refused = await #expect(throws: HaulError.self) { try await fetch(transport, plan(server.url("/file"))) }
+            await transport.shutdown()
+            #expect(refused?.code == .network)
+            #expect(refused?.message == "\(server.url("/file")): the proxy http://127.0.0.1:\(proxy.port) refused the CONNECT tunnel "
+                + "(the proxy may allow CONNECT only to some ports, such as 443)")
+            #expect(proxy.tunnels().contains("127.0.0.1:\(server.port)"), "\(proxy.log)")
+            #expect(server.requests.isEmpty)
         }
         try await server.shutdown()
     }
