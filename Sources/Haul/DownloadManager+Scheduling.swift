@@ -42,11 +42,13 @@ extension DownloadManager {
                 live.note(event)
                 hub.publish(event)
             })
-        let (store, hub, stateDirectory) = (store, hub, configuration.stateDirectory)
+        let store = store
+        let hub = hub
+        let locks = Result { () throws(HaulError) -> DownloadLocks in try downloadLocks() }
         generations += 1
         let generation = generations
         let task = Task {
-            let launch = await Self.launch(entry.id, store: store, hub: hub, stateDirectory: stateDirectory, runner: runner)
+            let launch = await Self.launch(entry.id, store: store, hub: hub, locks: locks, runner: runner)
             await self.finished(entry.id, generation: generation, launch)
         }
         active[entry.id] = Active(task: task, stop: stop, limiter: limiter, generation: generation)
@@ -64,7 +66,7 @@ extension DownloadManager {
 
     /// Loads the record, takes the download's lock for as long as it runs, and runs it.
     nonisolated static func launch(
-        _ id: DownloadID, store: any DownloadStore, hub: EventHub, stateDirectory: String, runner: DownloadRunner
+        _ id: DownloadID, store: any DownloadStore, hub: EventHub, locks: Result<DownloadLocks, HaulError>, runner: DownloadRunner
     ) async -> Launch {
         let record: DownloadRecord
         do {
@@ -74,9 +76,9 @@ extension DownloadManager {
         } catch {
             return refuse(id, error as? HaulError ?? HaulError(.store, "\(error)"), hub: hub)
         }
-        let lock: DownloadLock
+        let lock: DownloadLocks.Lease
         do {
-            guard let acquired = try DownloadLock.acquire(stateDirectory: stateDirectory, id: id) else {
+            guard let acquired = try locks.get().acquire(id) else {
                 // Another process runs it: leave its record alone, report, move on.
                 return refuse(id, HaulError(.inUse, "\(record.request.url) is being downloaded by another haul process"), hub: hub)
             }
@@ -107,6 +109,18 @@ extension DownloadManager {
             if current { settle(DownloadOutcome(id: id, status: .queued, error: error)) }
         }
         schedule()
+    }
+
+    /// The cross-process locks, opened at the first start.
+    func downloadLocks() throws(HaulError) -> DownloadLocks {
+        if let locks { return locks }
+        do {
+            let opened = try DownloadLocks(stateDirectory: configuration.stateDirectory)
+            locks = opened
+            return opened
+        } catch {
+            throw (error as? HaulError) ?? HaulError(.fileSystem, "\(error)")
+        }
     }
 
     /// A download left this process's schedule: tells whoever waits for it.

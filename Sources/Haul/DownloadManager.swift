@@ -106,6 +106,7 @@ public actor DownloadManager {
     var idleWaiters: [CheckedContinuation<Void, Never>] = []
     var isShuttingDown = false
     var generations: UInt64 = 0
+    var locks: DownloadLocks?
     /// Queue changes (add, pause, resume, move, remove, restore) run one at a time: the actor
     /// alone does not serialise them, since every await lets another call in between a check
     /// and the write that depends on it.

@@ -20,15 +20,7 @@ final class Reporter {
     /// Running downloads in the order they were first seen running: the screen keeps its rows.
     private var running: [DownloadID] = []
     private var live: [DownloadID: HaulCore.Progress] = [:]
-    private var counts = Counts()
-
-    struct Counts {
-        var total = 0
-        var done = 0
-        var failed = 0
-        /// Paused, removed or interrupted: left for a later run.
-        var stopped = 0
-    }
+    private var counts = ProgressDisplay.Counts()
     /// Bytes of the downloads that finished in this run.
     private var finishedBytes: Int64 = 0
     private let started = Date()
@@ -146,22 +138,22 @@ final class Reporter {
     private func summary() -> ProgressDisplay.Summary {
         let elapsed = max(Date().timeIntervalSince(started), 0.001)
         let rows = running.compactMap { live[$0] }
-        let queued = max(0, counts.total - counts.done - counts.failed - counts.stopped - rows.count)
-        let sizesKnown = queued == 0 && rows.allSatisfy { $0.total != nil }
+        // Bytes left are known only when nothing waits with a size nobody has asked for yet.
+        let queued = counts.total - counts.done - counts.failed - counts.stopped - rows.count
+        let sizesKnown = queued <= 0 && rows.allSatisfy { $0.total != nil }
         return ProgressDisplay.Summary(
-            done: counts.done, failed: counts.failed, total: counts.total, running: rows.count, queued: queued,
+            counts: counts, running: rows.count,
             bytes: finishedBytes + rows.reduce(0) { $0 + $1.completed },
             bytesPerSecond: rows.reduce(0) { $0 + $1.bytesPerSecond },
             filesPerSecond: Double(counts.done + counts.failed) / elapsed,
-            knownRemainingBytes: sizesKnown ? rows.reduce(0) { $0 + max(0, ($1.total ?? 0) - $1.completed) } : nil)
+            remainingBytes: sizesKnown ? rows.reduce(0) { $0 + max(0, ($1.total ?? 0) - $1.completed) } : nil)
     }
 
     private func rows() -> [ProgressDisplay.Row] {
         running.compactMap { id in
             guard let progress = live[id], let url = urls[id] else { return nil }
             let name = (try? RemoteURL(url))?.lastPathComponent ?? url
-            return ProgressDisplay.Row(name: name, completed: progress.completed, total: progress.total,
-                                       bytesPerSecond: progress.bytesPerSecond, connections: progress.connections)
+            return ProgressDisplay.Row(name: name, progress: progress)
         }
     }
 
