@@ -32,6 +32,7 @@ extension DownloadManager {
                     }
                     byIdentity[request.identity] = record
                     results.append(record)
+                    if let credentials = request.credentials { secrets[record.id] = credentials }
                 }
                 try await store.save(fresh)
             } catch {

@@ -45,10 +45,11 @@ extension DownloadManager {
         let store = store
         let hub = hub
         let locks = Result { () throws(HaulError) -> DownloadLocks in try downloadLocks() }
+        let credentials = secrets[entry.id]
         generations += 1
         let generation = generations
         let task = Task {
-            let launch = await Self.launch(entry.id, store: store, hub: hub, locks: locks, runner: runner)
+            let launch = await Self.launch(entry.id, store: store, hub: hub, locks: locks, credentials: credentials, runner: runner)
             await self.finished(entry.id, generation: generation, launch)
         }
         active[entry.id] = Active(task: task, stop: stop, limiter: limiter, generation: generation)
@@ -66,12 +67,15 @@ extension DownloadManager {
 
     /// Loads the record, takes the download's lock for as long as it runs, and runs it.
     nonisolated static func launch(
-        _ id: DownloadID, store: any DownloadStore, hub: EventHub, locks: Result<DownloadLocks, HaulError>, runner: DownloadRunner
+        _ id: DownloadID, store: any DownloadStore, hub: EventHub, locks: Result<DownloadLocks, HaulError>,
+        credentials: Credentials?, runner: DownloadRunner
     ) async -> Launch {
-        let record: DownloadRecord
+        var record: DownloadRecord
         do {
             guard let stored = try await store.record(id), stored.status != .removed else { return .gone }
             record = stored
+            // The latest given win over stored ones (a changed password).
+            if let credentials { record.request.credentials = credentials }
             runner.limiters.first?.setRate(stored.request.maxBytesPerSecond.flatMap(ByteRate.limit))
         } catch {
             return refuse(id, error as? HaulError ?? HaulError(.store, "\(error)"), hub: hub)

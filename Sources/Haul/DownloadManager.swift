@@ -39,6 +39,10 @@ public actor DownloadManager {
         public var logger: Logger
         /// Where the engine's own measurements go (checkpoint latency); nil records nothing.
         public var metricsFactory: (any MetricsFactory)?
+        /// Whether the store keeps requests' credentials, so a resume after a restart has them
+        /// (the daemon: its store is private, 0600). `haul get` keeps none: a re-run supplies
+        /// them again, and until then they live only in memory.
+        public var keepsCredentials: Bool
 
         public init(
             stateDirectory: String,
@@ -50,7 +54,8 @@ public actor DownloadManager {
             minimumSegmentSize: Int64 = 1 << 20,
             maxBytesPerSecond: Int64? = nil,
             logger: Logger = Logger(label: "haul", factory: { _ in SwiftLogNoOpLogHandler() }),
-            metricsFactory: (any MetricsFactory)? = nil
+            metricsFactory: (any MetricsFactory)? = nil,
+            keepsCredentials: Bool = false
         ) {
             self.stateDirectory = stateDirectory
             self.maxConcurrentDownloads = maxConcurrentDownloads
@@ -62,6 +67,7 @@ public actor DownloadManager {
             self.maxBytesPerSecond = maxBytesPerSecond
             self.logger = logger
             self.metricsFactory = metricsFactory
+            self.keepsCredentials = keepsCredentials
         }
 
         /// What every download's state machine is told.
@@ -107,6 +113,9 @@ public actor DownloadManager {
     var isShuttingDown = false
     var generations: UInt64 = 0
     var locks: DownloadLocks?
+    /// Credentials given with requests, for their runs: a store that keeps none (`haul get`)
+    /// returns records without them.
+    var secrets: [DownloadID: Credentials] = [:]
     /// Queue changes (add, pause, resume, move, remove, restore) run one at a time: the actor
     /// alone does not serialise them, since every await lets another call in between a check
     /// and the write that depends on it.
@@ -125,7 +134,8 @@ public actor DownloadManager {
         } catch let error as HaulError {
             throw HaulError(error.code, "cannot use state directory \(configuration.stateDirectory): \(error.message)")
         }
-        let store = try await SQLiteDownloadStore.open(path: DestinationFiles.join(configuration.stateDirectory, "haul.sqlite"))
+        let store = try await SQLiteDownloadStore.open(path: DestinationFiles.join(configuration.stateDirectory, "haul.sqlite"),
+                                                       keepsCredentials: configuration.keepsCredentials)
         let transport = AsyncHTTPTransport(configuration: configuration.http)
         self.init(configuration: configuration, store: store, transport: transport, clock: ClockAdapter(ContinuousClock()),
                   ownedTransport: transport, ownedStore: store)
@@ -348,6 +358,7 @@ public actor DownloadManager {
             record = try await store.record(id) ?? record
         }
         let wasQueued = pending.remove(id) != nil
+        secrets[id] = nil
         if let part = DestinationFiles.partPath(record) { DestinationFiles.remove(part) }
         if deleteFile, record.status == .completed, let path = DestinationFiles.finalPath(record) { DestinationFiles.remove(path) }
         await names.release(directory: record.request.directory, name: record.fileName)

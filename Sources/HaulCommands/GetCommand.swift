@@ -99,6 +99,13 @@ struct GetCommand: AsyncParsableCommand {
         let reporter = Reporter(mode: json ? .json : quiet ? .quiet : isatty(STDERR_FILENO) != 0 ? .terminal : .plain)
         let texts = try urlTexts(reporter: reporter)
         let template = try requestTemplate(reporter: reporter)
+        let proxies: ProxySettings
+        do {
+            proxies = try network.proxySettings(environment: ProcessInfo.processInfo.environment)
+        } catch {
+            reporter.failure(url: nil, error)
+            throw ExitCode(ExitCodes.usage)
+        }
 
         var logger = Logger(label: "haul", factory: { StreamLogHandler.standardError(label: $0) })
         logger.logLevel = verbose ? .debug : .critical
@@ -108,7 +115,8 @@ struct GetCommand: AsyncParsableCommand {
             checkpointInterval: .milliseconds(Int64(checkpointInterval * 1000)),
             retry: RetryPolicy(maxAttempts: retries, baseDelay: .milliseconds(Int64(retryDelay * 1000))),
             http: .init(connectTimeout: .milliseconds(Int64(min(timeout, 10) * 1000)), readTimeout: .milliseconds(Int64(timeout * 1000)),
-                        additionalTrustRoots: caCertificates.map(HaulHome.absolute)),
+                        additionalTrustRoots: caCertificates.map(HaulHome.absolute), proxies: proxies,
+                        userAgent: network.userAgent ?? HaulVersion.userAgent),
             minimumSegmentSize: try Self.size(minSplitSize),
             maxBytesPerSecond: try limitRate.map { try Self.rate($0) },
             logger: logger)
@@ -295,6 +303,8 @@ struct GetCommand: AsyncParsableCommand {
         var headers: HTTPHeaderList
         var retries: Int
         var connections: Int
+        /// Per URL: its own `user:password@`, else `--user`, else netrc. Kept in memory only.
+        var credentials: @Sendable (RemoteURL) throws(HaulError) -> Credentials?
 
         func request(for text: String) throws(HaulError) -> DownloadRequest {
             let url = try RemoteURL(text)
@@ -302,7 +312,8 @@ struct GetCommand: AsyncParsableCommand {
                 .file($0.hasPrefix("/") ? $0 : base + "/" + $0)
             } ?? .directory(base)
             return try DownloadRequest(url: url, destination: destination, range: range, checksum: checksum,
-                                       headers: headers, maxAttempts: retries, connections: connections)
+                                       headers: headers, maxAttempts: retries, connections: connections,
+                                       credentials: credentials(url))
         }
     }
 
@@ -315,7 +326,8 @@ struct GetCommand: AsyncParsableCommand {
             return RequestTemplate(
                 base: HaulHome.absolute(directory ?? FileManager.default.currentDirectoryPath), output: output,
                 range: parsedRange, checksum: try checksum.map { text throws(HaulError) in try Checksum(parsing: text) },
-                headers: try parseHeaders(), retries: retries, connections: connections)
+                headers: try parseHeaders(), retries: retries, connections: connections,
+                credentials: { [network] url throws(HaulError) in try network.credentials(for: url) })
         } catch {
             reporter.failure(url: nil, error)
             throw ExitCode(ExitCodes.usage)

@@ -161,7 +161,7 @@ extension DownloadStateMachine {
     public mutating func transferFailed(_ id: ConnectionID, _ error: HaulError, jitter: Double) -> [Action] {
         guard let connection = connections[id] else { return [] }
         if connection.phase == .closing { return closed(id) }
-        guard error.code.isTransient else {
+        guard error.isTransient else {
             if connection.isExtra, othersReceiving(besides: id) { return dropConnection(id) }
             return fail(error)
         }

@@ -64,6 +64,12 @@ public struct HaulError: Error, Hashable, Codable, Sendable, CustomStringConvert
         }
     }
 
+    /// Whether another attempt may succeed: a proxy that wants credentials (407) will want
+    /// them again, whatever the code says.
+    public var isTransient: Bool {
+        code.isTransient && httpStatus != 407
+    }
+
     public var code: Code
     public var message: String
     /// The HTTP status that caused it, when one did.

@@ -100,6 +100,8 @@ public struct Daemon: Sendable {
         let metrics = DaemonMetrics()
         var managerConfiguration = configuration.manager
         managerConfiguration.metricsFactory = metrics.factory
+        // Its state is private: a download added with credentials resumes after a restart.
+        managerConfiguration.keepsCredentials = true
         let manager = try await DownloadManager(configuration: managerConfiguration)
         let counting = Task { await metrics.observe(manager.events()) }
         defer { counting.cancel() }

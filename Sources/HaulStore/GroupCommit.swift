@@ -26,9 +26,11 @@ final class GroupCommit: Sendable {
 
     private let state = NIOLockedValueBox(State())
     private let connection: SQLiteConnection
+    private let keepCredentials: Bool
 
-    init(connection: SQLiteConnection) {
+    init(connection: SQLiteConnection, keepCredentials: Bool) {
         self.connection = connection
+        self.keepCredentials = keepCredentials
     }
 
     /// Returns once `write` is committed; throws if its transaction failed.
@@ -102,7 +104,7 @@ final class GroupCommit: Sendable {
         var start = 0
         while start < unique.count {
             let rows = unique[start..<min(unique.count, start + rowsPerStatement)]
-            _ = try await connection.query(RecordRow.upsertSQL(rows: rows.count), rows.flatMap { RecordRow($0).binds })
+            _ = try await connection.query(RecordRow.upsertSQL(rows: rows.count), rows.flatMap { RecordRow($0, keepCredentials: keepCredentials).binds })
             start += rows.count
         }
     }

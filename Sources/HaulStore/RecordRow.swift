@@ -8,7 +8,7 @@ struct RecordRow {
         "id", "identity", "url", "directory", "requested_name", "range_start", "range_end", "checksum", "headers",
         "max_attempts", "priority", "status", "file_name", "final_url", "etag", "last_modified", "total_length",
         "segments", "completed_length", "error_code", "error_message", "error_http_status", "error_cause",
-        "created_at", "updated_at", "position", "connections", "max_bytes_per_second",
+        "created_at", "updated_at", "position", "connections", "max_bytes_per_second", "credentials",
     ]
 
     static let upsertSQL = upsertSQL(rows: 1)
@@ -17,14 +17,19 @@ struct RecordRow {
     static func upsertSQL(rows: Int) -> String {
         let row = "(" + Array(repeating: "?", count: columns.count).joined(separator: ", ") + ")"
         let values = Array(repeating: row, count: rows).joined(separator: ", ")
-        let updates = columns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
+        // A store that keeps no credentials writes NULL, which leaves those stored before alone.
+        let updates = columns.dropFirst().map {
+            $0 == "credentials" ? "credentials = COALESCE(excluded.credentials, credentials)" : "\($0) = excluded.\($0)"
+        }.joined(separator: ", ")
         return "INSERT INTO downloads (\(columns.joined(separator: ", "))) VALUES \(values) "
             + "ON CONFLICT(id) DO UPDATE SET \(updates)"
     }
 
     let binds: [SQLiteData]
 
-    init(_ record: DownloadRecord) {
+    /// - Parameter keepCredentials: whether the request's credentials are written (the daemon's
+    ///   private store) or left out (`haul get`: a re-run supplies them again).
+    init(_ record: DownloadRecord, keepCredentials: Bool) {
         let request = record.request
         binds = [
             .text(record.id.rawValue),
@@ -55,6 +60,7 @@ struct RecordRow {
             .integer(SQLiteInt64(record.position)),
             .integer(SQLiteInt64(request.connections)),
             Self.integer(request.maxBytesPerSecond),
+            keepCredentials ? Self.text(request.credentials.map(Self.encodeCredentials)) : .null,
         ]
     }
 
@@ -77,6 +83,7 @@ struct RecordRow {
             connections: min(max(1, Int(int("connections") ?? 1)), DownloadRequest.maxConnections),
             maxBytesPerSecond: int("max_bytes_per_second").flatMap { $0 > 0 ? $0 : nil })
         var record = DownloadRecord(id: DownloadID(rawValue: id), request: request, createdAt: int("created_at") ?? 0)
+        record.request.credentials = string("credentials").flatMap(decodeCredentials)
         record.status = status
         record.position = int("position") ?? 0
         record.fileName = string("file_name")
@@ -100,6 +107,17 @@ struct RecordRow {
         let pairs = headers.fields.map { [$0.name, $0.value] }
         guard let data = try? JSONSerialization.data(withJSONObject: pairs) else { return "[]" }
         return String(decoding: data, as: UTF8.self)
+    }
+
+    static func encodeCredentials(_ credentials: Credentials) -> String {
+        let pair = [credentials.user, credentials.password]
+        guard let data = try? JSONSerialization.data(withJSONObject: pair) else { return "[]" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func decodeCredentials(_ text: String) -> Credentials? {
+        guard let pair = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String], pair.count == 2 else { return nil }
+        return Credentials(user: pair[0], password: pair[1])
     }
 
     static func decodeHeaders(_ text: String) -> HTTPHeaderList {

@@ -20,15 +20,17 @@ public final class SQLiteDownloadStore: DownloadStore {
     private let reader = NIOLockedValueBox<(connection: SQLiteConnection, pool: NIOThreadPool)?>(nil)
     public let path: String
 
-    private init(connection: SQLiteConnection, pool: NIOThreadPool, path: String) {
+    private init(connection: SQLiteConnection, pool: NIOThreadPool, path: String, keepsCredentials: Bool) {
         self.connection = connection
-        self.writes = GroupCommit(connection: connection)
+        self.writes = GroupCommit(connection: connection, keepCredentials: keepsCredentials)
         self.pool = pool
         self.path = path
     }
 
-    /// Opens or creates the database and brings its schema up to date.
-    public static func open(path: String) async throws -> SQLiteDownloadStore {
+    /// Opens or creates the database and brings its schema up to date. With
+    /// `keepsCredentials`, requests' credentials are stored too (a daemon resumes after a
+    /// restart without being told them again) and the file is made private (0600).
+    public static func open(path: String, keepsCredentials: Bool = false) async throws -> SQLiteDownloadStore {
         var logger = Logger(label: "haul.store")
         logger.logLevel = .error
         // A thread of its own: a connection waiting on another process's lock must not occupy
@@ -43,7 +45,10 @@ public final class SQLiteDownloadStore: DownloadStore {
             try? await pool.shutdownGracefully()
             throw HaulError(.store, "cannot open the state database \(path)", cause: "\(error)")
         }
-        let store = SQLiteDownloadStore(connection: connection, pool: pool, path: path)
+        let store = SQLiteDownloadStore(connection: connection, pool: pool, path: path, keepsCredentials: keepsCredentials)
+        if keepsCredentials {
+            for file in [path, path + "-wal", path + "-shm"] { chmod(file, 0o600) }
+        }
         var attempt = 0
         while true {
             do {

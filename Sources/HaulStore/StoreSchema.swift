@@ -51,6 +51,10 @@ enum StoreSchema {
             "ALTER TABLE downloads ADD COLUMN connections INTEGER NOT NULL DEFAULT 1",
             "ALTER TABLE downloads ADD COLUMN max_bytes_per_second INTEGER",
         ],
+        [
+            // Credentials a resume needs, kept only by stores opened to keep them (the daemon's).
+            "ALTER TABLE downloads ADD COLUMN credentials TEXT",
+        ],
     ]
 
     /// Two processes may open a new database at once: the version is read inside the write

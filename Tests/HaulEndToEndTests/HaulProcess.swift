@@ -25,7 +25,8 @@ final class HaulProcess: @unchecked Sendable {
     let stderrPath: String
     private let exited = AsyncStream<Int32>.makeStream()
 
-    init(_ arguments: [String], home: String, workingDirectory: String, shell: String? = nil) throws {
+    init(_ arguments: [String], home: String, workingDirectory: String, shell: String? = nil,
+         environment extra: [String: String] = [:]) throws {
         let id = UUID().uuidString
         stdoutPath = NSTemporaryDirectory() + "haul-out-\(id)"
         stderrPath = NSTemporaryDirectory() + "haul-err-\(id)"
@@ -41,6 +42,7 @@ final class HaulProcess: @unchecked Sendable {
         }
         var environment = ProcessInfo.processInfo.environment
         environment["HAUL_HOME"] = home
+        environment.merge(extra) { _, new in new }
         process.environment = environment
         process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory)
         process.standardInput = FileHandle.nullDevice
@@ -69,8 +71,10 @@ final class HaulProcess: @unchecked Sendable {
     var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
 
     /// Runs to the end.
-    static func run(_ arguments: [String], in world: World, shell: String? = nil) async throws -> (status: Int32, stdout: String, stderr: String) {
-        let process = try HaulProcess(arguments, home: world.home, workingDirectory: world.directory, shell: shell)
+    static func run(_ arguments: [String], in world: World, shell: String? = nil,
+                    environment: [String: String] = [:]) async throws -> (status: Int32, stdout: String, stderr: String) {
+        let process = try HaulProcess(arguments, home: world.home, workingDirectory: world.directory, shell: shell,
+                                      environment: environment)
         let status = await process.wait()
         return (status, process.stdout, process.stderr)
     }
