@@ -60,7 +60,7 @@ struct WebPageTests {
 
 /// What the page must never do, browser or not: load anything from elsewhere (the daemon may have
 /// no internet) or show errors in dialogs.
-@Suite struct WebPageSourceTests {
+@Suite(.timeLimit(.minutes(1))) struct WebPageSourceTests {
     @Test func loadsNothingFromElsewhereAndShowsNoDialogs() {
         for banned in ["http://", "https://", "<script src", "<link rel=\"stylesheet\"", "@import", "alert(", "confirm(", "prompt(", "document.write"] {
             #expect(!WebPage.html.contains(banned), "the page contains \(banned)")
