@@ -38,7 +38,7 @@ import Testing
     @Test func refusedConnectionsAreNotAnErrorAndNotHammered() async throws {
         try await withHarness { harness in
             // At most two at once; the rest get 503 with Retry-After: 1.
-            harness.server.setRoute("/file", Route(payload: payload, throttle: 4_000_000,
+            harness.server.setRoute("/file", Route(payload: payload, throttle: 1_000_000,
                                                    connectionCap: ConnectionCap(limit: 2, retryAfter: "1")))
             let outcome = try await harness.download(harness.request("/file", connections: 8))
             #expect(outcome.final.isCompleted, "\(outcome.events.suffix(3))")
@@ -82,7 +82,7 @@ import Testing
         try await withHarness { harness in
             let newer = Payload(seed: 22, length: 5_000_000)
             // From the third request on, the server has a new, longer file.
-            harness.server.setRoute("/file", Route(payload: payload, throttle: 4_000_000,
+            harness.server.setRoute("/file", Route(payload: payload, throttle: 1_000_000,
                                                    script: [.none, .none, .switchEntity(newer, etag: "\"v2\"")]))
             let outcome = try await harness.download(harness.request("/file", connections: 4))
             #expect(outcome.final.isCompleted)
