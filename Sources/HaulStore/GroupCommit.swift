@@ -67,25 +67,17 @@ final class GroupCommit: Sendable {
         }
     }
 
+    /// One statement runs alone (it is atomic by itself); more run in one transaction.
     private func commit(_ writes: [Write]) async throws {
-        if writes.count == 1, case .statement(let sql, let binds) = writes[0] {
-            _ = try await connection.query(sql, binds)
+        let statements = Self.statements(for: writes, keepCredentials: keepCredentials)
+        if statements.isEmpty { return }
+        if statements.count == 1 {
+            _ = try await connection.query(statements[0].sql, statements[0].binds)
             return
         }
         _ = try await connection.query("BEGIN IMMEDIATE")
         do {
-            var records: [DownloadRecord] = []
-            for write in writes {
-                switch write {
-                case .upsert(let more):
-                    records += more
-                case .statement(let sql, let binds):
-                    try await upsert(records)
-                    records = []
-                    _ = try await connection.query(sql, binds)
-                }
-            }
-            try await upsert(records)
+            for statement in statements { _ = try await connection.query(statement.sql, statement.binds) }
             _ = try await connection.query("COMMIT")
         } catch {
             _ = try? await connection.query("ROLLBACK")
@@ -93,19 +85,36 @@ final class GroupCommit: Sendable {
         }
     }
 
-    /// The newest version of each record, in as few statements as SQLite's bind limit allows.
-    private func upsert(_ records: [DownloadRecord]) async throws {
-        guard !records.isEmpty else { return }
-        // A record saved twice in one batch: its later version wins, as it would one at a time.
-        var latest: [DownloadID: Int] = [:]
-        for (index, record) in records.enumerated() { latest[record.id] = index }
-        let unique = records.indices.filter { latest[records[$0].id] == $0 }.map { records[$0] }
-        let rowsPerStatement = 32_000 / RecordRow.columns.count
-        var start = 0
-        while start < unique.count {
-            let rows = unique[start..<min(unique.count, start + rowsPerStatement)]
-            _ = try await connection.query(RecordRow.upsertSQL(rows: rows.count), rows.flatMap { RecordRow($0, keepCredentials: keepCredentials).binds })
-            start += rows.count
+    /// The writes as statements, in order: consecutive upserts merge into as few multi-row
+    /// statements as SQLite's bind limit allows, with the newest version of each record.
+    private static func statements(for writes: [Write], keepCredentials: Bool) -> [(sql: String, binds: [SQLiteData])] {
+        var statements: [(sql: String, binds: [SQLiteData])] = []
+        var records: [DownloadRecord] = []
+        func flush() {
+            // A record saved twice in one batch: its later version wins, as it would one at a time.
+            var latest: [DownloadID: Int] = [:]
+            for (index, record) in records.enumerated() { latest[record.id] = index }
+            let unique = records.indices.filter { latest[records[$0].id] == $0 }.map { records[$0] }
+            let rowsPerStatement = 32_000 / RecordRow.columns.count
+            var start = 0
+            while start < unique.count {
+                let rows = unique[start..<min(unique.count, start + rowsPerStatement)]
+                statements.append((RecordRow.upsertSQL(rows: rows.count),
+                                   rows.flatMap { RecordRow($0, keepCredentials: keepCredentials).binds }))
+                start += rows.count
+            }
+            records = []
         }
+        for write in writes {
+            switch write {
+            case .upsert(let more):
+                records += more
+            case .statement(let sql, let binds):
+                flush()
+                statements.append((sql, binds))
+            }
+        }
+        flush()
+        return statements
     }
 }

@@ -11,8 +11,6 @@ struct RecordRow {
         "created_at", "updated_at", "position", "connections", "max_bytes_per_second", "credentials",
     ]
 
-    static let upsertSQL = upsertSQL(rows: 1)
-
     /// One statement that inserts or updates `rows` records: atomic, and one fsync for all.
     static func upsertSQL(rows: Int) -> String {
         let row = "(" + Array(repeating: "?", count: columns.count).joined(separator: ", ") + ")"

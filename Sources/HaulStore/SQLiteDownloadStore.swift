@@ -46,9 +46,8 @@ public final class SQLiteDownloadStore: DownloadStore {
             throw HaulError(.store, "cannot open the state database \(path)", cause: "\(error)")
         }
         let store = SQLiteDownloadStore(connection: connection, pool: pool, path: path, keepsCredentials: keepsCredentials)
-        if keepsCredentials {
-            for file in [path, path + "-wal", path + "-shm"] { chmod(file, 0o600) }
-        }
+        // SQLite gives the journal files it makes later the database file's mode.
+        if keepsCredentials { chmod(path, 0o600) }
         var attempt = 0
         while true {
             do {
@@ -144,12 +143,20 @@ public final class SQLiteDownloadStore: DownloadStore {
     }
 
     public func records(_ ids: [DownloadID]) async throws -> [DownloadRecord] {
+        try await records(where: "id", in: ids.map(\.rawValue))
+    }
+
+    /// The rows whose `column` is one of `values`, 500 values per query (SQLite's bind limit),
+    /// each page in `order`.
+    private func records(where column: String, in values: [String], _ condition: String = "",
+                         order: String = "") async throws -> [DownloadRecord] {
         var records: [DownloadRecord] = []
         var start = 0
-        while start < ids.count {
-            let page = ids[start..<min(ids.count, start + 500)]
+        while start < values.count {
+            let page = values[start..<min(values.count, start + 500)]
             let placeholders = Array(repeating: "?", count: page.count).joined(separator: ", ")
-            let rows = try await read("SELECT * FROM downloads WHERE id IN (\(placeholders))", page.map { .text($0.rawValue) })
+            let rows = try await read("SELECT * FROM downloads WHERE \(column) IN (\(placeholders)) \(condition) \(order)",
+                                      page.map { .text($0) })
             records += try rows.map(RecordRow.decode)
             start += page.count
         }
@@ -187,23 +194,10 @@ public final class SQLiteDownloadStore: DownloadStore {
     /// One query per 500 identities instead of one per request: a re-run of a finished list of
     /// ten thousand URLs looks them all up in a few milliseconds.
     public func records(matching requests: [DownloadRequest]) async throws -> [String: DownloadRecord] {
-        let identities = Array(Set(requests.map(\.identity)))
-        var found: [String: DownloadRecord] = [:]
-        var start = 0
-        while start < identities.count {
-            let page = identities[start..<min(identities.count, start + 500)]
-            let placeholders = Array(repeating: "?", count: page.count).joined(separator: ", ")
-            let rows = try await read(
-                "SELECT * FROM downloads WHERE identity IN (\(placeholders)) AND status != 'removed' ORDER BY created_at ASC",
-                page.map { .text($0) })
-            // Oldest first, so the newest of equal identities wins, as in `record(matching:)`.
-            for row in rows {
-                let record = try RecordRow.decode(row)
-                found[record.request.identity] = record
-            }
-            start += page.count
-        }
-        return found
+        // Oldest first, so the newest of equal identities wins, as in `record(matching:)`.
+        let live = try await records(where: "identity", in: Array(Set(requests.map(\.identity))),
+                                     "AND status != 'removed'", order: "ORDER BY created_at ASC")
+        return Dictionary(live.map { ($0.request.identity, $0) }, uniquingKeysWith: { _, newer in newer })
     }
 
     public func records(status: DownloadStatus?) async throws -> [DownloadRecord] {

@@ -40,6 +40,58 @@ import Testing
         try await reopened.close()
     }
 
+    /// Saves made at once are committed together (group commit) and each caller's own write is
+    /// there when its save returns; the later of two saves of one record wins, as one at a time.
+    @Test func concurrentSavesAllLandAndTheLaterVersionWins() async throws {
+        let store = try await SQLiteDownloadStore.open(path: databasePath)
+        let records = try (0..<300).map { try record("http://h/\($0)") }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for record in records {
+                group.addTask {
+                    var first = record
+                    first.status = .running
+                    try await store.save(first)
+                    var second = record
+                    second.status = .failed
+                    var third = record
+                    third.status = .completed
+                    // One batch with two versions of the same record.
+                    try await store.save([second, third])
+                    #expect(try await store.record(record.id)?.status == .completed)
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await store.counts() == [.completed: 300])
+        let found = try await store.records(matching: records.map(\.request))
+        #expect(Set(found.values.map(\.id)) == Set(records.map(\.id)))
+        try await store.close()
+    }
+
+    /// Credentials are written only by a store that keeps them, whose file is private; a store
+    /// that keeps none leaves those stored before alone.
+    @Test func credentialsOnlyWhereKeptAndPrivate() async throws {
+        var download = try record("http://h/secret")
+        download.request.credentials = Credentials(user: "u", password: "pw")
+        let plain = try await SQLiteDownloadStore.open(path: databasePath)
+        try await plain.save(download)
+        #expect(try await plain.record(download.id)?.request.credentials == nil)
+        try await plain.close()
+
+        let keeping = try await SQLiteDownloadStore.open(path: databasePath, keepsCredentials: true)
+        try await keeping.save(download)
+        #expect(try await keeping.record(download.id)?.request.credentials == download.request.credentials)
+        try await keeping.close()
+        let mode = try FileManager.default.attributesOfItem(atPath: databasePath)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+
+        let again = try await SQLiteDownloadStore.open(path: databasePath)
+        download.status = .paused
+        try await again.save(download)
+        #expect(try await again.record(download.id)?.request.credentials == download.request.credentials)
+        try await again.close()
+    }
+
     @Test func saveReplacesTheRowAtomically() async throws {
         let store = try await SQLiteDownloadStore.open(path: databasePath)
         var download = try record("http://h/b")
