@@ -12,7 +12,7 @@ enum DestinationFiles {
     static let partSuffix = ".part"
 
     static func finalPath(_ record: DownloadRecord) -> String? {
-        record.fileName.map { join(record.request.directory, $0) }
+        record.finalPath
     }
 
     static func partPath(_ record: DownloadRecord) -> String? {

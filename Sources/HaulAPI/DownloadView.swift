@@ -34,7 +34,7 @@ public struct DownloadView: Codable, Sendable, Hashable {
         totalLength = record.expectedLength ?? (running ? live?.total : nil)
         fileName = record.fileName
         directory = record.request.directory
-        path = record.fileName.map { Paths.join(record.request.directory, $0) }
+        path = record.finalPath
         priority = record.request.priority
         speed = running ? live?.bytesPerSecond ?? 0 : 0
         error = record.error.map(ErrorView.init)

@@ -36,7 +36,7 @@ public struct DownloadOutcome: Sendable, Hashable {
     /// The event that tells this outcome, as the event stream would have (`interrupted` for a
     /// download left to the next start).
     public var finalEvent: DownloadEvent {
-        let path = record.flatMap { record in record.fileName.map { Paths.join(record.request.directory, $0) } } ?? ""
+        let path = record?.finalPath ?? ""
         let kind: DownloadEvent.Kind
         switch status {
         case .completed: kind = alreadyComplete ? .alreadyComplete(path: path) : .completed(path: path)

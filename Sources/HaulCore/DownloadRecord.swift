@@ -37,6 +37,9 @@ public struct DownloadRecord: Hashable, Codable, Sendable {
         return position < other.position
     }
 
+    /// Where the finished file goes, once the download has its name.
+    public var finalPath: String? { fileName.map { Paths.join(request.directory, $0) } }
+
     /// Bytes of this download on disk, as far as the record knows.
     public var completedLength: Int64 { segments.reduce(0) { $0 + $1.written } }
 

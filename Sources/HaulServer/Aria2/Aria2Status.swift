@@ -34,7 +34,7 @@ struct Aria2Status {
         }
     }
 
-    var path: String { record.fileName.map { Paths.join(record.request.directory, $0) } ?? "" }
+    var path: String { record.finalPath ?? "" }
 
     func write(to json: inout JSONWriter, keys: Set<String>?) {
         let stopped = record.status.isTerminal
