@@ -106,6 +106,8 @@ extension DownloadManager {
         case .ran(let record):
             // From here the store's record (and, once complete, the file itself) guards the name.
             await names.release(directory: record.request.directory, name: record.fileName)
+            // Done with: a re-add after its file went missing supplies them again.
+            if record.status == .completed { secrets[id] = nil }
             if current { settle(DownloadOutcome(record)) }
         case .gone:
             if current { settle(DownloadOutcome(id: id, status: .removed)) }
