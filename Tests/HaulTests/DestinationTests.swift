@@ -61,13 +61,13 @@ import Testing
         try await withHarness { harness in
             harness.server.setRoute("/a/file.iso", Route(payload: payload, throttle: 200_000))
             harness.server.setRoute("/b/file.iso", Route(payload: other, throttle: 200_000))
-            let events = harness.manager.events()
+            let outcomes = harness.manager.outcomes()
             let first = try await harness.manager.add(harness.request("/a/file.iso"))
             let second = try await harness.manager.add(harness.request("/b/file.iso"))
             var pending: Set = [first.id, second.id]
-            for await event in events where event.isFinal {
-                #expect(event.kind.isCompleted, "\(event)")
-                pending.remove(event.id)
+            for await outcome in outcomes {
+                #expect(outcome.status == .completed, "\(outcome)")
+                pending.remove(outcome.id)
                 if pending.isEmpty { break }
             }
             let one = try #require(try await harness.manager.record(first.id))

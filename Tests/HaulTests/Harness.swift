@@ -98,13 +98,24 @@ final class Harness: Sendable {
         return try await waitForEnd(of: record.id, in: events)
     }
 
+    /// The end comes from the manager's outcome, which is never lost; the events are those the
+    /// stream told up to the final one. The final event is published before the outcome, and the
+    /// stream drops only its oldest events, so once the outcome is here the final event is
+    /// buffered and the collector ends.
     func waitForEnd(of id: DownloadID, in events: AsyncStream<DownloadEvent>) async throws -> Outcome {
-        var kinds: [DownloadEvent.Kind] = []
-        for await event in events where event.id == id {
-            kinds.append(event.kind)
-            if event.isFinal { break }
+        let collector = Task {
+            var kinds: [DownloadEvent.Kind] = []
+            for await event in events where event.id == id {
+                kinds.append(event.kind)
+                if event.isFinal { break }
+            }
+            return kinds
         }
+        let ended = try await manager.outcome(of: id)
+        let kinds = await collector.value
+        #expect(kinds.last.map { DownloadEvent(id: id, kind: $0).isFinal } == true, "the final event of \(id)")
         let record = try #require(try await manager.record(id))
+        #expect(record.status == ended.status || ended.record == nil)
         return Outcome(record: record, events: kinds)
     }
 

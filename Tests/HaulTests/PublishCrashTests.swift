@@ -46,16 +46,11 @@ import Testing
             let requestsBefore = harness.server.requests(to: "/crash.bin").count
 
             let manager = harness.restartedManager()
-            let events = manager.events()
             try await manager.restore()
-            var kinds: [DownloadEvent.Kind] = []
-            for await event in events where event.id == record.id {
-                kinds.append(event.kind)
-                if event.isFinal { break }
-            }
+            let ended = try await manager.outcome(of: record.id)
             await manager.shutdown()
 
-            #expect(kinds.last?.isCompleted == true, "\(kinds)")
+            #expect(ended.status == .completed, "\(ended)")
             #expect(harness.server.requests(to: "/crash.bin").count == requestsBefore)
             #expect(harness.listing() == ["crash.bin"])
             #expect(payload.mismatch(inFileAt: final) == nil)

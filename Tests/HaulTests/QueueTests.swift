@@ -174,12 +174,8 @@ import Testing
             async let second: Void = manager.resume(record.id)
             async let all = manager.resumeAll()
             _ = try await (first, second, all)
-            var finals: [DownloadEvent.Kind] = []
-            for await event in events where event.id == record.id && event.isFinal {
-                finals.append(event.kind)
-                if event.kind.isCompleted { break }
-            }
-            #expect(finals.last?.isCompleted == true, "\(finals)")
+            let ended = try await manager.outcome(of: record.id)
+            #expect(ended.status == .completed, "\(ended)")
             #expect(harness.server.requests(to: "/slow").count == 2, "one transfer, one resume")
             #expect(payload.mismatch(inFileAt: harness.directory + "/slow") == nil)
         }
