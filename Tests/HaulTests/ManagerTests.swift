@@ -11,7 +11,9 @@ import Testing
 
     @Test func pauseKeepsBytesAndResumeContinuesWithRange() async throws {
         try await withHarness { harness in
-            harness.server.setRoute("/slow", Route(payload: payload, throttle: 400_000))
+            // The first response stalls after 200 KB: the pause always lands mid-download,
+            // however late the progress event is read on a loaded machine.
+            harness.server.setRoute("/slow", Route(payload: payload, throttle: 400_000, script: [.stallAfter(200_000)]))
             let events = harness.manager.events()
             let record = try await harness.manager.add(harness.request("/slow"))
             await harness.waitForProgress(of: record.id, beyond: 50_000, in: events)
