@@ -179,15 +179,22 @@ struct GetCommand: AsyncParsableCommand {
 
             var outcome = Outcome()
             var waiting: Set<DownloadID> = []
-            // Outcomes can come before `add` returns the record (a file found complete, a tiny
-            // download): kept until their record arrives.
+            // Outcomes and events can come before `add` returns the record (`queued` always
+            // does; a file found complete, a tiny download): kept until their record arrives.
+            // Events held when a batch arrives are that batch's, or late ones of downloads that
+            // already ended (dropped): each batch is added only after the previous one arrived.
+            // Once every batch has arrived, an event of no waiting download is a late one.
             var early: [DownloadID: DownloadOutcome] = [:]
+            var earlyEvents: [DownloadEvent] = []
             var addingDone = false
             loop: for await input in inputs {
                 switch input {
                 case .added(let records):
+                    for record in records { reporter.added(record) }
+                    let batch = Set(records.map(\.id))
+                    for event in earlyEvents where batch.contains(event.id) { reporter.handle(event) }
+                    earlyEvents = []
                     for record in records {
-                        reporter.added(record)
                         if let settled = early.removeValue(forKey: record.id) {
                             outcome.note(settled)
                             reporter.settled(settled)
@@ -201,7 +208,11 @@ struct GetCommand: AsyncParsableCommand {
                 case .addingDone:
                     addingDone = true
                 case .event(let event):
-                    reporter.handle(event)
+                    if waiting.contains(event.id) {
+                        reporter.handle(event)
+                    } else if !addingDone {
+                        earlyEvents.append(event)
+                    }
                 case .outcome(let settled):
                     if waiting.remove(settled.id) != nil {
                         outcome.note(settled)
