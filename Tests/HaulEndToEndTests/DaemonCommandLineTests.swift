@@ -15,7 +15,8 @@ import Testing
     @Test func addListPauseResumeRemove() async throws {
         let world = try await World.make()
         world.server.setRoute("/small.bin", Route(payload: small))
-        world.server.setRoute("/big.bin", Route(payload: big, throttle: 300_000))
+        // Every response stalls after 1 MB: the big one is still running whenever the test looks.
+        world.server.setRoute("/big.bin", Route(payload: big, throttle: 300_000, then: .stallAfter(1_000_000)))
         let daemon = try await DaemonProcess.start(world, ["-j", "2"])
         defer { daemon.process.signal(SIGKILL) }
 

@@ -10,7 +10,12 @@ import Testing
     let payload = Payload(seed: 42, length: 1_000_000)
 
     /// Pauses a throttled download mid-way, lets `change` replace the route, resumes it.
-    func interrupted(_ harness: Harness, first: Route, then second: Route, connections: Int = 1) async throws -> Harness.Outcome {
+    /// Every response of the first route stalls after `stall` bytes, so however slowly the
+    /// test runs the pause lands before the old file is complete.
+    func interrupted(_ harness: Harness, first: Route, then second: Route, connections: Int = 1,
+                     stall: Int64 = 500_000) async throws -> Harness.Outcome {
+        var first = first
+        first.then = .stallAfter(stall)
         harness.server.setRoute("/file", first)
         let events = harness.manager.events()
         let record = try await harness.manager.add(harness.request("/file", connections: connections))
@@ -44,7 +49,8 @@ import Testing
         let longer = Payload(seed: 44, length: 3_000_000)
         try await withHarness(minimumSegmentSize: 128 << 10) { harness in
             let outcome = try await interrupted(harness, first: Route(payload: payload, throttle: 300_000),
-                                                then: Route(payload: longer), connections: 4)
+                                                then: Route(payload: longer), connections: 4,
+                                                stall: 210_000)
             #expect(outcome.final.isCompleted)
             #expect(longer.mismatch(inFileAt: harness.directory + "/file") == nil)
         }
