@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "HaulTesting", targets: ["HaulTesting"]),
         .library(name: "HaulAPI", targets: ["HaulAPI"]),
         .library(name: "HaulServer", targets: ["HaulServer"]),
+        .library(name: "HaulFleet", targets: ["HaulFleet"]),
         .executable(name: "haul", targets: ["haul"]),
     ],
     dependencies: [
@@ -26,6 +27,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         // Pure logic: models, the state machine, response checks, names. No NIO, no SQLite.
@@ -59,6 +61,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The fleet's store: one queue in PostgreSQL shared by several hosts, claims with leases.
+        .target(
+            name: "HaulFleet",
+            dependencies: [
+                "HaulCore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The daemon's wire models (downloads, events, errors, requests) and their JSON, shared by
         // the server, aria2's JSON-RPC layer and the CLI. No Hummingbird, no engine.
         .target(name: "HaulAPI", dependencies: ["HaulCore"]),
@@ -68,6 +81,7 @@ let package = Package(
             name: "HaulServer",
             dependencies: [
                 "Haul",
+                "HaulFleet",
                 "HaulCore",
                 "HaulAPI",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -110,6 +124,7 @@ let package = Package(
         .testTarget(name: "HaulCoreTests", dependencies: ["HaulCore"]),
         .testTarget(name: "HaulTestingTests", dependencies: ["HaulTesting"]),
         .testTarget(name: "HaulStoreTests", dependencies: ["HaulStore", "HaulCore"]),
+        .testTarget(name: "HaulFleetTests", dependencies: ["HaulFleet", "HaulCore", "HaulTesting"]),
         .testTarget(name: "HaulCommandsTests", dependencies: ["HaulCommands", "HaulCore"]),
         .testTarget(
             name: "HaulServerTests",

@@ -55,6 +55,8 @@ enum RunInput: Sendable {
     case timer(DownloadStateMachine.Timer)
     case tick
     case stop(DownloadStatus)
+    /// The manager heard that another host holds the download now.
+    case leaseLost
     case rateChanged(Int64?)
     case verified(HaulError?)
     /// A periodic checkpoint's fsync returned (or failed).
@@ -98,6 +100,7 @@ final class RunSession {
     func run() async -> DownloadRecord {
         let post = self.post
         runner.stop.attach { status in post.yield(.stop(status)) }
+        runner.stop.attachLeaseLost { post.yield(.leaseLost) }
         runner.stop.attachRate { rate in post.yield(.rateChanged(rate)) }
         // Speeds, progress and checkpoint decisions, also while every connection waits. Real
         // time, not the injected clock: a test's manual clock counts only the machine's timers.
@@ -188,6 +191,8 @@ final class RunSession {
             }
         case .stop(let status):
             return machine.withLockedValue { $0.stopRequested(status: status) }
+        case .leaseLost:
+            return machine.withLockedValue { $0.leaseLost() }
         case .rateChanged(let rate):
             return machine.withLockedValue { $0.setRateLimit(rate) }
         case .verified(let error):
@@ -251,6 +256,8 @@ final class RunSession {
             await publish(target)
         case .notify(let notice):
             notify(notice)
+        case .discardWrites:
+            await writer?.discard()
         case .finish:
             finished = true
             announceEnd()
@@ -347,6 +354,12 @@ final class RunSession {
         let record = machine.withLockedValue { $0.persistentRecord }
         do {
             try await runner.metrics.time(runner.metrics.store) { try await runner.store.save(record) }
+        } catch let error as HaulError where error.code == .leaseLost {
+            runner.logger.warning("another host took the download over", metadata: ["id": "\(record.id)"])
+            await execute(machine.withLockedValue { $0.leaseLost() })
+        } catch let error as HaulError where error.code == .storeUnavailable {
+            runner.logger.warning("the store cannot be reached: stopping at this checkpoint", metadata: ["id": "\(record.id)"])
+            await execute(machine.withLockedValue { $0.storeUnavailable() })
         } catch {
             // Not fatal: the download goes on and the next checkpoint tries again.
             runner.logger.warning("cannot save the checkpoint", metadata: ["id": "\(record.id)", "error": "\(error)"])

@@ -144,6 +144,17 @@ final class FileChunkWriter: ChunkWriter {
         }.get()
     }
 
+    func discard() async {
+        let wasOpen = state.withLockedValue { state in
+            defer {
+                state.queues = [:]
+                state.closed = true
+            }
+            return !state.closed
+        }
+        if wasOpen { closeDescriptor(descriptor) }
+    }
+
     func close() async {
         // Every stop checkpoints (writing what is pending, reporting errors) before it closes;
         // whatever is left was never claimed by the store.

@@ -10,6 +10,8 @@ final class StopSignal: Sendable {
         var status: DownloadStatus?
         var deliver: (@Sendable (DownloadStatus) -> Void)?
         var deliverRate: (@Sendable (Int64?) -> Void)?
+        var lost = false
+        var deliverLost: (@Sendable () -> Void)?
     }
 
     private let state = NIOLockedValueBox(State())
@@ -29,6 +31,24 @@ final class StopSignal: Sendable {
     /// record must carry it too, or its next checkpoint would store the old one.
     func changeRate(_ rate: Int64?) {
         state.withLockedValue { $0.deliverRate }?(rate)
+    }
+
+    /// Another host holds the download now (a fleet's renewal said so): stop writing at once,
+    /// without a checkpoint.
+    func leaseLost() {
+        let deliver: (@Sendable () -> Void)? = state.withLockedValue { state in
+            state.lost = true
+            return state.deliverLost
+        }
+        deliver?()
+    }
+
+    func attachLeaseLost(_ deliver: @escaping @Sendable () -> Void) {
+        let pending = state.withLockedValue { state in
+            state.deliverLost = deliver
+            return state.lost
+        }
+        if pending { deliver() }
     }
 
     func attachRate(_ deliver: @escaping @Sendable (Int64?) -> Void) {

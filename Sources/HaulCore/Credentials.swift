@@ -32,6 +32,24 @@ public struct Credentials: Hashable, Sendable, CustomStringConvertible, CustomDe
         "Basic " + Base64.encode(Array("\(user):\(password)".utf8))
     }
 
+    /// `user:password` with `%` and `:` escaped in each: how a private store keeps them.
+    public var storedForm: String {
+        func escaped(_ text: String) -> String {
+            text.replacingAll("%", with: "%25").replacingAll(":", with: "%3A")
+        }
+        return escaped(user) + ":" + escaped(password)
+    }
+
+    /// Reads `storedForm`.
+    public init?(storedForm text: String) {
+        let halves = text.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+        guard halves.count == 2 else { return nil }
+        func unescaped(_ text: Substring) -> String {
+            String(text).replacingAll("%3A", with: ":").replacingAll("%25", with: "%")
+        }
+        self.init(user: unescaped(halves[0]), password: unescaped(halves[1]))
+    }
+
     public var description: String { "\(user):***" }
     public var debugDescription: String { "Credentials(\(user):***)" }
     public var customMirror: Mirror { Mirror(self, children: ["user": user, "password": "***"]) }
@@ -56,5 +74,20 @@ public enum Base64 {
             index += 3
         }
         return String(decoding: out, as: UTF8.self)
+    }
+}
+
+extension String {
+    /// Every occurrence of `target` replaced (HaulCore has no Foundation).
+    func replacingAll(_ target: String, with replacement: String) -> String {
+        guard !target.isEmpty else { return self }
+        var result = ""
+        var rest = Substring(self)
+        while let range = rest.firstRange(of: target) {
+            result += rest[..<range.lowerBound]
+            result += replacement
+            rest = rest[range.upperBound...]
+        }
+        return result + rest
     }
 }

@@ -67,6 +67,8 @@ public struct DownloadStateMachine: Sendable {
         case completed
         case failed
         case stopped
+        /// Another host took the download over: this run writes nothing more.
+        case lost
     }
 
     /// Timers the runner keeps for the machine.
@@ -135,6 +137,8 @@ public struct DownloadStateMachine: Sendable {
         /// Give the `.part` its final name (or finish a publish a crash interrupted); report `published`.
         case publish(VerifyTarget)
         case notify(Notice)
+        /// Drop every write not yet in the file and close it: another host owns the file now.
+        case discardWrites
         /// The run is over: `record` says how (completed, failed, or the status it stopped with).
         case finish
     }
@@ -354,7 +358,7 @@ public struct DownloadStateMachine: Sendable {
         case .publishing:
             stopStatus = stopStatus ?? status
             return []
-        case .completed, .failed, .stopped:
+        case .completed, .failed, .stopped, .lost:
             return []
         }
     }
@@ -428,6 +432,22 @@ public struct DownloadStateMachine: Sendable {
         if let connection { connections[connection] = nil }
         guard state == .downloading || state == .idle else { return [] }
         return fail(error)
+    }
+
+    /// The store refused to save the record because another host took the download over (a
+    /// fleet's lease, see `SharedQueueStore`): nothing more may be written, to the store or to
+    /// the file. Every connection closes, what the writer holds is dropped, and the run ends
+    /// without a checkpoint; the record is the new holder's.
+    public mutating func leaseLost() -> [Action] {
+        guard state != .lost else { return [] }
+        state = .lost
+        return closeEverything() + [.discardWrites, .finish]
+    }
+
+    /// The shared store cannot be reached: stop at this checkpoint as a shutdown would (status
+    /// left running), so the download goes on, here or elsewhere, once it is back.
+    public mutating func storeUnavailable() -> [Action] {
+        stopRequested(status: .running)
     }
 
     // MARK: Helpers

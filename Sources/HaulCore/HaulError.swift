@@ -42,6 +42,16 @@ public struct HaulError: Error, Hashable, Codable, Sendable, CustomStringConvert
         public static let notFound = Code(rawValue: "not-found")
         /// The state store failed or is unreadable.
         public static let store = Code(rawValue: "store")
+        /// A fleet host's lease on a download was taken over by another host: it may no longer
+        /// write the record or the file.
+        public static let leaseLost = Code(rawValue: "lease-lost")
+        /// The shared store (PostgreSQL) cannot be reached: downloads stop at their checkpoints
+        /// and go on when it is back.
+        public static let storeUnavailable = Code(rawValue: "store-unavailable")
+        /// The store's schema was written by a newer haul.
+        public static let storeTooNew = Code(rawValue: "store-too-new")
+        /// The store refused the login.
+        public static let storeLogin = Code(rawValue: "store-login")
         /// The download's state does not allow the request (pausing a finished one, moving a
         /// running one).
         public static let conflict = Code(rawValue: "conflict")

@@ -107,4 +107,7 @@ public protocol ChunkWriter: AnyObject, Sendable {
     func truncate(to length: Int64) async throws
     /// Writes what is kept, then closes the file.
     func close() async
+    /// Drops what is kept and closes the file: later writes fail. For a run that lost its
+    /// lease to another host, which now owns the file.
+    func discard() async
 }

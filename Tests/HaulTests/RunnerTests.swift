@@ -54,6 +54,7 @@ import Testing
         func read(at offset: Int64, count: Int) async throws -> [UInt8] { [] }
         func truncate(to length: Int64) async throws { state.withLockedValue { $0.bytes = [:] } }
         func close() async {}
+        func discard() async {}
     }
 
     /// Serves the payload whole, in 10 KB chunks; after `stallAfter` bytes a body waits until

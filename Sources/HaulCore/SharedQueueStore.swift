@@ -1,0 +1,66 @@
+/// A store that several hosts share (`HaulFleet`'s PostgreSQL store): the queue lives in it, and
+/// each host takes work by claiming it with a lease.
+///
+/// The protocol, as the manager uses it:
+/// - `claim` takes queued downloads, or running ones whose holder's lease expired, in the fleet's
+///   order (priority, then position), for this host: each gets a new lease (this host, the next
+///   generation, an expiry `leaseTimeout` ahead).
+/// - While a download runs here, every `save` of its record is fenced: it changes the row only
+///   if the lease is still this host's generation, renews the expiry, and otherwise throws
+///   `leaseLost`. `renew` extends every lease this host holds, about once a second, and carries
+///   commands (pause, remove) other hosts left for them.
+/// - A save of a record nobody holds (a new download, a paused one resumed) changes the row only
+///   while no live lease holds it; one held elsewhere throws `conflict`.
+/// - `release` ends a lease once its run stopped and stored its status.
+public protocol SharedQueueStore: DownloadStore {
+    /// This host's name in the fleet, as listings show it.
+    var host: String { get }
+    /// How long a lease lasts without renewal.
+    var leaseTimeout: Duration { get }
+    /// Claims up to `limit` downloads for this host, in the fleet's order.
+    func claim(limit: Int) async throws -> [DownloadRecord]
+    /// Renews this host's leases on `held`, recording the live progress given for each.
+    func renew(_ held: [DownloadID: Progress?]) async throws -> LeaseReport
+    /// Ends this host's lease on a download whose run stopped here.
+    func release(_ id: DownloadID) async throws
+    /// Pauses or removes a download on whichever host holds it. Applied at once (returning the
+    /// changed record) when no live lease holds it; otherwise left as a command for its holder,
+    /// which applies it at its next renewal (returning nil).
+    func request(_ command: FleetCommand, for id: DownloadID) async throws -> DownloadRecord?
+    /// Where these downloads run now, for those held by a live lease.
+    func runs(_ ids: [DownloadID]) async throws -> [DownloadID: FleetRun]
+    /// Drops the stores' connections.
+    func close() async
+}
+
+/// What one host asks of the host that runs a download.
+public enum FleetCommand: String, Sendable, Hashable {
+    case pause
+    case remove
+    /// Remove, and delete the completed file too.
+    case removeWithFile = "remove-file"
+}
+
+/// What a renewal found.
+public struct LeaseReport: Sendable, Equatable {
+    /// Leases another host took over (or that vanished): stop without writing.
+    public var lost: Set<DownloadID>
+    /// Commands other hosts left for downloads this host holds.
+    public var commands: [DownloadID: FleetCommand]
+
+    public init(lost: Set<DownloadID> = [], commands: [DownloadID: FleetCommand] = [:]) {
+        self.lost = lost
+        self.commands = commands
+    }
+}
+
+/// A download running somewhere in the fleet: which host, and its progress as last renewed.
+public struct FleetRun: Sendable, Hashable {
+    public var host: String
+    public var progress: Progress?
+
+    public init(host: String, progress: Progress?) {
+        self.host = host
+        self.progress = progress
+    }
+}

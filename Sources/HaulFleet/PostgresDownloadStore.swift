@@ -1,0 +1,497 @@
+import Foundation
+import HaulCore
+import Logging
+import NIOConcurrencyHelpers
+import NIOSSL
+import PostgresNIO
+
+/// The fleet's store: one queue in PostgreSQL that several `haul serve` hosts share, each
+/// claiming downloads with leases (see `SharedQueueStore` for the protocol, and
+/// docs/ARCHITECTURE.md for why it is safe).
+///
+/// A row keeps the record as JSON plus the columns the queue is ordered and filtered by; the
+/// columns (status, priority, position) win over the JSON when read, so the queue can change a
+/// status in SQL alone. Every query has a time limit: a database that does not answer is
+/// `storeUnavailable`, never a hang.
+public final class PostgresDownloadStore: SharedQueueStore {
+    public let host: String
+    public let leaseTimeout: Duration
+    let client: PostgresClient
+    let runner: Task<Void, Never>
+    let keepsCredentials: Bool
+    let logger: Logger
+    let queryTimeout: Duration
+    /// The generation of every lease this host holds.
+    private let held = NIOLockedValueBox<[DownloadID: Int64]>([:])
+
+    static let columns = "id, status, priority, position, record, credentials"
+
+    private init(client: PostgresClient, runner: Task<Void, Never>, host: String, leaseTimeout: Duration,
+                 keepsCredentials: Bool, logger: Logger) {
+        self.client = client
+        self.runner = runner
+        self.host = host
+        self.leaseTimeout = leaseTimeout
+        self.keepsCredentials = keepsCredentials
+        self.logger = logger
+        // A third of the lease: a host whose queries hang still stops well before it expires.
+        self.queryTimeout = min(.seconds(5), leaseTimeout / 3)
+    }
+
+    /// Connects (one probe connection first, so a refused login or an unreachable server is
+    /// one clear error), then creates or migrates the schema.
+    public static func open(
+        _ location: PostgresLocation, host: String, leaseTimeout: Duration = .seconds(15),
+        keepsCredentials: Bool = true, logger: Logger = Logger(label: "haul.fleet")
+    ) async throws -> PostgresDownloadStore {
+        let tls: PostgresClient.Configuration.TLS
+        switch location.tls {
+        case .disable: tls = .disable
+        case .prefer: tls = .prefer(.makeClientConfiguration())
+        case .require: tls = .require(.makeClientConfiguration())
+        }
+        var configuration = PostgresClient.Configuration(
+            host: location.host, port: location.port, username: location.user, password: location.password,
+            database: location.database, tls: tls)
+        configuration.options.connectTimeout = .seconds(5)
+        configuration.options.maximumConnections = 8
+        try await probe(location, configuration: configuration, logger: logger)
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let runner = Task { await client.run() }
+        let store = PostgresDownloadStore(client: client, runner: runner, host: host, leaseTimeout: leaseTimeout,
+                                          keepsCredentials: keepsCredentials, logger: logger)
+        do {
+            try await store.timed("migrate the schema") { try await FleetSchema.migrate(client, logger: logger) }
+        } catch {
+            await store.close()
+            throw error
+        }
+        return store
+    }
+
+    private static func probe(_ location: PostgresLocation, configuration: PostgresClient.Configuration, logger: Logger) async throws {
+        let tls: PostgresConnection.Configuration.TLS
+        switch location.tls {
+        case .disable: tls = .disable
+        case .prefer: tls = .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        case .require: tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        }
+        var options = PostgresConnection.Configuration(
+            host: location.host, port: location.port, username: location.user, password: location.password,
+            database: location.database, tls: tls)
+        options.options.connectTimeout = .seconds(5)
+        do {
+            let connection = try await PostgresConnection.connect(configuration: options, id: 0, logger: logger)
+            try? await connection.close()
+        } catch {
+            let classified = classify(error)
+            switch classified.code {
+            case .storeLogin:
+                throw HaulError(.storeLogin, "the fleet database \(location) refused the login of \(location.user): \(classified.message)")
+            case .storeUnavailable:
+                throw HaulError(.storeUnavailable, "cannot reach the fleet database \(location): \(classified.message)")
+            default:
+                throw HaulError(classified.code, "the fleet database \(location): \(classified.message)")
+            }
+        }
+    }
+
+    public func close() async {
+        runner.cancel()
+        await runner.value
+    }
+
+    // MARK: Leases
+
+    public func claim(limit: Int) async throws -> [DownloadRecord] {
+        guard limit > 0 else { return [] }
+        let query: PostgresQuery = """
+            WITH next AS (
+                SELECT id FROM haul_downloads
+                WHERE status IN ('queued', 'running') AND (lease_owner IS NULL OR lease_expires < now())
+                ORDER BY priority DESC, position
+                LIMIT \(limit)
+                FOR UPDATE SKIP LOCKED
+            )
+            UPDATE haul_downloads AS d SET lease_owner = \(host), lease_generation = d.lease_generation + 1,
+                lease_expires = now() + make_interval(secs => \(leaseSeconds)),
+                live_completed = NULL, live_total = NULL, live_speed = NULL, live_connections = NULL
+            FROM next WHERE d.id = next.id
+            RETURNING d.id, d.status, d.priority, d.position, d.record, d.credentials, d.lease_generation
+            """
+        let rows = try await timed("claim") { [client, logger] in
+            var rows: [(String, String, Int, Int64, String, String?, Int64)] = []
+            for try await row in try await client.query(query, logger: logger).decode((String, String, Int, Int64, String, String?, Int64).self) {
+                rows.append(row)
+            }
+            return rows
+        }
+        var claimed: [DownloadRecord] = []
+        for row in rows {
+            let record = try Self.decode((row.0, row.1, row.2, row.3, row.4, row.5))
+            held.withLockedValue { $0[record.id] = row.6 }
+            claimed.append(record)
+        }
+        return claimed.sorted { ($0.request.priority, -$0.position) > ($1.request.priority, -$1.position) }
+    }
+
+    public func renew(_ progress: [DownloadID: HaulCore.Progress?]) async throws -> LeaseReport {
+        let leases = held.withLockedValue { $0 }
+        guard !leases.isEmpty else { return LeaseReport() }
+        var ids: [String] = [], generations: [Int64] = [], completed: [Int64] = [], totals: [Int64] = []
+        var speeds: [Double] = [], connections: [Int32] = []
+        for (id, generation) in leases {
+            let live = progress[id] ?? nil
+            ids.append(id.rawValue)
+            generations.append(generation)
+            completed.append(live?.completed ?? -1)
+            totals.append(live?.total ?? -1)
+            speeds.append(live?.bytesPerSecond ?? 0)
+            connections.append(Int32(live?.connections ?? 0))
+        }
+        let query: PostgresQuery = """
+            UPDATE haul_downloads AS d SET lease_expires = now() + make_interval(secs => \(leaseSeconds)),
+                live_completed = NULLIF(u.completed, -1), live_total = NULLIF(u.total, -1),
+                live_speed = u.speed, live_connections = u.connections
+            FROM unnest(\(ids)::text[], \(generations)::int8[], \(completed)::int8[], \(totals)::int8[], \(speeds)::float8[], \(connections)::int4[])
+                AS u(id, generation, completed, total, speed, connections)
+            WHERE d.id = u.id AND d.lease_owner = \(host) AND d.lease_generation = u.generation
+            RETURNING d.id, d.command
+            """
+        let rows = try await timed("renew leases") { [client, logger] in
+            var rows: [(String, String?)] = []
+            for try await row in try await client.query(query, logger: logger).decode((String, String?).self) { rows.append(row) }
+            return rows
+        }
+        var report = LeaseReport()
+        let renewed = Set(rows.map { DownloadID(rawValue: $0.0) })
+        for (id, _) in leases where !renewed.contains(id) { report.lost.insert(id) }
+        for (id, command) in rows {
+            if let command, let parsed = FleetCommand(rawValue: command) { report.commands[DownloadID(rawValue: id)] = parsed }
+        }
+        held.withLockedValue { held in
+            // Only the generations renewed here: a claim made meanwhile keeps its own.
+            for id in report.lost where held[id] == leases[id] { held[id] = nil }
+        }
+        return report
+    }
+
+    public func release(_ id: DownloadID) async throws {
+        guard let generation = held.withLockedValue({ $0.removeValue(forKey: id) }) else { return }
+        let query: PostgresQuery = """
+            UPDATE haul_downloads SET lease_owner = NULL, lease_expires = NULL, command = NULL,
+                live_completed = NULL, live_total = NULL, live_speed = NULL, live_connections = NULL
+            WHERE id = \(id.rawValue) AND lease_owner = \(host) AND lease_generation = \(generation)
+            """
+        try await execute(query, "release a lease")
+    }
+
+    public func request(_ command: FleetCommand, for id: DownloadID) async throws -> DownloadRecord? {
+        let status = command == .pause ? DownloadStatus.paused : .removed
+        let live = "(lease_owner IS NOT NULL AND lease_expires > now())"
+        let query: PostgresQuery = """
+            UPDATE haul_downloads SET
+                command = CASE WHEN \(unescaped: live) THEN \(command.rawValue) ELSE NULL END,
+                status = CASE WHEN \(unescaped: live) THEN status ELSE \(status.rawValue) END,
+                lease_generation = CASE WHEN \(unescaped: live) THEN lease_generation ELSE lease_generation + 1 END,
+                lease_expires = CASE WHEN \(unescaped: live) THEN lease_expires ELSE NULL END,
+                lease_owner = CASE WHEN \(unescaped: live) THEN lease_owner ELSE NULL END
+            WHERE id = \(id.rawValue) AND status <> 'removed'
+            RETURNING \(unescaped: Self.columns), command IS NOT NULL
+            """
+        let rows = try await timed("ask for \(command.rawValue)") { [client, logger] in
+            var rows: [(String, String, Int, Int64, String, String?, Bool)] = []
+            for try await row in try await client.query(query, logger: logger).decode((String, String, Int, Int64, String, String?, Bool).self) {
+                rows.append(row)
+            }
+            return rows
+        }
+        guard let row = rows.first else { throw HaulError(.notFound, "no download with id \(id)") }
+        if row.6 { return nil }
+        return try Self.decode((row.0, row.1, row.2, row.3, row.4, row.5))
+    }
+
+    public func runs(_ ids: [DownloadID]) async throws -> [DownloadID: FleetRun] {
+        guard !ids.isEmpty else { return [:] }
+        let query: PostgresQuery = """
+            SELECT id, lease_owner, live_completed, live_total, live_speed, live_connections FROM haul_downloads
+            WHERE id = ANY(\(ids.map(\.rawValue))::text[]) AND lease_owner IS NOT NULL AND lease_expires > now()
+            """
+        let rows = try await timed("read the fleet's runs") { [client, logger] in
+            var rows: [(String, String, Int64?, Int64?, Double?, Int?)] = []
+            for try await row in try await client.query(query, logger: logger).decode((String, String, Int64?, Int64?, Double?, Int?).self) {
+                rows.append(row)
+            }
+            return rows
+        }
+        var runs: [DownloadID: FleetRun] = [:]
+        for (id, owner, completed, total, speed, connections) in rows {
+            let progress = completed.map { HaulCore.Progress(completed: $0, total: total, bytesPerSecond: speed ?? 0, connections: connections ?? 0) }
+            runs[DownloadID(rawValue: id)] = FleetRun(host: owner, progress: progress)
+        }
+        return runs
+    }
+
+    var leaseSeconds: Double { Double(leaseTimeout.components.seconds) + Double(leaseTimeout.components.attoseconds) / 1e18 }
+
+    // MARK: DownloadStore
+
+    public func save(_ record: DownloadRecord) async throws {
+        guard let generation = held.withLockedValue({ $0[record.id] }) else {
+            try await save([record])
+            return
+        }
+        let fields = try Fields(record, keepCredentials: keepsCredentials)
+        let query: PostgresQuery = """
+            UPDATE haul_downloads SET identity = \(fields.identity), status = \(fields.status), priority = \(fields.priority),
+                position = \(fields.position), directory = \(fields.directory), file_name = \(fields.fileName),
+                record = \(fields.json), credentials = COALESCE(\(fields.credentials), credentials),
+                lease_expires = now() + make_interval(secs => \(leaseSeconds))
+            WHERE id = \(fields.id) AND lease_owner = \(host) AND lease_generation = \(generation)
+            RETURNING id
+            """
+        let updated = try await returnedIDs(query, "save a checkpoint")
+        if updated.isEmpty {
+            held.withLockedValue { held in if held[record.id] == generation { held[record.id] = nil } }
+            throw HaulError(.leaseLost, "another host took download \(record.id) over")
+        }
+    }
+
+    /// Records nobody here holds: new ones are inserted; existing ones change only while no live
+    /// lease holds them (and any lease they had is ended, its generation passed).
+    public func save(_ records: [DownloadRecord]) async throws {
+        var unheld: [DownloadRecord] = []
+        for record in records {
+            if held.withLockedValue({ $0[record.id] }) != nil { try await save(record) } else { unheld.append(record) }
+        }
+        for start in stride(from: 0, to: unheld.count, by: 500) {
+            let batch = Array(unheld[start..<min(start + 500, unheld.count)])
+            var binds = PostgresBindings()
+            var rows: [String] = []
+            for record in batch {
+                let fields = try Fields(record, keepCredentials: keepsCredentials)
+                let first = binds.count
+                try fields.bind(into: &binds)
+                rows.append("(" + (1...Fields.count).map { "$\(first + $0)" }.joined(separator: ", ") + ")")
+            }
+            let sql = """
+                INSERT INTO haul_downloads (id, identity, status, priority, position, created_at, directory, file_name, record, credentials)
+                VALUES \(rows.joined(separator: ", "))
+                ON CONFLICT (id) DO UPDATE SET identity = excluded.identity, status = excluded.status,
+                    priority = excluded.priority, position = excluded.position, directory = excluded.directory,
+                    file_name = excluded.file_name, record = excluded.record,
+                    credentials = COALESCE(excluded.credentials, haul_downloads.credentials),
+                    lease_owner = NULL, lease_expires = NULL, lease_generation = haul_downloads.lease_generation + 1,
+                    command = NULL, live_completed = NULL, live_total = NULL, live_speed = NULL, live_connections = NULL
+                WHERE haul_downloads.lease_owner IS NULL OR haul_downloads.lease_expires < now()
+                RETURNING id
+                """
+            let written = Set(try await returnedIDs(PostgresQuery(unsafeSQL: sql, binds: binds), "save downloads"))
+            if let refused = batch.first(where: { !written.contains($0.id.rawValue) }) {
+                throw HaulError(.conflict, "download \(refused.id) is running on another host; nothing was changed for it")
+            }
+        }
+    }
+
+    public func record(_ id: DownloadID) async throws -> DownloadRecord? {
+        try await records("SELECT \(unescaped: Self.columns) FROM haul_downloads WHERE id = \(id.rawValue)").first
+    }
+
+    public func record(matching request: DownloadRequest) async throws -> DownloadRecord? {
+        try await records("""
+            SELECT \(unescaped: Self.columns) FROM haul_downloads WHERE identity = \(request.identity) AND status <> 'removed'
+            ORDER BY created_at DESC LIMIT 1
+            """).first
+    }
+
+    public func records(matching requests: [DownloadRequest]) async throws -> [String: DownloadRecord] {
+        var found: [String: DownloadRecord] = [:]
+        let identities = Array(Set(requests.map(\.identity)))
+        for start in stride(from: 0, to: identities.count, by: 500) {
+            let page = Array(identities[start..<min(start + 500, identities.count)])
+            // Oldest first: the newest of several live records for one identity wins.
+            for record in try await records("""
+                SELECT \(unescaped: Self.columns) FROM haul_downloads WHERE identity = ANY(\(page)::text[]) AND status <> 'removed'
+                ORDER BY created_at ASC
+                """) {
+                found[record.request.identity] = record
+            }
+        }
+        return found
+    }
+
+    public func records(status: DownloadStatus?) async throws -> [DownloadRecord] {
+        if let status {
+            return try await records("""
+                SELECT \(unescaped: Self.columns) FROM haul_downloads WHERE status = \(status.rawValue) ORDER BY priority DESC, position
+                """)
+        }
+        return try await records("SELECT \(unescaped: Self.columns) FROM haul_downloads ORDER BY priority DESC, position")
+    }
+
+    public func isFileNameTaken(_ fileName: String, directory: String, except id: DownloadID) async throws -> Bool {
+        let query: PostgresQuery = """
+            SELECT id FROM haul_downloads WHERE directory = \(directory) AND file_name = \(fileName) AND id <> \(id.rawValue)
+                AND status <> 'removed' LIMIT 1
+            """
+        return !(try await returnedIDs(query, "check a file name")).isEmpty
+    }
+
+    public func delete(_ id: DownloadID) async throws {
+        try await execute("DELETE FROM haul_downloads WHERE id = \(id.rawValue)", "delete a download")
+    }
+
+    public func counts() async throws -> [DownloadStatus: Int] {
+        let query: PostgresQuery = "SELECT status, count(*) FROM haul_downloads GROUP BY status"
+        let rows = try await timed("count downloads") { [client, logger] in
+            var rows: [(String, Int)] = []
+            for try await row in try await client.query(query, logger: logger).decode((String, Int).self) { rows.append(row) }
+            return rows
+        }
+        var counts: [DownloadStatus: Int] = [:]
+        for (status, count) in rows { if let status = DownloadStatus(rawValue: status) { counts[status] = count } }
+        return counts
+    }
+
+    public func ids(status: DownloadStatus?) async throws -> [DownloadID] {
+        let query: PostgresQuery = status.map {
+            "SELECT id FROM haul_downloads WHERE status = \($0.rawValue) ORDER BY priority DESC, position"
+        } ?? "SELECT id FROM haul_downloads WHERE status <> 'removed' ORDER BY priority DESC, position"
+        return try await returnedIDs(query, "list downloads").map(DownloadID.init(rawValue:))
+    }
+
+    public func records(_ ids: [DownloadID]) async throws -> [DownloadRecord] {
+        var found: [DownloadRecord] = []
+        for start in stride(from: 0, to: ids.count, by: 500) {
+            let page = ids[start..<min(start + 500, ids.count)].map(\.rawValue)
+            found += try await records("SELECT \(unescaped: Self.columns) FROM haul_downloads WHERE id = ANY(\(page)::text[])")
+        }
+        return found
+    }
+
+    public func setPlace(_ id: DownloadID, priority: Int, position: Int64) async throws {
+        try await execute("UPDATE haul_downloads SET priority = \(priority), position = \(position) WHERE id = \(id.rawValue)", "move a download")
+    }
+
+    // MARK: Queries
+
+    private func records(_ query: PostgresQuery) async throws -> [DownloadRecord] {
+        let rows = try await timed("read downloads") { [client, logger] in
+            var rows: [(String, String, Int, Int64, String, String?)] = []
+            for try await row in try await client.query(query, logger: logger).decode((String, String, Int, Int64, String, String?).self) {
+                rows.append(row)
+            }
+            return rows
+        }
+        return try rows.map(Self.decode)
+    }
+
+    private func returnedIDs(_ query: PostgresQuery, _ what: String) async throws -> [String] {
+        try await timed(what) { [client, logger] in
+            var ids: [String] = []
+            for try await id in try await client.query(query, logger: logger).decode(String.self) { ids.append(id) }
+            return ids
+        }
+    }
+
+    private func execute(_ query: PostgresQuery, _ what: String) async throws {
+        try await timed(what) { [client, logger] in _ = try await client.query(query, logger: logger) }
+    }
+
+    /// Runs `body` within the query time limit; every failure comes out as a `HaulError`.
+    func timed<T: Sendable>(_ what: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        let limit = queryTimeout
+        do {
+            return try await withThrowingTaskGroup(of: T?.self) { group in
+                group.addTask { try await body() }
+                group.addTask {
+                    try await Task.sleep(for: limit)
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let value = first else {
+                    throw HaulError(.storeUnavailable, "the fleet database did not answer within \(limit) (\(what))")
+                }
+                return value
+            }
+        } catch {
+            throw Self.classify(error)
+        }
+    }
+
+    static func decode(_ row: (String, String, Int, Int64, String, String?)) throws -> DownloadRecord {
+        var record: DownloadRecord
+        do {
+            record = try JSONDecoder().decode(DownloadRecord.self, from: Data(row.4.utf8))
+        } catch {
+            throw HaulError(.store, "unreadable download \(row.0) in the fleet database: \(error)")
+        }
+        guard let status = DownloadStatus(rawValue: row.1) else { throw HaulError(.store, "download \(row.0) has an unknown status \(row.1)") }
+        record.status = status
+        record.request.priority = row.2
+        record.position = row.3
+        record.request.credentials = row.5.flatMap(Credentials.init(storedForm:))
+        return record
+    }
+
+    /// Any error from PostgresNIO, the pool or a time limit as the `HaulError` the engine acts on.
+    static func classify(_ error: any Error) -> HaulError {
+        if let error = error as? HaulError { return error }
+        if let error = error as? PostgresTransactionError {
+            return classify(error.closureError ?? error.beginError ?? error.commitError ?? error.rollbackError ?? HaulError(.store, "\(error)"))
+        }
+        if let error = error as? PSQLError {
+            switch error.code {
+            case .server:
+                let state = error.serverInfo?[.sqlState] ?? ""
+                let message = error.serverInfo?[.message] ?? "\(error)"
+                if state == "28P01" || state == "28000" { return HaulError(.storeLogin, message) }
+                if state.hasPrefix("08") || state.hasPrefix("57P") { return HaulError(.storeUnavailable, message) }
+                return HaulError(.store, message + (state.isEmpty ? "" : " (\(state))"))
+            case .authMechanismRequiresPassword:
+                return HaulError(.storeLogin, "the server wants a password and the URL has none")
+            case .unsupportedAuthMechanism, .saslError:
+                return HaulError(.storeLogin, "authentication failed: \(error.underlying.map { "\($0)" } ?? "\(error.code)")")
+            case .sslUnsupported:
+                return HaulError(.storeUnavailable, "the server does not support TLS (add ?sslmode=disable)")
+            default:
+                return HaulError(.storeUnavailable, error.underlying.map { "\($0)" } ?? "\(error.code)")
+            }
+        }
+        if error is CancellationError { return HaulError(.interrupted, "cancelled") }
+        return HaulError(.storeUnavailable, "\(error)")
+    }
+}
+
+/// One record's columns.
+struct Fields {
+    static let count = 10
+    let id: String, identity: String, status: String, priority: Int, position: Int64, createdAt: Int64
+    let directory: String, fileName: String?, json: String, credentials: String?
+
+    init(_ record: DownloadRecord, keepCredentials: Bool) throws {
+        id = record.id.rawValue
+        identity = record.request.identity
+        status = record.status.rawValue
+        priority = record.request.priority
+        position = record.position
+        createdAt = record.createdAt
+        directory = record.request.directory
+        fileName = record.fileName
+        json = String(decoding: try JSONEncoder().encode(record), as: UTF8.self)
+        credentials = keepCredentials ? record.request.credentials?.storedForm : nil
+    }
+
+    func bind(into binds: inout PostgresBindings) throws {
+        try binds.append(id)
+        try binds.append(identity)
+        try binds.append(status)
+        try binds.append(priority)
+        try binds.append(position)
+        try binds.append(createdAt)
+        try binds.append(directory)
+        if let fileName { try binds.append(fileName) } else { binds.appendNull() }
+        try binds.append(json)
+        if let credentials { try binds.append(credentials) } else { binds.appendNull() }
+    }
+}
