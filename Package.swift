@@ -100,6 +100,7 @@ let package = Package(
             dependencies: [
                 "Haul",
                 "HaulCore",
+                "HaulFleet",
                 "HaulAPI",
                 "HaulServer",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

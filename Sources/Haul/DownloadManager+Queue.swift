@@ -49,6 +49,14 @@ extension DownloadManager {
     /// the running ones have checkpointed.
     @discardableResult
     public func pauseAll() async throws -> Int {
+        if fleet != nil {
+            // The fleet's queue: every download queued or running on any host.
+            var count = 0
+            for id in try await store.ids(status: .queued) + store.ids(status: .running) {
+                if (try? await pause([id])) != nil { count += 1 }
+            }
+            return count
+        }
         let (count, stopping): (Int, [Task<Void, Never>]) = try await serialized {
             // Decided from memory, in one step: a queued entry cannot start once it is out of
             // `pending`, so its stored record is not being written by anyone else.

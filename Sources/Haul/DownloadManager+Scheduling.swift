@@ -10,26 +10,33 @@ extension DownloadManager {
         return record
     }
 
-    /// Running or waiting in this process.
+    /// Running or waiting in this process (in a fleet: held here, running or suspended).
     func isScheduled(_ id: DownloadID) -> Bool {
-        active[id] != nil || pending.contains(id)
+        active[id] != nil || pending.contains(id) || fleetState.suspended.contains(id)
     }
 
     func enqueue(_ record: DownloadRecord) {
         guard !isScheduled(record.id) else { return }
+        if fleet != nil {
+            // The queue is the database's: whichever host has a free slot claims it.
+            hub.publish(DownloadEvent(id: record.id, kind: .queued))
+            wakeFleet()
+            return
+        }
         pending.insert(PendingQueue.Entry(record))
         hub.publish(DownloadEvent(id: record.id, kind: .queued))
         schedule()
     }
 
     func schedule() {
+        if fleet != nil { wakeFleet() }
         while !isShuttingDown, active.count < maxConcurrent, !pending.isEmpty {
-            start(pending.removeFirst())
+            start(pending.removeFirst().id)
         }
         signalIdleIfNeeded()
     }
 
-    func start(_ entry: PendingQueue.Entry) {
+    func start(_ id: DownloadID) {
         let stop = StopSignal()
         let limiter = RateLimiter(rate: nil, clock: clock)
         let runner = DownloadRunner(
@@ -45,14 +52,14 @@ extension DownloadManager {
         let store = store
         let hub = hub
         let locks = Result { () throws(HaulError) -> DownloadLocks in try downloadLocks() }
-        let credentials = secrets[entry.id]
+        let credentials = secrets[id]
         generations += 1
         let generation = generations
         let task = Task {
-            let launch = await Self.launch(entry.id, store: store, hub: hub, locks: locks, credentials: credentials, runner: runner)
-            await self.finished(entry.id, generation: generation, launch)
+            let launch = await Self.launch(id, store: store, hub: hub, locks: locks, credentials: credentials, runner: runner)
+            await self.finished(id, generation: generation, launch)
         }
-        active[entry.id] = Active(task: task, stop: stop, limiter: limiter, generation: generation)
+        active[id] = Active(task: task, stop: stop, limiter: limiter, generation: generation)
     }
 
     /// What became of one start.
@@ -102,6 +109,7 @@ extension DownloadManager {
     func finished(_ id: DownloadID, generation: UInt64, _ launch: Launch) async {
         let current = active[id]?.generation == generation
         if current { active[id] = nil }
+        if current { await fleetRunEnded(id, launch) }
         switch launch {
         case .ran(let record):
             // From here the store's record (and, once complete, the file itself) guards the name.

@@ -90,6 +90,10 @@ public actor DownloadManager {
 
     public let configuration: Configuration
     let store: any DownloadStore
+    /// The shared store when this manager is one host of a fleet: the queue is then the
+    /// database's, claimed with leases (see `DownloadManager+Fleet.swift`).
+    let fleet: (any SharedQueueStore)?
+    var fleetState = FleetState()
     let transport: any HTTPTransport
     private let ownedTransport: AsyncHTTPTransport?
     private let ownedStore: SQLiteDownloadStore?
@@ -126,19 +130,32 @@ public actor DownloadManager {
     /// Opens (creating if needed) the SQLite store in `configuration.stateDirectory` and uses
     /// AsyncHTTPClient. Call `shutdown()` when done.
     public init(configuration: Configuration) async throws {
-        do {
-            // The store keeps request headers (cookies, tokens): a new state directory is private.
-            let existed = DestinationFiles.exists(configuration.stateDirectory)
-            try DestinationFiles.makeDirectory(configuration.stateDirectory)
-            if !existed { chmod(configuration.stateDirectory, 0o700) }
-        } catch let error as HaulError {
-            throw HaulError(error.code, "cannot use state directory \(configuration.stateDirectory): \(error.message)")
-        }
+        try Self.prepareStateDirectory(configuration.stateDirectory)
         let store = try await SQLiteDownloadStore.open(path: DestinationFiles.join(configuration.stateDirectory, "haul.sqlite"),
                                                        keepsCredentials: configuration.keepsCredentials)
         let transport = AsyncHTTPTransport(configuration: configuration.http)
         self.init(configuration: configuration, store: store, transport: transport, clock: ClockAdapter(ContinuousClock()),
                   ownedTransport: transport, ownedStore: store)
+    }
+
+    /// Uses `store` (a fleet's shared store) with AsyncHTTPClient; the state directory keeps the
+    /// download locks. The caller closes the store after `shutdown()`.
+    public init(configuration: Configuration, store: any DownloadStore) async throws {
+        try Self.prepareStateDirectory(configuration.stateDirectory)
+        let transport = AsyncHTTPTransport(configuration: configuration.http)
+        self.init(configuration: configuration, store: store, transport: transport, clock: ClockAdapter(ContinuousClock()),
+                  ownedTransport: transport, ownedStore: nil)
+    }
+
+    private static func prepareStateDirectory(_ path: String) throws {
+        do {
+            // The store keeps request headers (cookies, tokens): a new state directory is private.
+            let existed = DestinationFiles.exists(path)
+            try DestinationFiles.makeDirectory(path)
+            if !existed { chmod(path, 0o700) }
+        } catch let error as HaulError {
+            throw HaulError(error.code, "cannot use state directory \(path): \(error.message)")
+        }
     }
 
     /// Injects every dependency: tests use their own store, transport or clock.
@@ -152,6 +169,7 @@ public actor DownloadManager {
     ) {
         self.configuration = configuration
         self.store = store
+        self.fleet = store as? any SharedQueueStore
         self.transport = transport
         self.clock = clock
         self.names = FileNameClaims(store: store)
@@ -250,6 +268,10 @@ public actor DownloadManager {
 
     /// Puts back in the queue what was queued or running when the last process stopped.
     public func restore() async throws {
+        if fleet != nil {
+            startFleet()
+            return
+        }
         try await serialized {
             for record in try await store.records(status: nil) where record.status.resumesAfterRestart {
                 enqueue(record)
@@ -269,6 +291,7 @@ public actor DownloadManager {
     /// paused). Already paused ones count and stay paused.
     @discardableResult
     public func pause(_ ids: [DownloadID]) async throws -> Int {
+        var remote: [DownloadID] = []
         let stopping: [Task<Void, Never>] = try await serialized {
             var records: [DownloadRecord] = []
             for id in ids {
@@ -284,6 +307,11 @@ public actor DownloadManager {
                 if let running = active[record.id] {
                     running.stop.request(.paused)
                     stopping.append(running.task)
+                } else if fleet != nil {
+                    // Wherever it runs: its host, or at once when none holds it.
+                    if record.status == .queued || record.status == .running {
+                        remote.append(record.id)
+                    }
                 } else if record.status != .paused {
                     pending.remove(record.id)
                     record.status = .paused
@@ -299,6 +327,7 @@ public actor DownloadManager {
             return stopping
         }
         for task in stopping { await task.value }
+        for id in remote { _ = try await fleetRequest(.pause, for: id) }
         return ids.count
     }
 
@@ -343,6 +372,12 @@ public actor DownloadManager {
             guard let running = active[id] else { return nil }
             running.stop.request(.removed)
             return running.task
+        }
+        if stopping == nil, fleet != nil {
+            // Not running here: its host removes it, or this one at once when none holds it.
+            let record = try await fleetRequest(deleteFile ? .removeWithFile : .remove, for: id)
+            await names.release(directory: record.request.directory, name: record.fileName)
+            return
         }
         await stopping?.value
         try await serialized { try await removeNow(id, deleteFile: deleteFile, runnerStopped: stopping != nil) }
@@ -441,6 +476,7 @@ public actor DownloadManager {
 
     private func stopEverything(deadline: Duration?) async {
         isShuttingDown = true
+        stopFleet()
         // Left queued: the next start picks them up.
         for entry in pending.removeAll() { settle(DownloadOutcome(id: entry.id, status: .queued)) }
         let running = active.values

@@ -24,8 +24,10 @@ public struct DownloadView: Codable, Sendable, Hashable {
     public var maxConnections: Int
     /// The download's own rate limit in bytes per second; nil for none (the global limit still applies).
     public var maxBytesPerSecond: Int64?
+    /// In a fleet, the host running it (`haul serve --store postgres://...`); nil otherwise.
+    public var host: String?
 
-    public init(_ record: DownloadRecord, live: Progress?) {
+    public init(_ record: DownloadRecord, live: Progress?, host: String? = nil) {
         id = record.id.rawValue
         url = record.request.url.absoluteString
         status = record.status
@@ -42,10 +44,31 @@ public struct DownloadView: Codable, Sendable, Hashable {
         connections = running ? live?.connections ?? 0 : 0
         maxConnections = record.request.connections
         maxBytesPerSecond = record.request.maxBytesPerSecond
+        self.host = running ? host : nil
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        completedLength = try container.decode(Int64.self, forKey: .completedLength)
+        connections = try container.decode(Int.self, forKey: .connections)
+        createdAt = try container.decode(Int64.self, forKey: .createdAt)
+        directory = try container.decode(String.self, forKey: .directory)
+        error = try container.decodeIfPresent(ErrorView.self, forKey: .error)
+        fileName = try container.decodeIfPresent(String.self, forKey: .fileName)
+        host = try container.decodeIfPresent(String.self, forKey: .host)
+        id = try container.decode(String.self, forKey: .id)
+        maxBytesPerSecond = try container.decodeIfPresent(Int64.self, forKey: .maxBytesPerSecond)
+        maxConnections = try container.decode(Int.self, forKey: .maxConnections)
+        path = try container.decodeIfPresent(String.self, forKey: .path)
+        priority = try container.decode(Int.self, forKey: .priority)
+        speed = try container.decode(Double.self, forKey: .speed)
+        status = try container.decode(DownloadStatus.self, forKey: .status)
+        totalLength = try container.decodeIfPresent(Int64.self, forKey: .totalLength)
+        url = try container.decode(String.self, forKey: .url)
     }
 
     private enum CodingKeys: String, CodingKey {
-        case completedLength, connections, createdAt, directory, error, fileName, id, maxBytesPerSecond
+        case completedLength, connections, createdAt, directory, error, fileName, host, id, maxBytesPerSecond
         case maxConnections, path, priority, speed, status, totalLength, url
     }
 
@@ -57,6 +80,7 @@ public struct DownloadView: Codable, Sendable, Hashable {
         try container.encode(directory, forKey: .directory)
         try container.encode(error, forKey: .error)
         try container.encode(fileName, forKey: .fileName)
+        try container.encode(host, forKey: .host)
         try container.encode(id, forKey: .id)
         try container.encode(maxBytesPerSecond, forKey: .maxBytesPerSecond)
         try container.encode(maxConnections, forKey: .maxConnections)
@@ -81,6 +105,7 @@ public struct DownloadView: Codable, Sendable, Hashable {
                 json.field("message", error.message)
             } })
             json.field("fileName", fileName)
+            json.field("host", host)
             json.field("id", id)
             json.field("maxBytesPerSecond", maxBytesPerSecond)
             json.field("maxConnections", Int64(maxConnections))

@@ -24,6 +24,12 @@ public enum ExitCodes {
     public static let conflict: Int32 = 9
     /// The daemon refuses the request: a directory outside the ones it writes to.
     public static let forbidden: Int32 = 10
+    /// The fleet's database (`--store postgres://...`) cannot be reached.
+    public static let storeUnavailable: Int32 = 11
+    /// The fleet's database refused the login.
+    public static let storeLogin: Int32 = 12
+    /// The fleet's database has a schema newer than this haul.
+    public static let storeTooNew: Int32 = 13
     /// Stopped by Ctrl-C or SIGTERM after checkpointing; run the same command again to resume.
     public static let interrupted: Int32 = 130
 
@@ -39,6 +45,9 @@ public enum ExitCodes {
         case .lengthMismatch, .checksumMismatch: verification
         case .fileSystem, .diskFull, .fileExists, .store, .inUse: fileSystem
         case .interrupted, .cancelled: interrupted
+        case .storeUnavailable: storeUnavailable
+        case .storeLogin: storeLogin
+        case .storeTooNew: storeTooNew
         default: `internal`
         }
     }

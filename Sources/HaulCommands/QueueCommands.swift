@@ -191,6 +191,7 @@ enum DownloadLine {
             }
         }
         parts.append(name)
+        if let host = download.host { parts.append("on \(host)") }
         if let error = download.error { parts.append("(\(error.message))") }
         return parts.joined(separator: "  ")
     }

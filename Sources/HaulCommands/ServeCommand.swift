@@ -3,6 +3,7 @@ import Foundation
 import HaulCore
 import HaulAPI
 import HaulServer
+import HaulFleet
 import Logging
 
 /// `haul serve`: the daemon in the foreground (run it under systemd, tmux or `nohup ... &`).
@@ -49,8 +50,30 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "The API token (default: $HAUL_SECRET, else a fresh random one). Required off loopback.")
     var secret: String?
 
+    @Option(help: ArgumentHelp(
+        "Where the queue lives: sqlite (default, under $HAUL_HOME) or postgres://USER[:PASSWORD]@HOST[:PORT]/DB, one queue shared by every host that names it (default: $HAUL_STORE).",
+        valueName: "URL"))
+    var store: String?
+
+    @Option(help: ArgumentHelp("With a postgres store: a host silent this long loses its downloads to the others (default 15).", valueName: "SECONDS"))
+    var leaseTimeout: Double = 15
+
+    @Option(help: ArgumentHelp("With a postgres store: this host's name in listings (default: HOSTNAME/PID).", valueName: "NAME"))
+    var fleetName: String?
+
     @Option(help: .hidden)
     var checkpointInterval: Double = 1
+
+    var storeLocation: StoreLocation {
+        get throws {
+            let text = store ?? ProcessInfo.processInfo.environment["HAUL_STORE"].flatMap { $0.isEmpty ? nil : $0 } ?? "sqlite"
+            do {
+                return try StoreLocation(parsing: text)
+            } catch {
+                throw ValidationError(error.message)
+            }
+        }
+    }
 
     func validate() throws {
         if jobs < 1 { throw ValidationError("-j must be at least 1") }
@@ -59,6 +82,8 @@ struct ServeCommand: AsyncParsableCommand {
         }
         if let limitRate { _ = try GetCommand.rate(limitRate) }
         if checkpointInterval <= 0 { throw ValidationError("--checkpoint-interval must be positive") }
+        if !(leaseTimeout >= 1 && leaseTimeout <= 86_400) { throw ValidationError("--lease-timeout must be between 1 and 86400 seconds") }
+        _ = try storeLocation
     }
 
     func run() async throws {
@@ -73,6 +98,9 @@ struct ServeCommand: AsyncParsableCommand {
             logger: logger)
         configuration.allowedDirectories = allowedDirectories.map { HaulHome.absolute($0) }
         configuration.manager.checkpointInterval = .milliseconds(Int64(checkpointInterval * 1000))
+        configuration.store = try storeLocation
+        configuration.leaseTimeout = .milliseconds(Int64(leaseTimeout * 1000))
+        configuration.fleetName = fleetName
         let daemon = Daemon(configuration: configuration)
         // The token is never printed: under systemd stdout lands in the journal, readable by
         // more people than serve.json (mode 0600) is.

@@ -17,8 +17,11 @@ public protocol SharedQueueStore: DownloadStore {
     var host: String { get }
     /// How long a lease lasts without renewal.
     var leaseTimeout: Duration { get }
-    /// Claims up to `limit` downloads for this host, in the fleet's order.
-    func claim(limit: Int) async throws -> [DownloadRecord]
+    /// Claims up to `limit` downloads for this host, in the fleet's order, none of `excluded`
+    /// (downloads whose run here is still stopping).
+    func claim(limit: Int, excluding excluded: [DownloadID]) async throws -> [DownloadRecord]
+    /// Whether this host still holds a lease on the download (as far as it knows).
+    func holds(_ id: DownloadID) -> Bool
     /// Renews this host's leases on `held`, recording the live progress given for each.
     func renew(_ held: [DownloadID: Progress?]) async throws -> LeaseReport
     /// Ends this host's lease on a download whose run stopped here.

@@ -103,12 +103,17 @@ public final class PostgresDownloadStore: SharedQueueStore {
 
     // MARK: Leases
 
-    public func claim(limit: Int) async throws -> [DownloadRecord] {
+    public func holds(_ id: DownloadID) -> Bool {
+        held.withLockedValue { $0[id] != nil }
+    }
+
+    public func claim(limit: Int, excluding excluded: [DownloadID]) async throws -> [DownloadRecord] {
         guard limit > 0 else { return [] }
         let query: PostgresQuery = """
             WITH next AS (
                 SELECT id FROM haul_downloads
                 WHERE status IN ('queued', 'running') AND (lease_owner IS NULL OR lease_expires < now())
+                    AND id <> ALL(\(excluded.map(\.rawValue))::text[])
                 ORDER BY priority DESC, position
                 LIMIT \(limit)
                 FOR UPDATE SKIP LOCKED

@@ -110,10 +110,11 @@ struct APIRoutes<Context: RequestContext>: Sendable {
             repeat {
                 let page = Array(ids[start..<min(ids.count, start + 500)])
                 var json = JSONWriter()
+                let live = await LiveRuns.lookup(manager, page)
                 for record in try await manager.records(page) {
                     if !first { json.raw(",") }
                     first = false
-                    DownloadView(record, live: manager.liveProgress(record.id)).write(to: &json)
+                    live.view(record).write(to: &json)
                 }
                 try await writer.write(ByteBuffer(bytes: json.bytes))
                 start += page.count
@@ -208,7 +209,7 @@ struct APIRoutes<Context: RequestContext>: Sendable {
 
     private func view(_ record: DownloadRecord?) async throws -> Response {
         guard let record else { throw HaulError(.notFound, "no such download") }
-        return APIResponse.download(DownloadView(record, live: manager.liveProgress(record.id)))
+        return APIResponse.download(await LiveRuns.lookup(manager, [record.id]).view(record))
     }
 
     private func id(_ context: Context) throws -> DownloadID {

@@ -7,6 +7,7 @@ import Foundation
 import Haul
 import HaulAPI
 import HaulCore
+import HaulFleet
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
@@ -39,6 +40,14 @@ public struct Daemon: Sendable {
         /// 0.4 s to checkpoint (a checkpoint takes milliseconds; one still verifying a large file
         /// is verified again on the next start).
         public var shutdownDeadline: Duration
+        /// Where the queue lives: SQLite under `home` (the default), or a fleet's PostgreSQL
+        /// database shared with other hosts (`--store`).
+        public var store: StoreLocation = .sqlite
+        /// A fleet host that has not renewed its lease on a download for this long loses it to
+        /// another host (`--lease-timeout`).
+        public var leaseTimeout: Duration = .seconds(15)
+        /// This host's name in the fleet, as listings show it; by default the host name and pid.
+        public var fleetName: String?
 
         public init(host: String = "127.0.0.1", port: Int = 6800, secret: String? = nil, home: String,
                     downloadDirectory: String, maxConcurrentDownloads: Int = 3, defaultConnections: Int = 1,
@@ -102,7 +111,27 @@ public struct Daemon: Sendable {
         managerConfiguration.metricsFactory = metrics.factory
         // Its state is private: a download added with credentials resumes after a restart.
         managerConfiguration.keepsCredentials = true
-        let manager = try await DownloadManager(configuration: managerConfiguration)
+        let manager: DownloadManager
+        var fleetStore: PostgresDownloadStore?
+        switch configuration.store {
+        case .sqlite:
+            manager = try await DownloadManager(configuration: managerConfiguration)
+        case .postgres(let location):
+            guard configuration.leaseTimeout >= .seconds(1) else {
+                throw HaulError(.usage, "--lease-timeout must be at least 1 second")
+            }
+            let store = try await PostgresDownloadStore.open(
+                location, host: configuration.fleetName ?? Self.defaultFleetName(), leaseTimeout: configuration.leaseTimeout,
+                keepsCredentials: true, logger: configuration.logger)
+            fleetStore = store
+            do {
+                manager = try await DownloadManager(configuration: managerConfiguration, store: store)
+            } catch {
+                await store.close()
+                throw error
+            }
+        }
+        defer { if let fleetStore { Task { await fleetStore.close() } } }
         let counting = Task { await metrics.observe(manager.events()) }
         defer { counting.cancel() }
         let logger = configuration.logger
@@ -174,6 +203,13 @@ public struct Daemon: Sendable {
             await manager.shutdown()
             throw Self.classify(error, host: configuration.host, port: configuration.port)
         }
+    }
+
+    /// `HOST/PID`: unique on a machine, and says where to look.
+    static func defaultFleetName() -> String {
+        var name = [CChar](repeating: 0, count: 256)
+        let host = gethostname(&name, name.count) == 0 ? String(cString: name) : "host"
+        return "\(host)/\(getpid())"
     }
 
     /// A failure to bind says so; anything else is reported as what it is.

@@ -188,7 +188,7 @@ enum WebPage {
     function makeRow(id) {
       const tr = document.createElement('tr');
       tr.dataset.id = id;
-      tr.innerHTML = '<td class="name"><span></span><small class="error"></small></td><td><span class="status"></span></td>' +
+      tr.innerHTML = '<td class="name"><span></span><small class="error"></small></td><td><span class="status"></span> <small class="host"></small></td>' +
         '<td><div class="progress"><div class="bar" data-percent="0"><i></i></div><span class="pct">0%</span></div></td>' +
         '<td class="num size"></td><td class="num speed"></td><td class="num conns" data-connections="0"></td><td class="num left"></td>' +
         '<td class="actions"><button class="pause" type="button">Pause</button><button class="resume" type="button">Resume</button>' +
@@ -210,6 +210,7 @@ enum WebPage {
       error.textContent = failed ? d.error.message : '';
       error.title = failed ? d.error.code : '';
       tr.querySelector('.status').textContent = d.status;
+      tr.querySelector('.host').textContent = running && d.host ? 'on ' + d.host : '';
       const bar = tr.querySelector('.bar');
       bar.dataset.percent = String(p);
       bar.firstChild.style.width = p + '%';
@@ -488,7 +489,13 @@ enum WebPage {
       loadOptions();
       summary();
       setInterval(summary, 2000);
-      setInterval(() => { if (!refused) refresh(); }, 5000);
+      // Every 5 s; every second in a fleet, where other hosts' progress arrives only this way.
+      let ticks = 0;
+      setInterval(() => {
+        ticks += 1;
+        const fleet = [...rows.values()].some(r => r.d.host);
+        if (!refused && (fleet || ticks % 5 === 0)) refresh();
+      }, 1000);
     })();
     </script>
     </body>

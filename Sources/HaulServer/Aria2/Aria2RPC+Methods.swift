@@ -36,7 +36,7 @@ extension Aria2RPC {
         case "tellStatus":
             let id = try params.gid(0)
             let keys = try params.keys(1)
-            Aria2Status(try await record(id), live: manager.liveProgress(id)).write(to: &json, keys: keys)
+            Aria2Status(try await record(id), live: await LiveRuns.lookup(manager, [id]).progress(id)).write(to: &json, keys: keys)
         case "getUris":
             let id = try params.gid(0)
             let record = try await record(id)
@@ -223,8 +223,9 @@ extension Aria2RPC {
 
     private func writeStatuses(_ ids: [DownloadID], keys: Set<String>?, into json: inout JSONWriter) async throws {
         let records = try await manager.records(ids)
+        let live = await LiveRuns.lookup(manager, ids)
         json.array(records) { json, record in
-            Aria2Status(record, live: manager.liveProgress(record.id)).write(to: &json, keys: keys)
+            Aria2Status(record, live: live.progress(record.id)).write(to: &json, keys: keys)
         }
     }
 }

@@ -1,0 +1,170 @@
+import HaulCore
+
+/// What a manager that is one host of a fleet keeps beside its runs.
+struct FleetState {
+    /// Downloads this host holds but stopped because the database could not be reached: they
+    /// start again here once a renewal proves the lease is still this host's.
+    var suspended: Set<DownloadID> = []
+    /// The loop that renews leases, hears commands and claims work.
+    var loop: Task<Void, Never>?
+    var wake: AsyncStream<Void>.Continuation?
+    /// When a renewal last succeeded (or the fleet started).
+    var lastRenewal = ContinuousClock.now
+    var lastRenewalAttempt = ContinuousClock.now - .seconds(3600)
+}
+
+/// One host of a fleet (a `SharedQueueStore`): instead of a queue in memory, the manager claims
+/// downloads from the database with leases whenever it has a free slot, renews the leases
+/// about once a second (carrying live progress), applies the pauses and removes other hosts
+/// ask for, and stops what it runs, without writing, when a lease turns out to be another
+/// host's. A host that cannot reach the database for half a lease stops its downloads at a
+/// checkpoint, keeps their leases, and starts them again once a renewal succeeds.
+extension DownloadManager {
+    /// This host's name in the fleet; nil when the manager is not part of one.
+    public nonisolated var fleetHost: String? { fleet?.host }
+
+    /// Where downloads held by live leases run, with their progress as last renewed.
+    public func fleetRuns(_ ids: [DownloadID]) async -> [DownloadID: FleetRun] {
+        guard let fleet else { return [:] }
+        return (try? await fleet.runs(ids)) ?? [:]
+    }
+
+    var renewInterval: Duration {
+        guard let fleet else { return .seconds(1) }
+        return min(.seconds(1), fleet.leaseTimeout / 4)
+    }
+
+    func startFleet() {
+        guard fleetState.loop == nil else { return }
+        let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        fleetState.wake = wake
+        fleetState.lastRenewal = .now
+        let interval = renewInterval
+        let ticker = Task {
+            while !Task.isCancelled {
+                wake.yield()
+                try? await Task.sleep(for: interval)
+            }
+        }
+        fleetState.loop = Task {
+            for await _ in wakes {
+                if Task.isCancelled { break }
+                await self.fleetTick()
+            }
+            ticker.cancel()
+        }
+    }
+
+    func stopFleet() {
+        fleetState.loop?.cancel()
+        fleetState.wake?.finish()
+        fleetState.loop = nil
+    }
+
+    /// Asks the loop for a claim soon (a download was added or a slot freed).
+    func wakeFleet() {
+        fleetState.wake?.yield()
+    }
+
+    /// One turn of the loop: renew when due, then fill free slots.
+    func fleetTick() async {
+        guard let fleet, !isShuttingDown else { return }
+        let now = ContinuousClock.now
+        if now - fleetState.lastRenewalAttempt >= renewInterval || !fleetState.suspended.isEmpty {
+            fleetState.lastRenewalAttempt = now
+            guard await renewLeases(fleet) else { return }
+        }
+        let free = maxConcurrent - active.count - fleetState.suspended.count
+        guard free > 0 else { return }
+        do {
+            let claimed = try await fleet.claim(limit: free, excluding: Array(active.keys) + Array(fleetState.suspended))
+            for record in claimed where !isShuttingDown && active[record.id] == nil {
+                hub.publish(DownloadEvent(id: record.id, kind: .queued))
+                start(record.id)
+            }
+            // More may be waiting than one claim took.
+            if claimed.count == free { wakeFleet() }
+        } catch {
+            configuration.logger.warning("cannot claim downloads", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Renews every lease held here; returns whether the database answered.
+    private func renewLeases(_ fleet: any SharedQueueStore) async -> Bool {
+        let report: LeaseReport
+        do {
+            report = try await fleet.renew(live.all())
+        } catch {
+            configuration.logger.warning("cannot renew leases", metadata: ["error": "\(error)"])
+            // Half the lease without a renewal: stop writing well before another host may take
+            // the downloads over. They keep their leases and go on once the database is back.
+            if ContinuousClock.now - fleetState.lastRenewal > fleet.leaseTimeout / 2 {
+                for download in active.values { download.stop.request(.running) }
+            }
+            return false
+        }
+        fleetState.lastRenewal = .now
+        for id in report.lost {
+            configuration.logger.notice("another host took the download over", metadata: ["id": "\(id)"])
+            fleetState.suspended.remove(id)
+            active[id]?.stop.leaseLost()
+        }
+        for (id, command) in report.commands where active[id] != nil {
+            switch command {
+            case .pause:
+                active[id]?.stop.request(.paused)
+            case .remove, .removeWithFile:
+                Task { try? await self.remove(id, deleteFile: command == .removeWithFile) }
+            }
+        }
+        // Still ours after the outage: go on here.
+        for id in fleetState.suspended where !isShuttingDown {
+            fleetState.suspended.remove(id)
+            start(id)
+        }
+        return true
+    }
+
+    /// A run here ended: keep the lease of one the database's loss stopped, end the others'.
+    func fleetRunEnded(_ id: DownloadID, _ launch: Launch) async {
+        guard let fleet else { return }
+        if case .ran(let record) = launch, record.status == .running, !isShuttingDown, fleet.holds(id) {
+            fleetState.suspended.insert(id)
+            return
+        }
+        do {
+            try await fleet.release(id)
+        } catch {
+            // It expires by itself; another host then takes the download over from its record.
+            configuration.logger.warning("cannot release a lease", metadata: ["id": "\(id)", "error": "\(error)"])
+        }
+    }
+
+    /// Pauses or removes a download that does not run here: at once when no host holds it,
+    /// else through a command its host applies at its next renewal; waits (a few seconds at
+    /// most) until the record says it happened. Returns the record as it ended up.
+    func fleetRequest(_ command: FleetCommand, for id: DownloadID) async throws -> DownloadRecord {
+        guard let fleet else { throw HaulError(.internal, "not part of a fleet") }
+        if let applied = try await fleet.request(command, for: id) {
+            if command != .pause {
+                if let part = DestinationFiles.partPath(applied) { DestinationFiles.remove(part) }
+                if command == .removeWithFile, let path = DestinationFiles.finalPath(applied) { DestinationFiles.remove(path) }
+                secrets[id] = nil
+            }
+            hub.publish(DownloadEvent(id: id, kind: command == .pause ? .paused : .removed))
+            return applied
+        }
+        let wanted: DownloadStatus = command == .pause ? .paused : .removed
+        var record = try await existingOrRemovedRecord(id)
+        for _ in 0..<100 where record.status != wanted && !record.status.isTerminal {
+            try await Task.sleep(for: .milliseconds(100))
+            record = try await existingOrRemovedRecord(id)
+        }
+        return record
+    }
+
+    private func existingOrRemovedRecord(_ id: DownloadID) async throws -> DownloadRecord {
+        guard let record = try await store.record(id) else { throw HaulError(.notFound, "no download with id \(id)") }
+        return record
+    }
+}

@@ -1,0 +1,375 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import NIOConcurrencyHelpers
+
+/// A real PostgreSQL server for tests: Debian's `postgresql` package, in a fresh temporary
+/// data directory, on a free 127.0.0.1 port, with a `haul` role (password `haul-secret`) that
+/// owns a `haul` database. Tests start and destroy their own, so they never depend on (or
+/// disturb) a server the machine happens to run.
+///
+/// ```swift
+/// let server = try await PostgresServer.start()
+/// // ... connect to server.url; pause() and resume() to take it away and bring it back
+/// await server.destroy()
+/// ```
+///
+/// PostgreSQL refuses to run as root, so as root its programs run as the `postgres` system user
+/// (which the Debian package creates) through `runuser`, and the temporary directory belongs to
+/// that user. `psql` needs no such care: as a client it runs as whoever runs the tests.
+public final class PostgresServer: Sendable {
+    /// The newest installed PostgreSQL's programs (`/usr/lib/postgresql/<version>/bin`), looked
+    /// up on every call since Debian installs them per major version. Tests that run a client
+    /// themselves (`psql` with a URL) find it here.
+    public static var binDirectory: String? {
+        let root = "/usr/lib/postgresql"
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        func key(_ version: String) -> [Int] { version.split(separator: ".").map { Int($0) ?? -1 } }
+        return versions
+            .filter { FileManager.default.isExecutableFile(atPath: "\(root)/\($0)/bin/initdb") }
+            .max { key($0).lexicographicallyPrecedes(key($1)) }
+            .map { "\(root)/\($0)/bin" }
+    }
+
+    /// Whether PostgreSQL's programs are installed (`.ci/run` installs Debian's package). Tests
+    /// should not skip themselves on false: `start()` then fails with a message saying what to
+    /// install, so a machine without PostgreSQL cannot pass silently.
+    public static var isInstalled: Bool { binDirectory != nil }
+
+    /// The TCP port on 127.0.0.1; the same after `resume()`, so URLs handed out stay valid.
+    public let port: Int
+    /// The temporary directory: `data/`, the server log and the Unix socket. Gone after `destroy()`.
+    public let directory: String
+    /// `postgres://haul:haul-secret@127.0.0.1:PORT/haul`, the URL the code under test connects with.
+    public var url: String { "postgres://\(Self.role):\(Self.password)@127.0.0.1:\(port)/\(Self.database)" }
+    /// The same URL with a wrong password, which the server refuses (TCP logins use
+    /// scram-sha-256), to test how callers report failed authentication.
+    public var urlWithWrongPassword: String { "postgres://\(Self.role):wrong-password@127.0.0.1:\(port)/\(Self.database)" }
+    /// The server's log, for assertions and failure messages.
+    public var logPath: String { directory + "/server.log" }
+
+    static let role = "haul"
+    static let password = "haul-secret"
+    static let database = "haul"
+    /// initdb's bootstrap superuser, whatever the OS user is, so `psql` always logs in as the same name.
+    static let superuser = "postgres"
+
+    private let bin: String
+    /// The OS user the server's programs run as; nil runs them as the current user.
+    private let serverUser: String?
+    private let destroyed = NIOLockedValueBox(false)
+
+    private var dataDirectory: String { directory + "/data" }
+
+    private init(port: Int, directory: String, bin: String, serverUser: String?) {
+        self.port = port
+        self.directory = directory
+        self.bin = bin
+        self.serverUser = serverUser
+    }
+
+    /// A fallback for a test that forgets `destroy()`: signals the server to stop at once and
+    /// removes the directory, without waiting (deinit cannot await).
+    deinit {
+        guard !destroyed.withLockedValue({ $0 }) else { return }
+        Self.signalPostmaster(dataDirectory: directory + "/data")
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Creates a cluster with initdb in a new temporary directory, starts it on a free port and
+    /// creates the `haul` role and database. Returns once the server accepts connections; throws
+    /// (with the tail of the server log) if it does not within 30 s. TCP connections are allowed
+    /// only from 127.0.0.1 with a password (scram-sha-256), so a wrong password is refused; the
+    /// superuser `postgres` logs in over the Unix socket in `directory` without one.
+    public static func start() async throws -> PostgresServer {
+        guard let bin = binDirectory else { throw PostgresServerError.notInstalled }
+        var serverUser: String?
+        var owner: (uid: uid_t, gid: gid_t)?
+        if geteuid() == 0 {
+            guard let entry = getpwnam(superuser) else { throw PostgresServerError.noPostgresUser }
+            serverUser = superuser
+            owner = (entry.pointee.pw_uid, entry.pointee.pw_gid)
+        }
+        // Short: the socket's path (directory + "/.s.PGSQL.PORT") must fit in 107 bytes.
+        let directory = NSTemporaryDirectory() + "haul-pg-" + UUID().uuidString.prefix(12).lowercased()
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        if let owner { chown(directory, owner.uid, owner.gid) }
+
+        var server: PostgresServer?
+        do {
+            let data = directory + "/data"
+            // --no-sync: initdb's own fsyncs only slow tests down; the server keeps fsync on.
+            _ = try await run(bin + "/initdb", [
+                "-D", data, "-U", superuser, "--auth-local=trust", "--auth-host=scram-sha-256",
+                "--encoding=UTF8", "--locale=C", "--no-sync",
+            ], as: serverUser, in: directory)
+            // Only these two ways in: the superuser over the socket, anyone with a password over TCP.
+            try write("""
+                local all \(superuser) trust
+                host all all 127.0.0.1/32 scram-sha-256
+
+                """, to: data + "/pg_hba.conf", owner: owner)
+            try append("\ninclude 'haul.conf'\n", to: data + "/postgresql.conf")
+
+            // Three tries in case another process takes the port between choosing and binding it.
+            var lastError: (any Error)?
+            for _ in 0..<3 {
+                let port = try TinyProxy.freePort()
+                try write("""
+                    # Written by HaulTesting's PostgresServer.
+                    listen_addresses = '127.0.0.1'
+                    port = \(port)
+                    unix_socket_directories = '\(directory)'
+                    password_encryption = 'scram-sha-256'
+
+                    """, to: data + "/haul.conf", owner: owner)
+                let candidate = PostgresServer(port: port, directory: directory, bin: bin, serverUser: serverUser)
+                do {
+                    try await candidate.startServer()
+                    server = candidate
+                    break
+                } catch {
+                    lastError = error
+                    // Keep the directory for the next try; deinit would remove it.
+                    candidate.destroyed.withLockedValue { $0 = true }
+                    let log = (try? String(contentsOfFile: candidate.logPath, encoding: .utf8)) ?? ""
+                    guard log.contains("could not bind") || log.contains("Address already in use") else { throw error }
+                    try? FileManager.default.removeItem(atPath: candidate.logPath)
+                }
+            }
+            guard let server else { throw lastError ?? PostgresServerError.noPort }
+            _ = try await server.psql("""
+                CREATE ROLE \(role) LOGIN PASSWORD '\(password)';
+                CREATE DATABASE \(database) OWNER \(role);
+                """, database: "postgres")
+            return server
+        } catch {
+            if let server {
+                await server.destroy()
+            } else {
+                signalPostmaster(dataDirectory: directory + "/data")
+                try? FileManager.default.removeItem(atPath: directory)
+            }
+            throw error
+        }
+    }
+
+    /// Stops the server (`pg_ctl stop -m fast`), keeping the data directory, so tests can take
+    /// the database away from the code under test and `resume()` it on the same port.
+    public func pause() async throws {
+        try checkNotDestroyed()
+        let output = try await Self.run(bin + "/pg_ctl", ["-D", dataDirectory, "-m", "fast", "-w", "-t", "30", "stop"],
+                                        as: serverUser, in: directory, check: false)
+        guard output.status == 0 else {
+            throw PostgresServerError.commandFailed(command: "pg_ctl stop", status: output.status,
+                                                    output: output.text + "\n" + logTail())
+        }
+    }
+
+    /// Starts the paused server again with its data, on the same port; returns once it accepts
+    /// connections (throws with the log's tail if it does not within 30 s, for example because
+    /// another process took the port meanwhile).
+    public func resume() async throws {
+        try checkNotDestroyed()
+        try await startServer()
+    }
+
+    /// Runs SQL as the superuser on `database` with `psql` over the Unix socket (`-X -A -t -q -v
+    /// ON_ERROR_STOP=1`, statements one by one as in a script, so `CREATE DATABASE` works) and
+    /// returns its output trimmed, rows on separate lines; throws with psql's stderr on failure.
+    /// Lets tests set up and inspect the database without a Swift PostgreSQL client.
+    @discardableResult
+    public func psql(_ sql: String, database: String = "haul") async throws -> String {
+        try checkNotDestroyed()
+        let script = directory + "/.psql-\(UUID().uuidString).sql"
+        try sql.write(toFile: script, atomically: false, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: script) }
+        let output = try await Self.run(bin + "/psql", [
+            "-X", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1",
+            "-h", directory, "-p", String(port), "-U", Self.superuser, "-d", database, "-f", script,
+        ], as: nil, in: directory, check: false)
+        guard output.status == 0 else {
+            throw PostgresServerError.psqlFailed(sql: sql, status: output.status, stderr: output.stderr)
+        }
+        return output.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Stops the server at once (`pg_ctl stop -m immediate`: nothing to keep) and deletes the
+    /// directory. Safe to call twice, and after `pause()`.
+    public func destroy() async {
+        let wasDestroyed = destroyed.withLockedValue { value in
+            defer { value = true }
+            return value
+        }
+        guard !wasDestroyed else { return }
+        // Fails harmlessly when paused; if it fails while running, the signal below stops it.
+        _ = try? await Self.run(bin + "/pg_ctl", ["-D", dataDirectory, "-m", "immediate", "-w", "-t", "30", "stop"],
+                                as: serverUser, in: directory, check: false)
+        Self.signalPostmaster(dataDirectory: dataDirectory)
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// The last lines of the server log, for error messages.
+    public func logTail(lines: Int = 40) -> String {
+        let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+        let tail = log.split(separator: "\n", omittingEmptySubsequences: false).suffix(lines).joined(separator: "\n")
+        return "server log (\(logPath)):\n" + tail
+    }
+
+    // MARK: - Internals
+
+    private func checkNotDestroyed() throws {
+        if destroyed.withLockedValue({ $0 }) { throw PostgresServerError.destroyed }
+    }
+
+    /// `pg_ctl start -w`, then `pg_isready` over TCP until it answers, within 30 s in all.
+    private func startServer() async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        let started = try await Self.run(bin + "/pg_ctl", ["-D", dataDirectory, "-l", logPath, "-w", "-t", "30", "start"],
+                                         as: serverUser, in: directory, check: false)
+        guard started.status == 0 else {
+            throw PostgresServerError.didNotStart(output: started.text, log: logTail())
+        }
+        while true {
+            let ready = try await Self.run(bin + "/pg_isready", ["-h", "127.0.0.1", "-p", String(port), "-t", "2"],
+                                           as: nil, in: directory, check: false)
+            if ready.status == 0 { return }
+            guard ContinuousClock.now < deadline else {
+                throw PostgresServerError.didNotStart(output: ready.text, log: logTail())
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
+    /// Sends SIGQUIT (PostgreSQL's immediate shutdown) to the postmaster named in the data
+    /// directory's `postmaster.pid`, if there is one: the last resort when pg_ctl cannot stop it.
+    private static func signalPostmaster(dataDirectory: String) {
+        guard let pidFile = try? String(contentsOfFile: dataDirectory + "/postmaster.pid", encoding: .utf8),
+              let first = pidFile.split(separator: "\n").first,
+              let pid = pid_t(first.trimmingCharacters(in: .whitespaces)), pid > 0
+        else { return }
+        kill(pid, SIGQUIT)
+    }
+
+    private static func write(_ text: String, to path: String, owner: (uid: uid_t, gid: gid_t)?) throws {
+        // Not atomically: a new file would belong to root; overwriting keeps the server's owner.
+        try text.write(toFile: path, atomically: false, encoding: .utf8)
+        if let owner { chown(path, owner.uid, owner.gid) }
+    }
+
+    private static func append(_ text: String, to path: String) throws {
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        defer { try? handle.close() }
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(text.utf8))
+    }
+
+    struct Output {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+        /// Both streams, for error messages.
+        var text: String { [stdout, stderr].filter { !$0.isEmpty }.joined(separator: "\n") }
+    }
+
+    /// Runs a program to its end, as `user` (through runuser) when given. Its output goes to
+    /// files rather than pipes: nothing to drain, and pg_ctl's server, which outlives pg_ctl,
+    /// can never hold a pipe open. Without `PG*` variables from the environment, so a developer's
+    /// PGHOST or PGPASSWORD cannot redirect the test.
+    @discardableResult
+    static func run(_ executable: String, _ arguments: [String], as user: String?, in directory: String,
+                    check: Bool = true) async throws -> Output {
+        let process = Process()
+        if let user {
+            let runuser = ["/usr/sbin/runuser", "/sbin/runuser", "/usr/bin/runuser"]
+                .first { FileManager.default.isExecutableFile(atPath: $0) }
+            guard let runuser else { throw PostgresServerError.noRunuser }
+            process.executableURL = URL(fileURLWithPath: runuser)
+            process.arguments = ["-u", user, "--", executable] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = arguments
+        }
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PG") }
+        environment["PGCONNECT_TIMEOUT"] = "10"
+        environment["LC_ALL"] = "C"
+        process.environment = environment
+        // A directory the server's user can enter (it may not be allowed into the tests' own).
+        process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        process.standardInput = FileHandle.nullDevice
+
+        let base = NSTemporaryDirectory() + "haul-pg-run-\(UUID().uuidString)"
+        let stdoutPath = base + ".out", stderrPath = base + ".err"
+        FileManager.default.createFile(atPath: stdoutPath, contents: nil)
+        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        defer {
+            try? FileManager.default.removeItem(atPath: stdoutPath)
+            try? FileManager.default.removeItem(atPath: stderrPath)
+        }
+        let stdoutHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
+        let stderrHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
+        process.standardOutput = stdoutHandle
+        process.standardError = stderrHandle
+        do {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                process.terminationHandler = { _ in continuation.resume() }
+                do {
+                    try process.run()
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+        } catch {
+            try? stdoutHandle.close()
+            try? stderrHandle.close()
+            throw error
+        }
+        try? stdoutHandle.close()
+        try? stderrHandle.close()
+        let output = Output(
+            status: process.terminationStatus,
+            stdout: (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "",
+            stderr: (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
+        )
+        if check, output.status != 0 {
+            let name = URL(fileURLWithPath: executable).lastPathComponent
+            throw PostgresServerError.commandFailed(command: name, status: output.status, output: output.text)
+        }
+        return output
+    }
+}
+
+public enum PostgresServerError: Error, Sendable, CustomStringConvertible {
+    case notInstalled
+    case noPostgresUser
+    case noRunuser
+    case noPort
+    case commandFailed(command: String, status: Int32, output: String)
+    case didNotStart(output: String, log: String)
+    case psqlFailed(sql: String, status: Int32, stderr: String)
+    case destroyed
+
+    public var description: String {
+        switch self {
+        case .notInstalled:
+            "PostgreSQL is not installed: no /usr/lib/postgresql/<version>/bin/initdb (apt-get install postgresql; .ci/run does)"
+        case .noPostgresUser:
+            "running as root, and there is no `postgres` user to run PostgreSQL as (it refuses root; Debian's package creates the user)"
+        case .noRunuser:
+            "running as root, and there is no runuser to run PostgreSQL as the `postgres` user"
+        case .noPort:
+            "no free port for PostgreSQL"
+        case .commandFailed(let command, let status, let output):
+            "\(command) exited with \(status):\n\(output)"
+        case .didNotStart(let output, let log):
+            "PostgreSQL did not start within 30 s:\n\(output)\n\(log)"
+        case .psqlFailed(let sql, let status, let stderr):
+            "psql exited with \(status) running:\n\(sql)\n\(stderr)"
+        case .destroyed:
+            "the PostgreSQL server was destroyed"
+        }
+    }
+}
