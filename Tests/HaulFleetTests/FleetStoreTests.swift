@@ -1,0 +1,131 @@
+import Foundation
+import HaulCore
+import HaulFleet
+import HaulTesting
+import Testing
+
+/// The shared store against a real PostgreSQL: claims are exclusive, writes are fenced by the
+/// lease generation, commands reach the holder, and a newer schema is refused untouched.
+@Suite(.serialized, .timeLimit(.minutes(3))) struct FleetStoreTests {
+    func location(_ server: PostgresServer) throws -> PostgresLocation {
+        try PostgresLocation(parsing: server.url + "?sslmode=disable")
+    }
+
+    func queued(_ count: Int) -> [DownloadRecord] {
+        (0..<count).map { index in
+            var record = DownloadRecord(
+                id: .random(),
+                request: try! DownloadRequest(url: try! RemoteURL("http://127.0.0.1:9/f\(index)"), destination: .directory("/tmp/fleet")),
+                createdAt: 1)
+            record.status = .queued
+            record.position = Int64(index)
+            return record
+        }
+    }
+
+    @Test func claimsAreExclusiveAndFollowTheQueueOrder() async throws {
+        let server = try await PostgresServer.start()
+        let a = try await PostgresDownloadStore.open(try location(server), host: "a")
+        let b = try await PostgresDownloadStore.open(try location(server), host: "b")
+        let records = queued(10)
+        try await a.save(records)
+        let first = try await a.claim(limit: 6, excluding: [])
+        let second = try await b.claim(limit: 10, excluding: [])
+        #expect(first.map(\.id) == records.prefix(6).map(\.id))
+        #expect(Set(second.map(\.id)) == Set(records.suffix(4).map(\.id)))
+        #expect(try await a.claim(limit: 10, excluding: []).isEmpty)
+        let runs = try await b.runs(records.map(\.id))
+        #expect(runs.count == 10 && runs.values.filter { $0.host == "a" }.count == 6)
+        await a.close()
+        await b.close()
+        await server.destroy()
+    }
+
+    @Test func aTakenOverLeaseFencesTheOldHolder() async throws {
+        let server = try await PostgresServer.start()
+        let a = try await PostgresDownloadStore.open(try location(server), host: "a", leaseTimeout: .seconds(1))
+        let b = try await PostgresDownloadStore.open(try location(server), host: "b", leaseTimeout: .seconds(1))
+        try await a.save(queued(1))
+        var mine = try #require(try await a.claim(limit: 1, excluding: []).first)
+        mine.status = .running
+        try await a.save(mine)
+        // A live lease: nobody else claims it, and an unfenced write is refused.
+        #expect(try await b.claim(limit: 1, excluding: []).isEmpty)
+        await #expect(throws: HaulError.self) { try await b.save([mine]) }
+        // Unrenewed past its expiry, it is claimed by the other host with the next generation.
+        var taken: [DownloadRecord] = []
+        while taken.isEmpty {
+            try await Task.sleep(for: .milliseconds(200))
+            taken = try await b.claim(limit: 1, excluding: [])
+        }
+        #expect(taken.first?.id == mine.id)
+        mine.segments = [Segment(start: 0, end: nil, written: 999)]
+        let refused = await #expect(throws: HaulError.self) { try await a.save(mine) }
+        #expect(refused?.code == .leaseLost)
+        #expect(!a.holds(mine.id) && b.holds(mine.id))
+        let stored = try #require(try await b.record(mine.id))
+        #expect(stored.completedLength == 0)
+        // The new holder's renewals go on; the old holder hears nothing of it.
+        #expect(try await b.renew([:]).lost.isEmpty)
+        #expect(try await a.renew([:]) == LeaseReport())
+        await a.close()
+        await b.close()
+        await server.destroy()
+    }
+
+    @Test func commandsReachTheHolderAndApplyAtOnceToUnheldDownloads() async throws {
+        let server = try await PostgresServer.start()
+        let a = try await PostgresDownloadStore.open(try location(server), host: "a")
+        let b = try await PostgresDownloadStore.open(try location(server), host: "b")
+        let records = queued(2)
+        try await a.save(records)
+        let held = try #require(try await a.claim(limit: 1, excluding: []).first)
+        #expect(try await b.request(.pause, for: held.id) == nil)
+        let report = try await a.renew([held.id: Progress(completed: 42, total: 100, bytesPerSecond: 7, connections: 1)])
+        #expect(report.commands[held.id] == .pause && report.lost.isEmpty)
+        let run = try #require(try await b.runs([held.id])[held.id])
+        #expect(run.host == "a" && run.progress?.completed == 42 && run.progress?.bytesPerSecond == 7)
+        // Nobody holds the second one: paused at once, and no longer claimable.
+        let applied = try #require(try await b.request(.pause, for: records[1].id))
+        #expect(applied.status == .paused)
+        #expect(try await b.claim(limit: 5, excluding: []).isEmpty)
+        await #expect(throws: HaulError.self) { try await b.request(.remove, for: .random()) }
+        await a.close()
+        await b.close()
+        await server.destroy()
+    }
+
+    @Test func aNewerSchemaIsRefusedUnchanged() async throws {
+        let server = try await PostgresServer.start()
+        let store = try await PostgresDownloadStore.open(try location(server), host: "a")
+        await store.close()
+        _ = try await server.psql("UPDATE haul_schema SET version = 99")
+        let error = await #expect(throws: HaulError.self) { try await PostgresDownloadStore.open(try location(server), host: "a") }
+        #expect(error?.code == .storeTooNew && error?.message.contains("99") == true)
+        #expect(try await server.psql("SELECT version FROM haul_schema") == "99")
+        await server.destroy()
+    }
+
+    @Test func aRefusedLoginAndAnAbsentServerSaySo() async throws {
+        let server = try await PostgresServer.start()
+        let wrong = await #expect(throws: HaulError.self) {
+            try await PostgresDownloadStore.open(try PostgresLocation(parsing: server.urlWithWrongPassword + "?sslmode=disable"), host: "a")
+        }
+        #expect(wrong?.code == .storeLogin && wrong?.message.contains("wrong-password") == false)
+        await server.destroy()
+        let absent = await #expect(throws: HaulError.self) { try await PostgresDownloadStore.open(try location(server), host: "a") }
+        #expect(absent?.code == .storeUnavailable, "\(String(describing: absent))")
+    }
+
+    @Test func storeURLsAreParsedOrRefusedClearly() throws {
+        let location = try PostgresLocation(parsing: "postgres://haul:s%40cret@db.internal:5433/queue?sslmode=require")
+        #expect(location.host == "db.internal" && location.port == 5433 && location.user == "haul")
+        #expect(location.password == "s@cret" && location.database == "queue" && location.tls == .require)
+        #expect(!location.description.contains("cret"))
+        #expect(try StoreLocation(parsing: "sqlite") == .sqlite)
+        for bad in ["mysql://x@h/db", "postgres://h/db", "postgres://u@h", "postgres://u@h:99999/db", "postgres://u:pw@h/db?mode=x"] {
+            let error = #expect(throws: HaulError.self) { try StoreLocation(parsing: bad) }
+            #expect(error?.code == .usage && error?.message.contains("pw") == false, "\(bad)")
+        }
+    }
+}
