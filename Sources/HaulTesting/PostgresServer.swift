@@ -20,6 +20,11 @@ import NIOConcurrencyHelpers
 /// PostgreSQL refuses to run as root, so as root its programs run as the `postgres` system user
 /// (which the Debian package creates) through `runuser`, and the temporary directory belongs to
 /// that user. `psql` needs no such care: as a client it runs as whoever runs the tests.
+///
+/// The postmaster runs in the foreground as a child `Process`, not daemonized by `pg_ctl start`:
+/// on Linux, Foundation reports a child's exit only once every process that inherited its
+/// internal socket has closed it, so a `pg_ctl start` whose server inherited it would never be
+/// seen to end. `pg_ctl stop` (which starts nothing) still does the stopping.
 public final class PostgresServer: Sendable {
     /// The newest installed PostgreSQL's programs (`/usr/lib/postgresql/<version>/bin`), looked
     /// up on every call since Debian installs them per major version. Tests that run a client
@@ -60,7 +65,13 @@ public final class PostgresServer: Sendable {
     private let bin: String
     /// The OS user the server's programs run as; nil runs them as the current user.
     private let serverUser: String?
-    private let destroyed = NIOLockedValueBox(false)
+    private let state = NIOLockedValueBox(State())
+
+    private struct State {
+        var destroyed = false
+        /// The running (or last) postmaster; nil before the first start and after a pause.
+        var postmaster: Postmaster?
+    }
 
     private var dataDirectory: String { directory + "/data" }
 
@@ -74,7 +85,7 @@ public final class PostgresServer: Sendable {
     /// A fallback for a test that forgets `destroy()`: signals the server to stop at once and
     /// removes the directory, without waiting (deinit cannot await).
     deinit {
-        guard !destroyed.withLockedValue({ $0 }) else { return }
+        guard !state.withLockedValue({ $0.destroyed }) else { return }
         Self.signalPostmaster(dataDirectory: directory + "/data")
         try? FileManager.default.removeItem(atPath: directory)
     }
@@ -134,7 +145,7 @@ public final class PostgresServer: Sendable {
                 } catch {
                     lastError = error
                     // Keep the directory for the next try; deinit would remove it.
-                    candidate.destroyed.withLockedValue { $0 = true }
+                    candidate.state.withLockedValue { $0.destroyed = true }
                     let log = (try? String(contentsOfFile: candidate.logPath, encoding: .utf8)) ?? ""
                     guard log.contains("could not bind") || log.contains("Address already in use") else { throw error }
                     try? FileManager.default.removeItem(atPath: candidate.logPath)
@@ -167,13 +178,23 @@ public final class PostgresServer: Sendable {
             throw PostgresServerError.commandFailed(command: "pg_ctl stop", status: output.status,
                                                     output: output.text + "\n" + logTail())
         }
+        // pg_ctl returns when the pid file is gone; the port is closed once the process has ended.
+        let postmaster = state.withLockedValue { state in
+            defer { state.postmaster = nil }
+            return state.postmaster
+        }
+        if let postmaster, !(await postmaster.waitForExit(timeout: .seconds(10))) {
+            throw PostgresServerError.commandFailed(command: "pg_ctl stop", status: 0,
+                                                    output: "postgres still running 10 s after pg_ctl stop\n" + logTail())
+        }
     }
 
     /// Starts the paused server again with its data, on the same port; returns once it accepts
     /// connections (throws with the log's tail if it does not within 30 s, for example because
-    /// another process took the port meanwhile).
+    /// another process took the port meanwhile). Does nothing if it is running.
     public func resume() async throws {
         try checkNotDestroyed()
+        if let postmaster = state.withLockedValue({ $0.postmaster }), postmaster.exitStatus == nil { return }
         try await startServer()
     }
 
@@ -200,15 +221,17 @@ public final class PostgresServer: Sendable {
     /// Stops the server at once (`pg_ctl stop -m immediate`: nothing to keep) and deletes the
     /// directory. Safe to call twice, and after `pause()`.
     public func destroy() async {
-        let wasDestroyed = destroyed.withLockedValue { value in
-            defer { value = true }
-            return value
+        let (wasDestroyed, postmaster) = state.withLockedValue { state in
+            defer { state.destroyed = true }
+            return (state.destroyed, state.postmaster)
         }
         guard !wasDestroyed else { return }
         // Fails harmlessly when paused; if it fails while running, the signal below stops it.
         _ = try? await Self.run(bin + "/pg_ctl", ["-D", dataDirectory, "-m", "immediate", "-w", "-t", "30", "stop"],
                                 as: serverUser, in: directory, check: false)
         Self.signalPostmaster(dataDirectory: dataDirectory)
+        // So the port is closed when destroy returns.
+        if let postmaster { _ = await postmaster.waitForExit(timeout: .seconds(10)) }
         try? FileManager.default.removeItem(atPath: directory)
     }
 
@@ -222,22 +245,28 @@ public final class PostgresServer: Sendable {
     // MARK: - Internals
 
     private func checkNotDestroyed() throws {
-        if destroyed.withLockedValue({ $0 }) { throw PostgresServerError.destroyed }
+        if state.withLockedValue({ $0.destroyed }) { throw PostgresServerError.destroyed }
     }
 
-    /// `pg_ctl start -w`, then `pg_isready` over TCP until it answers, within 30 s in all.
+    /// Starts the postmaster in the foreground, logging to `server.log`, and waits (30 s at most)
+    /// until `pg_isready` gets an answer on the Unix socket in `directory`. That socket is this
+    /// server's alone, unlike the TCP port another server could have taken meanwhile, and the
+    /// postmaster creates it after its TCP socket, so TCP connections are accepted too.
     private func startServer() async throws {
         let deadline = ContinuousClock.now + .seconds(30)
-        let started = try await Self.run(bin + "/pg_ctl", ["-D", dataDirectory, "-l", logPath, "-w", "-t", "30", "start"],
-                                         as: serverUser, in: directory, check: false)
-        guard started.status == 0 else {
-            throw PostgresServerError.didNotStart(output: started.text, log: logTail())
-        }
+        let postmaster = try Postmaster.launch(bin + "/postgres", ["-D", dataDirectory], as: serverUser,
+                                               in: directory, log: logPath)
+        state.withLockedValue { $0.postmaster = postmaster }
         while true {
-            let ready = try await Self.run(bin + "/pg_isready", ["-h", "127.0.0.1", "-p", String(port), "-t", "2"],
+            if let status = postmaster.exitStatus {
+                throw PostgresServerError.didNotStart(output: "postgres exited with status \(status)", log: logTail())
+            }
+            let ready = try await Self.run(bin + "/pg_isready", ["-h", directory, "-p", String(port), "-t", "2"],
                                            as: nil, in: directory, check: false)
             if ready.status == 0 { return }
             guard ContinuousClock.now < deadline else {
+                Self.signalPostmaster(dataDirectory: dataDirectory)
+                _ = await postmaster.waitForExit(timeout: .seconds(5))
                 throw PostgresServerError.didNotStart(output: ready.text, log: logTail())
             }
             try await Task.sleep(for: .milliseconds(100))
@@ -276,35 +305,16 @@ public final class PostgresServer: Sendable {
     }
 
     /// Runs a program to its end, as `user` (through runuser) when given. Its output goes to
-    /// files rather than pipes: nothing to drain, and pg_ctl's server, which outlives pg_ctl,
-    /// can never hold a pipe open. Without `PG*` variables from the environment, so a developer's
-    /// PGHOST or PGPASSWORD cannot redirect the test.
+    /// files rather than pipes: nothing to drain, whatever the program prints.
     @discardableResult
     static func run(_ executable: String, _ arguments: [String], as user: String?, in directory: String,
                     check: Bool = true) async throws -> Output {
-        let process = Process()
-        if let user {
-            let runuser = ["/usr/sbin/runuser", "/sbin/runuser", "/usr/bin/runuser"]
-                .first { FileManager.default.isExecutableFile(atPath: $0) }
-            guard let runuser else { throw PostgresServerError.noRunuser }
-            process.executableURL = URL(fileURLWithPath: runuser)
-            process.arguments = ["-u", user, "--", executable] + arguments
-        } else {
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = arguments
-        }
-        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PG") }
-        environment["PGCONNECT_TIMEOUT"] = "10"
-        environment["LC_ALL"] = "C"
-        process.environment = environment
-        // A directory the server's user can enter (it may not be allowed into the tests' own).
-        process.currentDirectoryURL = URL(fileURLWithPath: directory)
-        process.standardInput = FileHandle.nullDevice
+        let process = try makeProcess(executable, arguments, as: user, in: directory)
 
-        let base = NSTemporaryDirectory() + "haul-pg-run-\(UUID().uuidString)"
+        let base = directory + "/.run-\(UUID().uuidString)"
         let stdoutPath = base + ".out", stderrPath = base + ".err"
-        FileManager.default.createFile(atPath: stdoutPath, contents: nil)
-        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         defer {
             try? FileManager.default.removeItem(atPath: stdoutPath)
             try? FileManager.default.removeItem(atPath: stderrPath)
@@ -342,6 +352,79 @@ public final class PostgresServer: Sendable {
     }
 }
 
+extension PostgresServer {
+    /// A Process for `executable`, through `runuser -u user` when given, in `directory` (one the
+    /// server's user can enter; it may not be allowed into the tests' own), without `PG*`
+    /// variables from the environment, so a developer's PGHOST or PGPASSWORD cannot redirect it.
+    static func makeProcess(_ executable: String, _ arguments: [String], as user: String?,
+                            in directory: String) throws -> Process {
+        let process = Process()
+        if let user {
+            let runuser = ["/usr/sbin/runuser", "/sbin/runuser", "/usr/bin/runuser"]
+                .first { FileManager.default.isExecutableFile(atPath: $0) }
+            guard let runuser else { throw PostgresServerError.noRunuser }
+            process.executableURL = URL(fileURLWithPath: runuser)
+            process.arguments = ["-u", user, "--", executable] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = arguments
+        }
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PG") }
+        environment["PGCONNECT_TIMEOUT"] = "10"
+        environment["LC_ALL"] = "C"
+        process.environment = environment
+        process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        process.standardInput = FileHandle.nullDevice
+        return process
+    }
+}
+
+/// A postmaster running in the foreground, and its exit status once it has ended.
+/// @unchecked: Process is not Sendable; it is kept only so Foundation keeps watching the child,
+/// and the status is behind a lock.
+private final class Postmaster: @unchecked Sendable {
+    private let process: Process
+    private let status = NIOLockedValueBox<Int32?>(nil)
+
+    private init(process: Process) {
+        self.process = process
+    }
+
+    /// Starts `executable` with stdout and stderr appended to `log`.
+    static func launch(_ executable: String, _ arguments: [String], as user: String?, in directory: String,
+                       log: String) throws -> Postmaster {
+        let process = try PostgresServer.makeProcess(executable, arguments, as: user, in: directory)
+        if !FileManager.default.fileExists(atPath: log) {
+            _ = FileManager.default.createFile(atPath: log, contents: nil)
+        }
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        defer { try? handle.close() }
+        try handle.seekToEnd()
+        process.standardOutput = handle
+        process.standardError = handle
+        let postmaster = Postmaster(process: process)
+        let status = postmaster.status
+        process.terminationHandler = { process in
+            status.withLockedValue { $0 = process.terminationStatus }
+        }
+        try process.run()
+        return postmaster
+    }
+
+    /// The exit status once the process has ended; nil while it runs.
+    var exitStatus: Int32? { status.withLockedValue { $0 } }
+
+    /// Whether it ended within `timeout`.
+    func waitForExit(timeout: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while exitStatus == nil {
+            guard ContinuousClock.now < deadline else { return false }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return true
+    }
+}
+
 public enum PostgresServerError: Error, Sendable, CustomStringConvertible {
     case notInstalled
     case noPostgresUser
@@ -365,7 +448,7 @@ public enum PostgresServerError: Error, Sendable, CustomStringConvertible {
         case .commandFailed(let command, let status, let output):
             "\(command) exited with \(status):\n\(output)"
         case .didNotStart(let output, let log):
-            "PostgreSQL did not start within 30 s:\n\(output)\n\(log)"
+            "PostgreSQL did not start (it has 30 s to accept connections):\n\(output)\n\(log)"
         case .psqlFailed(let sql, let status, let stderr):
             "psql exited with \(status) running:\n\(sql)\n\(stderr)"
         case .destroyed:
