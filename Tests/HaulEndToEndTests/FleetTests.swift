@@ -221,7 +221,7 @@ import Testing
         let login = try await serve(database.urlWithWrongPassword + "?sslmode=disable")
         #expect(login.status == 12 && login.stderr.contains("refused the login") && !login.stderr.contains("wrong-password"), "\(login.stderr)")
         #expect(login.stderr.split(separator: "\n").count == 1)
-        _ = try await database.psql("CREATE TABLE haul_schema (version integer NOT NULL); INSERT INTO haul_schema VALUES (7)")
+        _ = try await database.psql("CREATE TABLE haul_schema (version integer NOT NULL); INSERT INTO haul_schema VALUES (7); ALTER TABLE haul_schema OWNER TO haul")
         let newer = try await serve(database.url + "?sslmode=disable")
         #expect(newer.status == 13 && newer.stderr.contains("newer"), "\(newer.stderr)")
         #expect(try await database.psql("SELECT count(*) FROM pg_tables WHERE tablename = 'haul_downloads'") == "0")
