@@ -107,6 +107,9 @@ extension DownloadManager {
     @discardableResult
     public func move(_ id: DownloadID, toIndex index: Int) async throws -> Int {
         try await serialized {
+            if fleet != nil {
+                throw HaulError(.conflict, "a fleet's queue cannot be reordered yet; add the download again with another priority")
+            }
             guard let current = pending.index(of: id) else {
                 let record = try await existing(id)
                 throw HaulError(.conflict, "download \(id) is \(record.status.rawValue); only queued downloads can be moved")
@@ -174,6 +177,9 @@ extension DownloadManager {
 
     private func moveNow(_ id: DownloadID, _ move: QueueMove) async throws -> DownloadRecord {
         let record = try await existing(id)
+        if fleet != nil {
+            throw HaulError(.conflict, "a fleet's queue cannot be reordered yet; add the download again with another priority")
+        }
         // Re-read after the await: the queue may have changed meanwhile.
         guard let index = pending.index(of: id) else {
             throw HaulError(.conflict, "download \(id) is \(record.status.rawValue); only queued downloads can be moved")
