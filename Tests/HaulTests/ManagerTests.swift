@@ -35,7 +35,7 @@ import Testing
 
     @Test func cancelDeletesThePartialFile() async throws {
         try await withHarness { harness in
-            harness.server.setRoute("/slow", Route(payload: payload, throttle: 200_000))
+            harness.server.setRoute("/slow", Route(payload: payload, throttle: 200_000, then: .stallAfter(100_000)))
             let events = harness.manager.events()
             let record = try await harness.manager.add(harness.request("/slow"))
             await harness.waitForProgress(of: record.id, beyond: 0, in: events)

@@ -11,7 +11,8 @@ import Testing
 
     @Test func batchAddSavesAllDeduplicatesAndKeepsOrder() async throws {
         try await withHarness(maxConcurrent: 1) { harness in
-            harness.server.setRoute("/slow", Route(payload: payload, throttle: 50_000))
+            // Stalls after 100 KB: it is still running however slowly the test goes.
+            harness.server.setRoute("/slow", Route(payload: payload, throttle: 50_000, then: .stallAfter(100_000)))
             for index in 0..<5 { harness.server.setRoute("/f\(index)", Route(payload: payload)) }
             let events = harness.manager.events()
             let first = try await harness.manager.add(harness.request("/slow"))
@@ -37,7 +38,8 @@ import Testing
 
     @Test func movesReorderTheQueueAndSurviveInTheStore() async throws {
         try await withHarness(maxConcurrent: 1) { harness in
-            harness.server.setRoute("/slow", Route(payload: payload, throttle: 50_000))
+            // Stalls after 100 KB: it is still running however slowly the test goes.
+            harness.server.setRoute("/slow", Route(payload: payload, throttle: 50_000, then: .stallAfter(100_000)))
             let events = harness.manager.events()
             let running = try await harness.manager.add(harness.request("/slow"))
             await harness.waitForProgress(of: running.id, beyond: 0, in: events)
@@ -70,7 +72,8 @@ import Testing
 
     @Test func pauseAllAndResumeAllKeepTheOrder() async throws {
         try await withHarness(maxConcurrent: 1) { harness in
-            harness.server.setRoute("/slow", Route(payload: payload, throttle: 50_000))
+            // Stalls after 100 KB: it is still running however slowly the test goes.
+            harness.server.setRoute("/slow", Route(payload: payload, throttle: 50_000, then: .stallAfter(100_000)))
             let events = harness.manager.events()
             let running = try await harness.manager.add(harness.request("/slow"))
             await harness.waitForProgress(of: running.id, beyond: 0, in: events)
@@ -81,7 +84,8 @@ import Testing
             #expect(try await harness.manager.summary().counts[.queued] == nil)
 
             // Resume all: back in the queue in their old order, the interrupted one first.
-            harness.server.setRoute("/slow", Route(payload: payload, throttle: 50_000))
+            // Stalls after 100 KB: it is still running however slowly the test goes.
+            harness.server.setRoute("/slow", Route(payload: payload, throttle: 50_000, then: .stallAfter(100_000)))
             let resumed = try await harness.manager.resumeAll()
             #expect(resumed == 4)
             await harness.waitForProgress(of: running.id, beyond: 0, in: events)
@@ -163,7 +167,7 @@ import Testing
 
     @Test func concurrentResumesStartOneTransfer() async throws {
         try await withHarness { harness in
-            harness.server.setRoute("/slow", Route(payload: payload, throttle: 100_000))
+            harness.server.setRoute("/slow", Route(payload: payload, throttle: 100_000, then: .stallAfter(100_000)))
             let events = harness.manager.events()
             let record = try await harness.manager.add(harness.request("/slow"))
             await harness.waitForProgress(of: record.id, beyond: 0, in: events)
@@ -183,7 +187,8 @@ import Testing
 
     @Test func concurrentAddsOfOneURLAreOneDownload() async throws {
         try await withHarness(maxConcurrent: 1) { harness in
-            harness.server.setRoute("/slow", Route(payload: payload, throttle: 50_000))
+            // Stalls after 100 KB: it is still running however slowly the test goes.
+            harness.server.setRoute("/slow", Route(payload: payload, throttle: 50_000, then: .stallAfter(100_000)))
             let manager = harness.manager
             let requests = try (0..<200).map { try harness.request("/f\($0)") }
             async let batch = manager.add(requests)
