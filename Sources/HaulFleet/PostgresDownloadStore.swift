@@ -34,8 +34,8 @@ public final class PostgresDownloadStore: SharedQueueStore {
         self.leaseTimeout = leaseTimeout
         self.keepsCredentials = keepsCredentials
         self.logger = logger
-        // A third of the lease: a host whose queries hang still stops well before it expires.
-        self.queryTimeout = min(.seconds(5), leaseTimeout / 3)
+        // A third of the lease (1 to 5 s): a host whose queries hang still stops before it expires.
+        self.queryTimeout = min(.seconds(5), max(.seconds(1), leaseTimeout / 3))
     }
 
     /// Connects (one probe connection first, so a refused login or an unreachable server is
@@ -61,7 +61,8 @@ public final class PostgresDownloadStore: SharedQueueStore {
         let store = PostgresDownloadStore(client: client, runner: runner, host: host, leaseTimeout: leaseTimeout,
                                           keepsCredentials: keepsCredentials, logger: logger)
         do {
-            try await store.timed("migrate the schema") { try await FleetSchema.migrate(client, logger: logger) }
+            // Creating the tables may wait for another host's migration (the advisory lock).
+            try await store.timed("migrate the schema", limit: .seconds(30)) { try await FleetSchema.migrate(client, logger: logger) }
         } catch {
             await store.close()
             throw error
@@ -404,8 +405,8 @@ public final class PostgresDownloadStore: SharedQueueStore {
     }
 
     /// Runs `body` within the query time limit; every failure comes out as a `HaulError`.
-    func timed<T: Sendable>(_ what: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        let limit = queryTimeout
+    func timed<T: Sendable>(_ what: String, limit: Duration? = nil, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        let limit = limit ?? queryTimeout
         do {
             return try await withThrowingTaskGroup(of: T?.self) { group in
                 group.addTask { try await body() }
