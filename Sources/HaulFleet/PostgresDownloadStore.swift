@@ -171,13 +171,17 @@ public final class PostgresDownloadStore: SharedQueueStore {
         }
         var report = LeaseReport()
         let renewed = Set(rows.map { DownloadID(rawValue: $0.0) })
-        for (id, _) in leases where !renewed.contains(id) { report.lost.insert(id) }
         for (id, command) in rows {
             if let command, let parsed = FleetCommand(rawValue: command) { report.commands[DownloadID(rawValue: id)] = parsed }
         }
         held.withLockedValue { held in
-            // Only the generations renewed here: a claim made meanwhile keeps its own.
-            for id in report.lost where held[id] == leases[id] { held[id] = nil }
+            // Lost: still held here with the generation this renewal tried. A lease released
+            // while the renewal ran (its run ended) is not lost, and a claim made meanwhile
+            // keeps its own generation.
+            for (id, generation) in leases where !renewed.contains(id) && held[id] == generation {
+                held[id] = nil
+                report.lost.insert(id)
+            }
         }
         return report
     }
