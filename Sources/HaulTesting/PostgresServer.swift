@@ -128,7 +128,7 @@ public final class PostgresServer: Sendable {
             // Three tries in case another process takes the port between choosing and binding it.
             var lastError: (any Error)?
             for _ in 0..<3 {
-                let port = try TinyProxy.freePort()
+                let port = try LoopbackPort.free()
                 try write("""
                     # Written by HaulTesting's PostgresServer.
                     listen_addresses = '127.0.0.1'
@@ -216,6 +216,16 @@ public final class PostgresServer: Sendable {
             throw PostgresServerError.psqlFailed(sql: sql, status: output.status, stderr: output.stderr)
         }
         return output.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Runs PostgreSQL's own `psql` client against `url` over TCP as whoever runs the tests, as
+    /// any other client would log in (`-w`: never prompt for a password). Returns its exit status
+    /// and everything it printed; a refused login is a status, not a throw.
+    public static func client(_ url: String, _ sql: String) async throws -> (status: Int32, output: String) {
+        guard let bin = binDirectory else { throw PostgresServerError.notInstalled }
+        let output = try await run(bin + "/psql", ["-X", "-w", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1", "-c", sql, "-d", url],
+                                   as: nil, in: NSTemporaryDirectory(), check: false)
+        return (output.status, output.text)
     }
 
     /// Stops the server at once (`pg_ctl stop -m immediate`: nothing to keep) and deletes the
@@ -371,6 +381,8 @@ extension PostgresServer {
         }
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PG") }
         environment["PGCONNECT_TIMEOUT"] = "10"
+        // No stored passwords: a client logs in with what its URL says, or not at all.
+        environment["PGPASSFILE"] = "/dev/null"
         environment["LC_ALL"] = "C"
         process.environment = environment
         process.currentDirectoryURL = URL(fileURLWithPath: directory)

@@ -52,7 +52,7 @@ public final class TinyProxy: @unchecked Sendable {
         for _ in 0..<3 {
             let directory = NSTemporaryDirectory() + "haul-tinyproxy-\(UUID().uuidString)"
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            let port = try freePort()
+            let port = try LoopbackPort.free()
             var config = """
                 Port \(port)
                 Listen 127.0.0.1
@@ -85,7 +85,7 @@ public final class TinyProxy: @unchecked Sendable {
             // Up to 5 s: the log says it listens and the port accepts a connection.
             for _ in 0..<100 {
                 guard process.isRunning else { break }
-                if proxy.log.contains("Accepting connections"), canConnect(port: port) { return proxy }
+                if proxy.log.contains("Accepting connections"), LoopbackPort.acceptsConnections(port) { return proxy }
                 try await Task.sleep(for: .milliseconds(50))
             }
             lastLog = proxy.log
@@ -123,51 +123,15 @@ public final class TinyProxy: @unchecked Sendable {
         }
         try? FileManager.default.removeItem(atPath: directory)
     }
-
-    /// A port nothing listens on right now (the kernel's pick for port 0).
-    public static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TinyProxyError.noPort }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-            }
-        }
-        guard bound else { throw TinyProxyError.noPort }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    static func canConnect(port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
-    }
 }
 
 public enum TinyProxyError: Error, Sendable, CustomStringConvertible {
     case notInstalled
-    case noPort
     case didNotStart(log: String)
 
     public var description: String {
         switch self {
         case .notInstalled: "tinyproxy is not installed (apt-get install tinyproxy; .ci/run does)"
-        case .noPort: "no free port for tinyproxy"
         case .didNotStart(let log): "tinyproxy did not start:\n\(log)"
         }
     }
