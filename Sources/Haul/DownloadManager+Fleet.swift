@@ -155,16 +155,11 @@ extension DownloadManager {
             return applied
         }
         let wanted: DownloadStatus = command == .pause ? .paused : .removed
-        var record = try await existingOrRemovedRecord(id)
+        var record = try await existingOrRemoved(id)
         for _ in 0..<100 where record.status != wanted && !record.status.isTerminal {
             try await Task.sleep(for: .milliseconds(100))
-            record = try await existingOrRemovedRecord(id)
+            record = try await existingOrRemoved(id)
         }
-        return record
-    }
-
-    private func existingOrRemovedRecord(_ id: DownloadID) async throws -> DownloadRecord {
-        guard let record = try await store.record(id) else { throw HaulError(.notFound, "no download with id \(id)") }
         return record
     }
 }

@@ -203,7 +203,8 @@ public actor DownloadManager {
         return DownloadOutcome(try await existingOrRemoved(id))
     }
 
-    private func existingOrRemoved(_ id: DownloadID) async throws -> DownloadRecord {
+    /// The record, removed ones included; throws `notFound` when there is none.
+    func existingOrRemoved(_ id: DownloadID) async throws -> DownloadRecord {
         guard let record = try await store.record(id) else { throw HaulError(.notFound, "no download with id \(id)") }
         return record
     }

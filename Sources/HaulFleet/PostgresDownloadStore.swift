@@ -55,7 +55,7 @@ public final class PostgresDownloadStore: SharedQueueStore {
             database: location.database, tls: tls)
         configuration.options.connectTimeout = .seconds(5)
         configuration.options.maximumConnections = 8
-        try await probe(location, configuration: configuration, logger: logger)
+        try await probe(location, logger: logger)
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         let runner = Task { await client.run() }
         let store = PostgresDownloadStore(client: client, runner: runner, host: host, leaseTimeout: leaseTimeout,
@@ -70,7 +70,7 @@ public final class PostgresDownloadStore: SharedQueueStore {
         return store
     }
 
-    private static func probe(_ location: PostgresLocation, configuration: PostgresClient.Configuration, logger: Logger) async throws {
+    private static func probe(_ location: PostgresLocation, logger: Logger) async throws {
         let tls: PostgresConnection.Configuration.TLS
         switch location.tls {
         case .disable: tls = .disable
@@ -125,13 +125,7 @@ public final class PostgresDownloadStore: SharedQueueStore {
             FROM next WHERE d.id = next.id
             RETURNING d.id, d.status, d.priority, d.position, d.record, d.credentials, d.lease_generation
             """
-        let rows = try await timed("claim") { [client, logger] in
-            var rows: [(String, String, Int, Int64, String, String?, Int64)] = []
-            for try await row in try await client.query(query, logger: logger).decode((String, String, Int, Int64, String, String?, Int64).self) {
-                rows.append(row)
-            }
-            return rows
-        }
+        let rows = try await fetchRows(query, "claim", as: (String, String, Int, Int64, String, String?, Int64).self)
         var claimed: [DownloadRecord] = []
         for row in rows {
             let record = try Self.decode((row.0, row.1, row.2, row.3, row.4, row.5))
@@ -164,11 +158,7 @@ public final class PostgresDownloadStore: SharedQueueStore {
             WHERE d.id = u.id AND d.lease_owner = \(host) AND d.lease_generation = u.generation
             RETURNING d.id, d.command
             """
-        let rows = try await timed("renew leases") { [client, logger] in
-            var rows: [(String, String?)] = []
-            for try await row in try await client.query(query, logger: logger).decode((String, String?).self) { rows.append(row) }
-            return rows
-        }
+        let rows = try await fetchRows(query, "renew leases", as: (String, String?).self)
         var report = LeaseReport()
         let renewed = Set(rows.map { DownloadID(rawValue: $0.0) })
         for (id, command) in rows {
@@ -209,13 +199,7 @@ public final class PostgresDownloadStore: SharedQueueStore {
             WHERE id = \(id.rawValue) AND status <> 'removed'
             RETURNING \(unescaped: Self.columns), command IS NOT NULL
             """
-        let rows = try await timed("ask for \(command.rawValue)") { [client, logger] in
-            var rows: [(String, String, Int, Int64, String, String?, Bool)] = []
-            for try await row in try await client.query(query, logger: logger).decode((String, String, Int, Int64, String, String?, Bool).self) {
-                rows.append(row)
-            }
-            return rows
-        }
+        let rows = try await fetchRows(query, "ask for \(command.rawValue)", as: (String, String, Int, Int64, String, String?, Bool).self)
         guard let row = rows.first else { throw HaulError(.notFound, "no download with id \(id)") }
         if row.6 { return nil }
         return try Self.decode((row.0, row.1, row.2, row.3, row.4, row.5))
@@ -227,13 +211,7 @@ public final class PostgresDownloadStore: SharedQueueStore {
             SELECT id, lease_owner, live_completed, live_total, live_speed, live_connections FROM haul_downloads
             WHERE id = ANY(\(ids.map(\.rawValue))::text[]) AND lease_owner IS NOT NULL AND lease_expires > now()
             """
-        let rows = try await timed("read the fleet's runs") { [client, logger] in
-            var rows: [(String, String, Int64?, Int64?, Double?, Int?)] = []
-            for try await row in try await client.query(query, logger: logger).decode((String, String, Int64?, Int64?, Double?, Int?).self) {
-                rows.append(row)
-            }
-            return rows
-        }
+        let rows = try await fetchRows(query, "read the fleet's runs", as: (String, String, Int64?, Int64?, Double?, Int?).self)
         var runs: [DownloadID: FleetRun] = [:]
         for (id, owner, completed, total, speed, connections) in rows {
             let progress = completed.map { HaulCore.Progress(completed: $0, total: total, bytesPerSecond: speed ?? 0, connections: connections ?? 0) }
@@ -353,11 +331,7 @@ public final class PostgresDownloadStore: SharedQueueStore {
 
     public func counts() async throws -> [DownloadStatus: Int] {
         let query: PostgresQuery = "SELECT status, count(*) FROM haul_downloads GROUP BY status"
-        let rows = try await timed("count downloads") { [client, logger] in
-            var rows: [(String, Int)] = []
-            for try await row in try await client.query(query, logger: logger).decode((String, Int).self) { rows.append(row) }
-            return rows
-        }
+        let rows = try await fetchRows(query, "count downloads", as: (String, Int).self)
         var counts: [DownloadStatus: Int] = [:]
         for (status, count) in rows { if let status = DownloadStatus(rawValue: status) { counts[status] = count } }
         return counts
@@ -386,22 +360,23 @@ public final class PostgresDownloadStore: SharedQueueStore {
     // MARK: Queries
 
     private func records(_ query: PostgresQuery) async throws -> [DownloadRecord] {
-        let rows = try await timed("read downloads") { [client, logger] in
-            var rows: [(String, String, Int, Int64, String, String?)] = []
-            for try await row in try await client.query(query, logger: logger).decode((String, String, Int, Int64, String, String?).self) {
-                rows.append(row)
-            }
-            return rows
-        }
+        let rows = try await fetchRows(query, "read downloads", as: (String, String, Int, Int64, String, String?).self)
         return try rows.map(Self.decode)
     }
 
-    private func returnedIDs(_ query: PostgresQuery, _ what: String) async throws -> [String] {
+    /// Every row `query` returns, decoded as `columns`, within the time limit.
+    private func fetchRows<each Column: PostgresDecodable & Sendable>(
+        _ query: PostgresQuery, _ what: String, as columns: (repeat each Column).Type
+    ) async throws -> [(repeat each Column)] {
         try await timed(what) { [client, logger] in
-            var ids: [String] = []
-            for try await id in try await client.query(query, logger: logger).decode(String.self) { ids.append(id) }
-            return ids
+            var rows: [(repeat each Column)] = []
+            for try await row in try await client.query(query, logger: logger).decode(columns) { rows.append(row) }
+            return rows
         }
+    }
+
+    private func returnedIDs(_ query: PostgresQuery, _ what: String) async throws -> [String] {
+        try await fetchRows(query, what, as: String.self)
     }
 
     private func execute(_ query: PostgresQuery, _ what: String) async throws {
