@@ -96,7 +96,8 @@ public actor DownloadManager {
     var fleetState = FleetState()
     let transport: any HTTPTransport
     private let ownedTransport: AsyncHTTPTransport?
-    private let ownedStore: SQLiteDownloadStore?
+    /// Closes the store this manager opened or was handed to own; nil for an injected one.
+    private let closeStore: (@Sendable () async -> Void)?
     let clock: any HaulClock
     let names: FileNameClaims
     let hub = EventHub()
@@ -135,16 +136,18 @@ public actor DownloadManager {
                                                        keepsCredentials: configuration.keepsCredentials)
         let transport = AsyncHTTPTransport(configuration: configuration.http)
         self.init(configuration: configuration, store: store, transport: transport, clock: ClockAdapter(ContinuousClock()),
-                  ownedTransport: transport, ownedStore: store)
+                  ownedTransport: transport, closeStore: { try? await store.close() })
     }
 
     /// Uses `store` (a fleet's shared store) with AsyncHTTPClient; the state directory keeps the
-    /// download locks. The caller closes the store after `shutdown()`.
+    /// download locks. The manager owns the store: `shutdown()` closes a shared one.
     public init(configuration: Configuration, store: any DownloadStore) async throws {
         try Self.prepareStateDirectory(configuration.stateDirectory)
         let transport = AsyncHTTPTransport(configuration: configuration.http)
+        var closeStore: (@Sendable () async -> Void)?
+        if let fleet = store as? any SharedQueueStore { closeStore = { await fleet.close() } }
         self.init(configuration: configuration, store: store, transport: transport, clock: ClockAdapter(ContinuousClock()),
-                  ownedTransport: transport, ownedStore: nil)
+                  ownedTransport: transport, closeStore: closeStore)
     }
 
     private static func prepareStateDirectory(_ path: String) throws {
@@ -160,12 +163,12 @@ public actor DownloadManager {
 
     /// Injects every dependency: tests use their own store, transport or clock.
     public init(configuration: Configuration, store: any DownloadStore, transport: any HTTPTransport, clock: any HaulClock) {
-        self.init(configuration: configuration, store: store, transport: transport, clock: clock, ownedTransport: nil, ownedStore: nil)
+        self.init(configuration: configuration, store: store, transport: transport, clock: clock, ownedTransport: nil, closeStore: nil)
     }
 
     private init(
         configuration: Configuration, store: any DownloadStore, transport: any HTTPTransport, clock: any HaulClock,
-        ownedTransport: AsyncHTTPTransport?, ownedStore: SQLiteDownloadStore?
+        ownedTransport: AsyncHTTPTransport?, closeStore: (@Sendable () async -> Void)?
     ) {
         self.configuration = configuration
         self.store = store
@@ -177,7 +180,7 @@ public actor DownloadManager {
         self.metrics = EngineMetrics(factory: configuration.metricsFactory)
         self.globalLimiter = RateLimiter(rate: configuration.maxBytesPerSecond.flatMap(ByteRate.limit), clock: clock)
         self.ownedTransport = ownedTransport
-        self.ownedStore = ownedStore
+        self.closeStore = closeStore
     }
 
     // MARK: Events
@@ -496,7 +499,7 @@ public actor DownloadManager {
         hub.finishAll()
         outcomeHub.finishAll()
         await ownedTransport?.shutdown()
-        try? await ownedStore?.close()
+        await closeStore?()
         signalIdleIfNeeded()
     }
 }

@@ -112,7 +112,6 @@ public struct Daemon: Sendable {
         // Its state is private: a download added with credentials resumes after a restart.
         managerConfiguration.keepsCredentials = true
         let manager: DownloadManager
-        var fleetStore: PostgresDownloadStore?
         switch configuration.store {
         case .sqlite:
             manager = try await DownloadManager(configuration: managerConfiguration)
@@ -123,7 +122,6 @@ public struct Daemon: Sendable {
             let store = try await PostgresDownloadStore.open(
                 location, host: configuration.fleetName ?? Self.defaultFleetName(), leaseTimeout: configuration.leaseTimeout,
                 keepsCredentials: true, logger: configuration.logger)
-            fleetStore = store
             do {
                 manager = try await DownloadManager(configuration: managerConfiguration, store: store)
             } catch {
@@ -131,7 +129,6 @@ public struct Daemon: Sendable {
                 throw error
             }
         }
-        defer { if let fleetStore { Task { await fleetStore.close() } } }
         let counting = Task { await metrics.observe(manager.events()) }
         defer { counting.cancel() }
         let logger = configuration.logger
