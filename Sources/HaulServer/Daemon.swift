@@ -130,7 +130,11 @@ public struct Daemon: Sendable {
             }
         }
         let counting = Task { await metrics.observe(manager.events()) }
-        defer { counting.cancel() }
+        let countingEnds = Task { await metrics.observe(outcomes: manager.outcomes()) }
+        defer {
+            counting.cancel()
+            countingEnds.cancel()
+        }
         let logger = configuration.logger
         let defaults = DaemonDefaults(directory: configuration.downloadDirectory, connections: configuration.defaultConnections,
                                       allowedDirectories: configuration.allowedDirectories)

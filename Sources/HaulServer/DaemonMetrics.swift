@@ -45,9 +45,23 @@ final class DaemonMetrics: Sendable {
         speed = Metrics.Gauge(label: "haul_download_speed_bytes_per_second", factory: factory)
     }
 
-    /// Counts what the events say until the stream ends (the manager's shutdown).
+    /// Counts what the events say until the stream ends (the manager's shutdown). Events may be
+    /// dropped under load: they feed only the byte, retry and restart counters.
     func observe(_ events: AsyncStream<DownloadEvent>) async {
         for await event in events { note(event) }
+    }
+
+    /// Counts finished downloads from the outcomes, which are never dropped.
+    func observe(outcomes: AsyncStream<DownloadOutcome>) async {
+        for await outcome in outcomes { note(outcome) }
+    }
+
+    func note(_ outcome: DownloadOutcome) {
+        switch outcome.status {
+        case .completed where !outcome.alreadyComplete: finished["completed"]?.increment()
+        case .failed: finished["failed"]?.increment()
+        default: break
+        }
     }
 
     func note(_ event: DownloadEvent) {
@@ -64,13 +78,7 @@ final class DaemonMetrics: Sendable {
         case .restarted(_, let cause):
             restarts[cause]?.increment()
             lastCompleted.withLockedValue { $0[event.id] = 0 }
-        case .completed:
-            finished["completed"]?.increment()
-            lastCompleted.withLockedValue { $0[event.id] = nil }
-        case .failed:
-            finished["failed"]?.increment()
-            lastCompleted.withLockedValue { $0[event.id] = nil }
-        case .paused, .interrupted, .removed:
+        case .completed, .failed, .paused, .interrupted, .removed:
             lastCompleted.withLockedValue { $0[event.id] = nil }
         case .queued, .alreadyComplete: break
         }
