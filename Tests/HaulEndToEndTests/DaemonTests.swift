@@ -296,9 +296,12 @@ import Testing
         #expect(stored == [done.id: "completed", failed.id: "failed", paused.id: "paused", run1.id: "running",
                            run2.id: "running", queued1.id: "queued", queued2.id: "queued"])
 
-        for name in ["run1", "run2", "paused", "queued1", "queued2"] {
+        for name in ["run1", "paused", "queued1", "queued2"] {
             world.server.setRoute("/\(name).bin", Route(payload: big, throttle: 2_000_000))
         }
+        // run2 slower: run1's slot frees first, so queued1 starts alone, before queued2 (when
+        // both slots freed together, the two first requests raced each other to the server).
+        world.server.setRoute("/run2.bin", Route(payload: big, throttle: 500_000))
         let restarted = try await DaemonProcess.start(world, ["-j", "2"])
         defer { restarted.process.signal(SIGKILL) }
         for id in [run1.id, run2.id, queued1.id, queued2.id] { try await restarted.wait(for: id, status: .completed) }
