@@ -144,11 +144,12 @@ DIGEST=$(expected_digest "$WORK/names.txt")
 
 # --- nginx ------------------------------------------------------------------------
 # Access log on and unbuffered: the request count of every run, and the re-run's count, are
-# lines added to it. open_file_cache keeps the server's cost per request small and flat.
+# lines added to it. open_file_cache: see bench-lib.sh.
 rm -f "$NGX/logs/access.log"
+FILE_CACHE=$(open_file_cache_directive)   # set -e: its die ends the script
 start_nginx "$PORT" "$BASE_URL/src/$(name 0)" 1024 "    access_log $NGX/logs/access.log;
     keepalive_requests 1000000;
-    open_file_cache max=200000 inactive=600s;" " backlog=1024"
+    $FILE_CACHE" " backlog=1024"
 log "nginx $(nginx -v 2>&1 | sed 's/.*\///') serving $WORK on $BASE_URL (pid $NGINX_PID)"
 ALOG=$NGX/logs/access.log
 
