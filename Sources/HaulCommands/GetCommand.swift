@@ -142,6 +142,8 @@ struct GetCommand: AsyncParsableCommand {
         case outcome(DownloadOutcome)
         case outcomesEnded
         case tick
+        /// File names read for the display (`Reporter.namesWanted`).
+        case named([DownloadID: String], asked: [DownloadID])
         case signal
     }
 
@@ -226,6 +228,17 @@ struct GetCommand: AsyncParsableCommand {
                     break loop
                 case .tick:
                     reporter.tick(manager.liveProgress())
+                    let wanted = reporter.namesWanted()
+                    if !wanted.isEmpty {
+                        // Read beside the loop: a busy store must not hold up the display.
+                        Task {
+                            let records = (try? await manager.records(wanted)) ?? []
+                            let found = records.reduce(into: [DownloadID: String]()) { $0[$1.id] = $1.fileName }
+                            post.yield(.named(found, asked: wanted))
+                        }
+                    }
+                case .named(let found, let asked):
+                    reporter.named(found, asked: asked)
                 case .signal:
                     outcome.interrupted = true
                     adding.cancel()

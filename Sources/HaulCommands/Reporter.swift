@@ -19,6 +19,11 @@ final class Reporter {
     private var urls: [DownloadID: String] = [:]
     /// Running downloads in the order they were first seen running: the screen keeps its rows.
     private var running: [DownloadID] = []
+    /// The names the running downloads' files got (from Content-Disposition, a redirect, or a
+    /// `.1` that keeps two files apart), read from their records once they have one.
+    private var names: [DownloadID: String] = [:]
+    /// Running downloads whose names are being read.
+    private var asking: Set<DownloadID> = []
     private var live: [DownloadID: HaulCore.Progress] = [:]
     private var counts = ProgressDisplay.Counts()
     /// Bytes of the downloads that finished in this run.
@@ -32,8 +37,16 @@ final class Reporter {
         return encoder
     }()
 
-    init(mode: Mode) {
+    /// Where the display goes, and the terminal's size: stderr and the kernel's, but for tests.
+    private let output: (String) -> Void
+    private let terminalSize: () -> (columns: Int, rows: Int)
+
+    init(mode: Mode,
+         output: @escaping (String) -> Void = { FileHandle.standardError.write(Data($0.utf8)) },
+         terminalSize: @escaping () -> (columns: Int, rows: Int) = TerminalSize.current) {
         self.mode = mode
+        self.output = output
+        self.terminalSize = terminalSize
     }
 
     /// How often progress is drawn: often on a terminal, a summary line every 5 s otherwise.
@@ -73,6 +86,7 @@ final class Reporter {
         guard let url = urls.removeValue(forKey: outcome.id) else { return }
         if let index = running.firstIndex(of: outcome.id) { running.remove(at: index) }
         live[outcome.id] = nil
+        names[outcome.id] = nil
         let event = outcome.finalEvent
         if mode == .json { emitJSON(event, url: url) }
         let size = outcome.record?.completedLength ?? 0
@@ -105,6 +119,27 @@ final class Reporter {
         let known = Set(running)
         running += live.keys.filter { !known.contains($0) }.sorted { $0.rawValue < $1.rawValue }
         draw(force: false)
+    }
+
+    /// The running downloads the terminal shows without their files' names yet. They count as
+    /// asked for until `named` answers, so a slow answer is not asked for again.
+    func namesWanted() -> [DownloadID] {
+        guard mode == .terminal else { return [] }
+        let wanted = running.filter { names[$0] == nil && !asking.contains($0) }
+        asking.formUnion(wanted)
+        return wanted
+    }
+
+    /// The answer to `namesWanted`: the names known among `asked` (a download not named yet is
+    /// asked for again at the next tick).
+    func named(_ found: [DownloadID: String], asked: [DownloadID]) {
+        asking.subtract(asked)
+        var changed = false
+        for (id, name) in found where urls[id] != nil && names[id] != name {
+            names[id] = name
+            changed = true
+        }
+        if changed { draw(force: true) }
     }
 
     /// One line on stderr for a failure, whatever the mode (errors are never silenced).
@@ -152,7 +187,7 @@ final class Reporter {
     private func rows() -> [ProgressDisplay.Row] {
         running.compactMap { id in
             guard let progress = live[id], let url = urls[id] else { return nil }
-            let name = (try? RemoteURL(url))?.lastPathComponent ?? url
+            let name = names[id] ?? (try? RemoteURL(url))?.lastPathComponent ?? url
             return ProgressDisplay.Row(name: name, progress: progress)
         }
     }
@@ -163,10 +198,10 @@ final class Reporter {
         guard force || now.timeIntervalSince(lastDraw) >= drawInterval else { return }
         lastDraw = now
         if mode == .terminal {
-            let size = TerminalSize.current()
+            let size = terminalSize()
             let frame = ProgressDisplay.frame(rows: rows(), summary: summary(), width: size.columns, height: size.rows)
             clear()
-            if !frame.isEmpty { FileHandle.standardError.write(Data((frame.joined(separator: "\n") + "\n").utf8)) }
+            if !frame.isEmpty { output(frame.joined(separator: "\n") + "\n") }
             drawnLines = frame.count
         } else if counts.total > 0 {
             writeLine(ProgressDisplay.summaryLine(summary(), width: nil))
@@ -175,7 +210,7 @@ final class Reporter {
 
     private func message(_ text: String) {
         clear()
-        FileHandle.standardError.write(Data("haul: \(text)\n".utf8))
+        output("haul: \(text)\n")
     }
 
     private func result(_ text: String) {
@@ -184,12 +219,12 @@ final class Reporter {
     }
 
     private func writeLine(_ text: String) {
-        FileHandle.standardError.write(Data("\(text)\n".utf8))
+        output("\(text)\n")
     }
 
     private func clear() {
         guard mode == .terminal, drawnLines > 0 else { return }
-        FileHandle.standardError.write(Data((String(repeating: "\u{1B}[1A\u{1B}[2K", count: drawnLines) + "\r").utf8))
+        output(String(repeating: "\u{1B}[1A\u{1B}[2K", count: drawnLines) + "\r")
         drawnLines = 0
     }
 

@@ -1,0 +1,56 @@
+@testable import HaulCommands
+import HaulCore
+import Testing
+
+/// What `haul get` writes to a terminal, captured as text.
+@Suite(.timeLimit(.minutes(1))) struct ReporterTests {
+    final class Screen {
+        var text = ""
+    }
+
+    func record(_ id: String, _ url: String) throws -> DownloadRecord {
+        let request = try DownloadRequest(url: try RemoteURL(url), destination: .directory("/tmp/out"))
+        return DownloadRecord(id: DownloadID(rawValue: id), request: request, createdAt: 0)
+    }
+
+    /// Two URLs that end the same way: until their records have names the rows show the URLs'
+    /// last segment; once the files are named (here `report.pdf` from Content-Disposition and
+    /// `get.1`, kept apart from a file already there), the rows show those names.
+    @Test func rowsShowTheFilesNamesOnceKnown() throws {
+        let screen = Screen()
+        let reporter = Reporter(mode: .terminal, output: { screen.text += $0 }, terminalSize: { (100, 10) })
+        let a = try record("a", "http://example.test/one/get?id=1")
+        let b = try record("b", "http://example.test/two/get?id=2")
+        reporter.added(a)
+        reporter.added(b)
+        let progress = HaulCore.Progress(completed: 10, total: 100, bytesPerSecond: 5, connections: 1)
+        reporter.tick([a.id: progress, b.id: progress])
+        #expect(screen.text.contains("get "))
+        #expect(!screen.text.contains("report.pdf"))
+
+        let wanted = reporter.namesWanted()
+        #expect(Set(wanted) == [a.id, b.id])
+        // Asked for once: a second tick before the answer asks for nothing.
+        #expect(reporter.namesWanted().isEmpty)
+
+        screen.text = ""
+        reporter.named([a.id: "report.pdf"], asked: wanted)
+        #expect(screen.text.contains("report.pdf"))
+        // b had no name yet: asked for again; a is not.
+        #expect(reporter.namesWanted() == [b.id])
+        reporter.named([b.id: "get.1"], asked: [b.id])
+        #expect(screen.text.contains("get.1"))
+        #expect(reporter.namesWanted().isEmpty)
+    }
+
+    /// Names are read only for a terminal's rows: a pipe shows the summary line alone.
+    @Test func noNamesAreReadWithoutATerminal() throws {
+        let screen = Screen()
+        let reporter = Reporter(mode: .plain, output: { screen.text += $0 }, terminalSize: { (100, 10) })
+        let a = try record("a", "http://example.test/get")
+        reporter.added(a)
+        reporter.tick([a.id: HaulCore.Progress(completed: 1, total: 2, bytesPerSecond: 1, connections: 1)])
+        #expect(reporter.namesWanted().isEmpty)
+        #expect(screen.text.hasPrefix("[ 0/1 done"))
+    }
+}
