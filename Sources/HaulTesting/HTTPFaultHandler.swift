@@ -51,6 +51,8 @@ final class HTTPFaultHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var transfer: Transfer?
     private var isPumping = false
     private var tick: Scheduled<Void>?
+    /// The transfer's body waits behind a closed ``BodyGate``.
+    private var gated = false
 
     init(state: ServerState) {
         self.state = state
@@ -83,7 +85,7 @@ final class HTTPFaultHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable, let transfer, transfer.throttle == nil {
+        if context.channel.isWritable, !gated, let transfer, transfer.throttle == nil {
             pump(context: context)
         }
         context.fireChannelWritabilityChanged()
@@ -151,10 +153,36 @@ final class HTTPFaultHandler: ChannelInboundHandler, RemovableChannelHandler {
                 credit: plan.throttle.map { Double($0) * Self.tickInterval.seconds } ?? 0,
                 lastWrite: lastWrite
             )
-            if plan.throttle != nil {
-                throttledTick(context: context)
+            if let gate = state.closedGate(for: path) {
+                context.flush()
+                gated = true
+                waitForGate(path: path, deadline: .now() + TimeAmount(gate.atMost), context: context)
             } else {
-                pump(context: context)
+                startBody(context: context)
+            }
+        }
+    }
+
+    private func startBody(context: ChannelHandlerContext) {
+        gated = false
+        guard transfer != nil else { return }
+        if transfer?.throttle != nil {
+            transfer?.lastTick = .now()
+            throttledTick(context: context)
+        } else {
+            pump(context: context)
+        }
+    }
+
+    /// A body behind a closed ``BodyGate``: looks again every tick (a closed connection cancels
+    /// the timer, as it does a throttled body's).
+    private func waitForGate(path: String, deadline: NIODeadline, context: ChannelHandlerContext) {
+        tick = context.eventLoop.assumeIsolated().scheduleTask(deadline: .now() + Self.tickInterval) { [self] in
+            self.tick = nil
+            if self.state.closedGate(for: path) == nil || NIODeadline.now() >= deadline {
+                self.startBody(context: context)
+            } else {
+                self.waitForGate(path: path, deadline: deadline, context: context)
             }
         }
     }
@@ -287,5 +315,12 @@ final class HTTPFaultHandler: ChannelInboundHandler, RemovableChannelHandler {
 extension TimeAmount {
     fileprivate var seconds: Double {
         Double(nanoseconds) / 1_000_000_000
+    }
+}
+
+extension TimeAmount {
+    init(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 }

@@ -37,6 +37,9 @@ public struct Route: Sendable {
     /// `connectionThrottles[n % count]` for every request it makes to this path, instead of
     /// ``throttle``. `[4 << 20, 4 << 20, 256 << 10]` makes every third connection slow.
     public var connectionThrottles: [Int]?
+    /// When set, payload bodies to this path wait (their heads sent) until the gate opens: a
+    /// test that needs several responses streaming at once gets them however slow the machine.
+    public var bodyGate: BodyGate?
 
     /// Creates a route whose ETag is ``defaultETag(for:)``.
     public init(
@@ -49,7 +52,8 @@ public struct Route: Sendable {
         script: [Fault] = [],
         then: Fault = .none,
         connectionCap: ConnectionCap? = nil,
-        connectionThrottles: [Int]? = nil
+        connectionThrottles: [Int]? = nil,
+        bodyGate: BodyGate? = nil
     ) {
         self.init(
             payload: payload,
@@ -62,7 +66,8 @@ public struct Route: Sendable {
             script: script,
             then: then,
             connectionCap: connectionCap,
-            connectionThrottles: connectionThrottles
+            connectionThrottles: connectionThrottles,
+            bodyGate: bodyGate
         )
     }
 
@@ -78,8 +83,10 @@ public struct Route: Sendable {
         script: [Fault] = [],
         then: Fault = .none,
         connectionCap: ConnectionCap? = nil,
-        connectionThrottles: [Int]? = nil
+        connectionThrottles: [Int]? = nil,
+        bodyGate: BodyGate? = nil
     ) {
+        precondition(bodyGate.map { $0.requests >= 1 } ?? true, "a body gate needs at least one request")
         precondition(throttle.map { $0 > 0 } ?? true, "throttle must be positive")
         precondition(connectionCap.map { $0.limit >= 0 } ?? true, "connection cap must not be negative")
         precondition(
@@ -97,6 +104,7 @@ public struct Route: Sendable {
         self.then = then
         self.connectionCap = connectionCap
         self.connectionThrottles = connectionThrottles
+        self.bodyGate = bodyGate
     }
 
     /// The ETag a route gets unless told otherwise: `"<seed>-<length>"`, quoted and strong, so
@@ -126,5 +134,20 @@ public struct ConnectionCap: Sendable {
         self.limit = limit
         self.status = status
         self.retryAfter = retryAfter
+    }
+}
+
+/// Holds payload bodies back until `requests` requests have reached the path since
+/// ``TestServer/setRoute(_:_:)`` (refused ones included), or until a body has waited `atMost`.
+/// Heads go out at once, so a client that opens more connections on seeing the first answer's
+/// head does so; the bodies then all start together. `atMost` only keeps a client that never
+/// sends that many requests from waiting forever: the test's assertions then tell.
+public struct BodyGate: Sendable {
+    public var requests: Int
+    public var atMost: Duration
+
+    public init(requests: Int, atMost: Duration = .seconds(10)) {
+        self.requests = requests
+        self.atMost = atMost
     }
 }

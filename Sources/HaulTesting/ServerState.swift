@@ -21,6 +21,8 @@ final class ServerState: Sendable {
     private struct Slot {
         var route: Route
         var requestCount = 0
+        /// Every request to the path, refused ones included (for ``BodyGate``).
+        var arrivals = 0
         /// Connection serial number -> its position among the connections that asked this route.
         var connectionOrder: [Int: Int] = [:]
     }
@@ -137,6 +139,16 @@ final class ServerState: Sendable {
         storage.withLockedValue { $0.peakInFlight[path] ?? 0 }
     }
 
+    /// The path's body gate, while it is still closed; nil once open or when there is none.
+    func closedGate(for path: String) -> BodyGate? {
+        storage.withLockedValue { storage in
+            guard let slot = storage.routes[path], let gate = slot.route.bodyGate, slot.arrivals < gate.requests else {
+                return nil
+            }
+            return gate
+        }
+    }
+
     func connectionCount(to path: String) -> Int {
         storage.withLockedValue { $0.connectionsByPath[path]?.count ?? 0 }
     }
@@ -148,6 +160,7 @@ final class ServerState: Sendable {
         guard var slot = storage.routes[path] else {
             return Decision(route: nil, fault: .none, origin: storage.origin)
         }
+        slot.arrivals += 1
         let order: Int
         if let known = slot.connectionOrder[connection] {
             order = known

@@ -151,7 +151,8 @@ import Testing
         let world = try await World.make()
         // Large enough for four segments of the engine's 1 MiB minimum, slow enough to watch.
         let split = Payload(seed: 13, length: 5_000_000)
-        world.server.setRoute("/split.bin", Route(payload: split, throttle: 400_000))
+        // Bodies wait for a second request, so two connections overlap however slow the machine.
+        world.server.setRoute("/split.bin", Route(payload: split, throttle: 400_000, bodyGate: BodyGate(requests: 2)))
         world.server.setRoute("/small.bin", Route(payload: small))
         let daemon = try await DaemonProcess.start(world)
         defer { daemon.process.signal(SIGKILL) }

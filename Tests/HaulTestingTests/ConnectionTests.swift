@@ -125,6 +125,33 @@ private func eventually(_ condition: () -> Bool) async throws -> Bool {
         }
     }
 
+    @Test func aBodyGateHoldsBodiesUntilEnoughRequestsArrived() async throws {
+        // Two requests open the gate; a refused one counts. With a cap of 1, the second is
+        // refused, so the first body is sent only after a refusal came and went.
+        let route = Route(payload: payload, connectionCap: ConnectionCap(limit: 1), bodyGate: BodyGate(requests: 2))
+        try await withServer(route) { server in
+            async let first = curl(server.url("/f"))
+            #expect(try await eventually { server.responses(to: "/f").count == 1 })
+            // Its head is out and it counts as in flight, but no body byte has been sent.
+            #expect(server.bodyBytesSent(to: "/f") == 0)
+            let refused = try await curl(server.url("/f"))
+            #expect(refused.status == 503)
+            let answer = try await first
+            #expect(answer.status == 200)
+            #expect(answer.body == payload.data(0..<payload.length))
+            #expect(server.responses(to: "/f").map(\.refused) == [false, true])
+        }
+    }
+
+    @Test func aBodyGateOpensAfterItsLongestWait() async throws {
+        let route = Route(payload: payload, bodyGate: BodyGate(requests: 5, atMost: .milliseconds(200)))
+        try await withServer(route) { server in
+            let answer = try await curl(server.url("/f"))
+            #expect(answer.status == 200)
+            #expect(answer.body == payload.data(0..<payload.length))
+        }
+    }
+
     @Test func connectionThrottlesMakeEveryThirdConnectionAStraggler() async throws {
         // Connections 0 and 1 get 4 MiB/s, connection 2 gets 64 KiB/s: when both fast 1 MiB
         // bodies are done (>= 0.25 s), the slow one has sent about 64 KiB per second since it

@@ -11,7 +11,9 @@ import Testing
 
     @Test func fourConnectionsShareTheFile() async throws {
         try await withHarness(minimumSegmentSize: 512 << 10) { harness in
-            harness.server.setRoute("/file", Route(payload: payload, throttle: 2_000_000))
+            // Bodies start once all four requests are in: on a slow machine the first 1 MB part
+            // could otherwise end before the fourth connection arrived (peak 3, seen in CI).
+            harness.server.setRoute("/file", Route(payload: payload, throttle: 2_000_000, bodyGate: BodyGate(requests: 4)))
             let outcome = try await harness.download(harness.request("/file", connections: 4))
             #expect(outcome.final.isCompleted)
             #expect(payload.mismatch(inFileAt: harness.directory + "/file") == nil)
@@ -37,16 +39,21 @@ import Testing
 
     @Test func refusedConnectionsAreNotAnErrorAndNotHammered() async throws {
         try await withHarness { harness in
-            // At most two at once; the rest get 503 with Retry-After: 1.
+            // At most two at once; the rest get 503 with Retry-After: 1. A 4 MB file in parts of
+            // at least 1 MiB is three parts: the first answer opens two more connections, one
+            // admitted and one refused. Bodies start once those three requests are in, so the two
+            // admitted cannot finish before the third arrives, however slow the machine (CI once
+            // saw none refused).
             harness.server.setRoute("/file", Route(payload: payload, throttle: 1_000_000,
-                                                   connectionCap: ConnectionCap(limit: 2, retryAfter: "1")))
+                                                   connectionCap: ConnectionCap(limit: 2, retryAfter: "1"),
+                                                   bodyGate: BodyGate(requests: 3)))
             let outcome = try await harness.download(harness.request("/file", connections: 8))
             #expect(outcome.final.isCompleted, "\(outcome.events.suffix(3))")
             #expect(payload.mismatch(inFileAt: harness.directory + "/file") == nil)
             let refused = harness.server.responses(to: "/file").filter(\.refused)
             #expect(!refused.isEmpty)
-            // The first answer opens 7 more at once; 5 are refused. After that, one try per
-            // Retry-After at most: a 2 s download cannot see more than a handful.
+            // After that, one try per Retry-After at most: a download of a few seconds cannot
+            // see more than a handful.
             #expect(refused.count <= 12, "\(refused.count) refused requests")
             #expect(harness.server.peakConcurrentResponses(to: "/file") <= 2)
         }
