@@ -120,6 +120,36 @@ open_file_cache_directive() {
     echo "open_file_cache max=$max inactive=600s;"
 }
 
+# stop_leftover_nginx: a previous run killed with SIGKILL may have left our nginx behind; stop
+# it only if its command line proves it is ours.
+stop_leftover_nginx() {
+    local old
+    [[ -f $NGX/nginx.pid ]] || return 0
+    old=$(cat "$NGX/nginx.pid" 2>/dev/null || true)
+    if [[ -n $old ]] && tr '\0' ' ' < "/proc/$old/cmdline" 2>/dev/null | grep -qF "$NGX/nginx.conf"; then
+        log "stopping leftover benchmark nginx (pid $old)"
+        kill -QUIT "$old" 2>/dev/null || true; sleep 1
+    fi
+    rm -f "$NGX/nginx.pid"
+}
+
+# make_small_files SRC COUNT SIZE: SRC/f000000 ... of SIZE bytes of random data, COUNT of them.
+# SRC/.count says how many are complete. Missing ones are cut from one stream of random data
+# with split, much faster than a process per file; .count is written last, so an interrupted
+# run only leaves files a later run rewrites.
+make_small_files() {
+    local src=$1 count=$2 size=$3 have
+    have=$(cat "$src/.count" 2>/dev/null || echo 0)
+    if ((have < count)); then
+        log "creating $((count - have)) files of $size bytes of random data in $src"
+        head -c $(((count - have) * size)) /dev/urandom |
+            (cd "$src" && split -b "$size" -a 6 --numeric-suffixes="$have" - f)
+        echo "$count" > "$src/.count"
+    else
+        log "reusing $count files in $src"
+    fi
+}
+
 # stop_nginx: gracefully (the master reaps its workers), then for certain.
 stop_nginx() {
     [[ -n ${NGINX_PID:-} ]] && kill -0 "$NGINX_PID" 2>/dev/null || return 0

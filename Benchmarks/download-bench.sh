@@ -81,16 +81,7 @@ fi
 log "haul: $HAUL"
 
 # --- the port ---------------------------------------------------------------------
-# A previous run killed with SIGKILL may have left our nginx behind; stop it
-# only if its command line proves it is ours.
-if [[ -f $NGX/nginx.pid ]]; then
-    old=$(cat "$NGX/nginx.pid" 2>/dev/null || true)
-    if [[ -n $old ]] && tr '\0' ' ' < "/proc/$old/cmdline" 2>/dev/null | grep -qF "$NGX/nginx.conf"; then
-        log "stopping leftover benchmark nginx (pid $old)"
-        kill -QUIT "$old" 2>/dev/null || true; sleep 1
-    fi
-    rm -f "$NGX/nginx.pid"
-fi
+stop_leftover_nginx
 
 # Fail fast, before spending seconds on a big file, if the port is taken:
 # we would otherwise benchmark somebody else's server.

@@ -125,14 +125,7 @@ curl -s -o /dev/null --max-time 2 "$BASE_URL/" && die "something already answers
 
 # A previous run killed with SIGKILL may have left our nginx or PostgreSQL behind; stop them
 # only if they are provably ours.
-if [[ -f $NGX/nginx.pid ]]; then
-    old=$(cat "$NGX/nginx.pid" 2>/dev/null || true)
-    if [[ -n $old ]] && tr '\0' ' ' < "/proc/$old/cmdline" 2>/dev/null | grep -qF "$NGX/nginx.conf"; then
-        log "stopping leftover benchmark nginx (pid $old)"
-        kill -QUIT "$old" 2>/dev/null || true; sleep 1
-    fi
-    rm -f "$NGX/nginx.pid"
-fi
+stop_leftover_nginx
 if [[ -f $PGDIR/data/postmaster.pid ]]; then
     log "stopping leftover benchmark PostgreSQL in $PGDIR"
     as_pg "$PG_BIN/pg_ctl" -D "$PGDIR/data" -m immediate -w -t 30 stop >/dev/null 2>&1 || true
@@ -140,16 +133,7 @@ fi
 rm -rf "$OUT" "$RUN" "$PGDIR" "$LOGS"
 
 # --- source files ------------------------------------------------------------------
-# src/.count says how many of f000000, f000001, ... are complete (as in many-files-bench.sh).
-have=$(cat "$SRC/.count" 2>/dev/null || echo 0)
-if ((have < FILES)); then
-    log "creating $((FILES - have)) files of $FILE_SIZE bytes of random data in $SRC"
-    head -c $(((FILES - have) * FILE_SIZE)) /dev/urandom |
-        (cd "$SRC" && split -b "$FILE_SIZE" -a 6 --numeric-suffixes="$have" - f)
-    echo "$FILES" > "$SRC/.count"
-else
-    log "reusing $FILES files in $SRC"
-fi
+make_small_files "$SRC" "$FILES" "$FILE_SIZE"
 seq 0 $((FILES - 1)) | awk '{ printf "f%06d\n", $1 }' > "$WORK/names.txt"
 (cd "$SRC" && xargs cat < "$WORK/names.txt") > /dev/null   # into the page cache before round 1
 LIST=$WORK/list.txt

@@ -79,31 +79,11 @@ log "haul: $HAUL ($("$HAUL" --version 2>/dev/null || echo 'version unknown'))"
 BASE_URL=http://127.0.0.1:$PORT
 curl -s -o /dev/null --max-time 2 "$BASE_URL/" && die "something already answers on port $PORT; set PORT"
 
-# A previous run killed with SIGKILL may have left our nginx behind; stop it only if its
-# command line proves it is ours.
-if [[ -f $NGX/nginx.pid ]]; then
-    old=$(cat "$NGX/nginx.pid" 2>/dev/null || true)
-    if [[ -n $old ]] && tr '\0' ' ' < "/proc/$old/cmdline" 2>/dev/null | grep -qF "$NGX/nginx.conf"; then
-        log "stopping leftover benchmark nginx (pid $old)"
-        kill -QUIT "$old" 2>/dev/null || true; sleep 1
-    fi
-    rm -f "$NGX/nginx.pid"
-fi
+stop_leftover_nginx
 
 # --- source files ------------------------------------------------------------------
-# src/.count says how many of f000000, f000001, ... are complete. Missing ones are cut
-# from one stream of random data with split, which is much faster than a process per file;
-# .count is written last, so an interrupted run only leaves files a later run rewrites.
 name() { printf 'f%06d' "$1"; }
-have=$(cat "$SRC/.count" 2>/dev/null || echo 0)
-if ((have < FILES)); then
-    log "creating $((FILES - have)) files of $FILE_SIZE bytes of random data in $SRC"
-    head -c $(((FILES - have) * FILE_SIZE)) /dev/urandom |
-        (cd "$SRC" && split -b "$FILE_SIZE" -a 6 --numeric-suffixes="$have" - f)
-    echo "$FILES" > "$SRC/.count"
-else
-    log "reusing $FILES files in $SRC"
-fi
+make_small_files "$SRC" "$FILES" "$FILE_SIZE"
 # names.txt: the FILES names in sort order; the digest of their contents in that order is
 # what every download must reproduce (names, sizes and order together pin every byte).
 seq 0 $((FILES - 1)) | awk '{ printf "f%06d\n", $1 }' > "$WORK/names.txt"
