@@ -259,7 +259,7 @@ public final class PostgresDownloadStore: SharedQueueStore {
             for record in batch {
                 let fields = try Fields(record, keepCredentials: keepsCredentials)
                 let first = binds.count
-                try fields.bind(into: &binds)
+                fields.bind(into: &binds)
                 rows.append("(" + (1...Fields.count).map { "$\(first + $0)" }.joined(separator: ", ") + ")")
             }
             let sql = """
@@ -467,16 +467,16 @@ struct Fields {
         credentials = keepCredentials ? record.request.credentials?.storedForm : nil
     }
 
-    func bind(into binds: inout PostgresBindings) throws {
-        try binds.append(id)
-        try binds.append(identity)
-        try binds.append(status)
-        try binds.append(priority)
-        try binds.append(position)
-        try binds.append(createdAt)
-        try binds.append(directory)
-        if let fileName { try binds.append(fileName) } else { binds.appendNull() }
-        try binds.append(json)
-        if let credentials { try binds.append(credentials) } else { binds.appendNull() }
+    func bind(into binds: inout PostgresBindings) {
+        binds.append(id)
+        binds.append(identity)
+        binds.append(status)
+        binds.append(priority)
+        binds.append(position)
+        binds.append(createdAt)
+        binds.append(directory)
+        if let fileName { binds.append(fileName) } else { binds.appendNull() }
+        binds.append(json)
+        if let credentials { binds.append(credentials) } else { binds.appendNull() }
     }
 }
