@@ -120,6 +120,20 @@ open_file_cache_directive() {
     echo "open_file_cache max=$max inactive=600s;"
 }
 
+# start_small_files_nginx: start_nginx on PORT for the small files under $WORK/src (f000000
+# ...): keep-alive for a whole run, open_file_cache, and an unbuffered access log, ALOG, whose
+# lines count each run's requests.
+start_small_files_nginx() {
+    local cache
+    rm -f "$NGX/logs/access.log"
+    cache=$(open_file_cache_directive)   # set -e: its die ends the script
+    start_nginx "$PORT" "$BASE_URL/src/f000000" 1024 "    access_log $NGX/logs/access.log;
+    keepalive_requests 1000000;
+    $cache" " backlog=1024"
+    log "nginx $(nginx -v 2>&1 | sed 's/.*\///') serving $WORK on $BASE_URL (pid $NGINX_PID)"
+    ALOG=$NGX/logs/access.log
+}
+
 # stop_leftover_nginx: a previous run killed with SIGKILL may have left our nginx behind; stop
 # it only if its command line proves it is ours.
 stop_leftover_nginx() {

@@ -141,13 +141,7 @@ sed "s|^|$BASE_URL/src/|" "$WORK/names.txt" > "$LIST"
 DIGEST=$( (cd "$SRC" && xargs cat < "$WORK/names.txt") | sha256sum | cut -d' ' -f1)
 
 # --- nginx ------------------------------------------------------------------------
-rm -f "$NGX/logs/access.log"
-FILE_CACHE=$(open_file_cache_directive)   # set -e: its die ends the script
-start_nginx "$PORT" "$BASE_URL/src/f000000" 1024 "    access_log $NGX/logs/access.log;
-    keepalive_requests 1000000;
-    $FILE_CACHE" " backlog=1024"
-log "nginx $(nginx -v 2>&1 | sed 's/.*\///') serving $WORK on $BASE_URL (pid $NGINX_PID)"
-ALOG=$NGX/logs/access.log
+start_small_files_nginx
 
 # --- PostgreSQL ---------------------------------------------------------------------
 # As HaulTesting's PostgresServer does it: initdb in a directory of our own, the superuser

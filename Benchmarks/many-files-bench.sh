@@ -123,15 +123,8 @@ DIGEST=$(expected_digest "$WORK/names.txt")
 ((LONG > 0)) && LONG_DIGEST=$(expected_digest "$WORK/long-names.txt")
 
 # --- nginx ------------------------------------------------------------------------
-# Access log on and unbuffered: the request count of every run, and the re-run's count, are
-# lines added to it. open_file_cache: see bench-lib.sh.
-rm -f "$NGX/logs/access.log"
-FILE_CACHE=$(open_file_cache_directive)   # set -e: its die ends the script
-start_nginx "$PORT" "$BASE_URL/src/$(name 0)" 1024 "    access_log $NGX/logs/access.log;
-    keepalive_requests 1000000;
-    $FILE_CACHE" " backlog=1024"
-log "nginx $(nginx -v 2>&1 | sed 's/.*\///') serving $WORK on $BASE_URL (pid $NGINX_PID)"
-ALOG=$NGX/logs/access.log
+# Its access log counts the requests of every run and of the re-run (see bench-lib.sh).
+start_small_files_nginx
 
 # --- measuring ---------------------------------------------------------------------
 # tool_cmd TOOL LIST OUTDIR: fill CMD. Both tools: JOBS files at once, one connection each.
