@@ -19,8 +19,7 @@ public struct ClockAdapter<C: Clock>: HaulClock where C.Duration == Duration {
     }
 
     public func seconds() -> Double {
-        let elapsed = origin.duration(to: clock.now)
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        origin.duration(to: clock.now).seconds
     }
 
     public func sleep(for duration: Duration) async throws {

@@ -220,7 +220,7 @@ public final class PostgresDownloadStore: SharedQueueStore {
         return runs
     }
 
-    var leaseSeconds: Double { Double(leaseTimeout.components.seconds) + Double(leaseTimeout.components.attoseconds) / 1e18 }
+    var leaseSeconds: Double { leaseTimeout.seconds }
 
     // MARK: DownloadStore
 

@@ -316,9 +316,7 @@ extension TimeAmount {
     fileprivate var seconds: Double {
         Double(nanoseconds) / 1_000_000_000
     }
-}
 
-extension TimeAmount {
     init(_ duration: Duration) {
         let (seconds, attoseconds) = duration.components
         self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
