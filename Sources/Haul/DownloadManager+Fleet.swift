@@ -145,10 +145,13 @@ extension DownloadManager {
     /// most) until the record says it happened. Returns the record as it ended up.
     func fleetRequest(_ command: FleetCommand, for id: DownloadID) async throws -> DownloadRecord {
         guard let fleet else { throw HaulError(.internal, "not part of a fleet") }
-        if let applied = try await fleet.request(command, for: id) {
+        if case .applied(let applied, let before) = try await fleet.request(command, for: id) {
             if command != .pause {
                 if let part = DestinationFiles.partPath(applied) { DestinationFiles.remove(part) }
-                if command == .removeWithFile, let path = DestinationFiles.finalPath(applied) { DestinationFiles.remove(path) }
+                // As `removeNow`: a final file is deleted only if it is this finished download's.
+                if command == .removeWithFile, before == .completed, let path = DestinationFiles.finalPath(applied) {
+                    DestinationFiles.remove(path)
+                }
                 secrets[id] = nil
             }
             hub.publish(DownloadEvent(id: id, kind: command == .pause ? .paused : .removed))

@@ -26,10 +26,11 @@ public protocol SharedQueueStore: DownloadStore {
     func renew(_ held: [DownloadID: Progress?]) async throws -> LeaseReport
     /// Ends this host's lease on a download whose run stopped here.
     func release(_ id: DownloadID) async throws
-    /// Pauses or removes a download on whichever host holds it. Applied at once (returning the
-    /// changed record) when no live lease holds it; otherwise left as a command for its holder,
-    /// which applies it at its next renewal (returning nil).
-    func request(_ command: FleetCommand, for id: DownloadID) async throws -> DownloadRecord?
+    /// Pauses or removes a download on whichever host holds it. Applied at once when no live
+    /// lease holds it; otherwise left as a command for its holder, which applies it at its next
+    /// renewal. Pausing a download that is no longer queued, running or paused (it finished
+    /// meanwhile) is a `conflict`.
+    func request(_ command: FleetCommand, for id: DownloadID) async throws -> FleetRequestResult
     /// Where these downloads run now, for those held by a live lease.
     func runs(_ ids: [DownloadID]) async throws -> [DownloadID: FleetRun]
     /// Drops the stores' connections.
@@ -42,6 +43,15 @@ public enum FleetCommand: String, Sendable, Hashable {
     case remove
     /// Remove, and delete the completed file too.
     case removeWithFile = "remove-file"
+}
+
+/// What a `request` did.
+public enum FleetRequestResult: Sendable, Equatable {
+    /// No host held the download: changed at once. The record as it is now, and the status it
+    /// had before (a removal deletes the final file only if that was `completed`).
+    case applied(DownloadRecord, before: DownloadStatus)
+    /// Left as a command for the host that holds it.
+    case leftForHolder
 }
 
 /// What a renewal found.

@@ -186,23 +186,34 @@ public final class PostgresDownloadStore: SharedQueueStore {
         try await execute(query, "release a lease")
     }
 
-    public func request(_ command: FleetCommand, for id: DownloadID) async throws -> DownloadRecord? {
+    public func request(_ command: FleetCommand, for id: DownloadID) async throws -> FleetRequestResult {
         let status = command == .pause ? DownloadStatus.paused : .removed
-        let live = "(lease_owner IS NOT NULL AND lease_expires > now())"
+        // Only what can still be paused is paused: a download that finished after the caller
+        // looked stays finished. The row is locked first, so `before` is what was changed.
+        let pausable = command == .pause ? "AND old.before IN ('queued', 'running', 'paused')" : ""
+        let live = "(d.lease_owner IS NOT NULL AND d.lease_expires > now())"
         let query: PostgresQuery = """
-            UPDATE haul_downloads SET
+            WITH old AS (SELECT id AS old_id, status AS before FROM haul_downloads
+                         WHERE id = \(id.rawValue) AND status <> 'removed' FOR UPDATE)
+            UPDATE haul_downloads AS d SET
                 command = CASE WHEN \(unescaped: live) THEN \(command.rawValue) ELSE NULL END,
-                status = CASE WHEN \(unescaped: live) THEN status ELSE \(status.rawValue) END,
-                lease_generation = CASE WHEN \(unescaped: live) THEN lease_generation ELSE lease_generation + 1 END,
-                lease_expires = CASE WHEN \(unescaped: live) THEN lease_expires ELSE NULL END,
-                lease_owner = CASE WHEN \(unescaped: live) THEN lease_owner ELSE NULL END
-            WHERE id = \(id.rawValue) AND status <> 'removed'
-            RETURNING \(unescaped: Self.columns), command IS NOT NULL
+                status = CASE WHEN \(unescaped: live) THEN d.status ELSE \(status.rawValue) END,
+                lease_generation = CASE WHEN \(unescaped: live) THEN d.lease_generation ELSE d.lease_generation + 1 END,
+                lease_expires = CASE WHEN \(unescaped: live) THEN d.lease_expires ELSE NULL END,
+                lease_owner = CASE WHEN \(unescaped: live) THEN d.lease_owner ELSE NULL END
+            FROM old WHERE d.id = old.old_id \(unescaped: pausable)
+            RETURNING \(unescaped: Self.columns), d.command IS NOT NULL, old.before
             """
-        let rows = try await fetchRows(query, "ask for \(command.rawValue)", as: (String, String, Int, Int64, String, String?, Bool).self)
-        guard let row = rows.first else { throw HaulError(.notFound, "no download with id \(id)") }
-        if row.6 { return nil }
-        return try Self.decode((row.0, row.1, row.2, row.3, row.4, row.5))
+        let rows = try await fetchRows(query, "ask for \(command.rawValue)", as: (String, String, Int, Int64, String, String?, Bool, String).self)
+        guard let row = rows.first else {
+            guard let record = try await record(id), record.status != .removed else {
+                throw HaulError(.notFound, "no download with id \(id)")
+            }
+            throw HaulError(.conflict, "download \(id) is \(record.status.rawValue): there is nothing to pause; nothing was changed")
+        }
+        if row.6 { return .leftForHolder }
+        let before = DownloadStatus(rawValue: row.7) ?? .queued
+        return .applied(try Self.decode((row.0, row.1, row.2, row.3, row.4, row.5)), before: before)
     }
 
     public func runs(_ ids: [DownloadID]) async throws -> [DownloadID: FleetRun] {

@@ -80,16 +80,47 @@ import Testing
         let records = queued(2)
         try await a.save(records)
         let held = try #require(try await a.claim(limit: 1, excluding: []).first)
-        #expect(try await b.request(.pause, for: held.id) == nil)
+        #expect(try await b.request(.pause, for: held.id) == .leftForHolder)
         let report = try await a.renew([held.id: Progress(completed: 42, total: 100, bytesPerSecond: 7, connections: 1)])
         #expect(report.commands[held.id] == .pause && report.lost.isEmpty)
         let run = try #require(try await b.runs([held.id])[held.id])
         #expect(run.host == "a" && run.progress?.completed == 42 && run.progress?.bytesPerSecond == 7)
         // Nobody holds the second one: paused at once, and no longer claimable.
-        let applied = try #require(try await b.request(.pause, for: records[1].id))
-        #expect(applied.status == .paused)
+        guard case .applied(let applied, let before) = try await b.request(.pause, for: records[1].id) else {
+            Issue.record("an unheld download was not paused at once")
+            return
+        }
+        #expect(applied.status == .paused && before == .queued)
         #expect(try await b.claim(limit: 5, excluding: []).isEmpty)
         await #expect(throws: HaulError.self) { try await b.request(.remove, for: .random()) }
+        await a.close()
+        await b.close()
+        await server.destroy()
+    }
+
+    /// A download that finished after the pause was asked for (its holder saved `completed` and
+    /// released it) stays completed: the pause is a conflict. A removal says what the download
+    /// was, so the manager deletes a final file only when it was the finished download's.
+    @Test func anUnheldFinishedDownloadIsNotPausedAndARemovalSaysWhatItWas() async throws {
+        let server = try await PostgresServer.start()
+        let a = try await PostgresDownloadStore.open(try location(server), host: "a")
+        let b = try await PostgresDownloadStore.open(try location(server), host: "b")
+        var records = queued(2)
+        records[0].status = .completed
+        try await a.save(records)
+        let refused = await #expect(throws: HaulError.self) { try await b.request(.pause, for: records[0].id) }
+        #expect(refused?.code == .conflict)
+        #expect(try await b.record(records[0].id)?.status == .completed)
+        guard case .applied(let removedQueued, let wasQueued) = try await b.request(.removeWithFile, for: records[1].id) else {
+            Issue.record("an unheld download was not removed at once")
+            return
+        }
+        #expect(removedQueued.status == .removed && wasQueued == .queued)
+        guard case .applied(let removed, let before) = try await b.request(.removeWithFile, for: records[0].id) else {
+            Issue.record("an unheld download was not removed at once")
+            return
+        }
+        #expect(removed.status == .removed && before == .completed)
         await a.close()
         await b.close()
         await server.destroy()
