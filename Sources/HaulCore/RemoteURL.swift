@@ -39,6 +39,8 @@ public struct RemoteURL: Hashable, Codable, Sendable, CustomStringConvertible {
         var host = bytes[restStart..<authorityEnd]
         var credentials: Credentials?
         var clean = trimmed
+        // What errors about the authority show: `clean` redacted (see `redacted`).
+        var shown: String { Self.redacted(clean) }
         if let at = host.lastIndex(of: UInt8(ascii: "@")) {
             credentials = Self.credentials(userinfo: trimmed[restStart..<at])
             host = host[host.index(after: at)...]
@@ -47,14 +49,14 @@ public struct RemoteURL: Hashable, Codable, Sendable, CustomStringConvertible {
         let authority = String(trimmed[host.startIndex..<host.endIndex])
         var port: Int?
         if host.first == UInt8(ascii: "[") {
-            guard let close = host.firstIndex(of: UInt8(ascii: "]")) else { throw HaulError(.badURL, "bad IPv6 host in \(clean)") }
-            port = try Self.checkPort(host[host.index(after: close)...], in: clean)
+            guard let close = host.firstIndex(of: UInt8(ascii: "]")) else { throw HaulError(.badURL, "bad IPv6 host in \(shown)") }
+            port = try Self.checkPort(host[host.index(after: close)...], in: shown)
             host = host[...close]
         } else if let colon = host.firstIndex(of: UInt8(ascii: ":")) {
-            port = try Self.checkPort(host[colon...], in: clean)
+            port = try Self.checkPort(host[colon...], in: shown)
             host = host[..<colon]
         }
-        guard !host.isEmpty else { throw HaulError(.badURL, "no host in \(clean)") }
+        guard !host.isEmpty else { throw HaulError(.badURL, "no host in \(shown)") }
         guard !bytes.contains(where: { $0 == 0x20 || $0 < 0x20 || $0 == 0x7f }) else {
             throw HaulError(.badURL, "URL contains spaces or control characters: \(Self.redacted(trimmed))")
         }
@@ -80,13 +82,15 @@ public struct RemoteURL: Hashable, Codable, Sendable, CustomStringConvertible {
                            password: String(decoding: PercentDecoding.decode(password), as: UTF8.self))
     }
 
-    /// `text` with anything between `://` and the authority's last `@` replaced by `***`, for
-    /// error messages about a URL that could not be parsed.
+    /// `text` with anything between `://` and the last `@` before a `?` or `#` replaced by
+    /// `***`, for error messages about a URL that could not be parsed. Not only the
+    /// authority's: a password with an unescaped `/` ends the authority early, and is hidden
+    /// too (an `@` in a path is hidden along with it; no harm in an error message).
     static func redacted(_ text: String) -> String {
         guard let schemeEnd = text.firstRange(of: "://")?.upperBound else { return text }
         let rest = text[schemeEnd...]
-        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
-        guard let at = rest[..<authorityEnd].lastIndex(of: "@") else { return text }
+        let queryStart = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) ?? rest.endIndex
+        guard let at = rest[..<queryStart].lastIndex(of: "@") else { return text }
         return String(text[..<schemeEnd]) + "***" + String(text[at...])
     }
 
@@ -186,7 +190,10 @@ public struct RemoteURL: Hashable, Codable, Sendable, CustomStringConvertible {
         let digits = text.dropFirst()
         let value = Int(Substring(digits))
         guard digits.isEmpty || (digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) && (value.map { $0 > 0 && $0 < 65536 } ?? false)) else {
-            throw HaulError(.badURL, "bad port '\(Substring(digits))' in \(url)")
+            // The text read as a port is named only if the URL shown has it: when it was the
+            // start of a password, it is not.
+            let named = url.contains(String(Substring(digits))) ? " '\(Substring(digits))'" : ""
+            throw HaulError(.badURL, "bad port\(named) in \(url)")
         }
         return value
     }

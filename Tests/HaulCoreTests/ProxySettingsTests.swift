@@ -45,6 +45,7 @@ import Testing
         ("http://p:1/some/path", "all_proxy: a path in proxy 'http://p:1/some/path'"),
         ("socks5://u:pw@s:1", "all_proxy: a user name and password (not supported for SOCKS) in proxy 'socks5://***@s:1'"),
         ("http://u:s3cret@p:x", "all_proxy: a bad port 'x' in proxy 'http://***@p:x'"),
+        ("http://u:s3/cret@p:1", "all_proxy: a path in proxy 'http://***@p:1'"),
     ])
     func malformedProxiesAreUsageErrors(text: String, message: String) {
         let error = #expect(throws: HaulError.self) { try ProxySettings(environment: ["all_proxy": text]) }
