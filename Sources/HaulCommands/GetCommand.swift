@@ -328,7 +328,7 @@ struct GetCommand: AsyncParsableCommand {
         var retries: Int
         var connections: Int
         /// Per URL: its own `user:password@`, else `--user`, else netrc. Kept in memory only.
-        var credentials: @Sendable (RemoteURL) throws(HaulError) -> Credentials?
+        var credentials: CredentialSources
 
         func request(for text: String) throws(HaulError) -> DownloadRequest {
             let url = try RemoteURL(text)
@@ -337,7 +337,7 @@ struct GetCommand: AsyncParsableCommand {
             } ?? .directory(base)
             return try DownloadRequest(url: url, destination: destination, range: range, checksum: checksum,
                                        headers: headers, maxAttempts: retries, connections: connections,
-                                       credentials: credentials(url))
+                                       credentials: credentials.credentials(for: url))
         }
     }
 
@@ -351,7 +351,7 @@ struct GetCommand: AsyncParsableCommand {
                 base: HaulHome.absolute(directory ?? FileManager.default.currentDirectoryPath), output: output,
                 range: parsedRange, checksum: try checksum.map { text throws(HaulError) in try Checksum(parsing: text) },
                 headers: try parseHeaders(), retries: retries, connections: connections,
-                credentials: { [network] url throws(HaulError) in try network.credentials(for: url) })
+                credentials: try network.credentialSources())
         } catch {
             reporter.failure(url: nil, error)
             throw ExitCode(ExitCodes.usage)

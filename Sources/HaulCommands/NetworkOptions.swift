@@ -29,9 +29,6 @@ struct NetworkOptions: ParsableArguments {
     @Option(name: .customLong("user-agent"), help: ArgumentHelp("Send this User-Agent (default: haul/\(HaulVersion.current)).", valueName: "STRING"))
     var userAgentOption: String?
 
-    /// Reads the netrc file once per command.
-    private let netrcCache = NetrcCache()
-
     private enum CodingKeys: String, CodingKey {
         case proxy, noProxy, user, netrcFile, noNetrc, userAgentOption
     }
@@ -51,45 +48,31 @@ struct NetworkOptions: ParsableArguments {
         try ProxySettings(environment: environment, proxy: proxy, noProxy: noProxy)
     }
 
-    /// The credentials for `url`: its own userinfo, else `--user`, else the netrc entry for its
-    /// host (a URL with a user name and no password takes the password netrc has for that user).
+    /// Where the command's credentials come from, read once before any URL: `--user` and the
+    /// netrc file.
     /// - Throws: `.usage` for a `--user` without a password, a `--netrc-file` that cannot be read,
     ///   or a netrc file that cannot be parsed.
-    func credentials(for url: RemoteURL) throws(HaulError) -> Credentials? {
-        if let own = url.credentials {
-            if own.password.isEmpty, let netrc = try netrc(), let found = netrc.credentials(host: url.host, login: own.user) {
-                return found
-            }
-            return own
-        }
-        if let user { return try Credentials(userOption: user) }
-        return try netrc()?.credentials(host: Self.bareHost(url.host))
+    func credentialSources() throws(HaulError) -> CredentialSources {
+        CredentialSources(user: try user.map { text throws(HaulError) in try Credentials(userOption: text) }, netrc: try netrc())
     }
 
     /// The `User-Agent` the user asked for, or nil for the default (`HaulVersion.userAgent`).
     var userAgent: String? { userAgentOption }
 
-    static func bareHost(_ host: String) -> String {
-        host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-    }
-
     /// `--netrc-file`, else `~/.netrc` when it exists; nil with `--no-netrc`.
-    func netrc() throws(HaulError) -> Netrc? {
+    private func netrc() throws(HaulError) -> Netrc? {
         if noNetrc { return nil }
-        return try netrcCache.value {
-            () throws(HaulError) -> Netrc? in
-            if let netrcFile {
-                guard let text = Self.read(netrcFile) else {
-                    throw HaulError(.usage, "--netrc-file: cannot read \(netrcFile)")
-                }
-                return try Self.parse(text, path: netrcFile)
+        if let netrcFile {
+            guard let text = Self.read(netrcFile) else {
+                throw HaulError(.usage, "--netrc-file: cannot read \(netrcFile)")
             }
-            let home = ProcessInfo.processInfo.environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
-            let path = Paths.join(home, ".netrc")
-            guard FileManager.default.fileExists(atPath: path) else { return nil }
-            guard let text = Self.read(path) else { throw HaulError(.usage, "cannot read \(path) (use --no-netrc to skip it)") }
-            return try Self.parse(text, path: path)
+            return try Self.parse(text, path: netrcFile)
         }
+        let home = ProcessInfo.processInfo.environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        let path = Paths.join(home, ".netrc")
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        guard let text = Self.read(path) else { throw HaulError(.usage, "cannot read \(path) (use --no-netrc to skip it)") }
+        return try Self.parse(text, path: path)
     }
 
     private static func read(_ path: String) -> String? {
@@ -108,18 +91,18 @@ struct NetworkOptions: ParsableArguments {
     }
 }
 
-/// The netrc file, read at most once; a reference so the non-mutating accessors of the
-/// (value-type) options can fill it.
-final class NetrcCache: @unchecked Sendable {
-    private let lock = NSLock()
-    private var cached: Result<Netrc?, HaulError>?
+/// `--user` and the netrc file, as read once per command. Kept in memory only.
+struct CredentialSources: Sendable {
+    var user: Credentials?
+    var netrc: Netrc?
 
-    func value(_ load: () throws(HaulError) -> Netrc?) throws(HaulError) -> Netrc? {
-        lock.lock()
-        defer { lock.unlock() }
-        if cached == nil {
-            do { cached = .success(try load()) } catch { cached = .failure(error) }
+    /// The credentials for `url`: its own userinfo, else `--user`, else the netrc entry for its
+    /// host (a URL with a user name and no password takes the password netrc has for that user).
+    func credentials(for url: RemoteURL) -> Credentials? {
+        if let own = url.credentials {
+            if own.password.isEmpty, let found = netrc?.credentials(host: url.host, login: own.user) { return found }
+            return own
         }
-        return try cached!.get()
+        return user ?? netrc?.credentials(host: url.host)
     }
 }

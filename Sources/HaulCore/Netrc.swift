@@ -61,7 +61,9 @@ public struct Netrc: Hashable, Sendable {
     /// case) that has a login (and, when `login` is given, that login), else the `default` entry.
     /// Nil when neither has a login.
     public func credentials(host: String, login: String? = nil) -> Credentials? {
-        let wanted = host.lowercased()
+        // A URL's IPv6 host keeps its brackets; a netrc machine has none.
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? host.dropFirst().dropLast() : Substring(host)
+        let wanted = bare.lowercased()
         func usable(_ entry: Entry) -> Credentials? {
             guard let entryLogin = entry.login, login == nil || login == entryLogin else { return nil }
             return Credentials(user: entryLogin, password: entry.password ?? "")

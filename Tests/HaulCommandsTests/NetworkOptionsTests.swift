@@ -8,16 +8,22 @@ import Testing
         let dir = NSTemporaryDirectory() + "netrc-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let netrcPath = dir + "/n"
-        try "machine h login nl password np\nmachine o login ou password op".write(toFile: netrcPath, atomically: true, encoding: .utf8)
+        try "machine h login nl password np\nmachine o login ou password op\nmachine ::1 login v6 password p6"
+            .write(toFile: netrcPath, atomically: true, encoding: .utf8)
         var o = try NetworkOptions.parse(["--netrc-file", netrcPath])
-        #expect(try o.credentials(for: RemoteURL("http://h/x")) == Credentials(user: "nl", password: "np"))
-        #expect(try o.credentials(for: RemoteURL("http://u:p@h/x")) == Credentials(user: "u", password: "p"))
-        #expect(try o.credentials(for: RemoteURL("http://ou@o/x")) == Credentials(user: "ou", password: "op"))
-        #expect(try o.credentials(for: RemoteURL("http://z/x")) == nil)
+        var sources = try o.credentialSources()
+        #expect(sources.credentials(for: try RemoteURL("http://h/x")) == Credentials(user: "nl", password: "np"))
+        #expect(sources.credentials(for: try RemoteURL("http://u:p@h/x")) == Credentials(user: "u", password: "p"))
+        #expect(sources.credentials(for: try RemoteURL("http://ou@o/x")) == Credentials(user: "ou", password: "op"))
+        #expect(sources.credentials(for: try RemoteURL("http://z/x")) == nil)
+        // An IPv6 host is looked up without its brackets, with or without a user in the URL.
+        #expect(sources.credentials(for: try RemoteURL("http://[::1]:8080/x")) == Credentials(user: "v6", password: "p6"))
+        #expect(sources.credentials(for: try RemoteURL("http://v6@[::1]/x")) == Credentials(user: "v6", password: "p6"))
         o = try NetworkOptions.parse(["--netrc-file", netrcPath, "-u", "cu:cp"])
-        #expect(try o.credentials(for: RemoteURL("http://h/x")) == Credentials(user: "cu", password: "cp"))
+        sources = try o.credentialSources()
+        #expect(sources.credentials(for: try RemoteURL("http://h/x")) == Credentials(user: "cu", password: "cp"))
         o = try NetworkOptions.parse(["--netrc-file", dir + "/missing"])
-        let e = #expect(throws: HaulError.self) { try o.credentials(for: RemoteURL("http://h/x")) }
+        let e = #expect(throws: HaulError.self) { try o.credentialSources() }
         #expect(e?.code == .usage)
         #expect(throws: (any Error).self) { try NetworkOptions.parse(["--user", "nopass"]) }
         #expect(throws: (any Error).self) { try NetworkOptions.parse(["--no-netrc", "--netrc-file", "x"]) }

@@ -109,7 +109,9 @@ import Testing
     func badNetworkInputIsAUsageError(extra: [String], message: String) async throws {
         let world = try await World.make()
         world.server.setRoute("/file.bin", Route(payload: payload))
-        let run = try await HaulProcess.run(["get", "-q", world.server.url("/file.bin")] + extra, in: world)
+        world.server.setRoute("/other.bin", Route(payload: payload))
+        // Two URLs, one line: the input is refused before any URL is looked at.
+        let run = try await HaulProcess.run(["get", "-q", world.server.url("/file.bin"), world.server.url("/other.bin")] + extra, in: world)
         #expect(run.status == ExitCodesExpected.usage, "\(run.stderr)")
         #expect(run.stderr.contains(message), "\(run.stderr)")
         #expect(run.stderr.split(separator: "\n").count == 1, "\(run.stderr)")
