@@ -47,26 +47,6 @@ public struct DownloadView: Codable, Sendable, Hashable {
         self.host = running ? host : nil
     }
 
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        completedLength = try container.decode(Int64.self, forKey: .completedLength)
-        connections = try container.decode(Int.self, forKey: .connections)
-        createdAt = try container.decode(Int64.self, forKey: .createdAt)
-        directory = try container.decode(String.self, forKey: .directory)
-        error = try container.decodeIfPresent(ErrorView.self, forKey: .error)
-        fileName = try container.decodeIfPresent(String.self, forKey: .fileName)
-        host = try container.decodeIfPresent(String.self, forKey: .host)
-        id = try container.decode(String.self, forKey: .id)
-        maxBytesPerSecond = try container.decodeIfPresent(Int64.self, forKey: .maxBytesPerSecond)
-        maxConnections = try container.decode(Int.self, forKey: .maxConnections)
-        path = try container.decodeIfPresent(String.self, forKey: .path)
-        priority = try container.decode(Int.self, forKey: .priority)
-        speed = try container.decode(Double.self, forKey: .speed)
-        status = try container.decode(DownloadStatus.self, forKey: .status)
-        totalLength = try container.decodeIfPresent(Int64.self, forKey: .totalLength)
-        url = try container.decode(String.self, forKey: .url)
-    }
-
     private enum CodingKeys: String, CodingKey {
         case completedLength, connections, createdAt, directory, error, fileName, host, id, maxBytesPerSecond
         case maxConnections, path, priority, speed, status, totalLength, url
