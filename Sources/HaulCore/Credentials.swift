@@ -32,10 +32,21 @@ public struct Credentials: Hashable, Sendable, CustomStringConvertible, CustomDe
         "Basic " + Base64.encode(Array("\(user):\(password)".utf8))
     }
 
+    /// A URL's userinfo, `user[:password]`, each percent-decoded; nil for an empty one
+    /// (`http://@host/`). Origin URLs and proxy URLs alike.
+    public init?(userinfo: Substring) {
+        guard !userinfo.isEmpty else { return nil }
+        let colon = userinfo.firstIndex(of: ":")
+        let user = userinfo[..<(colon ?? userinfo.endIndex)]
+        let password = colon.map { userinfo[userinfo.index(after: $0)...] } ?? ""
+        self.init(user: String(decoding: PercentDecoding.decode(user), as: UTF8.self),
+                  password: String(decoding: PercentDecoding.decode(password), as: UTF8.self))
+    }
+
     /// `user:password` with `%` and `:` escaped in each: how a private store keeps them.
     public var storedForm: String {
         func escaped(_ text: String) -> String {
-            text.replacingAll("%", with: "%25").replacingAll(":", with: "%3A")
+            text.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: ":", with: "%3A")
         }
         return escaped(user) + ":" + escaped(password)
     }
@@ -45,7 +56,7 @@ public struct Credentials: Hashable, Sendable, CustomStringConvertible, CustomDe
         let halves = text.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
         guard halves.count == 2 else { return nil }
         func unescaped(_ text: Substring) -> String {
-            String(text).replacingAll("%3A", with: ":").replacingAll("%25", with: "%")
+            String(text).replacingOccurrences(of: "%3A", with: ":").replacingOccurrences(of: "%25", with: "%")
         }
         self.init(user: unescaped(halves[0]), password: unescaped(halves[1]))
     }
@@ -74,20 +85,5 @@ public enum Base64 {
             index += 3
         }
         return String(decoding: out, as: UTF8.self)
-    }
-}
-
-extension String {
-    /// Every occurrence of `target` replaced (HaulCore has no Foundation).
-    func replacingAll(_ target: String, with replacement: String) -> String {
-        guard !target.isEmpty else { return self }
-        var result = ""
-        var rest = Substring(self)
-        while let range = rest.firstRange(of: target) {
-            result += rest[..<range.lowerBound]
-            result += replacement
-            rest = rest[range.upperBound...]
-        }
-        return result + rest
     }
 }

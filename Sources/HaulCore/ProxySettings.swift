@@ -108,12 +108,7 @@ public struct ProxyEndpoint: Hashable, Sendable, CustomStringConvertible {
         }
         var credentials: Credentials?
         if let at = rest.lastIndex(of: "@") {
-            let userinfo = rest[..<at]
-            let colon = userinfo.firstIndex(of: ":")
-            let user = userinfo[..<(colon ?? userinfo.endIndex)]
-            let password = colon.map { userinfo[userinfo.index(after: $0)...] } ?? ""
-            credentials = Credentials(user: String(decoding: PercentDecoding.decode(user), as: UTF8.self),
-                                      password: String(decoding: PercentDecoding.decode(password), as: UTF8.self))
+            credentials = Credentials(userinfo: rest[..<at])
             rest = rest[rest.index(after: at)...]
             if kind == .socks5 { throw bad("a user name and password (not supported for SOCKS)") }
         }

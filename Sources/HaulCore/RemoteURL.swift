@@ -42,7 +42,7 @@ public struct RemoteURL: Hashable, Codable, Sendable, CustomStringConvertible {
         // What errors about the authority show: `clean` redacted (see `redacted`).
         var shown: String { Self.redacted(clean) }
         if let at = host.lastIndex(of: UInt8(ascii: "@")) {
-            credentials = Self.credentials(userinfo: trimmed[restStart..<at])
+            credentials = Credentials(userinfo: trimmed[restStart..<at])
             host = host[host.index(after: at)...]
             clean = String(trimmed[..<restStart]) + String(trimmed[host.startIndex...])
         }
@@ -70,16 +70,6 @@ public struct RemoteURL: Hashable, Codable, Sendable, CustomStringConvertible {
         self.port = port
         self.authority = authority
         self.credentials = credentials
-    }
-
-    /// `user[:password]`, each percent-decoded; nil for an empty userinfo (`http://@host/`).
-    private static func credentials(userinfo: Substring) -> Credentials? {
-        guard !userinfo.isEmpty else { return nil }
-        let colon = userinfo.firstIndex(of: ":")
-        let user = userinfo[..<(colon ?? userinfo.endIndex)]
-        let password = colon.map { userinfo[userinfo.index(after: $0)...] } ?? ""
-        return Credentials(user: String(decoding: PercentDecoding.decode(user), as: UTF8.self),
-                           password: String(decoding: PercentDecoding.decode(password), as: UTF8.self))
     }
 
     /// `text` with anything between `://` and the last `@` before a `?` or `#` replaced by

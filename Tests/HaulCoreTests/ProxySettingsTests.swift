@@ -30,6 +30,8 @@ import Testing
         #expect(endpoint == ProxyEndpoint(kind: .http, host: "proxy.local", port: 1080,
                                           credentials: Credentials(user: "us@er", password: "p:ss")))
         #expect("\(endpoint)" == "http://proxy.local:1080")
+        // An empty userinfo is no credentials (no `Proxy-Authorization: Basic Og==`), as in a URL.
+        #expect(try ProxyEndpoint(parsing: "http://@proxy.local:3128", source: "x").credentials == nil)
         #expect(try ProxyEndpoint(parsing: "[::1]:3128", source: "x") == ProxyEndpoint(host: "::1", port: 3128))
         #expect("\(ProxyEndpoint(host: "::1", port: 3128))" == "http://[::1]:3128")
         #expect(try ProxyEndpoint(parsing: "socks5://s:9050", source: "x") == ProxyEndpoint(kind: .socks5, host: "s", port: 9050))
