@@ -16,11 +16,10 @@ struct LiveRuns: Sendable {
         manager.liveProgress(id) ?? runs[id]?.progress
     }
 
-    func host(_ id: DownloadID) -> String? {
-        runs[id]?.host ?? (manager.liveProgress(id) != nil ? manager.fleetHost : nil)
-    }
-
+    /// Its progress and host, from one read of this process's live figures.
     func view(_ record: DownloadRecord) -> DownloadView {
-        DownloadView(record, live: progress(record.id), host: host(record.id))
+        let own = manager.liveProgress(record.id)
+        let remote = runs[record.id]
+        return DownloadView(record, live: own ?? remote?.progress, host: remote?.host ?? (own != nil ? manager.fleetHost : nil))
     }
 }
