@@ -147,11 +147,8 @@ extension DownloadManager {
         guard let fleet else { throw HaulError(.internal, "not part of a fleet") }
         if case .applied(let applied, let before) = try await fleet.request(command, for: id) {
             if command != .pause {
-                if let part = DestinationFiles.partPath(applied) { DestinationFiles.remove(part) }
                 // As `removeNow`: a final file is deleted only if it is this finished download's.
-                if command == .removeWithFile, before == .completed, let path = DestinationFiles.finalPath(applied) {
-                    DestinationFiles.remove(path)
-                }
+                removeFiles(of: applied, final: command == .removeWithFile && before == .completed)
                 secrets[id] = nil
             }
             hub.publish(DownloadEvent(id: id, kind: command == .pause ? .paused : .removed))

@@ -41,9 +41,10 @@ extension DownloadManager {
         let limiter = RateLimiter(rate: nil, clock: clock)
         let runner = DownloadRunner(
             store: store, transport: transport, clock: clock, names: names, settings: configuration.machineSettings,
-            limiters: [limiter, globalLimiter],
-            makeWriter: { path, connections in
-                try FileChunkWriter(path: path, batchSize: FileChunkWriter.batchSize(connections: connections))
+            limiters: [limiter, globalLimiter], roots: configuration.downloadRoots,
+            makeWriter: { directory, name, exclusive, connections in
+                try FileChunkWriter(directory: directory, name: name, exclusive: exclusive,
+                                    batchSize: FileChunkWriter.batchSize(connections: connections))
             },
             logger: configuration.logger, metrics: metrics, stop: stop, emit: { [hub, live] event in
                 live.note(event)

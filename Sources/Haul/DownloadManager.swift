@@ -43,6 +43,12 @@ public actor DownloadManager {
         /// (the daemon: its store is private, 0600). `haul get` keeps none: a re-run supplies
         /// them again, and until then they live only in memory.
         public var keepsCredentials: Bool
+        /// The directories downloads may be written in (the daemon's `-d` and `--allow-dir`):
+        /// each download's directory is resolved beneath the one that contains it whenever a
+        /// run uses it, following no symbolic link below it, and one outside them all fails.
+        /// Nil (`haul get`): each download's directory is its own root; links inside it are
+        /// still never followed.
+        public var downloadRoots: [String]?
 
         public init(
             stateDirectory: String,
@@ -55,7 +61,8 @@ public actor DownloadManager {
             maxBytesPerSecond: Int64? = nil,
             logger: Logger = Logger(label: "haul", factory: { _ in SwiftLogNoOpLogHandler() }),
             metricsFactory: (any MetricsFactory)? = nil,
-            keepsCredentials: Bool = false
+            keepsCredentials: Bool = false,
+            downloadRoots: [String]? = nil
         ) {
             self.stateDirectory = stateDirectory
             self.maxConcurrentDownloads = maxConcurrentDownloads
@@ -68,6 +75,7 @@ public actor DownloadManager {
             self.logger = logger
             self.metricsFactory = metricsFactory
             self.keepsCredentials = keepsCredentials
+            self.downloadRoots = downloadRoots
         }
 
         /// What every download's state machine is told.
@@ -398,8 +406,7 @@ public actor DownloadManager {
         }
         let wasQueued = pending.remove(id) != nil
         secrets[id] = nil
-        if let part = DestinationFiles.partPath(record) { DestinationFiles.remove(part) }
-        if deleteFile, record.status == .completed, let path = DestinationFiles.finalPath(record) { DestinationFiles.remove(path) }
+        removeFiles(of: record, final: deleteFile && record.status == .completed)
         await names.release(directory: record.request.directory, name: record.fileName)
         let runnerSaidSo = runnerStopped && record.status == .removed
         record.status = .removed
@@ -407,6 +414,18 @@ public actor DownloadManager {
         if !runnerSaidSo { hub.publish(DownloadEvent(id: id, kind: .removed)) }
         if wasQueued { settle(DownloadOutcome(record)) }
         signalIdleIfNeeded()
+    }
+
+    /// Deletes a removed download's `.part` (and its final file when `final`), through its
+    /// directory resolved beneath the roots. A failure is logged: the record is removed anyway,
+    /// and a file that could not be deleted stays where it is.
+    nonisolated func removeFiles(of record: DownloadRecord, final: Bool) {
+        do {
+            try DestinationFiles.remove(record, final: final, roots: configuration.downloadRoots)
+        } catch {
+            configuration.logger.warning("cannot delete the removed download's files", metadata: [
+                "id": "\(record.id)", "error": "\(error)"])
+        }
     }
 
     /// Changes the whole manager's rate limit, at once for running downloads too. Nil, or a

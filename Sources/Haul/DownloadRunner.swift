@@ -20,8 +20,13 @@ struct DownloadRunner: Sendable {
     let settings: DownloadStateMachine.Settings
     /// The rate limits this download's bytes pass: its own, then the manager's global one.
     let limiters: [RateLimiter]
-    /// Opens the `.part` file for a download over this many connections.
-    let makeWriter: @Sendable (_ path: String, _ connections: Int) throws -> any ChunkWriter
+    /// Where downloads may be written: each download's directory is resolved beneath the one
+    /// that contains it, at each use, following no link (`DownloadDirectory`). Nil: every
+    /// download's directory is its own root.
+    var roots: [String]? = nil
+    /// Opens the `.part` file (`name` in the directory) for a download over this many
+    /// connections; `exclusive` when it must be created by this open.
+    let makeWriter: @Sendable (_ directory: DownloadDirectory, _ name: String, _ exclusive: Bool, _ connections: Int) throws -> any ChunkWriter
     let logger: Logger
     var metrics = EngineMetrics(factory: nil)
     let stop: StopSignal
@@ -33,13 +38,14 @@ struct DownloadRunner: Sendable {
         return await session.run()
     }
 
-    /// What the `.part` and the final file look like before a start.
-    static func localFiles(_ record: DownloadRecord) -> DownloadStateMachine.LocalFiles {
-        guard let part = DestinationFiles.partPath(record), let final = DestinationFiles.finalPath(record) else {
+    /// What the `.part` and the final file look like before a start (nothing, in a directory
+    /// that does not exist yet).
+    static func localFiles(_ record: DownloadRecord, in directory: DownloadDirectory?) -> DownloadStateMachine.LocalFiles {
+        guard let directory, let final = record.fileName, let part = DestinationFiles.partName(record) else {
             return .init(partSize: nil, published: false)
         }
-        let published = record.expectedLength.map { DestinationFiles.wasPublished(part: part, final: final, length: $0) } ?? false
-        return .init(partSize: DestinationFiles.size(part), published: published)
+        let published = record.expectedLength.map { directory.wasPublished(part: part, final: final, length: $0) } ?? false
+        return .init(partSize: directory.size(of: part), published: published)
     }
 }
 
@@ -81,6 +87,10 @@ final class RunSession {
     var checkpointTask: Task<Void, Never>?
     var bodies: [ConnectionID: any ResponseBodyStream] = [:]
     var writer: (any ChunkWriter)?
+    /// The download's directory, resolved beneath its root when this run first needs it.
+    var directory: DownloadDirectory?
+    /// Whether a `.part` was there when the run started: if not, the writer must create it.
+    var partExisted = false
     var speed = SpeedMeter()
     var lastTick: Double
     var finished = false
@@ -112,9 +122,17 @@ final class RunSession {
             }
         }
         defer { ticker.cancel() }
-        let local = DownloadRunner.localFiles(record)
         let now = runner.clock.seconds()
-        await execute(machine.withLockedValue { $0.start(local, now: now) })
+        do {
+            directory = try DownloadDirectory.resolve(record.request.directory, roots: runner.roots, create: false)
+            let local = DownloadRunner.localFiles(record, in: directory)
+            partExisted = local.partSize != nil
+            await execute(machine.withLockedValue { $0.start(local, now: now) })
+        } catch {
+            // The directory cannot be used (a link where a directory was, outside the roots):
+            // the download fails before any request, its stored progress untouched.
+            await execute(machine.withLockedValue { $0.diskFailed(diskError(error)) })
+        }
         if !finished {
             for await input in inbox {
                 await execute(handle(input))
@@ -327,15 +345,24 @@ final class RunSession {
         }
     }
 
-    /// Opens the `.part` once the download has its name.
+    /// Opens the `.part` once the download has its name, in its directory resolved beneath
+    /// its root (created if missing).
     func openWriter() throws -> (any ChunkWriter)? {
         if let writer { return writer }
         let record = self.record
-        guard let part = DestinationFiles.partPath(record) else { return nil }
-        try DestinationFiles.makeDirectory(record.request.directory)
-        let opened = try runner.makeWriter(part, record.request.connections)
+        guard let part = DestinationFiles.partName(record) else { return nil }
+        let opened = try runner.makeWriter(try resolvedDirectory(), part, !partExisted, record.request.connections)
         writer = opened
         return opened
+    }
+
+    func resolvedDirectory() throws -> DownloadDirectory {
+        if let directory { return directory }
+        guard let resolved = try DownloadDirectory.resolve(record.request.directory, roots: runner.roots, create: true) else {
+            throw HaulError(.fileSystem, "cannot create \(record.request.directory)")
+        }
+        directory = resolved
+        return resolved
     }
 
     func nameFile(contentDisposition: String?, finalURL: String) async {
@@ -404,29 +431,36 @@ final class RunSession {
     func startVerify(_ target: DownloadStateMachine.VerifyTarget) {
         let record = self.record
         let expected = machine.withLockedValue { $0.expectedLength }
-        let path = target == .published ? DestinationFiles.finalPath(record) : DestinationFiles.partPath(record)
+        let name = target == .published ? record.fileName : DestinationFiles.partName(record)
         let post = self.post
+        let directory = Result { try resolvedDirectory() }
         verifyTask = Task {
-            guard let path else {
+            guard let name else {
                 post.yield(.verified(HaulError(.internal, "nothing to verify: the download has no file name")))
                 return
             }
-            post.yield(.verified(await Verifier.verify(path: path, expectedLength: expected,
-                                                       checksum: record.request.checksum, url: record.request.url)))
+            switch directory {
+            case .success(let directory):
+                post.yield(.verified(await Verifier.verify(name, in: directory, expectedLength: expected,
+                                                           checksum: record.request.checksum, url: record.request.url)))
+            case .failure(let error):
+                post.yield(.verified((error as? HaulError) ?? HaulError(.fileSystem, "\(error)")))
+            }
         }
     }
 
     func publish(_ target: DownloadStateMachine.VerifyTarget) async {
         let record = self.record
-        guard let part = DestinationFiles.partPath(record), let final = DestinationFiles.finalPath(record) else { return }
+        guard let part = DestinationFiles.partName(record), let final = record.fileName else { return }
         await writer?.close()
         writer = nil
         var failure: HaulError?
         do {
+            let directory = try resolvedDirectory()
             if target == .published {
-                DestinationFiles.finishPublish(part: part, final: final)
+                try directory.finishPublish(part: part, final: final)
             } else {
-                try DestinationFiles.publish(part: part, final: final)
+                try directory.publish(part: part, final: final)
             }
         } catch {
             failure = diskError(error)

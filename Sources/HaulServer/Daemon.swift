@@ -111,6 +111,8 @@ public struct Daemon: Sendable {
         managerConfiguration.metricsFactory = metrics.factory
         // Its state is private: a download added with credentials resumes after a restart.
         managerConfiguration.keepsCredentials = true
+        // Every run resolves its directory beneath these, following no link (issue 19).
+        managerConfiguration.downloadRoots = ([configuration.downloadDirectory] + configuration.allowedDirectories).map(AddRequest.normalized)
         let manager: DownloadManager
         switch configuration.store {
         case .sqlite:

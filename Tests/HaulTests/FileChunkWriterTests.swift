@@ -1,5 +1,6 @@
 import Foundation
 @testable import Haul
+import HaulCore
 import NIOCore
 import Testing
 
@@ -12,13 +13,20 @@ import Testing
         return directory.appendingPathComponent("f.part").path
     }
 
+    /// The writer of the `.part` at `path`, opened as a run opens it: through its directory.
+    private func writer(_ path: String, batchSize: Int = FileChunkWriter.batchSize(connections: 1)) throws -> FileChunkWriter {
+        let (directory, name) = Paths.split(path)
+        let opened = try #require(try DownloadDirectory.resolve(directory, roots: nil, create: true))
+        return try FileChunkWriter(directory: opened, name: try #require(name), exclusive: false, batchSize: batchSize)
+    }
+
     private func bytes(_ value: UInt8, _ count: Int) -> ByteBuffer {
         ByteBuffer(bytes: [UInt8](repeating: value, count: count))
     }
 
     @Test func partsLandAtTheirOffsetsAndACheckpointClaimsWhatIsOnDisk() async throws {
         let path = try temporaryFile()
-        let writer = try FileChunkWriter(path: path, batchSize: 64)
+        let writer = try writer(path, batchSize: 64)
         // Two parts, written interleaved, the second one before the first.
         try await writer.write(bytes(2, 30), at: 100, part: 100)
         try await writer.write(bytes(1, 50), at: 0, part: 0)
@@ -36,7 +44,7 @@ import Testing
 
     @Test func aJumpInAPartWritesWhatCameBefore() async throws {
         let path = try temporaryFile()
-        let writer = try FileChunkWriter(path: path, batchSize: 1 << 20)
+        let writer = try writer(path, batchSize: 1 << 20)
         try await writer.write(bytes(1, 10), at: 0, part: 0)
         try await writer.write(bytes(3, 10), at: 40, part: 0)  // not back to back
         #expect(try await writer.checkpoint() == [0: 50])
@@ -48,7 +56,7 @@ import Testing
 
     @Test func aTruncationDropsWhatIsPending() async throws {
         let path = try temporaryFile()
-        let writer = try FileChunkWriter(path: path, batchSize: 1 << 20)
+        let writer = try writer(path, batchSize: 1 << 20)
         try await writer.write(bytes(1, 100), at: 0, part: 0)
         _ = try await writer.checkpoint()
         try await writer.write(bytes(2, 100), at: 100, part: 0)  // pending only
@@ -63,7 +71,7 @@ import Testing
 
     @Test func aWriteAfterCloseIsAnErrorNotALostByte() async throws {
         let path = try temporaryFile()
-        let writer = try FileChunkWriter(path: path)
+        let writer = try writer(path)
         await writer.close()
         await #expect(throws: (any Error).self) { try await writer.write(bytes(1, 10), at: 0, part: 0) }
     }

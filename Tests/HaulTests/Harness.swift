@@ -25,7 +25,8 @@ final class Harness: Sendable {
         clock: (any HaulClock)? = nil,
         tls: TLSFiles? = nil,
         checkpointInterval: Duration = .milliseconds(20),
-        minimumSegmentSize: Int64 = 1 << 20
+        minimumSegmentSize: Int64 = 1 << 20,
+        confined: Bool = false
     ) async throws -> Harness {
         let root = NSTemporaryDirectory() + "haul-test-\(UUID().uuidString)"
         let directory = root + "/downloads"
@@ -40,7 +41,7 @@ final class Harness: Sendable {
             retry: RetryPolicy(maxAttempts: maxAttempts, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50)),
             http: .init(connectTimeout: connectTimeout, readTimeout: readTimeout,
                         additionalTrustRoots: tls.map { [$0.certificatePath] } ?? []),
-            minimumSegmentSize: minimumSegmentSize)
+            minimumSegmentSize: minimumSegmentSize, downloadRoots: confined ? [directory] : nil)
         let transport = AsyncHTTPTransport(configuration: configuration.http)
         let manager = DownloadManager(configuration: configuration, store: store, transport: transport,
                                       clock: clock ?? ClockAdapter(ContinuousClock()))
@@ -136,12 +137,13 @@ final class Harness: Sendable {
 func withHarness(
     maxConcurrent: Int = 3, maxAttempts: Int = 5, readTimeout: Duration = .seconds(10),
     connectTimeout: Duration = .seconds(5), clock: (any HaulClock)? = nil, tls: TLSFiles? = nil,
-    checkpointInterval: Duration = .milliseconds(20), minimumSegmentSize: Int64 = 1 << 20,
+    checkpointInterval: Duration = .milliseconds(20), minimumSegmentSize: Int64 = 1 << 20, confined: Bool = false,
     _ body: (Harness) async throws -> Void
 ) async throws {
     let harness = try await Harness.make(maxConcurrent: maxConcurrent, maxAttempts: maxAttempts, readTimeout: readTimeout,
                                          connectTimeout: connectTimeout, clock: clock, tls: tls,
-                                         checkpointInterval: checkpointInterval, minimumSegmentSize: minimumSegmentSize)
+                                         checkpointInterval: checkpointInterval, minimumSegmentSize: minimumSegmentSize,
+                                         confined: confined)
     do {
         try await body(harness)
     } catch {

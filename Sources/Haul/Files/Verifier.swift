@@ -12,19 +12,30 @@ import NIOPosix
 /// server announced and its digest against the user's `--checksum` (DESIGN rule 4). Cancelling
 /// the calling task stops a long hash (a remove does not wait for it).
 enum Verifier {
-    static func verify(path: String, expectedLength: Int64?, checksum: Checksum?, url: RemoteURL) async -> HaulError? {
-        guard let size = DestinationFiles.size(path) else {
-            return HaulError(.fileSystem, "\(path) disappeared before it could be verified")
+    /// Verifies the file `name` in `directory` (opened there, never through a link).
+    static func verify(_ name: String, in directory: DownloadDirectory, expectedLength: Int64?, checksum: Checksum?,
+                       url: RemoteURL) async -> HaulError? {
+        let path = Paths.join(directory.path, name)
+        let descriptor: Int32
+        do {
+            descriptor = try directory.openFile(name, flags: O_RDONLY)
+        } catch let error as HaulError {
+            return error
+        } catch {
+            return HaulError(.fileSystem, "cannot open \(path) to verify it", cause: "\(error)")
         }
-        if let expectedLength, size != expectedLength {
-            return HaulError(.lengthMismatch, "\(url): got \(size) bytes, expected \(expectedLength)")
+        let file = OpenFile(descriptor: descriptor)
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { return FileSystemErrors.error(errno, "cannot inspect", path) }
+        if let expectedLength, Int64(info.st_size) != expectedLength {
+            return HaulError(.lengthMismatch, "\(url): got \(info.st_size) bytes, expected \(expectedLength)")
         }
         guard let checksum else { return nil }
         do {
             let stop = NIOLockedValueBox(false)
             let digest = try await withTaskCancellationHandler {
                 try await BlockingIO.run {
-                    try hexDigest(of: path, algorithm: checksum.algorithm, stopped: { stop.withLockedValue { $0 } })
+                    try hexDigest(of: file, path: path, algorithm: checksum.algorithm, stopped: { stop.withLockedValue { $0 } })
                 }
             } onCancel: {
                 stop.withLockedValue { $0 = true }
@@ -40,19 +51,24 @@ enum Verifier {
         }
     }
 
-    static func hexDigest(of path: String, algorithm: Checksum.Algorithm, stopped: () -> Bool = { false }) throws -> String {
+    /// A descriptor closed when the last holder lets go (the hash runs on the thread pool).
+    final class OpenFile: Sendable {
+        let descriptor: Int32
+        init(descriptor: Int32) { self.descriptor = descriptor }
+        deinit { close(descriptor) }
+    }
+
+    static func hexDigest(of file: OpenFile, path: String, algorithm: Checksum.Algorithm, stopped: () -> Bool = { false }) throws -> String {
         switch algorithm {
-        case .sha256: try digest(of: path, using: SHA256(), stopped: stopped)
-        case .sha1: try digest(of: path, using: Insecure.SHA1(), stopped: stopped)
-        case .md5: try digest(of: path, using: Insecure.MD5(), stopped: stopped)
+        case .sha256: try digest(of: file, path: path, using: SHA256(), stopped: stopped)
+        case .sha1: try digest(of: file, path: path, using: Insecure.SHA1(), stopped: stopped)
+        case .md5: try digest(of: file, path: path, using: Insecure.MD5(), stopped: stopped)
         }
     }
 
-    static func digest<H: HashFunction>(of path: String, using hasher: H, stopped: () -> Bool) throws -> String {
+    static func digest<H: HashFunction>(of file: OpenFile, path: String, using hasher: H, stopped: () -> Bool) throws -> String {
         var hasher = hasher
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw FileSystemErrors.error(errno, "cannot open", path) }
-        defer { close(descriptor) }
+        let descriptor = file.descriptor
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { buffer.deallocate() }
         while true {

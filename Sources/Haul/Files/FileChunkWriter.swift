@@ -53,15 +53,24 @@ final class FileChunkWriter: ChunkWriter {
     /// checkpoint's offsets never include a write still running.
     private let state = NIOLockedValueBox(State())
 
-    /// Opens (creating if needed, never truncating) the file at `path`. A new file's directory
-    /// entry is synced, so a crash cannot lose the `.part` while the store claims its bytes.
-    init(path: String, batchSize: Int = FileChunkWriter.batchSize(connections: 1), pool: NIOThreadPool = .singleton,
-         loop: any EventLoop = MultiThreadedEventLoopGroup.singleton.any()) throws {
-        let existed = DestinationFiles.exists(path)
-        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw FileSystemErrors.error(errno, "cannot open", path) }
-        if !existed { DestinationFiles.syncDirectory(of: path) }
-        self.path = path
+    /// Opens (creating if needed, never truncating) the file `name` in `directory`, never
+    /// through a link (see `DownloadDirectory`). `exclusive` when no `.part` was there at the
+    /// start of the run: then the file is created here or the open fails, so two downloads
+    /// (or two hosts of a fleet) can never share one `.part`. A new file's directory entry is
+    /// synced, so a crash cannot lose the `.part` while the store claims its bytes.
+    init(directory: DownloadDirectory, name: String, exclusive: Bool, batchSize: Int = FileChunkWriter.batchSize(connections: 1),
+         pool: NIOThreadPool = .singleton, loop: any EventLoop = MultiThreadedEventLoopGroup.singleton.any()) throws {
+        let existed = directory.status(of: name) != nil
+        let descriptor = try directory.openFile(name, flags: O_RDWR | O_CREAT, exclusive: exclusive)
+        if !existed {
+            do {
+                try directory.sync()
+            } catch {
+                closeDescriptor(descriptor)
+                throw error
+            }
+        }
+        self.path = Paths.join(directory.path, name)
         self.descriptor = descriptor
         self.batchSize = batchSize
         self.pool = pool

@@ -1,0 +1,76 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import HaulCore
+
+/// The files of a download on disk: `NAME.part` while bytes arrive, `NAME` once verified
+/// (DESIGN rule 4). Names are sanitised, and every file is opened, published and removed
+/// through its `DownloadDirectory`, so nothing is written outside the allowed directories.
+enum DestinationFiles {
+    static let partSuffix = ".part"
+
+    static func finalPath(_ record: DownloadRecord) -> String? {
+        record.finalPath
+    }
+
+    static func partPath(_ record: DownloadRecord) -> String? {
+        finalPath(record).map { $0 + partSuffix }
+    }
+
+    static func join(_ directory: String, _ name: String) -> String {
+        Paths.join(directory, name)
+    }
+
+    /// Size of a regular file, nil when missing.
+    static func size(_ path: String) -> Int64? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return Int64(info.st_size)
+    }
+
+    static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0
+    }
+
+    /// Creates the directory and its parents, like `mkdir -p`.
+    static func makeDirectory(_ path: String) throws {
+        var info = stat()
+        if stat(path, &info) == 0 {
+            guard (info.st_mode & S_IFMT) == S_IFDIR else {
+                throw HaulError(.fileSystem, "\(path) is not a directory")
+            }
+            return
+        }
+        let (parent, _) = splitParent(path)
+        if let parent, parent != path { try makeDirectory(parent) }
+        if mkdir(path, 0o755) != 0 && errno != EEXIST {
+            throw FileSystemErrors.error(errno, "cannot create directory", path)
+        }
+    }
+
+    static func splitParent(_ path: String) -> (String?, String) {
+        var trimmed = Substring(path)
+        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed.removeLast() }
+        guard let slash = trimmed.lastIndex(of: "/") else { return (nil, String(trimmed)) }
+        let parent = trimmed[..<slash]
+        return (parent.isEmpty ? "/" : String(parent), String(trimmed[trimmed.index(after: slash)...]))
+    }
+
+    /// The name of the download's `.part` in its directory, once it has a name.
+    static func partName(_ record: DownloadRecord) -> String? {
+        record.fileName.map { $0 + partSuffix }
+    }
+
+    /// Removes the download's `.part`, and its final file too when `final` is set, through its
+    /// directory opened beneath `roots` (never through a link that replaced a directory since).
+    /// A directory that is gone has nothing to remove.
+    static func remove(_ record: DownloadRecord, final: Bool, roots: [String]?) throws {
+        guard let name = record.fileName,
+              let directory = try DownloadDirectory.resolve(record.request.directory, roots: roots, create: false) else { return }
+        try directory.remove(name + partSuffix)
+        if final { try directory.remove(name) }
+    }
+}
