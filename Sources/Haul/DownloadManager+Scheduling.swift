@@ -39,9 +39,11 @@ extension DownloadManager {
     func start(_ id: DownloadID) {
         let stop = StopSignal()
         let limiter = RateLimiter(rate: nil, clock: clock)
+        var settings = configuration.machineSettings
+        settings.notesProgress = notes != nil
         let runner = DownloadRunner(
-            store: store, transport: transport, clock: clock, names: names, settings: configuration.machineSettings,
-            limiters: [limiter, globalLimiter], roots: configuration.downloadRoots,
+            store: store, transport: transport, clock: clock, names: names, settings: settings,
+            limiters: [limiter, globalLimiter], roots: configuration.downloadRoots, notes: notes,
             makeWriter: { directory, name, exclusive, connections in
                 try FileChunkWriter(directory: directory, name: name, exclusive: exclusive,
                                     batchSize: FileChunkWriter.batchSize(connections: connections))

@@ -49,6 +49,11 @@ public actor DownloadManager {
         /// Nil (`haul get`): each download's directory is its own root; links inside it are
         /// still never followed.
         public var downloadRoots: [String]?
+        /// This boot's identity: progress noted between checkpoints without fsync is trusted
+        /// after a killed process only on the same boot. Nil reads the system's
+        /// (`/proc/sys/kernel/random/boot_id`; none elsewhere, and then nothing is noted).
+        /// Tests set their own to play a reboot.
+        public var bootID: String?
 
         public init(
             stateDirectory: String,
@@ -62,7 +67,8 @@ public actor DownloadManager {
             logger: Logger = Logger(label: "haul", factory: { _ in SwiftLogNoOpLogHandler() }),
             metricsFactory: (any MetricsFactory)? = nil,
             keepsCredentials: Bool = false,
-            downloadRoots: [String]? = nil
+            downloadRoots: [String]? = nil,
+            bootID: String? = nil
         ) {
             self.stateDirectory = stateDirectory
             self.maxConcurrentDownloads = maxConcurrentDownloads
@@ -76,6 +82,7 @@ public actor DownloadManager {
             self.metricsFactory = metricsFactory
             self.keepsCredentials = keepsCredentials
             self.downloadRoots = downloadRoots
+            self.bootID = bootID
         }
 
         /// What every download's state machine is told.
@@ -111,6 +118,9 @@ public actor DownloadManager {
     let hub = EventHub()
     let outcomeHub = OutcomeHub()
     let metrics: EngineMetrics
+    /// Progress noted between checkpoints, trusted after a kill on the same boot; nil in a
+    /// fleet (another host may take a `.part` over) or where the system gives no boot id.
+    let notes: ProgressNotes?
     /// The limit shared by every download of this manager.
     public nonisolated let globalLimiter: RateLimiter
     /// The latest progress of every running download, for listings and the summary.
@@ -186,6 +196,9 @@ public actor DownloadManager {
         self.names = FileNameClaims(store: store)
         self.maxConcurrent = max(1, configuration.maxConcurrentDownloads)
         self.metrics = EngineMetrics(factory: configuration.metricsFactory)
+        let boot = configuration.bootID ?? ProgressNotes.systemBootID()
+        self.notes = fleet == nil && boot != nil
+            ? ProgressNotes(directory: Paths.join(configuration.stateDirectory, "progress"), boot: boot) : nil
         self.globalLimiter = RateLimiter(rate: configuration.maxBytesPerSecond.flatMap(ByteRate.limit), clock: clock)
         self.ownedTransport = ownedTransport
         self.closeStore = closeStore

@@ -24,6 +24,9 @@ struct DownloadRunner: Sendable {
     /// that contains it, at each use, following no link (`DownloadDirectory`). Nil: every
     /// download's directory is its own root.
     var roots: [String]? = nil
+    /// Where progress is noted between checkpoints (nil: not noted; a fleet's runs, whose
+    /// `.part` another host may take over).
+    var notes: ProgressNotes? = nil
     /// Opens the `.part` file (`name` in the directory) for a download over this many
     /// connections; `exclusive` when it must be created by this open.
     let makeWriter: @Sendable (_ directory: DownloadDirectory, _ name: String, _ exclusive: Bool, _ connections: Int) throws -> any ChunkWriter
@@ -125,8 +128,9 @@ final class RunSession {
         let now = runner.clock.seconds()
         do {
             directory = try DownloadDirectory.resolve(record.request.directory, roots: runner.roots, create: false)
-            let local = DownloadRunner.localFiles(record, in: directory)
+            var local = DownloadRunner.localFiles(record, in: directory)
             partExisted = local.partSize != nil
+            local.noted = await notedProgress()
             await execute(machine.withLockedValue { $0.start(local, now: now) })
         } catch {
             // The directory cannot be used (a link where a directory was, outside the roots):
@@ -148,6 +152,9 @@ final class RunSession {
         await checkpointTask?.value
         bodies = [:]
         await writer?.close()
+        // Every way a run ends checkpoints what it keeps (or leaves the file to another host):
+        // its note has nothing more to tell.
+        removeNote()
         post.finish()
         return machine.withLockedValue { $0.persistentRecord }
     }
@@ -260,12 +267,16 @@ final class RunSession {
             await persist()
         case .truncate(let length):
             do {
+                // A note about the bytes being cut must not outlive them.
+                if let notes = runner.notes { try notes.remove(id) }
                 try await openWriter()?.truncate(to: length)
             } catch {
                 await execute(machine.withLockedValue { $0.diskFailed(diskError(error)) })
             }
         case .checkpoint(let epoch):
             await checkpoint(epoch: epoch)
+        case .noteProgress:
+            await noteProgress()
         case .verify(let target):
             startVerify(target)
         case .cancelVerify:
@@ -402,6 +413,52 @@ final class RunSession {
         } catch {
             runner.logger.error("checkpoint failed", metadata: ["id": "\(id)", "error": "\(error)"])
             await execute(machine.withLockedValue { $0.diskFailed(diskError(error)) })
+        }
+    }
+
+    /// Notes where each part's written bytes end, without fsync (`.noteProgress`). A failed
+    /// write of the `.part` is the machine's to hear; a note that cannot be written is only
+    /// logged (the next checkpoint still comes).
+    func noteProgress() async {
+        guard let notes = runner.notes, let boot = notes.boot, let writer, let directory,
+              let part = DestinationFiles.partName(record), let file = directory.status(of: part) else { return }
+        let written: [Int64: Int64]
+        do {
+            written = try await writer.flush()
+        } catch {
+            await execute(machine.withLockedValue { $0.diskFailed(diskError(error)) })
+            return
+        }
+        do {
+            try notes.write(id, tag: .init(boot: boot, part: file, record: record), written: written)
+        } catch {
+            runner.logger.warning("cannot note progress", metadata: ["id": "\(id)", "error": "\(error)"])
+        }
+    }
+
+    /// What a run of this download killed on this boot noted about this very `.part` and
+    /// entity, once the `.part` is synced (so the store may claim those bytes); empty otherwise.
+    func notedProgress() async -> [Int64: Int64] {
+        let record = self.record
+        guard let notes = runner.notes, let boot = notes.boot, let directory,
+              let part = DestinationFiles.partName(record), let file = directory.status(of: part) else { return [:] }
+        let noted = notes.read(record.id, tag: .init(boot: boot, part: file, record: record))
+        guard !noted.isEmpty else { return [:] }
+        do {
+            try await directory.syncFile(part)
+            return noted
+        } catch {
+            runner.logger.warning("noted progress not used: cannot sync the .part", metadata: ["id": "\(id)", "error": "\(error)"])
+            return [:]
+        }
+    }
+
+    func removeNote() {
+        guard let notes = runner.notes else { return }
+        do {
+            try notes.remove(id)
+        } catch {
+            runner.logger.warning("cannot remove the progress note", metadata: ["id": "\(id)", "error": "\(error)"])
         }
     }
 

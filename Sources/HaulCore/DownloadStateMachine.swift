@@ -37,12 +37,16 @@ public struct DownloadStateMachine: Sendable {
         public var maxConnectionBackoff: Duration
         /// Seconds between ticks (speeds, progress, checkpoint decisions).
         public var tickInterval: Double
+        /// Note progress at every tick between checkpoints (`.noteProgress`): written without
+        /// fsync, so a killed process loses a tick of transfer instead of a checkpoint interval.
+        public var notesProgress: Bool
 
         public init(retry: RetryPolicy = .init(), minimumSegment: Int64 = 1 << 20, minimumSteal: Int64 = 128 << 10,
                     checkpointInterval: Double = 1, checkpointBytes: Int64 = 32 << 20, overlap: Int64 = 64 << 10,
                     maxConnectionBackoff: Duration = .seconds(60), tickInterval: Double = 0.25,
-                    minimumStealSeconds: Double = 0.5) {
+                    minimumStealSeconds: Double = 0.5, notesProgress: Bool = false) {
             self.retry = retry
+            self.notesProgress = notesProgress
             self.tickInterval = tickInterval
             self.minimumSegment = minimumSegment
             self.minimumSteal = minimumSteal
@@ -93,10 +97,16 @@ public struct DownloadStateMachine: Sendable {
         public var partSize: Int64?
         /// Whether the final file is the published `.part` (see `VerifyTarget.published`).
         public var published: Bool
+        /// Progress noted by a run of this download that was killed on this boot (`.noteProgress`),
+        /// as `synced` takes it: part start to the file offset after its last written byte. The
+        /// runner passes only notes about this `.part` and this entity, and syncs the file first,
+        /// so these bytes are durable now.
+        public var noted: [Int64: Int64]
 
-        public init(partSize: Int64?, published: Bool) {
+        public init(partSize: Int64?, published: Bool, noted: [Int64: Int64] = [:]) {
             self.partSize = partSize
             self.published = published
+            self.noted = noted
         }
     }
 
@@ -130,6 +140,10 @@ public struct DownloadStateMachine: Sendable {
         /// Flush every write, fsync the `.part` once, then report `synced` with what the writer
         /// has on disk for each part (its start offset to the byte after its last written one).
         case checkpoint(epoch: Int)
+        /// Flush every write and note, without fsync, where each part's written bytes end, with
+        /// the entity and this boot: what a restart on the same boot may trust after a kill (the
+        /// page cache outlives the process, not the machine). Nothing to report.
+        case noteProgress
         /// Check length and checksum; report `verified`.
         case verify(VerifyTarget)
         /// Stop a verification in progress (a remove); it reports `verified` with an error.
@@ -241,6 +255,8 @@ public struct DownloadStateMachine: Sendable {
     var lastCheckpoint: Double = 0
     /// `completedLength` when the last periodic checkpoint was asked for.
     var completedAtLastCheckpoint: Int64 = 0
+    /// `completedLength` at the last `.noteProgress`.
+    var completedAtLastNote: Int64 = 0
     /// What the last response stored about the entity; a response that tells nothing new is
     /// not stored again (a steal's request costs no fsync of the store).
     var storedEntity: StoredEntity?
@@ -306,7 +322,9 @@ public struct DownloadStateMachine: Sendable {
         record.status = .running
         record.error = nil
         lastCheckpoint = now
+        takeNoted(local)
         completedAtLastCheckpoint = completedLength
+        completedAtLastNote = completedLength
         // The furthest byte the record claims; a part with no byte claims nothing.
         let claimed = parts.filter { $0.durable > 0 }.map { $0.start - fileBase + $0.durable }.max() ?? 0
         if local.published, parts.allSatisfy(\.isComplete), expectedLength != nil {
@@ -376,10 +394,29 @@ public struct DownloadStateMachine: Sendable {
         let completed = completedLength
         let due = now - lastCheckpoint >= settings.checkpointInterval
             || completed - completedAtLastCheckpoint >= settings.checkpointBytes
-        guard due, parts.contains(where: { $0.appended > $0.durable }) else { return [] }
+        guard due, parts.contains(where: { $0.appended > $0.durable }) else {
+            guard settings.notesProgress, completed != completedAtLastNote else { return [] }
+            completedAtLastNote = completed
+            return [.noteProgress]
+        }
         lastCheckpoint = now
         completedAtLastCheckpoint = completed
         return [.checkpoint(epoch: epoch)]
+    }
+
+    /// Bytes a killed run noted (and the runner synced since) count as durable, within each
+    /// part and within the `.part` file.
+    mutating func takeNoted(_ local: LocalFiles) {
+        guard let size = local.partSize, !local.noted.isEmpty else { return }
+        for index in parts.indices {
+            guard let end = local.noted[parts[index].start] else { continue }
+            let length = parts[index].end.map { $0 - parts[index].start + 1 } ?? .max
+            let noted = min(length, max(0, min(end, size) - (parts[index].start - fileBase)))
+            if noted > parts[index].durable {
+                parts[index].durable = noted
+                parts[index].appended = noted
+            }
+        }
     }
 
     /// A checkpoint's fsync returned: `written` maps each part's start (remote offset) to the

@@ -101,6 +101,10 @@ public protocol ChunkWriter: AnyObject, Sendable {
     /// Writes everything kept, fsyncs the file once, and returns for each part the file offset
     /// after its last byte written before the fsync: now durable.
     func checkpoint() async throws -> [Int64: Int64]
+    /// Writes everything kept, without fsync, and returns for each part the file offset after
+    /// its last written byte: in the page cache, safe from a killed process but not from a
+    /// crash of the machine (see `.noteProgress`).
+    func flush() async throws -> [Int64: Int64]
     /// The file's bytes at `offset` (what was queued before included).
     func read(at offset: Int64, count: Int) async throws -> [UInt8]
     /// Drops everything queued and cuts the file to `length`.

@@ -26,7 +26,8 @@ final class Harness: Sendable {
         tls: TLSFiles? = nil,
         checkpointInterval: Duration = .milliseconds(20),
         minimumSegmentSize: Int64 = 1 << 20,
-        confined: Bool = false
+        confined: Bool = false,
+        bootID: String? = nil
     ) async throws -> Harness {
         let root = NSTemporaryDirectory() + "haul-test-\(UUID().uuidString)"
         let directory = root + "/downloads"
@@ -41,7 +42,7 @@ final class Harness: Sendable {
             retry: RetryPolicy(maxAttempts: maxAttempts, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50)),
             http: .init(connectTimeout: connectTimeout, readTimeout: readTimeout,
                         additionalTrustRoots: tls.map { [$0.certificatePath] } ?? []),
-            minimumSegmentSize: minimumSegmentSize, downloadRoots: confined ? [directory] : nil)
+            minimumSegmentSize: minimumSegmentSize, downloadRoots: confined ? [directory] : nil, bootID: bootID)
         let transport = AsyncHTTPTransport(configuration: configuration.http)
         let manager = DownloadManager(configuration: configuration, store: store, transport: transport,
                                       clock: clock ?? ClockAdapter(ContinuousClock()))
@@ -60,9 +61,12 @@ final class Harness: Sendable {
         self.store = store
     }
 
-    /// A second manager on the same store and files: the process after a restart.
-    func restartedManager() -> DownloadManager {
-        DownloadManager(configuration: configuration, store: store, transport: transport, clock: ClockAdapter(ContinuousClock()))
+    /// A second manager on the same store and files: the process after a restart (after a
+    /// reboot too, given another boot id).
+    func restartedManager(bootID: String? = nil) -> DownloadManager {
+        var configuration = configuration
+        if let bootID { configuration.bootID = bootID }
+        return DownloadManager(configuration: configuration, store: store, transport: transport, clock: ClockAdapter(ContinuousClock()))
     }
 
     func close() async throws {
@@ -138,12 +142,12 @@ func withHarness(
     maxConcurrent: Int = 3, maxAttempts: Int = 5, readTimeout: Duration = .seconds(10),
     connectTimeout: Duration = .seconds(5), clock: (any HaulClock)? = nil, tls: TLSFiles? = nil,
     checkpointInterval: Duration = .milliseconds(20), minimumSegmentSize: Int64 = 1 << 20, confined: Bool = false,
-    _ body: (Harness) async throws -> Void
+    bootID: String? = nil, _ body: (Harness) async throws -> Void
 ) async throws {
     let harness = try await Harness.make(maxConcurrent: maxConcurrent, maxAttempts: maxAttempts, readTimeout: readTimeout,
                                          connectTimeout: connectTimeout, clock: clock, tls: tls,
                                          checkpointInterval: checkpointInterval, minimumSegmentSize: minimumSegmentSize,
-                                         confined: confined)
+                                         confined: confined, bootID: bootID)
     do {
         try await body(harness)
     } catch {

@@ -51,6 +51,7 @@ import Testing
             log.append(.synced(written.values.reduce(0, +)))
             return written
         }
+        func flush() async throws -> [Int64: Int64] { state.withLockedValue { $0.bytes } }
         func read(at offset: Int64, count: Int) async throws -> [UInt8] { [] }
         func truncate(to length: Int64) async throws { state.withLockedValue { $0.bytes = [:] } }
         func close() async {}

@@ -120,6 +120,17 @@ final class DownloadDirectory: Sendable {
         return file
     }
 
+    /// Makes the bytes of the regular file `name` durable (opened read-only, no link followed),
+    /// on the thread pool.
+    func syncFile(_ name: String) async throws {
+        let descriptor = try openFile(name, flags: O_RDONLY)
+        let path = Paths.join(self.path, name)
+        try await BlockingIO.run {
+            defer { close(descriptor) }
+            guard fsync(descriptor) == 0 else { throw FileSystemErrors.error(errno, "cannot sync", path) }
+        }
+    }
+
     /// The status of `name` itself (a link is not followed); nil when it does not exist.
     func status(of name: String) -> stat? {
         var info = stat()

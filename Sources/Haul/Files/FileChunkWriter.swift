@@ -113,6 +113,10 @@ final class FileChunkWriter: ChunkWriter {
         }
     }
 
+    func flush() async throws -> [Int64: Int64] {
+        try drain()
+    }
+
     func checkpoint() async throws -> [Int64: Int64] {
         // The offsets are taken before the fsync: bytes written while it runs are not claimed.
         let written = try drain()
