@@ -286,6 +286,7 @@ final class RunSession {
         case .notify(let notice):
             notify(notice)
         case .discardWrites:
+            await checkpointTask?.value
             await writer?.discard()
         case .finish:
             finished = true
@@ -509,6 +510,8 @@ final class RunSession {
     func publish(_ target: DownloadStateMachine.VerifyTarget) async {
         let record = self.record
         guard let part = DestinationFiles.partName(record), let final = record.fileName else { return }
+        // A periodic checkpoint's fsync uses the descriptor: it ends before the file closes.
+        await checkpointTask?.value
         await writer?.close()
         writer = nil
         var failure: HaulError?

@@ -37,7 +37,12 @@ import Testing
             #expect(outcome.final.isCompleted)
             #expect(outcome.restarted)
             #expect(payload.mismatch(inFileAt: harness.directory + "/file") == nil)
-            #expect(harness.server.requests(to: "/file")[1].range == "bytes=300000-999999")
+            // The resume asked for the rest from what had been read when the drop came: AsyncHTTPClient
+            // may drop body parts it buffered but the engine had not read, so not always 300,000.
+            let resume = harness.server.requests(to: "/file")[1]
+            let start = try #require(resume.range.flatMap { Int64($0.dropFirst(6).prefix { $0 != "-" }) })
+            #expect((1...300_000).contains(start) && resume.range == "bytes=\(start)-999999", "\(String(describing: resume.range))")
+            #expect(resume.header("If-Range") == Route.defaultETag(for: payload))
         }
     }
 
