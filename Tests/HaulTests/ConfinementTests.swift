@@ -58,7 +58,8 @@ import Testing
     @Test func aLinkPlantedBetweenAPauseAndAResumeIsRefusedAndKeepsTheProgress() async throws {
         try await withHarness(confined: true) { harness in
             let outside = try outside(harness)
-            harness.server.setRoute("/big.bin", Route(payload: payload, throttle: 200_000))
+            // The first body stops at 300,000 bytes: the pause lands midway however slow the machine.
+            harness.server.setRoute("/big.bin", Route(payload: payload, script: [.stallAfter(300_000)]))
             let directory = harness.directory + "/sub"
             let events = harness.manager.events()
             let added = try await harness.manager.add(harness.request("/big.bin", output: "big.bin", directory: directory))

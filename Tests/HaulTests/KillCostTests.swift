@@ -28,7 +28,8 @@ import Testing
     /// A download that got past 300,000 bytes, left as a kill leaves it: the store says
     /// running at 100,000, the note says the `.part`'s real size.
     func killedDownload(_ harness: Harness, noteBoot: String = "boot-A") async throws -> Killed {
-        harness.server.setRoute("/k.bin", Route(payload: payload, throttle: 300_000))
+        // The body stops at 400,000 bytes: the pause lands midway however slow the machine.
+        harness.server.setRoute("/k.bin", Route(payload: payload, script: [.stallAfter(400_000)]))
         let events = harness.manager.events()
         let added = try await harness.manager.add(harness.request("/k.bin", output: "k.bin"))
         await harness.waitForProgress(of: added.id, beyond: 300_000, in: harness.manager.events())
@@ -90,7 +91,7 @@ import Testing
 
     @Test func aRunNotesItsProgressWhileItRuns() async throws {
         try await withHarness(checkpointInterval: .seconds(3600), bootID: "boot-A") { harness in
-            harness.server.setRoute("/n.bin", Route(payload: payload, throttle: 200_000))
+            harness.server.setRoute("/n.bin", Route(payload: payload, script: [.stallAfter(300_000)]))
             let added = try await harness.manager.add(harness.request("/n.bin", output: "n.bin"))
             await harness.waitForProgress(of: added.id, beyond: 150_000, in: harness.manager.events())
             // With checkpoints an hour apart, only the notes tell the progress.

@@ -47,6 +47,7 @@ final class DownloadDirectory: Sendable {
         var current = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard current >= 0 else {
             if errno == ENOENT, !create { return nil }
+            if errno == ENOTDIR { throw HaulError(.fileSystem, "\(root) is not a directory (or a part of its path is a file)") }
             throw FileSystemErrors.error(errno, "cannot open directory", root)
         }
         var walked = root
