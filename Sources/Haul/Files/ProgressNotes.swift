@@ -26,8 +26,8 @@ final class ProgressNotes: Sendable {
 
         init(boot: String, part: stat, record: DownloadRecord) {
             self.boot = boot
-            device = UInt64(part.st_dev)
-            inode = UInt64(part.st_ino)
+            device = UInt64(truncatingIfNeeded: part.st_dev)
+            inode = UInt64(truncatingIfNeeded: part.st_ino)
             validator = record.validator?.description ?? "-"
             totalLength = record.totalLength
         }
