@@ -160,4 +160,33 @@ import Testing
         #expect(await daemon.terminate() == 0)
         try await world.close()
     }
+
+    // MARK: Long URLs and aria2 options that name files (items 7, 8)
+
+    @Test func aMegabyteURLIsRefusedAndAria2FileOptionsAreNotSettable() async throws {
+        let world = try await World.make()
+        let daemon = try await DaemonProcess.start(world)
+        defer { daemon.process.signal(SIGKILL) }
+        let long = "http://example.com/" + String(repeating: "a", count: 1_000_000)
+        let answer = try await daemon.call(.POST, "/api/v1/downloads", body: #"{"url": "\#(long)"}"#)
+        #expect(answer.status == 400 && answer.errorCode == "bad-url", "\(answer.text.prefix(300))")
+        #expect(answer.text.contains("URL too long") && answer.text.count < 400, "\(answer.text.prefix(300))")
+        let token = "token:" + daemon.serve.secret
+        let add = try await daemon.call(.POST, "/jsonrpc", body: #"{"jsonrpc":"2.0","id":1,"method":"aria2.addUri","params":["\#(token)",["\#(long)"]]}"#)
+        #expect(add.status == 400 && add.text.contains("URL too long"), "\(add.text.prefix(300))")
+        #expect(try await daemon.list().isEmpty)
+
+        for (method, params) in [
+            ("aria2.changeGlobalOption", #"["\#(token)", {"log": "/tmp/haul-rpc.log"}]"#),
+            ("aria2.changeGlobalOption", #"["\#(token)", {"on-download-complete": "/bin/sh"}]"#),
+            ("aria2.addUri", #"["\#(token)", ["http://x/f"], {"save-session": "/tmp/s"}]"#),
+        ] {
+            let reply = try await daemon.call(.POST, "/jsonrpc", body: #"{"jsonrpc":"2.0","id":2,"method":"\#(method)","params":\#(params)}"#)
+            #expect(reply.status == 400 && reply.text.contains("cannot be set over RPC"), "\(method) \(params): \(reply.text)")
+            #expect(!reply.text.contains(#""result""#))
+        }
+        #expect(try await daemon.list().isEmpty)
+        #expect(await daemon.terminate() == 0)
+        try await world.close()
+    }
 }

@@ -33,4 +33,38 @@ import Testing
     func aWebSocketOriginMustBeTheDaemonsOwn(origin: String?, allowed: Bool) {
         #expect(HostCheck(host: "127.0.0.1").allows(origin: origin, authority: "127.0.0.1:6800") == allowed)
     }
+
+    @Test func aURLLongerThan8KiBIsRefusedWithoutEchoingIt() throws {
+        let defaults = DaemonDefaults(directory: "/srv/downloads", connections: 1)
+        let long = "http://example.com/" + String(repeating: "a", count: 1_000_000)
+        #expect {
+            _ = try defaults.request(for: AddRequest(url: long))
+        } throws: { error in
+            guard let error = error as? HaulError else { return false }
+            return error.code == .badURL && error.message.contains("too long") && error.message.count < 200
+        }
+        let fits = "http://example.com/" + String(repeating: "a", count: RemoteURL.maxLength - 19)
+        #expect(try defaults.request(for: AddRequest(url: fits)).url.absoluteString == fits)
+    }
+
+    @Test(arguments: ["log", "save-session", "input-file", "on-download-complete", "on-download-error", "conf-path", "rpc-secret"])
+    func aria2OptionsNamingFilesOrCommandsAreRefusedByName(name: String) throws {
+        let options: [String: JSONValue] = [name: .string("/tmp/x"), "max-concurrent-downloads": .string("2")]
+        let defaults = DaemonDefaults(directory: "/srv/downloads", connections: 1)
+        let attempts: [() throws -> Void] = [
+            { _ = try Aria2Options.globalChange(options) },
+            { _ = try Aria2Options.downloadChange(options) },
+            { _ = try Aria2Options.addRequest(uri: "http://x/f", options: options, defaults: defaults) },
+        ]
+        for attempt in attempts {
+            #expect {
+                try attempt()
+            } throws: { error in
+                guard let error = error as? Aria2Error else { return false }
+                return error.code == 1 && error.message.contains("'--\(name)'") && error.message.contains("cannot be set over RPC")
+            }
+        }
+        // Options haul does not know stay accepted and ignored, as aria2 ignores them.
+        #expect(try Aria2Options.globalChange(["no-such-option": .string("1")]).maxConcurrentDownloads == nil)
+    }
 }
