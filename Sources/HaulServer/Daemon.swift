@@ -154,10 +154,7 @@ public struct Daemon: Sendable {
         let router = Router(context: DaemonRequestContext.self)
         router.add(middleware: APIErrorMiddleware())
         router.add(middleware: HostCheckMiddleware(check: hosts))
-        router.get("/") { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
-                     body: .init(byteBuffer: ByteBuffer(string: WebPage.html)))
-        }
+        WebPageRoutes.register(on: router)
         let api = router.group("api/v1").add(middleware: BearerAuthMiddleware(secret: secret, connections: connections))
         APIRoutes(manager: manager, defaults: defaults, settings: settings, logger: logger).register(on: api)
         // The same token as the API: the figures name no download, but the queue's size is the owner's business.

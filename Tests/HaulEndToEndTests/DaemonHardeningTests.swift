@@ -161,6 +161,37 @@ import Testing
         try await world.close()
     }
 
+    // MARK: Web page headers (item 5)
+
+    @Test func theWebPageForbidsInlineScriptFramingAndSniffing() async throws {
+        let world = try await World.make()
+        let daemon = try await DaemonProcess.start(world)
+        defer { daemon.process.signal(SIGKILL) }
+        func get(_ path: String) throws -> (head: String, body: String) {
+            let socket = try RawSocket(port: daemon.port)
+            socket.send("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(daemon.port)\r\nConnection: close\r\n\r\n")
+            let text = socket.receiveAll()
+            let parts = text.components(separatedBy: "\r\n\r\n")
+            return (parts[0].lowercased(), parts.dropFirst().joined(separator: "\r\n\r\n"))
+        }
+        let page = try get("/")
+        #expect(page.head.hasPrefix("http/1.1 200"))
+        let policy = page.head.split(separator: "\r\n").first { $0.hasPrefix("content-security-policy:") }.map(String.init) ?? ""
+        #expect(policy.contains("script-src 'self'") && !policy.contains("unsafe-inline"), "\(policy)")
+        #expect(policy.contains("frame-ancestors 'none'"), "\(policy)")
+        #expect(page.head.contains("x-content-type-options: nosniff"))
+        // Nothing inline for the policy to block: the script and style are their own files.
+        #expect(!page.body.contains("<script>") && !page.body.contains("<style>"))
+        #expect(page.body.contains(#"<script src="/haul.js""#))
+        let script = try get("/haul.js")
+        #expect(script.head.hasPrefix("http/1.1 200") && script.head.contains("content-type: text/javascript"))
+        #expect(script.head.contains("x-content-type-options: nosniff") && script.body.contains("/api/v1/events"))
+        let style = try get("/haul.css")
+        #expect(style.head.hasPrefix("http/1.1 200") && style.head.contains("content-type: text/css"))
+        #expect(await daemon.terminate() == 0)
+        try await world.close()
+    }
+
     // MARK: Long URLs and aria2 options that name files (items 7, 8)
 
     @Test func aMegabyteURLIsRefusedAndAria2FileOptionsAreNotSettable() async throws {
