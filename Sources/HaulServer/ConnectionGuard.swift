@@ -197,7 +197,7 @@ final class ConnectionGuardHandler: ChannelInboundHandler, RemovableChannelHandl
     }
 }
 
-/// Puts a `ConnectionGuardHandler` in front of every connection of `Base`.
+/// Puts a `ConnectionGuardHandler` in front of every connection of `Base` (behind TLS, if any).
 struct GuardedChildChannel<Base: ServerChildChannel>: ServerChildChannel {
     typealias Value = Base.Value
     let base: Base
@@ -205,7 +205,9 @@ struct GuardedChildChannel<Base: ServerChildChannel>: ServerChildChannel {
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         do {
-            try channel.pipeline.syncOperations.addHandler(connectionGuard.handler(), position: .first)
+            // Last of what is there so far: first of all on plain HTTP, right after the TLS
+            // handler with TLS (it must read the request, not the ciphertext).
+            try channel.pipeline.syncOperations.addHandler(connectionGuard.handler(), position: .last)
         } catch {
             return channel.eventLoop.makeFailedFuture(error)
         }

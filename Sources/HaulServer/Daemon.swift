@@ -53,6 +53,8 @@ public struct Daemon: Sendable {
         public var connections = ConnectionGuard.Configuration()
         /// Host names besides loopback and `host` that requests may name (`--allow-host`).
         public var allowedHosts: [String] = []
+        /// HTTPS and WSS instead of HTTP and WS (`--tls-certificate`, `--tls-key`).
+        public var tls: DaemonTLS?
 
         public init(host: String = "127.0.0.1", port: Int = 6800, secret: String? = nil, home: String,
                     downloadDirectory: String, maxConcurrentDownloads: Int = 3, defaultConnections: Int = 1,
@@ -102,6 +104,8 @@ public struct Daemon: Sendable {
         if let rate = configuration.manager.maxBytesPerSecond, rate <= 0 {
             throw HaulError(.usage, "--limit-rate must be positive, not \(rate)")
         }
+        let tlsConfiguration = try configuration.tls.map { tls throws(HaulError) in try tls.configuration() }
+        DaemonTLS.warnIfPlain(host: configuration.host, tls: configuration.tls, logger: configuration.logger)
         // Idle sockets must not be what stops the daemon from accepting its owner's requests.
         let descriptorLimit = ConnectionGuard.raiseDescriptorLimit()
         let lock = try DaemonLock.acquire(home: configuration.home)
@@ -173,15 +177,17 @@ public struct Daemon: Sendable {
         let app = Application(
             router: router,
             server: HTTPServerBuilder { responder in
-                GuardedChildChannel(base: HTTP1WebSocketUpgradeChannel(responder: responder, webSocketResponder: webSocketResponder,
-                                                                       configuration: channelConfiguration),
-                                    connectionGuard: connections)
+                try DaemonTLS.wrap(
+                    GuardedChildChannel(base: HTTP1WebSocketUpgradeChannel(responder: responder, webSocketResponder: webSocketResponder,
+                                                                           configuration: channelConfiguration),
+                                        connectionGuard: connections),
+                    in: tlsConfiguration)
             },
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "haul"),
             onServerRunning: { [logger] channel in
                 let port = channel.localAddress?.port ?? configuration.port
                 let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
-                let file = ServeFile(url: "http://\(host):\(port)", pid: pid, secret: secret)
+                let file = ServeFile(url: "\(tlsConfiguration == nil ? "http" : "https")://\(host):\(port)", pid: pid, secret: secret)
                 // Listening first, then the queue (a daemon that cannot bind starts nothing),
                 // then the address for the CLI: its first command finds the queue restored.
                 do {
