@@ -21,7 +21,7 @@ struct ServeCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "Address to listen on. Anything but loopback needs --secret.")
+    @Option(help: "Address to listen on. Anything but loopback needs --secret, and --tls-certificate to keep it private.")
     var host = "127.0.0.1"
 
     @Option(help: "Port to listen on (0 picks a free one).")
@@ -61,6 +61,25 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("With a postgres store: this host's name in listings (default: HOSTNAME/PID).", valueName: "NAME"))
     var fleetName: String?
 
+    @Option(help: ArgumentHelp("Close a connection whose first request has not fully arrived after this long (default 10).", valueName: "SECONDS"))
+    var headerTimeout: Double = 10
+
+    @Option(help: ArgumentHelp("Close a keep-alive connection idle between requests for this long (default 60).", valueName: "SECONDS"))
+    var idleTimeout: Double = 60
+
+    @Option(help: ArgumentHelp("Connections that have not shown the token, kept at once; one more closes the oldest (default 256).", valueName: "N"))
+    var maxUnauthenticatedConnections = 256
+
+    @Option(name: .customLong("allow-host"),
+            help: ArgumentHelp("Also accept requests whose Host is NAME (repeatable); by default only loopback and --host.", valueName: "NAME"))
+    var allowedHosts: [String] = []
+
+    @Option(help: ArgumentHelp("Serve HTTPS and WSS with this PEM certificate chain (with --tls-key); needed to keep the token private off loopback.", valueName: "FILE"))
+    var tlsCertificate: String?
+
+    @Option(help: ArgumentHelp("The PEM private key of --tls-certificate.", valueName: "FILE"))
+    var tlsKey: String?
+
     @Option(help: .hidden)
     var checkpointInterval: Double = 1
 
@@ -82,6 +101,10 @@ struct ServeCommand: AsyncParsableCommand {
         }
         if let limitRate { _ = try GetCommand.rate(limitRate) }
         if checkpointInterval <= 0 { throw ValidationError("--checkpoint-interval must be positive") }
+        if !(headerTimeout > 0 && headerTimeout <= 3600) { throw ValidationError("--header-timeout must be between 0 and 3600 seconds") }
+        if !(idleTimeout > 0 && idleTimeout <= 86_400) { throw ValidationError("--idle-timeout must be between 0 and 86400 seconds") }
+        if (tlsCertificate == nil) != (tlsKey == nil) { throw ValidationError("--tls-certificate and --tls-key go together") }
+        if maxUnauthenticatedConnections < 1 { throw ValidationError("--max-unauthenticated-connections must be at least 1") }
         if !(leaseTimeout >= 1 && leaseTimeout <= 86_400) { throw ValidationError("--lease-timeout must be between 1 and 86400 seconds") }
         _ = try storeLocation
     }
@@ -101,6 +124,13 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.store = try storeLocation
         configuration.leaseTimeout = .milliseconds(Int64(leaseTimeout * 1000))
         configuration.fleetName = fleetName
+        configuration.connections.headerTimeout = .milliseconds(Int64(headerTimeout * 1000))
+        configuration.connections.idleTimeout = .milliseconds(Int64(idleTimeout * 1000))
+        configuration.connections.maxUnauthenticated = maxUnauthenticatedConnections
+        configuration.allowedHosts = allowedHosts
+        if let tlsCertificate, let tlsKey {
+            configuration.tls = DaemonTLS(certificatePath: HaulHome.absolute(tlsCertificate), keyPath: HaulHome.absolute(tlsKey))
+        }
         let daemon = Daemon(configuration: configuration)
         // The token is never printed: under systemd stdout lands in the journal, readable by
         // more people than serve.json (mode 0600) is.

@@ -19,11 +19,18 @@ public struct RemoteURL: Hashable, Codable, Sendable, CustomStringConvertible {
     /// From the URL's userinfo (`user:password@`), percent-decoded; nil when it has none.
     public var credentials: Credentials?
 
+    /// The longest URL accepted, in bytes: more than any server takes (most stop at 8 KiB of
+    /// request line), and a daemon must not queue, store and log a megabyte per "URL".
+    public static let maxLength = 8192
+
     /// Scans UTF-8 bytes, not Characters: every delimiter is ASCII, and the store parses every
     /// stored URL again when it lists ten thousand downloads.
     public init(_ text: String) throws(HaulError) {
         let trimmed = text.trimmingSpaces()
         guard !trimmed.isEmpty else { throw HaulError(.badURL, "empty URL") }
+        guard trimmed.utf8.count <= Self.maxLength else {
+            throw HaulError(.badURL, "URL too long: \(trimmed.utf8.count) bytes, at most \(Self.maxLength) (8 KiB)")
+        }
         let bytes = trimmed.utf8
         guard let schemeEnd = Self.find(Array("://".utf8), in: bytes) else {
             throw HaulError(.badURL, "'\(Self.redacted(trimmed))' is not a URL (expected http:// or https://)")

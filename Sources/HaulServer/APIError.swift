@@ -46,6 +46,7 @@ struct APIErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         case .notFound: .notFound
         case .conflict, .fileExists, .inUse: .conflict
         case .tooLarge: .contentTooLarge
+        case .misdirected: .misdirectedRequest
         default: .internalServerError
         }
     }
@@ -80,9 +81,11 @@ struct APIErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 }
 
-/// Checks `Authorization: Bearer SECRET` in constant time.
-struct BearerAuthMiddleware<Context: RequestContext>: RouterMiddleware {
+/// Checks `Authorization: Bearer SECRET` in constant time; a connection that showed it is no
+/// longer one the `ConnectionGuard` may close to make room.
+struct BearerAuthMiddleware<Context: RequestContext & ConnectionContext>: RouterMiddleware {
     let secret: String
+    let connections: ConnectionGuard
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let header = request.headers[.authorization] else {
@@ -92,6 +95,7 @@ struct BearerAuthMiddleware<Context: RequestContext>: RouterMiddleware {
         guard header.hasPrefix(prefix), Token.matches(header.utf8.dropFirst(prefix.utf8.count), secret) else {
             throw HaulError(.unauthorized, "wrong token")
         }
+        connections.authenticated(context.channel)
         return try await next(request, context)
     }
 }

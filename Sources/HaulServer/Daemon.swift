@@ -9,6 +9,7 @@ import HaulAPI
 import HaulCore
 import HaulFleet
 import Hummingbird
+import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
 import NIOConcurrencyHelpers
@@ -48,6 +49,12 @@ public struct Daemon: Sendable {
         public var leaseTimeout: Duration = .seconds(15)
         /// This host's name in the fleet, as listings show it; by default the host name and pid.
         public var fleetName: String?
+        /// Header and idle timeouts, and how many connections may be open without the token.
+        public var connections = ConnectionGuard.Configuration()
+        /// Host names besides loopback and `host` that requests may name (`--allow-host`).
+        public var allowedHosts: [String] = []
+        /// HTTPS and WSS instead of HTTP and WS (`--tls-certificate`, `--tls-key`).
+        public var tls: DaemonTLS?
 
         public init(host: String = "127.0.0.1", port: Int = 6800, secret: String? = nil, home: String,
                     downloadDirectory: String, maxConcurrentDownloads: Int = 3, defaultConnections: Int = 1,
@@ -97,6 +104,10 @@ public struct Daemon: Sendable {
         if let rate = configuration.manager.maxBytesPerSecond, rate <= 0 {
             throw HaulError(.usage, "--limit-rate must be positive, not \(rate)")
         }
+        let tlsConfiguration = try configuration.tls.map { tls throws(HaulError) in try tls.configuration() }
+        DaemonTLS.warnIfPlain(host: configuration.host, tls: configuration.tls, logger: configuration.logger)
+        // Idle sockets must not be what stops the daemon from accepting its owner's requests.
+        let descriptorLimit = ConnectionGuard.raiseDescriptorLimit()
         let lock = try DaemonLock.acquire(home: configuration.home)
         defer { withExtendedLifetime(lock) {} }
         try DaemonLock.makeDirectory(configuration.downloadDirectory, what: "download directory")
@@ -144,35 +155,47 @@ public struct Daemon: Sendable {
         let stopper = ShutdownTrigger()
         let rpc = Aria2RPC(manager: manager, defaults: defaults, secret: secret, logger: logger, shutdown: { stopper.trigger() })
 
-        let router = Router()
+        let connections = ConnectionGuard(configuration: configuration.connections, descriptorLimit: descriptorLimit, logger: logger)
+        let hosts = HostCheck(host: configuration.host, allowedNames: configuration.allowedHosts)
+        let router = Router(context: DaemonRequestContext.self)
         router.add(middleware: APIErrorMiddleware())
-        router.get("/") { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
-                     body: .init(byteBuffer: ByteBuffer(string: WebPage.html)))
-        }
-        let api = router.group("api/v1").add(middleware: BearerAuthMiddleware(secret: secret))
+        router.add(middleware: HostCheckMiddleware(check: hosts))
+        WebPageRoutes.register(on: router)
+        let api = router.group("api/v1").add(middleware: BearerAuthMiddleware(secret: secret, connections: connections))
         APIRoutes(manager: manager, defaults: defaults, settings: settings, logger: logger).register(on: api)
         // The same token as the API: the figures name no download, but the queue's size is the owner's business.
-        router.group("metrics").add(middleware: BearerAuthMiddleware(secret: secret)).get { _, _ in try await metrics.scrape(manager) }
-        Aria2Routes.register(rpc, on: router)
-        let webSockets = Router(context: BasicWebSocketRequestContext.self)
-        Aria2Routes.registerWebSocket(rpc, events: { manager.events() }, on: webSockets)
+        router.group("metrics").add(middleware: BearerAuthMiddleware(secret: secret, connections: connections)).get { _, _ in try await metrics.scrape(manager) }
+        Aria2Routes.register(rpc, connections: connections, on: router)
+        let webSockets = Router(context: DaemonWebSocketContext.self)
+        webSockets.add(middleware: HostCheckMiddleware(check: hosts))
+        Aria2Routes.registerWebSocket(rpc, events: { manager.events() }, hosts: hosts, connections: connections, on: webSockets)
+        let webSocketResponder = webSockets.buildResponder()
+        let channelConfiguration = HTTP1WebSocketUpgradeChannel.Configuration(
+            http1: .init(idleTimeout: TimeAmount(configuration.connections.idleTimeout)),
+            ws: .init(maxFrameSize: Aria2RPC.maxRequestSize))
 
         let pid = getpid()
         let home = configuration.home
         let app = Application(
             router: router,
-            server: .http1WebSocketUpgrade(webSocketRouter: webSockets, configuration: .init(maxFrameSize: Aria2RPC.maxRequestSize)),
+            server: HTTPServerBuilder { responder in
+                try DaemonTLS.wrap(
+                    GuardedChildChannel(base: HTTP1WebSocketUpgradeChannel(responder: responder, webSocketResponder: webSocketResponder,
+                                                                           configuration: channelConfiguration),
+                                        connectionGuard: connections),
+                    in: tlsConfiguration)
+            },
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "haul"),
             onServerRunning: { [logger] channel in
                 let port = channel.localAddress?.port ?? configuration.port
                 let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
-                let file = ServeFile(url: "http://\(host):\(port)", pid: pid, secret: secret)
+                let file = ServeFile(url: "\(tlsConfiguration == nil ? "http" : "https")://\(host):\(port)", pid: pid, secret: secret)
                 // Listening first, then the queue (a daemon that cannot bind starts nothing),
                 // then the address for the CLI: its first command finds the queue restored.
                 do {
                     try await manager.restore()
                     logger.info("ready", metadata: [
+                        "descriptors": "\(descriptorLimit)", "unauthenticatedConnections": "\(connections.maxUnauthenticated)",
                         "url": "\(file.url)", "directory": "\(configuration.downloadDirectory)",
                         "jobs": "\(configuration.manager.maxConcurrentDownloads)", "connections": "\(configuration.defaultConnections)",
                         "maxBytesPerSecond": "\(configuration.manager.maxBytesPerSecond.map(String.init) ?? "none")",

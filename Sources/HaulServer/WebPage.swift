@@ -22,7 +22,56 @@ enum WebPage {
     <meta name="viewport" content="width=device-width, initial-scale=1">
     <title>haul</title>
     <link rel="icon" href="data:,">
-    <style>
+    <link rel="stylesheet" href="/haul.css">
+    <script src="/haul.js" defer></script>
+    </head>
+    <body>
+    <header><h1>haul</h1><span id="summary"></span></header>
+    <main>
+      <form id="tokenform" hidden>
+        <input id="token" type="password" placeholder="API token (the secret in $HAUL_HOME/serve.json)" autocomplete="off">
+        <button class="primary" type="submit">Use token</button>
+      </form>
+      <p id="message" role="status"></p>
+      <form id="addform">
+        <textarea id="urls" placeholder="One URL per line" spellcheck="false"></textarea>
+        <button id="add" class="primary" type="submit">Add</button>
+      </form>
+      <div class="toolbar">
+        <button id="pauseall" type="button">Pause all</button>
+        <button id="resumeall" type="button">Resume all</button>
+        <span class="spacer"></span>
+        <form id="optionsform" novalidate>
+          <label>Downloads at once<input id="concurrency" type="number" min="1" max="1000" step="1" inputmode="numeric"></label>
+          <label>Speed limit<input id="limit" placeholder="none (e.g. 5M, 500K)" spellcheck="false" autocomplete="off"></label>
+          <button id="apply" type="submit">Apply</button>
+        </form>
+      </div>
+      <div class="toolbar">
+        <select id="filter" aria-label="Show">
+          <option value="running,queued,failed,paused,completed">All downloads</option>
+          <option value="running,queued">Running and queued</option>
+          <option value="failed">Failed</option>
+          <option value="paused">Paused</option>
+          <option value="completed">Completed</option>
+        </select>
+        <span class="spacer"></span>
+        <span id="range" data-offset="0" data-total="0"></span>
+        <button id="prev" type="button" disabled>‹ Previous</button>
+        <button id="next" type="button" disabled>Next ›</button>
+      </div>
+      <table>
+        <thead><tr><th>Name</th><th>Status</th><th>Progress</th><th class="num">Size</th><th class="num">Speed</th><th class="num" title="Connections in use / the most this download may open">Conn.</th><th class="num">Left</th><th></th></tr></thead>
+        <tbody id="rows"></tbody>
+      </table>
+      <div id="empty">No downloads yet.</div>
+    </main>
+    </body>
+    </html>
+    """#
+
+    /// The page's style sheet, `GET /haul.css`: the Content-Security-Policy allows no inline style.
+    static let css: String = #"""
       :root { --fg: #1d2330; --muted: #6b7385; --line: #e3e6ec; --bg: #f6f7f9; --accent: #2f6fe4; --ok: #1f9d55; --warn: #c98a06; --bad: #d64545; }
       * { box-sizing: border-box; }
       body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg); background: var(--bg); }
@@ -72,50 +121,11 @@ enum WebPage {
       .pct { width: 3.5em; text-align: right; font-variant-numeric: tabular-nums; color: var(--muted); }
       #empty { padding: 24px; text-align: center; color: var(--muted); }
       [hidden] { display: none !important; }
-    </style>
-    </head>
-    <body>
-    <header><h1>haul</h1><span id="summary"></span></header>
-    <main>
-      <form id="tokenform" hidden>
-        <input id="token" type="password" placeholder="API token (the secret in $HAUL_HOME/serve.json)" autocomplete="off">
-        <button class="primary" type="submit">Use token</button>
-      </form>
-      <p id="message" role="status"></p>
-      <form id="addform">
-        <textarea id="urls" placeholder="One URL per line" spellcheck="false"></textarea>
-        <button id="add" class="primary" type="submit">Add</button>
-      </form>
-      <div class="toolbar">
-        <button id="pauseall" type="button">Pause all</button>
-        <button id="resumeall" type="button">Resume all</button>
-        <span class="spacer"></span>
-        <form id="optionsform" novalidate>
-          <label>Downloads at once<input id="concurrency" type="number" min="1" max="1000" step="1" inputmode="numeric"></label>
-          <label>Speed limit<input id="limit" placeholder="none (e.g. 5M, 500K)" spellcheck="false" autocomplete="off"></label>
-          <button id="apply" type="submit">Apply</button>
-        </form>
-      </div>
-      <div class="toolbar">
-        <select id="filter" aria-label="Show">
-          <option value="running,queued,failed,paused,completed">All downloads</option>
-          <option value="running,queued">Running and queued</option>
-          <option value="failed">Failed</option>
-          <option value="paused">Paused</option>
-          <option value="completed">Completed</option>
-        </select>
-        <span class="spacer"></span>
-        <span id="range" data-offset="0" data-total="0"></span>
-        <button id="prev" type="button" disabled>‹ Previous</button>
-        <button id="next" type="button" disabled>Next ›</button>
-      </div>
-      <table>
-        <thead><tr><th>Name</th><th>Status</th><th>Progress</th><th class="num">Size</th><th class="num">Speed</th><th class="num" title="Connections in use / the most this download may open">Conn.</th><th class="num">Left</th><th></th></tr></thead>
-        <tbody id="rows"></tbody>
-      </table>
-      <div id="empty">No downloads yet.</div>
-    </main>
-    <script>
+    """#
+
+    /// The page's script, `GET /haul.js` (deferred: it runs once the document is parsed, as it
+    /// did at the end of the body): the Content-Security-Policy allows no inline script.
+    static let script: String = #"""
     'use strict';
     const el = id => document.getElementById(id);
     const PAGE = 100;
@@ -497,8 +507,5 @@ enum WebPage {
         if (!refused && (fleet || ticks % 5 === 0)) refresh();
       }, 1000);
     })();
-    </script>
-    </body>
-    </html>
     """#
 }

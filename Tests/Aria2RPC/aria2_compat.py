@@ -671,6 +671,9 @@ class Notifications:
         self.stop = False
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
+        # haul sends notifications only to a socket that has shown the token (AriaNg's first
+        # requests do); aria2 sends them to any. One tokened call first serves both.
+        self.sync(t)
 
     def run(self):
         while not self.stop:

@@ -16,10 +16,11 @@ final class DaemonProcess: @unchecked Sendable {
     static let http = HTTPClient(eventLoopGroupProvider: .singleton)
 
     /// Starts the daemon and waits until it wrote `serve.json` (bounded, so a broken build fails).
-    static func start(_ world: World, _ extra: [String] = []) async throws -> DaemonProcess {
+    /// `shell`: commands run before `exec haul serve` (`ulimit -n 256`).
+    static func start(_ world: World, _ extra: [String] = [], shell: String? = nil) async throws -> DaemonProcess {
         try? FileManager.default.removeItem(atPath: ServeFile.path(home: world.home))
         let process = try HaulProcess(["serve", "--port", "0", "-d", world.directory] + extra,
-                                      home: world.home, workingDirectory: world.directory)
+                                      home: world.home, workingDirectory: world.directory, shell: shell)
         for _ in 0..<1200 {
             if let file = try? ServeFile.read(home: world.home), file.pid == process.process.processIdentifier {
                 return DaemonProcess(process: process, serve: file, world: world)
@@ -48,7 +49,8 @@ final class DaemonProcess: @unchecked Sendable {
     }
 
     /// One API call; `token` nil sends no Authorization header.
-    func call(_ method: HTTPMethod, _ path: String, body: String? = nil, token: String?? = .none) async throws -> Answer {
+    func call(_ method: HTTPMethod, _ path: String, body: String? = nil, token: String?? = .none,
+              timeout: TimeAmount = .seconds(60)) async throws -> Answer {
         var request = HTTPClientRequest(url: serve.url + path)
         request.method = method
         let bearer: String? = switch token { case .none: serve.secret; case .some(let value): value }
@@ -57,7 +59,7 @@ final class DaemonProcess: @unchecked Sendable {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(string: body))
         }
-        let response = try await Self.http.execute(request, timeout: .seconds(60))
+        let response = try await Self.http.execute(request, timeout: timeout)
         let buffer = try await response.body.collect(upTo: 64 << 20)
         return Answer(status: Int(response.status.code), body: Data(buffer.readableBytesView))
     }
@@ -88,6 +90,9 @@ final class DaemonProcess: @unchecked Sendable {
         }
         throw TestFailure("\(id) never reached \(status); last \(String(describing: last))")
     }
+
+    /// The port `serve.json` names.
+    var port: Int { Int(serve.url.split(separator: ":").last ?? "") ?? 0 }
 
     func kill9() async {
         process.signal(SIGKILL)

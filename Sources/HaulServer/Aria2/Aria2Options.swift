@@ -4,8 +4,25 @@ import HaulCore
 /// aria2's options (`addUri`, `changeOption`, `changeGlobalOption`, `getOption`,
 /// `getGlobalOption`): string values, sizes with K/M suffixes, `0` for no limit. Options haul
 /// has no use for are accepted and ignored, as aria2 ignores unknown ones: AriaNg sends back
-/// everything `getOption` returned.
+/// everything `getOption` returned. Options that name a file or run a command are refused, by
+/// name: answering "OK" would tell a client its log, session file or hook is in place.
 enum Aria2Options {
+    /// aria2 options that write or read a file, or run a program: never settable over RPC here
+    /// (a token holder must not choose files or commands), and haul has none of these features.
+    static let notSettable: Set<String> = [
+        "log", "save-session", "input-file", "conf-path", "save-cookies", "load-cookies", "netrc-path",
+        "dht-file-path", "dht-file-path6", "server-stat-of", "server-stat-if", "torrent-file", "metalink-file",
+        "on-download-start", "on-download-pause", "on-download-stop", "on-download-complete", "on-download-error",
+        "on-bt-download-complete", "ca-certificate", "certificate", "private-key", "rpc-certificate", "rpc-private-key",
+        "rpc-secret", "daemon",
+    ]
+
+    /// Refuses the first option (in name order) that may not be set over RPC.
+    static func checkSettable(_ options: [String: JSONValue]) throws {
+        guard let name = options.keys.filter(notSettable.contains).sorted().first else { return }
+        throw Aria2Error(code: 1, message: "The option '--\(name)' names a file or a command and cannot be set over RPC.")
+    }
+
     static func problem(_ name: String) -> Aria2Error {
         Aria2Error(code: 1, message: "We encountered a problem while processing the option '--\(name)'.")
     }
@@ -32,6 +49,7 @@ enum Aria2Options {
     }
 
     static func addRequest(uri: String, options: [String: JSONValue], defaults: DaemonDefaults) throws -> AddRequest {
+        try checkSettable(options)
         var directory = text(options, "dir")
         var fileName = text(options, "out")
         if let out = fileName, out.contains("/") {
@@ -71,6 +89,7 @@ enum Aria2Options {
     }
 
     static func downloadChange(_ options: [String: JSONValue]) throws -> DownloadChange {
+        try checkSettable(options)
         let split = try connections(options, "split")
         let perServer = try connections(options, "max-connection-per-server")
         let connections: Int? = split == nil && perServer == nil ? nil : min(split ?? Int.max, perServer ?? Int.max)
@@ -86,6 +105,7 @@ enum Aria2Options {
     }
 
     static func globalChange(_ options: [String: JSONValue]) throws -> GlobalChange {
+        try checkSettable(options)
         var change = GlobalChange()
         if let text = text(options, "max-concurrent-downloads") {
             guard let count = Int(text), (1...1000).contains(count) else { throw problem("max-concurrent-downloads") }

@@ -39,6 +39,8 @@ public struct Aria2RPC: Sendable {
         /// 200, or 400 for a method's error, 500 for unparsable JSON (as aria2 answers).
         public var status: Int
         public var body: [UInt8]
+        /// Whether the request carried the valid `token:` (any call of a batch or multicall).
+        public var authenticated = false
     }
 
     /// One HTTP body or WebSocket message: a request or a batch of them.
@@ -50,6 +52,28 @@ public struct Aria2RPC: Sendable {
     }
 
     public func answer(_ request: JSONValue) async -> Reply {
+        var reply = await dispatch(request)
+        reply.authenticated = showsToken(request)
+        return reply
+    }
+
+    /// Whether `request` (a call, a batch, a `system.multicall`) carries the valid token anywhere.
+    func showsToken(_ request: JSONValue) -> Bool {
+        switch request {
+        case .array(let calls):
+            return calls.contains { showsToken($0) }
+        case .object(let fields):
+            guard case .array(let params)? = fields["params"] else { return false }
+            if case .string(let token)? = params.first, token.hasPrefix("token:"), Token.matches(token.utf8.dropFirst(6), secret) {
+                return true
+            }
+            return fields["method"]?.string == "system.multicall" && params.contains { showsToken($0) }
+        default:
+            return false
+        }
+    }
+
+    private func dispatch(_ request: JSONValue) async -> Reply {
         switch request {
         case .array(let calls):
             // Elements that are not objects are dropped, as aria2 drops them.

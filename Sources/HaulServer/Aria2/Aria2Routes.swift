@@ -4,6 +4,7 @@ import HaulAPI
 import HaulCore
 import Hummingbird
 import HummingbirdWebSocket
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// `/jsonrpc` over HTTP: POST with a JSON body, GET with `?method=&id=&params=BASE64` (and
@@ -11,19 +12,22 @@ import NIOCore
 /// `aria2c --rpc-allow-origin-all` does: the token, not the origin, is what protects the queue,
 /// and web front-ends such as AriaNg are served from other origins.
 enum Aria2Routes {
-    static func register<Context: RequestContext>(_ rpc: Aria2RPC, on router: Router<Context>) {
-        router.post("jsonrpc") { request, _ in
+    static func register<Context: RequestContext & ConnectionContext>(_ rpc: Aria2RPC, connections: ConnectionGuard, on router: Router<Context>) {
+        router.post("jsonrpc") { request, context in
             let body: ByteBuffer
             do {
                 body = try await request.body.collect(upTo: Aria2RPC.maxRequestSize)
             } catch {
                 return response(Aria2RPC.failure(id: .null, Aria2Error(code: -32600, message: "Request too large."), status: 413))
             }
-            return response(await rpc.answer(Array(body.readableBytesView)))
+            let reply = await rpc.answer(Array(body.readableBytesView))
+            if reply.authenticated { connections.authenticated(context.channel) }
+            return response(reply)
         }
-        router.get("jsonrpc") { request, _ in
+        router.get("jsonrpc") { request, context in
             let query = request.uri.queryParameters
             let reply = await rpc.answer(method: query.get("method"), id: query.get("id"), params: query.get("params"))
+            if reply.authenticated { connections.authenticated(context.channel) }
             guard let callback = query.get("jsoncallback") else { return response(reply) }
             guard callback.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "." || $0 == "$" }) else {
                 return response(Aria2RPC.failure(id: .null, .invalidRequest, status: 400))
@@ -59,14 +63,20 @@ enum Aria2Routes {
 
     /// `ws://HOST:PORT/jsonrpc`: the same requests as text (or binary) messages, answered as
     /// text, and aria2's notifications pushed to every socket as downloads start, pause, stop,
-    /// complete or fail.
+    /// complete or fail, once that socket has sent a request with the valid token (before that
+    /// it learns nothing: not even which ids exist and when they change). Unlike the HTTP
+    /// endpoint, an upgrade from a page of another origin is refused: a browser lets any page
+    /// open a WebSocket to localhost.
     static func registerWebSocket(_ rpc: Aria2RPC, events: @escaping @Sendable () -> AsyncStream<DownloadEvent>,
-                                  on router: Router<BasicWebSocketRequestContext>) {
-        router.ws("jsonrpc") { inbound, outbound, _ in
+                                  hosts: HostCheck, connections: ConnectionGuard, on router: Router<DaemonWebSocketContext>) {
+        router.ws("jsonrpc", shouldUpgrade: { request, _ in
+            hosts.allows(origin: request.headers[.origin], authority: request.head.authority) ? .upgrade([:]) : .dontUpgrade
+        }) { inbound, outbound, context in
+            let shown = NIOLockedValueBox(false)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
                     for await event in events() {
-                        guard let method = notification(for: event.kind) else { continue }
+                        guard shown.withLockedValue({ $0 }), let method = notification(for: event.kind) else { continue }
                         var json = JSONWriter()
                         json.object { json in
                             json.field("jsonrpc", "2.0")
@@ -84,6 +94,10 @@ enum Aria2Routes {
                     case .binary(let buffer): Array(buffer.readableBytesView)
                     }
                     let reply = await rpc.answer(bytes)
+                    if reply.authenticated, !shown.withLockedValue({ $0 }) {
+                        shown.withLockedValue { $0 = true }
+                        connections.authenticated(context.requestContext.channel)
+                    }
                     try await outbound.write(.text(String(decoding: reply.body, as: UTF8.self)))
                 }
                 group.cancelAll()

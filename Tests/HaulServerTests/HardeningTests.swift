@@ -1,0 +1,70 @@
+import Foundation
+import HaulAPI
+import HaulCore
+@testable import HaulServer
+import Hummingbird
+import Testing
+
+/// The daemon's checks against hostile input (issue 19), without a socket: which `Host` and
+/// `Origin` values name the daemon, how long a URL may be, which aria2 options are refused.
+@Suite(.timeLimit(.minutes(1))) struct HardeningTests {
+    @Test(arguments: [
+        ("127.0.0.1:6800", true), ("localhost", true), ("LocalHost:80", true), ("localhost.:6800", true), ("[::1]:6800", true),
+        ("127.0.0.2", true), ("nas.example:6800", true),
+        ("evil.example", false), ("evil.example:6800", false), ("127.0.0.1.evil.example", false), ("localhost.evil.example", false),
+        ("192.168.1.5:6800", false), ("user@127.0.0.1", false), ("", false), ("[::1", false), ("[::2]:6800", false),
+    ])
+    func aDaemonOnLoopbackAcceptsLoopbackItsHostAndAllowedNames(authority: String, allowed: Bool) {
+        #expect(HostCheck(host: "127.0.0.1", allowedNames: ["nas.example"]).allows(authority: authority) == allowed)
+    }
+
+    @Test func aDaemonOnEveryAddressAlsoAcceptsAddressLiteralsButNotNames() {
+        let check = HostCheck(host: "0.0.0.0")
+        #expect(check.allows(authority: "192.168.1.5:6800"))
+        #expect(check.allows(authority: "[fe80::1]:6800"))
+        #expect(!check.allows(authority: "evil.example:6800"))
+        #expect(HostCheck(host: "nas.example").allows(authority: "NAS.example:6800"))
+    }
+
+    @Test(arguments: [
+        (nil, true), ("http://127.0.0.1:6800", true), ("http://localhost:6800", true), ("http://evil.example:6800", false),
+        ("http://127.0.0.1:6801", false), ("http://127.0.0.1", false), ("null", false), ("file://", false),
+    ] as [(String?, Bool)])
+    func aWebSocketOriginMustBeTheDaemonsOwn(origin: String?, allowed: Bool) {
+        #expect(HostCheck(host: "127.0.0.1").allows(origin: origin, authority: "127.0.0.1:6800") == allowed)
+    }
+
+    @Test func aURLLongerThan8KiBIsRefusedWithoutEchoingIt() throws {
+        let defaults = DaemonDefaults(directory: "/srv/downloads", connections: 1)
+        let long = "http://example.com/" + String(repeating: "a", count: 1_000_000)
+        #expect {
+            _ = try defaults.request(for: AddRequest(url: long))
+        } throws: { error in
+            guard let error = error as? HaulError else { return false }
+            return error.code == .badURL && error.message.contains("too long") && error.message.count < 200
+        }
+        let fits = "http://example.com/" + String(repeating: "a", count: RemoteURL.maxLength - 19)
+        #expect(try defaults.request(for: AddRequest(url: fits)).url.absoluteString == fits)
+    }
+
+    @Test(arguments: ["log", "save-session", "input-file", "on-download-complete", "on-download-error", "conf-path", "rpc-secret"])
+    func aria2OptionsNamingFilesOrCommandsAreRefusedByName(name: String) throws {
+        let options: [String: JSONValue] = [name: .string("/tmp/x"), "max-concurrent-downloads": .string("2")]
+        let defaults = DaemonDefaults(directory: "/srv/downloads", connections: 1)
+        let attempts: [() throws -> Void] = [
+            { _ = try Aria2Options.globalChange(options) },
+            { _ = try Aria2Options.downloadChange(options) },
+            { _ = try Aria2Options.addRequest(uri: "http://x/f", options: options, defaults: defaults) },
+        ]
+        for attempt in attempts {
+            #expect {
+                try attempt()
+            } throws: { error in
+                guard let error = error as? Aria2Error else { return false }
+                return error.code == 1 && error.message.contains("'--\(name)'") && error.message.contains("cannot be set over RPC")
+            }
+        }
+        // Options haul does not know stay accepted and ignored, as aria2 ignores them.
+        #expect(try Aria2Options.globalChange(["no-such-option": .string("1")]).maxConcurrentDownloads == nil)
+    }
+}
