@@ -38,7 +38,6 @@ public final class ConnectionGuard: Sendable {
     private struct State {
         var next: UInt64 = 0
         var unauthenticated: [ObjectIdentifier: Entry] = [:]
-        var closedForRoom = 0
     }
 
     public let configuration: Configuration
@@ -62,7 +61,6 @@ public final class ConnectionGuard: Sendable {
             guard state.unauthenticated.count > maxUnauthenticated,
                   let oldest = state.unauthenticated.min(by: { $0.value.sequence < $1.value.sequence }) else { return nil }
             state.unauthenticated[oldest.key] = nil
-            state.closedForRoom += 1
             return oldest.value.channel
         }
         if let evicted {

@@ -88,6 +88,15 @@ final class RawSocket {
         }
     }
 
+    /// One response with a `Content-Length` body, leaving the connection open for the next.
+    func receiveResponse() -> (head: String, body: String)? {
+        guard let head = receiveHead() else { return nil }
+        let length = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+            .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
+        guard let body = receive(exactly: length) else { return nil }
+        return (head, String(decoding: body, as: UTF8.self))
+    }
+
     /// Everything until the peer closes (for `Connection: close` requests).
     func receiveAll() -> String {
         var bytes: [UInt8] = []

@@ -9,7 +9,7 @@ import Testing
 @Suite(.timeLimit(.minutes(1))) struct RequestValidationTests {
     @Test(arguments: [
         (HaulError.Code.badRequest, 400), (.usage, 400), (.badURL, 400), (.unauthorized, 401), (.forbidden, 403),
-        (.notFound, 404), (.conflict, 409), (.fileExists, 409), (.tooLarge, 413), (.store, 500), (.internal, 500),
+        (.notFound, 404), (.conflict, 409), (.fileExists, 409), (.tooLarge, 413), (.misdirected, 421), (.store, 500), (.internal, 500),
     ])
     func everyErrorCodeHasItsStatus(code: HaulError.Code, status: Int) {
         #expect(APIErrorMiddleware<BasicRequestContext>.status(for: HaulError(code, "x")).code == status)
