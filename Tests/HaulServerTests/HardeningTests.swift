@@ -2,7 +2,9 @@ import Foundation
 import HaulAPI
 import HaulCore
 @testable import HaulServer
+import Haul
 import Hummingbird
+import Logging
 import Testing
 
 /// The daemon's checks against hostile input (issue 19), without a socket: which `Host` and
@@ -66,5 +68,29 @@ import Testing
         }
         // Options haul does not know stay accepted and ignored, as aria2 ignores them.
         #expect(try Aria2Options.globalChange(["no-such-option": .string("1")]).maxConcurrentDownloads == nil)
+    }
+
+    /// What lets a connection past the `ConnectionGuard`'s cap and a WebSocket have notifications:
+    /// the valid token in any call of a request, a batch or a `system.multicall`.
+    @Test func anAria2RequestShowsTheTokenOnlyWhenSomeCallCarriesTheRightOne() async throws {
+        let directory = NSTemporaryDirectory() + "haul-rpc-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let manager = try await DownloadManager(configuration: .init(stateDirectory: directory))
+        let rpc = Aria2RPC(manager: manager, defaults: DaemonDefaults(directory: directory, connections: 1), secret: "right-token",
+                           logger: Logger(label: "test"), shutdown: {})
+        func shows(_ json: String) async -> Bool { await rpc.answer(Array(json.utf8)).authenticated }
+        let good = #"{"jsonrpc":"2.0","id":1,"method":"aria2.getVersion","params":["token:right-token"]}"#
+        let wrong = #"{"jsonrpc":"2.0","id":2,"method":"aria2.getVersion","params":["token:wrong-token"]}"#
+        let none = #"{"jsonrpc":"2.0","id":3,"method":"system.listMethods"}"#
+        #expect(await shows(good))
+        #expect(!(await shows(wrong)))
+        #expect(!(await shows(none)))
+        #expect(await shows("[\(none),\(good)]"))
+        #expect(!(await shows("[\(none),\(wrong)]")))
+        let multicall = #"{"jsonrpc":"2.0","id":4,"method":"system.multicall","params":[[{"methodName":"aria2.getVersion","params":["token:TOKEN"]}]]}"#
+        #expect(await shows(multicall.replacingOccurrences(of: "TOKEN", with: "right-token")))
+        #expect(!(await shows(multicall.replacingOccurrences(of: "TOKEN", with: "wrong-token"))))
+        #expect(await rpc.answer(method: "aria2.getVersion", id: "5", params: Data(#"["token:right-token"]"#.utf8).base64EncodedString()).authenticated)
+        await manager.shutdown()
     }
 }
