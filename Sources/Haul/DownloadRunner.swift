@@ -63,6 +63,8 @@ enum RunInput: Sendable {
     case diskFailed(ConnectionID, HaulError)
     case timer(DownloadStateMachine.Timer)
     case tick
+    /// A body task handed over the bytes that made a progress note due.
+    case noteDue
     case stop(DownloadStatus)
     /// The manager heard that another host holds the download now.
     case leaseLost
@@ -205,6 +207,8 @@ final class RunSession {
                 startBackgroundCheckpoint(epoch: epoch)
                 return false
             }
+        case .noteDue:
+            return machine.withLockedValue { $0.noteRequested() }
         case .synced(let epoch, let result):
             checkpointTask = nil
             switch result {
@@ -346,6 +350,7 @@ final class RunSession {
                             return
                         }
                     }
+                    if accepted.noteDue { post.yield(.noteDue) }
                     if accepted.partComplete { break }
                     // Backpressure: the next read waits for the rate limits.
                     try await RateLimiter.acquire(chunk.count, from: limiters)

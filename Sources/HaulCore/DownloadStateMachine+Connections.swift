@@ -126,8 +126,10 @@ extension DownloadStateMachine {
         connection.received += keep
         parts[index] = part
         connections[id] = connection
-        return Accepted(skip: Int(skip), compare: Int(compare), compareOffset: compareOffset - fileBase, keep: Int(keep),
-                        writeOffset: writeOffset, part: part.start, partComplete: part.isComplete)
+        var accepted = Accepted(skip: Int(skip), compare: Int(compare), compareOffset: compareOffset - fileBase, keep: Int(keep),
+                                writeOffset: writeOffset, part: part.start, partComplete: part.isComplete)
+        accepted.noteDue = noteDue(after: keep)
+        return accepted
     }
 
     /// The overlap compared after a resume without a validator did not match the disk. The

@@ -40,13 +40,17 @@ public struct DownloadStateMachine: Sendable {
         /// Note progress at every tick between checkpoints (`.noteProgress`): written without
         /// fsync, so a killed process loses a tick of transfer instead of a checkpoint interval.
         public var notesProgress: Bool
+        /// ...and as soon as this many bytes came since the last note, so a burst (a server's
+        /// first second, a fast link) is noted before the tick.
+        public var noteBytes: Int64
 
         public init(retry: RetryPolicy = .init(), minimumSegment: Int64 = 1 << 20, minimumSteal: Int64 = 128 << 10,
                     checkpointInterval: Double = 1, checkpointBytes: Int64 = 32 << 20, overlap: Int64 = 64 << 10,
                     maxConnectionBackoff: Duration = .seconds(60), tickInterval: Double = 0.25,
-                    minimumStealSeconds: Double = 0.5, notesProgress: Bool = false) {
+                    minimumStealSeconds: Double = 0.5, notesProgress: Bool = false, noteBytes: Int64 = 2 << 20) {
             self.retry = retry
             self.notesProgress = notesProgress
+            self.noteBytes = noteBytes
             self.tickInterval = tickInterval
             self.minimumSegment = minimumSegment
             self.minimumSteal = minimumSteal
@@ -171,6 +175,9 @@ public struct DownloadStateMachine: Sendable {
         public var part: Int64
         /// The part has every byte it needs: stop reading, report `bodyEnded`.
         public var partComplete: Bool
+        /// So many bytes came since the last note that one is due before the next tick: once
+        /// this chunk is handed to the writer, report `noteDue`.
+        public var noteDue = false
 
         public init(skip: Int, compare: Int, compareOffset: Int64, keep: Int, writeOffset: Int64, part: Int64, partComplete: Bool) {
             self.skip = skip
@@ -257,6 +264,8 @@ public struct DownloadStateMachine: Sendable {
     var completedAtLastCheckpoint: Int64 = 0
     /// `completedLength` at the last `.noteProgress`.
     var completedAtLastNote: Int64 = 0
+    /// Bytes accepted since the last note (or its request by `noteDue`), counted on the hot path.
+    var bytesSinceNote: Int64 = 0
     /// What the last response stored about the entity; a response that tells nothing new is
     /// not stored again (a steal's request costs no fsync of the store).
     var storedEntity: StoredEntity?
@@ -397,11 +406,28 @@ public struct DownloadStateMachine: Sendable {
         guard due, parts.contains(where: { $0.appended > $0.durable }) else {
             guard settings.notesProgress, completed != completedAtLastNote else { return [] }
             completedAtLastNote = completed
+            bytesSinceNote = 0
             return [.noteProgress]
         }
         lastCheckpoint = now
         completedAtLastCheckpoint = completed
         return [.checkpoint(epoch: epoch)]
+    }
+
+    /// Whether `keep` more bytes make a note due now (see `Accepted.noteDue`); once per burst.
+    mutating func noteDue(after keep: Int64) -> Bool {
+        guard settings.notesProgress else { return false }
+        bytesSinceNote += keep
+        guard bytesSinceNote >= settings.noteBytes else { return false }
+        bytesSinceNote = 0
+        return true
+    }
+
+    /// A body task handed over the chunk that made a note due (`Accepted.noteDue`).
+    public mutating func noteRequested() -> [Action] {
+        guard settings.notesProgress, state == .downloading, completedLength != completedAtLastNote else { return [] }
+        completedAtLastNote = completedLength
+        return [.noteProgress]
     }
 
     /// Bytes a killed run noted (and the runner synced since) count as durable, within each

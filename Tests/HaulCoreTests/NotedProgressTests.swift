@@ -14,7 +14,7 @@ import Testing
         record.totalLength = totalLength
         record.validator = EntityValidator(etag: "\"a\"")
         if !segments.isEmpty { record.segments = segments }
-        return Machine(record: record, settings: .init(checkpointInterval: 1, tickInterval: 0.25, notesProgress: notes))
+        return Machine(record: record, settings: .init(checkpointInterval: 1, tickInterval: 0.25, notesProgress: notes, noteBytes: 250))
     }
 
     @Test func ticksBetweenCheckpointsNoteProgressOnlyWhenBytesCameAndOnlyWhenAsked() throws {
@@ -28,6 +28,20 @@ import Testing
             #expect(machine.tick(now: 0.5, elapsed: 0.25) == [], "no new byte, nothing to note")
             _ = machine.received(0, count: 100)
             #expect(machine.tick(now: 1.0, elapsed: 0.5) == [.checkpoint(epoch: machine.epoch)], "a due checkpoint wins")
+        }
+    }
+
+    @Test func aBurstMakesANoteDueBeforeTheTick() throws {
+        for notes in [false, true] {
+            var machine = try machine(notes: notes)
+            _ = machine.start(.init(partSize: nil, published: false), now: 0)
+            _ = machine.responseReceived(0, ResponseHead(status: 200, headers: ["Content-Length": "1000", "ETag": "\"a\""], url: "http://h/file"),
+                                         nowSecondsSince1970: 0, jitter: 0)
+            // 100-byte chunks, a note due once 250 bytes came since the last: the third and the sixth.
+            let due = (0..<6).map { _ in machine.received(0, count: 100).noteDue }
+            #expect(due == (notes ? [false, false, true, false, false, true] : Array(repeating: false, count: 6)))
+            #expect(machine.noteRequested() == (notes ? [.noteProgress] : []))
+            #expect(machine.noteRequested() == [], "nothing new since")
         }
     }
 
