@@ -203,8 +203,9 @@ public struct DownloadStateMachine: Sendable {
         var compareOffset: Int64 = 0
         /// Bytes written by this connection's current attempt.
         var received: Int64 = 0
-        /// Consecutive attempts that received no byte.
+        /// Failed attempts since the last one that made progress (see `DownloadStateMachine+Retry`).
         var failures = 0
+        var pace = Pace()
         /// Bytes/s over the last ticks; nil until measured.
         var speed: Double?
         var bytesAtLastTick: Int64 = 0
@@ -250,6 +251,10 @@ public struct DownloadStateMachine: Sendable {
         var totalLength: Int64?
         var finalURL: String?
     }
+    /// Bytes thrown away by start-overs in this run and not yet fetched again: no progress.
+    var refetchDebt: Int64 = 0
+    /// The server's clock as the last response came (`Retry-After` times are shown in it).
+    var lastNowSince1970: Int64?
     var verifyTarget: VerifyTarget = .part
     /// Every byte is in, but a connection told to close has not reported back yet.
     var verifyPending = false
@@ -373,13 +378,14 @@ public struct DownloadStateMachine: Sendable {
             updated.bytesAtLastTick = connection.received
             connections[id] = updated
         }
+        let slow = enforceSpeedLimit(now: now)
         let completed = completedLength
         let due = now - lastCheckpoint >= settings.checkpointInterval
             || completed - completedAtLastCheckpoint >= settings.checkpointBytes
-        guard due, parts.contains(where: { $0.appended > $0.durable }) else { return [] }
+        guard due, parts.contains(where: { $0.appended > $0.durable }) else { return slow }
         lastCheckpoint = now
         completedAtLastCheckpoint = completed
-        return [.checkpoint(epoch: epoch)]
+        return slow + [.checkpoint(epoch: epoch)]
     }
 
     /// A checkpoint's fsync returned: `written` maps each part's start (remote offset) to the
@@ -469,6 +475,7 @@ public struct DownloadStateMachine: Sendable {
 
     /// Forgets every byte and fact about the remote entity: it changed, or it cannot be resumed.
     mutating func resetEntity() {
+        forgetKeptBytes()
         record.validator = nil
         record.totalLength = nil
         // The parts are reset too: the next response stores the record whatever it says, before
