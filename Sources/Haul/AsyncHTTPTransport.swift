@@ -134,9 +134,11 @@ public final class AsyncHTTPTransport: HTTPTransport {
             if !sameOrigin { for name in Self.originBoundHeaders { headers.remove(name: name) } }
             for field in headers { request.headers.add(name: field.name, value: field.value) }
             if !request.headers.contains(name: "User-Agent") { request.headers.add(name: "User-Agent", value: configuration.userAgent) }
-            // Preemptive Basic, as curl does with -u: only to the origin the credentials are for
-            // (a redirect target's own userinfo counts for it), and never over a user's own header.
-            let credentials = sameOrigin ? (plan.credentials ?? url.credentials) : url.credentials
+            // Preemptive Basic, as curl does with -u: only to the origin the credentials are for,
+            // and never over a user's own header. Userinfo in a server's Location is never used
+            // (RFC 9110 §4.2.4: an error in a received URI; wget drops it too): a server must not
+            // choose the credentials sent to another host.
+            let credentials = sameOrigin ? (plan.credentials ?? origin.credentials) : nil
             if let credentials, !request.headers.contains(name: "Authorization") {
                 request.headers.add(name: "Authorization", value: credentials.basicAuthorization)
             }
@@ -170,7 +172,8 @@ public final class AsyncHTTPTransport: HTTPTransport {
             var responseHeaders = HTTPHeaderList()
             for (name, value) in response.headers { responseHeaders.add(name: name, value: value) }
             let head = ResponseHead(status: status, headers: responseHeaders, url: url.absoluteString)
-            return (head, AsyncHTTPBody(response.body.makeAsyncIterator(), url: shown, proxy: proxy))
+            let framing = AsyncHTTPBody.Framing(headers: response.headers)
+            return (head, AsyncHTTPBody(response.body.makeAsyncIterator(), url: shown, proxy: proxy, framing: framing))
         }
     }
 
@@ -244,21 +247,83 @@ public final class AsyncHTTPTransport: HTTPTransport {
 
 /// The body of one response. Read by one runner, in order.
 final class AsyncHTTPBody: ResponseBodyStream, @unchecked Sendable {
+    /// How the response said its body ends: what a failure in the middle of it means.
+    enum Framing: Hashable {
+        case chunked
+        case length(Int64)
+        /// Read until the connection closes (HTTP/1.0 style): an early close cannot be told apart.
+        case close
+
+        init(headers: HTTPHeaders) {
+            if headers[canonicalForm: "Transfer-Encoding"].contains(where: { $0.lowercased() == "chunked" }) {
+                self = .chunked
+            } else if let length = headers.first(name: "Content-Length").flatMap({ Int64($0) }) {
+                self = .length(length)
+            } else {
+                self = .close
+            }
+        }
+    }
+
     private var iterator: HTTPClientResponse.Body.AsyncIterator
     private let url: String
     private let proxy: ProxyEndpoint?
+    private let framing: Framing
+    private var read: Int64 = 0
 
-    init(_ iterator: HTTPClientResponse.Body.AsyncIterator, url: String, proxy: ProxyEndpoint? = nil) {
+    init(_ iterator: HTTPClientResponse.Body.AsyncIterator, url: String, proxy: ProxyEndpoint? = nil, framing: Framing = .close) {
         self.iterator = iterator
         self.url = url
         self.proxy = proxy
+        self.framing = framing
     }
 
     func next() async throws -> (any ByteChunk)? {
         do {
-            return try await iterator.next()
+            let chunk = try await iterator.next()
+            read += Int64(chunk?.readableBytes ?? 0)
+            return chunk
         } catch {
-            throw AsyncHTTPTransport.classify(error, url: url, proxy: proxy)
+            throw AsyncHTTPTransport.classifyBody(error, url: url, proxy: proxy, framing: framing, read: read)
+        }
+    }
+}
+
+extension AsyncHTTPTransport {
+    /// A body that failed after `read` bytes: a server that broke the body's framing or closed
+    /// the connection before its announced end is named in words (the parser's own text, such as
+    /// "invalid constant string", tells a user nothing). Other failures are classified as any.
+    static func classifyBody(_ error: any Error, url: String, proxy: ProxyEndpoint?, framing: AsyncHTTPBody.Framing,
+                             read: Int64) -> HaulError {
+        let cause = "\(error)"
+        let closedEarly: Bool
+        if let parser = error as? HTTPParserError {
+            switch parser {
+            case .invalidEOFState, .closedConnection:
+                closedEarly = true
+            case .invalidChunkSize:
+                return HaulError(.brokenFraming, "\(url): the server broke chunked encoding: a chunk size that is not a "
+                    + "hexadecimal number or is too large, after \(read) bytes", cause: cause)
+            default:
+                let what = framing == .chunked ? "broke chunked encoding" : "broke HTTP framing"
+                return HaulError(.brokenFraming, "\(url): the server \(what): malformed bytes after \(read) bytes of the body",
+                                 cause: cause)
+            }
+        } else if let client = error as? HTTPClientError, client == .remoteConnectionClosed {
+            closedEarly = true
+        } else {
+            closedEarly = false
+        }
+        guard closedEarly else { return classify(error, url: url, proxy: proxy) }
+        switch framing {
+        case .chunked:
+            return HaulError(.badResponse, "\(url): the server closed the connection after \(read) bytes, inside its chunked "
+                + "body (no last chunk)", cause: cause)
+        case .length(let length):
+            return HaulError(.badResponse, "\(url): the server closed the connection after \(read) of the \(length) bytes "
+                + "its Content-Length announced", cause: cause)
+        case .close:
+            return classify(error, url: url, proxy: proxy)
         }
     }
 }

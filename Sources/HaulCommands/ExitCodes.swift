@@ -8,7 +8,8 @@ public enum ExitCodes {
     /// Bad arguments, a malformed URL or an unsupported scheme.
     public static let usage: Int32 = 2
     /// The server answered with an error (404, 403, a 5xx that outlasted the retries), or broke
-    /// the protocol (a wrong Content-Range, too many redirects).
+    /// the protocol (a wrong Content-Range, broken chunked encoding, a body shorter than its
+    /// Content-Length, too many redirects).
     public static let http: Int32 = 3
     /// The network failed and the retries ran out (refused, reset, timed out).
     public static let network: Int32 = 4
@@ -40,7 +41,7 @@ public enum ExitCodes {
         case .notFound: notFound
         case .conflict: conflict
         case .forbidden: forbidden
-        case .httpStatus, .badResponse, .tooManyRedirects: http
+        case .httpStatus, .badResponse, .brokenFraming, .tooManyRedirects: http
         case .network: network
         case .lengthMismatch, .checksumMismatch: verification
         case .fileSystem, .diskFull, .fileExists, .store, .inUse: fileSystem

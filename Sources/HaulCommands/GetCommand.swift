@@ -56,11 +56,23 @@ struct GetCommand: AsyncParsableCommand {
     @Option(name: [.customShort("H"), .customLong("header")], help: "Extra request header 'Name: value' (repeatable).")
     var headers: [String] = []
 
-    @Option(help: "Tries without progress before giving up (an attempt that gets bytes resets the count).")
+    @Option(help: "Tries without progress before giving up (an attempt that keeps new bytes resets the count).")
     var retries: Int = 5
 
     @Option(help: "Seconds without data before a connection counts as dead (and, up to 10, to connect).")
     var timeout: Double = 60
+
+    @Option(name: .customLong("speed-limit"), help: ArgumentHelp(
+        "A connection slower than BYTES per second (K, M suffixes) for --speed-time seconds counts as a failed attempt; 0 turns it off.",
+        valueName: "BYTES"))
+    var speedLimit: String = "1K"
+
+    @Option(name: .customLong("speed-time"), help: ArgumentHelp("Seconds a connection may stay under --speed-limit.", valueName: "SECONDS"))
+    var speedTime: Double = 60
+
+    @Option(name: .customLong("retry-max-wait"), help: ArgumentHelp(
+        "The longest Retry-After to wait for; a server that asks for more fails the download at once.", valueName: "SECONDS"))
+    var retryMaxWait: Double = 60
 
     @Option(name: .customLong("cacert"), help: "Also trust this PEM certificate authority for HTTPS (repeatable).")
     var caCertificates: [String] = []
@@ -89,6 +101,11 @@ struct GetCommand: AsyncParsableCommand {
         _ = try Self.size(minSplitSize)
         if retries < 1 { throw ValidationError("--retries must be at least 1") }
         if timeout <= 0 { throw ValidationError("--timeout must be positive") }
+        _ = try Self.speed(speedLimit)
+        if !(speedTime > 0 && speedTime <= 86_400) { throw ValidationError("--speed-time must be between 0 and 86400 seconds (got \(speedTime))") }
+        if !(retryMaxWait >= 0 && retryMaxWait <= 86_400 * 365) {
+            throw ValidationError("--retry-max-wait must be between 0 and 31536000 seconds (got \(retryMaxWait))")
+        }
         if checkpointInterval <= 0 { throw ValidationError("--checkpoint-interval must be positive") }
         for path in caCertificates where !FileManager.default.isReadableFile(atPath: path) {
             throw ValidationError("cannot read --cacert \(path)")
@@ -113,7 +130,9 @@ struct GetCommand: AsyncParsableCommand {
             stateDirectory: HaulHome.path(),
             maxConcurrentDownloads: jobs,
             checkpointInterval: .milliseconds(Int64(checkpointInterval * 1000)),
-            retry: RetryPolicy(maxAttempts: retries, baseDelay: .milliseconds(Int64(retryDelay * 1000))),
+            retry: RetryPolicy(maxAttempts: retries, baseDelay: .milliseconds(Int64(retryDelay * 1000)),
+                               maxRetryAfter: .milliseconds(Int64(retryMaxWait * 1000)), waitsForLongRetryAfter: false,
+                               speedLimit: try Self.speed(speedLimit), speedTime: .milliseconds(Int64(speedTime * 1000))),
             http: .init(connectTimeout: .milliseconds(Int64(min(timeout, 10) * 1000)), readTimeout: .milliseconds(Int64(timeout * 1000)),
                         additionalTrustRoots: caCertificates.map(HaulHome.absolute), proxies: proxies,
                         userAgent: network.userAgent ?? HaulVersion.userAgent),
@@ -363,6 +382,15 @@ struct GetCommand: AsyncParsableCommand {
             return try ByteRate(parsing: text).bytesPerSecond
         } catch {
             throw ValidationError("--limit-rate: \(error.message)")
+        }
+    }
+
+    static func speed(_ text: String) throws -> Int64 {
+        if text == "0" { return 0 }
+        do {
+            return try ByteRate(parsing: text).bytesPerSecond
+        } catch {
+            throw ValidationError("--speed-limit: \(error.message); 0 turns the rule off")
         }
     }
 

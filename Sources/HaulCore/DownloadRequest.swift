@@ -58,6 +58,10 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
         case .file(let path):
             let (directory, name) = Paths.split(path)
             guard let name else { throw HaulError(.usage, "output path '\(path)' names a directory, not a file") }
+            guard name.utf8.count <= FileNameSanitizer.maxBytes else {
+                throw HaulError(.usage, "output file name is \(name.utf8.count) bytes long; at most \(FileNameSanitizer.maxBytes) "
+                    + "are allowed, so that NAME.part fits the 255-byte limit of file names")
+            }
             guard FileNameSanitizer.sanitize(name) == name else {
                 throw HaulError(.usage, "output file name '\(name)' is not allowed")
             }

@@ -12,6 +12,7 @@ extension DownloadStateMachine {
             return unexpected("response")
         }
         record.finalURL = head.url
+        lastNowSince1970 = nowSecondsSince1970
         let part = parts[index]
         let verdict = ResponseCheck.evaluate(head, asked: plan, next: part.next, partEnd: part.end, resuming: part.appended > 0,
                                              requested: record.request.range, validator: record.validator,
@@ -124,6 +125,7 @@ extension DownloadStateMachine {
         let writeOffset = part.next - fileBase
         part.appended += keep
         connection.received += keep
+        connection.pace.progress += progress(kept: keep)
         parts[index] = part
         connections[id] = connection
         var accepted = Accepted(skip: Int(skip), compare: Int(compare), compareOffset: compareOffset - fileBase, keep: Int(keep),
@@ -150,7 +152,7 @@ extension DownloadStateMachine {
             learnTotal(parts[index].next)
         }
         if parts[index].isComplete { return partDone(id) }
-        if connection.received > 0 {
+        if connection.pace.progress > 0 {
             // A short answer that still moved us forward: ask for the rest.
             connections[id]?.failures = 0
             return request(id)
@@ -175,7 +177,7 @@ extension DownloadStateMachine {
         switch timer {
         case .retry(let id):
             guard connections[id]?.phase == .waiting else { return [] }
-            return request(id)
+            return endLongWait() + request(id)
         case .moreConnections:
             moreConnectionsScheduled = false
             connectionLimit = min(record.request.connections, max(connectionLimit, activeConnections) + 1)
@@ -313,49 +315,11 @@ extension DownloadStateMachine {
         connections[id]?.phase = .requesting(plan)
         connections[id]?.received = 0
         connections[id]?.bytesAtLastTick = 0
+        connections[id]?.pace = Pace()
         return [.request(id, plan)]
     }
 
     // MARK: Failures
-
-    mutating func connectionFailed(_ id: ConnectionID, _ error: HaulError, retryAfter: Duration?, jitter: Double) -> [Action] {
-        guard var connection = connections[id] else { return [] }
-        if connection.received > 0 { connection.failures = 0 }
-        connection.received = 0
-        connection.failures += 1
-        connection.phase = .waiting
-        connections[id] = connection
-        let allowed = record.request.maxAttempts ?? settings.retry.maxAttempts
-        guard connection.failures < allowed else {
-            if othersReceiving(besides: id) { return dropConnection(id) }
-            return fail(error)
-        }
-        let delay = settings.retry.delay(afterFailures: connection.failures, retryAfter: retryAfter, jitter: jitter)
-        return [.notify(.retrying(attempt: connection.failures, delay: delay, error: error)), .schedule(.retry(id), after: delay)]
-    }
-
-    /// A server refused an extra connection (503, 429): not an error. Keep the ones that work,
-    /// and try one more only after the server's `Retry-After`, or a backoff that doubles with
-    /// every refusal: never hammer.
-    mutating func refused(_ id: ConnectionID, _ error: HaulError, retryAfter: Duration?) -> [Action] {
-        refusals += 1
-        var actions = dropConnection(id)
-        connectionLimit = max(1, activeConnections)
-        let delay = connectionBackoff(retryAfter: retryAfter)
-        actions.append(.notify(.connectionRefused(id, error, retryIn: delay)))
-        if !moreConnectionsScheduled {
-            moreConnectionsScheduled = true
-            actions.append(.schedule(.moreConnections, after: delay))
-        }
-        return actions
-    }
-
-    /// The server's `Retry-After`, else a backoff that doubles with every refusal.
-    func connectionBackoff(retryAfter: Duration?) -> Duration {
-        let exponent = min(max(refusals - 1, 0), 16)
-        let backoff = min(settings.retry.baseDelay * (1 << exponent) * 2, settings.maxConnectionBackoff)
-        return min(retryAfter.map { max($0, .milliseconds(100)) } ?? backoff, settings.retry.maxRetryAfter)
-    }
 
     /// Lets a connection go; its part waits for another one.
     mutating func dropConnection(_ id: ConnectionID) -> [Action] {
@@ -423,6 +387,7 @@ extension DownloadStateMachine {
 
     /// The last report from a connection told to close.
     mutating func closed(_ id: ConnectionID) -> [Action] {
+        if let retry = retryAfterClose(id) { return retry }
         connections[id] = nil
         if restartPending { return restartIfClosed() }
         if state == .verifying, connections.isEmpty, verifyPending { return beginVerify() }

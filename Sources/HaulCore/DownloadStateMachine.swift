@@ -224,8 +224,9 @@ public struct DownloadStateMachine: Sendable {
         var compareOffset: Int64 = 0
         /// Bytes written by this connection's current attempt.
         var received: Int64 = 0
-        /// Consecutive attempts that received no byte.
+        /// Failed attempts since the last one that made progress (see `DownloadStateMachine+Retry`).
         var failures = 0
+        var pace = Pace()
         /// Bytes/s over the last ticks; nil until measured.
         var speed: Double?
         var bytesAtLastTick: Int64 = 0
@@ -275,6 +276,10 @@ public struct DownloadStateMachine: Sendable {
         var totalLength: Int64?
         var finalURL: String?
     }
+    /// Bytes thrown away by start-overs in this run and not yet fetched again: no progress.
+    var refetchDebt: Int64 = 0
+    /// The server's clock as the last response came (`Retry-After` times are shown in it).
+    var lastNowSince1970: Int64?
     var verifyTarget: VerifyTarget = .part
     /// Every byte is in, but a connection told to close has not reported back yet.
     var verifyPending = false
@@ -400,18 +405,19 @@ public struct DownloadStateMachine: Sendable {
             updated.bytesAtLastTick = connection.received
             connections[id] = updated
         }
+        let slow = enforceSpeedLimit(now: now)
         let completed = completedLength
         let due = now - lastCheckpoint >= settings.checkpointInterval
             || completed - completedAtLastCheckpoint >= settings.checkpointBytes
         guard due, parts.contains(where: { $0.appended > $0.durable }) else {
-            guard settings.notesProgress, completed != completedAtLastNote else { return [] }
+            guard settings.notesProgress, completed != completedAtLastNote else { return slow }
             completedAtLastNote = completed
             bytesSinceNote = 0
-            return [.noteProgress]
+            return slow + [.noteProgress]
         }
         lastCheckpoint = now
         completedAtLastCheckpoint = completed
-        return [.checkpoint(epoch: epoch)]
+        return slow + [.checkpoint(epoch: epoch)]
     }
 
     /// Whether `keep` more bytes make a note due now (see `Accepted.noteDue`); once per burst.
@@ -532,6 +538,7 @@ public struct DownloadStateMachine: Sendable {
 
     /// Forgets every byte and fact about the remote entity: it changed, or it cannot be resumed.
     mutating func resetEntity() {
+        forgetKeptBytes()
         record.validator = nil
         record.totalLength = nil
         // The parts are reset too: the next response stores the record whatever it says, before

@@ -1,10 +1,12 @@
 /// Turns whatever a server or URL suggests into a plain file name that stays inside the
 /// destination directory: no path separators, no `.`/`..`, no control characters, no hidden
-/// files, at most 255 bytes. Rule 5 of DESIGN.md rests on this.
+/// files, at most `maxBytes`. Rule 5 of DESIGN.md rests on this.
 public enum FileNameSanitizer {
     /// The name used when neither the server nor the URL gives one.
     public static let fallback = "download"
-    static let maxBytes = 255
+    /// The longest name in UTF-8 bytes: `NAME.part` must fit the 255-byte limit of file systems
+    /// (a longer one fails at the first write, after the request was made).
+    public static let maxBytes = 255 - ".part".utf8.count
 
     /// The safe form of `suggested`, or nil when nothing usable is left.
     public static func sanitize(_ suggested: String) -> String? {
@@ -49,11 +51,18 @@ public enum FileNameSanitizer {
     }
 
     /// Alternative names for when `name` is taken: "file.iso" -> "file.1.iso", "file.2.iso", ...
+    /// The number survives shortening: a name at the limit loses stem, never its ".N".
     public static func alternative(_ name: String, attempt: Int) -> String {
+        var stem = name
+        var ext = ""
         if let dot = name.lastIndex(of: "."), dot != name.startIndex {
-            return truncate("\(name[..<dot]).\(attempt)\(name[dot...])")
+            stem = String(name[..<dot])
+            ext = String(name[dot...])
         }
-        return truncate("\(name).\(attempt)")
+        let suffix = ".\(attempt)" + ext
+        guard suffix.utf8.count < maxBytes else { return truncate(stem + suffix) }
+        while !stem.isEmpty, stem.utf8.count + suffix.utf8.count > maxBytes { stem.removeLast() }
+        return stem + suffix
     }
 }
 

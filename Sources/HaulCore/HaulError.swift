@@ -18,6 +18,10 @@ public struct HaulError: Error, Hashable, Codable, Sendable, CustomStringConvert
         /// The server broke the protocol in a way that could corrupt the file (a `Content-Range`
         /// that is not what was asked for, a range past the end).
         public static let badResponse = Code(rawValue: "bad-response")
+        /// The server broke HTTP/1.1's framing of a body (a chunk size that is not a number, a
+        /// malformed chunk): bytes that came before are kept, but the attempt counts as failed
+        /// whatever it brought.
+        public static let brokenFraming = Code(rawValue: "broken-framing")
         /// More redirects than allowed, or a redirect loop.
         public static let tooManyRedirects = Code(rawValue: "too-many-redirects")
         /// Connection refused, reset, DNS, TLS, timeouts: after the retries ran out.
@@ -70,7 +74,7 @@ public struct HaulError: Error, Hashable, Codable, Sendable, CustomStringConvert
 
         /// Failures that another attempt may not repeat.
         public var isTransient: Bool {
-            [Code.network, .httpStatus, .badResponse, .lengthMismatch].contains(self)
+            [Code.network, .httpStatus, .badResponse, .brokenFraming, .lengthMismatch].contains(self)
         }
     }
 

@@ -1,20 +1,36 @@
 /// How long to wait before trying again: exponential backoff with full jitter, capped, and
 /// the server's `Retry-After` when it gives one (it knows its own load better than we do).
 public struct RetryPolicy: Hashable, Codable, Sendable {
-    /// Tries per stretch without progress, the first one included. An attempt that received
-    /// bytes resets the count: a link that drops every minute still finishes the file.
+    /// Tries per stretch without progress, the first one included. An attempt that made
+    /// progress (kept bytes beyond any kept before, see `DownloadStateMachine+Retry`) resets the
+    /// count: a link that drops every minute still finishes the file.
     public var maxAttempts: Int
     public var baseDelay: Duration
     public var maxDelay: Duration
-    /// The longest `Retry-After` honoured; longer ones are cut to this.
+    /// The longest `Retry-After` waited for (`--retry-max-wait`). A server that asks for more
+    /// fails the download at once, naming the time it asked for, unless `waitsForLongRetryAfter`.
     public var maxRetryAfter: Duration
+    /// Wait as long as the server asks, however long: the download stays running, its record's
+    /// error saying until when (the daemon, the library's default). `haul get` fails instead.
+    public var waitsForLongRetryAfter: Bool
+    /// The low-speed rule (curl's `--speed-limit`/`--speed-time`): a connection under
+    /// `speedLimit` bytes/s for `speedTime` ends its attempt as a failure that its bytes do not
+    /// excuse. 0 turns it off.
+    public var speedLimit: Int64
+    public var speedTime: Duration
 
     public init(
         maxAttempts: Int = 5,
         baseDelay: Duration = .milliseconds(500),
         maxDelay: Duration = .seconds(30),
-        maxRetryAfter: Duration = .seconds(300)
+        maxRetryAfter: Duration = .seconds(60),
+        waitsForLongRetryAfter: Bool = true,
+        speedLimit: Int64 = 1024,
+        speedTime: Duration = .seconds(60)
     ) {
+        self.waitsForLongRetryAfter = waitsForLongRetryAfter
+        self.speedLimit = speedLimit
+        self.speedTime = speedTime
         self.maxAttempts = maxAttempts
         self.baseDelay = baseDelay
         self.maxDelay = maxDelay
@@ -59,6 +75,28 @@ public enum HTTPDate {
               let second = Int64(clock[2]) else { return nil }
         return daysFromCivil(year: year, month: Int64(month + 1), day: day) * 86_400
             + hour * 3600 + minute * 60 + second
+    }
+
+    /// `2026-11-25T06:29:49Z`: a time in a message.
+    public static func iso8601(_ secondsSince1970: Int64) -> String {
+        let days = secondsSince1970 >= 0 ? secondsSince1970 / 86_400 : (secondsSince1970 - 86_399) / 86_400
+        let rest = secondsSince1970 - days * 86_400
+        let (year, month, day) = civilFromDays(days)
+        func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(year)-\(two(month))-\(two(day))T\(two(rest / 3600)):\(two(rest % 3600 / 60)):\(two(rest % 60))Z"
+    }
+
+    /// Howard Hinnant's civil-from-days, the inverse of `daysFromCivil`.
+    static func civilFromDays(_ days: Int64) -> (year: Int64, month: Int64, day: Int64) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 
     /// Howard Hinnant's days-from-civil: days since 1970-01-01 of a proleptic Gregorian date.

@@ -35,4 +35,18 @@ public enum Fault: Sendable {
     /// mismatching If-Range gets a 200 with the whole new body). The route's Last-Modified is
     /// cleared, because the old date would otherwise validate the new entity.
     case switchEntity(Payload, etag: String)
+    /// Send a chunked body (`Transfer-Encoding: chunked`, whatever the route says) whose framing
+    /// breaks in `way`, then close the connection: a server or proxy that corrupts the framing.
+    /// The body bytes are the ones the request asks for, as for ``none``.
+    case brokenChunks(BrokenChunks)
+}
+
+/// How a chunked body's framing breaks (see ``Fault/brokenChunks(_:)``).
+public enum BrokenChunks: Sendable, Hashable {
+    /// The first `after` body bytes in a well-formed chunk, then a chunk-size line reading `size`
+    /// followed by the rest of the body. `"zz"` is not a hex number; `"7fffffffffffffff"` is a
+    /// chunk no body could fill, so the client reads until the connection closes.
+    case badSize(String, after: Int64)
+    /// Every body byte in well-formed chunks, but no last (`0`) chunk: the connection closes.
+    case noLastChunk
 }

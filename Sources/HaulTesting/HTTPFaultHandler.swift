@@ -139,6 +139,11 @@ final class HTTPFaultHandler: ChannelInboundHandler, RemovableChannelHandler {
             buffer.writeString(text)
             lastWrite = context.write(wrapOutboundOut(.body(.byteBuffer(buffer))))
             finish(ending: plan.ending, keepAlive: keepAlive, lastWrite: lastWrite, response: nil, context: context)
+        case .raw(let bytes):
+            var buffer = context.channel.allocator.buffer(capacity: bytes.count)
+            buffer.writeBytes(bytes)
+            lastWrite = context.write(wrapOutboundOut(.body(.byteBuffer(buffer))))
+            finish(ending: plan.ending, keepAlive: keepAlive, lastWrite: lastWrite, response: nil, context: context)
         case .payload(let payload, let range):
             let end = plan.bodyLimit.map { min(range.upperBound, range.lowerBound + $0) } ?? range.upperBound
             inFlightResponse = response

@@ -9,6 +9,8 @@ struct ResponsePlan {
         case none
         case text(String)
         case payload(Payload, Range<Int64>)
+        /// Bytes put on the wire as they are, framing included (``Fault/brokenChunks(_:)``).
+        case raw([UInt8])
     }
 
     /// What happens after the body (or after `bodyLimit` bytes of it).
@@ -73,7 +75,7 @@ struct ResponsePlan {
                 text: "Redirecting to \(location)\n"
             )
         case .none, .dropAfter, .ignoreRange, .wrongContentRange, .lyingContentLength, .stallAfter,
-            .switchEntity:
+            .switchEntity, .brokenChunks:
             self = .entity(
                 route: route,
                 fault: decision.fault,
@@ -152,6 +154,11 @@ struct ResponsePlan {
         case .lyingContentLength(let extra):
             headers.add(name: "Content-Length", value: String(bodyCount + extra))
             ending = .close
+        case .brokenChunks where status != .rangeNotSatisfiable:
+            // Transfer-coding names are case-insensitive (RFC 9112 §7), and NIO's encoder frames
+            // only a body whose header reads exactly "chunked": this one is framed by the plan.
+            headers.add(name: "Transfer-Encoding", value: "Chunked")
+            ending = .close
         default:
             if route.chunked && status != .rangeNotSatisfiable {
                 headers.add(name: "Transfer-Encoding", value: "chunked")
@@ -183,7 +190,10 @@ struct ResponsePlan {
             headers.add(name: "Content-Disposition", value: disposition)
         }
 
-        let body: Body = sendsBody && bodyCount > 0 ? .payload(route.payload, bodyRange) : .none
+        var body: Body = sendsBody && bodyCount > 0 ? .payload(route.payload, bodyRange) : .none
+        if case .brokenChunks(let way) = fault, sendsBody, status != .rangeNotSatisfiable {
+            body = .raw(brokenChunks(way, route.payload.bytes(bodyRange)))
+        }
         return ResponsePlan(
             status: status,
             headers: headers,
@@ -192,6 +202,20 @@ struct ResponsePlan {
             ending: ending,
             throttle: throttle
         )
+    }
+}
+
+/// The wire bytes of a chunked body broken in `way`.
+private func brokenChunks(_ way: BrokenChunks, _ bytes: [UInt8]) -> [UInt8] {
+    func chunk(_ slice: ArraySlice<UInt8>) -> [UInt8] {
+        slice.isEmpty ? [] : Array(String(slice.count, radix: 16).utf8) + [13, 10] + slice + [13, 10]
+    }
+    switch way {
+    case .badSize(let size, let after):
+        let cut = Int(min(max(after, 0), Int64(bytes.count)))
+        return chunk(bytes[..<cut]) + Array(size.utf8) + [13, 10] + bytes[cut...]
+    case .noLastChunk:
+        return chunk(bytes[...])
     }
 }
 

@@ -23,8 +23,30 @@ import Testing
 
     @Test func longNamesKeepExtension() {
         let name = FileNameSanitizer.sanitize(String(repeating: "a", count: 400) + ".tar.gz")!
-        #expect(name.utf8.count == 255)
+        #expect(name.utf8.count == 250, "NAME.part fits 255 bytes")
         #expect(name.hasSuffix(".gz"))
+    }
+
+    /// Issue 19: a 5,004-character Content-Disposition name failed the download (NAME.part was
+    /// longer than 255 bytes). Every source of a name gives one whose .part fits.
+    @Test func everySourceOfANameLeavesRoomForPart() throws {
+        let long = String(repeating: "n", count: 5_000) + ".iso"
+        let url = try RemoteURL("http://h/" + long)
+        let fromHeader = FileNameSanitizer.chooseName(explicit: nil, contentDisposition: "attachment; filename=\"\(long)\"", url: url)
+        let fromURL = FileNameSanitizer.chooseName(explicit: nil, contentDisposition: nil, url: url)
+        let multibyte = FileNameSanitizer.chooseName(explicit: nil, contentDisposition: nil,
+                                                     url: try RemoteURL("http://h/" + String(repeating: "%E2%82%AC", count: 200)))
+        let alternative = FileNameSanitizer.alternative(fromURL, attempt: 12)
+        for name in [fromHeader, fromURL, multibyte, alternative] {
+            #expect((name + ".part").utf8.count <= 255, "\(name.utf8.count) bytes")
+        }
+        #expect(fromHeader.hasSuffix(".iso") && alternative.hasSuffix(".12.iso"))
+        #expect(multibyte.utf8.count > 240, "cut at a character, not far short")
+        let explicit = String(repeating: "o", count: 251)
+        let error = #expect(throws: HaulError.self) { try DownloadRequest(url: url, destination: .file("/tmp/" + explicit)) }
+        #expect(error?.code == .usage)
+        #expect(error?.message == "output file name is 251 bytes long; at most 250 are allowed, so that NAME.part fits the 255-byte limit of file names")
+        #expect(try DownloadRequest(url: url, destination: .file("/tmp/" + String(repeating: "o", count: 250))).fileName?.utf8.count == 250)
     }
 
     @Test func contentDispositionForms() {
