@@ -14,54 +14,6 @@
 public struct DownloadStateMachine: Sendable {
     public typealias ConnectionID = Int
 
-    public struct Settings: Hashable, Sendable {
-        public var retry: RetryPolicy
-        /// No part smaller than this is split off at the start (`-k`, like aria2's).
-        public var minimumSegment: Int64
-        /// An idle connection steals from a running part only if it gets at least this much.
-        public var minimumSteal: Int64
-        /// ...and only if that part's owner, at its measured speed, needs longer than this many
-        /// seconds for the rest: a new request for the last moments of a part costs more than it
-        /// saves, and servers that give each request a burst would invite a cascade of them.
-        public var minimumStealSeconds: Double
-        /// Seconds between checkpoints while bytes flow: the most a crash can cost.
-        public var checkpointInterval: Double
-        /// A checkpoint is also due once this many bytes arrived since the last one, so the fsync
-        /// a completion waits for stays short however fast the download runs (at most one
-        /// checkpoint per tick).
-        public var checkpointBytes: Int64
-        /// Without a validator, a resume re-reads this many bytes before its resume point and
-        /// compares them with the disk (DESIGN rule 4).
-        public var overlap: Int64
-        /// The longest wait before trying one more connection after a server refused one.
-        public var maxConnectionBackoff: Duration
-        /// Seconds between ticks (speeds, progress, checkpoint decisions).
-        public var tickInterval: Double
-        /// Note progress at every tick between checkpoints (`.noteProgress`): written without
-        /// fsync, so a killed process loses a tick of transfer instead of a checkpoint interval.
-        public var notesProgress: Bool
-        /// ...and as soon as this many bytes came since the last note, so a burst (a server's
-        /// first second, a fast link) is noted before the tick.
-        public var noteBytes: Int64
-
-        public init(retry: RetryPolicy = .init(), minimumSegment: Int64 = 1 << 20, minimumSteal: Int64 = 128 << 10,
-                    checkpointInterval: Double = 1, checkpointBytes: Int64 = 32 << 20, overlap: Int64 = 64 << 10,
-                    maxConnectionBackoff: Duration = .seconds(60), tickInterval: Double = 0.25,
-                    minimumStealSeconds: Double = 0.5, notesProgress: Bool = false, noteBytes: Int64 = 2 << 20) {
-            self.retry = retry
-            self.notesProgress = notesProgress
-            self.noteBytes = noteBytes
-            self.tickInterval = tickInterval
-            self.minimumSegment = minimumSegment
-            self.minimumSteal = minimumSteal
-            self.minimumStealSeconds = minimumStealSeconds
-            self.checkpointInterval = checkpointInterval
-            self.checkpointBytes = checkpointBytes
-            self.overlap = overlap
-            self.maxConnectionBackoff = maxConnectionBackoff
-        }
-    }
-
     public enum State: Hashable, Sendable {
         /// Not started in this process; `record.status` says why (queued, paused, ...).
         case idle
@@ -112,84 +64,6 @@ public struct DownloadStateMachine: Sendable {
             self.published = published
             self.noted = noted
         }
-    }
-
-    /// Things worth telling the user; the runner turns them into events.
-    public enum Notice: Hashable, Sendable {
-        case started(offset: Int64)
-        case retrying(attempt: Int, delay: Duration, error: HaulError)
-        case restarted(reason: String, cause: RestartCause)
-        case connectionRefused(ConnectionID, HaulError, retryIn: Duration)
-    }
-
-    public enum Action: Hashable, Sendable {
-        /// Send this request on this connection, then report `responseReceived` or `transferFailed`.
-        case request(ConnectionID, RequestPlan)
-        /// Stream this connection's body: each chunk goes through `received` (which says where
-        /// its bytes go); then report `bodyEnded` or `transferFailed`.
-        case receive(ConnectionID)
-        /// Stop this connection's request or body and drop it; report `transferFailed` (or
-        /// whatever it finishes with) once it has stopped.
-        case close(ConnectionID)
-        case schedule(Timer, after: Duration)
-        case cancelTimer(Timer)
-        /// Give the download its final name if it has none yet: `-o`, else `Content-Disposition`,
-        /// else the final URL. Report it with `setFileName`.
-        case nameFile(contentDisposition: String?, finalURL: String)
-        /// Save `persistentRecord` (only durable bytes).
-        case persist
-        /// Cut the `.part` file to this length (0: start over). Only after a `.persist` that
-        /// claims no more than that.
-        case truncate(to: Int64)
-        /// Flush every write, fsync the `.part` once, then report `synced` with what the writer
-        /// has on disk for each part (its start offset to the byte after its last written one).
-        case checkpoint(epoch: Int)
-        /// Flush every write and note, without fsync, where each part's written bytes end, with
-        /// the entity and this boot: what a restart on the same boot may trust after a kill (the
-        /// page cache outlives the process, not the machine). Nothing to report.
-        case noteProgress
-        /// Check length and checksum; report `verified`.
-        case verify(VerifyTarget)
-        /// Stop a verification in progress (a remove); it reports `verified` with an error.
-        case cancelVerify
-        /// Give the `.part` its final name (or finish a publish a crash interrupted); report `published`.
-        case publish(VerifyTarget)
-        case notify(Notice)
-        /// Drop every write not yet in the file and close it: another host owns the file now.
-        case discardWrites
-        /// The run is over: `record` says how (completed, failed, or the status it stopped with).
-        case finish
-    }
-
-    /// What to do with one chunk of a body: skip, compare with the disk, write, and whether the
-    /// part is now complete (stop reading).
-    public struct Accepted: Hashable, Sendable {
-        /// Bytes at the chunk's start to drop (a 200 answer for bytes before the range).
-        public var skip: Int
-        /// Bytes after those to compare with the file at `compareOffset` (the overlap check).
-        public var compare: Int
-        public var compareOffset: Int64
-        /// Bytes after those to write at `writeOffset`, for the part starting at `part`.
-        public var keep: Int
-        public var writeOffset: Int64
-        public var part: Int64
-        /// The part has every byte it needs: stop reading, report `bodyEnded`.
-        public var partComplete: Bool
-        /// So many bytes came since the last note that one is due before the next tick: once
-        /// this chunk is handed to the writer, report `noteDue`.
-        public var noteDue = false
-
-        public init(skip: Int, compare: Int, compareOffset: Int64, keep: Int, writeOffset: Int64, part: Int64, partComplete: Bool) {
-            self.skip = skip
-            self.compare = compare
-            self.compareOffset = compareOffset
-            self.keep = keep
-            self.writeOffset = writeOffset
-            self.part = part
-            self.partComplete = partComplete
-        }
-
-        static let nothing = Accepted(skip: 0, compare: 0, compareOffset: 0, keep: 0, writeOffset: 0, part: 0, partComplete: true)
     }
 
     struct Part: Hashable, Sendable {
@@ -418,37 +292,6 @@ public struct DownloadStateMachine: Sendable {
         lastCheckpoint = now
         completedAtLastCheckpoint = completed
         return slow + [.checkpoint(epoch: epoch)]
-    }
-
-    /// Whether `keep` more bytes make a note due now (see `Accepted.noteDue`); once per burst.
-    mutating func noteDue(after keep: Int64) -> Bool {
-        guard settings.notesProgress else { return false }
-        bytesSinceNote += keep
-        guard bytesSinceNote >= settings.noteBytes else { return false }
-        bytesSinceNote = 0
-        return true
-    }
-
-    /// A body task handed over the chunk that made a note due (`Accepted.noteDue`).
-    public mutating func noteRequested() -> [Action] {
-        guard settings.notesProgress, state == .downloading, completedLength != completedAtLastNote else { return [] }
-        completedAtLastNote = completedLength
-        return [.noteProgress]
-    }
-
-    /// Bytes a killed run noted (and the runner synced since) count as durable, within each
-    /// part and within the `.part` file.
-    mutating func takeNoted(_ local: LocalFiles) {
-        guard let size = local.partSize, !local.noted.isEmpty else { return }
-        for index in parts.indices {
-            guard let end = local.noted[parts[index].start] else { continue }
-            let length = parts[index].end.map { $0 - parts[index].start + 1 } ?? .max
-            let noted = min(length, max(0, min(end, size) - (parts[index].start - fileBase)))
-            if noted > parts[index].durable {
-                parts[index].durable = noted
-                parts[index].appended = noted
-            }
-        }
     }
 
     /// A checkpoint's fsync returned: `written` maps each part's start (remote offset) to the

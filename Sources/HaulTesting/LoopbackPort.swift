@@ -17,6 +17,33 @@ public enum LoopbackPort {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Unavailable() }
         defer { close(fd) }
+        return try bindAnyPort(fd)
+    }
+
+    /// A port that refuses every connection for as long as it lives: bound, never listening, so
+    /// no other test's server can take it (a `free()` port can be taken between the pick and its
+    /// use, and then a "dead" proxy answers).
+    public final class Refusing: Sendable {
+        public let port: Int
+        private let descriptor: Int32
+
+        public init() throws {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard fd >= 0 else { throw Unavailable() }
+            do {
+                port = try LoopbackPort.bindAnyPort(fd)
+            } catch {
+                close(fd)
+                throw error
+            }
+            descriptor = fd
+        }
+
+        deinit { close(descriptor) }
+    }
+
+    /// Binds `fd` to 127.0.0.1 on the kernel's pick of port; returns the port.
+    private static func bindAnyPort(_ fd: Int32) throws -> Int {
         var address = loopback(port: 0)
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {

@@ -198,7 +198,9 @@ import Testing
     }
 
     @Test func anUnreachableProxyIsNamedInTheError() async throws {
-        let deadPort = try LoopbackPort.free()
+        let dead = try LoopbackPort.Refusing()
+        let deadPort = dead.port
+        defer { withExtendedLifetime(dead) {} }
         let transport = AsyncHTTPTransport(configuration: .init(connectTimeout: .seconds(2), proxies: try ProxySettings(
             environment: ["http_proxy": "http://puser:psecret@127.0.0.1:\(deadPort)"])))
         let thrown = await #expect(throws: HaulError.self) {

@@ -1,0 +1,81 @@
+/// What the machine asks of the runner: actions, notices for the user, and the verdict on each
+/// chunk of a body.
+extension DownloadStateMachine {
+    /// Things worth telling the user; the runner turns them into events.
+    public enum Notice: Hashable, Sendable {
+        case started(offset: Int64)
+        case retrying(attempt: Int, delay: Duration, error: HaulError)
+        case restarted(reason: String, cause: RestartCause)
+        case connectionRefused(ConnectionID, HaulError, retryIn: Duration)
+    }
+
+    public enum Action: Hashable, Sendable {
+        /// Send this request on this connection, then report `responseReceived` or `transferFailed`.
+        case request(ConnectionID, RequestPlan)
+        /// Stream this connection's body: each chunk goes through `received` (which says where
+        /// its bytes go); then report `bodyEnded` or `transferFailed`.
+        case receive(ConnectionID)
+        /// Stop this connection's request or body and drop it; report `transferFailed` (or
+        /// whatever it finishes with) once it has stopped.
+        case close(ConnectionID)
+        case schedule(Timer, after: Duration)
+        case cancelTimer(Timer)
+        /// Give the download its final name if it has none yet: `-o`, else `Content-Disposition`,
+        /// else the final URL. Report it with `setFileName`.
+        case nameFile(contentDisposition: String?, finalURL: String)
+        /// Save `persistentRecord` (only durable bytes).
+        case persist
+        /// Cut the `.part` file to this length (0: start over). Only after a `.persist` that
+        /// claims no more than that.
+        case truncate(to: Int64)
+        /// Flush every write, fsync the `.part` once, then report `synced` with what the writer
+        /// has on disk for each part (its start offset to the byte after its last written one).
+        case checkpoint(epoch: Int)
+        /// Flush every write and note, without fsync, where each part's written bytes end, with
+        /// the entity and this boot: what a restart on the same boot may trust after a kill (the
+        /// page cache outlives the process, not the machine). Nothing to report.
+        case noteProgress
+        /// Check length and checksum; report `verified`.
+        case verify(VerifyTarget)
+        /// Stop a verification in progress (a remove); it reports `verified` with an error.
+        case cancelVerify
+        /// Give the `.part` its final name (or finish a publish a crash interrupted); report `published`.
+        case publish(VerifyTarget)
+        case notify(Notice)
+        /// Drop every write not yet in the file and close it: another host owns the file now.
+        case discardWrites
+        /// The run is over: `record` says how (completed, failed, or the status it stopped with).
+        case finish
+    }
+
+    /// What to do with one chunk of a body: skip, compare with the disk, write, and whether the
+    /// part is now complete (stop reading).
+    public struct Accepted: Hashable, Sendable {
+        /// Bytes at the chunk's start to drop (a 200 answer for bytes before the range).
+        public var skip: Int
+        /// Bytes after those to compare with the file at `compareOffset` (the overlap check).
+        public var compare: Int
+        public var compareOffset: Int64
+        /// Bytes after those to write at `writeOffset`, for the part starting at `part`.
+        public var keep: Int
+        public var writeOffset: Int64
+        public var part: Int64
+        /// The part has every byte it needs: stop reading, report `bodyEnded`.
+        public var partComplete: Bool
+        /// So many bytes came since the last note that one is due before the next tick: once
+        /// this chunk is handed to the writer, report `noteDue`.
+        public var noteDue = false
+
+        public init(skip: Int, compare: Int, compareOffset: Int64, keep: Int, writeOffset: Int64, part: Int64, partComplete: Bool) {
+            self.skip = skip
+            self.compare = compare
+            self.compareOffset = compareOffset
+            self.keep = keep
+            self.writeOffset = writeOffset
+            self.part = part
+            self.partComplete = partComplete
+        }
+
+        static let nothing = Accepted(skip: 0, compare: 0, compareOffset: 0, keep: 0, writeOffset: 0, part: 0, partComplete: true)
+    }
+}

@@ -1,0 +1,34 @@
+/// Progress noted between checkpoints without fsync (`.noteProgress`), and taken back after a
+/// kill on the same boot (`LocalFiles.noted`): see `ProgressNotes` in the engine.
+extension DownloadStateMachine {
+    /// Whether `keep` more bytes make a note due now (see `Accepted.noteDue`); once per burst.
+    mutating func noteDue(after keep: Int64) -> Bool {
+        guard settings.notesProgress else { return false }
+        bytesSinceNote += keep
+        guard bytesSinceNote >= settings.noteBytes else { return false }
+        bytesSinceNote = 0
+        return true
+    }
+
+    /// A body task handed over the chunk that made a note due (`Accepted.noteDue`).
+    public mutating func noteRequested() -> [Action] {
+        guard settings.notesProgress, state == .downloading, completedLength != completedAtLastNote else { return [] }
+        completedAtLastNote = completedLength
+        return [.noteProgress]
+    }
+
+    /// Bytes a killed run noted (and the runner synced since) count as durable, within each
+    /// part and within the `.part` file.
+    mutating func takeNoted(_ local: LocalFiles) {
+        guard let size = local.partSize, !local.noted.isEmpty else { return }
+        for index in parts.indices {
+            guard let end = local.noted[parts[index].start] else { continue }
+            let length = parts[index].end.map { $0 - parts[index].start + 1 } ?? .max
+            let noted = min(length, max(0, min(end, size) - (parts[index].start - fileBase)))
+            if noted > parts[index].durable {
+                parts[index].durable = noted
+                parts[index].appended = noted
+            }
+        }
+    }
+}

@@ -1,0 +1,49 @@
+extension DownloadStateMachine {
+    public struct Settings: Hashable, Sendable {
+        public var retry: RetryPolicy
+        /// No part smaller than this is split off at the start (`-k`, like aria2's).
+        public var minimumSegment: Int64
+        /// An idle connection steals from a running part only if it gets at least this much.
+        public var minimumSteal: Int64
+        /// ...and only if that part's owner, at its measured speed, needs longer than this many
+        /// seconds for the rest: a new request for the last moments of a part costs more than it
+        /// saves, and servers that give each request a burst would invite a cascade of them.
+        public var minimumStealSeconds: Double
+        /// Seconds between checkpoints while bytes flow: the most a crash can cost.
+        public var checkpointInterval: Double
+        /// A checkpoint is also due once this many bytes arrived since the last one, so the fsync
+        /// a completion waits for stays short however fast the download runs (at most one
+        /// checkpoint per tick).
+        public var checkpointBytes: Int64
+        /// Without a validator, a resume re-reads this many bytes before its resume point and
+        /// compares them with the disk (DESIGN rule 4).
+        public var overlap: Int64
+        /// The longest wait before trying one more connection after a server refused one.
+        public var maxConnectionBackoff: Duration
+        /// Seconds between ticks (speeds, progress, checkpoint decisions).
+        public var tickInterval: Double
+        /// Note progress at every tick between checkpoints (`.noteProgress`): written without
+        /// fsync, so a killed process loses a tick of transfer instead of a checkpoint interval.
+        public var notesProgress: Bool
+        /// ...and as soon as this many bytes came since the last note, so a burst (a server's
+        /// first second, a fast link) is noted before the tick.
+        public var noteBytes: Int64
+
+        public init(retry: RetryPolicy = .init(), minimumSegment: Int64 = 1 << 20, minimumSteal: Int64 = 128 << 10,
+                    checkpointInterval: Double = 1, checkpointBytes: Int64 = 32 << 20, overlap: Int64 = 64 << 10,
+                    maxConnectionBackoff: Duration = .seconds(60), tickInterval: Double = 0.25,
+                    minimumStealSeconds: Double = 0.5, notesProgress: Bool = false, noteBytes: Int64 = 2 << 20) {
+            self.retry = retry
+            self.notesProgress = notesProgress
+            self.noteBytes = noteBytes
+            self.tickInterval = tickInterval
+            self.minimumSegment = minimumSegment
+            self.minimumSteal = minimumSteal
+            self.minimumStealSeconds = minimumStealSeconds
+            self.checkpointInterval = checkpointInterval
+            self.checkpointBytes = checkpointBytes
+            self.overlap = overlap
+            self.maxConnectionBackoff = maxConnectionBackoff
+        }
+    }
+}
