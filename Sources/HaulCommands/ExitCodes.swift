@@ -23,7 +23,8 @@ public enum ExitCodes {
     public static let notFound: Int32 = 8
     /// The download's state does not allow the request (pausing a finished one).
     public static let conflict: Int32 = 9
-    /// The daemon refuses the request: a directory outside the ones it writes to.
+    /// A refused path: a directory outside the ones the daemon writes to, or a symbolic link (or
+    /// a `.part` with other hard links) where haul would write.
     public static let forbidden: Int32 = 10
     /// The fleet's database (`--store postgres://...`) cannot be reached.
     public static let storeUnavailable: Int32 = 11
