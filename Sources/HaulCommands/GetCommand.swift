@@ -102,7 +102,7 @@ struct GetCommand: AsyncParsableCommand {
         if retries < 1 { throw ValidationError("--retries must be at least 1") }
         if timeout <= 0 { throw ValidationError("--timeout must be positive") }
         _ = try Self.speed(speedLimit)
-        if !(speedTime > 0 && speedTime <= 86_400) { throw ValidationError("--speed-time must be between 0 and 86400 seconds (got \(speedTime))") }
+        if !(speedTime > 0 && speedTime <= 86_400) { throw ValidationError("--speed-time must be more than 0 and at most 86400 seconds (got \(speedTime))") }
         if !(retryMaxWait >= 0 && retryMaxWait <= 86_400 * 365) {
             throw ValidationError("--retry-max-wait must be between 0 and 31536000 seconds (got \(retryMaxWait))")
         }

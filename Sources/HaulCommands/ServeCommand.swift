@@ -102,7 +102,7 @@ struct ServeCommand: AsyncParsableCommand {
         if let limitRate { _ = try GetCommand.rate(limitRate) }
         if checkpointInterval <= 0 { throw ValidationError("--checkpoint-interval must be positive") }
         if !(headerTimeout > 0 && headerTimeout <= 3600) { throw ValidationError("--header-timeout must be between 0 and 3600 seconds") }
-        if !(idleTimeout > 0 && idleTimeout <= 86_400) { throw ValidationError("--idle-timeout must be between 0 and 86400 seconds") }
+        if !(idleTimeout > 0 && idleTimeout <= 86_400) { throw ValidationError("--idle-timeout must be more than 0 and at most 86400 seconds") }
         if (tlsCertificate == nil) != (tlsKey == nil) { throw ValidationError("--tls-certificate and --tls-key go together") }
         if maxUnauthenticatedConnections < 1 { throw ValidationError("--max-unauthenticated-connections must be at least 1") }
         if !(leaseTimeout >= 1 && leaseTimeout <= 86_400) { throw ValidationError("--lease-timeout must be between 1 and 86400 seconds") }
