@@ -6,6 +6,16 @@ die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 # warn_if_loaded: other work on the machine (a parallel swift build, say) swamps differences
 # of a few percent; say so up front. Sets LOAD_START for the report.
+# Builds a product as README's install section says (release, Swift runtime and Foundation
+# linked statically) in its own build path, so other SwiftPM users of .build are neither
+# blocked nor disturbed; prints the binary's path.
+build_product() {   # build_product PRODUCT -> path of the binary
+    local bin=$PKG_ROOT/.build-static/release/$1
+    log "building $1 (release, --static-swift-stdlib, --build-path .build-static)"
+    (cd "$PKG_ROOT" && swift build -c release --static-swift-stdlib --product "$1" --build-path .build-static) >&2
+    echo "$bin"
+}
+
 warn_if_loaded() {
     LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
     awk -v l="${LOAD_START%% *}" 'BEGIN { exit !(l > 0.5) }' &&

@@ -68,15 +68,8 @@ install_missing "nginx aria2c axel curl wget /usr/bin/time" "nginx aria2 axel cu
 
 # --- haul binary ---------------------------------------------------------------
 # Resolved before the test file and nginx, so a failed build wastes nothing.
-if [[ -n ${HAUL_BIN:-} ]]; then
-    HAUL=$HAUL_BIN
-else
-    # Built as README's install section says: release, Swift runtime and Foundation linked
-    # statically (about 5 MiB less peak RSS than the shared libraries), in its own build path.
-    log "building haul (release, --static-swift-stdlib, --build-path .build-static)"
-    (cd "$PKG_ROOT" && swift build -c release --static-swift-stdlib --product haul --build-path .build-static) >&2
-    HAUL="$(cd "$PKG_ROOT" && swift build -c release --static-swift-stdlib --build-path .build-static --show-bin-path)/haul"
-fi
+# Static (about 5 MiB less peak RSS than the shared libraries).
+HAUL=${HAUL_BIN:-$(build_product haul)}
 [[ -x $HAUL ]] || die "haul binary not found or not executable: $HAUL"
 log "haul: $HAUL"
 

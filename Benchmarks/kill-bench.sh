@@ -82,14 +82,7 @@ need_haul=0
 for t in $TOOLS; do [[ $t == haul-* ]] && need_haul=1; done
 HAUL=
 if ((need_haul)); then
-    if [[ -n ${HAUL_BIN:-} ]]; then
-        HAUL=$HAUL_BIN
-    else
-        # Its own build path, so the normal .build is neither blocked nor disturbed.
-        log "building haul (release, --static-swift-stdlib, --build-path .build-static)"
-        (cd "$PKG_ROOT" && swift build -c release --static-swift-stdlib --product haul --build-path .build-static) >&2
-        HAUL="$(cd "$PKG_ROOT" && swift build -c release --static-swift-stdlib --build-path .build-static --show-bin-path)/haul"
-    fi
+    HAUL=${HAUL_BIN:-$(build_product haul)}
     [[ -x $HAUL ]] || die "haul binary not found or not executable: $HAUL"
     log "haul: $HAUL"
 fi

@@ -81,14 +81,6 @@ trap 'exit 143' TERM
 warn_if_loaded
 install_missing "nginx aria2c axel curl /usr/bin/time timeout" "nginx aria2 axel curl time"
 
-# Our own build path, so other SwiftPM users of .build are neither blocked nor disturbed.
-build_product() {   # build_product PRODUCT -> path of the binary
-    # Release, Swift runtime and Foundation linked statically, as README's install section says.
-    local bin=$PKG_ROOT/.build-static/release/$1
-    log "building $1 (release, --static-swift-stdlib, --build-path .build-static)"
-    (cd "$PKG_ROOT" && swift build -c release --static-swift-stdlib --product "$1" --build-path .build-static) >&2
-    echo "$bin"
-}
 HAUL=${HAUL_BIN:-$(build_product haul)}
 TS=${TEST_SERVER_BIN:-}
 [[ " $PARTS " == *" straggler "* || " $PARTS " == *" cap "* ]] && TS=${TS:-$(build_product haul-test-server)}
