@@ -14,7 +14,10 @@ import Testing
 
     @Test func killNineMidDownloadResumesFromTheCheckpoint() async throws {
         let world = try await World.make()
-        world.server.setRoute("/big.bin", Route(payload: payload, throttle: 400_000))
+        // The body stops at 2 MB: the kill lands mid-download however late a loaded machine
+        // lets this test see the first checkpoint (in a clean-clone CI run it saw none before
+        // the 7.5 s throttled download ended).
+        world.server.setRoute("/big.bin", Route(payload: payload, throttle: 400_000, script: [.stallAfter(2_000_000)]))
         let first = try start(world)
         let checkpoint = try await world.waitForCheckpoint(beyond: 0)
         first.signal(SIGKILL)

@@ -16,7 +16,8 @@ import Testing
         let world = try await World.make()
         let proxy = try await TinyProxy.start()
         defer { proxy.stop() }
-        world.server.setRoute("/big.bin", Route(payload: payload, throttle: 400_000))
+        // The body stops midway, so the kill lands mid-download however loaded the machine.
+        world.server.setRoute("/big.bin", Route(payload: payload, throttle: 400_000, script: [.stallAfter(payload.length / 2)]))
         let first = try HaulProcess(["get", world.server.url("/big.bin"), "--quiet", "--checkpoint-interval", "0.05"],
                                     home: world.home, workingDirectory: world.directory,
                                     environment: ["http_proxy": proxy.url, "no_proxy": ""])
