@@ -73,7 +73,9 @@ import Testing
 
     @Test func fiveKillsInARow() async throws {
         let world = try await World.make()
-        world.server.setRoute("/big.bin", Route(payload: payload, throttle: 300_000))
+        // Every response stops after 400 KB: five runs cannot finish the 3 MB file, so every
+        // kill lands mid-download however loaded the machine.
+        world.server.setRoute("/big.bin", Route(payload: payload, throttle: 300_000, then: .stallAfter(400_000)))
         var checkpoint: Int64 = 0
         for _ in 0..<5 {
             let run = try start(world)
