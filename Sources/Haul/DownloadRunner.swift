@@ -496,7 +496,7 @@ final class RunSession {
         let expected = machine.withLockedValue { $0.expectedLength }
         let name = target == .published ? record.fileName : DestinationFiles.partName(record)
         let post = self.post
-        let directory = Result { try resolvedDirectory() }
+        let directory = Result { try resolvedDirectory() }.mapError(diskError)
         verifyTask = Task {
             guard let name else {
                 post.yield(.verified(HaulError(.internal, "nothing to verify: the download has no file name")))
@@ -507,7 +507,7 @@ final class RunSession {
                 post.yield(.verified(await Verifier.verify(name, in: directory, expectedLength: expected,
                                                            checksum: record.request.checksum, url: record.request.url)))
             case .failure(let error):
-                post.yield(.verified((error as? HaulError) ?? HaulError(.fileSystem, "\(error)")))
+                post.yield(.verified(error))
             }
         }
     }

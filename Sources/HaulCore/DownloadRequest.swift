@@ -124,4 +124,9 @@ public enum Paths {
     public static func join(_ directory: String, _ name: String) -> String {
         directory.hasSuffix("/") ? directory + name : directory + "/" + name
     }
+
+    /// Whether the normalised `path` is `root` or beneath it (`/dlx` is not beneath `/dl`).
+    public static func isInside(_ path: String, _ root: String) -> Bool {
+        root == "/" || path == root || path.hasPrefix(root + "/")
+    }
 }

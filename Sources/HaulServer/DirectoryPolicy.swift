@@ -23,16 +23,12 @@ public struct DirectoryPolicy: Sendable, Hashable {
     /// Throws `forbidden` unless `directory` (absolute) is inside one of the roots.
     public func check(_ directory: String) throws(HaulError) {
         let normalized = AddRequest.normalized(directory)
-        let allowed = roots.contains { Self.isInside(normalized, $0) }
-            && roots.contains { root in Self.isInside(Self.resolved(normalized), Self.resolved(root)) }
+        let allowed = roots.contains { Paths.isInside(normalized, $0) }
+            && roots.contains { root in Paths.isInside(Self.resolved(normalized), Self.resolved(root)) }
         guard allowed else {
             let list = roots.joined(separator: ", ")
             throw HaulError(.forbidden, "directory \(normalized) is outside the daemon's download directories (\(list)); start 'haul serve' with --allow-dir to allow it")
         }
-    }
-
-    static func isInside(_ path: String, _ root: String) -> Bool {
-        root == "/" || path == root || path.hasPrefix(root + "/")
     }
 
     /// The real path of the deepest existing ancestor, with the rest appended.

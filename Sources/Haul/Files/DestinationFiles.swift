@@ -15,10 +15,6 @@ enum DestinationFiles {
         record.finalPath
     }
 
-    static func partPath(_ record: DownloadRecord) -> String? {
-        finalPath(record).map { $0 + partSuffix }
-    }
-
     static func join(_ directory: String, _ name: String) -> String {
         Paths.join(directory, name)
     }

@@ -36,7 +36,7 @@ final class DownloadDirectory: Sendable {
         let normalized = normalize(path)
         let root: String
         if let roots {
-            guard let containing = roots.map(normalize).filter({ isInside(normalized, $0) }).max(by: { $0.count < $1.count }) else {
+            guard let containing = roots.map(normalize).filter({ Paths.isInside(normalized, $0) }).max(by: { $0.count < $1.count }) else {
                 throw HaulError(.forbidden, "\(path) is outside the allowed download directories (\(roots.joined(separator: ", ")))")
             }
             root = containing
@@ -72,7 +72,7 @@ final class DownloadDirectory: Sendable {
             }
             if next < 0 {
                 let error = errno
-                let isLink = kind(of: component, in: current) == S_IFLNK
+                let isLink = status(of: component, in: current)?.fileType == S_IFLNK
                 close(current)
                 if isLink {
                     throw HaulError(.forbidden, "\(walked) is a symbolic link: haul follows no link beneath its download directory \(root)")
@@ -95,7 +95,7 @@ final class DownloadDirectory: Sendable {
         let file = openat(descriptor, name, flags, 0o644)
         guard file >= 0 else {
             let error = errno
-            if Self.kind(of: name, in: descriptor) == S_IFLNK {
+            if status(of: name)?.fileType == S_IFLNK {
                 throw HaulError(.forbidden, "\(path) is a symbolic link: haul does not follow links in download directories")
             }
             if error == EEXIST, exclusive {
@@ -109,7 +109,7 @@ final class DownloadDirectory: Sendable {
             close(file)
             throw FileSystemErrors.error(error, "cannot inspect", path)
         }
-        guard (info.st_mode & S_IFMT) == S_IFREG else {
+        guard info.fileType == S_IFREG else {
             close(file)
             throw HaulError(.forbidden, "\(path) is not a regular file; haul writes only to its own files")
         }
@@ -134,14 +134,18 @@ final class DownloadDirectory: Sendable {
 
     /// The status of `name` itself (a link is not followed); nil when it does not exist.
     func status(of name: String) -> stat? {
+        Self.status(of: name, in: descriptor)
+    }
+
+    static func status(of name: String, in directory: Int32) -> stat? {
         var info = stat()
-        guard fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
+        guard fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
         return info
     }
 
     /// The size of the regular file `name`; nil when missing or not a regular file.
     func size(of name: String) -> Int64? {
-        guard let info = status(of: name), (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        guard let info = status(of: name), info.fileType == S_IFREG else { return nil }
         return Int64(info.st_size)
     }
 
@@ -152,7 +156,7 @@ final class DownloadDirectory: Sendable {
     func publish(part: String, final: String) throws {
         let finalPath = Paths.join(path, final)
         let partPath = Paths.join(path, part)
-        guard let before = status(of: part), (before.st_mode & S_IFMT) == S_IFREG else {
+        guard let before = status(of: part), before.fileType == S_IFREG else {
             throw HaulError(.forbidden, "\(partPath) is no longer the regular file haul wrote; the download is not published")
         }
         if linkat(descriptor, part, descriptor, final, 0) == 0 {
@@ -179,7 +183,7 @@ final class DownloadDirectory: Sendable {
     /// between the two): the final file is the `.part` itself (linked, the `.part` name not yet
     /// removed), or the `.part` is gone and a regular final file of exactly `length` stands.
     func wasPublished(part: String, final: String, length: Int64) -> Bool {
-        guard let finalInfo = status(of: final), (finalInfo.st_mode & S_IFMT) == S_IFREG,
+        guard let finalInfo = status(of: final), finalInfo.fileType == S_IFREG,
               Int64(finalInfo.st_size) == length else { return false }
         guard let partInfo = status(of: part) else { return true }
         return partInfo.st_ino == finalInfo.st_ino && partInfo.st_dev == finalInfo.st_dev
@@ -216,19 +220,14 @@ final class DownloadDirectory: Sendable {
         return joined.isEmpty ? "." : joined
     }
 
-    static func isInside(_ path: String, _ root: String) -> Bool {
-        root == "/" || path == root || path.hasPrefix(root + "/")
-    }
-
     /// The components of `path` below `root` (both normalised, `path` inside `root`).
     static func components(of path: String, below root: String) -> [String] {
         let rest = root == "/" ? path.dropFirst() : path.dropFirst(root.count)
         return rest.split(separator: "/").map(String.init)
     }
+}
 
-    static func kind(of name: String, in directory: Int32) -> mode_t? {
-        var info = stat()
-        guard fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
-        return info.st_mode & S_IFMT
-    }
+private extension stat {
+    /// `S_IFREG`, `S_IFDIR`, `S_IFLNK`, ...
+    var fileType: mode_t { st_mode & S_IFMT }
 }

@@ -50,8 +50,7 @@ final class ProgressNotes: Sendable {
         var bytes = [UInt8](repeating: 0, count: 64)
         let count = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
         guard count > 0 else { return nil }
-        let text = String(decoding: bytes[..<count], as: UTF8.self).trimmingWhitespace()
-        return text.isEmpty ? nil : text
+        return String(decoding: bytes[..<count], as: UTF8.self).split(whereSeparator: \.isWhitespace).first.map(String.init)
     }
 
     func path(of id: DownloadID) -> String { Paths.join(directory, "\(id)") }
@@ -103,14 +102,5 @@ final class ProgressNotes: Sendable {
 
     private static func header(_ tag: Tag) -> String {
         "haul-progress 1\nboot \(tag.boot)\nfile \(tag.device):\(tag.inode)\nentity \(tag.validator)\nlength \(tag.totalLength.map(String.init) ?? "-")\n"
-    }
-}
-
-private extension String {
-    func trimmingWhitespace() -> String {
-        var scalars = Substring(self)
-        while let first = scalars.first, first.isWhitespace { scalars.removeFirst() }
-        while let last = scalars.last, last.isWhitespace { scalars.removeLast() }
-        return String(scalars)
     }
 }
