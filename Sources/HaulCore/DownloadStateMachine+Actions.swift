@@ -48,8 +48,8 @@ extension DownloadStateMachine {
         case finish
     }
 
-    /// What to do with one chunk of a body: skip, compare with the disk, write, and whether the
-    /// part is now complete (stop reading).
+    /// What to do with one chunk of a body: skip, compare with the disk, write, and whether to
+    /// stop reading.
     public struct Accepted: Hashable, Sendable {
         /// Bytes at the chunk's start to drop (a 200 answer for bytes before the range).
         public var skip: Int
@@ -60,7 +60,9 @@ extension DownloadStateMachine {
         public var keep: Int
         public var writeOffset: Int64
         public var part: Int64
-        /// The part has every byte it needs: stop reading, report `bodyEnded`.
+        /// Stop reading and report `bodyEnded`: the part has every byte it needs and the body
+        /// would bring more (a part shortened by a steal, a whole answer past `--range`). A body
+        /// that ends where its part or piece ends is read to its end, so its connection is kept.
         public var partComplete: Bool
         /// So many bytes came since the last note that one is due before the next tick: once
         /// this chunk is handed to the writer, report `noteDue`.

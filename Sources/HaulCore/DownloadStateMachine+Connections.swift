@@ -18,12 +18,13 @@ extension DownloadStateMachine {
                                              requested: record.request.range, validator: record.validator,
                                              total: record.totalLength, nowSecondsSince1970: nowSecondsSince1970)
         switch verdict {
-        case .partial(let start, _, let total, let validator):
+        case .partial(let start, let end, let total, let validator):
             record.validator = validator
             if let total, record.totalLength == nil { learnTotal(total) }
             connection.phase = .receiving
             connection.received = 0
             connection.bytesAtLastTick = 0
+            connection.requestedEnd = end
             // An overlap request starts before the part's next byte: those bytes are compared.
             connection.compare = part.next - start
             connection.compareOffset = start
@@ -64,6 +65,7 @@ extension DownloadStateMachine {
             connection.received = 0
             connection.bytesAtLastTick = 0
             connection.part = parts[0].start
+            connection.requestedEnd = nil
             connection.skip = record.request.range?.start ?? 0
             connection.compare = 0
             connections[id] = connection
@@ -121,15 +123,19 @@ extension DownloadStateMachine {
         connection.compareOffset += compare
         left -= compare
         var part = parts[index]
-        let keep = min(left, part.remaining ?? Int64.max)
+        let keep = min(left, part.remaining ?? Int64.max, connection.requestedEnd.map { $0 - part.next + 1 } ?? Int64.max)
         let writeOffset = part.next - fileBase
         part.appended += keep
         connection.received += keep
         connection.pace.progress += progress(kept: keep)
         parts[index] = part
         connections[id] = connection
+        // Stop reading only when the body would bring bytes nobody needs: one that ends where
+        // its part ends is read to its end, and its connection goes back to the pool.
+        let bodyEnd = connection.requestedEnd ?? record.totalLength.map { $0 - 1 }
+        let stop = keep < left || (part.isComplete && (bodyEnd ?? Int64.max) > (part.end ?? Int64.max))
         var accepted = Accepted(skip: Int(skip), compare: Int(compare), compareOffset: compareOffset - fileBase, keep: Int(keep),
-                                writeOffset: writeOffset, part: part.start, partComplete: part.isComplete)
+                                writeOffset: writeOffset, part: part.start, partComplete: stop)
         accepted.noteDue = noteDue(after: keep)
         return accepted
     }
@@ -152,6 +158,11 @@ extension DownloadStateMachine {
             learnTotal(parts[index].next)
         }
         if parts[index].isComplete { return partDone(id) }
+        if let requestedEnd = connection.requestedEnd, parts[index].next > requestedEnd {
+            // The piece is in, and the connection is free for the next one.
+            if connection.pace.progress > 0 { connections[id]?.failures = 0 }
+            return pieceDone(id)
+        }
         if connection.pace.progress > 0 {
             // A short answer that still moved us forward: ask for the rest.
             connections[id]?.failures = 0
@@ -203,8 +214,15 @@ extension DownloadStateMachine {
         }
         let wanted = connectionLimit - activeConnections
         guard wanted > 0, let largest = largestRunningPart(), let end = parts[largest].end else { return actions }
-        let points = SegmentPlanner.splitPoints(next: parts[largest].next, end: end, pieces: wanted + 1,
+        var points = SegmentPlanner.splitPoints(next: parts[largest].next, end: end, pieces: wanted + 1,
                                                 minimum: settings.minimumSegment)
+        // The owner keeps the piece it asked for: if an even split would cut it, what is still
+        // to be asked for is split instead. (A request for a whole part is cut where the split
+        // says.)
+        let unrequested = unrequestedStart(largest)
+        if settings.piecesPerConnection > 0, let first = points.first, first < unrequested {
+            points = SegmentPlanner.splitPoints(next: unrequested, end: end, pieces: wanted + 1, minimum: settings.minimumSegment)
+        }
         guard !points.isEmpty else { return actions }
         let bounds = points + [end + 1]
         parts[largest].end = points[0] - 1
@@ -245,8 +263,22 @@ extension DownloadStateMachine {
         return finishStopIfClosed()
     }
 
-    /// Takes the tail of the running part that would finish last, cut so that both finish
-    /// together. Returns the connection, now assigned to the new part.
+    /// `connection` has every byte of its piece, and its part has more: it asks for the next
+    /// piece on the connection it has. If the download now has more connections than its
+    /// limit (a refusal, a smaller share of the host's budget), this one lets its part go to
+    /// whichever connection finishes first: no running request is ever cut for a limit.
+    mutating func pieceDone(_ id: ConnectionID) -> [Action] {
+        guard let connection = connections[id] else { return [] }
+        guard activeConnections > connectionLimit else { return request(id) }
+        if let index = partIndex(connection.part), parts[index].owner == id { parts[index].owner = nil }
+        connections[id] = nil
+        return finishStopIfClosed()
+    }
+
+    /// Takes the tail of the part that would finish last, cut so that both finish together:
+    /// from the bytes its owner has not asked for yet when they are enough, and only otherwise
+    /// by cutting the owner's running request. Returns the connection, now assigned to the new
+    /// part.
     mutating func steal(for id: ConnectionID) -> ConnectionID? {
         let mySpeed = connections[id]?.speed ?? medianSpeed()
         var best: (index: Int, finish: Double)?
@@ -261,15 +293,20 @@ extension DownloadStateMachine {
         let ownerSpeed = connections[owner]?.speed
         // An owner with a measured speed that finishes soon keeps its part.
         if ownerSpeed != nil, best.finish < settings.minimumStealSeconds { return nil }
-        // A connection still waiting for its answer keeps half: it has not shown its speed yet.
-        let ownerReceiving = connections[owner]?.phase == .receiving
-        guard let cut = SegmentPlanner.stealPoint(next: parts[best.index].next, end: end,
-                                                  ownerSpeed: ownerReceiving ? ownerSpeed : nil,
-                                                  thiefSpeed: ownerReceiving ? mySpeed : nil,
-                                                  minimum: settings.minimumSteal),
-              // A part keeps at least its first byte: two parts never share a start.
-              cut > parts[best.index].start
+        // A connection that has not shown its speed yet keeps half.
+        let speedsKnown = ownerSpeed != nil && mySpeed != nil
+        guard var cut = SegmentPlanner.stealPoint(next: parts[best.index].next, end: end,
+                                                  ownerSpeed: speedsKnown ? ownerSpeed : nil,
+                                                  thiefSpeed: speedsKnown ? mySpeed : nil,
+                                                  minimum: settings.minimumSteal)
         else { return nil }
+        // Bytes past the owner's running request are taken before that request is cut.
+        if let requested = connections[owner]?.requestedEnd, requested < end, cut <= requested,
+           end - requested >= settings.minimumSteal {
+            cut = requested + 1
+        }
+        // A part keeps at least its first byte: two parts never share a start.
+        guard cut > parts[best.index].start else { return nil }
         parts[best.index].end = cut - 1
         parts.insert(Part(start: cut, end: end, appended: 0, durable: 0, owner: nil), at: best.index + 1)
         assign(id, to: best.index + 1)
@@ -303,9 +340,19 @@ extension DownloadStateMachine {
         if part.appended > 0, record.validator?.ifRangeValue == nil {
             start -= min(settings.overlap, part.appended)
         }
-        let wholeFile = start == 0 && part.end == nil && record.request.connections == 1
-        // With several connections the first request asks for `bytes=0-`: a 206 proves ranges.
-        let range: ByteRange? = wholeFile ? nil : ByteRange(start: start, end: part.end)
+        let range: ByteRange?
+        if record.request.connections > 1, let size = SegmentPlanner.pieceSize(
+            total: record.totalLength, connections: record.request.connections, perConnection: settings.piecesPerConnection,
+            minimum: settings.minimumSegment, maximum: settings.maximumPiece) {
+            // A piece of the part (the first one proves, with a 206, that the server serves
+            // ranges), so the request ends by itself and the connection carries the next one.
+            range = ByteRange(start: start, end: SegmentPlanner.pieceEnd(next: part.next, partEnd: part.end, size: size))
+        } else {
+            // One request for the rest of the part; with several connections the first one asks
+            // for `bytes=0-`: a 206 proves ranges.
+            let wholeFile = start == 0 && part.end == nil && record.request.connections == 1
+            range = wholeFile ? nil : ByteRange(start: start, end: part.end)
+        }
         let plan = RequestPlan(
             url: record.request.url,
             range: range,
@@ -313,6 +360,7 @@ extension DownloadStateMachine {
             headers: record.request.headers,
             credentials: record.request.credentials)
         connections[id]?.phase = .requesting(plan)
+        connections[id]?.requestedEnd = range?.end
         connections[id]?.received = 0
         connections[id]?.bytesAtLastTick = 0
         connections[id]?.pace = Pace()
@@ -426,6 +474,14 @@ extension DownloadStateMachine {
             if parts[middle].start < start { low = middle + 1 } else { high = middle - 1 }
         }
         return nil
+    }
+
+    /// The first byte of part `index` that no running request has asked for.
+    func unrequestedStart(_ index: Int) -> Int64 {
+        let part = parts[index]
+        guard let owner = part.owner, let connection = connections[owner], connection.isWorking else { return part.next }
+        guard let requested = connection.requestedEnd else { return (part.end ?? part.next) + 1 }
+        return max(part.next, requested + 1)
     }
 
     func largestRunningPart() -> Int? {

@@ -3,6 +3,12 @@ extension DownloadStateMachine {
         public var retry: RetryPolicy
         /// No part smaller than this is split off at the start (`-k`, like aria2's).
         public var minimumSegment: Int64
+        /// A download over several connections asks for each connection's share in this many
+        /// pieces, so requests end by themselves and connections are kept for the next one
+        /// (`SegmentPlanner.pieceSize`); 0: each request asks for the rest of its part.
+        public var piecesPerConnection: Int64
+        /// The largest piece one request asks for.
+        public var maximumPiece: Int64
         /// An idle connection steals from a running part only if it gets at least this much.
         public var minimumSteal: Int64
         /// ...and only if that part's owner, at its measured speed, needs longer than this many
@@ -32,7 +38,10 @@ extension DownloadStateMachine {
         public init(retry: RetryPolicy = .init(), minimumSegment: Int64 = 1 << 20, minimumSteal: Int64 = 128 << 10,
                     checkpointInterval: Double = 1, checkpointBytes: Int64 = 32 << 20, overlap: Int64 = 64 << 10,
                     maxConnectionBackoff: Duration = .seconds(60), tickInterval: Double = 0.25,
-                    minimumStealSeconds: Double = 0.5, notesProgress: Bool = false, noteBytes: Int64 = 2 << 20) {
+                    minimumStealSeconds: Double = 0.5, notesProgress: Bool = false, noteBytes: Int64 = 2 << 20,
+                    piecesPerConnection: Int64 = 4, maximumPiece: Int64 = 64 << 20) {
+            self.piecesPerConnection = piecesPerConnection
+            self.maximumPiece = maximumPiece
             self.retry = retry
             self.notesProgress = notesProgress
             self.noteBytes = noteBytes

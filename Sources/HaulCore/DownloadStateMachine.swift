@@ -93,6 +93,10 @@ public struct DownloadStateMachine: Sendable {
         var phase: Phase
         /// Start offset of the part it works on.
         var part: Int64
+        /// The last byte the current request asked for, then the last its response carries;
+        /// nil: to the end of the entity. A body that reaches it ends by itself and leaves its
+        /// connection open for the next piece.
+        var requestedEnd: Int64?
         var skip: Int64 = 0
         var compare: Int64 = 0
         var compareOffset: Int64 = 0

@@ -7,14 +7,16 @@ import Testing
     let url = try! RemoteURL("http://h/file")
     let noFiles = Machine.LocalFiles(partSize: nil, published: false)
 
+    /// Pieces are off (each request asks for the rest of its part) unless a test turns them on.
     func machine(range: ByteRange? = nil, maxAttempts: Int = 3, connections: Int = 1, minimumSegment: Int64 = 100,
-                 record: DownloadRecord? = nil) throws -> Machine {
+                 record: DownloadRecord? = nil, piecesPerConnection: Int64 = 0) throws -> Machine {
         let request = try DownloadRequest(url: url, destination: .directory("/tmp"), range: range, connections: connections)
         var record = record ?? DownloadRecord(id: DownloadID(rawValue: "1"), request: request, createdAt: 0)
         record.fileName = "file"
         return Machine(record: record, settings: .init(
             retry: RetryPolicy(maxAttempts: maxAttempts, baseDelay: .seconds(1)), minimumSegment: minimumSegment,
-            minimumSteal: 10, checkpointInterval: 1, overlap: 50, maxConnectionBackoff: .seconds(60), tickInterval: 0.25))
+            minimumSteal: 10, checkpointInterval: 1, overlap: 50, maxConnectionBackoff: .seconds(60), tickInterval: 0.25,
+            piecesPerConnection: piecesPerConnection))
     }
 
     func head(_ status: Int, _ headers: HTTPHeaderList) -> ResponseHead {
@@ -67,7 +69,8 @@ import Testing
         #expect(actions == [.persist, .truncate(to: 0), .receive(0)])
         let accepted = feed(&machine, 0, 100)
         #expect(accepted.map(\.writeOffset) == Array(stride(from: 0, to: 100, by: 10)))
-        #expect(accepted.last?.partComplete == true)
+        // The body ends where the file does: it is read to its end, so its connection is kept.
+        #expect(accepted.last?.partComplete == false)
         #expect(machine.bodyEnded(0, jitter: 0) == [.checkpoint(epoch: machine.epoch), .verify(.part)])
         #expect(machine.verified(nil) == [.publish(.part)])
         #expect(machine.published(nil) == [.persist, .finish])

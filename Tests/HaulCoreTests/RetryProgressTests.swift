@@ -14,7 +14,8 @@ import Testing
         record.fileName = "file"
         return Machine(record: record, settings: .init(
             retry: retry ?? RetryPolicy(maxAttempts: maxAttempts, baseDelay: .seconds(1), speedLimit: 100, speedTime: .seconds(2)),
-            minimumSegment: 100, minimumSteal: 10, checkpointInterval: 1000, overlap: 50, tickInterval: 0.25))
+            minimumSegment: 100, minimumSteal: 10, checkpointInterval: 1000, overlap: 50, tickInterval: 0.25,
+            piecesPerConnection: 0))
     }
 
     func head(_ status: Int, _ headers: HTTPHeaderList) -> ResponseHead {
