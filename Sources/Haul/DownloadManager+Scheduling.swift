@@ -43,7 +43,7 @@ extension DownloadManager {
         settings.notesProgress = notes != nil
         let runner = DownloadRunner(
             store: store, transport: transport, clock: clock, names: names, settings: settings,
-            limiters: [limiter, globalLimiter], roots: configuration.downloadRoots, notes: notes,
+            limiters: [limiter, globalLimiter], roots: configuration.downloadRoots, notes: notes, budgets: budgets,
             makeWriter: { directory, name, exclusive, connections in
                 try FileChunkWriter(directory: directory, name: name, exclusive: exclusive,
                                     batchSize: FileChunkWriter.batchSize(connections: connections))

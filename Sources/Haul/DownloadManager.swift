@@ -54,6 +54,10 @@ public actor DownloadManager {
         /// (`/proc/sys/kernel/random/boot_id`; none elsewhere, and then nothing is noted).
         /// Tests set their own to play a reboot.
         public var bootID: String?
+        /// Connections to one host at once, over every download of this manager
+        /// (`--max-connections-per-host`), shared fairly; nil: only each download's own `-x`.
+        /// Either way a host that refuses a connection (429, 503) gets fewer for a while.
+        public var maxConnectionsPerHost: Int?
 
         public init(
             stateDirectory: String,
@@ -68,8 +72,10 @@ public actor DownloadManager {
             metricsFactory: (any MetricsFactory)? = nil,
             keepsCredentials: Bool = false,
             downloadRoots: [String]? = nil,
-            bootID: String? = nil
+            bootID: String? = nil,
+            maxConnectionsPerHost: Int? = nil
         ) {
+            self.maxConnectionsPerHost = maxConnectionsPerHost
             self.stateDirectory = stateDirectory
             self.maxConcurrentDownloads = maxConcurrentDownloads
             self.checkpointInterval = checkpointInterval
@@ -123,6 +129,8 @@ public actor DownloadManager {
     let notes: ProgressNotes?
     /// The limit shared by every download of this manager.
     public nonisolated let globalLimiter: RateLimiter
+    /// The connection budget of each host, shared by every download of this manager.
+    let budgets: HostBudgets
     /// The latest progress of every running download, for listings and the summary.
     let live = LiveProgress()
     var maxConcurrent: Int
@@ -200,6 +208,7 @@ public actor DownloadManager {
         self.notes = fleet == nil && boot != nil
             ? ProgressNotes(directory: Paths.join(configuration.stateDirectory, "progress"), boot: boot) : nil
         self.globalLimiter = RateLimiter(rate: configuration.maxBytesPerSecond.flatMap(ByteRate.limit), clock: clock)
+        self.budgets = HostBudgets(limit: configuration.maxConnectionsPerHost, clock: clock)
         self.ownedTransport = ownedTransport
         self.closeStore = closeStore
     }

@@ -27,6 +27,8 @@ struct DownloadRunner: Sendable {
     /// Where progress is noted between checkpoints (nil: not noted; a fleet's runs, whose
     /// `.part` another host may take over).
     var notes: ProgressNotes? = nil
+    /// The connection budget per host this download shares with the manager's others (nil: none).
+    var budgets: HostBudgets? = nil
     /// Opens the `.part` file (`name` in the directory) for a download over this many
     /// connections; `exclusive` when it must be created by this open.
     let makeWriter: @Sendable (_ directory: DownloadDirectory, _ name: String, _ exclusive: Bool, _ connections: Int) throws -> any ChunkWriter
@@ -69,6 +71,8 @@ enum RunInput: Sendable {
     /// The manager heard that another host holds the download now.
     case leaseLost
     case rateChanged(Int64?)
+    /// The host's connection budget lets this download have so many connections now.
+    case allowance(Int)
     case verified(HaulError?)
     /// A periodic checkpoint's fsync returned (or failed).
     case synced(epoch: Int, Result<[Int64: Int64], HaulError>)
@@ -99,6 +103,9 @@ final class RunSession {
     var speed = SpeedMeter()
     var lastTick: Double
     var finished = false
+    /// The host whose connection budget this run shares, and the connections it last reported.
+    let host: String
+    var connectionsReported = 0
 
     init(runner: DownloadRunner, record: DownloadRecord) {
         self.runner = runner
@@ -106,6 +113,7 @@ final class RunSession {
         (inbox, post) = AsyncStream.makeStream(of: RunInput.self)
         self.limiters = runner.limiters
         self.lastTick = runner.clock.seconds()
+        self.host = ConnectionBudget.host(of: record.request.url)
     }
 
     var id: DownloadID { machine.withLockedValue { $0.record.id } }
@@ -127,6 +135,12 @@ final class RunSession {
             }
         }
         defer { ticker.cancel() }
+        if let budgets = runner.budgets {
+            // With no connection to spare on its host, the machine waits for one before its first
+            // request (`setAllowance`): a download never fails for getting fewer than it asked for.
+            let allowance = budgets.join(id, host: host, wants: record.request.connections) { post.yield(.allowance($0)) }
+            _ = machine.withLockedValue { $0.setAllowance(allowance) }
+        }
         let now = runner.clock.seconds()
         do {
             directory = try DownloadDirectory.resolve(record.request.directory, roots: runner.roots, create: false)
@@ -157,6 +171,7 @@ final class RunSession {
         // Every way a run ends checkpoints what it keeps (or leaves the file to another host):
         // its note has nothing more to tell.
         removeNote()
+        runner.budgets?.leave(id, host: host)
         post.finish()
         return machine.withLockedValue { $0.persistentRecord }
     }
@@ -224,6 +239,8 @@ final class RunSession {
             return machine.withLockedValue { $0.leaseLost() }
         case .rateChanged(let rate):
             return machine.withLockedValue { $0.setRateLimit(rate) }
+        case .allowance(let allowance):
+            return machine.withLockedValue { $0.setAllowance(allowance) }
         case .verified(let error):
             verifyTask = nil
             return machine.withLockedValue { $0.verified(error) }
@@ -238,6 +255,15 @@ final class RunSession {
         }
         // A body the machine did not take is dropped, which closes its connection.
         for connection in bodies.keys where tasks[connection] == nil { bodies[connection] = nil }
+        reportConnections()
+    }
+
+    /// Tells the host's budget when this download has let connections go.
+    func reportConnections() {
+        guard let budgets = runner.budgets else { return }
+        let count = machine.withLockedValue { $0.connectionCount }
+        defer { connectionsReported = count }
+        if count < connectionsReported { budgets.using(id, host: host, count: count) }
     }
 
     func perform(_ action: Action) async {
@@ -544,6 +570,8 @@ final class RunSession {
             runner.logger.notice("starting over", metadata: ["id": "\(id)", "reason": "\(reason)", "cause": "\(cause.rawValue)"])
             runner.emit(DownloadEvent(id: id, kind: .restarted(reason: reason, cause: cause)))
         case .connectionRefused(let connection, let error, let retryIn):
+            // The host's budget, over every download to it, goes down for a while too.
+            runner.budgets?.refused(host: host, seconds: max(retryIn.seconds, Self.refusalMemory))
             runner.logger.info("server refused a connection", metadata: [
                 "id": "\(id)", "connection": "\(connection)", "error": "\(error)", "next try in": "\(retryIn)"])
         }
@@ -568,6 +596,9 @@ final class RunSession {
         }
         runner.emit(DownloadEvent(id: id, kind: kind))
     }
+
+    /// How long a host's lowered budget lasts at least after a refusal.
+    static let refusalMemory = 60.0
 
     func diskError(_ error: any Error) -> HaulError {
         (error as? HaulError) ?? HaulError(.fileSystem, "\(error)")

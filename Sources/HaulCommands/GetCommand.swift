@@ -34,8 +34,12 @@ struct GetCommand: AsyncParsableCommand {
     var jobs: Int = 3
 
     @Option(name: [.customShort("x"), .customShort("n"), .customLong("connections")],
-            help: "Connections per file (1 to 64): one file over several connections when the server allows ranges.")
-    var connections: Int = 1
+            help: "Connections per file (1 to 64; default 4): one file over several connections when the server allows ranges, fewer for a small file or a server that refuses some.")
+    var connections: Int = 4
+
+    @Option(name: .customLong("max-connections-per-host"),
+            help: ArgumentHelp("At most N connections to one host at once, shared fairly by every download to it (1 to 1024; default: each download's -x). A host that refuses a connection (429, 503) gets fewer for a while either way.", valueName: "N"))
+    var maxConnectionsPerHost: Int?
 
     @Option(name: [.customShort("k"), .customLong("min-split-size")],
             help: "Never split off a segment smaller than SIZE for another connection (K, M suffixes).")
@@ -97,6 +101,9 @@ struct GetCommand: AsyncParsableCommand {
         if !(1...DownloadRequest.maxConnections).contains(connections) {
             throw ValidationError("-x must be between 1 and \(DownloadRequest.maxConnections) (got \(connections))")
         }
+        if let maxConnectionsPerHost, !(1...1024).contains(maxConnectionsPerHost) {
+            throw ValidationError("--max-connections-per-host must be between 1 and 1024 (got \(maxConnectionsPerHost))")
+        }
         if let limitRate { _ = try Self.rate(limitRate) }
         _ = try Self.size(minSplitSize)
         if retries < 1 { throw ValidationError("--retries must be at least 1") }
@@ -138,7 +145,7 @@ struct GetCommand: AsyncParsableCommand {
                         userAgent: network.userAgent ?? HaulVersion.userAgent),
             minimumSegmentSize: try Self.size(minSplitSize),
             maxBytesPerSecond: try limitRate.map { try Self.rate($0) },
-            logger: logger)
+            logger: logger, maxConnectionsPerHost: maxConnectionsPerHost)
         let manager: DownloadManager
         do {
             manager = try await DownloadManager(configuration: configuration)

@@ -40,6 +40,10 @@ struct ServeCommand: AsyncParsableCommand {
             help: ArgumentHelp("Connections per file for new downloads that do not say (1 to 64; changeable through the API).", valueName: "N"))
     var connections = 1
 
+    @Option(name: .customLong("max-connections-per-host"),
+            help: ArgumentHelp("At most N connections to one host at once, shared fairly by every download to it (1 to 1024; default: each download's own). A host that refuses a connection (429, 503) gets fewer for a while either way.", valueName: "N"))
+    var maxConnectionsPerHost: Int?
+
     @Option(name: .customLong("limit-rate"),
             help: ArgumentHelp("At most RATE bytes per second for all downloads together (K, M, G suffixes; changeable through the API).", valueName: "RATE"))
     var limitRate: String?
@@ -99,6 +103,9 @@ struct ServeCommand: AsyncParsableCommand {
         if !(1...DownloadRequest.maxConnections).contains(connections) {
             throw ValidationError("-x must be between 1 and \(DownloadRequest.maxConnections) (got \(connections))")
         }
+        if let maxConnectionsPerHost, !(1...1024).contains(maxConnectionsPerHost) {
+            throw ValidationError("--max-connections-per-host must be between 1 and 1024 (got \(maxConnectionsPerHost))")
+        }
         if let limitRate { _ = try GetCommand.rate(limitRate) }
         if checkpointInterval <= 0 { throw ValidationError("--checkpoint-interval must be positive") }
         if !(headerTimeout > 0 && headerTimeout <= 3600) { throw ValidationError("--header-timeout must be between 0 and 3600 seconds") }
@@ -121,6 +128,7 @@ struct ServeCommand: AsyncParsableCommand {
             logger: logger)
         configuration.allowedDirectories = allowedDirectories.map { HaulHome.absolute($0) }
         configuration.manager.checkpointInterval = .milliseconds(Int64(checkpointInterval * 1000))
+        configuration.manager.maxConnectionsPerHost = maxConnectionsPerHost
         configuration.store = try storeLocation
         configuration.leaseTimeout = .milliseconds(Int64(leaseTimeout * 1000))
         configuration.fleetName = fleetName

@@ -159,7 +159,7 @@ extension DownloadStateMachine {
             return [.close(id)]
         }
         var actions = dropConnection(id)
-        if state == .downloading, stopStatus == nil, activeConnections < connectionLimit,
+        if state == .downloading, stopStatus == nil, connections.count < limit,
            let index = parts.firstIndex(where: { $0.owner == nil && !$0.isComplete }) {
             actions += request(newConnection(part: index, isExtra: true))
         }

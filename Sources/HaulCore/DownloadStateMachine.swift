@@ -129,6 +129,10 @@ public struct DownloadStateMachine: Sendable {
     var rangesProven = false
     /// Refused connections lower this below `record.request.connections`.
     var connectionLimit: Int
+    /// What the host's connection budget lets this download have (`setAllowance`).
+    var allowance = Int.max
+    /// The most connections this download may have now.
+    var limit: Int { min(connectionLimit, allowance) }
     var refusals = 0
     var moreConnectionsScheduled = false
     /// Bumped on every start-over: checkpoints taken before it are ignored.
@@ -201,6 +205,9 @@ public struct DownloadStateMachine: Sendable {
         }
         return sum
     }
+
+    /// Connections of this download, whatever their phase (what the host's budget counts).
+    public var connectionCount: Int { connections.count }
 
     /// Connections requesting or receiving right now.
     public var activeConnections: Int {

@@ -157,6 +157,46 @@ import Testing
         #expect(Int64(rest.keep) == stolen.start - 510)
     }
 
+    // MARK: The host's budget
+
+    @Test func withNoConnectionToSpareTheFirstRequestWaitsForOne() throws {
+        var machine = try machine(connections: 4)
+        #expect(machine.setAllowance(0) == [])
+        let start = machine.start(noFiles, now: 0)
+        #expect(requests(start).isEmpty)
+        #expect(machine.record.status == .running)
+        let granted = machine.setAllowance(1)
+        #expect(requests(granted)[0]?.range == ByteRange(start: 0, end: 99))
+        // Ranges proven with only one allowed: no other connection yet.
+        #expect(requests(machine.responseReceived(0, partial(ByteRange(start: 0, end: 99), of: 4000), nowSecondsSince1970: 0,
+                                                  jitter: 0)).isEmpty)
+        #expect(requests(machine.setAllowance(3)).count == 2)
+        #expect(machine.connectionCount == 3)
+    }
+
+    /// A smaller allowance cuts no request: connections go where their pieces end, and their
+    /// parts go to whoever finishes first.
+    @Test func aSmallerAllowanceLetsConnectionsGoAtTheEndOfTheirPieces() throws {
+        var machine = try machine(connections: 4)
+        _ = machine.start(noFiles, now: 0)
+        let opened = machine.responseReceived(0, partial(ByteRange(start: 0, end: 99), of: 4000), nowSecondsSince1970: 0, jitter: 0)
+        for (id, plan) in requests(opened) {
+            _ = machine.responseReceived(id, partial(plan.range!, of: 4000), nowSecondsSince1970: 0, jitter: 0)
+        }
+        #expect(machine.setAllowance(2) == [])
+        #expect(machine.connectionCount == 4)
+        _ = machine.received(3, count: 250)
+        #expect(machine.bodyEnded(3, jitter: 0) == [])  // its piece is done: it goes
+        #expect(machine.connectionCount == 3)
+        _ = machine.received(2, count: 250)
+        #expect(machine.bodyEnded(2, jitter: 0) == [])
+        #expect(machine.connectionCount == 2)
+        _ = machine.received(1, count: 250)
+        let next = requests(machine.bodyEnded(1, jitter: 0))
+        #expect(next[1]?.range == ByteRange(start: 1250, end: 1499))  // within the allowance: next piece
+        #expect(machine.owners[2000] == nil && machine.owners[3000] == nil)
+    }
+
     // MARK: A whole download, simulated
 
     struct Outcome {

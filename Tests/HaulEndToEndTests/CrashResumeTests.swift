@@ -8,7 +8,7 @@ import Testing
     let payload = Payload(seed: 2024, length: 3_000_000)
 
     func start(_ world: World, _ extra: [String] = []) throws -> HaulProcess {
-        try HaulProcess(["get", world.server.url("/big.bin"), "--quiet", "--checkpoint-interval", "0.05"] + extra,
+        try HaulProcess(["get", world.server.url("/big.bin"), "--quiet", "-x", "1", "--checkpoint-interval", "0.05"] + extra,
                         home: world.home, workingDirectory: world.directory)
     }
 
@@ -26,7 +26,7 @@ import Testing
         #expect(world.files() == ["big.bin.part"])
 
         world.server.setRoute("/big.bin", Route(payload: payload))
-        let second = try await HaulProcess.run(["get", world.server.url("/big.bin"), "--quiet"], in: world)
+        let second = try await HaulProcess.run(["get", world.server.url("/big.bin"), "--quiet", "-x", "1"], in: world)
         #expect(second.status == 0, "\(second.stderr)")
         let resumed = try #require(world.server.requests(to: "/big.bin").last)
         #expect(resumed.rangeStart >= checkpoint, "resumed at \(resumed.rangeStart), checkpoint was \(checkpoint)")
@@ -43,7 +43,7 @@ import Testing
     @Test func killNineResumesFromTheNotedProgressOnTheSameBoot() async throws {
         let world = try await World.make()
         world.server.setRoute("/big.bin", Route(payload: payload, throttle: 400_000))
-        let first = try HaulProcess(["get", world.server.url("/big.bin"), "--quiet", "--checkpoint-interval", "3600"],
+        let first = try HaulProcess(["get", world.server.url("/big.bin"), "--quiet", "-x", "1", "--checkpoint-interval", "3600"],
                                     home: world.home, workingDirectory: world.directory)
         var noted: Int64 = 0
         for _ in 0..<2400 where noted < 500_000 {
@@ -62,7 +62,7 @@ import Testing
         #expect(try await world.storedRecord()?.completedLength == 0, "no checkpoint stored anything")
 
         world.server.setRoute("/big.bin", Route(payload: payload))
-        let second = try await HaulProcess.run(["get", world.server.url("/big.bin"), "--quiet"], in: world)
+        let second = try await HaulProcess.run(["get", world.server.url("/big.bin"), "--quiet", "-x", "1"], in: world)
         #expect(second.status == 0, "\(second.stderr)")
         let resumed = try #require(world.server.requests(to: "/big.bin").last)
         #expect(resumed.rangeStart >= noted, "resumed at \(resumed.rangeStart), noted \(noted)")
@@ -87,7 +87,7 @@ import Testing
             checkpoint = try await world.storedRecord()?.completedLength ?? checkpoint
         }
         world.server.setRoute("/big.bin", Route(payload: payload))
-        let last = try await HaulProcess.run(["get", world.server.url("/big.bin"), "--quiet"], in: world)
+        let last = try await HaulProcess.run(["get", world.server.url("/big.bin"), "--quiet", "-x", "1"], in: world)
         #expect(last.status == 0, "\(last.stderr)")
         let starts = world.server.requests(to: "/big.bin").map(\.rangeStart)
         #expect(starts.count >= 6)
@@ -148,7 +148,7 @@ import Testing
         world.server.setRoute("/big.bin", Route(payload: payload, throttle: 400_000))
         let first = try start(world)
         let checkpoint = try await world.waitForCheckpoint(beyond: 0)
-        let second = try await HaulProcess.run(["get", world.server.url("/big.bin"), "--quiet"], in: world)
+        let second = try await HaulProcess.run(["get", world.server.url("/big.bin"), "--quiet", "-x", "1"], in: world)
         #expect(second.status == ExitCodesExpected.fileSystem)
         #expect(second.stderr.contains("another haul process"), "\(second.stderr)")
         #expect(world.server.requests(to: "/big.bin").count == 1, "the second process sent nothing")
@@ -158,7 +158,7 @@ import Testing
         first.signal(SIGKILL)
         _ = await first.wait()
         world.server.setRoute("/big.bin", Route(payload: payload))
-        let third = try await HaulProcess.run(["get", world.server.url("/big.bin"), "--quiet"], in: world)
+        let third = try await HaulProcess.run(["get", world.server.url("/big.bin"), "--quiet", "-x", "1"], in: world)
         #expect(third.status == 0, "the lock died with its process")
         #expect(world.sha256(of: world.directory + "/big.bin") == payload.sha256)
         try await world.close()
@@ -177,7 +177,7 @@ import Testing
         #expect(Int64(onDisk ?? -1) >= stored.completedLength)
 
         world.server.setRoute("/big.bin", Route(payload: payload))
-        let second = try await HaulProcess.run(["get", world.server.url("/big.bin"), "--quiet"], in: world)
+        let second = try await HaulProcess.run(["get", world.server.url("/big.bin"), "--quiet", "-x", "1"], in: world)
         #expect(second.status == 0)
         #expect(world.server.requests(to: "/big.bin").last?.rangeStart == stored.completedLength)
         #expect(world.sha256(of: world.directory + "/big.bin") == payload.sha256)

@@ -17,14 +17,14 @@ struct NginxTests {
         let url = "http://127.0.0.1:\(nginx.port)/real.bin"
         let world = World(server: try await TestServer.start(), directory: nginx.downloads, home: nginx.root + "/home")
 
-        let first = try HaulProcess(["get", url, "--quiet", "--checkpoint-interval", "0.05"], home: world.home, workingDirectory: world.directory)
+        let first = try HaulProcess(["get", url, "--quiet", "-x", "1", "--checkpoint-interval", "0.05"], home: world.home, workingDirectory: world.directory)
         let checkpoint = try await world.waitForCheckpoint(beyond: 0)
         first.signal(SIGKILL)
         #expect(await first.wait() == SIGKILL)
         let stored = try #require(try await world.storedRecord())
         #expect(stored.validator?.etag?.isEmpty == false, "nginx's ETag was kept for If-Range")
 
-        let second = try await HaulProcess.run(["get", url, "--quiet"], in: world)
+        let second = try await HaulProcess.run(["get", url, "--quiet", "-x", "1"], in: world)
         #expect(second.status == 0, "\(second.stderr)")
         #expect(payload.mismatch(inFileAt: world.directory + "/real.bin") == nil)
 
@@ -49,7 +49,7 @@ struct NginxTests {
         let url = "http://127.0.0.1:\(nginx.port)/real.bin"
         let world = World(server: try await TestServer.start(), directory: nginx.downloads, home: nginx.root + "/home")
 
-        let first = try HaulProcess(["get", url, "--quiet", "--checkpoint-interval", "0.05"], home: world.home, workingDirectory: world.directory)
+        let first = try HaulProcess(["get", url, "--quiet", "-x", "1", "--checkpoint-interval", "0.05"], home: world.home, workingDirectory: world.directory)
         _ = try await world.waitForCheckpoint(beyond: 0)
         first.signal(SIGKILL)
         _ = await first.wait()
@@ -58,7 +58,7 @@ struct NginxTests {
         try Data(longer.bytes(0..<longer.length)).write(to: URL(fileURLWithPath: served + ".new"))
         _ = rename(served + ".new", served)
 
-        let second = try await HaulProcess.run(["get", url, "--quiet"], in: world)
+        let second = try await HaulProcess.run(["get", url, "--quiet", "-x", "1"], in: world)
         #expect(second.status == 0, "\(second.stderr)")
         #expect(longer.mismatch(inFileAt: world.directory + "/real.bin") == nil)
         let log = try String(contentsOfFile: nginx.accessLog, encoding: .utf8).split(separator: "\n")

@@ -27,7 +27,8 @@ final class Harness: Sendable {
         checkpointInterval: Duration = .milliseconds(20),
         minimumSegmentSize: Int64 = 1 << 20,
         confined: Bool = false,
-        bootID: String? = nil
+        bootID: String? = nil,
+        maxConnectionsPerHost: Int? = nil
     ) async throws -> Harness {
         let root = NSTemporaryDirectory() + "haul-test-\(UUID().uuidString)"
         let directory = root + "/downloads"
@@ -42,7 +43,8 @@ final class Harness: Sendable {
             retry: RetryPolicy(maxAttempts: maxAttempts, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50)),
             http: .init(connectTimeout: connectTimeout, readTimeout: readTimeout,
                         additionalTrustRoots: tls.map { [$0.certificatePath] } ?? []),
-            minimumSegmentSize: minimumSegmentSize, downloadRoots: confined ? [directory] : nil, bootID: bootID)
+            minimumSegmentSize: minimumSegmentSize, downloadRoots: confined ? [directory] : nil, bootID: bootID,
+            maxConnectionsPerHost: maxConnectionsPerHost)
         let transport = AsyncHTTPTransport(configuration: configuration.http)
         let manager = DownloadManager(configuration: configuration, store: store, transport: transport,
                                       clock: clock ?? ClockAdapter(ContinuousClock()))
@@ -142,12 +144,12 @@ func withHarness(
     maxConcurrent: Int = 3, maxAttempts: Int = 5, readTimeout: Duration = .seconds(10),
     connectTimeout: Duration = .seconds(5), clock: (any HaulClock)? = nil, tls: TLSFiles? = nil,
     checkpointInterval: Duration = .milliseconds(20), minimumSegmentSize: Int64 = 1 << 20, confined: Bool = false,
-    bootID: String? = nil, _ body: (Harness) async throws -> Void
+    bootID: String? = nil, maxConnectionsPerHost: Int? = nil, _ body: (Harness) async throws -> Void
 ) async throws {
     let harness = try await Harness.make(maxConcurrent: maxConcurrent, maxAttempts: maxAttempts, readTimeout: readTimeout,
                                          connectTimeout: connectTimeout, clock: clock, tls: tls,
                                          checkpointInterval: checkpointInterval, minimumSegmentSize: minimumSegmentSize,
-                                         confined: confined, bootID: bootID)
+                                         confined: confined, bootID: bootID, maxConnectionsPerHost: maxConnectionsPerHost)
     do {
         try await body(harness)
     } catch {

@@ -1,0 +1,209 @@
+/// Which bytes each connection of a download asks for: the first connection, the split once the
+/// server has proven ranges, the pieces a connection asks for in turn on the connection it has,
+/// work stealing, and the allowance from the host's connection budget. The arithmetic is
+/// `SegmentPlanner`'s; this applies it to the parts and connections.
+extension DownloadStateMachine {
+    /// The host's connection budget (`ConnectionBudget`) now lets this download have `allowance`
+    /// connections at once. More opens connections where there is work; less lets connections
+    /// go where their pieces end (`pieceDone`), never cutting a running request.
+    public mutating func setAllowance(_ allowance: Int) -> [Action] {
+        let grew = allowance > self.allowance
+        self.allowance = max(0, allowance)
+        guard grew, state == .downloading, stopStatus == nil, !restartPending else { return [] }
+        // Started with none to spare: the first connection opens now.
+        if connections.isEmpty { return openFirstConnection() }
+        return openMoreConnections()
+    }
+
+    // MARK: Planning
+
+    mutating func openFirstConnection() -> [Action] {
+        guard let index = parts.firstIndex(where: { !$0.isComplete }) else { return beginVerify() }
+        // The host's budget has no connection for this download yet: `setAllowance` opens it.
+        guard limit > 0 else { return [] }
+        let id = newConnection(part: index, isExtra: false)
+        return request(id)
+    }
+
+    /// Opens connections up to the limit while there is work for them: parts nobody works on
+    /// first, then an even split of the largest remaining part.
+    mutating func openMoreConnections() -> [Action] {
+        guard rangesProven, state == .downloading, stopStatus == nil, !restartPending, record.totalLength != nil else { return [] }
+        var actions: [Action] = []
+        while connections.count < limit, let index = parts.firstIndex(where: { $0.owner == nil && !$0.isComplete }) {
+            actions += request(newConnection(part: index, isExtra: true))
+        }
+        let wanted = limit - connections.count
+        guard wanted > 0, let largest = largestRunningPart(), let end = parts[largest].end else { return actions }
+        var points = SegmentPlanner.splitPoints(next: parts[largest].next, end: end, pieces: wanted + 1,
+                                                minimum: settings.minimumSegment)
+        // The owner keeps the piece it asked for: if an even split would cut it, what is still
+        // to be asked for is split instead. (A request for a whole part is cut where the split
+        // says.)
+        let unrequested = unrequestedStart(largest)
+        if settings.piecesPerConnection > 0, let first = points.first, first < unrequested {
+            points = SegmentPlanner.splitPoints(next: unrequested, end: end, pieces: wanted + 1, minimum: settings.minimumSegment)
+        }
+        guard !points.isEmpty else { return actions }
+        let bounds = points + [end + 1]
+        parts[largest].end = points[0] - 1
+        for (start, next) in zip(bounds, bounds.dropFirst()) {
+            parts.append(Part(start: start, end: next - 1, appended: 0, durable: 0, owner: nil))
+        }
+        parts.sort { $0.start < $1.start }
+        for start in points {
+            actions += request(newConnection(part: partIndex(start)!, isExtra: true))
+        }
+        // The new parts reach the store with the next checkpoint, in the same write as the
+        // shortened part (DESIGN rule 2). Until then the stored layout is the old one, which
+        // claims only durable bytes: a crash re-fetches the new parts' bytes, nothing worse.
+        // Not storing here keeps an fsync of the store off the path of every new request.
+        return actions
+    }
+
+    /// `connection` finished its part: find it more work, or let it go.
+    mutating func partDone(_ id: ConnectionID) -> [Action] {
+        guard var connection = connections[id] else { return [] }
+        if let index = partIndex(connection.part), parts[index].owner == id { parts[index].owner = nil }
+        connection.failures = 0
+        connections[id] = connection
+        if parts.allSatisfy(\.isComplete) {
+            connections[id] = nil
+            return closeEverything() + beginVerifyWhenClosed()
+        }
+        if stopStatus == nil, rangesProven, connections.count <= limit {
+            if let index = parts.firstIndex(where: { $0.owner == nil && !$0.isComplete }) {
+                assign(id, to: index)
+                return request(id)
+            }
+            if let stolen = steal(for: id) {
+                return request(stolen)  // stored with the next checkpoint, as a split
+            }
+        }
+        connections[id] = nil
+        return finishStopIfClosed()
+    }
+
+    /// `connection` has every byte of its piece, and its part has more: it asks for the next
+    /// piece on the connection it has. If the download now has more connections than its
+    /// limit (a refusal, a smaller share of the host's budget), this one lets its part go to
+    /// whichever connection finishes first: no running request is ever cut for a limit.
+    mutating func pieceDone(_ id: ConnectionID) -> [Action] {
+        guard let connection = connections[id] else { return [] }
+        guard connections.count > limit else { return request(id) }
+        if let index = partIndex(connection.part), parts[index].owner == id { parts[index].owner = nil }
+        connections[id] = nil
+        return finishStopIfClosed()
+    }
+
+    /// Takes the tail of the part that would finish last, cut so that both finish together:
+    /// from the bytes its owner has not asked for yet when they are enough, and only otherwise
+    /// by cutting the owner's running request. Returns the connection, now assigned to the new
+    /// part.
+    mutating func steal(for id: ConnectionID) -> ConnectionID? {
+        let mySpeed = connections[id]?.speed ?? medianSpeed()
+        var best: (index: Int, finish: Double)?
+        for (index, part) in parts.enumerated() where !part.isComplete {
+            guard let owner = part.owner, let remaining = part.remaining, let ownerConnection = connections[owner],
+                  ownerConnection.isWorking
+            else { continue }
+            let finish = Double(remaining) / max(ownerConnection.speed ?? mySpeed ?? 1, 1)
+            if best == nil || finish > best!.finish { best = (index, finish) }
+        }
+        guard let best, let end = parts[best.index].end, let owner = parts[best.index].owner else { return nil }
+        let ownerSpeed = connections[owner]?.speed
+        // An owner with a measured speed that finishes soon keeps its part.
+        if ownerSpeed != nil, best.finish < settings.minimumStealSeconds { return nil }
+        // A connection that has not shown its speed yet keeps half.
+        let speedsKnown = ownerSpeed != nil && mySpeed != nil
+        guard var cut = SegmentPlanner.stealPoint(next: parts[best.index].next, end: end,
+                                                  ownerSpeed: speedsKnown ? ownerSpeed : nil,
+                                                  thiefSpeed: speedsKnown ? mySpeed : nil,
+                                                  minimum: settings.minimumSteal)
+        else { return nil }
+        // Bytes past the owner's running request are taken before that request is cut.
+        if let requested = connections[owner]?.requestedEnd, requested < end, cut <= requested,
+           end - requested >= settings.minimumSteal {
+            cut = requested + 1
+        }
+        // A part keeps at least its first byte: two parts never share a start.
+        guard cut > parts[best.index].start else { return nil }
+        parts[best.index].end = cut - 1
+        parts.insert(Part(start: cut, end: end, appended: 0, durable: 0, owner: nil), at: best.index + 1)
+        assign(id, to: best.index + 1)
+        return id
+    }
+
+    // MARK: Requests
+
+    mutating func newConnection(part index: Int, isExtra: Bool) -> ConnectionID {
+        let id = nextConnectionID
+        nextConnectionID += 1
+        connections[id] = Connection(phase: .waiting, part: parts[index].start, isExtra: isExtra)
+        parts[index].owner = id
+        return id
+    }
+
+    mutating func assign(_ id: ConnectionID, to index: Int) {
+        connections[id]?.part = parts[index].start
+        connections[id]?.speed = nil
+        parts[index].owner = id
+    }
+
+    /// The request for the rest of `connection`'s part.
+    mutating func request(_ id: ConnectionID) -> [Action] {
+        guard state == .downloading, stopStatus == nil, let connection = connections[id],
+              let index = partIndex(connection.part) else { return [] }
+        let part = parts[index]
+        if part.isComplete { return partDone(id) }
+        var start = part.next
+        // No validator to send in If-Range: re-read some bytes before the resume point instead.
+        if part.appended > 0, record.validator?.ifRangeValue == nil {
+            start -= min(settings.overlap, part.appended)
+        }
+        let range: ByteRange?
+        if record.request.connections > 1, let size = SegmentPlanner.pieceSize(
+            total: record.totalLength, connections: record.request.connections, perConnection: settings.piecesPerConnection,
+            minimum: settings.minimumSegment, maximum: settings.maximumPiece) {
+            // A piece of the part (the first one proves, with a 206, that the server serves
+            // ranges), so the request ends by itself and the connection carries the next one.
+            range = ByteRange(start: start, end: SegmentPlanner.pieceEnd(next: part.next, partEnd: part.end, size: size))
+        } else {
+            // One request for the rest of the part; with several connections the first one asks
+            // for `bytes=0-`: a 206 proves ranges.
+            let wholeFile = start == 0 && part.end == nil && record.request.connections == 1
+            range = wholeFile ? nil : ByteRange(start: start, end: part.end)
+        }
+        let plan = RequestPlan(
+            url: record.request.url,
+            range: range,
+            ifRange: range == nil ? nil : record.validator?.ifRangeValue,
+            headers: record.request.headers,
+            credentials: record.request.credentials)
+        connections[id]?.phase = .requesting(plan)
+        connections[id]?.requestedEnd = range?.end
+        connections[id]?.received = 0
+        connections[id]?.bytesAtLastTick = 0
+        connections[id]?.pace = Pace()
+        return [.request(id, plan)]
+    }
+
+    // MARK: Queries
+
+    /// The first byte of part `index` that no running request has asked for.
+    func unrequestedStart(_ index: Int) -> Int64 {
+        let part = parts[index]
+        guard let owner = part.owner, let connection = connections[owner], connection.isWorking else { return part.next }
+        guard let requested = connection.requestedEnd else { return (part.end ?? part.next) + 1 }
+        return max(part.next, requested + 1)
+    }
+
+    func largestRunningPart() -> Int? {
+        var best: (index: Int, remaining: Int64)?
+        for (index, part) in parts.enumerated() where !part.isComplete {
+            guard let remaining = part.remaining else { continue }
+            if best == nil || remaining > best!.remaining { best = (index, remaining) }
+        }
+        return best?.index
+    }
+}
