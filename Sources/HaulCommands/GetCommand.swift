@@ -34,7 +34,7 @@ struct GetCommand: AsyncParsableCommand {
     var jobs: Int = 3
 
     @Option(name: [.customShort("x"), .customShort("n"), .customLong("connections")],
-            help: "Connections per file (1 to 64; default 4): one file over several connections when the server allows ranges, fewer for a small file or a server that refuses some.")
+            help: "Connections per file (1 to 64): one file over several connections when the server allows ranges, fewer for a small file or a server that refuses some.")
     var connections: Int = 4
 
     @Option(name: .customLong("max-connections-per-host"),
