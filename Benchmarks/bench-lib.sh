@@ -1,11 +1,9 @@
-# bench-lib.sh: what download-bench.sh and segmented-bench.sh share. Sourced, not run.
+# bench-lib.sh: what the benchmark scripts share. Sourced, not run.
 # Expects WORK (the git-ignored work directory) and NGX (the private nginx prefix) to be set.
 
 log() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
-# warn_if_loaded: other work on the machine (a parallel swift build, say) swamps differences
-# of a few percent; say so up front. Sets LOAD_START for the report.
 # Builds a product as README's install section says (release, Swift runtime and Foundation
 # linked statically) in its own build path, so other SwiftPM users of .build are neither
 # blocked nor disturbed; prints the binary's path.
@@ -16,6 +14,8 @@ build_product() {   # build_product PRODUCT -> path of the binary
     echo "$bin"
 }
 
+# warn_if_loaded: other work on the machine (a parallel swift build, say) swamps differences
+# of a few percent; say so up front. Sets LOAD_START for the report.
 warn_if_loaded() {
     LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
     awk -v l="${LOAD_START%% *}" 'BEGIN { exit !(l > 0.5) }' &&
@@ -172,6 +172,136 @@ make_small_files() {
     else
         log "reusing $count files in $src"
     fi
+}
+
+# free_port: a TCP port on 127.0.0.1 nobody listens on right now (the kernel's pick).
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# time_cmd LIMIT_S SIGNAL LOG: run "${CMD[@]}" (stdin /dev/null, stdout and stderr to LOG) under
+# `timeout -s SIGNAL -k 10 LIMIT_S` and GNU time. Sets RC (124 or 137: stopped at the limit),
+# E (wall seconds from bash's microsecond clock: GNU time's %e has only 10 ms resolution), U and
+# S (the tool's user and sys CPU seconds) and M (its peak RSS in KiB: GNU time's %M, the largest
+# single process). With SIGNAL INT, GNU time (which ignores SIGINT while it waits) still
+# reports the CPU and RSS of a tool that had to be stopped.
+time_cmd() {
+    local limit=$1 sig=$2 out=$3 tf t0 t1
+    tf=$WORK/time.out
+    : > "$tf"
+    RC=0
+    t0=$EPOCHREALTIME
+    timeout -s "$sig" -k 10 "$limit" /usr/bin/time -f '%e %U %S %M' -o "$tf" -- "${CMD[@]}" \
+        </dev/null >"$out" 2>&1 || RC=$?
+    t1=$EPOCHREALTIME
+    # On failure GNU time first prints "Command exited with non-zero status N": take the last line.
+    read -r _ U S M < <(tail -n 1 "$tf" 2>/dev/null || true)
+    U=${U:-0} S=${S:-0} M=${M:-0}
+    E=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
+}
+
+# sha256_of FILE: its SHA-256, cached in FILE.sha256 next to it (a source file is made once and
+# reused; the cache is trusted only while it is newer than the file and names the file's size).
+sha256_of() {
+    local f=$1 c=$1.sha256 size sum csize
+    size=$(stat -c %s "$f")
+    if [[ -f $c && $c -nt $f ]] && read -r sum csize < "$c" && [[ $csize == "$size" ]]; then
+        echo "$sum"; return
+    fi
+    sum=$(sha256sum "$f" | cut -d' ' -f1)
+    echo "$sum $size" > "$c"
+    echo "$sum"
+}
+
+# make_tls_cert DIR: a private certificate authority DIR/ca.pem and a server certificate
+# DIR/server.pem (+ DIR/server.key) it signed, for 127.0.0.1 and localhost, both ECDSA P-256
+# and valid for 10 years; made once and reused. A CA plus a leaf rather than one self-signed
+# certificate: some TLS stacks (webpki, for one) refuse a CA certificate as the server's own.
+# Clients trust DIR/ca.pem (curl --cacert, aria2c --ca-certificate, SSL_CERT_FILE, ...).
+# The server certificate also names 127.0.0.1 as a DNS name: axel (2.17) matches a URL's host,
+# IP address or not, against DNS names only, and takes a one-label name (localhost) for a
+# malformed one.
+make_tls_cert() {
+    local d=$1 san="IP:127.0.0.1,DNS:localhost,DNS:127.0.0.1"
+    if [[ -s $d/ca.pem && -s $d/server.pem && -s $d/server.key && $(cat "$d/san" 2>/dev/null) == "$san" ]] &&
+        openssl verify -CAfile "$d/ca.pem" "$d/server.pem" >/dev/null 2>&1; then
+        log "reusing the TLS certificates in $d"
+        return
+    fi
+    log "making a private CA and a server certificate for 127.0.0.1 in $d"
+    mkdir -p "$d"
+    openssl req -x509 -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3650 \
+        -subj "/CN=Haul benchmark CA" -keyout "$d/ca.key" -out "$d/ca.pem" \
+        -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+        >/dev/null 2>&1 || die "openssl could not make the CA certificate"
+    openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+        -subj "/CN=127.0.0.1" -keyout "$d/server.key" -out "$d/server.csr" >/dev/null 2>&1 ||
+        die "openssl could not make the server key"
+    printf '%s\n' "basicConstraints=critical,CA:FALSE" "keyUsage=critical,digitalSignature" \
+        "extendedKeyUsage=serverAuth" "subjectAltName=$san" > "$d/server.ext"
+    openssl x509 -req -in "$d/server.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial \
+        -days 3650 -extfile "$d/server.ext" -out "$d/server.pem" >/dev/null 2>&1 ||
+        die "openssl could not sign the server certificate"
+    rm -f "$d/server.csr" "$d/server.ext" "$d/ca.srl"
+    echo "$san" > "$d/san"
+}
+
+# nginx_version: e.g. 1.22.1.
+nginx_version() { nginx -v 2>&1 | sed 's/.*nginx\///; s/ .*//'; }
+
+# nginx_h2_tls_listen PORT: the directives for a TLS listener on 127.0.0.1:PORT that offers
+# HTTP/2 (ALPN h2, then http/1.1): `http2 on;` from nginx 1.25.1, `listen ... ssl http2` before.
+nginx_h2_tls_listen() {
+    if [[ $(printf '%s\n' 1.25.1 "$(nginx_version)" | sort -V | head -n 1) == 1.25.1 ]]; then
+        echo "listen 127.0.0.1:$1 ssl backlog=1024; http2 on;"
+    else
+        echo "listen 127.0.0.1:$1 ssl http2 backlog=1024;"
+    fi
+}
+
+# check_small_files DIR NAMES DIGEST COUNT SIZE: DIR holds exactly the files named in NAMES (no
+# .part, .aria2 or renamed copies), each a regular file of SIZE bytes, and their contents in
+# NAMES order hash to DIGEST (see small_files_digest): every byte of every file is checked.
+# Prints a status word (ok, NO-DIR, WRONG-NAMES, WRONG-SIZE, WRONG-DATA); details on stderr.
+check_small_files() {
+    local dir=$1 names=$2 digest=$3 n=$4 size=$5 got
+    [[ -d $dir ]] || { echo NO-DIR; return; }
+    if ! (cd "$dir" && find . -mindepth 1 -printf '%P\n' | sort | cmp -s - "$names"); then
+        log "$dir: the file names differ from the list (extra '<' or missing '>', first 5):"
+        (cd "$dir" && find . -mindepth 1 -printf '%P\n' | sort | diff - "$names" | grep '^[<>]' | head -n 5) >&2 || true
+        echo WRONG-NAMES; return
+    fi
+    got=$(find "$dir" -mindepth 1 -type f -size "${size}c" | wc -l)
+    ((got == n)) || { log "$dir: $((n - got)) of $n entries are not regular files of $size bytes"; echo WRONG-SIZE; return; }
+    got=$(cd "$dir" && xargs cat < "$names" | sha256sum | cut -d' ' -f1)
+    [[ $got == "$digest" ]] || { log "$dir: contents differ from the source"; echo WRONG-DATA; return; }
+    echo ok
+}
+
+# small_files_digest SRC NAMES: SHA-256 of the files in SRC behind NAMES (one per line, in that
+# order; a "-K" copy suffix is stripped), concatenated: what check_small_files expects.
+small_files_digest() {
+    sed 's/-[0-9]*$//' "$2" | (cd "$1" && xargs cat) | sha256sum | cut -d' ' -f1
+}
+
+# status_server_block PORT: an http-block server on 127.0.0.1:PORT with nginx's stub_status, not
+# logged and not rate-limited, for wait_server_idle.
+status_server_block() {
+    printf '%s\n' "server {" "        listen 127.0.0.1:$1;" "        access_log off;" "        limit_rate 0;" \
+        "        location / { stub_status; }" "    }"
+}
+
+# wait_server_idle: until the nginx with status_server_block on STATUS_PORT holds no client
+# connection (stub_status counts its own request), so every request of the tool just run has
+# been logged (nginx logs a request whose client went away only once it notices). At most 60 s.
+wait_server_idle() {
+    local i active
+    for i in {1..600}; do
+        active=$(curl -s --max-time 2 "http://127.0.0.1:$STATUS_PORT/" | sed -n 's/^Active connections: *\([0-9]*\).*/\1/p')
+        [[ $active == 1 ]] && return 0
+        sleep 0.1
+    done
+    log "warning: nginx still has $((active - 1)) client connection(s) after 60 s; their requests are not counted yet"
 }
 
 # stop_nginx: gracefully (the master reaps its workers), then for certain.

@@ -100,9 +100,6 @@ mapfile -t DELAYS < "$DELAYS_FILE"
 log "delays (SEED=$SEED): $(head -n 5 "$DELAYS_FILE" | tr '\n' ' ')... mean $(awk '{ s += $1 } END { printf "%.3f", NR ? s / NR : 0 }' "$DELAYS_FILE") s"
 
 # --- server --------------------------------------------------------------------
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 PORT=${PORT:-$(free_port)}
 STATUS_PORT=$(free_port)
 while [[ $STATUS_PORT == "$PORT" ]]; do STATUS_PORT=$(free_port); done
@@ -126,25 +123,8 @@ start_nginx "$PORT" "$BASE_URL/" 1024 "    log_format killbench '\$msec \$status
     limit_rate $LIMIT;
     keepalive_timeout 75s;
     keepalive_requests 100000;
-    server {
-        listen 127.0.0.1:$STATUS_PORT;
-        access_log off;
-        limit_rate 0;
-        location / { stub_status; }
-    }" " backlog=1024"
+    $(status_server_block "$STATUS_PORT")" " backlog=1024"
 log "nginx $(nginx -v 2>&1 | sed 's/.*\///') serving $WORK on $BASE_URL, limit_rate $LIMIT per connection (pid $NGINX_PID)"
-
-# wait_server_idle: until nginx holds no client connection (stub_status counts its own request),
-# so every request of the tool just run has been logged. At most 60 s.
-wait_server_idle() {
-    local i active
-    for i in {1..600}; do
-        active=$(curl -s --max-time 2 "http://127.0.0.1:$STATUS_PORT/" | sed -n 's/^Active connections: *\([0-9]*\).*/\1/p')
-        [[ $active == 1 ]] && return 0
-        sleep 0.1
-    done
-    log "warning: nginx still has $((active - 1)) client connection(s) after 60 s; their requests are not counted yet"
-}
 
 # --- tools ---------------------------------------------------------------------
 # tool_cmd TOOL URL OUT HOME: fill CMD with TOOL's command line. Resuming is the same command

@@ -114,13 +114,8 @@ PY
     seq 0 $((LONG - 1)) | awk -v n="$FILES" -v u="$BASE_URL/long/" '{ printf "%sf%06d-%d\n", u, $1 % n, int($1 / n) }' > "$LONG_LIST"
 fi
 
-# expected_digest NAMES: sha-256 of the source files behind NAMES (one per line, "-K" copy
-# suffixes stripped), concatenated in that order.
-expected_digest() {
-    sed 's/-[0-9]*$//' "$1" | (cd "$SRC" && xargs cat) | sha256sum | cut -d' ' -f1
-}
-DIGEST=$(expected_digest "$WORK/names.txt")
-((LONG > 0)) && LONG_DIGEST=$(expected_digest "$WORK/long-names.txt")
+DIGEST=$(small_files_digest "$SRC" "$WORK/names.txt")
+((LONG > 0)) && LONG_DIGEST=$(small_files_digest "$SRC" "$WORK/long-names.txt")
 
 # --- nginx ------------------------------------------------------------------------
 # Its access log counts the requests of every run and of the re-run (see bench-lib.sh).
@@ -144,43 +139,15 @@ tool_cmd() {
     esac
 }
 
-# check_output DIR NAMES DIGEST COUNT: DIR holds exactly the files in NAMES (no .part,
-# .aria2 or renamed copies), each FILE_SIZE bytes, and their contents in NAMES order hash
-# to DIGEST: every byte of every file is checked. Prints a status word.
-check_output() {
-    local dir=$1 names=$2 digest=$3 n=$4 got
-    [[ -d $dir ]] || { echo NO-DIR; return; }
-    if ! (cd "$dir" && find . -mindepth 1 -printf '%P\n' | sort | cmp -s - "$names"); then
-        log "$dir: the file names differ from the list (extra '<' or missing '>', first 5):"
-        (cd "$dir" && find . -mindepth 1 -printf '%P\n' | sort | diff - "$names" | grep '^[<>]' | head -n 5) >&2 || true
-        echo WRONG-NAMES; return
-    fi
-    got=$(find "$dir" -mindepth 1 -type f -size "${FILE_SIZE}c" | wc -l)
-    ((got == n)) || { log "$dir: $((n - got)) of $n entries are not regular files of $FILE_SIZE bytes"; echo WRONG-SIZE; return; }
-    got=$(cd "$dir" && xargs cat < "$names" | sha256sum | cut -d' ' -f1)
-    [[ $got == "$digest" ]] || { log "$dir: contents differ from the source"; echo WRONG-DATA; return; }
-    echo ok
-}
-
 # run_timed LIMIT_S: run CMD under timeout and GNU time; sets E U S M RC REQS BYTES
 # (requests nginx logged during the run, and the body bytes it sent for them).
 run_timed() {
-    local tf=$WORK/time.out t0 t1 lines0
-    : > "$tf"
+    local lines0
     lines0=$(wc -l < "$ALOG")
-    RC=0
-    t0=$EPOCHREALTIME
-    # At the limit, timeout sends SIGINT to its whole process group. GNU time ignores SIGINT
-    # while it waits; haul checkpoints and exits 130 (as on Ctrl-C), so time still reports its
-    # CPU and peak RSS up to then. -k 10: SIGKILL for a tool that ignores SIGINT too.
-    timeout -s INT -k 10 "$1" /usr/bin/time -f '%e %U %S %M' -o "$tf" -- "${CMD[@]}" \
-        </dev/null >"$WORK/tool.log" 2>&1 || RC=$?
-    t1=$EPOCHREALTIME
+    # At the limit, timeout sends SIGINT to its whole process group: haul checkpoints and exits
+    # 130 (as on Ctrl-C), and GNU time still reports its CPU and peak RSS up to then.
+    time_cmd "$1" INT "$WORK/tool.log"
     read -r REQS BYTES < <(tail -n "+$((lines0 + 1))" "$ALOG" | awk '{ b += $10 } END { print NR, b + 0 }')
-    # On failure GNU time first prints "Command exited with non-zero status N": take the last line.
-    read -r _ U S M < <(tail -n 1 "$tf" 2>/dev/null || true)
-    U=${U:-0} S=${S:-0} M=${M:-0}
-    E=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
 }
 
 # record PART TOOL ROUND ENTRIES STATUS: one line of $TIMES, one line on stderr.
@@ -227,7 +194,7 @@ measure_list() {
     fresh_state
     tool_cmd "$tool" "$list" "$OUT"
     run_timed "$limit"
-    check=$(check_output "$OUT" "$names" "$digest" "$n")
+    check=$(check_small_files "$OUT" "$names" "$digest" "$n" "$FILE_SIZE")
     FILES_OK=$([[ $check == ok ]] && echo 1 || echo 0)
     status=$(status_of "$RC" "$check")
     record "$part" "$tool" "$round" "$n" "$status"
@@ -242,7 +209,7 @@ rerun() {
     tool_cmd "$tool" "$LIST" "$OUT"
     sync
     run_timed "$TIMEOUT"
-    check=$(check_output "$OUT" "$WORK/names.txt" "$DIGEST" "$FILES")
+    check=$(check_small_files "$OUT" "$WORK/names.txt" "$DIGEST" "$FILES" "$FILE_SIZE")
     status=$(status_of "$RC" "$check")
     # aria2c exits 13 ("file already existed") here: expected, not a failure.
     [[ $tool == aria2c && $status == FAILED-ok ]] && status=ok
@@ -271,7 +238,7 @@ done
 # --- part 2: memory: one URL, and the long list ----------------------------------------
 log "part 2: peak RSS for one 16 KiB URL ($ROUNDS run(s) each)"
 echo "$(name 0)" > "$WORK/one-name.txt"
-ONE_DIGEST=$(expected_digest "$WORK/one-name.txt")
+ONE_DIGEST=$(small_files_digest "$SRC" "$WORK/one-name.txt")
 echo "$BASE_URL/src/$(name 0)" > "$WORK/one-list.txt"
 for ((r = 1; r <= ROUNDS; r++)); do
     for tool in haul aria2c; do

@@ -109,7 +109,7 @@ tool_cmd() {
 # IDEAL_S only sets the timeout (60 s + 10 x ideal), so a stuck tool cannot stall the run.
 measure() {
     local part=$1 tool=$2 k=$3 src=$4 url=$5 round=$6 ideal=$7
-    local out=$OUT/download.bin tf=$WORK/time.out t0 t1 rc=0 status=ok e u s m bytes reqs=-
+    local out=$OUT/download.bin status=ok rc e u s m bytes reqs=-
     local alog=$NGX/logs/access.log lines0=0
     bytes=$(stat -c %s "$src")
 
@@ -117,13 +117,10 @@ measure() {
     HAUL_HOME_DIR=$(mktemp -d "$WORK/haul-home.XXXXXX")
     tool_cmd "$tool" "$k" "$url" "$out"
     sync   # the previous run's writeback is not charged to this one
-    : > "$tf"
     [[ $part == nginx ]] && lines0=$(wc -l < "$alog")
 
-    t0=$EPOCHREALTIME
-    timeout -k 5 "$(awk -v i="$ideal" 'BEGIN { printf "%d", 60 + 10 * i }')" \
-        /usr/bin/time -f '%e %U %S %M' -o "$tf" -- "${CMD[@]}" </dev/null >"$WORK/tool.log" 2>&1 || rc=$?
-    t1=$EPOCHREALTIME
+    time_cmd "$(awk -v i="$ideal" 'BEGIN { printf "%d", 60 + 10 * i }')" TERM "$WORK/tool.log"
+    rc=$RC e=$E u=$U s=$S m=$M
     [[ $part == nginx ]] && reqs=$(($(wc -l < "$alog") - lines0))
 
     if ((rc == 124 || rc == 137)); then
@@ -142,8 +139,6 @@ measure() {
         sed 's/^/    /' "$WORK/tool.log" | tail -n 5 >&2
     fi
 
-    read -r _ u s m < <(tail -n 1 "$tf" 2>/dev/null || true)
-    e=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$part" "$tool" "$k" "$((bytes / 1048576))" \
         "$round" "$e" "${u:-0}" "${s:-0}" "${m:-0}" "$status" "$reqs" >> "$TIMES"
     log "$(awk -v p="$part" -v r="$round" -v t="$tool" -v k="$k" -v e="$e" -v u="${u:-0}" -v s="${s:-0}" \
