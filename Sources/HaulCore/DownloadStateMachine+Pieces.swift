@@ -112,8 +112,10 @@ extension DownloadStateMachine {
         }
         guard let best, let end = parts[best.index].end, let owner = parts[best.index].owner else { return nil }
         let ownerSpeed = connections[owner]?.speed
-        // An owner with a measured speed that finishes soon keeps its part.
-        if ownerSpeed != nil, best.finish < settings.minimumStealSeconds { return nil }
+        // An owner that finishes soon keeps its part: at its measured speed, or (just assigned,
+        // not measured yet) at the thief's. Without that estimate, steals of steals halved the
+        // last parts down to `minimumSteal`, a new request each (seen in nginx's log at -x 8).
+        if best.finish < settings.minimumStealSeconds { return nil }
         // A connection that has not shown its speed yet keeps half.
         let speedsKnown = ownerSpeed != nil && mySpeed != nil
         guard var cut = SegmentPlanner.stealPoint(next: parts[best.index].next, end: end,
@@ -144,9 +146,9 @@ extension DownloadStateMachine {
         return id
     }
 
+    /// A connection takes another part; its measured speed is the connection's and goes with it.
     mutating func assign(_ id: ConnectionID, to index: Int) {
         connections[id]?.part = parts[index].start
-        connections[id]?.speed = nil
         parts[index].owner = id
     }
 

@@ -332,6 +332,28 @@ import Testing
         if let plan = requests(actions)[0] { #expect(plan.range!.start > 5000) }
     }
 
+    /// Found in nginx's log at -x 8: a thief's fresh part had no measured speed, so the next idle
+    /// connection stole half of it, and the next half of that, a request each. A connection's
+    /// speed goes with it to the part it takes, and a part that will be done within half a second
+    /// is left alone.
+    @Test func aFreshlyStolenPartIsNotStolenAgain() throws {
+        var machine = try machine(connections: 3)
+        _ = machine.start(noFiles, now: 0)
+        let opened = machine.responseReceived(0, partial(0, 2999, of: 3000), nowSecondsSince1970: 0, jitter: 0)
+        #expect(requests(opened).mapValues(\.range) == [1: ByteRange(start: 1000, end: 1999), 2: ByteRange(start: 2000, end: 2999)])
+        _ = machine.responseReceived(1, partial(1000, 1999, of: 3000), nowSecondsSince1970: 0, jitter: 0)
+        _ = machine.responseReceived(2, partial(2000, 2999, of: 3000), nowSecondsSince1970: 0, jitter: 0)
+        feed(&machine, 0, 1000, chunk: 100)
+        feed(&machine, 1, 300, chunk: 100)
+        feed(&machine, 2, 100, chunk: 100)
+        _ = machine.tick(now: 0.5, elapsed: 0.5)  // 2000, 600 and 200 bytes/s
+        let stolen = requests(machine.bodyEnded(0, jitter: 0))[0]?.range
+        #expect(stolen == ByteRange(start: 2181, end: 2999))  // 0.41 s of work at 2000 bytes/s
+        feed(&machine, 1, 700, chunk: 100)
+        // Connection 1 is done; the rest of every part is under half a second away.
+        #expect(requests(machine.bodyEnded(1, jitter: 0)).isEmpty)
+    }
+
     @Test func aRefusedExtraConnectionIsNotAnError() throws {
         var machine = try machine(connections: 3)
         _ = machine.start(noFiles, now: 0)

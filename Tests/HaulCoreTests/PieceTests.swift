@@ -288,6 +288,19 @@ import Testing
         #expect(outcome.requests <= 40, "\(outcome.requests) requests")
     }
 
+    /// Connections of different speeds: the fast ones take the slow ones' tails, each steal once,
+    /// not steals of steals halving the last bytes into a request each.
+    @Test func unevenConnectionsStealWithoutACascade() throws {
+        let mib: Int64 = 1 << 20
+        let speeds = Dictionary(uniqueKeysWithValues: (0..<8).map { ($0, Int64(40 + 5 * $0) * mib) })
+        let outcome = try simulate(total: 1024 * mib, connections: 8, speeds: speeds, defaultSpeed: 50 * mib, minimumSegment: mib)
+        #expect(outcome.complete)
+        #expect(outcome.cuts <= 2, "\(outcome.cuts) cut")
+        #expect(outcome.requests <= 48, "\(outcome.requests) requests")
+        let ideal = Double(1024 * mib) / Double(speeds.values.reduce(0, +))
+        #expect(outcome.seconds <= ideal * 1.1 + 0.25, "\(outcome.seconds) s, ideal \(ideal) s")
+    }
+
     /// One connection ten times slower than the rest: the others take its work, and the
     /// download takes at most 1.25 times the ideal (all bytes at the total speed).
     @Test func aStragglerCostsAtMostAQuarterMore() throws {
