@@ -132,9 +132,10 @@ let package = Package(
         .testTarget(
             name: "HaulServerTests",
             dependencies: [
-                "HaulServer", "HaulAPI", "HaulCore", "Haul",
+                "HaulServer", "HaulAPI", "HaulCore", "Haul", "HaulTesting",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),
         .testTarget(

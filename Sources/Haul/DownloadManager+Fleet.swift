@@ -148,7 +148,7 @@ extension DownloadManager {
         if case .applied(let applied, let before) = try await fleet.request(command, for: id) {
             if command != .pause {
                 // As `removeNow`: a final file is deleted only if it is this finished download's.
-                removeFiles(of: applied, final: command == .removeWithFile && before == .completed)
+                await removeFiles(of: applied, final: command == .removeWithFile && before == .completed)
                 secrets[id] = nil
             }
             hub.publish(DownloadEvent(id: id, kind: command == .pause ? .paused : .removed))

@@ -41,17 +41,19 @@ extension DownloadManager {
         let limiter = RateLimiter(rate: nil, clock: clock)
         var settings = configuration.machineSettings
         settings.notesProgress = notes != nil
+        // Threads a run that ended left idle, for this run's blocking file work.
+        let (spares, io) = (spareDisks, spareDisks.take())
         let runner = DownloadRunner(
             store: store, transport: transport, clock: clock, names: names, settings: settings,
             limiters: [limiter, globalLimiter], roots: configuration.downloadRoots, notes: notes, budgets: budgets,
-            makeWriter: { directory, name, exclusive, connections in
-                try FileChunkWriter(directory: directory, name: name, exclusive: exclusive,
-                                    batchSize: FileChunkWriter.batchSize(connections: connections))
+            makeWriter: { directory, name, exclusive, connections, io in
+                try await FileChunkWriter.open(in: directory, name: name, exclusive: exclusive,
+                                               batchSize: FileChunkWriter.batchSize(connections: connections), io: io)
             },
             logger: configuration.logger, metrics: metrics, stop: stop, emit: { [hub, live] event in
                 live.note(event)
                 hub.publish(event)
-            })
+            }, io: io)
         let store = store
         let hub = hub
         let locks = Result { () throws(HaulError) -> DownloadLocks in try downloadLocks() }
@@ -60,6 +62,8 @@ extension DownloadManager {
         let generation = generations
         let task = Task {
             let launch = await Self.launch(id, store: store, hub: hub, locks: locks, credentials: credentials, runner: runner)
+            // The run ended everything it started on its threads.
+            spares.giveBack(io)
             await self.finished(id, generation: generation, launch)
         }
         active[id] = Active(task: task, stop: stop, limiter: limiter, generation: generation)

@@ -58,6 +58,9 @@ public actor DownloadManager {
         /// (`--max-connections-per-host`), shared fairly; nil: only each download's own `-x`.
         /// Either way a host that refuses a connection (429, 503) gets fewer for a while.
         public var maxConnectionsPerHost: Int?
+        /// The system calls that write, sync and close each `.part`; a test's can hold one
+        /// download's writes back.
+        var fileCalls = FileCalls.system
 
         public init(
             stateDirectory: String,
@@ -131,6 +134,8 @@ public actor DownloadManager {
     public nonisolated let globalLimiter: RateLimiter
     /// The connection budget of each host, shared by every download of this manager.
     let budgets: HostBudgets
+    /// The file threads of runs that ended, for the next runs (see `DiskIO`).
+    let spareDisks: DiskIO.Spares
     /// The latest progress of every running download, for listings and the summary.
     let live = LiveProgress()
     var maxConcurrent: Int
@@ -209,6 +214,7 @@ public actor DownloadManager {
             ? ProgressNotes(directory: Paths.join(configuration.stateDirectory, "progress"), boot: boot) : nil
         self.globalLimiter = RateLimiter(rate: configuration.maxBytesPerSecond.flatMap(ByteRate.limit), clock: clock)
         self.budgets = HostBudgets(limit: configuration.maxConnectionsPerHost, clock: clock)
+        self.spareDisks = DiskIO.Spares(calls: configuration.fileCalls)
         self.ownedTransport = ownedTransport
         self.closeStore = closeStore
     }
@@ -278,8 +284,10 @@ public actor DownloadManager {
         var record = existing
         record.request = request
         if record.status == .completed {
-            if let path = DestinationFiles.finalPath(record), let size = DestinationFiles.size(path),
-               record.expectedLength == nil || record.expectedLength == size {
+            var size: Int64?
+            let path = DestinationFiles.finalPath(record)
+            if let path { size = try await BlockingIO.run { DestinationFiles.size(path) } }
+            if let path, let size, record.expectedLength == nil || record.expectedLength == size {
                 hub.publish(DownloadEvent(id: record.id, kind: .alreadyComplete(path: path)))
                 settle(DownloadOutcome(record, alreadyComplete: true))
                 return record
@@ -428,7 +436,7 @@ public actor DownloadManager {
         }
         let wasQueued = pending.remove(id) != nil
         secrets[id] = nil
-        removeFiles(of: record, final: deleteFile && record.status == .completed)
+        await removeFiles(of: record, final: deleteFile && record.status == .completed)
         await names.release(directory: record.request.directory, name: record.fileName)
         let runnerSaidSo = runnerStopped && record.status == .removed
         record.status = .removed
@@ -439,11 +447,13 @@ public actor DownloadManager {
     }
 
     /// Deletes a removed download's `.part` (and its final file when `final`), through its
-    /// directory resolved beneath the roots. A failure is logged: the record is removed anyway,
-    /// and a file that could not be deleted stays where it is.
-    nonisolated func removeFiles(of record: DownloadRecord, final: Bool) {
+    /// directory resolved beneath the roots, on the shared thread pool (the download has no run,
+    /// hence no threads of its own). A failure is logged: the record is removed anyway, and a file
+    /// that could not be deleted stays where it is.
+    nonisolated func removeFiles(of record: DownloadRecord, final: Bool) async {
+        let roots = configuration.downloadRoots
         do {
-            try DestinationFiles.remove(record, final: final, roots: configuration.downloadRoots)
+            try await BlockingIO.run { try DestinationFiles.remove(record, final: final, roots: roots) }
         } catch {
             configuration.logger.warning("cannot delete the removed download's files", metadata: [
                 "id": "\(record.id)", "error": "\(error)"])
@@ -539,6 +549,14 @@ public actor DownloadManager {
         for id in active.keys { settle(DownloadOutcome(id: id, status: .running)) }
         hub.finishAll()
         outcomeHub.finishAll()
+        if active.isEmpty {
+            // Past the deadline, a run still going keeps its threads (and spares are not stopped).
+            do {
+                try await spareDisks.shutdown()
+            } catch {
+                configuration.logger.warning("cannot stop the file threads", metadata: ["error": "\(error)"])
+            }
+        }
         await ownedTransport?.shutdown()
         await closeStore?()
         signalIdleIfNeeded()

@@ -30,12 +30,17 @@ struct DownloadRunner: Sendable {
     /// The connection budget per host this download shares with the manager's others (nil: none).
     var budgets: HostBudgets? = nil
     /// Opens the `.part` file (`name` in the directory) for a download over this many
-    /// connections; `exclusive` when it must be created by this open.
-    let makeWriter: @Sendable (_ directory: DownloadDirectory, _ name: String, _ exclusive: Bool, _ connections: Int) throws -> any ChunkWriter
+    /// connections; `exclusive` when it must be created by this open. Its blocking work goes to
+    /// the run's threads (`io`).
+    let makeWriter: @Sendable (_ directory: DownloadDirectory, _ name: String, _ exclusive: Bool, _ connections: Int,
+                               _ io: DiskIO) async throws -> any ChunkWriter
     let logger: Logger
     var metrics = EngineMetrics(factory: nil)
     let stop: StopSignal
     let emit: @Sendable (DownloadEvent) -> Void
+    /// The threads for the run's blocking file work (the manager's spares); nil: the run starts
+    /// its own and stops them when it ends.
+    var io: DiskIO? = nil
 
     /// Runs until the download completes, fails or is stopped; returns the record as persisted.
     func run(_ record: DownloadRecord) async -> DownloadRecord {
@@ -44,7 +49,7 @@ struct DownloadRunner: Sendable {
     }
 
     /// What the `.part` and the final file look like before a start (nothing, in a directory
-    /// that does not exist yet).
+    /// that does not exist yet). Blocks: on a file thread.
     static func localFiles(_ record: DownloadRecord, in directory: DownloadDirectory?) -> DownloadStateMachine.LocalFiles {
         guard let directory, let final = record.fileName, let part = DestinationFiles.partName(record) else {
             return .init(partSize: nil, published: false)
@@ -95,6 +100,11 @@ final class RunSession {
     /// opening of connections.
     var checkpointTask: Task<Void, Never>?
     var bodies: [ConnectionID: any ResponseBodyStream] = [:]
+    /// The run's own threads for its blocking file work: no file call runs on the cooperative
+    /// pool, and this download's slow disk holds back no other.
+    let io: DiskIO
+    /// Whether this run started `io` itself (and stops it at its end).
+    let ownsIO: Bool
     var writer: (any ChunkWriter)?
     /// The download's directory, resolved beneath its root when this run first needs it.
     var directory: DownloadDirectory?
@@ -114,6 +124,8 @@ final class RunSession {
         self.limiters = runner.limiters
         self.lastTick = runner.clock.seconds()
         self.host = ConnectionBudget.host(of: record.request.url)
+        self.io = runner.io ?? DiskIO()
+        self.ownsIO = runner.io == nil
     }
 
     var id: DownloadID { machine.withLockedValue { $0.record.id } }
@@ -143,8 +155,13 @@ final class RunSession {
         }
         let now = runner.clock.seconds()
         do {
-            directory = try DownloadDirectory.resolve(record.request.directory, roots: runner.roots, create: false)
-            var local = DownloadRunner.localFiles(record, in: directory)
+            let (record, roots) = (record, runner.roots)
+            let (resolved, found) = try await io.run {
+                let directory = try DownloadDirectory.resolve(record.request.directory, roots: roots, create: false)
+                return (directory, DownloadRunner.localFiles(record, in: directory))
+            }
+            directory = resolved
+            var local = found
             partExisted = local.partSize != nil
             local.noted = await notedProgress()
             await execute(machine.withLockedValue { $0.start(local, now: now) })
@@ -155,7 +172,7 @@ final class RunSession {
         }
         if !finished {
             for await input in inbox {
-                await execute(handle(input))
+                await execute(await handle(input))
                 if finished { break }
             }
         }
@@ -167,10 +184,17 @@ final class RunSession {
         await verifyTask?.value
         await checkpointTask?.value
         bodies = [:]
-        await writer?.close()
+        await closeWriter()
         // Every way a run ends checkpoints what it keeps (or leaves the file to another host):
         // its note has nothing more to tell.
-        removeNote()
+        await removeNote()
+        if ownsIO {
+            do {
+                try await io.shutdown()
+            } catch {
+                runner.logger.warning("cannot stop the file threads", metadata: ["id": "\(id)", "error": "\(error)"])
+            }
+        }
         runner.budgets?.leave(id, host: host)
         post.finish()
         return machine.withLockedValue { $0.persistentRecord }
@@ -178,7 +202,7 @@ final class RunSession {
 
     // MARK: Inputs
 
-    func handle(_ input: RunInput) -> [Action] {
+    func handle(_ input: RunInput) async -> [Action] {
         let jitter = self.jitter
         switch input {
         case .response(let connection, let head, let body):
@@ -217,11 +241,15 @@ final class RunSession {
             speed.record(bytes: completed, at: now)
             runner.emit(DownloadEvent(id: id, kind: .progress(Progress(
                 completed: completed, total: total, bytesPerSecond: speed.bytesPerSecond, connections: connections))))
-            return actions.filter { action in
-                guard case .checkpoint(let epoch) = action else { return true }
-                startBackgroundCheckpoint(epoch: epoch)
-                return false
+            var others: [Action] = []
+            for action in actions {
+                guard case .checkpoint(let epoch) = action else {
+                    others.append(action)
+                    continue
+                }
+                await startBackgroundCheckpoint(epoch: epoch)
             }
+            return others
         case .noteDue:
             return machine.withLockedValue { $0.noteRequested() }
         case .synced(let epoch, let result):
@@ -298,7 +326,10 @@ final class RunSession {
         case .truncate(let length):
             do {
                 // A note about the bytes being cut must not outlive them.
-                if let notes = runner.notes { try notes.remove(id) }
+                if let notes = runner.notes {
+                    let id = id
+                    try await io.run { try notes.remove(id) }
+                }
                 try await openWriter()?.truncate(to: length)
             } catch {
                 await execute(machine.withLockedValue { $0.diskFailed(diskError(error)) })
@@ -308,7 +339,7 @@ final class RunSession {
         case .noteProgress:
             await noteProgress()
         case .verify(let target):
-            startVerify(target)
+            await startVerify(target)
         case .cancelVerify:
             verifyTask?.cancel()
         case .publish(let target):
@@ -317,7 +348,11 @@ final class RunSession {
             notify(notice)
         case .discardWrites:
             await checkpointTask?.value
-            await writer?.discard()
+            do {
+                try await writer?.discard()
+            } catch {
+                runner.logger.warning("cannot close the .part given up", metadata: ["id": "\(id)", "error": "\(error)"])
+            }
         case .finish:
             finished = true
             announceEnd()
@@ -344,7 +379,7 @@ final class RunSession {
         }
         let writer: any ChunkWriter
         do {
-            guard let opened = try openWriter() else { throw HaulError(.internal, "no file name before the body") }
+            guard let opened = try await openWriter() else { throw HaulError(.internal, "no file name before the body") }
             writer = opened
         } catch {
             post.yield(.diskFailed(connection, diskError(error)))
@@ -390,19 +425,31 @@ final class RunSession {
 
     /// Opens the `.part` once the download has its name, in its directory resolved beneath
     /// its root (created if missing).
-    func openWriter() throws -> (any ChunkWriter)? {
+    func openWriter() async throws -> (any ChunkWriter)? {
         if let writer { return writer }
         let record = self.record
         guard let part = DestinationFiles.partName(record) else { return nil }
-        let opened = try runner.makeWriter(try resolvedDirectory(), part, !partExisted, record.request.connections)
+        let opened = try await runner.makeWriter(try await resolvedDirectory(), part, !partExisted, record.request.connections, io)
         writer = opened
         return opened
     }
 
-    func resolvedDirectory() throws -> DownloadDirectory {
+    /// Writes what is left and closes the `.part` (after every connection and checkpoint ended).
+    func closeWriter() async {
+        guard let writer else { return }
+        self.writer = nil
+        do {
+            try await writer.close()
+        } catch {
+            runner.logger.warning("cannot close the .part", metadata: ["id": "\(id)", "error": "\(error)"])
+        }
+    }
+
+    func resolvedDirectory() async throws -> DownloadDirectory {
         if let directory { return directory }
-        guard let resolved = try DownloadDirectory.resolve(record.request.directory, roots: runner.roots, create: true) else {
-            throw HaulError(.fileSystem, "cannot create \(record.request.directory)")
+        let (path, roots) = (record.request.directory, runner.roots)
+        guard let resolved = try await io.run({ try DownloadDirectory.resolve(path, roots: roots, create: true) }) else {
+            throw HaulError(.fileSystem, "cannot create \(path)")
         }
         directory = resolved
         return resolved
@@ -438,7 +485,7 @@ final class RunSession {
 
     /// Write, fsync, then store the offsets: the store never runs ahead of the disk.
     func checkpoint(epoch: Int) async {
-        guard let writer = openWriterForCheckpoint() else { return }
+        guard let writer = await openWriterForCheckpoint() else { return }
         do {
             let written = try await runner.metrics.time(runner.metrics.sync) { try await writer.checkpoint() }
             await execute(machine.withLockedValue { $0.synced(epoch: epoch, written: written) })
@@ -453,7 +500,7 @@ final class RunSession {
     /// logged (the next checkpoint still comes).
     func noteProgress() async {
         guard let notes = runner.notes, let boot = notes.boot, let writer, let directory,
-              let part = DestinationFiles.partName(record), let file = directory.status(of: part) else { return }
+              let part = DestinationFiles.partName(record) else { return }
         let written: [Int64: Int64]
         do {
             written = try await writer.flush()
@@ -461,8 +508,12 @@ final class RunSession {
             await execute(machine.withLockedValue { $0.diskFailed(diskError(error)) })
             return
         }
+        let (id, record) = (id, record)
         do {
-            try notes.write(id, tag: .init(boot: boot, part: file, record: record), written: written)
+            try await io.run {
+                guard let file = directory.status(of: part) else { return }
+                try notes.write(id, tag: .init(boot: boot, part: file, record: record), written: written)
+            }
         } catch {
             runner.logger.warning("cannot note progress", metadata: ["id": "\(id)", "error": "\(error)"])
         }
@@ -473,22 +524,26 @@ final class RunSession {
     func notedProgress() async -> [Int64: Int64] {
         let record = self.record
         guard let notes = runner.notes, let boot = notes.boot, let directory,
-              let part = DestinationFiles.partName(record), let file = directory.status(of: part) else { return [:] }
-        let noted = notes.read(record.id, tag: .init(boot: boot, part: file, record: record))
-        guard !noted.isEmpty else { return [:] }
+              let part = DestinationFiles.partName(record) else { return [:] }
         do {
-            try await directory.syncFile(part)
-            return noted
+            return try await io.run {
+                guard let file = directory.status(of: part) else { return [:] }
+                let noted = notes.read(record.id, tag: .init(boot: boot, part: file, record: record))
+                guard !noted.isEmpty else { return [:] }
+                try directory.syncFile(part)
+                return noted
+            }
         } catch {
             runner.logger.warning("noted progress not used: cannot sync the .part", metadata: ["id": "\(id)", "error": "\(error)"])
             return [:]
         }
     }
 
-    func removeNote() {
+    func removeNote() async {
         guard let notes = runner.notes else { return }
+        let id = id
         do {
-            try notes.remove(id)
+            try await io.run { try notes.remove(id) }
         } catch {
             runner.logger.warning("cannot remove the progress note", metadata: ["id": "\(id)", "error": "\(error)"])
         }
@@ -496,17 +551,17 @@ final class RunSession {
 
     /// The writer a checkpoint syncs; nil (logged) when the `.part` cannot be opened: then no
     /// byte was written through it, and the stored offsets stay as they are.
-    func openWriterForCheckpoint() -> (any ChunkWriter)? {
+    func openWriterForCheckpoint() async -> (any ChunkWriter)? {
         do {
-            return try openWriter()
+            return try await openWriter()
         } catch {
             runner.logger.warning("checkpoint skipped: cannot open the .part", metadata: ["id": "\(id)", "error": "\(error)"])
             return nil
         }
     }
 
-    func startBackgroundCheckpoint(epoch: Int) {
-        guard checkpointTask == nil, let writer = openWriterForCheckpoint() else { return }
+    func startBackgroundCheckpoint(epoch: Int) async {
+        guard checkpointTask == nil, let writer = await openWriterForCheckpoint() else { return }
         let (post, metrics) = (self.post, runner.metrics)
         checkpointTask = Task {
             do {
@@ -517,12 +572,17 @@ final class RunSession {
         }
     }
 
-    func startVerify(_ target: DownloadStateMachine.VerifyTarget) {
+    func startVerify(_ target: DownloadStateMachine.VerifyTarget) async {
         let record = self.record
         let expected = machine.withLockedValue { $0.expectedLength }
         let name = target == .published ? record.fileName : DestinationFiles.partName(record)
-        let post = self.post
-        let directory = Result { try resolvedDirectory() }.mapError(diskError)
+        let (post, io) = (self.post, io)
+        let directory: Result<DownloadDirectory, HaulError>
+        do {
+            directory = .success(try await resolvedDirectory())
+        } catch {
+            directory = .failure(diskError(error))
+        }
         verifyTask = Task {
             guard let name else {
                 post.yield(.verified(HaulError(.internal, "nothing to verify: the download has no file name")))
@@ -530,7 +590,7 @@ final class RunSession {
             }
             switch directory {
             case .success(let directory):
-                post.yield(.verified(await Verifier.verify(name, in: directory, expectedLength: expected,
+                post.yield(.verified(await Verifier.verify(name, in: directory, io: io, expectedLength: expected,
                                                            checksum: record.request.checksum, url: record.request.url)))
             case .failure(let error):
                 post.yield(.verified(error))
@@ -541,17 +601,21 @@ final class RunSession {
     func publish(_ target: DownloadStateMachine.VerifyTarget) async {
         let record = self.record
         guard let part = DestinationFiles.partName(record), let final = record.fileName else { return }
-        // A periodic checkpoint's fsync uses the descriptor: it ends before the file closes.
+        // A periodic checkpoint's fsync uses the descriptor: it ends before the file closes (and
+        // the writer itself never closes under a running fsync).
         await checkpointTask?.value
-        await writer?.close()
-        writer = nil
         var failure: HaulError?
+        let written = writer
+        writer = nil
         do {
-            let directory = try resolvedDirectory()
-            if target == .published {
-                try directory.finishPublish(part: part, final: final)
-            } else {
-                try directory.publish(part: part, final: final)
+            try await written?.close()
+            let directory = try await resolvedDirectory()
+            try await io.run {
+                if target == .published {
+                    try directory.finishPublish(part: part, final: final)
+                } else {
+                    try directory.publish(part: part, final: final)
+                }
             }
         } catch {
             failure = diskError(error)

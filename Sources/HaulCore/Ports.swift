@@ -95,8 +95,9 @@ public protocol HTTPTransport: Sendable {
 public protocol ChunkWriter: AnyObject, Sendable {
     /// Takes `chunk` for file offset `offset` on behalf of the part that starts at remote
     /// offset `part`. Each part's chunks come in order, back to back. Returns once the chunk is
-    /// written or kept in the part's batch; a full batch is written before it returns
-    /// (backpressure reaches the socket).
+    /// kept in the part's batch or its full batch handed to the disk; it waits while too much is
+    /// handed over and not yet written (backpressure reaches the socket). A failed write is
+    /// thrown by a later call.
     func write(_ chunk: any ByteChunk, at offset: Int64, part: Int64) async throws
     /// Writes everything kept, fsyncs the file once, and returns for each part the file offset
     /// after its last byte written before the fsync: now durable.
@@ -109,9 +110,10 @@ public protocol ChunkWriter: AnyObject, Sendable {
     func read(at offset: Int64, count: Int) async throws -> [UInt8]
     /// Drops everything queued and cuts the file to `length`.
     func truncate(to length: Int64) async throws
-    /// Writes what is kept, then closes the file.
-    func close() async
-    /// Drops what is kept and closes the file: later writes fail. For a run that lost its
-    /// lease to another host, which now owns the file.
-    func discard() async
+    /// Writes what is kept, then closes the file once nothing uses it (never under a running
+    /// fsync); throws what failed to be written or closed.
+    func close() async throws
+    /// Drops what is kept and closes the file once nothing uses it: later writes fail. For a
+    /// run that lost its lease to another host, which now owns the file.
+    func discard() async throws
 }

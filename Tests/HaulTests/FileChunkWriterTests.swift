@@ -1,11 +1,14 @@
 import Foundation
 @testable import Haul
 import HaulCore
+import HaulTesting
+import NIOConcurrencyHelpers
 import NIOCore
 import Testing
 
-/// The real writer on a real file: positional writes per part, what a checkpoint claims, and
-/// what a truncation drops.
+/// The real writer on a real file: positional writes per part, what a checkpoint claims, what
+/// a truncation drops; a disk that holds writes back (through `FileCalls`), and what the writer
+/// does meanwhile.
 @Suite(.timeLimit(.minutes(1))) struct FileChunkWriterTests {
     private func temporaryFile() throws -> String {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("haul-writer-\(UUID().uuidString)")
@@ -13,11 +16,21 @@ import Testing
         return directory.appendingPathComponent("f.part").path
     }
 
-    /// The writer of the `.part` at `path`, opened as a run opens it: through its directory.
-    private func writer(_ path: String, batchSize: Int = FileChunkWriter.batchSize(connections: 1)) throws -> FileChunkWriter {
-        let (directory, name) = Paths.split(path)
-        let opened = try #require(try DownloadDirectory.resolve(directory, roots: nil, create: true))
-        return try FileChunkWriter(directory: opened, name: try #require(name), exclusive: false, batchSize: batchSize)
+    /// The writer of the `.part` at `path`, opened as a run opens it: through its directory, on
+    /// threads of its own, which are stopped once `body` returns.
+    private func withWriter(_ path: String, batchSize: Int = FileChunkWriter.batchSize(connections: 1), calls: FileCalls = .system,
+                            _ body: (FileChunkWriter) async throws -> Void) async throws {
+        let io = DiskIO(calls: calls)
+        do {
+            let (directory, name) = Paths.split(path)
+            let opened = try #require(try DownloadDirectory.resolve(directory, roots: nil, create: true))
+            let writer = try await FileChunkWriter.open(in: opened, name: try #require(name), exclusive: false, batchSize: batchSize, io: io)
+            try await body(writer)
+        } catch {
+            try await io.shutdown()
+            throw error
+        }
+        try await io.shutdown()
     }
 
     private func bytes(_ value: UInt8, _ count: Int) -> ByteBuffer {
@@ -26,15 +39,16 @@ import Testing
 
     @Test func partsLandAtTheirOffsetsAndACheckpointClaimsWhatIsOnDisk() async throws {
         let path = try temporaryFile()
-        let writer = try writer(path, batchSize: 64)
-        // Two parts, written interleaved, the second one before the first.
-        try await writer.write(bytes(2, 30), at: 100, part: 100)
-        try await writer.write(bytes(1, 50), at: 0, part: 0)
-        try await writer.write(bytes(2, 50), at: 130, part: 100)  // fills a batch: written now
-        try await writer.write(bytes(1, 10), at: 50, part: 0)     // pending
-        #expect(try await writer.read(at: 55, count: 10) == [UInt8](repeating: 1, count: 5) + [UInt8](repeating: 0, count: 5))
-        #expect(try await writer.checkpoint() == [0: 60, 100: 180])
-        await writer.close()
+        try await withWriter(path, batchSize: 64) { writer in
+            // Two parts, written interleaved, the second one before the first.
+            try await writer.write(bytes(2, 30), at: 100, part: 100)
+            try await writer.write(bytes(1, 50), at: 0, part: 0)
+            try await writer.write(bytes(2, 50), at: 130, part: 100)  // fills a batch: handed to the disk
+            try await writer.write(bytes(1, 10), at: 50, part: 0)     // pending
+            #expect(try await writer.read(at: 55, count: 10) == [UInt8](repeating: 1, count: 5) + [UInt8](repeating: 0, count: 5))
+            #expect(try await writer.checkpoint() == [0: 60, 100: 180])
+            try await writer.close()
+        }
         let data = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
         #expect(data.count == 180)
         #expect(data[0..<60].allSatisfy { $0 == 1 })
@@ -44,11 +58,12 @@ import Testing
 
     @Test func aJumpInAPartWritesWhatCameBefore() async throws {
         let path = try temporaryFile()
-        let writer = try writer(path, batchSize: 1 << 20)
-        try await writer.write(bytes(1, 10), at: 0, part: 0)
-        try await writer.write(bytes(3, 10), at: 40, part: 0)  // not back to back
-        #expect(try await writer.checkpoint() == [0: 50])
-        await writer.close()
+        try await withWriter(path, batchSize: 1 << 20) { writer in
+            try await writer.write(bytes(1, 10), at: 0, part: 0)
+            try await writer.write(bytes(3, 10), at: 40, part: 0)  // not back to back
+            #expect(try await writer.checkpoint() == [0: 50])
+            try await writer.close()
+        }
         let data = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
         #expect(Array(data[0..<10]) == [UInt8](repeating: 1, count: 10))
         #expect(Array(data[40..<50]) == [UInt8](repeating: 3, count: 10))
@@ -56,23 +71,113 @@ import Testing
 
     @Test func aTruncationDropsWhatIsPending() async throws {
         let path = try temporaryFile()
-        let writer = try writer(path, batchSize: 1 << 20)
-        try await writer.write(bytes(1, 100), at: 0, part: 0)
-        _ = try await writer.checkpoint()
-        try await writer.write(bytes(2, 100), at: 100, part: 0)  // pending only
-        try await writer.truncate(to: 0)
-        #expect(try await writer.checkpoint() == [:])
-        try await writer.write(bytes(4, 20), at: 0, part: 0)
-        #expect(try await writer.checkpoint() == [0: 20])
-        await writer.close()
+        try await withWriter(path, batchSize: 1 << 20) { writer in
+            try await writer.write(bytes(1, 100), at: 0, part: 0)
+            _ = try await writer.checkpoint()
+            try await writer.write(bytes(2, 100), at: 100, part: 0)  // pending only
+            try await writer.truncate(to: 0)
+            #expect(try await writer.checkpoint() == [:])
+            try await writer.write(bytes(4, 20), at: 0, part: 0)
+            #expect(try await writer.checkpoint() == [0: 20])
+            try await writer.close()
+        }
         let data = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
         #expect(data == [UInt8](repeating: 4, count: 20))
     }
 
     @Test func aWriteAfterCloseIsAnErrorNotALostByte() async throws {
         let path = try temporaryFile()
-        let writer = try writer(path)
-        await writer.close()
-        await #expect(throws: (any Error).self) { try await writer.write(bytes(1, 10), at: 0, part: 0) }
+        try await withWriter(path) { writer in
+            try await writer.close()
+            await #expect(throws: (any Error).self) { try await writer.write(bytes(1, 10), at: 0, part: 0) }
+        }
+    }
+
+    /// A disk that holds the first batch back: the connection goes on handing batches over
+    /// (it never waits for one write), up to `maxQueuedBytes` unwritten, then waits; once the disk
+    /// answers every byte lands where it belongs.
+    @Test func aConnectionReadsABoundedAmountAheadOfAHeldDisk() async throws {
+        let path = try temporaryFile()
+        let gate = Gate()
+        var calls = FileCalls.system
+        calls.write = { descriptor, vectors, count, offset, path in
+            gate.pass(path)
+            return FileCalls.system.write(descriptor, vectors, count, offset, path)
+        }
+        let batch = 64 << 10
+        let batches = 2 * FileChunkWriter.maxQueuedBytes / batch
+        try await withWriter(path, batchSize: batch, calls: calls) { writer in
+            let accepted = NIOLockedValueBox(0)
+            let connection = Task {
+                for index in 0..<batches {
+                    try await writer.write(bytes(UInt8(index % 251), batch), at: Int64(index * batch), part: 0)
+                    accepted.withLockedValue { $0 += batch }
+                }
+            }
+            #expect(try await eventually { gate.arrivals.count == 1 && writer.waitingCalls == 1 }, "the connection waits for the held disk")
+            let ahead = accepted.withLockedValue { $0 } + batch  // the waiting call's batch too
+            #expect(ahead >= 3 * batch, "handing a batch over does not wait for its write")
+            #expect(ahead <= FileChunkWriter.maxQueuedBytes + batch, "read \(ahead) bytes ahead of the disk")
+            gate.open()
+            try await connection.value
+            #expect(try await writer.checkpoint() == [0: Int64(batches * batch)])
+            try await writer.close()
+        }
+        #expect(!gate.expired)
+        let data = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        #expect(data.count == batches * batch)
+        for index in 0..<batches {
+            #expect(data[(index * batch)..<((index + 1) * batch)].allSatisfy { $0 == UInt8(index % 251) }, "batch \(index)")
+        }
+    }
+
+    /// A checkpoint's fsync held by the disk: `close` (or `discard`) waits for it, so the
+    /// descriptor it syncs can never be closed, or reused for another file, under it.
+    @Test(arguments: [false, true]) func aFileIsNeverClosedUnderARunningFsync(discarding: Bool) async throws {
+        let path = try temporaryFile()
+        let gate = Gate()
+        let log = NIOLockedValueBox<[String]>([])
+        var calls = FileCalls.system
+        calls.sync = { descriptor, path in
+            log.withLockedValue { $0.append("sync") }
+            gate.pass(path)
+            let result = FileCalls.system.sync(descriptor, path)
+            log.withLockedValue { $0.append("synced") }
+            return result
+        }
+        calls.close = { descriptor, path in
+            log.withLockedValue { $0.append("close") }
+            return FileCalls.system.close(descriptor, path)
+        }
+        try await withWriter(path, calls: calls) { writer in
+            try await writer.write(bytes(7, 1000), at: 0, part: 0)
+            let checkpoint = Task { try await writer.checkpoint() }
+            #expect(try await eventually { gate.arrivals.count == 1 })
+            let closing = Task { discarding ? try await writer.discard() : try await writer.close() }
+            #expect(try await eventually { writer.waitingCalls == 1 }, "the close waits")
+            #expect(log.withLockedValue { $0 } == ["sync"], "nothing closed while the fsync runs")
+            gate.open()
+            try await closing.value
+            #expect(try await checkpoint.value == [0: 1000])
+        }
+        #expect(log.withLockedValue { $0 } == ["sync", "synced", "close"])
+        #expect(!gate.expired)
+    }
+
+    /// A write the disk refuses (no space) is not lost with the connection that handed it over:
+    /// the next checkpoint and the next write throw it.
+    @Test func aFailedWriteIsThrownByTheNextCalls() async throws {
+        let path = try temporaryFile()
+        var calls = FileCalls.system
+        calls.write = { _, _, _, _, _ in
+            errno = ENOSPC
+            return -1
+        }
+        try await withWriter(path, batchSize: 100, calls: calls) { writer in
+            try await writer.write(bytes(1, 100), at: 0, part: 0)  // a full batch: handed over
+            await #expect { _ = try await writer.checkpoint() } throws: { ($0 as? HaulError)?.code == .diskFull }
+            await #expect { try await writer.write(bytes(1, 10), at: 100, part: 0) } throws: { ($0 as? HaulError)?.code == .diskFull }
+            await #expect { try await writer.close() } throws: { ($0 as? HaulError)?.code == .diskFull }
+        }
     }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import Haul
+@testable import Haul
 import HaulCore
 import HaulStore
 import HaulTesting
@@ -28,7 +28,8 @@ final class Harness: Sendable {
         minimumSegmentSize: Int64 = 1 << 20,
         confined: Bool = false,
         bootID: String? = nil,
-        maxConnectionsPerHost: Int? = nil
+        maxConnectionsPerHost: Int? = nil,
+        fileCalls: FileCalls = .system
     ) async throws -> Harness {
         let root = NSTemporaryDirectory() + "haul-test-\(UUID().uuidString)"
         let directory = root + "/downloads"
@@ -37,7 +38,7 @@ final class Harness: Sendable {
         try FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true)
         let server = try await TestServer.start(tls: tls)
         let store = try await SQLiteDownloadStore.open(path: stateDirectory + "/haul.sqlite")
-        let configuration = DownloadManager.Configuration(
+        var configuration = DownloadManager.Configuration(
             stateDirectory: stateDirectory, maxConcurrentDownloads: maxConcurrent,
             checkpointInterval: checkpointInterval, progressInterval: .milliseconds(20),
             retry: RetryPolicy(maxAttempts: maxAttempts, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50)),
@@ -45,6 +46,7 @@ final class Harness: Sendable {
                         additionalTrustRoots: tls.map { [$0.certificatePath] } ?? []),
             minimumSegmentSize: minimumSegmentSize, downloadRoots: confined ? [directory] : nil, bootID: bootID,
             maxConnectionsPerHost: maxConnectionsPerHost)
+        configuration.fileCalls = fileCalls
         let transport = AsyncHTTPTransport(configuration: configuration.http)
         let manager = DownloadManager(configuration: configuration, store: store, transport: transport,
                                       clock: clock ?? ClockAdapter(ContinuousClock()))
@@ -144,12 +146,14 @@ func withHarness(
     maxConcurrent: Int = 3, maxAttempts: Int = 5, readTimeout: Duration = .seconds(10),
     connectTimeout: Duration = .seconds(5), clock: (any HaulClock)? = nil, tls: TLSFiles? = nil,
     checkpointInterval: Duration = .milliseconds(20), minimumSegmentSize: Int64 = 1 << 20, confined: Bool = false,
-    bootID: String? = nil, maxConnectionsPerHost: Int? = nil, _ body: (Harness) async throws -> Void
+    bootID: String? = nil, maxConnectionsPerHost: Int? = nil, fileCalls: FileCalls = .system,
+    _ body: (Harness) async throws -> Void
 ) async throws {
     let harness = try await Harness.make(maxConcurrent: maxConcurrent, maxAttempts: maxAttempts, readTimeout: readTimeout,
                                          connectTimeout: connectTimeout, clock: clock, tls: tls,
                                          checkpointInterval: checkpointInterval, minimumSegmentSize: minimumSegmentSize,
-                                         confined: confined, bootID: bootID, maxConnectionsPerHost: maxConnectionsPerHost)
+                                         confined: confined, bootID: bootID, maxConnectionsPerHost: maxConnectionsPerHost,
+                                         fileCalls: fileCalls)
     do {
         try await body(harness)
     } catch {
@@ -163,4 +167,14 @@ extension DownloadEvent.Kind {
     var isCompleted: Bool { if case .completed = self { true } else { false } }
 
     var failure: HaulError? { if case .failed(let error) = self { error } else { nil } }
+}
+
+/// Polls until `condition` holds, for at most about a minute (a hang guard, not a timing);
+/// false if it never did.
+func eventually(_ condition: () -> Bool) async throws -> Bool {
+    for _ in 0..<12_000 {
+        if condition() { return true }
+        try await Task.sleep(for: .milliseconds(5))
+    }
+    return condition()
 }

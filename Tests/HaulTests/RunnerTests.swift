@@ -98,7 +98,7 @@ import Testing
             store: store, transport: FakeTransport(payload: payload, stallAfter: stallAfter), clock: clock,
             names: FileNameClaims(store: store),
             settings: .init(checkpointInterval: checkpointInterval, tickInterval: 0.001),
-            limiters: [], makeWriter: { _, _, _, _ in FakeWriter(log: log) },
+            limiters: [], makeWriter: { _, _, _, _, _ in FakeWriter(log: log) },
             logger: .init(label: "test"), stop: stop, emit: { event in events.withLockedValue { $0.append(event.kind) } })
     }
 

@@ -16,6 +16,9 @@ import HaulCore
 /// The root itself is trusted as given: the daemon's `-d` and `--allow-dir` (which its operator
 /// chose), or, for `haul get` and a library user who sets no roots, the download's directory
 /// itself (which the user typed; a `~/Downloads` that is a link to another disk still works).
+///
+/// Every method makes system calls that a slow disk can hold up: call them on a run's `DiskIO`
+/// (or through `BlockingIO`), never on Swift's cooperative pool.
 final class DownloadDirectory: Sendable {
     /// The directory as the record names it, for messages.
     let path: String
@@ -121,15 +124,11 @@ final class DownloadDirectory: Sendable {
         return file
     }
 
-    /// Makes the bytes of the regular file `name` durable (opened read-only, no link followed),
-    /// on the thread pool.
-    func syncFile(_ name: String) async throws {
+    /// Makes the bytes of the regular file `name` durable (opened read-only, no link followed).
+    func syncFile(_ name: String) throws {
         let descriptor = try openFile(name, flags: O_RDONLY)
-        let path = Paths.join(self.path, name)
-        try await BlockingIO.run {
-            defer { close(descriptor) }
-            guard fsync(descriptor) == 0 else { throw FileSystemErrors.error(errno, "cannot sync", path) }
-        }
+        defer { close(descriptor) }
+        guard fsync(descriptor) == 0 else { throw FileSystemErrors.error(errno, "cannot sync", Paths.join(path, name)) }
     }
 
     /// The status of `name` itself (a link is not followed); nil when it does not exist.

@@ -9,128 +9,147 @@ import NIOCore
 import NIOPosix
 
 /// Writes the bodies of a download's connections into its `.part` file with positional writes:
-/// each part (segment) has its own pending batch, written with one `pwritev` when it is full (no
-/// copy of the network buffers; one system call per batch instead of one per network chunk).
+/// each part (segment) has its own pending batch; a full one is handed to the run's writing
+/// thread (`DiskIO.writes`), which writes the batches one after another, each with one `pwritev`
+/// (no copy of the network buffers; one system call per batch instead of one per network chunk).
 ///
-/// The write runs in the connection's own task, right after the chunk is accepted. An earlier
-/// version handed every batch to NIO's thread pool; on 1 GiB over loopback that took 1.5 to 2.6 s
-/// against 1.3 to 1.4 s inline (`Benchmarks/download-bench.sh`): a page-cache write is a memory
-/// copy, cheaper than the hop, and while it runs the event loop keeps reading into
-/// AsyncHTTPClient's buffer. A write the disk holds back holds back its connection: backpressure
-/// reaches the socket, and a connection holds at most one batch. The fsync of a checkpoint, the
-/// overlap read and the truncation run on the thread pool.
+/// No write runs on Swift's cooperative pool: a disk that holds a write back holds back this
+/// download only, never the other downloads or the daemon's API (two writes stuck there used to
+/// stall the whole process). Nor does a connection wait for each batch: handing one over is an
+/// append under a lock, and the writing thread is woken only when it was idle. (An earlier
+/// version awaited every batch on `NIOThreadPool` through an event-loop future: 1 GiB over
+/// loopback took 1.5 to 2.6 s against 1.3 to 1.4 s written inline.) Backpressure still reaches
+/// the socket: a connection whose batch is full waits while more than `maxQueuedBytes` are handed
+/// over and not yet written, so a download reads at most its pending batches (about 2 MiB) plus
+/// `maxQueuedBytes` ahead of its disk.
+///
+/// The descriptor is closed only once nothing uses it: `close` and `discard` first wait for the
+/// writing thread and for any fsync, read or truncation running on it. (Closed under a queued
+/// fsync, the number could already name another file: the fsync would sync that one and the
+/// checkpoint claim bytes that are not durable.)
 ///
 /// A stop never drops bytes that were already handed over: every checkpoint writes what is
-/// pending first.
+/// pending first. A failed write is kept and thrown by every later call.
 final class FileChunkWriter: ChunkWriter {
-    /// Batch size for one connection. A connection holds at most one batch, so the connections
-    /// of one download share about 2 MiB: 512 KiB batches up to 4 connections, 32 KiB at 64
-    /// (DESIGN rule 7: memory does not grow with the number of connections beyond their buffers).
+    /// Batch size for one connection. A connection holds at most one pending batch, so the
+    /// connections of one download share about 2 MiB: 512 KiB batches up to 4 connections, 32 KiB
+    /// at 64 (DESIGN rule 7: memory does not grow with the number of connections beyond their
+    /// buffers).
     static func batchSize(connections: Int) -> Int {
         max(32 << 10, min(512 << 10, (2 << 20) / max(1, connections)))
     }
 
-    fileprivate struct Queue {
-        var pending: [ByteBuffer] = []
-        var pendingBytes = 0
-        /// File offset of the first pending byte.
-        var pendingOffset: Int64 = 0
-        /// File offset after the last byte written (not necessarily synced).
-        var written: Int64?
-    }
-
-    private struct State {
-        var queues: [Int64: Queue] = [:]
-        var closed = false
-    }
+    /// Bytes handed to the writing thread and not yet written above which a connection with a
+    /// full batch waits before handing it over: the disk's share of how far a download reads ahead.
+    static let maxQueuedBytes = 2 << 20
 
     let path: String
     private let descriptor: Int32
     private let batchSize: Int
-    private let pool: NIOThreadPool
-    private let loop: any EventLoop
-    /// Held while a batch is written: a part's batches reach the file in order, and a
-    /// checkpoint's offsets never include a write still running.
+    private let io: DiskIO
     private let state = NIOLockedValueBox(State())
 
     /// Opens (creating if needed, never truncating) the file `name` in `directory`, never
-    /// through a link (see `DownloadDirectory`). `exclusive` when no `.part` was there at the
-    /// start of the run: then the file is created here or the open fails, so two downloads
-    /// (or two hosts of a fleet) can never share one `.part`. A new file's directory entry is
-    /// synced, so a crash cannot lose the `.part` while the store claims its bytes.
-    init(directory: DownloadDirectory, name: String, exclusive: Bool, batchSize: Int = FileChunkWriter.batchSize(connections: 1),
-         pool: NIOThreadPool = .singleton, loop: any EventLoop = MultiThreadedEventLoopGroup.singleton.any()) throws {
-        let existed = directory.status(of: name) != nil
-        let descriptor = try directory.openFile(name, flags: O_RDWR | O_CREAT, exclusive: exclusive)
-        if !existed {
-            do {
-                try directory.sync()
-            } catch {
-                closeDescriptor(descriptor)
-                throw error
+    /// through a link (see `DownloadDirectory`), on one of `io`'s threads. `exclusive` when no
+    /// `.part` was there at the start of the run: then the file is created here or the open
+    /// fails, so two downloads (or two hosts of a fleet) can never share one `.part`. A new
+    /// file's directory entry is synced, so a crash cannot lose the `.part` while the store
+    /// claims its bytes.
+    static func open(in directory: DownloadDirectory, name: String, exclusive: Bool,
+                     batchSize: Int = FileChunkWriter.batchSize(connections: 1), io: DiskIO) async throws -> FileChunkWriter {
+        let calls = io.calls
+        let path = Paths.join(directory.path, name)
+        let descriptor = try await io.run {
+            let existed = directory.status(of: name) != nil
+            let descriptor = try directory.openFile(name, flags: O_RDWR | O_CREAT, exclusive: exclusive)
+            if !existed {
+                do {
+                    try directory.sync()
+                } catch {
+                    // The error that matters is the sync's; the descriptor goes either way.
+                    _ = calls.close(descriptor, path)
+                    throw error
+                }
             }
+            return descriptor
         }
-        self.path = Paths.join(directory.path, name)
+        return FileChunkWriter(descriptor: descriptor, path: path, batchSize: batchSize, io: io)
+    }
+
+    private init(descriptor: Int32, path: String, batchSize: Int, io: DiskIO) {
         self.descriptor = descriptor
+        self.path = path
         self.batchSize = batchSize
-        self.pool = pool
-        self.loop = loop
+        self.io = io
     }
 
     deinit {
-        if !state.withLockedValue({ $0.closed }) { closeDescriptor(descriptor) }
+        // Only a writer that was never closed (or whose close could not reach its thread) gets
+        // here, and then nothing uses the descriptor: every job holds the writer. Nobody is left
+        // to hear an error.
+        if !state.withLockedValue({ $0.closed }) { _ = io.calls.close(descriptor, path) }
     }
+
+    /// How many calls wait for the disk now (a full batch without room, a flush, a close): what
+    /// a test sees of a held disk.
+    var waitingCalls: Int { state.withLockedValue { $0.waiters.count } }
+
+    // MARK: ChunkWriter
 
     func write(_ chunk: any ByteChunk, at offset: Int64, part: Int64) async throws {
         guard chunk.count > 0 else { return }
         let buffer = chunk as? ByteBuffer ?? chunk.withUnsafeBytes { ByteBuffer(bytes: $0) }
-        let (descriptor, path, batchSize) = (descriptor, path, batchSize)
-        try state.withLockedValue { state in
-            guard !state.closed else { throw HaulError(.internal, "\(path): written after close") }
+        let (path, batchSize) = (path, batchSize)
+        let (drain, full) = try state.withLockedValue { state in
+            try state.checkOpen(path, "written")
             // Taken out and put back, so the batch array is never copied on write.
             var queue = state.queues.removeValue(forKey: part) ?? Queue()
             defer { state.queues[part] = queue }
-            if !queue.pending.isEmpty, queue.pendingOffset + Int64(queue.pendingBytes) != offset {
-                try queue.flush(descriptor: descriptor, path: path)
+            var drain = false
+            if queue.pendingBytes > 0, queue.pendingEnd != offset {
+                // Not back to back: what came before goes first.
+                drain = state.handOver(&queue, part: part)
             }
-            if queue.pending.isEmpty { queue.pendingOffset = offset }
+            if queue.pendingBytes == 0 { queue.pendingOffset = offset }
             queue.pending.append(buffer)
             queue.pendingBytes += buffer.readableBytes
-            if queue.pendingBytes >= batchSize { try queue.flush(descriptor: descriptor, path: path) }
+            guard queue.pendingBytes >= batchSize else { return (drain, false) }
+            guard state.hasRoom(for: queue.pendingBytes) else { return (drain, true) }
+            return (state.handOver(&queue, part: part) || drain, false)
         }
+        if drain { startDrain() }
+        if full { try await handOverWhenRoom(part) }
     }
 
-    /// Writes every pending batch; returns each part's offset after its last written byte.
-    private func drain() throws -> [Int64: Int64] {
-        let (descriptor, path) = (descriptor, path)
+    func flush() async throws -> [Int64: Int64] {
+        let path = path
+        let (target, drain) = try state.withLockedValue { state in
+            try state.checkOpen(path, "flushed")
+            let drain = state.handOverAll()
+            return (state.lastSequence, drain)
+        }
+        if drain { startDrain() }
+        await wait { $0.isWritten(through: target) }
         return try state.withLockedValue { state in
-            for part in Array(state.queues.keys) {
-                var queue = state.queues.removeValue(forKey: part)!
-                defer { state.queues[part] = queue }
-                try queue.flush(descriptor: descriptor, path: path)
-            }
+            if let failure = state.failure { throw failure }
             return state.queues.compactMapValues(\.written)
         }
     }
 
-    func flush() async throws -> [Int64: Int64] {
-        try drain()
-    }
-
     func checkpoint() async throws -> [Int64: Int64] {
         // The offsets are taken before the fsync: bytes written while it runs are not claimed.
-        let written = try drain()
-        let (descriptor, path) = (descriptor, path)
-        try await pool.runIfActive(eventLoop: loop) {
-            guard fsync(descriptor) == 0 else { throw FileSystemErrors.error(errno, "cannot sync", path) }
-        }.get()
+        let written = try await flush()
+        let (calls, path) = (io.calls, path)
+        try await withDescriptor("synced") { descriptor in
+            guard calls.sync(descriptor, path) == 0 else { throw FileSystemErrors.error(errno, "cannot sync", path) }
+        }
         return written
     }
 
     func read(at offset: Int64, count: Int) async throws -> [UInt8] {
-        _ = try drain()
-        let (descriptor, path) = (descriptor, path)
-        return try await pool.runIfActive(eventLoop: loop) {
+        _ = try await flush()
+        let path = path
+        return try await withDescriptor("read") { descriptor in
             var bytes = [UInt8](repeating: 0, count: count)
             var done = 0
             while done < count {
@@ -145,67 +164,324 @@ final class FileChunkWriter: ChunkWriter {
                 done += got
             }
             return Array(bytes[..<done])
-        }.get()
+        }
     }
 
     func truncate(to length: Int64) async throws {
-        // Pending bytes are cut away next: they are dropped, not written.
+        let path = path
+        // Pending bytes are cut away next: they are dropped, not written. A batch being written
+        // ends first, so nothing lands beyond the cut and no offset outlives it.
+        let target = try state.withLockedValue { state in
+            try state.checkOpen(path, "truncated")
+            state.dropUnwritten()
+            return state.lastSequence
+        }
+        wakeReadyWaiters()
+        await wait { $0.isWritten(through: target) }
         state.withLockedValue { $0.queues = [:] }
-        let (descriptor, path) = (descriptor, path)
-        try await pool.runIfActive(eventLoop: loop) {
+        try await withDescriptor("truncated") { descriptor in
             guard ftruncate(descriptor, off_t(length)) == 0 else { throw FileSystemErrors.error(errno, "cannot truncate", path) }
-        }.get()
+        }
     }
 
-    func discard() async {
-        let wasOpen = state.withLockedValue { state in
-            defer {
-                state.queues = [:]
-                state.closed = true
+    func discard() async throws {
+        let first = state.withLockedValue { state in
+            defer { state.closing = true }
+            state.dropUnwritten()
+            return !state.closing
+        }
+        wakeReadyWaiters()
+        if first { try await closeDescriptor() }
+    }
+
+    /// Every stop checkpoints (writing what is pending, reporting errors) before it closes;
+    /// whatever is left was never claimed by the store, and is written all the same.
+    func close() async throws {
+        let started: (target: UInt64, drain: Bool)? = state.withLockedValue { state in
+            guard !state.closing else { return nil }
+            state.closing = true
+            let drain = state.handOverAll()
+            return (state.lastSequence, drain)
+        }
+        guard let started else { return }
+        wakeReadyWaiters()
+        if started.drain { startDrain() }
+        await wait { $0.isWritten(through: started.target) }
+        let failure = state.withLockedValue { $0.failure }
+        try await closeDescriptor()
+        if let failure { throw failure }
+    }
+
+    // MARK: The writing thread
+
+    /// Submits the drain to the writing thread (called once `handOver` said it was idle).
+    private func startDrain() {
+        io.writes.submit { [self] work in
+            guard case .active = work else {
+                stopDrain(HaulError(.internal, "\(path): the writing thread was shut down before the file was closed"))
+                return
             }
-            return !state.closed
+            drain()
         }
-        if wasOpen { closeDescriptor(descriptor) }
     }
 
-    func close() async {
-        // Every stop checkpoints (writing what is pending, reporting errors) before it closes;
-        // whatever is left was never claimed by the store.
-        _ = try? drain()
-        let wasOpen = state.withLockedValue { state in
-            defer { state.closed = true }
-            return !state.closed
+    /// Writes the handed-over batches one after another until none is left (on the writing
+    /// thread). Only this thread takes batches out, so they reach the file in order.
+    private func drain() {
+        var finished: (batch: Batch, error: HaulError?)?
+        while true {
+            let (next, ready): (Batch?, [CheckedContinuation<Void, Never>]) = state.withLockedValue { state in
+                if let finished { state.finish(finished.batch, error: finished.error) }
+                if let batch = state.outbox.popFirst() {
+                    state.writing = batch.sequence
+                    return (batch, state.readyWaiters())
+                }
+                state.draining = false
+                state.users -= 1
+                return (nil, state.readyWaiters())
+            }
+            for continuation in ready { continuation.resume() }
+            guard let next else { return }
+            do {
+                try next.write(descriptor: descriptor, path: path, calls: io.calls)
+                finished = (next, nil)
+            } catch {
+                finished = (next, (error as? HaulError) ?? HaulError(.fileSystem, "\(error)"))
+            }
         }
-        if wasOpen { closeDescriptor(descriptor) }
+    }
+
+    /// The writing thread will never run: what was handed over is lost, and said so.
+    private func stopDrain(_ error: HaulError) {
+        let ready = state.withLockedValue { state in
+            state.fail(error)
+            state.draining = false
+            state.users -= 1
+            return state.readyWaiters()
+        }
+        for continuation in ready { continuation.resume() }
+    }
+
+    // MARK: Waiting
+
+    /// A full batch waits until the writing thread has room for it (or a flush took it along).
+    private func handOverWhenRoom(_ part: Int64) async throws {
+        let path = path
+        while true {
+            let (done, drain) = try state.withLockedValue { state in
+                try state.checkOpen(path, "written")
+                guard var queue = state.queues.removeValue(forKey: part) else { return (true, false) }
+                defer { state.queues[part] = queue }
+                guard queue.pendingBytes > 0 else { return (true, false) }
+                guard state.hasRoom(for: queue.pendingBytes) else { return (false, false) }
+                return (true, state.handOver(&queue, part: part))
+            }
+            if drain { startDrain() }
+            if done { return }
+            await wait { state in
+                guard state.failure == nil, !state.closing, let queue = state.queues[part] else { return true }
+                return queue.pendingBytes == 0 || state.hasRoom(for: queue.pendingBytes)
+            }
+        }
+    }
+
+    /// Suspends (never blocks) until `ready` holds; checked under the lock whenever the state
+    /// changes, and at once.
+    private func wait(until ready: @escaping @Sendable (inout State) -> Bool) async {
+        await withCheckedContinuation { continuation in
+            let now = state.withLockedValue { state in
+                if ready(&state) { return true }
+                state.waiters.append(Waiter(ready: ready, continuation: continuation))
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    private func wakeReadyWaiters() {
+        for continuation in state.withLockedValue({ $0.readyWaiters() }) { continuation.resume() }
+    }
+
+    /// Runs `body` with the descriptor on one of the run's file threads; the descriptor stays
+    /// open until it returns.
+    private func withDescriptor<T: Sendable>(_ what: String, _ body: @escaping @Sendable (Int32) throws -> T) async throws -> T {
+        let path = path
+        try state.withLockedValue { state in
+            try state.checkOpen(path, what)
+            state.users += 1
+        }
+        let descriptor = descriptor
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await io.run { try body(descriptor) })
+        } catch {
+            result = .failure(error)
+        }
+        let ready = state.withLockedValue { state in
+            state.users -= 1
+            return state.readyWaiters()
+        }
+        for continuation in ready { continuation.resume() }
+        return try result.get()
+    }
+
+    /// Closes the descriptor once nothing uses it (`closing` is set: nothing new starts).
+    private func closeDescriptor() async throws {
+        await wait { $0.users == 0 }
+        let (descriptor, path, calls, state) = (descriptor, path, io.calls, state)
+        try await io.run {
+            let result = calls.close(descriptor, path)
+            let error = errno
+            // Released even when close reports an error: it must not be closed twice.
+            state.withLockedValue { $0.closed = true }
+            guard result == 0 else { throw FileSystemErrors.error(error, "cannot close", path) }
+        }
     }
 }
 
-extension FileChunkWriter.Queue {
-    /// Writes the pending batch at its offset (called with the writer's lock held).
-    mutating func flush(descriptor: Int32, path: String) throws {
-        guard pendingBytes > 0 else { return }
-        let end = pendingOffset + Int64(pendingBytes)
-        let job = WriteJob(descriptor: descriptor, buffers: pending, offset: pendingOffset, path: path)
-        pending.removeAll(keepingCapacity: true)
-        pendingBytes = 0
-        try job.run()
-        written = max(written ?? 0, end)
+// MARK: State
+
+extension FileChunkWriter {
+    fileprivate struct Queue {
+        var pending: [ByteBuffer] = []
+        var pendingBytes = 0
+        /// File offset of the first pending byte.
+        var pendingOffset: Int64 = 0
+        /// File offset after the part's last written byte (not necessarily synced).
+        var written: Int64?
+
+        var pendingEnd: Int64 { pendingOffset + Int64(pendingBytes) }
+    }
+
+    /// A part's bytes handed to the writing thread.
+    fileprivate struct Batch: Sendable {
+        let sequence: UInt64
+        let part: Int64
+        let buffers: [ByteBuffer]
+        let offset: Int64
+        let count: Int
+
+        var end: Int64 { offset + Int64(count) }
+    }
+
+    fileprivate struct Waiter: Sendable {
+        let ready: @Sendable (inout State) -> Bool
+        let continuation: CheckedContinuation<Void, Never>
+    }
+
+    fileprivate struct State: Sendable {
+        var queues: [Int64: Queue] = [:]
+        /// Batches handed over and not yet taken by the writing thread, oldest first.
+        var outbox = CircularBuffer<Batch>()
+        /// Bytes handed over and not yet written (those being written included).
+        var queuedBytes = 0
+        /// The sequence number of the last batch handed over.
+        var lastSequence: UInt64 = 0
+        /// The batch the writing thread is writing now.
+        var writing: UInt64?
+        /// Whether the drain is submitted or running.
+        var draining = false
+        /// What uses the descriptor now: the drain, an fsync, a read, a truncation.
+        var users = 0
+        /// The first write that failed: every later call throws it.
+        var failure: HaulError?
+        /// Set by `close` and `discard`: nothing new may start.
+        var closing = false
+        /// The descriptor is closed.
+        var closed = false
+        var waiters: [Waiter] = []
     }
 }
 
-private func closeDescriptor(_ descriptor: Int32) {
-    close(descriptor)
+extension FileChunkWriter.Queue: Sendable {}
+
+extension FileChunkWriter.State {
+    func checkOpen(_ path: String, _ what: String) throws {
+        guard !closing else { throw HaulError(.internal, "\(path): \(what) after close") }
+        if let failure { throw failure }
+    }
+
+    func hasRoom(for bytes: Int) -> Bool {
+        queuedBytes == 0 || queuedBytes + bytes <= FileChunkWriter.maxQueuedBytes
+    }
+
+    /// Whether every batch up to `sequence` is written (or was dropped).
+    func isWritten(through sequence: UInt64) -> Bool {
+        (outbox.first?.sequence ?? .max) > sequence && (writing.map { $0 > sequence } ?? true)
+    }
+
+    /// Hands the part's pending batch to the writing thread; true when the drain must be
+    /// submitted (it was idle).
+    mutating func handOver(_ queue: inout FileChunkWriter.Queue, part: Int64) -> Bool {
+        guard queue.pendingBytes > 0 else { return false }
+        lastSequence += 1
+        outbox.append(.init(sequence: lastSequence, part: part, buffers: queue.pending, offset: queue.pendingOffset,
+                            count: queue.pendingBytes))
+        queuedBytes += queue.pendingBytes
+        queue.pending = []
+        queue.pendingBytes = 0
+        guard !draining else { return false }
+        draining = true
+        users += 1
+        return true
+    }
+
+    mutating func handOverAll() -> Bool {
+        var drain = false
+        for part in Array(queues.keys) {
+            var queue = queues.removeValue(forKey: part)!
+            drain = handOver(&queue, part: part) || drain
+            queues[part] = queue
+        }
+        return drain
+    }
+
+    /// The writing thread is done with `batch`.
+    mutating func finish(_ batch: FileChunkWriter.Batch, error: HaulError?) {
+        writing = nil
+        queuedBytes -= batch.count
+        if let error {
+            fail(error)
+        } else {
+            let previous = queues[batch.part]?.written ?? 0
+            queues[batch.part, default: .init()].written = max(previous, batch.end)
+        }
+    }
+
+    /// Keeps the first failure and drops what was handed over after it: none of it can be claimed.
+    mutating func fail(_ error: HaulError) {
+        if failure == nil { failure = error }
+        for batch in outbox { queuedBytes -= batch.count }
+        outbox.removeAll()
+    }
+
+    /// Drops the pending batches and those not yet taken by the writing thread.
+    mutating func dropUnwritten() {
+        for batch in outbox { queuedBytes -= batch.count }
+        outbox.removeAll()
+        for part in Array(queues.keys) {
+            queues[part]!.pending = []
+            queues[part]!.pendingBytes = 0
+        }
+    }
+
+    /// Takes out the waiters whose condition holds now.
+    mutating func readyWaiters() -> [CheckedContinuation<Void, Never>] {
+        guard !waiters.isEmpty else { return [] }
+        let all = waiters
+        waiters = []
+        var ready: [CheckedContinuation<Void, Never>] = []
+        for waiter in all {
+            if waiter.ready(&self) { ready.append(waiter.continuation) } else { waiters.append(waiter) }
+        }
+        return ready
+    }
 }
 
 /// One batch: `pwritev` until every byte is down. The buffers are held here, so the pointers
 /// taken from them stay valid for the call.
-private struct WriteJob: Sendable {
-    let descriptor: Int32
-    let buffers: [ByteBuffer]
-    let offset: Int64
-    let path: String
-
-    func run() throws {
+extension FileChunkWriter.Batch {
+    func write(descriptor: Int32, path: String, calls: FileCalls) throws {
         var vectors: [iovec] = []
         vectors.reserveCapacity(buffers.count)
         for buffer in buffers {
@@ -218,7 +494,7 @@ private struct WriteJob: Sendable {
         while index < vectors.count {
             let count = min(vectors.count - index, 1024)  // IOV_MAX on Linux
             let written = vectors.withUnsafeMutableBufferPointer { all in
-                pwritev(descriptor, all.baseAddress! + index, Int32(count), off_t(fileOffset))
+                calls.write(descriptor, all.baseAddress! + index, Int32(count), fileOffset, path)
             }
             if written < 0 {
                 if errno == EINTR { continue }

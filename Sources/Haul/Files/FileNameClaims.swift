@@ -4,6 +4,7 @@ import HaulCore
 /// downloads in the same directory (in this process or in the store) never share a name, and
 /// an existing file is never overwritten: a taken name becomes `name.1.ext`, `name.2.ext`, ...
 /// A name the user chose with `-o` is never changed: if it is taken, the download fails.
+/// Looking at the directory runs on the shared thread pool, not on this actor's thread.
 actor FileNameClaims {
     let store: any DownloadStore
     private var claimed: Set<String> = []
@@ -20,9 +21,12 @@ actor FileNameClaims {
         for attempt in 0..<10_000 {
             let candidate = attempt == 0 ? base : FileNameSanitizer.alternative(base, attempt: attempt)
             let path = DestinationFiles.join(directory, candidate)
-            if claimed.contains(path) || DestinationFiles.exists(path) || DestinationFiles.exists(path + DestinationFiles.partSuffix) {
+            if claimed.contains(path) { continue }
+            if try await BlockingIO.run({ DestinationFiles.exists(path) || DestinationFiles.exists(path + DestinationFiles.partSuffix) }) {
                 continue
             }
+            // Claimed by another claim while this one looked at the disk.
+            if claimed.contains(path) { continue }
             // Reserve before the store lookup suspends this actor, so a concurrent claim skips it.
             claimed.insert(path)
             if try await store.isFileNameTaken(candidate, directory: directory, except: record.id) {
@@ -38,7 +42,7 @@ actor FileNameClaims {
     func checkExplicit(_ record: DownloadRecord) async throws {
         guard let name = record.fileName else { return }
         let path = DestinationFiles.join(record.request.directory, name)
-        if DestinationFiles.exists(path) {
+        if try await BlockingIO.run({ DestinationFiles.exists(path) }) {
             throw HaulError(.fileExists, "\(path) already exists; remove it or choose another name with -o")
         }
         guard !claimed.contains(path) else {

@@ -9,41 +9,24 @@ import NIOConcurrencyHelpers
 import NIOPosix
 
 /// Checks a finished `.part` before it may take its final name: its length against what the
-/// server announced and its digest against the user's `--checksum` (DESIGN rule 4). Cancelling
-/// the calling task stops a long hash (a remove does not wait for it).
+/// server announced and its digest against the user's `--checksum` (DESIGN rule 4). Opening,
+/// reading and hashing run on the run's file threads (`DiskIO`). Cancelling the calling task
+/// stops a long hash (a remove does not wait for it).
 enum Verifier {
     /// Verifies the file `name` in `directory` (opened there, never through a link).
-    static func verify(_ name: String, in directory: DownloadDirectory, expectedLength: Int64?, checksum: Checksum?,
+    static func verify(_ name: String, in directory: DownloadDirectory, io: DiskIO, expectedLength: Int64?, checksum: Checksum?,
                        url: RemoteURL) async -> HaulError? {
         let path = Paths.join(directory.path, name)
-        let descriptor: Int32
+        let stop = NIOLockedValueBox(false)
         do {
-            descriptor = try directory.openFile(name, flags: O_RDONLY)
-        } catch let error as HaulError {
-            return error
-        } catch {
-            return HaulError(.fileSystem, "cannot open \(path) to verify it", cause: "\(error)")
-        }
-        let file = OpenFile(descriptor: descriptor)
-        var info = stat()
-        guard fstat(descriptor, &info) == 0 else { return FileSystemErrors.error(errno, "cannot inspect", path) }
-        if let expectedLength, Int64(info.st_size) != expectedLength {
-            return HaulError(.lengthMismatch, "\(url): got \(info.st_size) bytes, expected \(expectedLength)")
-        }
-        guard let checksum else { return nil }
-        do {
-            let stop = NIOLockedValueBox(false)
-            let digest = try await withTaskCancellationHandler {
-                try await BlockingIO.run {
-                    try hexDigest(of: file, path: path, algorithm: checksum.algorithm, stopped: { stop.withLockedValue { $0 } })
+            return try await withTaskCancellationHandler {
+                try await io.run {
+                    try check(name, in: directory, path: path, expectedLength: expectedLength, checksum: checksum, url: url,
+                              stopped: { stop.withLockedValue { $0 } })
                 }
             } onCancel: {
                 stop.withLockedValue { $0 = true }
             }
-            guard digest == checksum.hex else {
-                return HaulError(.checksumMismatch, "\(url): \(checksum.algorithm.rawValue) is \(digest), expected \(checksum.hex)")
-            }
-            return nil
         } catch let error as HaulError {
             return error
         } catch {
@@ -51,7 +34,24 @@ enum Verifier {
         }
     }
 
-    /// A descriptor closed when the last holder lets go (the hash runs on the thread pool).
+    /// What is wrong with the file, nil when nothing is (blocks: on a file thread).
+    static func check(_ name: String, in directory: DownloadDirectory, path: String, expectedLength: Int64?, checksum: Checksum?,
+                      url: RemoteURL, stopped: () -> Bool) throws -> HaulError? {
+        let file = OpenFile(descriptor: try directory.openFile(name, flags: O_RDONLY))
+        var info = stat()
+        guard fstat(file.descriptor, &info) == 0 else { return FileSystemErrors.error(errno, "cannot inspect", path) }
+        if let expectedLength, Int64(info.st_size) != expectedLength {
+            return HaulError(.lengthMismatch, "\(url): got \(info.st_size) bytes, expected \(expectedLength)")
+        }
+        guard let checksum else { return nil }
+        let digest = try hexDigest(of: file, path: path, algorithm: checksum.algorithm, stopped: stopped)
+        guard digest == checksum.hex else {
+            return HaulError(.checksumMismatch, "\(url): \(checksum.algorithm.rawValue) is \(digest), expected \(checksum.hex)")
+        }
+        return nil
+    }
+
+    /// A descriptor closed when the last holder lets go.
     final class OpenFile: Sendable {
         let descriptor: Int32
         init(descriptor: Int32) { self.descriptor = descriptor }
