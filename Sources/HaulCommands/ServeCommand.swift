@@ -80,6 +80,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The PEM private key of --tls-certificate.", valueName: "FILE"))
     var tlsKey: String?
 
+    @OptionGroup(title: "HTTP version")
+    var httpVersion: HTTPVersionOptions
+
     @Option(help: .hidden)
     var checkpointInterval: Double = 1
 
@@ -121,6 +124,7 @@ struct ServeCommand: AsyncParsableCommand {
             logger: logger)
         configuration.allowedDirectories = allowedDirectories.map { HaulHome.absolute($0) }
         configuration.manager.checkpointInterval = .milliseconds(Int64(checkpointInterval * 1000))
+        configuration.manager.httpVersions = httpVersion.policy
         configuration.store = try storeLocation
         configuration.leaseTimeout = .milliseconds(Int64(leaseTimeout * 1000))
         configuration.fleetName = fleetName

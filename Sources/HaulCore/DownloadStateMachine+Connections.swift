@@ -311,7 +311,8 @@ extension DownloadStateMachine {
             range: range,
             ifRange: range == nil ? nil : record.validator?.ifRangeValue,
             headers: record.request.headers,
-            credentials: record.request.credentials)
+            credentials: record.request.credentials,
+            allowsHTTP2: settings.httpVersions.allowsHTTP2(connections: record.request.connections))
         connections[id]?.phase = .requesting(plan)
         connections[id]?.received = 0
         connections[id]?.bytesAtLastTick = 0

@@ -7,14 +7,16 @@ import Testing
     let url = try! RemoteURL("http://h/file")
     let noFiles = Machine.LocalFiles(partSize: nil, published: false)
 
+    /// HTTP/1.1 unless told: the plans the tests spell out say so (`RequestPlan`'s default).
     func machine(range: ByteRange? = nil, maxAttempts: Int = 3, connections: Int = 1, minimumSegment: Int64 = 100,
-                 record: DownloadRecord? = nil) throws -> Machine {
+                 record: DownloadRecord? = nil, httpVersions: HTTPVersionPolicy = .http1_1) throws -> Machine {
         let request = try DownloadRequest(url: url, destination: .directory("/tmp"), range: range, connections: connections)
         var record = record ?? DownloadRecord(id: DownloadID(rawValue: "1"), request: request, createdAt: 0)
         record.fileName = "file"
         return Machine(record: record, settings: .init(
             retry: RetryPolicy(maxAttempts: maxAttempts, baseDelay: .seconds(1)), minimumSegment: minimumSegment,
-            minimumSteal: 10, checkpointInterval: 1, overlap: 50, maxConnectionBackoff: .seconds(60), tickInterval: 0.25))
+            minimumSteal: 10, checkpointInterval: 1, overlap: 50, maxConnectionBackoff: .seconds(60), tickInterval: 0.25,
+            httpVersions: httpVersions))
     }
 
     func head(_ status: Int, _ headers: HTTPHeaderList) -> ResponseHead {
