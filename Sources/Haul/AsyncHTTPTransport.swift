@@ -5,6 +5,7 @@ import Darwin
 #endif
 import AsyncHTTPClient
 import HaulCore
+import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
@@ -14,11 +15,17 @@ import NIOSSL
 /// The real transport: AsyncHTTPClient, streaming. Its response body applies backpressure, so a
 /// slow disk slows the socket instead of filling memory (DESIGN rule 6).
 ///
-/// Proxies: AsyncHTTPClient's proxy is a property of the whole client, so there is one client per
-/// proxy endpoint (and one for direct connections), made when first needed. Redirects are
-/// followed here, not by AsyncHTTPClient, so that each hop goes through the proxy its own URL
-/// calls for (`no_proxy` may differ between hosts) and credentials go only to the origin
-/// they were given for.
+/// Clients: AsyncHTTPClient's proxy and HTTP version are properties of a whole client, so there
+/// is one client per proxy endpoint (nil: direct) and version (HTTP/1.1 only, or HTTP/2 when the
+/// server offers it), made when first needed; `RequestPlan.allowsHTTP2` picks the version.
+/// Redirects are followed here, not by AsyncHTTPClient, so that each hop goes through the proxy
+/// its own URL calls for (`no_proxy` may differ between hosts) and credentials go only to the
+/// origin they were given for.
+///
+/// Closing: a connection haul closes (a body cut short, the end of a run) closes at once. TLS
+/// would otherwise wait up to `TLSConfiguration.shutdownTimeout` (5 s by default) for the
+/// server's close_notify, which a server busy sending a body never reads; `HTTPClient.shutdown()`
+/// waits for every connection to close, so `haul get` ended 5 s after its last byte.
 public final class AsyncHTTPTransport: HTTPTransport {
     public struct Configuration: Sendable, Hashable {
         public var connectTimeout: Duration
@@ -27,7 +34,8 @@ public final class AsyncHTTPTransport: HTTPTransport {
         public var maxRedirects: Int
         /// PEM files of certificate authorities to trust besides the system's (a private CA).
         public var additionalTrustRoots: [String]
-        /// Connections open to one host at once, over all downloads.
+        /// HTTP/1.1 connections open to one host at once, over all downloads (an HTTP/2 client
+        /// keeps one connection per host and as many streams on it as the server allows).
         public var maxConnectionsPerHost: Int
         /// Which proxy each URL goes through.
         public var proxies: ProxySettings
@@ -48,38 +56,58 @@ public final class AsyncHTTPTransport: HTTPTransport {
     }
 
     public let configuration: Configuration
-    /// The client for direct connections.
-    let client: HTTPClient
+    private let logger: Logger
+    /// Numbers the connections of every client, so responses tell which one they came over.
+    private let numbers = ConnectionNumbers()
+
+    struct ClientKey: Hashable {
+        /// Nil: direct.
+        var proxy: ProxyEndpoint?
+        /// HTTP/2 when the server offers it (ALPN), else HTTP/1.1.
+        var http2: Bool
+    }
+
     private struct Clients {
-        var byProxy: [ProxyEndpoint: HTTPClient] = [:]
+        var made: [ClientKey: HTTPClient] = [:]
         var isShutDown = false
     }
-    private let proxied = NIOLockedValueBox(Clients())
+    private let clients = NIOLockedValueBox(Clients())
 
-    public init(configuration: Configuration = .init()) {
+    /// - Parameter logger: for what the transport cannot do but need not fail on (a connection
+    ///   it cannot count, a client that does not shut down cleanly).
+    public init(configuration: Configuration = .init(), logger: Logger = Logger(label: "haul", factory: { _ in SwiftLogNoOpLogHandler() })) {
         self.configuration = configuration
-        self.client = Self.makeClient(configuration, proxy: nil)
+        self.logger = logger
     }
 
-    static func makeClient(_ configuration: Configuration, proxy: ProxyEndpoint?) -> HTTPClient {
+    /// The TLS settings of every client: the extra trust roots, and no wait for the server's
+    /// close_notify when closing (see the type's comment).
+    static func tlsConfiguration(_ configuration: Configuration) -> TLSConfiguration {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.additionalTrustRoots = configuration.additionalTrustRoots.map { .file($0) }
+        tls.shutdownTimeout = .zero
+        return tls
+    }
+
+    /// What the client for `key` is made with.
+    func clientConfiguration(for key: ClientKey) -> HTTPClient.Configuration {
         var config = HTTPClient.Configuration()
         // Followed by `send`, hop by hop (see the type's comment).
         config.redirectConfiguration = .disallow
         config.timeout = .init(connect: .init(configuration.connectTimeout), read: .init(configuration.readTimeout))
         config.decompression = .disabled
-        // HTTP/1.1: with HTTP/2 every connection of a segmented download would share one TCP
-        // connection, and one slow stream would slow them all.
-        config.httpVersion = .http1Only
+        // ALPN offers h2 only from the HTTP/2 client; over plain http both speak HTTP/1.1.
+        config.httpVersion = key.http2 ? .automatic : .http1Only
         // The default of 8 per host would queue the 9th download (or connection) silently
-        // inside the client while it shows as running.
+        // inside the client while it shows as running. HTTP/1.1 only: an HTTP/2 connection
+        // carries as many streams as the server's SETTINGS allow (nginx: 128), and requests past
+        // that wait inside the client for a free stream.
         config.connectionPool = .init(idleTimeout: .seconds(60),
                                       concurrentHTTP1ConnectionsPerHostSoftLimit: configuration.maxConnectionsPerHost)
-        if !configuration.additionalTrustRoots.isEmpty {
-            var tls = TLSConfiguration.makeClientConfiguration()
-            tls.additionalTrustRoots = configuration.additionalTrustRoots.map { .file($0) }
-            config.tlsConfiguration = tls
-        }
-        if let proxy {
+        // Always set: AsyncHTTPClient's default TLS configuration waits 5 s for close_notify.
+        config.tlsConfiguration = Self.tlsConfiguration(configuration)
+        ConnectionTags.install(on: &config, numbers: numbers, logger: logger)
+        if let proxy = key.proxy {
             switch proxy.kind {
             case .http:
                 // AsyncHTTPClient tunnels both http and https through CONNECT; the credentials go
@@ -90,29 +118,41 @@ public final class AsyncHTTPTransport: HTTPTransport {
                 config.proxy = .socksServer(host: proxy.host, port: proxy.port)
             }
         }
-        return HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: config)
+        return config
     }
 
-    /// The client for `proxy` (nil: direct), made on first use.
-    func client(for proxy: ProxyEndpoint?) throws -> HTTPClient {
-        guard let proxy else { return client }
-        return try proxied.withLockedValue { clients in
+    /// The client for `proxy` (nil: direct) and HTTP version, made on first use.
+    func client(for proxy: ProxyEndpoint?, http2: Bool) throws -> HTTPClient {
+        let key = ClientKey(proxy: proxy, http2: http2)
+        return try clients.withLockedValue { clients in
             guard !clients.isShutDown else { throw HTTPClientError.alreadyShutdown }
-            if let existing = clients.byProxy[proxy] { return existing }
-            let made = Self.makeClient(configuration, proxy: proxy)
-            clients.byProxy[proxy] = made
+            if let existing = clients.made[key] { return existing }
+            let made = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: clientConfiguration(for: key))
+            clients.made[key] = made
             return made
         }
     }
 
+    /// Shuts every client down, together. Each returns once its connections have closed, which
+    /// (with no close_notify wait) is at once.
     public func shutdown() async {
-        let others = proxied.withLockedValue { clients in
+        let made = clients.withLockedValue { clients in
             clients.isShutDown = true
-            defer { clients.byProxy = [:] }
-            return Array(clients.byProxy.values)
+            defer { clients.made = [:] }
+            return Array(clients.made.values)
         }
-        for other in others { try? await other.shutdown() }
-        try? await client.shutdown()
+        let logger = self.logger
+        await withTaskGroup(of: Void.self) { group in
+            for client in made {
+                group.addTask {
+                    do {
+                        try await client.shutdown()
+                    } catch {
+                        logger.warning("an HTTP client did not shut down cleanly", metadata: ["error": "\(error)"])
+                    }
+                }
+            }
+        }
     }
 
     /// Redirect statuses followed, as AsyncHTTPClient and curl follow them (a GET stays a GET).
@@ -126,6 +166,7 @@ public final class AsyncHTTPTransport: HTTPTransport {
         var url = origin
         var visited: Set<String> = [url.absoluteString]
         var redirects = 0
+        var uses: [ConnectionUse] = []
         while true {
             let sameOrigin = url.hasSameOrigin(as: origin)
             var request = HTTPClientRequest(url: url.absoluteString)
@@ -143,15 +184,18 @@ public final class AsyncHTTPTransport: HTTPTransport {
                 request.headers.add(name: "Authorization", value: credentials.basicAuthorization)
             }
             let proxy = configuration.proxies.proxy(for: url)
+            // HTTP/2 needs TLS: a plain http URL goes to the HTTP/1.1 client whatever the plan allows.
+            let http2 = plan.allowsHTTP2 && url.scheme == "https"
             let response: HTTPClientResponse
             do {
-                response = try await client(for: proxy).execute(request, deadline: .distantFuture)
+                response = try await client(for: proxy, http2: http2).execute(request, deadline: .distantFuture)
             } catch {
                 throw Self.classify(error, url: shown, proxy: proxy)
             }
+            if let use = Self.connectionUse(response, tls: url.scheme == "https") { uses.append(use) }
             let status = Int(response.status.code)
             if Self.redirectStatuses.contains(status), let location = response.headers.first(name: "Location") {
-                await Self.discard(response.body)
+                await discard(response.body)
                 guard redirects < configuration.maxRedirects else {
                     throw HaulError(.tooManyRedirects, "\(shown): too many redirects",
                                     cause: "more than \(configuration.maxRedirects) redirects, the last to \(url.absoluteString)")
@@ -170,23 +214,37 @@ public final class AsyncHTTPTransport: HTTPTransport {
                 continue
             }
             var responseHeaders = HTTPHeaderList()
-            for (name, value) in response.headers { responseHeaders.add(name: name, value: value) }
-            let head = ResponseHead(status: status, headers: responseHeaders, url: url.absoluteString)
+            for (name, value) in response.headers where name.lowercased() != ConnectionTags.field {
+                responseHeaders.add(name: name, value: value)
+            }
+            let head = ResponseHead(status: status, headers: responseHeaders, url: url.absoluteString, connections: uses)
             let framing = AsyncHTTPBody.Framing(headers: response.headers)
             return (head, AsyncHTTPBody(response.body.makeAsyncIterator(), url: shown, proxy: proxy, framing: framing))
         }
     }
 
+    /// The connection a response came over, from the field `ConnectionTags` added; nil when it
+    /// could not be tagged.
+    static func connectionUse(_ response: HTTPClientResponse, tls: Bool) -> ConnectionUse? {
+        guard let tag = ConnectionTags.parse(response.headers) else { return nil }
+        let version = response.version.major >= 2 ? "HTTP/\(response.version.major)"
+            : "HTTP/\(response.version.major).\(response.version.minor)"
+        return ConnectionUse(connection: tag.connection, isFirst: tag.exchange == 0, tls: tls, httpVersion: version)
+    }
+
     /// Reads a redirect's short body so its connection can be reused; a long one is cut off (the
     /// connection then closes).
-    static func discard(_ body: HTTPClientResponse.Body) async {
+    func discard(_ body: HTTPClientResponse.Body) async {
         var read = 0
         do {
             for try await chunk in body {
                 read += chunk.readableBytes
                 if read > 64 << 10 { break }
             }
-        } catch {}
+        } catch {
+            // Nothing of it was wanted: only its connection is lost.
+            logger.debug("a redirect's body broke off", metadata: ["error": "\(error)"])
+        }
     }
 
     /// Names the cause in the user's terms and says whether retrying can help (via the code).

@@ -71,8 +71,8 @@ extension DownloadManager {
 
     /// What became of one start.
     enum Launch: Sendable {
-        /// It ran; the record as persisted when it stopped.
-        case ran(DownloadRecord)
+        /// It ran; the record as persisted when it stopped, and what the run cost on the wire.
+        case ran(DownloadRecord, TransferStats)
         /// Its record is gone or removed: nothing to run.
         case gone
         /// It could not run here: another process holds it, or the store or the lock failed.
@@ -105,7 +105,8 @@ extension DownloadManager {
             return refuse(id, error as? HaulError ?? HaulError(.fileSystem, "\(error)"), hub: hub)
         }
         defer { withExtendedLifetime(lock) {} }
-        return .ran(await runner.run(record))
+        let (ended, transfer) = await runner.runCounting(record)
+        return .ran(ended, transfer)
     }
 
     private nonisolated static func refuse(_ id: DownloadID, _ error: HaulError, hub: EventHub) -> Launch {
@@ -118,12 +119,12 @@ extension DownloadManager {
         if current { active[id] = nil }
         if current { await fleetRunEnded(id, launch) }
         switch launch {
-        case .ran(let record):
+        case .ran(let record, let transfer):
             // From here the store's record (and, once complete, the file itself) guards the name.
             await names.release(directory: record.request.directory, name: record.fileName)
             // Done with: a re-add after its file went missing supplies them again.
             if record.status == .completed { secrets[id] = nil }
-            if current { settle(DownloadOutcome(record)) }
+            if current { settle(DownloadOutcome(record, transfer: transfer)) }
         case .gone:
             if current { settle(DownloadOutcome(id: id, status: .removed)) }
         case .refused(let error):

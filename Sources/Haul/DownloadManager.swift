@@ -31,6 +31,9 @@ public actor DownloadManager {
         public var progressInterval: Duration
         public var retry: RetryPolicy
         public var http: AsyncHTTPTransport.Configuration
+        /// Which HTTP versions downloads may use (`--http1.1`, `--http2`); by default HTTP/2 for
+        /// a download over one connection when the server offers it.
+        public var httpVersions: HTTPVersionPolicy
         /// No segment smaller than this is split off for another connection (`-k`).
         public var minimumSegmentSize: Int64
         /// Bytes per second for everything this manager downloads; nil (or under 1) for no limit.
@@ -76,9 +79,11 @@ public actor DownloadManager {
             keepsCredentials: Bool = false,
             downloadRoots: [String]? = nil,
             bootID: String? = nil,
-            maxConnectionsPerHost: Int? = nil
+            maxConnectionsPerHost: Int? = nil,
+            httpVersions: HTTPVersionPolicy = .automatic
         ) {
             self.maxConnectionsPerHost = maxConnectionsPerHost
+            self.httpVersions = httpVersions
             self.stateDirectory = stateDirectory
             self.maxConcurrentDownloads = maxConcurrentDownloads
             self.checkpointInterval = checkpointInterval
@@ -99,7 +104,8 @@ public actor DownloadManager {
             DownloadStateMachine.Settings(
                 retry: retry, minimumSegment: max(1, minimumSegmentSize),
                 minimumSteal: min(128 << 10, max(1, minimumSegmentSize)),
-                checkpointInterval: checkpointInterval.seconds, tickInterval: min(progressInterval, checkpointInterval).seconds)
+                checkpointInterval: checkpointInterval.seconds, tickInterval: min(progressInterval, checkpointInterval).seconds,
+                httpVersions: httpVersions)
         }
     }
 
@@ -165,7 +171,7 @@ public actor DownloadManager {
         try Self.prepareStateDirectory(configuration.stateDirectory)
         let store = try await SQLiteDownloadStore.open(path: DestinationFiles.join(configuration.stateDirectory, "haul.sqlite"),
                                                        keepsCredentials: configuration.keepsCredentials)
-        let transport = AsyncHTTPTransport(configuration: configuration.http)
+        let transport = AsyncHTTPTransport(configuration: configuration.http, logger: configuration.logger)
         self.init(configuration: configuration, store: store, transport: transport, clock: ClockAdapter(ContinuousClock()),
                   ownedTransport: transport, closeStore: { try? await store.close() })
     }
@@ -174,7 +180,7 @@ public actor DownloadManager {
     /// download locks. The manager owns the store: `shutdown()` closes a shared one.
     public init(configuration: Configuration, store: any DownloadStore) async throws {
         try Self.prepareStateDirectory(configuration.stateDirectory)
-        let transport = AsyncHTTPTransport(configuration: configuration.http)
+        let transport = AsyncHTTPTransport(configuration: configuration.http, logger: configuration.logger)
         var closeStore: (@Sendable () async -> Void)?
         if let fleet = store as? any SharedQueueStore { closeStore = { await fleet.close() } }
         self.init(configuration: configuration, store: store, transport: transport, clock: ClockAdapter(ContinuousClock()),

@@ -44,8 +44,14 @@ struct DownloadRunner: Sendable {
 
     /// Runs until the download completes, fails or is stopped; returns the record as persisted.
     func run(_ record: DownloadRecord) async -> DownloadRecord {
+        await runCounting(record).record
+    }
+
+    /// `run`, and what the run cost on the wire (requests, connections, TLS handshakes).
+    func runCounting(_ record: DownloadRecord) async -> (record: DownloadRecord, transfer: TransferStats) {
         let session = RunSession(runner: self, record: record)
-        return await session.run()
+        let ended = await session.run()
+        return (ended, session.transfer)
     }
 
     /// What the `.part` and the final file look like before a start (nothing, in a directory
@@ -116,6 +122,8 @@ final class RunSession {
     /// The host whose connection budget this run shares, and the connections it last reported.
     let host: String
     var connectionsReported = 0
+    /// Requests sent and the connections their answers came over.
+    var transfer = TransferStats()
 
     init(runner: DownloadRunner, record: DownloadRecord) {
         self.runner = runner
@@ -208,6 +216,7 @@ final class RunSession {
         case .response(let connection, let head, let body):
             tasks[connection] = nil
             bodies[connection] = body
+            transfer.answered(over: head.connections)
             let now = WallClock.secondsSince1970()
             return machine.withLockedValue { $0.responseReceived(connection, head, nowSecondsSince1970: now, jitter: jitter) }
         case .requestFailed(let connection, let error), .bodyFailed(let connection, let error):
@@ -297,6 +306,7 @@ final class RunSession {
     func perform(_ action: Action) async {
         switch action {
         case .request(let connection, let plan):
+            transfer.requestSent()
             startRequest(connection, plan)
         case .receive(let connection):
             await startBody(connection)

@@ -37,6 +37,14 @@ public struct EventView: Codable, Sendable, Hashable {
     public var connections: Int?
     public var maxConnections: Int?
     public var maxBytesPerSecond: Int64?
+    /// What the run cost on the wire, on the last line of `haul get --json`: requests sent,
+    /// distinct connections they used, connections opened for them and TLS handshakes among
+    /// those, and the HTTP versions spoken (`HTTP/1.1`, `HTTP/2`).
+    public var requests: Int?
+    public var connectionsUsed: Int?
+    public var connectionsOpened: Int?
+    public var tlsHandshakes: Int?
+    public var httpVersions: [String]?
 
     public init(type: EventType, id: String?, status: DownloadStatus?) {
         self.type = type
@@ -81,6 +89,18 @@ public struct EventView: Codable, Sendable, Hashable {
         }
     }
 
+    /// The event that tells how a download left the schedule, with what its run cost when it ran.
+    public init(_ outcome: DownloadOutcome) {
+        self.init(outcome.finalEvent)
+        if let transfer = outcome.transfer {
+            requests = transfer.requests
+            connectionsUsed = transfer.connectionsUsed
+            connectionsOpened = transfer.connectionsOpened
+            tlsHandshakes = transfer.tlsHandshakes
+            httpVersions = transfer.httpVersions.sorted()
+        }
+    }
+
     /// A failure that concerns no one download.
     public static func error(_ error: HaulError) -> EventView {
         var view = EventView(type: .error, id: nil, status: nil)
@@ -94,6 +114,7 @@ public struct EventView: Codable, Sendable, Hashable {
     private enum CodingKeys: String, CodingKey {
         case type, id, status, url, completedLength, totalLength, speed, path, alreadyComplete, error, attempt, delay, reason
         case connections, maxConnections, maxBytesPerSecond
+        case requests, connectionsUsed, connectionsOpened, tlsHandshakes, httpVersions
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -116,5 +137,10 @@ public struct EventView: Codable, Sendable, Hashable {
         if maxConnections != nil {
             try container.encode(maxBytesPerSecond, forKey: .maxBytesPerSecond)
         }
+        try container.encodeIfPresent(requests, forKey: .requests)
+        try container.encodeIfPresent(connectionsUsed, forKey: .connectionsUsed)
+        try container.encodeIfPresent(connectionsOpened, forKey: .connectionsOpened)
+        try container.encodeIfPresent(tlsHandshakes, forKey: .tlsHandshakes)
+        try container.encodeIfPresent(httpVersions, forKey: .httpVersions)
     }
 }

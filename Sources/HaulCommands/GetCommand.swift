@@ -48,7 +48,7 @@ struct GetCommand: AsyncParsableCommand {
     @Option(name: .customLong("limit-rate"), help: "At most RATE bytes per second for the whole command (K, M, G suffixes).")
     var limitRate: String?
 
-    @Flag(name: .shortAndLong, help: "Log retries, restarts, refused connections and failed checkpoints on stderr.")
+    @Flag(name: .shortAndLong, help: "Log retries, restarts, refused connections and failed checkpoints on stderr, and the requests, connections and TLS handshakes each download took.")
     var verbose = false
 
     @Option(help: "Only these bytes, inclusive: A-B or A-.")
@@ -83,6 +83,9 @@ struct GetCommand: AsyncParsableCommand {
 
     @OptionGroup(title: "Network")
     var network: NetworkOptions
+
+    @OptionGroup(title: "HTTP version")
+    var httpVersion: HTTPVersionOptions
 
     @Option(help: .hidden)
     var checkpointInterval: Double = 1
@@ -120,7 +123,8 @@ struct GetCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let reporter = Reporter(mode: json ? .json : quiet ? .quiet : isatty(STDERR_FILENO) != 0 ? .terminal : .plain)
+        let reporter = Reporter(mode: json ? .json : quiet ? .quiet : isatty(STDERR_FILENO) != 0 ? .terminal : .plain,
+                                verbose: verbose)
         let texts = try urlTexts(reporter: reporter)
         let template = try requestTemplate(reporter: reporter)
         let proxies: ProxySettings
@@ -145,7 +149,7 @@ struct GetCommand: AsyncParsableCommand {
                         userAgent: network.userAgent ?? HaulVersion.userAgent),
             minimumSegmentSize: try Self.size(minSplitSize),
             maxBytesPerSecond: try limitRate.map { try Self.rate($0) },
-            logger: logger, maxConnectionsPerHost: maxConnectionsPerHost)
+            logger: logger, maxConnectionsPerHost: maxConnectionsPerHost, httpVersions: httpVersion.policy)
         let manager: DownloadManager
         do {
             manager = try await DownloadManager(configuration: configuration)

@@ -106,3 +106,22 @@ struct CredentialSources: Sendable {
         return user ?? netrc?.credentials(host: url.host)
     }
 }
+
+/// curl's `--http1.1` and `--http2`, for `haul get` and `haul serve`. Neither: HTTP/2 for a
+/// download over one connection when the server offers it, HTTP/1.1 for several.
+struct HTTPVersionOptions: ParsableArguments {
+    @Flag(name: .customLong("http1.1"), help: "Use HTTP/1.1 only, even where the server offers HTTP/2.")
+    var http1_1 = false
+
+    @Flag(name: .customLong("http2"), help: ArgumentHelp(
+        "Use HTTP/2 whenever an https server offers it, also for a file over several connections (as streams of one connection). Default: HTTP/2 only for a file over one connection."))
+    var http2 = false
+
+    func validate() throws {
+        if http1_1, http2 { throw ValidationError("--http1.1 and --http2 exclude each other") }
+    }
+
+    var policy: HTTPVersionPolicy {
+        http1_1 ? .http1_1 : http2 ? .http2 : .automatic
+    }
+}

@@ -15,6 +15,8 @@ final class Reporter {
     enum Mode { case terminal, plain, json, quiet }
 
     let mode: Mode
+    /// `-v`: what each download cost on the wire, when it ends.
+    let verbose: Bool
     /// The URL of every download not finished yet, for messages: about 100 bytes each.
     private var urls: [DownloadID: String] = [:]
     /// Running downloads in the order they were first seen running: the screen keeps its rows.
@@ -41,10 +43,11 @@ final class Reporter {
     private let output: (String) -> Void
     private let terminalSize: () -> (columns: Int, rows: Int)
 
-    init(mode: Mode,
+    init(mode: Mode, verbose: Bool = false,
          output: @escaping (String) -> Void = { FileHandle.standardError.write(Data($0.utf8)) },
          terminalSize: @escaping () -> (columns: Int, rows: Int) = TerminalSize.current) {
         self.mode = mode
+        self.verbose = verbose
         self.output = output
         self.terminalSize = terminalSize
     }
@@ -88,7 +91,7 @@ final class Reporter {
         live[outcome.id] = nil
         names[outcome.id] = nil
         let event = outcome.finalEvent
-        if mode == .json { emitJSON(event, url: url) }
+        if mode == .json { emitJSON(EventView(outcome), url: url) }
         let size = outcome.record?.completedLength ?? 0
         switch event.kind {
         case .completed(let path):
@@ -109,7 +112,25 @@ final class Reporter {
         default:
             break
         }
+        if verbose, mode == .plain || mode == .terminal, let transfer = outcome.transfer {
+            message("\(url): \(Self.describe(transfer))")
+        }
         draw(force: false)
+    }
+
+    /// `12 requests over 8 connections (8 TLS handshakes), HTTP/1.1`: what a run cost on the wire.
+    /// Connections reused from another download's are used but not opened: on https the
+    /// handshakes say how many were new; on http, "N new" when some were not.
+    static func describe(_ transfer: TransferStats) -> String {
+        func count(_ number: Int, _ noun: String) -> String { "\(number) \(noun)\(number == 1 ? "" : "s")" }
+        var text = "\(count(transfer.requests, "request")) over \(count(transfer.connectionsUsed, "connection"))"
+        if transfer.usedTLS {
+            text += " (\(count(transfer.tlsHandshakes, "TLS handshake")))"
+        } else if transfer.connectionsOpened != transfer.connectionsUsed {
+            text += " (\(transfer.connectionsOpened) new)"
+        }
+        if !transfer.httpVersions.isEmpty { text += ", " + transfer.httpVersions.sorted().joined(separator: " and ") }
+        return text
     }
 
     /// The live figures of every running download, read by the command at each tick.
@@ -232,7 +253,11 @@ final class Reporter {
 
     /// The daemon's event schema (`EventView`), with the URL on every line.
     private func emitJSON(_ event: DownloadEvent, url: String) {
-        var view = EventView(event)
+        emitJSON(EventView(event), url: url)
+    }
+
+    private func emitJSON(_ view: EventView, url: String) {
+        var view = view
         view.url = url
         if let speed = view.speed { view.speed = speed.rounded() }
         writeJSON(view)

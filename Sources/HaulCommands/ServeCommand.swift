@@ -84,6 +84,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The PEM private key of --tls-certificate.", valueName: "FILE"))
     var tlsKey: String?
 
+    @OptionGroup(title: "HTTP version")
+    var httpVersion: HTTPVersionOptions
+
     @Option(help: .hidden)
     var checkpointInterval: Double = 1
 
@@ -129,6 +132,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.allowedDirectories = allowedDirectories.map { HaulHome.absolute($0) }
         configuration.manager.checkpointInterval = .milliseconds(Int64(checkpointInterval * 1000))
         configuration.manager.maxConnectionsPerHost = maxConnectionsPerHost
+        configuration.manager.httpVersions = httpVersion.policy
         configuration.store = try storeLocation
         configuration.leaseTimeout = .milliseconds(Int64(leaseTimeout * 1000))
         configuration.fleetName = fleetName

@@ -14,18 +14,21 @@ public struct DownloadOutcome: Sendable, Hashable {
     public var error: HaulError?
     /// Added again after it had completed, with its file intact: nothing was downloaded.
     public var alreadyComplete: Bool
+    /// Requests and connections of the run that ended here; nil when it did not run.
+    public var transfer: TransferStats?
 
     public init(id: DownloadID, status: DownloadStatus, record: DownloadRecord? = nil, error: HaulError? = nil,
-                alreadyComplete: Bool = false) {
+                alreadyComplete: Bool = false, transfer: TransferStats? = nil) {
         self.id = id
         self.status = status
         self.record = record
         self.error = error
         self.alreadyComplete = alreadyComplete
+        self.transfer = transfer
     }
 
-    public init(_ record: DownloadRecord, alreadyComplete: Bool = false) {
-        self.init(id: record.id, status: record.status, record: record, alreadyComplete: alreadyComplete)
+    public init(_ record: DownloadRecord, alreadyComplete: Bool = false, transfer: TransferStats? = nil) {
+        self.init(id: record.id, status: record.status, record: record, alreadyComplete: alreadyComplete, transfer: transfer)
     }
 
     /// The error that ended it: its own failure, or the reason it could not run here.

@@ -181,7 +181,8 @@ extension DownloadStateMachine {
             range: range,
             ifRange: range == nil ? nil : record.validator?.ifRangeValue,
             headers: record.request.headers,
-            credentials: record.request.credentials)
+            credentials: record.request.credentials,
+            allowsHTTP2: settings.httpVersions.allowsHTTP2(extraConnection: connection.isExtra))
         connections[id]?.phase = .requesting(plan)
         connections[id]?.requestedEnd = range?.end
         connections[id]?.received = 0

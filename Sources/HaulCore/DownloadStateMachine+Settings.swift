@@ -34,15 +34,19 @@ extension DownloadStateMachine {
         /// ...and as soon as this many bytes came since the last note, so a burst (a server's
         /// first second, a fast link) is noted before the tick.
         public var noteBytes: Int64
+        /// Which HTTP versions the download's requests may use (`RequestPlan.allowsHTTP2`).
+        public var httpVersions: HTTPVersionPolicy
 
         public init(retry: RetryPolicy = .init(), minimumSegment: Int64 = 1 << 20, minimumSteal: Int64 = 128 << 10,
                     checkpointInterval: Double = 1, checkpointBytes: Int64 = 32 << 20, overlap: Int64 = 64 << 10,
                     maxConnectionBackoff: Duration = .seconds(60), tickInterval: Double = 0.25,
                     minimumStealSeconds: Double = 0.5, notesProgress: Bool = false, noteBytes: Int64 = 2 << 20,
-                    piecesPerConnection: Int64 = 4, maximumPiece: Int64 = 64 << 20) {
+                    piecesPerConnection: Int64 = 4, maximumPiece: Int64 = 64 << 20,
+                    httpVersions: HTTPVersionPolicy = .automatic) {
             self.piecesPerConnection = piecesPerConnection
             self.maximumPiece = maximumPiece
             self.retry = retry
+            self.httpVersions = httpVersions
             self.notesProgress = notesProgress
             self.noteBytes = noteBytes
             self.tickInterval = tickInterval

@@ -63,10 +63,35 @@ public struct ResponseHead: Hashable, Sendable {
     public var headers: HTTPHeaderList
     /// The URL that answered, after redirects.
     public var url: String
+    /// The connection each request of this exchange went over: the redirects the transport
+    /// followed first, the answer last. Empty when the transport cannot tell.
+    public var connections: [ConnectionUse]
 
-    public init(status: Int, headers: HTTPHeaderList, url: String) {
+    public init(status: Int, headers: HTTPHeaderList, url: String, connections: [ConnectionUse] = []) {
         self.status = status
         self.headers = headers
         self.url = url
+        self.connections = connections
+    }
+}
+
+/// The transport connection one request went over, as the transport saw it: what a download's
+/// count of connections and TLS handshakes is made of (`TransferStats`).
+public struct ConnectionUse: Hashable, Sendable {
+    /// Tells the transport's connections apart over its whole life (never reused).
+    public var connection: Int
+    /// The request was the first answered on its connection: the connection was opened (a TCP
+    /// connect, and on https a TLS handshake) for it.
+    public var isFirst: Bool
+    /// The connection is TLS to the origin (https, also through a proxy's tunnel).
+    public var tls: Bool
+    /// As the response said it: `HTTP/1.1`, `HTTP/2`.
+    public var httpVersion: String
+
+    public init(connection: Int, isFirst: Bool, tls: Bool, httpVersion: String) {
+        self.connection = connection
+        self.isFirst = isFirst
+        self.tls = tls
+        self.httpVersion = httpVersion
     }
 }

@@ -8,13 +8,18 @@ public struct RequestPlan: Hashable, Sendable {
     public var headers: HTTPHeaderList
     /// Sent as `Authorization: Basic` to `url`'s origin, never to another one a redirect leads to.
     public var credentials: Credentials?
+    /// The request may go over HTTP/2 when the server offers it (`HTTPVersionPolicy`); otherwise
+    /// over HTTP/1.1. Chosen once per download, so all its requests use the same version.
+    public var allowsHTTP2: Bool
 
-    public init(url: RemoteURL, range: ByteRange?, ifRange: String?, headers: HTTPHeaderList, credentials: Credentials? = nil) {
+    public init(url: RemoteURL, range: ByteRange?, ifRange: String?, headers: HTTPHeaderList, credentials: Credentials? = nil,
+                allowsHTTP2: Bool = false) {
         self.url = url
         self.range = range
         self.ifRange = ifRange
         self.headers = headers
         self.credentials = credentials
+        self.allowsHTTP2 = allowsHTTP2
     }
 
     /// The headers to send, extras first, ours last (ours win).

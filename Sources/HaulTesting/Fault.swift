@@ -27,6 +27,12 @@ public enum Fault: Sendable {
     /// Send the head and this many body bytes, then send nothing more but keep the connection
     /// open (until the server shuts down), so read timeouts can be tested.
     case stallAfter(Int64)
+    /// Send the head and this many body bytes, then send nothing more; read nothing from the
+    /// connection from the moment the head goes out, and never close it (until the server shuts
+    /// down): a server busy sending a body, which never reads what the client sends, so a TLS
+    /// client that cuts the response waits in vain for the answer to its close_notify. A client
+    /// must close such a connection itself. ``TestServer/heldConnections`` counts them.
+    case holdAfter(Int64)
     /// Redirect (Location: absolute URL on this server to `path`; a value that already starts
     /// with `http://` or `https://` is sent as is).
     case redirect(to: String, status: Int = 302)

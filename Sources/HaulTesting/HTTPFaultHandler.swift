@@ -53,6 +53,8 @@ final class HTTPFaultHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var tick: Scheduled<Void>?
     /// The transfer's body waits behind a closed ``BodyGate``.
     private var gated = false
+    /// Reads nothing more and never closes (``Fault/holdAfter(_:)``).
+    private var holding = false
 
     init(state: ServerState) {
         self.state = state
@@ -129,6 +131,19 @@ final class HTTPFaultHandler: ChannelInboundHandler, RemovableChannelHandler {
             plan.headers.replaceOrAdd(name: "Connection", value: "close")
         }
         let head = HTTPResponseHead(version: .http1_1, status: plan.status, headers: plan.headers)
+        if plan.ending == .hold, !holding {
+            // From here on the socket is not read: whatever the client sends stays unread.
+            do {
+                guard let options = context.channel.syncOptions else { throw ChannelError.operationUnsupported }
+                try options.setOption(ChannelOptions.autoRead, value: false)
+            } catch {
+                // The fault cannot be played: the connection breaks instead, for the test to see.
+                context.close(promise: nil)
+                return
+            }
+            holding = true
+            state.hold()
+        }
         var lastWrite = context.write(wrapOutboundOut(.head(head)))
 
         switch plan.body {
@@ -303,7 +318,7 @@ final class HTTPFaultHandler: ChannelInboundHandler, RemovableChannelHandler {
             // byte has reached the kernel; the close then sends a FIN after it.
             context.flush()
             lastWrite.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
-        case .stall:
+        case .stall, .hold:
             // Counts as in flight until the connection closes, which may be never.
             context.flush()
         }

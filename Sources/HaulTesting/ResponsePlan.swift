@@ -21,6 +21,8 @@ struct ResponsePlan {
         case close
         /// Write nothing more but keep the connection open.
         case stall
+        /// Like `stall`, and nothing is read from the connection from the head on.
+        case hold
     }
 
     var status: HTTPResponseStatus
@@ -74,7 +76,7 @@ struct ResponsePlan {
                 sendsBody: sendsBody,
                 text: "Redirecting to \(location)\n"
             )
-        case .none, .dropAfter, .ignoreRange, .wrongContentRange, .lyingContentLength, .stallAfter,
+        case .none, .dropAfter, .ignoreRange, .wrongContentRange, .lyingContentLength, .stallAfter, .holdAfter,
             .switchEntity, .brokenChunks:
             self = .entity(
                 route: route,
@@ -173,6 +175,9 @@ struct ResponsePlan {
         case .stallAfter(let count):
             limit = max(0, count)
             ending = .stall
+        case .holdAfter(let count):
+            limit = max(0, count)
+            ending = .hold
         default:
             break
         }

@@ -45,6 +45,8 @@ final class ServerState: Sendable {
         var inFlight: [String: Int] = [:]
         var peakInFlight: [String: Int] = [:]
         var connectionsByPath: [String: Set<Int>] = [:]
+        /// Connections a ``Fault/holdAfter(_:)`` held.
+        var held = 0
     }
 
     private let storage = NIOLockedValueBox(Storage())
@@ -64,6 +66,19 @@ final class ServerState: Sendable {
             defer { storage.connectionsOpened += 1 }
             return storage.connectionsOpened
         }
+    }
+
+    /// TCP connections accepted so far (a TLS one whose handshake failed included).
+    var connectionsAccepted: Int {
+        storage.withLockedValue { $0.connectionsOpened }
+    }
+
+    func hold() {
+        storage.withLockedValue { $0.held += 1 }
+    }
+
+    var held: Int {
+        storage.withLockedValue { $0.held }
     }
 
     func record(_ request: RecordedRequest, connection: Int) {

@@ -138,6 +138,17 @@ public final class TestServer: Sendable {
         state.connectionCount(to: path)
     }
 
+    /// How many TCP connections the server has accepted (a TLS one whose handshake failed too).
+    public var acceptedConnections: Int {
+        state.connectionsAccepted
+    }
+
+    /// Connections a ``Fault/holdAfter(_:)`` has held since the server started. The server
+    /// closes none of them before it shuts down: only the client can.
+    public var heldConnections: Int {
+        state.held
+    }
+
     /// Stops listening and closes every connection, including stalled ones. Safe to call twice.
     public func shutdown() async throws {
         let alreadyShutDown = isShutDown.withLockedValue { isShutDown in

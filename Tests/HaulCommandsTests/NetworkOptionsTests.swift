@@ -33,4 +33,18 @@ import Testing
         #expect(s.proxy(for: try RemoteURL("http://x/")) == ProxyEndpoint(host: "p", port: 3))
         #expect(s.proxy(for: try RemoteURL("http://c.a.b/")) == nil)
     }
+
+    /// curl's spellings; together they are a usage error, not a silent choice of one.
+    @Test func httpVersionFlags() throws {
+        #expect(try HTTPVersionOptions.parse([]).policy == .automatic)
+        #expect(try HTTPVersionOptions.parse(["--http1.1"]).policy == .http1_1)
+        #expect(try HTTPVersionOptions.parse(["--http2"]).policy == .http2)
+        #expect(throws: (any Error).self) { try HTTPVersionOptions.parse(["--http1.1", "--http2"]) }
+        do {
+            _ = try HTTPVersionOptions.parse(["--http2", "--http1.1"])
+            Issue.record("both flags were accepted")
+        } catch {
+            #expect(HTTPVersionOptions.message(for: error) == "--http1.1 and --http2 exclude each other")
+        }
+    }
 }

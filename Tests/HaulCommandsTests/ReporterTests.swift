@@ -53,4 +53,45 @@ import Testing
         #expect(reporter.namesWanted().isEmpty)
         #expect(screen.text.hasPrefix("[ 0/1 done"))
     }
+
+    /// `-v`: when a download ends, what it cost on the wire, in one line after its result.
+    @Test func verboseTellsRequestsConnectionsAndHandshakes() throws {
+        let screen = Screen()
+        let reporter = Reporter(mode: .plain, verbose: true, output: { screen.text += $0 }, terminalSize: { (100, 10) })
+        var a = try record("a", "https://example.test/big.iso")
+        reporter.added(a)
+        var transfer = TransferStats()
+        for _ in 0..<12 { transfer.requestSent() }
+        for connection in 0..<8 {
+            transfer.answered(over: [ConnectionUse(connection: connection, isFirst: true, tls: true, httpVersion: "HTTP/1.1")])
+        }
+        for connection in 0..<4 {
+            transfer.answered(over: [ConnectionUse(connection: connection, isFirst: false, tls: true, httpVersion: "HTTP/1.1")])
+        }
+        a.status = .completed
+        a.fileName = "big.iso"
+        reporter.settled(DownloadOutcome(a, transfer: transfer))
+        #expect(screen.text.contains("saved /tmp/out/big.iso (0 B)\n"
+            + "haul: https://example.test/big.iso: 12 requests over 8 connections (8 TLS handshakes), HTTP/1.1\n"), "\(screen.text)")
+
+        // One request on a connection another download opened, over HTTP/2; a redirect hop counts.
+        var one = TransferStats()
+        one.requestSent()
+        one.answered(over: [ConnectionUse(connection: 3, isFirst: false, tls: true, httpVersion: "HTTP/2")])
+        #expect(Reporter.describe(one) == "1 request over 1 connection (0 TLS handshakes), HTTP/2")
+        var plain = TransferStats()
+        plain.requestSent()
+        plain.requestSent()
+        plain.answered(over: [ConnectionUse(connection: 1, isFirst: false, tls: false, httpVersion: "HTTP/1.1"),
+                              ConnectionUse(connection: 2, isFirst: true, tls: false, httpVersion: "HTTP/1.1")])
+        plain.answered(over: [ConnectionUse(connection: 2, isFirst: false, tls: false, httpVersion: "HTTP/1.1")])
+        #expect(Reporter.describe(plain) == "3 requests over 2 connections (1 new), HTTP/1.1")
+
+        // Without -v, nothing of it.
+        let quiet = Screen()
+        let silent = Reporter(mode: .plain, output: { quiet.text += $0 }, terminalSize: { (100, 10) })
+        silent.added(a)
+        silent.settled(DownloadOutcome(a, transfer: transfer))
+        #expect(!quiet.text.contains("requests over"))
+    }
 }

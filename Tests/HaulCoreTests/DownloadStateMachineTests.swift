@@ -7,16 +7,18 @@ import Testing
     let url = try! RemoteURL("http://h/file")
     let noFiles = Machine.LocalFiles(partSize: nil, published: false)
 
-    /// Pieces are off (each request asks for the rest of its part) unless a test turns them on.
+    /// Pieces are off (each request asks for the rest of its part) unless a test turns them on;
+    /// HTTP/1.1 unless told: the plans the tests spell out say so (`RequestPlan`'s default).
     func machine(range: ByteRange? = nil, maxAttempts: Int = 3, connections: Int = 1, minimumSegment: Int64 = 100,
-                 record: DownloadRecord? = nil, piecesPerConnection: Int64 = 0) throws -> Machine {
+                 record: DownloadRecord? = nil, piecesPerConnection: Int64 = 0,
+                 httpVersions: HTTPVersionPolicy = .http1_1) throws -> Machine {
         let request = try DownloadRequest(url: url, destination: .directory("/tmp"), range: range, connections: connections)
         var record = record ?? DownloadRecord(id: DownloadID(rawValue: "1"), request: request, createdAt: 0)
         record.fileName = "file"
         return Machine(record: record, settings: .init(
             retry: RetryPolicy(maxAttempts: maxAttempts, baseDelay: .seconds(1)), minimumSegment: minimumSegment,
             minimumSteal: 10, checkpointInterval: 1, overlap: 50, maxConnectionBackoff: .seconds(60), tickInterval: 0.25,
-            piecesPerConnection: piecesPerConnection))
+            piecesPerConnection: piecesPerConnection, httpVersions: httpVersions))
     }
 
     func head(_ status: Int, _ headers: HTTPHeaderList) -> ResponseHead {

@@ -80,7 +80,9 @@ struct Nginx {
     var downloads: String { root + "/downloads" }
     var accessLog: String { root + "/access.log" }
 
-    static func start(payload: Payload, name: String, rateLimit: String) async throws -> Nginx {
+    /// `tls`: HTTPS with that certificate, offering HTTP/2 through ALPN. The access log has one
+    /// line per request: status, `Range`, `If-Range` and the protocol (`HTTP/1.1`, `HTTP/2.0`).
+    static func start(payload: Payload, name: String, rateLimit: String = "0", tls: TLSFiles? = nil) async throws -> Nginx {
         let root = NSTemporaryDirectory() + "haul-nginx-\(UUID().uuidString)"
         for directory in ["www", "downloads", "tmp", "logs"] {
             try FileManager.default.createDirectory(atPath: root + "/" + directory, withIntermediateDirectories: true)
@@ -96,7 +98,7 @@ struct Nginx {
             error_log \(root)/logs/error.log warn;
             events { worker_connections 16; }
             http {
-                log_format ranges '$status $http_range $http_if_range';
+                log_format ranges '$status $http_range $http_if_range $server_protocol';
                 access_log \(root)/access.log ranges;
                 client_body_temp_path \(root)/tmp/body;
                 proxy_temp_path \(root)/tmp/proxy;
@@ -105,7 +107,7 @@ struct Nginx {
                 scgi_temp_path \(root)/tmp/scgi;
                 default_type application/octet-stream;
                 server {
-                    listen 127.0.0.1:\(port);
+                    \(listen(port: port, tls: tls))
                     root \(root)/www;
                     limit_rate \(rateLimit);
                 }
@@ -121,6 +123,44 @@ struct Nginx {
         let nginx = Nginx(process: process, port: port, root: root)
         try await nginx.waitUntilListening()
         return nginx
+    }
+
+    /// The `listen` line, and for HTTPS the certificate and HTTP/2: `http2 on;` from nginx
+    /// 1.25.1, `listen ... ssl http2` before (Debian 12 has 1.22).
+    static func listen(port: Int, tls: TLSFiles?) -> String {
+        guard let tls else { return "listen 127.0.0.1:\(port);" }
+        let http2 = (version.map { $0.lexicographicallyPrecedes([1, 25, 1]) } ?? true)
+            ? "listen 127.0.0.1:\(port) ssl http2;" : "listen 127.0.0.1:\(port) ssl;\n    http2 on;"
+        return http2 + "\n    ssl_certificate \(tls.certificatePath);\n    ssl_certificate_key \(tls.privateKeyPath);"
+    }
+
+    /// nginx's version, as numbers.
+    static let version: [Int]? = {
+        guard let text = describe(), let slash = text.range(of: "nginx/") else { return nil }
+        return text[slash.upperBound...].prefix { $0.isNumber || $0 == "." }.split(separator: ".").compactMap { Int($0) }
+    }()
+
+    /// Built with HTTP/2 and TLS (Debian's nginx is).
+    static let hasHTTP2: Bool = describe().map { $0.contains("--with-http_v2_module") && $0.contains("--with-http_ssl_module") } ?? false
+
+    /// What `nginx -V` says (on stderr): version and build options.
+    static func describe() -> String? {
+        guard let binary else { return nil }
+        let process = Process()
+        let pipe = Pipe()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["-V"]
+        process.standardError = pipe
+        process.standardOutput = FileHandle.nullDevice
+        do { try process.run() } catch { return nil }
+        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return text
+    }
+
+    /// The access log's lines, split into fields.
+    func logLines() throws -> [[Substring]] {
+        try String(contentsOfFile: accessLog, encoding: .utf8).split(separator: "\n").map { $0.split(separator: " ") }
     }
 
     /// A port the kernel just handed out and released.

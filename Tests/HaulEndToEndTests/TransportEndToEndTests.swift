@@ -1,0 +1,128 @@
+import Foundation
+import HaulAPI
+import HaulCore
+import HaulTesting
+import Testing
+
+/// The transport as a user meets it through the real binary: a cut TLS connection the server
+/// holds does not hold `haul get`, and `-v` and `--json` tell what each download cost on the wire.
+@Suite(.timeLimit(.minutes(2))) struct TransportEndToEndTests {
+    /// The first request of `-x 4` asks for `bytes=0-` and is cut once its part is in; the server
+    /// then holds that TLS connection (never reads the close_notify, never closes). `haul get`
+    /// still exits 0 while the server holds it, and `-v` counts what the server saw.
+    @Test func haulGetExitsWhileTheServerHoldsACutTLSConnection() async throws {
+        let tls = try TLSFiles.makeSelfSigned()
+        let world = try await World.make(tls: tls)
+        let payload = Payload(seed: 2030, length: 8 << 20)
+        world.server.setRoute("/held.bin", Route(payload: payload, script: [.holdAfter(6 << 20)]))
+        let result = try await HaulProcess.run(["get", world.server.url("/held.bin"), "-x", "4", "-v", "--cacert", tls.certificatePath],
+                                               in: world)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(payload.mismatch(inFileAt: world.directory + "/held.bin") == nil)
+        #expect(world.server.heldConnections == 1, "haul exited though the server holds the connection it cut")
+        // The connections that carried its requests, each handshaked for it.
+        let used = world.server.connectionCount(to: "/held.bin")
+        let requests = world.server.requests(to: "/held.bin").count
+        #expect(used >= 2)
+        #expect(result.stderr.contains("\(world.server.url("/held.bin")): \(requests) requests over \(used) connections "
+            + "(\(used) TLS handshakes), HTTP/1.1\n"), "\(result.stderr)")
+        try await world.close()
+    }
+
+    /// `--json`'s last line carries the counts, with or without `-v`.
+    @Test func jsonCarriesRequestsAndConnections() async throws {
+        let world = try await World.make()
+        let payload = Payload(seed: 2031, length: 6 << 20)
+        world.server.setRoute("/counted.bin", Route(payload: payload))
+        let result = try await HaulProcess.run(["get", world.server.url("/counted.bin"), "-x", "4", "--json"], in: world)
+        #expect(result.status == 0, "\(result.stderr)")
+        let last = try #require(result.stdout.split(separator: "\n").last)
+        let view = try JSONDecoder().decode(EventView.self, from: Data(last.utf8))
+        #expect(view.type == .completed)
+        #expect(view.requests == world.server.requests(to: "/counted.bin").count)
+        #expect(view.connectionsUsed == world.server.connectionCount(to: "/counted.bin"))
+        #expect(view.connectionsOpened == view.connectionsUsed)
+        #expect(view.tlsHandshakes == 0)
+        #expect(view.httpVersions == ["HTTP/1.1"])
+        try await world.close()
+    }
+
+    @Test func theHTTPVersionFlagsExcludeEachOther() async throws {
+        let world = try await World.make()
+        for command in [["get", world.server.url("/x")], ["serve", "--port", "0"]] {
+            let result = try await HaulProcess.run(command + ["--http1.1", "--http2"], in: world)
+            #expect(result.status == 2, "\(result.stderr)")
+            #expect(result.stderr == "haul: --http1.1 and --http2 exclude each other (see 'haul --help')\n", "\(result.stderr)")
+        }
+        #expect(world.server.requests.isEmpty)
+        try await world.close()
+    }
+}
+
+/// HTTP/2 against a real peer: nginx offering h2 through ALPN. Its access log tells which
+/// protocol each request came over.
+@Suite(.serialized, .timeLimit(.minutes(3)),
+       .enabled(if: Nginx.binary != nil && Nginx.hasHTTP2, "nginx with HTTP/2 is not installed (.ci/run installs it)"))
+struct NginxHTTP2Tests {
+    /// By default one connection speaks HTTP/2 and several speak HTTP/1.1; `--http2` and
+    /// `--http1.1` force theirs. The file is byte-exact every time.
+    @Test(arguments: [
+        ([String](), "HTTP/2.0"),
+        (["-x", "4"], "HTTP/1.1"),
+        (["-x", "4", "--http2"], "HTTP/2.0"),
+        (["--http1.1"], "HTTP/1.1"),
+    ])
+    func protocolByConnections(flags: [String], expected: String) async throws {
+        let payload = Payload(seed: 2040, length: 8 << 20)
+        let tls = try TLSFiles.makeSelfSigned()
+        let nginx = try await Nginx.start(payload: payload, name: "h2.bin", tls: tls)
+        let world = World(server: try await TestServer.start(), directory: nginx.downloads, home: nginx.root + "/home")
+        let url = "https://127.0.0.1:\(nginx.port)/h2.bin"
+        let result = try await HaulProcess.run(["get", url, "-v", "--cacert", tls.certificatePath] + flags, in: world)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(payload.mismatch(inFileAt: world.directory + "/h2.bin") == nil)
+        let log = try nginx.logLines()
+        #expect(!log.isEmpty)
+        #expect(log.allSatisfy { $0.last.map(String.init) == expected }, "\(log)")
+        if flags.contains("-x") { #expect(log.count > 1, "several requests: \(log)") }
+        let version = expected == "HTTP/2.0" ? "HTTP/2" : "HTTP/1.1"
+        #expect(result.stderr.contains("TLS handshake"), "\(result.stderr)")
+        #expect(result.stderr.contains(", \(version)\n"), "\(result.stderr)")
+        if expected == "HTTP/2.0" {
+            #expect(result.stderr.contains("over 1 connection (1 TLS handshake), HTTP/2\n"), "one connection: \(result.stderr)")
+        }
+        try await world.server.shutdown()
+        await nginx.stop()
+    }
+
+    /// A download over HTTP/2 killed midway resumes over HTTP/2 from its checkpoint, with
+    /// `If-Range`, and the file is byte-exact.
+    @Test func resumeOverHTTP2AfterKillNine() async throws {
+        let payload = Payload(seed: 2041, length: 10_000_000)
+        let tls = try TLSFiles.makeSelfSigned()
+        let nginx = try await Nginx.start(payload: payload, name: "h2.bin", rateLimit: "600k", tls: tls)
+        let world = World(server: try await TestServer.start(), directory: nginx.downloads, home: nginx.root + "/home")
+        let url = "https://127.0.0.1:\(nginx.port)/h2.bin"
+
+        let first = try HaulProcess(["get", url, "--quiet", "--cacert", tls.certificatePath, "--checkpoint-interval", "0.05"],
+                                    home: world.home, workingDirectory: world.directory)
+        let checkpoint = try await world.waitForCheckpoint(beyond: 0)
+        first.signal(SIGKILL)
+        #expect(await first.wait() == SIGKILL)
+
+        let second = try await HaulProcess.run(["get", url, "--quiet", "--cacert", tls.certificatePath], in: world)
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(payload.mismatch(inFileAt: world.directory + "/h2.bin") == nil)
+
+        let log = try nginx.logLines()
+        #expect(log.count == 2, "\(log)")
+        #expect(log.allSatisfy { $0.last == "HTTP/2.0" }, "\(log)")
+        let resumed = try #require(log.last)
+        #expect(resumed[0] == "206", "\(log)")
+        let start = Int64(resumed[1].dropFirst("bytes=".count).prefix { $0 != "-" }) ?? -1
+        #expect(start >= checkpoint && start > 0, "resumed at \(start), checkpoint \(checkpoint)")
+        #expect(resumed[2] != "-", "If-Range was sent: \(log)")
+        try await world.server.shutdown()
+        await nginx.stop()
+    }
+}
