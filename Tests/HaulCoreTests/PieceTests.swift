@@ -17,7 +17,7 @@ import Testing
         return Machine(record: record, settings: .init(
             retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(1)), minimumSegment: minimumSegment,
             minimumSteal: minimumSteal, checkpointInterval: 1_000_000, overlap: 50, tickInterval: 0.25,
-            piecesPerConnection: 4, maximumPiece: maximumPiece))
+            piecesPerConnection: 4, maximumPiece: maximumPiece, httpVersions: .http1_1))
     }
 
     func partial(_ range: ByteRange, of total: Int64) -> ResponseHead {
