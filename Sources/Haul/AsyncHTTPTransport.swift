@@ -104,6 +104,10 @@ public final class AsyncHTTPTransport: HTTPTransport {
         // that wait inside the client for a free stream.
         config.connectionPool = .init(idleTimeout: .seconds(60),
                                       concurrentHTTP1ConnectionsPerHostSoftLimit: configuration.maxConnectionsPerHost)
+        // A connection that cannot be made fails its request at once: haul's own retries (counted,
+        // backed off, shown) decide what comes next. AsyncHTTPClient would otherwise retry a
+        // refused port silently until the connect timeout, 10 s per try.
+        config.connectionPool.retryConnectionEstablishment = false
         // Always set: AsyncHTTPClient's default TLS configuration waits 5 s for close_notify.
         config.tlsConfiguration = Self.tlsConfiguration(configuration)
         ConnectionTags.install(on: &config, numbers: numbers, logger: logger)
