@@ -170,11 +170,14 @@ extension DownloadStateMachine {
             // A piece of the part (the first one proves, with a 206, that the server serves
             // ranges), so the request ends by itself and the connection carries the next one.
             range = ByteRange(start: start, end: SegmentPlanner.pieceEnd(next: part.next, partEnd: part.end, size: size))
+        } else if start == 0, part.end == nil, record.request.connections == 1 {
+            // The whole file, unless a first piece may go over HTTP/2 (see `HTTPVersionPolicy`).
+            range = settings.httpVersions.boundsFirstRequest(scheme: record.request.url.scheme)
+                ? ByteRange(start: 0, end: min(settings.minimumSegment, HTTPVersionPolicy.smallRequest) - 1) : nil
         } else {
             // One request for the rest of the part; with several connections the first one asks
             // for `bytes=0-`: a 206 proves ranges.
-            let wholeFile = start == 0 && part.end == nil && record.request.connections == 1
-            range = wholeFile ? nil : ByteRange(start: start, end: part.end)
+            range = ByteRange(start: start, end: part.end)
         }
         let plan = RequestPlan(
             url: record.request.url,
@@ -182,7 +185,7 @@ extension DownloadStateMachine {
             ifRange: range == nil ? nil : record.validator?.ifRangeValue,
             headers: record.request.headers,
             credentials: record.request.credentials,
-            allowsHTTP2: settings.httpVersions.allowsHTTP2(extraConnection: connection.isExtra))
+            allowsHTTP2: settings.httpVersions.allowsHTTP2(requestLength: range?.count))
         connections[id]?.phase = .requesting(plan)
         connections[id]?.requestedEnd = range?.end
         connections[id]?.received = 0

@@ -104,7 +104,10 @@ public enum ResponseCheck {
 
         case 416:
             let entityLength = head.headers["Content-Range"].flatMap(ContentRange.init(parsing:))?.total
-            if let entityLength, entityLength == next, resuming, partEnd == nil || partEnd == entityLength - 1 {
+            // Resuming at the end, or a first piece asked of an empty file (some servers answer
+            // a range of an empty file with 416 `*/0`).
+            if let entityLength, entityLength == next, resuming || (next == 0 && requested == nil),
+               partEnd == nil || partEnd == entityLength - 1 {
                 return .alreadyComplete(total: entityLength)
             }
             if let entityLength, resuming, entityLength < next {

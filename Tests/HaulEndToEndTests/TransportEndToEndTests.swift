@@ -62,16 +62,27 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(3)),
        .enabled(if: Nginx.binary != nil && Nginx.hasHTTP2, "nginx with HTTP/2 is not installed (.ci/run installs it)"))
 struct NginxHTTP2Tests {
-    /// By default a download's first connection may speak HTTP/2 and its extra connections speak
-    /// HTTP/1.1; `--http2` and `--http1.1` force theirs. The file is byte-exact every time.
-    @Test(arguments: [
-        (["-x", "1"], Set(["HTTP/2.0"])),
-        (["-x", "4"], Set(["HTTP/1.1", "HTTP/2.0"])),
-        (["-x", "4", "--http2"], Set(["HTTP/2.0"])),
-        (["--http1.1"], Set(["HTTP/1.1"])),
-    ])
-    func protocolByConnections(flags: [String], expected: Set<String>) async throws {
-        let payload = Payload(seed: 2040, length: 8 << 20)
+    /// By default small requests (a small file, a first piece) may go over HTTP/2 and large
+    /// ranges go over HTTP/1.1; `--http2` and `--http1.1` force theirs. The file is byte-exact
+    /// every time.
+    /// The number of bytes `bytes=A-B` asks for.
+    static func rangeLength(_ header: some StringProtocol) -> Int64? {
+        let bounds = header.dropFirst("bytes=".count).split(separator: "-").compactMap { Int64($0) }
+        return bounds.count == 2 ? bounds[1] - bounds[0] + 1 : nil
+    }
+
+    static let protocolCases: [([String], Int64, Set<String>)] = [
+        (["-x", "1"], 512 << 10, ["HTTP/2.0"]),
+        (["-x", "1"], 24 << 20, ["HTTP/1.1", "HTTP/2.0"]),
+        (["-x", "4"], 24 << 20, ["HTTP/1.1", "HTTP/2.0"]),
+        (["-x", "4"], 8 << 20, ["HTTP/2.0"]),
+        (["-x", "4", "--http2"], 24 << 20, ["HTTP/2.0"]),
+        (["--http1.1"], 24 << 20, ["HTTP/1.1"]),
+    ]
+
+    @Test(arguments: protocolCases)
+    func protocolByRequestSize(flags: [String], length: Int64, expected: Set<String>) async throws {
+        let payload = Payload(seed: 2040, length: length)
         let tls = try TLSFiles.makeSelfSigned()
         let nginx = try await Nginx.start(payload: payload, name: "h2.bin", tls: tls)
         let world = World(server: try await TestServer.start(), directory: nginx.downloads, home: nginx.root + "/home")
@@ -83,21 +94,23 @@ struct NginxHTTP2Tests {
         #expect(!log.isEmpty)
         #expect(Set(log.compactMap { $0.last.map(String.init) }) == expected, "\(log)")
         if expected.count > 1 {
-            // The first request (the first piece) went over HTTP/2, the split's over HTTP/1.1.
+            // The first request (the first piece) went over HTTP/2, the large ranges over HTTP/1.1.
             #expect(log.contains { $0[1] == "bytes=0-1048575" && $0.last == "HTTP/2.0" }, "\(log)")
+            // Whatever else went over HTTP/2 was a small request too (the tail of a part).
+            #expect(log.allSatisfy { $0.last == "HTTP/1.1" || Self.rangeLength($0[1]).map { $0 <= 1 << 20 } == true }, "\(log)")
         }
         if flags.contains("-x"), flags != ["-x", "1"] { #expect(log.count > 1, "several requests: \(log)") }
         #expect(result.stderr.contains("TLS handshake"), "\(result.stderr)")
         let versions = expected.map { $0 == "HTTP/2.0" ? "HTTP/2" : "HTTP/1.1" }.sorted().joined(separator: " and ")
         #expect(result.stderr.contains(", \(versions)\n"), "\(result.stderr)")
         if expected == ["HTTP/2.0"], flags == ["-x", "1"] {
-            #expect(result.stderr.contains("over 1 connection (1 TLS handshake), HTTP/2\n"), "one connection: \(result.stderr)")
+            #expect(result.stderr.contains("1 request over 1 connection (1 TLS handshake), HTTP/2\n"), "one connection: \(result.stderr)")
         }
         try await world.server.shutdown()
         await nginx.stop()
     }
 
-    /// A download over HTTP/2 killed midway resumes over HTTP/2 from its checkpoint, with
+    /// A download over HTTP/2 (`--http2`: a large file) killed midway resumes over HTTP/2 from its checkpoint, with
     /// `If-Range`, and the file is byte-exact.
     @Test func resumeOverHTTP2AfterKillNine() async throws {
         let payload = Payload(seed: 2041, length: 10_000_000)
@@ -106,13 +119,14 @@ struct NginxHTTP2Tests {
         let world = World(server: try await TestServer.start(), directory: nginx.downloads, home: nginx.root + "/home")
         let url = "https://127.0.0.1:\(nginx.port)/h2.bin"
 
-        let first = try HaulProcess(["get", url, "--quiet", "-x", "1", "--cacert", tls.certificatePath, "--checkpoint-interval", "0.05"],
+        let first = try HaulProcess(["get", url, "--quiet", "-x", "1", "--http2", "--cacert", tls.certificatePath,
+                                     "--checkpoint-interval", "0.05"],
                                     home: world.home, workingDirectory: world.directory)
         let checkpoint = try await world.waitForCheckpoint(beyond: 0)
         first.signal(SIGKILL)
         #expect(await first.wait() == SIGKILL)
 
-        let second = try await HaulProcess.run(["get", url, "--quiet", "-x", "1", "--cacert", tls.certificatePath], in: world)
+        let second = try await HaulProcess.run(["get", url, "--quiet", "-x", "1", "--http2", "--cacert", tls.certificatePath], in: world)
         #expect(second.status == 0, "\(second.stderr)")
         #expect(payload.mismatch(inFileAt: world.directory + "/h2.bin") == nil)
 
