@@ -14,11 +14,14 @@ public struct AddRequest: Codable, Sendable {
     public var connections: Int?
     /// This download's rate limit in bytes per second; nil for none.
     public var maxBytesPerSecond: Int64?
+    /// More URLs of the same file (mirrors): the download takes bytes from all of them.
+    public var mirrors: [String]?
 
     public init(url: String, directory: String? = nil, fileName: String? = nil, priority: Int? = nil,
                 checksum: String? = nil, headers: [String: String]? = nil, connections: Int? = nil,
-                maxBytesPerSecond: Int64? = nil) {
+                maxBytesPerSecond: Int64? = nil, mirrors: [String]? = nil) {
         self.url = url
+        self.mirrors = mirrors
         self.directory = directory
         self.fileName = fileName
         self.priority = priority
@@ -48,13 +51,21 @@ public struct AddRequest: Codable, Sendable {
             throw HaulError(.usage, "fileName '\(fileName)' is not allowed: a plain file name, without '/'")
         }
         let destination: DownloadRequest.Destination = fileName.map { .file(Paths.join(directory, $0)) } ?? .directory(directory)
+        var mirrorURLs: [RemoteURL] = []
+        for (index, text) in (mirrors ?? []).enumerated() {
+            do {
+                mirrorURLs.append(try RemoteURL(text))
+            } catch {
+                throw HaulError(error.code, "mirrors[\(index)]: \(error.message)")
+            }
+        }
         return try DownloadRequest(
             url: RemoteURL(url), destination: destination,
             checksum: try checksum.map { text throws(HaulError) in try Checksum(parsing: text) },
             headers: HTTPHeaderList((headers ?? [:]).sorted { $0.key < $1.key }.map { .init(name: $0.key, value: $0.value) }),
             priority: priority ?? 0,
             connections: connections ?? defaultConnections,
-            maxBytesPerSecond: maxBytesPerSecond)
+            maxBytesPerSecond: maxBytesPerSecond, mirrors: mirrorURLs)
     }
 }
 

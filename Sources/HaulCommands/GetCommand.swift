@@ -27,7 +27,10 @@ struct GetCommand: AsyncParsableCommand {
     @Option(name: [.customShort("d"), .customLong("dir")], help: "Save into this directory (default: current).")
     var directory: String?
 
-    @Option(name: .shortAndLong, help: "Read URLs from this file, one per line ('-' for stdin).")
+    @Flag(help: "The URLs given are mirrors of one file: it takes bytes from all of them, each checked against the others.")
+    var mirrors = false
+
+    @Option(name: .shortAndLong, help: "Read URLs from this file, one per line ('-' for stdin); several tab-separated URLs on a line are mirrors of one file.")
     var inputFile: String?
 
     @Option(name: [.customShort("j"), .customLong("jobs")], help: "Downloads running at once.")
@@ -335,7 +338,7 @@ struct GetCommand: AsyncParsableCommand {
 
     /// Every URL given, from the arguments and `-i`.
     func urlTexts(reporter: Reporter) throws -> [String] {
-        var texts = urls
+        var texts = mirrors && !urls.isEmpty ? [urls.joined(separator: "\t")] : urls
         if let inputFile { texts += try URLList.read(inputFile) }
         if texts.isEmpty {
             reporter.failure(url: nil, HaulError(.usage, "no URL to download: give at least one URL, or -i LIST"))
@@ -360,14 +363,19 @@ struct GetCommand: AsyncParsableCommand {
         /// Per URL: its own `user:password@`, else `--user`, else netrc. Kept in memory only.
         var credentials: CredentialSources
 
+        /// `text` is one URL, or several separated by tabs (`--mirrors`, aria2's input files):
+        /// one file, the URLs after the first its mirrors.
         func request(for text: String) throws(HaulError) -> DownloadRequest {
-            let url = try RemoteURL(text)
+            let fields = text.split(separator: "\t").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            let url = try RemoteURL(fields.first ?? text)
+            var mirrors: [RemoteURL] = []
+            for field in fields.dropFirst() { mirrors.append(try RemoteURL(field)) }
             let destination: DownloadRequest.Destination = output.map {
                 .file($0.hasPrefix("/") ? $0 : base + "/" + $0)
             } ?? .directory(base)
             return try DownloadRequest(url: url, destination: destination, range: range, checksum: checksum,
                                        headers: headers, maxAttempts: retries, connections: connections,
-                                       credentials: credentials.credentials(for: url))
+                                       credentials: credentials.credentials(for: url), mirrors: mirrors)
         }
     }
 

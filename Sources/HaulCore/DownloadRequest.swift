@@ -10,6 +10,10 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
     }
 
     public var url: RemoteURL
+    /// More URLs of the same file (`--mirrors`, aria2's several URIs, a Metalink): the download
+    /// takes bytes from all of them, each checked against the others (`SourceSet`). `url` is
+    /// the first source; none of these is part of `identity`.
+    public var mirrors: [RemoteURL]
     /// Absolute directory the file (and its `.part`) lives in.
     public var directory: String
     /// The name the user chose (`-o`), else nil: the name then comes from the response.
@@ -42,7 +46,8 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
         priority: Int = 0,
         connections: Int = 1,
         maxBytesPerSecond: Int64? = nil,
-        credentials: Credentials? = nil
+        credentials: Credentials? = nil,
+        mirrors: [RemoteURL] = []
     ) throws(HaulError) {
         guard (1...Self.maxConnections).contains(connections) else {
             throw HaulError(.usage, "connections must be between 1 and \(Self.maxConnections) (got \(connections))")
@@ -51,6 +56,7 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
             throw HaulError(.usage, "a download's rate limit must be positive (got \(maxBytesPerSecond))")
         }
         self.url = url
+        self.mirrors = try Self.checkedMirrors(mirrors, besides: url)
         switch destination {
         case .directory(let path):
             self.directory = path
@@ -79,17 +85,34 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case url, directory, fileName, range, checksum, headers, maxAttempts, priority, connections, maxBytesPerSecond
+        case url, mirrors, directory, fileName, range, checksum, headers, maxAttempts, priority, connections, maxBytesPerSecond
+    }
+
+    /// Every URL the file may come from: `url` first, then the mirrors.
+    public var sources: [RemoteURL] { [url] + mirrors }
+
+    /// The most URLs one download takes (aria2 uses at most `split` of them at once).
+    public static let maxSources = 64
+
+    /// `mirrors` without `url` and without repeats, at most `maxSources - 1`.
+    public static func checkedMirrors(_ mirrors: [RemoteURL], besides url: RemoteURL) throws(HaulError) -> [RemoteURL] {
+        var seen: Set<RemoteURL> = [url]
+        let unique = mirrors.filter { seen.insert($0).inserted }
+        guard unique.count < maxSources else {
+            throw HaulError(.usage, "a download takes at most \(maxSources) URLs (got \(unique.count + 1))")
+        }
+        return unique
     }
 
     public static func == (lhs: DownloadRequest, rhs: DownloadRequest) -> Bool {
-        lhs.url == rhs.url && lhs.directory == rhs.directory && lhs.fileName == rhs.fileName && lhs.range == rhs.range
+        lhs.url == rhs.url && lhs.mirrors == rhs.mirrors && lhs.directory == rhs.directory && lhs.fileName == rhs.fileName && lhs.range == rhs.range
             && lhs.checksum == rhs.checksum && lhs.headers == rhs.headers && lhs.maxAttempts == rhs.maxAttempts
             && lhs.priority == rhs.priority && lhs.connections == rhs.connections && lhs.maxBytesPerSecond == rhs.maxBytesPerSecond
     }
 
     public func hash(into hasher: inout Hasher) {
         hasher.combine(url)
+        hasher.combine(mirrors)
         hasher.combine(directory)
         hasher.combine(fileName)
         hasher.combine(range)
@@ -128,5 +151,24 @@ public enum Paths {
     /// Whether the normalised `path` is `root` or beneath it (`/dlx` is not beneath `/dl`).
     public static func isInside(_ path: String, _ root: String) -> Bool {
         root == "/" || path == root || path.hasPrefix(root + "/")
+    }
+}
+
+extension DownloadRequest {
+    /// Decoded field by field: `mirrors` is absent from what was stored before it existed.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        url = try container.decode(RemoteURL.self, forKey: .url)
+        mirrors = try container.decodeIfPresent([RemoteURL].self, forKey: .mirrors) ?? []
+        directory = try container.decode(String.self, forKey: .directory)
+        fileName = try container.decodeIfPresent(String.self, forKey: .fileName)
+        range = try container.decodeIfPresent(ByteRange.self, forKey: .range)
+        checksum = try container.decodeIfPresent(Checksum.self, forKey: .checksum)
+        headers = try container.decode(HTTPHeaderList.self, forKey: .headers)
+        maxAttempts = try container.decodeIfPresent(Int.self, forKey: .maxAttempts)
+        priority = try container.decode(Int.self, forKey: .priority)
+        connections = try container.decode(Int.self, forKey: .connections)
+        maxBytesPerSecond = try container.decodeIfPresent(Int64.self, forKey: .maxBytesPerSecond)
+        credentials = nil
     }
 }

@@ -7,6 +7,10 @@ extension DownloadStateMachine {
         case retrying(attempt: Int, delay: Duration, error: HaulError)
         case restarted(reason: String, cause: RestartCause)
         case connectionRefused(ConnectionID, HaulError, retryIn: Duration)
+        /// A source (mirror) is not used again in this run: it is dead, or serves another file.
+        case sourceDropped(url: String, reason: String)
+        /// A source failed; the others go on, and it is asked again after `retryIn`.
+        case sourceSetAside(url: String, error: HaulError, retryIn: Duration)
     }
 
     public enum Action: Hashable, Sendable {

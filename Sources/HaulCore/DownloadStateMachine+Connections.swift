@@ -11,15 +11,20 @@ extension DownloadStateMachine {
         guard case .requesting(let plan) = connection.phase, let index = partIndex(connection.part) else {
             return unexpected("response")
         }
-        record.finalURL = head.url
+        let source = connection.source
+        if source == 0 || record.finalURL == nil { record.finalURL = head.url }
         lastNowSince1970 = nowSecondsSince1970
         let part = parts[index]
         let verdict = ResponseCheck.evaluate(head, asked: plan, next: part.next, partEnd: part.end, resuming: part.appended > 0,
-                                             requested: record.request.range, validator: record.validator,
+                                             requested: record.request.range,
+                                             validator: connection.probing ? nil : sourceRequest(source).validator,
                                              total: record.totalLength, nowSecondsSince1970: nowSecondsSince1970)
+        if connection.probing { return probeAnswered(id, verdict, plan: plan, jitter: jitter) }
         switch verdict {
         case .partial(let start, let end, let total, let validator):
-            record.validator = validator
+            if source == 0 { record.validator = validator } else { sources[source].validator = validator }
+            // The first to answer a download with nothing on disk is its reference.
+            if !sources.anyProven { sources.prove(source) }
             if let total, record.totalLength == nil { learnTotal(total) }
             connection.phase = .receiving
             connection.received = 0
@@ -43,6 +48,9 @@ extension DownloadStateMachine {
             return actions
 
         case .whole(let length, let validator):
+            if sources.count > 1, sources.othersRemain(besides: source), connections.count > 1 || connection.isExtra || sources.anyProven {
+                return sourceLied(id, reason: "answered 200 to a range request (it ignores ranges, or its file changed)")
+            }
             if connections.count > 1 || connection.isExtra {
                 // A 200 to one of several range requests: the server ignores ranges after all,
                 // or the entity changed between connections. Nothing from it is written.
@@ -90,15 +98,20 @@ extension DownloadStateMachine {
             return partDone(id)
 
         case .entityChanged:
+            if sources.count > 1, sources.othersRemain(besides: source) {
+                return sourceLied(id, reason: "serves another file (its length or validator differs)")
+            }
             return startOver(reason: "\(plan.url) changed on the server; starting over", cause: .changedOnServer, answered: id)
 
         case .retry(let error, let retryAfter):
+            if let moved = sourceFailed(id, error, retryAfter: retryAfter, jitter: jitter) { return moved }
             if connection.isExtra, error.httpStatus == 503 || error.httpStatus == 429, othersReceiving(besides: id) {
                 return refused(id, error, retryAfter: retryAfter)
             }
             return connectionFailed(id, error, retryAfter: retryAfter, jitter: jitter)
 
         case .fail(let error):
+            if let moved = sourceFailed(id, error, retryAfter: nil, jitter: jitter) { return moved }
             if connection.isExtra, othersReceiving(besides: id) {
                 // Some servers answer 403 past their connection limit: keep the ones that work.
                 return refused(id, error, retryAfter: nil)
@@ -113,6 +126,7 @@ extension DownloadStateMachine {
         guard var connection = connections[id], connection.phase == .receiving, let index = partIndex(connection.part) else {
             return .nothing
         }
+        if connection.probing { return probeReceived(id, count: count) }
         var left = Int64(count)
         let skip = min(connection.skip, left)
         connection.skip -= skip
@@ -143,6 +157,13 @@ extension DownloadStateMachine {
     /// The overlap compared after a resume without a validator did not match the disk. The
     /// connection has stopped: this is its last report.
     public mutating func overlapMismatch(_ id: ConnectionID) -> [Action] {
+        if let connection = connections[id], sources.count > 1, connection.probing || sources.othersRemain(besides: connection.source) {
+            if let index = partIndex(connection.part), parts[index].owner == id, !connection.probing {
+                // Its bytes past the overlap were never written: the part is as it was.
+                parts[index].owner = nil
+            }
+            return sourceLied(id, reason: "serves other bytes than the download has")
+        }
         guard connections.removeValue(forKey: id) != nil else { return [] }
         if let index = parts.firstIndex(where: { $0.owner == id }) { parts[index].owner = nil }
         return startOver(reason: "the file on the server is not the one the .part came from; starting over", cause: .overlapMismatch)
@@ -153,6 +174,7 @@ extension DownloadStateMachine {
         guard let connection = connections[id] else { return [] }
         if connection.phase == .closing { return closed(id) }
         guard connection.phase == .receiving, let index = partIndex(connection.part) else { return unexpected("end of body") }
+        if connection.probing { return probeEnded(id, jitter: jitter) }
         if parts[index].end == nil, record.totalLength == nil {
             // No length was ever announced (chunked): the end of the body is the end of the file.
             learnTotal(parts[index].next)
@@ -176,6 +198,7 @@ extension DownloadStateMachine {
     public mutating func transferFailed(_ id: ConnectionID, _ error: HaulError, jitter: Double) -> [Action] {
         guard let connection = connections[id] else { return [] }
         if connection.phase == .closing { return closed(id) }
+        if let moved = sourceFailed(id, error, retryAfter: nil, jitter: jitter) { return moved }
         guard error.isTransient else {
             if connection.isExtra, othersReceiving(besides: id) { return dropConnection(id) }
             return fail(error)

@@ -72,6 +72,7 @@ extension DownloadStateMachine {
             return closeEverything() + beginVerifyWhenClosed()
         }
         if stopStatus == nil, rangesProven, connections.count <= limit {
+            rebalance(id)
             if let index = parts.firstIndex(where: { $0.owner == nil && !$0.isComplete }) {
                 assign(id, to: index)
                 return request(id)
@@ -90,7 +91,10 @@ extension DownloadStateMachine {
     /// whichever connection finishes first: no running request is ever cut for a limit.
     mutating func pieceDone(_ id: ConnectionID) -> [Action] {
         guard let connection = connections[id] else { return [] }
-        guard connections.count > limit else { return request(id) }
+        guard connections.count > limit else {
+            rebalance(id)
+            return request(id)
+        }
         if let index = partIndex(connection.part), parts[index].owner == id { parts[index].owner = nil }
         connections[id] = nil
         return finishStopIfClosed()
@@ -141,7 +145,7 @@ extension DownloadStateMachine {
     mutating func newConnection(part index: Int, isExtra: Bool) -> ConnectionID {
         let id = nextConnectionID
         nextConnectionID += 1
-        connections[id] = Connection(phase: .waiting, part: parts[index].start, isExtra: isExtra)
+        connections[id] = Connection(phase: .waiting, part: parts[index].start, isExtra: isExtra, source: sourceForNewConnection())
         parts[index].owner = id
         return id
     }
@@ -158,9 +162,15 @@ extension DownloadStateMachine {
               let index = partIndex(connection.part) else { return [] }
         let part = parts[index]
         if part.isComplete { return partDone(id) }
+        if needsProbe(connection.source) {
+            if let region = probeRegion() { return probeRequest(id, region: region) }
+            // Nothing to compare with yet: a proven source takes this request.
+            if let proven = sources.pick(now: now, canProbe: false, load: sourceLoad()) { connections[id]?.source = proven }
+        }
+        let source = sourceRequest(connections[id]?.source ?? 0)
         var start = part.next
         // No validator to send in If-Range: re-read some bytes before the resume point instead.
-        if part.appended > 0, record.validator?.ifRangeValue == nil {
+        if part.appended > 0, source.validator?.ifRangeValue == nil {
             start -= min(settings.overlap, part.appended)
         }
         let range: ByteRange?
@@ -180,11 +190,11 @@ extension DownloadStateMachine {
             range = ByteRange(start: start, end: part.end)
         }
         let plan = RequestPlan(
-            url: record.request.url,
+            url: source.url,
             range: range,
-            ifRange: range == nil ? nil : record.validator?.ifRangeValue,
+            ifRange: range == nil ? nil : source.validator?.ifRangeValue,
             headers: record.request.headers,
-            credentials: record.request.credentials,
+            credentials: source.credentials,
             allowsHTTP2: settings.httpVersions.allowsHTTP2(requestLength: range?.count))
         connections[id]?.phase = .requesting(plan)
         connections[id]?.requestedEnd = range?.end

@@ -110,6 +110,11 @@ public struct DownloadStateMachine: Sendable {
         var bytesAtLastTick: Int64 = 0
         /// Not the download's first connection: a refusal is the server's limit, not an error.
         var isExtra: Bool
+        /// The index in `sources` of the URL this connection asks.
+        var source = 0
+        /// Its request is a probe: the bytes are compared with the disk, none written
+        /// (`+Sources`).
+        var probing = false
 
         var isWorking: Bool {
             switch phase {
@@ -124,6 +129,11 @@ public struct DownloadStateMachine: Sendable {
     public let settings: Settings
     var parts: [Part] = []
     var connections: [ConnectionID: Connection] = [:]
+    /// The URLs the bytes may come from and what this run knows of each (`+Sources`).
+    public internal(set) var sources: SourceSet
+    /// The machine's clock as of the last `start` or `tick` (seconds): when set-aside sources
+    /// may be asked again.
+    var now: Double = 0
     var nextConnectionID = 0
     /// The server answered a range request with 206 in this run: more connections may open.
     var rangesProven = false
@@ -172,6 +182,7 @@ public struct DownloadStateMachine: Sendable {
         self.record = record
         self.settings = settings
         self.connectionLimit = max(1, record.request.connections)
+        self.sources = SourceSet(record.request.sources)
         self.fileBase = record.request.range?.start ?? 0
         self.parts = record.segments.map { Part(start: $0.start, end: $0.end, appended: $0.written, durable: $0.written) }
     }
@@ -221,6 +232,7 @@ public struct DownloadStateMachine: Sendable {
         record.status = .running
         record.error = nil
         lastCheckpoint = now
+        self.now = now
         takeNoted(local)
         completedAtLastCheckpoint = completedLength
         completedAtLastNote = completedLength
@@ -283,6 +295,7 @@ public struct DownloadStateMachine: Sendable {
     /// Periodic: measures connection speeds and says when a checkpoint is due.
     public mutating func tick(now: Double, elapsed: Double) -> [Action] {
         guard state == .downloading else { return [] }
+        self.now = now
         for (id, connection) in connections where connection.phase == .receiving {
             var updated = connection
             let rate = Double(connection.received - connection.bytesAtLastTick) / max(elapsed, 0.001)
@@ -401,6 +414,8 @@ public struct DownloadStateMachine: Sendable {
         let range = record.request.range
         parts = [Part(start: range?.start ?? 0, end: range?.end, appended: 0, durable: 0)]
         rangesProven = false
+        // Nothing is proven about an entity that is gone.
+        sources.forgetProofs()
         epoch += 1
     }
 

@@ -9,6 +9,7 @@ struct RecordRow {
         "max_attempts", "priority", "status", "file_name", "final_url", "etag", "last_modified", "total_length",
         "segments", "completed_length", "error_code", "error_message", "error_http_status", "error_cause",
         "created_at", "updated_at", "position", "connections", "max_bytes_per_second", "credentials",
+        "mirrors",
     ]
 
     /// One statement that inserts or updates `rows` records: atomic, and one fsync for all.
@@ -59,6 +60,7 @@ struct RecordRow {
             .integer(SQLiteInt64(request.connections)),
             Self.integer(request.maxBytesPerSecond),
             keepCredentials ? Self.text(request.credentials.map(Self.encodeCredentials)) : .null,
+            Self.text(request.mirrors.isEmpty ? nil : request.mirrors.map(\.absoluteString).joined(separator: "\n")),
         ]
     }
 
@@ -79,7 +81,8 @@ struct RecordRow {
             headers: decodeHeaders(string("headers") ?? "[]"), maxAttempts: int("max_attempts").map(Int.init),
             priority: Int(int("priority") ?? 0),
             connections: min(max(1, Int(int("connections") ?? 1)), DownloadRequest.maxConnections),
-            maxBytesPerSecond: int("max_bytes_per_second").flatMap { $0 > 0 ? $0 : nil })
+            maxBytesPerSecond: int("max_bytes_per_second").flatMap { $0 > 0 ? $0 : nil },
+            mirrors: (string("mirrors") ?? "").split(separator: "\n").map { try RemoteURL(String($0)) })
         var record = DownloadRecord(id: DownloadID(rawValue: id), request: request, createdAt: int("created_at") ?? 0)
         record.request.credentials = string("credentials").flatMap(decodeCredentials)
         record.status = status

@@ -55,6 +55,10 @@ enum StoreSchema {
             // Credentials a resume needs, kept only by stores opened to keep them (the daemon's).
             "ALTER TABLE downloads ADD COLUMN credentials TEXT",
         ],
+        [
+            // More URLs of the same file (mirrors), one per line.
+            "ALTER TABLE downloads ADD COLUMN mirrors TEXT",
+        ],
     ]
 
     /// Two processes may open a new database at once: the version is read inside the write

@@ -48,7 +48,7 @@ enum Aria2Options {
         return .some(rate.bytesPerSecond > 0 ? rate.bytesPerSecond : nil)
     }
 
-    static func addRequest(uri: String, options: [String: JSONValue], defaults: DaemonDefaults) throws -> AddRequest {
+    static func addRequest(uri: String, mirrors: [String] = [], options: [String: JSONValue], defaults: DaemonDefaults) throws -> AddRequest {
         try checkSettable(options)
         var directory = text(options, "dir")
         var fileName = text(options, "out")
@@ -80,7 +80,7 @@ enum Aria2Options {
         let rate = try rate(options, "max-download-limit")
         if let pause = text(options, "pause"), !["true", "false"].contains(pause) { throw problem("pause") }
         return AddRequest(url: uri, directory: directory, fileName: fileName, checksum: checksum, headers: headers,
-                          connections: connections, maxBytesPerSecond: rate ?? nil)
+                          connections: connections, maxBytesPerSecond: rate ?? nil, mirrors: mirrors.isEmpty ? nil : mirrors)
     }
 
     struct DownloadChange {

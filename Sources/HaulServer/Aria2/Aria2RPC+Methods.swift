@@ -42,7 +42,7 @@ extension Aria2RPC {
             let record = try await record(id)
             guard !record.status.isTerminal else { throw Aria2Error(code: 1, message: "No URI data is available for GID#\(id)") }
             let status = Aria2Status(record, live: nil)
-            json.array([status]) { json, status in status.writeURI(to: &json) }
+            json.array(record.request.sources) { json, url in status.writeURI(url, to: &json) }
         case "getFiles":
             let id = try params.gid(0)
             let status = Aria2Status(try await record(id), live: manager.liveProgress(id))
@@ -112,19 +112,19 @@ extension Aria2RPC {
 
     // MARK: Methods with more to them
 
-    /// `addUri(uris[, options[, position]])`: the first URI is the download (more URIs are mirrors
-    /// to aria2; haul uses the first).
+    /// `addUri(uris[, options[, position]])`: one file; the URIs after the first are its mirrors.
     private func addUri(_ params: Params) async throws -> DownloadID {
         let uris = try params.array(0)
         guard !uris.isEmpty else { throw Aria2Error(code: 1, message: "URI is not provided.") }
-        guard let uri = uris.first?.string else { throw params.wrongType(0) }
+        let texts = uris.compactMap(\.string)
+        guard texts.count == uris.count, let uri = texts.first else { throw params.wrongType(0) }
         let options = try params.optionalObject(1)
         var position: Int?
         if params.value(2) != nil {
             position = try params.integer(2)
             guard position! >= 0 else { throw Aria2Error(code: 1, message: "Position must be greater than or equal to 0.") }
         }
-        let add = try Aria2Options.addRequest(uri: uri, options: options, defaults: defaults)
+        let add = try Aria2Options.addRequest(uri: uri, mirrors: Array(texts.dropFirst()), options: options, defaults: defaults)
         let record = try await manager.add(defaults.request(for: add))
         if options["pause"]?.string == "true" { try await manager.pause(record.id) }
         if let position { _ = try? await manager.move(record.id, toIndex: position) }

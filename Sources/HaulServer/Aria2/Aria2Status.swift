@@ -67,14 +67,14 @@ struct Aria2Status {
             json.field("length", String(total ?? 0))
             json.field("path", path)
             json.field("selected", "true")
-            json.field("uris") { json in json.array([self]) { json, status in status.writeURI(to: &json) } }
+            json.field("uris") { json in json.array(record.request.sources) { json, url in writeURI(url, to: &json) } }
         }
     }
 
-    func writeURI(to json: inout JSONWriter) {
+    func writeURI(_ url: RemoteURL, to json: inout JSONWriter) {
         json.object { json in
             json.field("status", record.status == .running ? "used" : "waiting")
-            json.field("uri", record.request.url.absoluteString)
+            json.field("uri", url.absoluteString)
         }
     }
 

@@ -1,0 +1,146 @@
+/// The URLs one download takes its bytes from, and what this run knows of each: whether its
+/// bytes are proven to be the download's entity, set aside for a while, or dropped for good.
+/// Pure rules, applied by the machine (`DownloadStateMachine+Sources`).
+///
+/// The rules:
+/// - **One entity.** The first source to answer a download with no bytes yet is its reference.
+///   Every other source must serve the same entity before it contributes a byte: the same
+///   length, and the same bytes where it overlaps what is already written (a probe, compared
+///   and not written: mirrors rarely share validators, so bytes are the proof). The first source
+///   (`url`) is also proven by its validator on a resume (`If-Range`) or by the overlap a resume
+///   without one re-reads, as a download with one URL always was.
+/// - **A source that lies is dropped** (another length, other bytes, a 200 to a range when the
+///   download needs ranges): it is never used again in this run, and the download finishes from
+///   the others; with none left it fails. A file mixed from two entities is never written.
+/// - **A dead source is dropped** (404, 410, 401, 403, or any failure another try will not
+///   mend); a source that refuses connections, has no address, answers 429 or 503, or breaks a
+///   connection is set aside until its backoff ends, and the others go on. Only when no other source can be used does a failure count against the
+///   download's tries, as it does with one URL.
+/// - **Connections are spread** over the usable sources, fewest first; slow sources lose their
+///   work to faster connections by stealing, as any slow connection does.
+public struct SourceSet: Hashable, Sendable {
+    public struct Source: Hashable, Sendable {
+        public enum Standing: Hashable, Sendable {
+            /// Not heard from in this run (or heard only failures).
+            case untried
+            /// Serves the download's entity: its bytes may be written.
+            case proven
+            /// Not to be used before this time (seconds, the machine's clock).
+            case setAside(until: Double)
+            /// Never used again in this run.
+            case dropped(reason: String)
+        }
+
+        public let url: RemoteURL
+        public var standing: Standing = .untried
+        /// What this source's responses said, for its own `If-Range` (mirrors rarely share
+        /// validators, so one source's never goes to another).
+        public var validator: EntityValidator?
+        /// Failures in a row (for the length of its next wait).
+        public var failures = 0
+
+        public init(url: RemoteURL) { self.url = url }
+
+        public var isDropped: Bool {
+            if case .dropped = standing { return true }
+            return false
+        }
+    }
+
+    public private(set) var sources: [Source]
+
+    public init(_ urls: [RemoteURL]) {
+        sources = urls.map(Source.init(url:))
+    }
+
+    public subscript(index: Int) -> Source {
+        get { sources[index] }
+        set { sources[index] = newValue }
+    }
+
+    public var count: Int { sources.count }
+
+    /// Whether source `index` may take a new connection at `now`.
+    public func isUsable(_ index: Int, now: Double) -> Bool {
+        switch sources[index].standing {
+        case .untried, .proven: true
+        case .setAside(let until): until <= now
+        case .dropped: false
+        }
+    }
+
+    /// Whether any source other than `index` may still be used, now or after its wait.
+    public func othersRemain(besides index: Int) -> Bool {
+        sources.indices.contains { $0 != index && !sources[$0].isDropped }
+    }
+
+    /// Whether any source has proven itself in this run.
+    public var anyProven: Bool { sources.contains { $0.standing == .proven } }
+
+    /// The source a new connection should use at `now`: a usable one with the fewest
+    /// connections (`load`, by index), proven sources before untried ones at equal counts (an
+    /// untried source costs a probe first), earlier ones before later ones. `canProbe`: whether an
+    /// untried source may be tried now (there are bytes to compare it with, or nothing to compare
+    /// against yet). Nil when none can be used now.
+    public func pick(now: Double, canProbe: Bool, load: [Int]) -> Int? {
+        var best: (index: Int, connections: Int, untried: Int)?
+        for index in sources.indices where isUsable(index, now: now) {
+            let proven = sources[index].standing == .proven
+            if !proven, !canProbe { continue }
+            let candidate = (index: index, connections: load[index], untried: proven ? 0 : 1)
+            if let current = best, (current.connections, current.untried) <= (candidate.connections, candidate.untried) { continue }
+            best = candidate
+        }
+        return best?.index
+    }
+
+    /// When the first set-aside source may be used again, if every usable one is set aside.
+    public func nextUsable(after now: Double) -> Double? {
+        var earliest: Double?
+        for source in sources {
+            if case .setAside(let until) = source.standing, until > now { earliest = min(earliest ?? until, until) }
+        }
+        return earliest
+    }
+
+    public mutating func prove(_ index: Int) {
+        guard !sources[index].isDropped else { return }
+        sources[index].standing = .proven
+        sources[index].failures = 0
+    }
+
+    /// The entity changed (a start-over): no source is proven any more; dropped and set-aside
+    /// ones stay as they are.
+    public mutating func forgetProofs() {
+        for index in sources.indices where sources[index].standing == .proven { sources[index].standing = .untried }
+    }
+
+    public mutating func drop(_ index: Int, reason: String) {
+        sources[index].standing = .dropped(reason: reason)
+    }
+
+    /// Sets `index` aside until `until`. It is probed again when its wait ends (one small
+    /// request): what it serves may have changed meanwhile.
+    public mutating func setAside(_ index: Int, until: Double) {
+        guard !sources[index].isDropped else { return }
+        sources[index].standing = .setAside(until: until)
+        sources[index].failures += 1
+    }
+
+    /// Why every source was dropped, one line per source, for the download's error.
+    public var dropReasons: String {
+        sources.compactMap { source in
+            if case .dropped(let reason) = source.standing { return "\(source.url.absoluteString): \(reason)" }
+            return nil
+        }.joined(separator: "; ")
+    }
+}
+
+extension SourceSet {
+    /// Whether an error on a source means it is gone for this run (dropped) rather than busy or
+    /// flaky for a while (set aside).
+    public static func isDead(_ error: HaulError) -> Bool {
+        if let status = error.httpStatus, [401, 403, 404, 410, 451].contains(status) { return true }
+        return !error.isTransient
+    }
+}

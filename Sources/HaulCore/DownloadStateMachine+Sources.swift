@@ -1,0 +1,200 @@
+/// A download with several sources (mirrors): which source each connection asks, the probe
+/// that proves a source serves the download's entity before it writes a byte, and what a
+/// source's failure or lie means. The rules are `SourceSet`'s; with one source nothing here
+/// changes what the machine does.
+extension DownloadStateMachine {
+    // MARK: Choosing
+
+    /// Connections per source, by index.
+    func sourceLoad() -> [Int] {
+        var load = Array(repeating: 0, count: sources.count)
+        for connection in connections.values { load[connection.source] += 1 }
+        return load
+    }
+
+    /// The source a new connection asks: the least loaded usable one; while none can be used
+    /// now, the first that is not dropped (its connection then waits out its backoff).
+    func sourceForNewConnection() -> Int {
+        guard sources.count > 1 else { return 0 }
+        if let index = sources.pick(now: now, canProbe: canProbe, load: sourceLoad()) { return index }
+        return sources.sources.indices.first { !sources[$0].isDropped } ?? 0
+    }
+
+    /// Whether an unproven source may be asked now: there are bytes to compare it with, or no
+    /// source has answered yet and it may become the reference.
+    var canProbe: Bool {
+        probeRegion() != nil || (!sources.anyProven && completedLength == 0)
+    }
+
+    /// Whether source `index` must prove itself with a probe before its bytes are written: some
+    /// other source is proven in this run, or (for a mirror) bytes are already on disk. The first
+    /// source on a resume is checked as a download with one URL is, by `If-Range` or by the
+    /// overlap a resume without a validator re-reads.
+    func needsProbe(_ index: Int) -> Bool {
+        guard sources.count > 1, sources[index].standing != .proven else { return false }
+        return sources.anyProven || (index != 0 && completedLength > 0)
+    }
+
+    /// Bytes already accepted that a probe can be compared with: the last `overlap` bytes of the
+    /// part with the most. Remote offsets.
+    func probeRegion() -> ByteRange? {
+        guard let index = parts.indices.max(by: { parts[$0].appended < parts[$1].appended }), parts[index].appended > 0 else {
+            return nil
+        }
+        let length = min(settings.overlap, parts[index].appended)
+        return ByteRange(start: parts[index].next - length, end: parts[index].next - 1)
+    }
+
+    /// What a request to source `index` carries: its URL, and credentials only where they
+    /// belong (the download's to its own origin, a mirror's from its own URL).
+    func sourceRequest(_ index: Int) -> (url: RemoteURL, credentials: Credentials?, validator: EntityValidator?) {
+        guard index != 0 else { return (record.request.url, record.request.credentials, record.validator) }
+        let url = sources[index].url
+        let credentials = url.credentials ?? (url.hasSameOrigin(as: record.request.url) ? record.request.credentials : nil)
+        return (url, credentials, sources[index].validator)
+    }
+
+    /// Before a connection's next request: it moves to a source with fewer connections when
+    /// the spread is uneven by two or more (a source that came back, an untried mirror), so the
+    /// load evens out at piece ends without cutting any request.
+    mutating func rebalance(_ id: ConnectionID) {
+        guard sources.count > 1, let connection = connections[id] else { return }
+        let load = sourceLoad()
+        guard let target = sources.pick(now: now, canProbe: canProbe, load: load), target != connection.source,
+              load[target] + 1 < load[connection.source] else { return }
+        connections[id]?.source = target
+    }
+
+    // MARK: The probe
+
+    /// The request that proves source `connection.source`: the bytes of `probeRegion`, compared
+    /// with the disk and not written.
+    mutating func probeRequest(_ id: ConnectionID, region: ByteRange) -> [Action] {
+        guard let connection = connections[id] else { return [] }
+        let source = sourceRequest(connection.source)
+        let plan = RequestPlan(url: source.url, range: region, ifRange: nil, headers: record.request.headers,
+                               credentials: source.credentials,
+                               allowsHTTP2: settings.httpVersions.allowsHTTP2(requestLength: region.count))
+        connections[id]?.phase = .requesting(plan)
+        connections[id]?.probing = true
+        connections[id]?.requestedEnd = region.end
+        connections[id]?.received = 0
+        connections[id]?.bytesAtLastTick = 0
+        connections[id]?.pace = Pace()
+        return [.request(id, plan)]
+    }
+
+    /// A probe's response: the bytes it brings are compared, none written.
+    mutating func probeAnswered(_ id: ConnectionID, _ verdict: ResponseCheck.Verdict, plan: RequestPlan, jitter: Double) -> [Action] {
+        guard let source = connections[id]?.source else { return [] }
+        switch verdict {
+        case .partial(let start, let end, _, let validator):
+            guard let asked = plan.range, start == asked.start, end == asked.end else {
+                return sourceLied(id, reason: "answered the probe with other bytes than asked")
+            }
+            sources[source].validator = validator
+            connections[id]?.phase = .receiving
+            connections[id]?.requestedEnd = end
+            connections[id]?.compare = end - start + 1
+            connections[id]?.compareOffset = start
+            connections[id]?.skip = 0
+            return [.receive(id)]
+        case .whole:
+            return sourceLied(id, reason: "ignores ranges (answered 200 to a range request)")
+        case .alreadyComplete, .entityChanged:
+            return sourceLied(id, reason: "serves a file of another length")
+        case .retry(let error, let retryAfter):
+            return sourceFailed(id, error, retryAfter: retryAfter, jitter: jitter)
+                ?? connectionFailed(id, error, retryAfter: retryAfter, jitter: jitter)
+        case .fail(let error):
+            return sourceFailed(id, error, retryAfter: nil, jitter: jitter) ?? fail(error)
+        }
+    }
+
+    /// The chunk of a probe: compared, nothing kept.
+    mutating func probeReceived(_ id: ConnectionID, count: Int) -> Accepted {
+        guard var connection = connections[id] else { return .nothing }
+        let compare = min(connection.compare, Int64(count))
+        let offset = connection.compareOffset
+        connection.compare -= compare
+        connection.compareOffset += compare
+        connections[id] = connection
+        return Accepted(skip: 0, compare: Int(compare), compareOffset: offset - fileBase, keep: 0, writeOffset: 0,
+                        part: connection.part, partComplete: connection.compare == 0 && Int64(count) > compare)
+    }
+
+    /// A probe's body ended: every byte matched (a mismatch is reported as `overlapMismatch`), so
+    /// the source is proven and the connection goes to work on it.
+    mutating func probeEnded(_ id: ConnectionID, jitter: Double) -> [Action] {
+        guard let connection = connections[id] else { return [] }
+        guard connection.compare == 0 else {
+            return sourceFailed(id, HaulError(.lengthMismatch, "\(sources[connection.source].url): the probe's body ended early"),
+                                retryAfter: nil, jitter: jitter) ?? dropConnection(id)
+        }
+        sources.prove(connection.source)
+        connections[id]?.probing = false
+        connections[id]?.failures = 0
+        if let index = partIndex(connection.part), parts[index].owner == id, !parts[index].isComplete { return request(id) }
+        return partDone(id)
+    }
+
+    // MARK: Failures
+
+    /// Source `connection.source` served something else than the download's entity: it is
+    /// dropped (never asked again in this run) and the connection goes to another source, or the
+    /// download fails when none is left. This report was the connection's last.
+    mutating func sourceLied(_ id: ConnectionID, reason: String) -> [Action] {
+        guard let connection = connections[id] else { return [] }
+        sources.drop(connection.source, reason: reason)
+        var actions: [Action] = [.notify(.sourceDropped(url: sources[connection.source].url.absoluteString, reason: reason))]
+        guard sources.sources.contains(where: { !$0.isDropped }) else {
+            return actions + fail(HaulError(.badResponse, "no source serves one consistent file: \(sources.dropReasons)"))
+        }
+        connections[id]?.probing = false
+        connections[id]?.compare = 0
+        let next = sourceForNewConnection()
+        connections[id]?.source = next
+        connections[id]?.phase = .waiting
+        actions += request(id)
+        return actions
+    }
+
+    /// A failure on a source while other sources remain: a dead source is dropped, a busy or
+    /// flaky one set aside for its backoff, and the connection asks another source at once,
+    /// counting nothing against the download's tries. Nil when no other source can take the
+    /// connection now: the failure then counts as it does with one URL.
+    mutating func sourceFailed(_ id: ConnectionID, _ error: HaulError, retryAfter: Duration?, jitter: Double) -> [Action]? {
+        guard sources.count > 1, let connection = connections[id], sources.othersRemain(besides: connection.source) else { return nil }
+        let source = connection.source
+        let dead = SourceSet.isDead(error)
+        let delay = settings.retry.delay(afterFailures: sources[source].failures + 1, retryAfter: retryAfter, jitter: jitter)
+        var load = sourceLoad()
+        load[source] = Int.max
+        var others = sources
+        others.drop(source, reason: "")
+        guard let target = others.pick(now: now, canProbe: canProbe, load: load) else {
+            // The others wait out their backoffs: this connection waits with them, on the next
+            // source that is not dropped, counting this failure.
+            guard dead, let next = others.sources.indices.first(where: { !others[$0].isDropped }) else { return nil }
+            sources.drop(source, reason: error.message)
+            connections[id]?.source = next
+            return [.notify(.sourceDropped(url: sources[source].url.absoluteString, reason: error.message))]
+                + connectionFailed(id, error, retryAfter: retryAfter, jitter: jitter)
+        }
+        var actions: [Action]
+        if dead {
+            sources.drop(source, reason: error.message)
+            actions = [.notify(.sourceDropped(url: sources[source].url.absoluteString, reason: error.message))]
+        } else {
+            sources.setAside(source, until: now + delay.seconds)
+            actions = [.notify(.sourceSetAside(url: sources[source].url.absoluteString, error: error, retryIn: delay))]
+        }
+        connections[id]?.probing = false
+        connections[id]?.compare = 0
+        connections[id]?.source = target
+        connections[id]?.phase = .waiting
+        connections[id]?.pace = Pace()
+        connections[id]?.received = 0
+        return actions + request(id)
+    }
+}
