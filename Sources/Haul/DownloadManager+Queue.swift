@@ -26,6 +26,11 @@ extension DownloadManager {
                     let record: DownloadRecord
                     if let existing = known[request.identity] {
                         record = try await readd(existing, request: request)
+                    } else if let existing = try await sameDestination(as: request) {
+                        // The same `-o` with another URL: the download goes on from its bytes.
+                        let renewed = Self.withNewSources(existing, request: request)
+                        try await store.save(renewed)
+                        record = try await readd(renewed, request: request)
                     } else {
                         record = try await newRecord(for: request)
                         fresh.append(record)

@@ -21,10 +21,10 @@ public actor InMemoryDownloadStore: DownloadStore {
             .sorted { $0.runsBefore($1) }
     }
 
-    public func isFileNameTaken(_ fileName: String, directory: String, except id: DownloadID) -> Bool {
-        records.values.contains {
+    public func fileNameHolder(_ fileName: String, directory: String, except id: DownloadID) -> DownloadID? {
+        records.values.first {
             $0.id != id && $0.status != .removed && $0.fileName == fileName && $0.request.directory == directory
-        }
+        }?.id
     }
 
     public func delete(_ id: DownloadID) { records[id] = nil }

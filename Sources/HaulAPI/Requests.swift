@@ -120,6 +120,30 @@ public struct CountView: Codable, Sendable {
     }
 }
 
+/// `PUT /downloads/{id}/urls`: the download's URLs from now on, the first its URL, the rest
+/// its mirrors.
+public struct URLsChange: Codable, Sendable {
+    public var urls: [String]
+
+    public init(urls: [String]) {
+        self.urls = urls
+    }
+
+    /// Every URL parsed; errors name the one that is not.
+    public func remoteURLs() throws(HaulError) -> [RemoteURL] {
+        guard !urls.isEmpty else { throw HaulError(.badRequest, "expected {\"urls\": [URL, ...]} with at least one URL") }
+        var parsed: [RemoteURL] = []
+        for (index, text) in urls.enumerated() {
+            do {
+                parsed.append(try RemoteURL(text))
+            } catch {
+                throw HaulError(.badRequest, "urls[\(index)]: \(error.message)")
+            }
+        }
+        return parsed
+    }
+}
+
 public struct MoveRequest: Codable, Sendable {
     public var to: QueueMove
 

@@ -16,7 +16,7 @@ public struct HaulCommand: AsyncParsableCommand {
             """,
         version: HaulVersion.current,
         subcommands: [GetCommand.self, ServeCommand.self, AddCommand.self, ListCommand.self, PauseCommand.self,
-                      ResumeCommand.self, RemoveCommand.self, WatchCommand.self, PageCommand.self]
+                      ResumeCommand.self, RemoveCommand.self, URLsCommand.self, WatchCommand.self, PageCommand.self]
     )
 
     public init() {}

@@ -196,3 +196,26 @@ enum DownloadLine {
         return parts.joined(separator: "  ")
     }
 }
+
+/// `haul urls ID URL...`: give a daemon's download new URLs; it keeps its bytes when the new
+/// first URL serves the same file.
+struct URLsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "urls",
+        abstract: "Give a download new URLs (the first its URL, the rest mirrors); it keeps its bytes when they serve the same file.")
+
+    @Argument(help: "The download's id (see 'haul ls').")
+    var id: String
+
+    @Argument(help: "http:// or https:// URLs.")
+    var urls: [String]
+
+    @OptionGroup var daemon: DaemonOptions
+
+    func run() async throws {
+        for text in urls { _ = try RemoteURL(text) }
+        let path = "/downloads/\(id.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? id)/urls"
+        let view: DownloadView = try await daemon.client().send(.PUT, path, body: URLsChange(urls: urls))
+        print("\(view.id) \(view.status.rawValue) \(urls.count) URL\(urls.count == 1 ? "" : "s")")
+    }
+}

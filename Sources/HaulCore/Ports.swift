@@ -10,8 +10,8 @@ public protocol DownloadStore: Sendable {
     func records(matching requests: [DownloadRequest]) async throws -> [String: DownloadRecord]
     /// Records, optionally only those with a status, ordered by priority then creation.
     func records(status: DownloadStatus?) async throws -> [DownloadRecord]
-    /// Whether another live record already uses `fileName` in `directory`.
-    func isFileNameTaken(_ fileName: String, directory: String, except id: DownloadID) async throws -> Bool
+    /// Another live record that already uses `fileName` in `directory`, if any.
+    func fileNameHolder(_ fileName: String, directory: String, except id: DownloadID) async throws -> DownloadID?
     func delete(_ id: DownloadID) async throws
     /// Saves many records at once; a store may do it in fewer writes than one per record.
     func save(_ records: [DownloadRecord]) async throws
@@ -27,6 +27,11 @@ public protocol DownloadStore: Sendable {
 }
 
 extension DownloadStore {
+    /// Whether another live record already uses `fileName` in `directory`.
+    public func isFileNameTaken(_ fileName: String, directory: String, except id: DownloadID) async throws -> Bool {
+        try await fileNameHolder(fileName, directory: directory, except: id) != nil
+    }
+
     public func records(matching requests: [DownloadRequest]) async throws -> [String: DownloadRecord] {
         var found: [String: DownloadRecord] = [:]
         for request in requests where found[request.identity] == nil {

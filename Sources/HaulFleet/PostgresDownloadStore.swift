@@ -328,12 +328,12 @@ public final class PostgresDownloadStore: SharedQueueStore {
         return try await records("SELECT \(unescaped: Self.columns) FROM haul_downloads ORDER BY priority DESC, position")
     }
 
-    public func isFileNameTaken(_ fileName: String, directory: String, except id: DownloadID) async throws -> Bool {
+    public func fileNameHolder(_ fileName: String, directory: String, except id: DownloadID) async throws -> DownloadID? {
         let query: PostgresQuery = """
             SELECT id FROM haul_downloads WHERE directory = \(directory) AND file_name = \(fileName) AND id <> \(id.rawValue)
                 AND status <> 'removed' LIMIT 1
             """
-        return !(try await returnedIDs(query, "check a file name")).isEmpty
+        return try await returnedIDs(query, "check a file name").first.map(DownloadID.init(rawValue:))
     }
 
     public func delete(_ id: DownloadID) async throws {

@@ -44,6 +44,13 @@ struct APIRoutes<Context: RequestContext>: Sendable {
             try await manager.resume(id)
             return try await view(try await manager.download(id))
         }
+        api.put("downloads/:id/urls") { request, context in
+            let id = try id(context)
+            let urls = try await decode(URLsChange.self, request).remoteURLs()
+            try await manager.setSources(urls, for: id)
+            logger.info("download URLs changed", metadata: ["id": "\(id)", "urls": "\(urls.count)"])
+            return try await view(try await manager.download(id))
+        }
         api.post("downloads/:id/move") { request, context in
             let move = try await decode(MoveRequest.self, request)
             return APIResponse.download(DownloadView(try await manager.move(id(context), move.to), live: nil))

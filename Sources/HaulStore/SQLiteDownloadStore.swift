@@ -211,11 +211,11 @@ public final class SQLiteDownloadStore: DownloadStore {
         return try rows.map(RecordRow.decode)
     }
 
-    public func isFileNameTaken(_ fileName: String, directory: String, except id: DownloadID) async throws -> Bool {
+    public func fileNameHolder(_ fileName: String, directory: String, except id: DownloadID) async throws -> DownloadID? {
         let rows = try await read(
-            "SELECT 1 FROM downloads WHERE directory = ? AND file_name = ? AND id != ? AND status != 'removed' LIMIT 1",
+            "SELECT id FROM downloads WHERE directory = ? AND file_name = ? AND id != ? AND status != 'removed' LIMIT 1",
             [.text(directory), .text(fileName), .text(id.rawValue)])
-        return !rows.isEmpty
+        return rows.first?.column("id")?.string.map(DownloadID.init(rawValue:))
     }
 
     public func delete(_ id: DownloadID) async throws {

@@ -61,7 +61,7 @@ OPTIONAL_STATUS_KEYS = {
 }
 # Methods haul may leave out of system.listMethods (and answer "No such method", code 1, like aria2 does for
 # unknown methods): BitTorrent / Metalink / peer / mirror-editing / remote-shutdown features haul does not have.
-OPTIONAL_METHODS = {"aria2.addTorrent", "aria2.addMetalink", "aria2.getPeers", "aria2.changeUri",
+OPTIONAL_METHODS = {"aria2.addTorrent", "aria2.addMetalink", "aria2.getPeers",
                     "aria2.shutdown", "aria2.forceShutdown"}
 # Notifications haul may leave out of system.listNotifications (BitTorrent only).
 OPTIONAL_NOTIFICATIONS = {"aria2.onBtDownloadComplete"}
@@ -1106,6 +1106,29 @@ def c_aria2p_add(t):
     return {"gid": bool(GID_RE.fullmatch(d.gid)), "name": d.name == out_name, "status": d.status,
             "dir": str(d.dir) == t.dir.rstrip("/") + "/aria2p", "total_length": d.total_length > 0,
             "listed": [x.gid for x in ds].count(d.gid), "statuses": sorted({x.status for x in ds})}
+
+
+@case("aria2p: changeUri of a paused download (swap its URI for a mirror of the same file, as AriaNg does), "
+      "getUris, unpause -> active; bad file index / wrong types -> code 1")
+def c_aria2p_change_uri(t):
+    t.cleanup()
+    a = api(t)
+    gid = t.add("slow3")
+    t.wait_status(gid, "active")
+    t.ok("aria2.pause", gid)
+    t.wait_status(gid, "paused")
+    changed = a.client.change_uri(gid, 1, [t.url("slow3")], [t.url("slow2")])
+    uris = [u["uri"] for u in a.client.get_uris(gid)]
+    added = a.client.change_uri(gid, 1, [], [t.url("slow")], 0)
+    uris_after = [u["uri"] for u in a.client.get_uris(gid)]
+    t.ok("aria2.unpause", gid)
+    active = t.wait_status(gid, "active")["status"]
+    out = {"changed": changed, "uris": uris == [t.url("slow2")], "added at 0": added,
+           "uris after": uris_after == [t.url("slow"), t.url("slow2")], "active": active,
+           "bad file index": rshape(t.rpc("aria2.changeUri", gid, 2, [], [t.url("slow")])),
+           "wrong types": rshape(t.rpc("aria2.changeUri", gid, 1, "x", []))}
+    t.ok("aria2.forceRemove", gid)
+    return out
 
 
 @case("aria2p: pause, resume, pause_all, resume_all")

@@ -32,8 +32,8 @@ import Testing
         func record(_ id: DownloadID) async throws -> DownloadRecord? { try await inner.record(id) }
         func record(matching request: DownloadRequest) async throws -> DownloadRecord? { try await inner.record(matching: request) }
         func records(status: DownloadStatus?) async throws -> [DownloadRecord] { try await inner.records(status: status) }
-        func isFileNameTaken(_ fileName: String, directory: String, except id: DownloadID) async throws -> Bool {
-            try await inner.isFileNameTaken(fileName, directory: directory, except: id)
+        func fileNameHolder(_ fileName: String, directory: String, except id: DownloadID) async throws -> DownloadID? {
+            try await inner.fileNameHolder(fileName, directory: directory, except: id)
         }
         func delete(_ id: DownloadID) async throws { try await inner.delete(id) }
     }

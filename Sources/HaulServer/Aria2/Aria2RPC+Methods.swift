@@ -103,7 +103,10 @@ extension Aria2RPC {
             logger.info("shutdown requested over JSON-RPC")
             shutdown()
             json.string("OK")
-        case "addTorrent", "addMetalink", "getPeers", "changeUri":
+        case "changeUri":
+            let (deleted, added) = try await changeUri(params)
+            json.array([deleted, added]) { json, count in json.number(Double(count)) }
+        case "addTorrent", "addMetalink", "getPeers":
             throw Aria2Error(code: 1, message: "haul downloads over HTTP and HTTPS only: aria2.\(method) is not supported")
         default:
             throw Aria2Error(code: 1, message: "No such method: aria2.\(method)")
@@ -129,6 +132,48 @@ extension Aria2RPC {
         if options["pause"]?.string == "true" { try await manager.pause(record.id) }
         if let position { _ = try? await manager.move(record.id, toIndex: position) }
         return record.id
+    }
+
+    /// `changeUri(gid, fileIndex, delUris, addUris[, position])`: removes each of `delUris` once,
+    /// then inserts `addUris` at `position` (after the removal; default: the end). Returns how
+    /// many were removed and added. The download keeps its bytes when its new first URL serves
+    /// the same file (`DownloadManager.setSources`).
+    private func changeUri(_ params: Params) async throws -> (Int, Int) {
+        let id = try params.gid(0)
+        guard try params.integer(1) == 1 else { throw Aria2Error(code: 1, message: "The given file index is out of range.") }
+        let removing = try params.array(2).map { value in
+            guard let text = value.string else { throw params.wrongType(2) }
+            return text
+        }
+        let adding = try params.array(3).map { value in
+            guard let text = value.string else { throw params.wrongType(3) }
+            do throws(HaulError) {
+                return try RemoteURL(text)
+            } catch {
+                throw Aria2Error(code: 1, message: error.message)
+            }
+        }
+        var position: Int?
+        if params.value(4) != nil {
+            position = try params.integer(4)
+            guard position! >= 0 else { throw Aria2Error(code: 1, message: "Position must be greater than or equal to 0.") }
+        }
+        let record = try await record(id)
+        guard !record.status.isTerminal || record.status == .failed else {
+            throw Aria2Error(code: 1, message: "No URI to remove or add for GID#\(id): the download is \(record.status.rawValue)")
+        }
+        var urls = record.request.sources
+        var deleted = 0
+        for text in removing {
+            if let index = urls.firstIndex(where: { $0.absoluteString == text }) {
+                urls.remove(at: index)
+                deleted += 1
+            }
+        }
+        urls.insert(contentsOf: adding, at: min(position ?? urls.count, urls.count))
+        guard !urls.isEmpty else { throw Aria2Error(code: 1, message: "GID#\(id) would have no URI left") }
+        if deleted > 0 || !adding.isEmpty { try await manager.setSources(urls, for: id) }
+        return (deleted, adding.count)
     }
 
     private func changePosition(_ params: Params) async throws -> Int {

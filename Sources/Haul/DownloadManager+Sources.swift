@@ -1,0 +1,62 @@
+import HaulCore
+
+/// A new URL for a download that keeps its bytes: aria2's `changeUri`, the API's `PUT
+/// /downloads/ID/urls`, `haul get` run again with another URL and the same `-o`.
+extension DownloadManager {
+    /// Gives a download that has not finished new URLs: `urls[0]` becomes its URL, the rest its
+    /// mirrors. A running download stops at a checkpoint and goes on with them; a queued or
+    /// failed one is queued again; a paused one stays paused. The bytes on disk are kept when
+    /// the new URL serves the same file: when the first URL changes, its validator is
+    /// forgotten (mirrors rarely share one), so the resume proves the file by its length and by
+    /// the bytes it re-reads before the resume point; a different file starts over, and says so.
+    @discardableResult
+    public func setSources(_ urls: [RemoteURL], for id: DownloadID) async throws -> DownloadRecord {
+        guard let first = urls.first else { throw HaulError(.usage, "a download needs at least one URL") }
+        let mirrors = try DownloadRequest.checkedMirrors(Array(urls.dropFirst()), besides: first)
+        if fleet != nil { throw HaulError(.conflict, "a fleet's downloads cannot change their URLs yet; add the download again") }
+        // A running download stops first, with its checkpoint: its runner owns the record.
+        let stopping: Task<Void, Never>? = try await serialized {
+            let record = try await existing(id)
+            if record.status == .completed { throw HaulError(.conflict, "download \(id) is already complete; nothing was changed") }
+            guard let running = active[id] else { return nil }
+            running.stop.request(.queued)
+            return running.task
+        }
+        await stopping?.value
+        return try await serialized {
+            var record = try await existing(id)
+            if record.status == .completed { throw HaulError(.conflict, "download \(id) is already complete; nothing was changed") }
+            var request = record.request
+            request.url = first
+            request.mirrors = mirrors
+            record = Self.withNewSources(record, request: request)
+            try await store.save(record)
+            if record.status == .paused { return record }
+            pending.remove(id)
+            return try await readd(record, request: record.request)
+        }
+    }
+
+    /// `existing` with `request`'s URLs: when its first URL is another, what its validator said
+    /// belongs to the old server and is dropped (the length and the bytes are checked instead).
+    static func withNewSources(_ existing: DownloadRecord, request: DownloadRequest) -> DownloadRecord {
+        var record = existing
+        if request.url != existing.request.url { record.validator = nil }
+        record.request = request
+        return record
+    }
+}
+
+extension DownloadManager {
+    /// The unfinished download that `request` names by its `-o` (the same directory, file name
+    /// and range) under another URL: `haul get NEW-URL -o NAME` then continues it instead of
+    /// refusing the name.
+    func sameDestination(as request: DownloadRequest) async throws -> DownloadRecord? {
+        guard let fileName = request.fileName,
+              let holder = try await store.fileNameHolder(fileName, directory: request.directory, except: DownloadID(rawValue: "")),
+              let existing = try await store.record(holder),
+              existing.request.fileName == fileName, existing.request.range == request.range,
+              existing.status != .completed, existing.status != .removed, !isScheduled(existing.id) else { return nil }
+        return existing
+    }
+}
