@@ -71,6 +71,9 @@ OPTIONAL_NOTIFICATIONS = {"aria2.onBtDownloadComplete"}
 #    COMPARED_OPTION_KEYS are compared (the ones AriaNg's and aria2p's common paths and these cases touch).
 #  * request body over aria2's 2 MiB limit: aria2 closes the connection without an answer; an HTTP 4xx
 #    (e.g. 413) from haul counts the same ("rejected"): either way the client gets no result.
+#  * changeUri on a paused download: aria2's getUris then repeats the URI it used and removed (a
+#    quirk of its used/remaining lists); haul lists the download's URIs once each. Compared: the counts
+#    changeUri returns and that the URIs added are listed.
 #  * CORS: `Access-Control-Allow-Origin` may echo the request's Origin instead of `*` (both allow it).
 #  * adding the same URL to the same place again (same dir, same out): aria2 starts a second download and
 #    renames its file (x.1.bin); haul answers with the existing download's gid and starts nothing twice (its
@@ -1094,20 +1097,6 @@ def api(t):
     return aria2p.API(aria2p.Client(host=f"http://{t.host}", port=t.port, secret=t.secret, timeout=30))
 
 
-@case("aria2p: add_uris, get_download, get_downloads")
-def c_aria2p_add(t):
-    t.cleanup()
-    a = api(t)
-    out_name = t.unique("aria2p")
-    d = a.add_uris([t.url("slow")], {"out": out_name, "dir": t.dir.rstrip("/") + "/aria2p"})
-    t.state["aria2p"] = d.gid
-    wait_for(lambda: d.live.is_active and d.total_length > 0, "aria2p download to be active with a known size", 30)
-    ds = a.get_downloads()
-    return {"gid": bool(GID_RE.fullmatch(d.gid)), "name": d.name == out_name, "status": d.status,
-            "dir": str(d.dir) == t.dir.rstrip("/") + "/aria2p", "total_length": d.total_length > 0,
-            "listed": [x.gid for x in ds].count(d.gid), "statuses": sorted({x.status for x in ds})}
-
-
 @case("aria2p: changeUri of a paused download (swap its URI for a mirror of the same file, as AriaNg does), "
       "getUris, unpause -> active; bad file index / wrong types -> code 1")
 def c_aria2p_change_uri(t):
@@ -1123,12 +1112,28 @@ def c_aria2p_change_uri(t):
     uris_after = [u["uri"] for u in a.client.get_uris(gid)]
     t.ok("aria2.unpause", gid)
     active = t.wait_status(gid, "active")["status"]
-    out = {"changed": changed, "uris": uris == [t.url("slow2")], "added at 0": added,
-           "uris after": uris_after == [t.url("slow"), t.url("slow2")], "active": active,
+    # aria2 lists a paused download's URIs with the one it used repeated (["slow3", "slow3", "slow2"]
+    # after the swap): what both must agree on is that the mirror is listed, and the added one too.
+    out = {"changed": changed, "mirror listed": t.url("slow2") in uris, "added at 0": added,
+           "both listed": t.url("slow") in uris_after and t.url("slow2") in uris_after, "active": active,
            "bad file index": rshape(t.rpc("aria2.changeUri", gid, 2, [], [t.url("slow")])),
            "wrong types": rshape(t.rpc("aria2.changeUri", gid, 1, "x", []))}
     t.ok("aria2.forceRemove", gid)
     return out
+
+
+@case("aria2p: add_uris, get_download, get_downloads")
+def c_aria2p_add(t):
+    t.cleanup()
+    a = api(t)
+    out_name = t.unique("aria2p")
+    d = a.add_uris([t.url("slow")], {"out": out_name, "dir": t.dir.rstrip("/") + "/aria2p"})
+    t.state["aria2p"] = d.gid
+    wait_for(lambda: d.live.is_active and d.total_length > 0, "aria2p download to be active with a known size", 30)
+    ds = a.get_downloads()
+    return {"gid": bool(GID_RE.fullmatch(d.gid)), "name": d.name == out_name, "status": d.status,
+            "dir": str(d.dir) == t.dir.rstrip("/") + "/aria2p", "total_length": d.total_length > 0,
+            "listed": [x.gid for x in ds].count(d.gid), "statuses": sorted({x.status for x in ds})}
 
 
 @case("aria2p: pause, resume, pause_all, resume_all")
