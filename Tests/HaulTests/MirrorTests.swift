@@ -28,9 +28,10 @@ import Testing
     @Test func healthyMirrorsShareTheWork() async throws {
         try await withHarness { harness in
             let mirror = try await TestServer.start()
-            // Slow enough that every connection asks for several pieces, so some move to the mirror.
-            harness.server.setRoute("/file", Route(payload: payload, throttle: 4 << 20))
-            mirror.setRoute("/file", Route(payload: payload, throttle: 4 << 20))
+            // Slow enough (about 3 s in all) that every connection asks for several pieces, so some
+            // move to the mirror however loaded the machine is.
+            harness.server.setRoute("/file", Route(payload: payload, throttle: 512 << 10))
+            mirror.setRoute("/file", Route(payload: payload, throttle: 512 << 10))
             let outcome = try await harness.download(mirrored(harness, mirrors: [mirror.url("/file")]))
             #expect(outcome.record.status == .completed, "\(outcome.events)")
             #expect(payload.mismatch(inFileAt: try #require(outcome.path)) == nil)
