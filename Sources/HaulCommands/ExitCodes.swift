@@ -32,6 +32,10 @@ public enum ExitCodes {
     public static let storeLogin: Int32 = 12
     /// The fleet's database has a schema newer than this haul.
     public static let storeTooNew: Int32 = 13
+    /// The URL stopped serving the file midway (401, 403 or 410 after bytes arrived: a signed
+    /// link that expired); the bytes are kept: give it a new URL (the same command with the new
+    /// URL and the same -o, or 'haul urls ID URL').
+    public static let urlExpired: Int32 = 14
     /// Stopped by Ctrl-C or SIGTERM after checkpointing; run the same command again to resume.
     public static let interrupted: Int32 = 130
 
@@ -50,6 +54,7 @@ public enum ExitCodes {
         case .storeUnavailable: storeUnavailable
         case .storeLogin: storeLogin
         case .storeTooNew: storeTooNew
+        case .urlExpired: urlExpired
         default: `internal`
         }
     }

@@ -116,6 +116,11 @@ extension DownloadStateMachine {
                 // Some servers answer 403 past their connection limit: keep the ones that work.
                 return refused(id, error, retryAfter: nil)
             }
+            if let status = error.httpStatus, [401, 403, 410].contains(status), completedLength > 0 {
+                return fail(HaulError(.urlExpired, "\(plan.url): HTTP \(status)\(ResponseCheck.reason(status)) after "
+                    + "\(completedLength) bytes had arrived: the URL has probably expired; the bytes are kept, and a new URL "
+                    + "for the same file continues the download", httpStatus: status))
+            }
             return fail(error)
         }
     }

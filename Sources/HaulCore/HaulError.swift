@@ -69,6 +69,9 @@ public struct HaulError: Error, Hashable, Codable, Sendable, CustomStringConvert
         public static let forbidden = Code(rawValue: "forbidden")
         /// No daemon answers at the address the CLI knows.
         public static let noDaemon = Code(rawValue: "no-daemon")
+        /// The URL stopped serving the file after bytes had arrived (401, 403 or 410: a signed
+        /// link that expired): the bytes are kept, and a new URL for the same file continues it.
+        public static let urlExpired = Code(rawValue: "url-expired")
         /// A bug: something Haul did not expect.
         public static let `internal` = Code(rawValue: "internal")
 

@@ -44,4 +44,23 @@ import Testing
         #expect(bad.stderr == "haul: unsupported scheme 'ftp' in ftp://127.0.0.1/a.bin (only http and https)\n", "\(bad.stderr)")
         try await world.close()
     }
+
+    /// A signed URL that expires midway: exit 14 with the bytes kept; the same command with a
+    /// new URL and the same -o finishes from them, byte-exact, asking the new server only for
+    /// the rest.
+    @Test func anExpiredURLExits14AndANewOneFinishes() async throws {
+        let world = try await World.make()
+        let payload = Payload(seed: 2113, length: 2_000_000)
+        world.server.setRoute("/signed", Route(payload: payload, script: [.dropAfter(700_000)], then: .status(403)))
+        world.server.setRoute("/renewed", Route(payload: payload, etag: "\"other\""))
+        let expired = try await HaulProcess.run(["get", "-x", "1", "-o", "f.bin", world.server.url("/signed")], in: world)
+        #expect(expired.status == 14, "\(expired.stderr)")
+        #expect(expired.stderr.contains("HTTP 403 Forbidden after"), "\(expired.stderr)")
+        #expect(FileManager.default.fileExists(atPath: world.directory + "/f.bin.part"))
+        let renewed = try await HaulProcess.run(["get", "-x", "1", "-o", "f.bin", world.server.url("/renewed")], in: world)
+        #expect(renewed.status == 0, "\(renewed.stderr)")
+        #expect(payload.mismatch(inFileAt: world.directory + "/f.bin") == nil)
+        #expect(world.server.bodyBytesSent(to: "/renewed") < payload.length - 500_000)
+        try await world.close()
+    }
 }

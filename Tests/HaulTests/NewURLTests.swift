@@ -82,6 +82,38 @@ import Testing
         }
     }
 
+    /// A signed URL that expires midway (403 after bytes arrived) fails as `url-expired` with its
+    /// bytes kept, and a new URL for it goes on from them.
+    @Test func anExpiredURLWaitsForANewOne() async throws {
+        try await withHarness { harness in
+            harness.server.setRoute("/old", Route(payload: payload, script: [.dropAfter(300_000)], then: .status(403)))
+            let outcome = try await harness.download(harness.request("/old", output: "file"))
+            let error = try #require(outcome.record.error)
+            #expect(outcome.record.status == .failed)
+            #expect(error.code == .urlExpired && error.httpStatus == 403, "\(error)")
+            #expect(error.message.contains("the bytes are kept"), "\(error)")
+            let kept = outcome.record.completedLength
+            #expect(kept > 0)
+            let other = try await TestServer.start()
+            other.setRoute("/new", Route(payload: payload, etag: "\"renewed\""))
+            try await harness.manager.setSources([RemoteURL(other.url("/new"))], for: outcome.record.id)
+            let done = try await harness.manager.outcome(of: outcome.record.id)
+            #expect(done.status == .completed, "\(done)")
+            #expect(payload.mismatch(inFileAt: harness.directory + "/file") == nil)
+            #expect(other.bodyBytesSent(to: "/new") <= payload.length - kept + (64 << 10))
+            try await other.shutdown()
+        }
+    }
+
+    /// A 403 before any byte is an HTTP error, not an expiry.
+    @Test func aForbiddenFirstAnswerIsAnHTTPError() async throws {
+        try await withHarness { harness in
+            harness.server.setRoute("/old", Route(payload: payload, then: .status(403)))
+            let outcome = try await harness.download(harness.request("/old", output: "file"))
+            #expect(outcome.record.error?.code == .httpStatus)
+        }
+    }
+
     @Test func aCompletedDownloadKeepsItsURLs() async throws {
         try await withHarness { harness in
             harness.server.setRoute("/old", Route(payload: payload))
