@@ -18,7 +18,7 @@ struct GetCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "http:// or https:// URLs.")
+    @Argument(help: "http:// or https:// URLs (or Metalink files, NAME.meta4 or NAME.metalink).")
     var urls: [String] = []
 
     @Option(name: .shortAndLong, help: "Save to this file (one URL only). Relative to -d when given.")
@@ -32,6 +32,9 @@ struct GetCommand: AsyncParsableCommand {
 
     @Option(name: .shortAndLong, help: "Read URLs from this file, one per line ('-' for stdin); several tab-separated URLs on a line are mirrors of one file.")
     var inputFile: String?
+
+    @Option(help: "Download the files of this Metalink (v4 or v3; a FILE.meta4 or FILE.metalink argument works too): each from all its URLs, checked by its digest.")
+    var metalink: [String] = []
 
     @Option(name: [.customShort("j"), .customLong("jobs")], help: "Downloads running at once.")
     var jobs: Int = 3
@@ -128,7 +131,7 @@ struct GetCommand: AsyncParsableCommand {
     func run() async throws {
         let reporter = Reporter(mode: json ? .json : quiet ? .quiet : isatty(STDERR_FILENO) != 0 ? .terminal : .plain,
                                 verbose: verbose)
-        let texts = try urlTexts(reporter: reporter)
+        let entries = try entries(reporter: reporter)
         let template = try requestTemplate(reporter: reporter)
         let proxies: ProxySettings
         do {
@@ -161,7 +164,7 @@ struct GetCommand: AsyncParsableCommand {
             reporter.failure(url: nil, haulError)
             throw ExitCode(ExitCodes.code(for: haulError))
         }
-        let outcome = await drive(manager, texts: texts, template: template, reporter: reporter)
+        let outcome = await drive(manager, entries: entries, template: template, reporter: reporter)
         await manager.shutdown()
         if let status = outcome.status { throw ExitCode(status) }
     }
@@ -183,7 +186,7 @@ struct GetCommand: AsyncParsableCommand {
     /// Adds the URLs a thousand at a time while it listens: outcomes (never dropped) say when
     /// each download is done; events and ticks only feed the display. Ctrl-C or SIGTERM
     /// checkpoints everything, and every waiting download then settles as interrupted.
-    func drive(_ manager: DownloadManager, texts: [String], template: RequestTemplate, reporter: Reporter) async -> Outcome {
+    func drive(_ manager: DownloadManager, entries: [Entry], template: RequestTemplate, reporter: Reporter) async -> Outcome {
         // Subscribed before the first add, so no outcome can come before its listener.
         let outcomes = manager.outcomes()
         let events = manager.events()
@@ -208,7 +211,7 @@ struct GetCommand: AsyncParsableCommand {
                 for await _ in signals { post.yield(.signal) }
             }
             let adding = Task {
-                await add(texts, template: template, to: manager, post: post)
+                await add(entries, template: template, to: manager, post: post)
                 post.yield(.addingDone)
             }
 
@@ -289,16 +292,16 @@ struct GetCommand: AsyncParsableCommand {
 
     /// Builds and adds the requests in batches, so a list of 100,000 URLs never holds 100,000
     /// requests at once and the first downloads start at once.
-    func add(_ texts: [String], template: RequestTemplate, to manager: DownloadManager,
+    func add(_ entries: [Entry], template: RequestTemplate, to manager: DownloadManager,
              post: AsyncStream<Input>.Continuation) async {
         var seen: Set<String> = []
         var start = 0
-        while start < texts.count, !Task.isCancelled {
-            let end = min(texts.count, start + 1000)
+        while start < entries.count, !Task.isCancelled {
+            let end = min(entries.count, start + 1000)
             var batch: [DownloadRequest] = []
-            for text in texts[start..<end] {
+            for entry in entries[start..<end] {
                 do {
-                    let request = try template.request(for: text)
+                    let request = try template.request(for: entry)
                     // The same URL twice is one download (as within one `add`).
                     if seen.insert(request.identity).inserted { batch.append(request) }
                 } catch {
@@ -336,21 +339,6 @@ struct GetCommand: AsyncParsableCommand {
         }
     }
 
-    /// Every URL given, from the arguments and `-i`.
-    func urlTexts(reporter: Reporter) throws -> [String] {
-        var texts = mirrors && !urls.isEmpty ? [urls.joined(separator: "\t")] : urls
-        if let inputFile { texts += try URLList.read(inputFile) }
-        if texts.isEmpty {
-            reporter.failure(url: nil, HaulError(.usage, "no URL to download: give at least one URL, or -i LIST"))
-            throw ExitCode(ExitCodes.usage)
-        }
-        if output != nil, texts.count > 1 {
-            reporter.failure(url: nil, HaulError(.usage, "-o names one file; it cannot be used with \(texts.count) URLs"))
-            throw ExitCode(ExitCodes.usage)
-        }
-        return texts
-    }
-
     /// What every request of this command shares; `request(for:)` adds the URL.
     struct RequestTemplate: Sendable {
         var base: String
@@ -363,20 +351,6 @@ struct GetCommand: AsyncParsableCommand {
         /// Per URL: its own `user:password@`, else `--user`, else netrc. Kept in memory only.
         var credentials: CredentialSources
 
-        /// `text` is one URL, or several separated by tabs (`--mirrors`, aria2's input files):
-        /// one file, the URLs after the first its mirrors.
-        func request(for text: String) throws(HaulError) -> DownloadRequest {
-            let fields = text.split(separator: "\t").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-            let url = try RemoteURL(fields.first ?? text)
-            var mirrors: [RemoteURL] = []
-            for field in fields.dropFirst() { mirrors.append(try RemoteURL(field)) }
-            let destination: DownloadRequest.Destination = output.map {
-                .file($0.hasPrefix("/") ? $0 : base + "/" + $0)
-            } ?? .directory(base)
-            return try DownloadRequest(url: url, destination: destination, range: range, checksum: checksum,
-                                       headers: headers, maxAttempts: retries, connections: connections,
-                                       credentials: credentials.credentials(for: url), mirrors: mirrors)
-        }
     }
 
     func requestTemplate(reporter: Reporter) throws -> RequestTemplate {

@@ -1,0 +1,94 @@
+import ArgumentParser
+import Foundation
+import HaulCore
+
+/// What `haul get` was asked to download: URLs (several on one line are mirrors of one file)
+/// and the files of Metalink documents.
+extension GetCommand {
+    enum Entry: Sendable {
+        /// One URL, or several separated by tabs (`--mirrors`, aria2's input files): one file,
+        /// the URLs after the first its mirrors.
+        case urls(String)
+        /// One file of a Metalink: its URLs in order of preference, its digest and its name.
+        case metalinkFile(Metalink.File)
+    }
+
+    /// Every entry given, from the arguments, `-i` and `--metalink`.
+    func entries(reporter: Reporter) throws -> [Entry] {
+        var entries: [Entry] = []
+        var texts: [String] = []
+        var metalinks = metalink
+        for argument in urls {
+            if Self.isMetalinkFile(argument) { metalinks.append(argument) } else { texts.append(argument) }
+        }
+        if mirrors, !texts.isEmpty { texts = [texts.joined(separator: "\t")] }
+        if let inputFile { texts += try URLList.read(inputFile) }
+        entries = texts.map(Entry.urls)
+        for path in metalinks {
+            do {
+                entries += try Self.readMetalink(path).files.map(Entry.metalinkFile)
+            } catch {
+                reporter.failure(url: nil, error)
+                throw ExitCode(ExitCodes.code(for: error))
+            }
+        }
+        if entries.isEmpty {
+            reporter.failure(url: nil, HaulError(.usage, "no URL to download: give at least one URL, or -i LIST"))
+            throw ExitCode(ExitCodes.usage)
+        }
+        if output != nil, entries.count > 1 {
+            reporter.failure(url: nil, HaulError(.usage, "-o names one file; it cannot be used with \(entries.count) files"))
+            throw ExitCode(ExitCodes.usage)
+        }
+        return entries
+    }
+
+    /// A local file named like a Metalink, not a URL.
+    static func isMetalinkFile(_ argument: String) -> Bool {
+        let lower = argument.lowercased()
+        return !lower.contains("://") && (lower.hasSuffix(".meta4") || lower.hasSuffix(".metalink"))
+    }
+
+    static func readMetalink(_ path: String) throws(HaulError) -> Metalink {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw HaulError(.usage, "cannot read the Metalink \(path)")
+        }
+        guard data.count <= Metalink.maxBytes else { throw HaulError(.usage, "\(path): larger than \(Metalink.maxBytes >> 20) MiB, not a Metalink") }
+        do {
+            return try Metalink.parse(String(decoding: data, as: UTF8.self))
+        } catch {
+            throw HaulError(.usage, "\(path): \(error.message)")
+        }
+    }
+}
+
+extension GetCommand.RequestTemplate {
+    func request(for entry: GetCommand.Entry) throws(HaulError) -> DownloadRequest {
+        switch entry {
+        case .urls(let text):
+            let fields = text.split(separator: "\t").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            let url = try RemoteURL(fields.first ?? text)
+            var mirrors: [RemoteURL] = []
+            for field in fields.dropFirst() { mirrors.append(try RemoteURL(field)) }
+            return try request(url: url, mirrors: mirrors, name: nil, checksum: checksum)
+        case .metalinkFile(let file):
+            // `--checksum` wins over the document's digest.
+            return try request(url: file.urls[0], mirrors: Array(file.urls.dropFirst()), name: file.name,
+                               checksum: checksum ?? file.checksums.first)
+        }
+    }
+
+    func request(url: RemoteURL, mirrors: [RemoteURL], name: String?, checksum: Checksum?) throws(HaulError) -> DownloadRequest {
+        let destination: DownloadRequest.Destination
+        if let output {
+            destination = .file(output.hasPrefix("/") ? output : base + "/" + output)
+        } else if let name {
+            destination = .file(base + "/" + name)
+        } else {
+            destination = .directory(base)
+        }
+        return try DownloadRequest(url: url, destination: destination, range: range, checksum: checksum,
+                                   headers: headers, maxAttempts: retries, connections: connections,
+                                   credentials: credentials.credentials(for: url), mirrors: mirrors)
+    }
+}

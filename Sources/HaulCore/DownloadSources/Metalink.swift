@@ -1,0 +1,101 @@
+/// A Metalink document (v4, RFC 5854, and v3, metalinker.org): files, each with its size, its
+/// digests and its URLs in order of preference. Only http and https URLs are kept; a file left
+/// with none is reported, not dropped silently.
+public struct Metalink: Hashable, Sendable {
+    public struct File: Hashable, Sendable {
+        /// The name the document gives, sanitised as a `Content-Disposition` name is.
+        public var name: String
+        public var size: Int64?
+        /// Its URLs, most preferred first.
+        public var urls: [RemoteURL]
+        /// Whole-file digests haul can check, strongest first.
+        public var checksums: [Checksum]
+        /// Digests of fixed-length pieces, when the document gives them (not checked yet).
+        public var pieces: Pieces?
+
+        public struct Pieces: Hashable, Sendable {
+            public var length: Int64
+            public var type: String
+            public var hashes: [String]
+        }
+    }
+
+    public var files: [File]
+
+    /// The largest Metalink document haul reads.
+    public static let maxBytes = 4 << 20
+
+    public static func parse(_ text: String) throws(HaulError) -> Metalink {
+        guard text.utf8.count <= maxBytes else { throw HaulError(.badRequest, "Metalink larger than \(maxBytes >> 20) MiB") }
+        let root = try MiniXML.parse(text)
+        guard root.name == "metalink" else { throw HaulError(.badRequest, "not a Metalink: the root element is <\(root.name)>") }
+        // v4: <metalink><file>; v3: <metalink><files><file>.
+        let elements = root.all("file") + (root.first("files")?.all("file") ?? [])
+        guard !elements.isEmpty else { throw HaulError(.badRequest, "the Metalink lists no file") }
+        var files: [File] = []
+        for element in elements { files.append(try file(element)) }
+        return Metalink(files: files)
+    }
+
+    static func file(_ element: MiniXML) throws(HaulError) -> File {
+        let given = element.attributes["name"] ?? ""
+        guard let name = FileNameSanitizer.sanitize(given) else {
+            throw HaulError(.badRequest, "a Metalink file has no usable name ('\(given)')")
+        }
+        var size: Int64?
+        if let text = element.first("size")?.text.trimmingSpaces() {
+            guard let value = Int64(text), value >= 0 else { throw HaulError(.badRequest, "\(name): size '\(text)' is not a number of bytes") }
+            size = value
+        }
+        // v3 keeps digests under <verification> and URLs under <resources>.
+        let verification = element.first("verification") ?? element
+        let resources = element.first("resources") ?? element
+        var checksums: [Checksum] = []
+        for hash in verification.all("hash") {
+            guard let type = hash.attributes["type"], let checksum = Self.checksum(type: type, hex: hash.text.trimmingSpaces()) else { continue }
+            checksums.append(checksum)
+        }
+        let order: [Checksum.Algorithm] = [.sha256, .sha1, .md5]
+        checksums.sort { order.firstIndex(of: $0.algorithm)! < order.firstIndex(of: $1.algorithm)! }
+        var pieces: File.Pieces?
+        if let element = verification.first("pieces"), let length = element.attributes["length"].flatMap({ Int64($0) }), length > 0 {
+            pieces = File.Pieces(length: length, type: element.attributes["type"] ?? "", hashes: element.all("hash").map { $0.text.trimmingSpaces() })
+        }
+        var ranked: [(url: RemoteURL, rank: Int, order: Int)] = []
+        var others: [String] = []
+        for (order, url) in resources.all("url").enumerated() {
+            let text = url.text.trimmingSpaces()
+            let parsed: RemoteURL
+            do {
+                parsed = try RemoteURL(text)
+            } catch {
+                // ftp://, a torrent, garbage: not something haul downloads; named if nothing is left.
+                others.append(error.message)
+                continue
+            }
+            // v4: priority 1 is the most preferred; v3: preference 100 is.
+            let rank = url.attributes["priority"].flatMap { Int($0) }
+                ?? url.attributes["preference"].flatMap { Int($0) }.map { 1000 - $0 } ?? 999_999
+            ranked.append((parsed, rank, order))
+        }
+        ranked.sort { ($0.rank, $0.order) < ($1.rank, $1.order) }
+        guard !ranked.isEmpty else {
+            let shown = others.prefix(3).joined(separator: "; ")
+            throw HaulError(.badRequest, "\(name): no http or https URL in the Metalink\(shown.isEmpty ? "" : ": \(shown)")")
+        }
+        return File(name: name, size: size, urls: ranked.map(\.url), checksums: checksums, pieces: pieces)
+    }
+
+    /// A digest of a type haul checks (`sha-256`, `sha-1`, `md5`; v3 spells them `sha256`, `sha1`).
+    static func checksum(type: String, hex: String) -> Checksum? {
+        let algorithm: Checksum.Algorithm
+        switch type.lowercased() {
+        case "sha-256", "sha256": algorithm = .sha256
+        case "sha-1", "sha1": algorithm = .sha1
+        case "md5": algorithm = .md5
+        default: return nil
+        }
+        let checksum = Checksum(algorithm: algorithm, hex: hex)
+        return checksum.hex.count == algorithm.hexLength && checksum.hex.allSatisfy(\.isHexDigit) ? checksum : nil
+    }
+}
