@@ -1,3 +1,4 @@
+import Foundation
 import Haul
 import HaulAPI
 import HaulCore
@@ -106,7 +107,10 @@ extension Aria2RPC {
         case "changeUri":
             let (deleted, added) = try await changeUri(params)
             json.array([deleted, added]) { json, count in json.number(Double(count)) }
-        case "addTorrent", "addMetalink", "getPeers":
+        case "addMetalink":
+            let ids = try await addMetalink(params)
+            json.array(ids) { json, id in json.string(id.rawValue) }
+        case "addTorrent", "getPeers":
             throw Aria2Error(code: 1, message: "haul downloads over HTTP and HTTPS only: aria2.\(method) is not supported")
         default:
             throw Aria2Error(code: 1, message: "No such method: aria2.\(method)")
@@ -174,6 +178,49 @@ extension Aria2RPC {
         guard !urls.isEmpty else { throw Aria2Error(code: 1, message: "GID#\(id) would have no URI left") }
         if deleted > 0 || !adding.isEmpty { try await manager.setSources(urls, for: id) }
         return (deleted, adding.count)
+    }
+
+    /// `addMetalink(metalink[, options[, position]])`: the document in base64; one download per
+    /// file, from its http(s) URLs as mirrors, checked by its digest, named as it says (options
+    /// apply to each; `out` does not, as in aria2). Returns their gids.
+    private func addMetalink(_ params: Params) async throws -> [DownloadID] {
+        guard let data = Data(base64Encoded: try params.string(0), options: .ignoreUnknownCharacters) else {
+            throw Aria2Error(code: 1, message: "The metalink is not valid base64.")
+        }
+        let metalink: Metalink
+        do throws(HaulError) {
+            metalink = try Metalink.parse(String(decoding: data, as: UTF8.self))
+        } catch {
+            throw Aria2Error(code: 1, message: error.message)
+        }
+        var options = try params.optionalObject(1)
+        options["out"] = nil
+        var position: Int?
+        if params.value(2) != nil {
+            position = try params.integer(2)
+            guard position! >= 0 else { throw Aria2Error(code: 1, message: "Position must be greater than or equal to 0.") }
+        }
+        // Every file's request is checked before any is added.
+        var requests: [DownloadRequest] = []
+        for file in metalink.files {
+            var add = try Aria2Options.addRequest(uri: file.urls[0].absoluteString, mirrors: file.urls.dropFirst().map(\.absoluteString),
+                                                  options: options, defaults: defaults)
+            add.fileName = file.name
+            add.checksum = add.checksum ?? file.checksums.first?.description
+            requests.append(try defaults.request(for: add))
+        }
+        let records = try await manager.add(requests)
+        if options["pause"]?.string == "true" { try await manager.pause(records.map(\.id)) }
+        if let position {
+            for (offset, record) in records.enumerated() {
+                do {
+                    try await manager.move(record.id, toIndex: position + offset)
+                } catch let error as HaulError where error.code == .conflict {
+                    // It started already: a running download has no place in the queue to take.
+                }
+            }
+        }
+        return records.map(\.id)
     }
 
     private func changePosition(_ params: Params) async throws -> Int {
