@@ -648,6 +648,8 @@ final class RunSession {
             runner.budgets?.refused(host: host, seconds: max(retryIn.seconds, Self.refusalMemory))
             runner.logger.info("server refused a connection", metadata: [
                 "id": "\(id)", "connection": "\(connection)", "error": "\(error)", "next try in": "\(retryIn)"])
+        case .validatorDistrusted(let reason):
+            runner.logger.info("validator", metadata: ["id": "\(id)", "reason": "\(reason)"])
         case .sourceDropped(let url, let reason):
             runner.logger.warning("source dropped", metadata: ["id": "\(id)", "url": "\(url)", "reason": "\(reason)"])
         case .sourceSetAside(let url, let error, let retryIn):

@@ -7,6 +7,9 @@ extension DownloadStateMachine {
         case retrying(attempt: Int, delay: Duration, error: HaulError)
         case restarted(reason: String, cause: RestartCause)
         case connectionRefused(ConnectionID, HaulError, retryIn: Duration)
+        /// The server's validators are trusted less from now on (a CDN that ignores `If-Range`
+        /// with an ETag, an ETag that changes with every request).
+        case validatorDistrusted(reason: String)
         /// A source (mirror) is not used again in this run: it is dead, or serves another file.
         case sourceDropped(url: String, reason: String)
         /// A source failed; the others go on, and it is asked again after `retryIn`.

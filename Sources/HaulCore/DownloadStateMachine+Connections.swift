@@ -17,7 +17,7 @@ extension DownloadStateMachine {
         let part = parts[index]
         let verdict = ResponseCheck.evaluate(head, asked: plan, next: part.next, partEnd: part.end, resuming: part.appended > 0,
                                              requested: record.request.range,
-                                             validator: connection.probing ? nil : sourceRequest(source).validator,
+                                             validator: connection.probing ? nil : compared(sourceRequest(source).validator),
                                              total: record.totalLength, nowSecondsSince1970: nowSecondsSince1970)
         if connection.probing { return probeAnswered(id, verdict, plan: plan, jitter: jitter) }
         switch verdict {
@@ -48,6 +48,7 @@ extension DownloadStateMachine {
             return actions
 
         case .whole(let length, let validator):
+            if let again = ifRangeMishandled(id, plan: plan, length: length, validator: validator) { return again }
             if sources.count > 1, sources.othersRemain(besides: source), connections.count > 1 || connection.isExtra || sources.anyProven {
                 return sourceLied(id, reason: "answered 200 to a range request (it ignores ranges, or its file changed)")
             }
@@ -98,6 +99,7 @@ extension DownloadStateMachine {
             return partDone(id)
 
         case .entityChanged:
+            if let again = etagUnstable(id, head: head) { return again }
             if sources.count > 1, sources.othersRemain(besides: source) {
                 return sourceLied(id, reason: "serves another file (its length or validator differs)")
             }

@@ -170,7 +170,7 @@ extension DownloadStateMachine {
         let source = sourceRequest(connections[id]?.source ?? 0)
         var start = part.next
         // No validator to send in If-Range: re-read some bytes before the resume point instead.
-        if part.appended > 0, source.validator?.ifRangeValue == nil {
+        if part.appended > 0, rereadsOverlap(source.validator) {
             start -= min(settings.overlap, part.appended)
         }
         let range: ByteRange?
@@ -192,7 +192,7 @@ extension DownloadStateMachine {
         let plan = RequestPlan(
             url: source.url,
             range: range,
-            ifRange: range == nil ? nil : source.validator?.ifRangeValue,
+            ifRange: range == nil ? nil : ifRangeValue(source.validator),
             headers: record.request.headers,
             credentials: source.credentials,
             allowsHTTP2: settings.httpVersions.allowsHTTP2(requestLength: range?.count))

@@ -131,6 +131,9 @@ public struct DownloadStateMachine: Sendable {
     var connections: [ConnectionID: Connection] = [:]
     /// The URLs the bytes may come from and what this run knows of each (`+Sources`).
     public internal(set) var sources: SourceSet
+    /// How far validators are trusted in this run (`+Validators`): CDNs that mishandle `If-Range`
+    /// or change their ETags lower it.
+    var validatorTrust: ValidatorTrust = .etag
     /// The machine's clock as of the last `start` or `tick` (seconds): when set-aside sources
     /// may be asked again.
     var now: Double = 0

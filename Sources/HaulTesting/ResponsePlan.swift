@@ -240,7 +240,7 @@ enum RangeRequest: Equatable {
         }
         if let validator = requestHeaders.first(name: "If-Range")?.trimmingSpaces() {
             // Only strong validators may validate a range (RFC 9110 13.1.5).
-            let matchesETag = route.etag == validator && !validator.hasPrefix("W/")
+            let matchesETag = route.etag == validator && !validator.hasPrefix("W/") && route.validatorQuirk != .ifRangeDatesOnly
             let matchesDate = route.lastModified == validator
             if !matchesETag && !matchesDate {
                 return .whole

@@ -37,6 +37,8 @@ public struct Route: Sendable {
     /// `connectionThrottles[n % count]` for every request it makes to this path, instead of
     /// ``throttle``. `[4 << 20, 4 << 20, 256 << 10]` makes every third connection slow.
     public var connectionThrottles: [Int]?
+    /// How the route mishandles validators, as some CDNs do (`.none`: as RFC 9110 says).
+    public var validatorQuirk: ValidatorQuirk = .none
     /// When set, payload bodies to this path wait (their heads sent) until the gate opens: a
     /// test that needs several responses streaming at once gets them however slow the machine.
     public var bodyGate: BodyGate?
@@ -150,4 +152,15 @@ public struct BodyGate: Sendable {
         self.requests = requests
         self.atMost = atMost
     }
+}
+
+/// Validator behaviours of real CDNs that break the textbook resume.
+public enum ValidatorQuirk: Sendable, Equatable {
+    case none
+    /// `If-Range` with an ETag never matches (the whole body comes back with a 200); only an
+    /// HTTP date does (aria2-next #43).
+    case ifRangeDatesOnly
+    /// Every response carries a new ETag (`"<etag>-<n>"`, n the request's number) for the same
+    /// bytes, and an `If-Range` with an older one does not match (aria2-next #46).
+    case etagPerRequest
 }

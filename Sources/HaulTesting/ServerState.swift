@@ -198,6 +198,11 @@ final class ServerState: Sendable {
             slot.route.lastModified = nil
         }
         let throttle = slot.route.connectionThrottles.map { $0[order % $0.count] } ?? slot.route.throttle
-        return Decision(route: slot.route, fault: fault, origin: storage.origin, throttle: throttle)
+        var route = slot.route
+        if route.validatorQuirk == .etagPerRequest, let etag = route.etag {
+            // A tokenised URL: every answer carries a new ETag for the same bytes.
+            route.etag = "\"" + String(etag.filter { $0 != "\"" }) + "-\(index)\""
+        }
+        return Decision(route: route, fault: fault, origin: storage.origin, throttle: throttle)
     }
 }
