@@ -119,7 +119,7 @@ struct Aria2Status {
             }
         case .badResponse: 22
         case .tooManyRedirects: 23
-        case .checksumMismatch: 32
+        case .checksumMismatch, .digestMismatch: 32
         case .diskFull: 9
         case .fileExists: 13
         case .inUse: 11
