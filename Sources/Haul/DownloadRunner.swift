@@ -584,7 +584,7 @@ final class RunSession {
 
     func startVerify(_ target: DownloadStateMachine.VerifyTarget) async {
         let record = self.record
-        let expected = machine.withLockedValue { $0.expectedLength }
+        let (expected, digest) = machine.withLockedValue { ($0.expectedLength, $0.digestToVerify) }
         let name = target == .published ? record.fileName : DestinationFiles.partName(record)
         let (post, io) = (self.post, io)
         let directory: Result<DownloadDirectory, HaulError>
@@ -601,7 +601,7 @@ final class RunSession {
             switch directory {
             case .success(let directory):
                 post.yield(.verified(await Verifier.verify(name, in: directory, io: io, expectedLength: expected,
-                                                           checksum: record.request.checksum, url: record.request.url)))
+                                                           digest: digest, url: record.request.url)))
             case .failure(let error):
                 post.yield(.verified(error))
             }

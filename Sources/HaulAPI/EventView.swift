@@ -45,6 +45,9 @@ public struct EventView: Codable, Sendable, Hashable {
     public var connectionsOpened: Int?
     public var tlsHandshakes: Int?
     public var httpVersions: [String]?
+    /// On the last line of a download completed by this run (`haul get --json`): the digest its
+    /// file was checked against before it got its name, and where that digest came from.
+    public var verified: VerifiedView?
 
     public init(type: EventType, id: String?, status: DownloadStatus?) {
         self.type = type
@@ -99,6 +102,9 @@ public struct EventView: Codable, Sendable, Hashable {
             tlsHandshakes = transfer.tlsHandshakes
             httpVersions = transfer.httpVersions.sorted()
         }
+        if outcome.status == .completed, !outcome.alreadyComplete, let digest = outcome.record?.expectedDigest {
+            verified = VerifiedView(digest)
+        }
     }
 
     /// A failure that concerns no one download.
@@ -114,7 +120,7 @@ public struct EventView: Codable, Sendable, Hashable {
     private enum CodingKeys: String, CodingKey {
         case type, id, status, url, completedLength, totalLength, speed, path, alreadyComplete, error, attempt, delay, reason
         case connections, maxConnections, maxBytesPerSecond
-        case requests, connectionsUsed, connectionsOpened, tlsHandshakes, httpVersions
+        case requests, connectionsUsed, connectionsOpened, tlsHandshakes, httpVersions, verified
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -142,5 +148,19 @@ public struct EventView: Codable, Sendable, Hashable {
         try container.encodeIfPresent(connectionsOpened, forKey: .connectionsOpened)
         try container.encodeIfPresent(tlsHandshakes, forKey: .tlsHandshakes)
         try container.encodeIfPresent(httpVersions, forKey: .httpVersions)
+        try container.encodeIfPresent(verified, forKey: .verified)
+    }
+}
+
+/// Which digest a finished file was checked against: `{"algorithm": "sha-256", "from":
+/// "Repr-Digest"}`; `from` is `checksum` (the request's own), `Repr-Digest`, `Content-Digest`
+/// or `Digest`.
+public struct VerifiedView: Codable, Sendable, Hashable {
+    public var algorithm: String
+    public var from: String
+
+    public init(_ digest: ExpectedDigest) {
+        algorithm = digest.checksum.algorithm.rawValue
+        from = digest.origin.name
     }
 }

@@ -13,7 +13,7 @@ public enum ExitCodes {
     public static let http: Int32 = 3
     /// The network failed and the retries ran out (refused, reset, timed out).
     public static let network: Int32 = 4
-    /// The file's length or checksum is wrong.
+    /// The file's length or checksum is wrong, or its digest is not the one the server announced.
     public static let verification: Int32 = 5
     /// Disk full, permission denied, destination exists or in use by another haul, unreadable state database.
     public static let fileSystem: Int32 = 6
@@ -48,7 +48,7 @@ public enum ExitCodes {
         case .forbidden: forbidden
         case .httpStatus, .badResponse, .brokenFraming, .tooManyRedirects: http
         case .network: network
-        case .lengthMismatch, .checksumMismatch: verification
+        case .lengthMismatch, .checksumMismatch, .digestMismatch: verification
         case .fileSystem, .diskFull, .fileExists, .store, .inUse: fileSystem
         case .interrupted, .cancelled: interrupted
         case .storeUnavailable: storeUnavailable

@@ -12,8 +12,8 @@ struct GetCommand: AsyncParsableCommand {
         commandName: "get",
         abstract: "Download URLs to files, resuming where any earlier attempt stopped.",
         discussion: """
-            Data goes to NAME.part and is renamed to NAME only once its length (and checksum) \
-            is verified. Ctrl-C checkpoints and exits 130; the same command resumes. \
+            Data goes to NAME.part and is renamed to NAME only once its length (and checksum, \
+            else the digest the server sends: Repr-Digest, Digest) is verified. Ctrl-C checkpoints and exits 130; the same command resumes. \
             State lives in $HAUL_HOME (default ~/.local/share/haul).
             """
     )
@@ -60,7 +60,7 @@ struct GetCommand: AsyncParsableCommand {
     @Option(help: "Only these bytes, inclusive: A-B or A-.")
     var range: String?
 
-    @Option(help: "Expected digest: sha-256=HEX, sha-1=HEX or md5=HEX.")
+    @Option(help: "Expected digest: sha-256=HEX, sha-512=HEX, sha-1=HEX or md5=HEX. Checked instead of the server's Repr-Digest/Digest.")
     var checksum: String?
 
     @Option(name: [.customShort("H"), .customLong("header")], help: "Extra request header 'Name: value' (repeatable).")

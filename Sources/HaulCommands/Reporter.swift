@@ -112,10 +112,21 @@ final class Reporter {
         default:
             break
         }
-        if verbose, mode == .plain || mode == .terminal, let transfer = outcome.transfer {
-            message("\(url): \(Self.describe(transfer))")
+        if verbose, mode == .plain || mode == .terminal {
+            if let transfer = outcome.transfer { message("\(url): \(Self.describe(transfer))") }
+            if case .completed = event.kind { message("\(url): \(Self.describe(verified: outcome.record?.expectedDigest))") }
         }
         draw(force: false)
+    }
+
+    /// `verified sha-256 from Repr-Digest`, `verified sha-256 from --checksum`: what the file was
+    /// checked against before it got its name.
+    static func describe(verified digest: ExpectedDigest?) -> String {
+        guard let digest else { return "no digest verified (no --checksum, and the server sent none for the whole file)" }
+        switch digest.origin {
+        case .request: return "verified \(digest.checksum.algorithm.rawValue) from --checksum"
+        case .server: return "verified \(digest)"
+        }
     }
 
     /// `12 requests over 8 connections (8 TLS handshakes), HTTP/1.1`: what a run cost on the wire.

@@ -1,16 +1,32 @@
 /// A digest the user expects the finished file to have (`--checksum sha-256=HEX`). Checked
-/// before the `.part` file is renamed, so a wrong file never appears under the final name.
+/// before the `.part` file is renamed, so a wrong file never appears under the final name. Also
+/// the form of a digest the server announced (`ServerDigest`).
 public struct Checksum: Hashable, Codable, Sendable, CustomStringConvertible {
     public enum Algorithm: String, Hashable, Codable, Sendable, CaseIterable {
         case sha256 = "sha-256"
+        case sha512 = "sha-512"
         case sha1 = "sha-1"
         case md5 = "md5"
 
-        var hexLength: Int {
+        var hexLength: Int { byteCount * 2 }
+
+        /// Bytes of the digest.
+        public var byteCount: Int {
             switch self {
-            case .sha256: 64
-            case .sha1: 40
-            case .md5: 32
+            case .sha512: 64
+            case .sha256: 32
+            case .sha1: 20
+            case .md5: 16
+            }
+        }
+
+        /// Which of two digests of one file is worth checking: sha-512 > sha-256 > sha-1 > md5.
+        public var strength: Int {
+            switch self {
+            case .sha512: 4
+            case .sha256: 3
+            case .sha1: 2
+            case .md5: 1
             }
         }
     }
@@ -24,7 +40,7 @@ public struct Checksum: Hashable, Codable, Sendable, CustomStringConvertible {
         self.hex = hex.lowercased()
     }
 
-    /// Parses `sha-256=HEX` (also `sha256=`, `sha1=`, `md5=`, any case).
+    /// Parses `sha-256=HEX` (also `sha256=`, `sha-512=`, `sha1=`, `md5=`, any case).
     public init(parsing text: String) throws(HaulError) {
         let parts = text.split(separator: "=", maxSplits: 1)
         guard parts.count == 2 else {
@@ -34,7 +50,7 @@ public struct Checksum: Hashable, Codable, Sendable, CustomStringConvertible {
         guard let algorithm = Algorithm.allCases.first(where: {
             $0.rawValue.replacingOccurrences(of: "-", with: "") == name
         }) else {
-            throw HaulError(.usage, "unknown checksum algorithm '\(parts[0])' (use sha-256, sha-1 or md5)")
+            throw HaulError(.usage, "unknown checksum algorithm '\(parts[0])' (use sha-256, sha-512, sha-1 or md5)")
         }
         let hex = parts[1].lowercased()
         guard hex.count == algorithm.hexLength, hex.allSatisfy({ $0.isHexDigit }) else {

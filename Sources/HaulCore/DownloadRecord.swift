@@ -12,6 +12,11 @@ public struct DownloadRecord: Hashable, Codable, Sendable {
     public var validator: EntityValidator?
     /// Length of the whole remote entity, once known.
     public var totalLength: Int64?
+    /// The digest of the whole representation the server announced (`Repr-Digest`, `Digest`,
+    /// a full 200's `Content-Digest`), checked before publishing unless the request has a
+    /// checksum (`expectedDigest`). Stored, so a resume still checks it when the resumed
+    /// response sends none. Forgotten with the entity.
+    public var serverDigest: ServerDigest?
     public var segments: [Segment]
     /// Why it failed, when it did.
     public var error: HaulError?

@@ -19,9 +19,18 @@ extension DownloadStateMachine {
                                              requested: record.request.range,
                                              validator: connection.probing ? nil : compared(sourceRequest(source).validator),
                                              total: record.totalLength, nowSecondsSince1970: nowSecondsSince1970)
-        if connection.probing { return probeAnswered(id, verdict, plan: plan, jitter: jitter) }
+        if connection.probing {
+            if case .partial = verdict, let reason = digestDisagreement(head) {
+                return sourceLied(id, reason: "serves another file (\(reason))")
+            }
+            return probeAnswered(id, verdict, plan: plan, jitter: jitter)
+        }
         switch verdict {
         case .partial(let start, let end, let total, let validator):
+            if let reason = digestDisagreement(head) {
+                return digestChanged(reason, answered: id, source: source, cause: .digestChanged)
+            }
+            learnDigest(head)
             if source == 0 { record.validator = validator } else { sources[source].validator = validator }
             // The first to answer a download with nothing on disk is its reference.
             if !sources.anyProven { sources.prove(source) }
@@ -61,6 +70,10 @@ extension DownloadStateMachine {
                 if let length, let total = record.totalLength, length != total {
                     return startOver(reason: "the file changed length on the server between connections", cause: .changedBetweenConnections, answered: id)
                 }
+                if let reason = digestDisagreement(head) {
+                    return startOver(reason: "the file changed on the server between connections (\(reason))",
+                                     cause: .changedBetweenConnections, answered: id)
+                }
                 return connectionFailed(id, HaulError(.badResponse, "\(plan.url): the server ignored a range request"),
                                         retryAfter: nil, jitter: jitter)
             }
@@ -69,6 +82,7 @@ extension DownloadStateMachine {
             // least of all its length.
             resetEntity()
             record.validator = validator
+            learnDigest(head)
             if let length { learnTotal(length) }
             connection.phase = .receiving
             connection.received = 0
@@ -339,7 +353,8 @@ extension DownloadStateMachine {
     /// A later response that tells nothing new (the same validator, length and final URL) stores
     /// nothing: the record already holds what a resume needs.
     mutating func prepareBody(head: ResponseHead) -> [Action] {
-        let entity = StoredEntity(validator: record.validator, totalLength: record.totalLength, finalURL: record.finalURL)
+        let entity = StoredEntity(validator: record.validator, totalLength: record.totalLength, finalURL: record.finalURL,
+                                  digest: record.serverDigest)
         if record.fileName == nil {
             storedEntity = entity
             return [.nameFile(contentDisposition: head.headers["Content-Disposition"], finalURL: head.url), .persist]

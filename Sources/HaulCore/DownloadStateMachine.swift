@@ -170,6 +170,7 @@ public struct DownloadStateMachine: Sendable {
         var validator: EntityValidator?
         var totalLength: Int64?
         var finalURL: String?
+        var digest: ServerDigest?
     }
     /// Bytes thrown away by start-overs in this run and not yet fetched again: no progress.
     var refetchDebt: Int64 = 0
@@ -411,6 +412,7 @@ public struct DownloadStateMachine: Sendable {
         forgetKeptBytes()
         record.validator = nil
         record.totalLength = nil
+        record.serverDigest = nil
         // The parts are reset too: the next response stores the record whatever it says, before
         // the `.part` is cut (a same-looking entity would otherwise leave the old claims stored).
         storedEntity = nil

@@ -30,6 +30,9 @@ public struct HaulError: Error, Hashable, Codable, Sendable, CustomStringConvert
         public static let lengthMismatch = Code(rawValue: "length-mismatch")
         /// The file's digest is not the one the user gave.
         public static let checksumMismatch = Code(rawValue: "checksum-mismatch")
+        /// The file's digest is not the one the server announced (`Repr-Digest`, `Content-Digest`,
+        /// `Digest`): the bytes are not the server's representation, and are not published.
+        public static let digestMismatch = Code(rawValue: "digest-mismatch")
         /// Reading or writing the destination or the state directory failed.
         public static let fileSystem = Code(rawValue: "file-system")
         /// No space left, or the file-size limit was hit.

@@ -7,6 +7,8 @@ public enum RestartCause: String, Sendable, Hashable, Codable, CaseIterable {
     case changedBetweenConnections = "changed-between-connections"
     /// The validator differs from the stored one on a resume.
     case changedOnServer = "changed-on-server"
+    /// Two responses announce different digests of the representation (`Repr-Digest`, `Digest`).
+    case digestChanged = "digest-changed"
     /// Without a validator, the re-read overlap differs from the bytes on disk.
     case overlapMismatch = "overlap-mismatch"
     /// The `.part` is shorter than its checkpoint says (lost or truncated).

@@ -9,7 +9,7 @@ struct RecordRow {
         "max_attempts", "priority", "status", "file_name", "final_url", "etag", "last_modified", "total_length",
         "segments", "completed_length", "error_code", "error_message", "error_http_status", "error_cause",
         "created_at", "updated_at", "position", "connections", "max_bytes_per_second", "credentials",
-        "mirrors",
+        "mirrors", "server_digest",
     ]
 
     /// One statement that inserts or updates `rows` records: atomic, and one fsync for all.
@@ -61,6 +61,7 @@ struct RecordRow {
             Self.integer(request.maxBytesPerSecond),
             keepCredentials ? Self.text(request.credentials.map(Self.encodeCredentials)) : .null,
             Self.text(request.mirrors.isEmpty ? nil : request.mirrors.map(\.absoluteString).joined(separator: "\n")),
+            Self.text(record.serverDigest.map { "\($0.field.rawValue) \($0.checksum)" }),
         ]
     }
 
@@ -93,12 +94,22 @@ struct RecordRow {
             record.validator = EntityValidator(etag: string("etag"), lastModified: string("last_modified"))
         }
         record.totalLength = int("total_length")
+        record.serverDigest = try string("server_digest").map(decodeServerDigest)
         record.segments = segments
         if let code = string("error_code") {
             record.error = HaulError(HaulError.Code(rawValue: code), string("error_message") ?? code,
                                      httpStatus: int("error_http_status").map(Int.init), cause: string("error_cause"))
         }
         return record
+    }
+
+    /// `Repr-Digest sha-256=HEX`, as written above.
+    static func decodeServerDigest(_ text: String) throws -> ServerDigest {
+        let halves = text.split(separator: " ", maxSplits: 1)
+        guard halves.count == 2, let field = ServerDigest.Field(rawValue: String(halves[0])) else {
+            throw HaulError(.store, "unreadable server digest '\(text)'")
+        }
+        return ServerDigest(try Checksum(parsing: String(halves[1])), from: field)
     }
 
     static func text(_ value: String?) -> SQLiteData { value.map { .text($0) } ?? .null }

@@ -59,6 +59,11 @@ enum StoreSchema {
             // More URLs of the same file (mirrors), one per line.
             "ALTER TABLE downloads ADD COLUMN mirrors TEXT",
         ],
+        [
+            // The digest the server announced for the whole file (`FIELD ALGORITHM=HEX`), so a
+            // resume checks it when the resumed response sends none.
+            "ALTER TABLE downloads ADD COLUMN server_digest TEXT",
+        ],
     ]
 
     /// Two processes may open a new database at once: the version is read inside the write

@@ -194,6 +194,9 @@ struct ResponsePlan {
         if let disposition = route.contentDisposition {
             headers.add(name: "Content-Disposition", value: disposition)
         }
+        if status != .rangeNotSatisfiable {
+            for (name, value) in route.entityHeaders { headers.add(name: name, value: value) }
+        }
 
         var body: Body = sendsBody && bodyCount > 0 ? .payload(route.payload, bodyRange) : .none
         if case .brokenChunks(let way) = fault, sendsBody, status != .rangeNotSatisfiable {

@@ -42,6 +42,11 @@ public struct Route: Sendable {
     /// When set, payload bodies to this path wait (their heads sent) until the gate opens: a
     /// test that needs several responses streaming at once gets them however slow the machine.
     public var bodyGate: BodyGate?
+    /// Extra header fields sent as given with every answer that carries the entity (200 and 206,
+    /// whatever part a 206 carries), after the usual ones: a server's digests (`Repr-Digest`,
+    /// `Content-Digest`, `Digest`), computed by the test. A ``Fault/switchEntity(_:etag:)`` does
+    /// not change them.
+    public var entityHeaders: [(String, String)]
 
     /// Creates a route whose ETag is ``defaultETag(for:)``.
     public init(
@@ -55,7 +60,8 @@ public struct Route: Sendable {
         then: Fault = .none,
         connectionCap: ConnectionCap? = nil,
         connectionThrottles: [Int]? = nil,
-        bodyGate: BodyGate? = nil
+        bodyGate: BodyGate? = nil,
+        entityHeaders: [(String, String)] = []
     ) {
         self.init(
             payload: payload,
@@ -69,7 +75,8 @@ public struct Route: Sendable {
             then: then,
             connectionCap: connectionCap,
             connectionThrottles: connectionThrottles,
-            bodyGate: bodyGate
+            bodyGate: bodyGate,
+            entityHeaders: entityHeaders
         )
     }
 
@@ -86,7 +93,8 @@ public struct Route: Sendable {
         then: Fault = .none,
         connectionCap: ConnectionCap? = nil,
         connectionThrottles: [Int]? = nil,
-        bodyGate: BodyGate? = nil
+        bodyGate: BodyGate? = nil,
+        entityHeaders: [(String, String)] = []
     ) {
         precondition(bodyGate.map { $0.requests >= 1 } ?? true, "a body gate needs at least one request")
         precondition(throttle.map { $0 > 0 } ?? true, "throttle must be positive")
@@ -107,6 +115,7 @@ public struct Route: Sendable {
         self.connectionCap = connectionCap
         self.connectionThrottles = connectionThrottles
         self.bodyGate = bodyGate
+        self.entityHeaders = entityHeaders
     }
 
     /// The ETag a route gets unless told otherwise: `"<seed>-<length>"`, quoted and strong, so

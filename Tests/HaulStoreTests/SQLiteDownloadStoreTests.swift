@@ -28,6 +28,7 @@ import Testing
         original.totalLength = 1000
         original.segments = [Segment(start: 5, end: 99, written: 42)]
         original.error = HaulError(.network, "reset", httpStatus: nil, cause: "ECONNRESET")
+        original.serverDigest = ServerDigest(Checksum(algorithm: .sha512, hex: String(repeating: "ab", count: 64)), from: .reprDigest)
 
         let store = try await SQLiteDownloadStore.open(path: databasePath)
         try await store.save(original)

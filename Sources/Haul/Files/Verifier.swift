@@ -9,19 +9,20 @@ import NIOConcurrencyHelpers
 import NIOPosix
 
 /// Checks a finished `.part` before it may take its final name: its length against what the
-/// server announced and its digest against the user's `--checksum` (DESIGN rule 4). Opening,
+/// server announced and its digest against the machine's `digestToVerify`: the user's
+/// `--checksum`, else the digest the server announced (DESIGN rule 4). Opening,
 /// reading and hashing run on the run's file threads (`DiskIO`). Cancelling the calling task
 /// stops a long hash (a remove does not wait for it).
 enum Verifier {
     /// Verifies the file `name` in `directory` (opened there, never through a link).
-    static func verify(_ name: String, in directory: DownloadDirectory, io: DiskIO, expectedLength: Int64?, checksum: Checksum?,
-                       url: RemoteURL) async -> HaulError? {
+    static func verify(_ name: String, in directory: DownloadDirectory, io: DiskIO, expectedLength: Int64?,
+                       digest: ExpectedDigest?, url: RemoteURL) async -> HaulError? {
         let path = Paths.join(directory.path, name)
         let stop = NIOLockedValueBox(false)
         do {
             return try await withTaskCancellationHandler {
                 try await io.run {
-                    try check(name, in: directory, path: path, expectedLength: expectedLength, checksum: checksum, url: url,
+                    try check(name, in: directory, path: path, expectedLength: expectedLength, digest: digest, url: url,
                               stopped: { stop.withLockedValue { $0 } })
                 }
             } onCancel: {
@@ -35,18 +36,25 @@ enum Verifier {
     }
 
     /// What is wrong with the file, nil when nothing is (blocks: on a file thread).
-    static func check(_ name: String, in directory: DownloadDirectory, path: String, expectedLength: Int64?, checksum: Checksum?,
-                      url: RemoteURL, stopped: () -> Bool) throws -> HaulError? {
+    static func check(_ name: String, in directory: DownloadDirectory, path: String, expectedLength: Int64?,
+                      digest expected: ExpectedDigest?, url: RemoteURL, stopped: () -> Bool) throws -> HaulError? {
         let file = OpenFile(descriptor: try directory.openFile(name, flags: O_RDONLY))
         var info = stat()
         guard fstat(file.descriptor, &info) == 0 else { return FileSystemErrors.error(errno, "cannot inspect", path) }
         if let expectedLength, Int64(info.st_size) != expectedLength {
             return HaulError(.lengthMismatch, "\(url): got \(info.st_size) bytes, expected \(expectedLength)")
         }
-        guard let checksum else { return nil }
+        guard let expected else { return nil }
+        let checksum = expected.checksum
         let digest = try hexDigest(of: file, path: path, algorithm: checksum.algorithm, stopped: stopped)
         guard digest == checksum.hex else {
-            return HaulError(.checksumMismatch, "\(url): \(checksum.algorithm.rawValue) is \(digest), expected \(checksum.hex)")
+            switch expected.origin {
+            case .request:
+                return HaulError(.checksumMismatch, "\(url): \(checksum.algorithm.rawValue) is \(digest), expected \(checksum.hex)")
+            case .server(let field):
+                return HaulError(.digestMismatch, "\(url): \(checksum.algorithm.rawValue) is \(digest), but the server's "
+                                 + "\(field.rawValue) says \(checksum.hex); the file is not published")
+            }
         }
         return nil
     }
@@ -61,6 +69,7 @@ enum Verifier {
     static func hexDigest(of file: OpenFile, path: String, algorithm: Checksum.Algorithm, stopped: () -> Bool = { false }) throws -> String {
         switch algorithm {
         case .sha256: try digest(of: file, path: path, using: SHA256(), stopped: stopped)
+        case .sha512: try digest(of: file, path: path, using: SHA512(), stopped: stopped)
         case .sha1: try digest(of: file, path: path, using: Insecure.SHA1(), stopped: stopped)
         case .md5: try digest(of: file, path: path, using: Insecure.MD5(), stopped: stopped)
         }

@@ -119,7 +119,7 @@ struct Aria2Status {
             }
         case .badResponse: 22
         case .tooManyRedirects: 23
-        case .checksumMismatch: 32
+        case .checksumMismatch, .digestMismatch: 32
         // aria2's "authorization failed" and "resource not found", as the status said.
         case .urlExpired: error.httpStatus == 410 ? 3 : 24
         case .diskFull: 9
