@@ -32,6 +32,9 @@ public enum ExitCodes {
     public static let storeLogin: Int32 = 12
     /// The fleet's database has a schema newer than this haul.
     public static let storeTooNew: Int32 = 13
+    /// A cookie file (`--load-cookies`) that cannot be read or is malformed; or one
+    /// (`--save-cookies`) that cannot be written.
+    public static let cookieFile: Int32 = 14
     /// Stopped by Ctrl-C or SIGTERM after checkpointing; run the same command again to resume.
     public static let interrupted: Int32 = 130
 
@@ -50,6 +53,7 @@ public enum ExitCodes {
         case .storeUnavailable: storeUnavailable
         case .storeLogin: storeLogin
         case .storeTooNew: storeTooNew
+        case .badCookieFile: cookieFile
         default: `internal`
         }
     }

@@ -87,6 +87,9 @@ struct GetCommand: AsyncParsableCommand {
     @OptionGroup(title: "Network")
     var network: NetworkOptions
 
+    @OptionGroup(title: "Cookies")
+    var cookieOptions: CookieOptions
+
     @OptionGroup(title: "HTTP version")
     var httpVersion: HTTPVersionOptions
 
@@ -137,6 +140,13 @@ struct GetCommand: AsyncParsableCommand {
             reporter.failure(url: nil, error)
             throw ExitCode(ExitCodes.usage)
         }
+        let cookies: CookieStore?
+        do {
+            cookies = try cookieOptions.store()
+        } catch {
+            reporter.failure(url: nil, error)
+            throw ExitCode(ExitCodes.code(for: error))
+        }
 
         var logger = Logger(label: "haul", factory: { StreamLogHandler.standardError(label: $0) })
         logger.logLevel = verbose ? .debug : .critical
@@ -149,7 +159,7 @@ struct GetCommand: AsyncParsableCommand {
                                speedLimit: try Self.speed(speedLimit), speedTime: .milliseconds(Int64(speedTime * 1000))),
             http: .init(connectTimeout: .milliseconds(Int64(min(timeout, 10) * 1000)), readTimeout: .milliseconds(Int64(timeout * 1000)),
                         additionalTrustRoots: caCertificates.map(HaulHome.absolute), proxies: proxies,
-                        userAgent: network.userAgent ?? HaulVersion.userAgent),
+                        userAgent: network.userAgent ?? HaulVersion.userAgent, cookies: cookies),
             minimumSegmentSize: try Self.size(minSplitSize),
             maxBytesPerSecond: try limitRate.map { try Self.rate($0) },
             logger: logger, maxConnectionsPerHost: maxConnectionsPerHost, httpVersions: httpVersion.policy)
@@ -163,6 +173,12 @@ struct GetCommand: AsyncParsableCommand {
         }
         let outcome = await drive(manager, texts: texts, template: template, reporter: reporter)
         await manager.shutdown()
+        do {
+            try cookieOptions.save(cookies)
+        } catch {
+            reporter.failure(url: nil, error)
+            throw ExitCode(outcome.status ?? ExitCodes.code(for: error))
+        }
         if let status = outcome.status { throw ExitCode(status) }
     }
 

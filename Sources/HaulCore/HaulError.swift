@@ -69,6 +69,8 @@ public struct HaulError: Error, Hashable, Codable, Sendable, CustomStringConvert
         public static let forbidden = Code(rawValue: "forbidden")
         /// No daemon answers at the address the CLI knows.
         public static let noDaemon = Code(rawValue: "no-daemon")
+        /// A cookie file (`--load-cookies`) that cannot be read or is not a Netscape cookie file.
+        public static let badCookieFile = Code(rawValue: "bad-cookie-file")
         /// A bug: something Haul did not expect.
         public static let `internal` = Code(rawValue: "internal")
 
