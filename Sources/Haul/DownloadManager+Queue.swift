@@ -25,10 +25,13 @@ extension DownloadManager {
                     }
                     let record: DownloadRecord
                     if let existing = known[request.identity] {
+                        // Before readd: it may start the run, which takes them.
+                        timestampOptions[existing.id] = GivenTimestamps(request)
                         record = try await readd(existing, request: request)
                     } else if let existing = try await sameDestination(as: request) {
                         // The same `-o` with another URL: the download goes on from its bytes.
                         let renewed = Self.withNewSources(existing, request: request)
+                        timestampOptions[existing.id] = GivenTimestamps(request)
                         try await store.save(renewed)
                         record = try await readd(renewed, request: request)
                     } else {
@@ -38,6 +41,7 @@ extension DownloadManager {
                     byIdentity[request.identity] = record
                     results.append(record)
                     if let credentials = request.credentials { secrets[record.id] = credentials }
+                    timestampOptions[record.id] = GivenTimestamps(request)
                 }
                 try await store.save(fresh)
             } catch {

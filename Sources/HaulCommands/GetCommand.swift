@@ -87,6 +87,9 @@ struct GetCommand: AsyncParsableCommand {
     @OptionGroup(title: "Network")
     var network: NetworkOptions
 
+    @OptionGroup(title: "Timestamps")
+    var timestamps: TimestampOptions
+
     @OptionGroup(title: "Cookies")
     var cookieOptions: CookieOptions
 
@@ -121,6 +124,9 @@ struct GetCommand: AsyncParsableCommand {
         if !(speedTime > 0 && speedTime <= 86_400) { throw ValidationError("--speed-time must be more than 0 and at most 86400 seconds (got \(speedTime))") }
         if !(retryMaxWait >= 0 && retryMaxWait <= 86_400 * 365) {
             throw ValidationError("--retry-max-wait must be between 0 and 31536000 seconds (got \(retryMaxWait))")
+        }
+        if timestamps.timestamping, range != nil {
+            throw ValidationError("-N compares whole files; it cannot be used with --range")
         }
         if checkpointInterval <= 0 { throw ValidationError("--checkpoint-interval must be positive") }
         for path in caCertificates where !FileManager.default.isReadableFile(atPath: path) {
@@ -378,6 +384,7 @@ struct GetCommand: AsyncParsableCommand {
         var connections: Int
         /// Per URL: its own `user:password@`, else `--user`, else netrc. Kept in memory only.
         var credentials: CredentialSources
+        var timestamps = TimestampOptions()
 
         /// `text` is one URL, or several separated by tabs (`--mirrors`, aria2's input files):
         /// one file, the URLs after the first its mirrors.
@@ -389,9 +396,12 @@ struct GetCommand: AsyncParsableCommand {
             let destination: DownloadRequest.Destination = output.map {
                 .file($0.hasPrefix("/") ? $0 : base + "/" + $0)
             } ?? .directory(base)
-            return try DownloadRequest(url: url, destination: destination, range: range, checksum: checksum,
-                                       headers: headers, maxAttempts: retries, connections: connections,
-                                       credentials: credentials.credentials(for: url), mirrors: mirrors)
+            var request = try DownloadRequest(url: url, destination: destination, range: range, checksum: checksum,
+                                              headers: headers, maxAttempts: retries, connections: connections,
+                                              credentials: credentials.credentials(for: url), mirrors: mirrors)
+            request.timestamping = timestamps.timestamping
+            request.remoteTime = timestamps.remoteTime || timestamps.timestamping
+            return request
         }
     }
 
@@ -405,7 +415,7 @@ struct GetCommand: AsyncParsableCommand {
                 base: HaulHome.absolute(directory ?? FileManager.default.currentDirectoryPath), output: output,
                 range: parsedRange, checksum: try checksum.map { text throws(HaulError) in try Checksum(parsing: text) },
                 headers: try parseHeaders(), retries: retries, connections: connections,
-                credentials: try network.credentialSources())
+                credentials: try network.credentialSources(), timestamps: timestamps)
         } catch {
             reporter.failure(url: nil, error)
             throw ExitCode(ExitCodes.usage)

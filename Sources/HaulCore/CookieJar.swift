@@ -43,7 +43,7 @@ public struct CookieJar: Hashable, Sendable, CustomStringConvertible {
             }
             var fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
             if fields.count == 6 { fields.append("") }
-            guard fields.count == 7 else { throw bad("\(fields.count) fields, not 7") }
+            guard fields.count == 7 else { throw bad("\(fields.count) field\(fields.count == 1 ? "" : "s"), not 7") }
             guard let subdomains = Self.flag(fields[1]) else { throw bad("the second field is not TRUE or FALSE") }
             guard let secure = Self.flag(fields[3]) else { throw bad("the fourth field is not TRUE or FALSE") }
             guard let expiry = Int64(fields[4]), expiry >= 0 else { throw bad("the expiry is not a number of seconds") }
