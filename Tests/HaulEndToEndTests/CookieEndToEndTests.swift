@@ -89,4 +89,27 @@ import Testing
         #expect(payload.mismatch(inFileAt: world.directory + "/big.bin") == nil)
         try await world.close()
     }
+
+    /// The same for `--user`: the resumed run's first request carries the credentials, which
+    /// `haul get` never stores (the manager used to hand them over only after a re-added
+    /// download had already started).
+    @Test func aResumeSendsTheCredentialsAgain() async throws {
+        let world = try await World.make()
+        let payload = Payload(seed: 2104, length: 2_000_000)
+        world.server.setRoute("/auth.bin", Route(payload: payload, throttle: 400_000, script: [.stallAfter(payload.length / 2)]))
+        let arguments = ["get", "-q", "-u", "ulla:\(secret)", "--checkpoint-interval", "0.05", world.server.url("/auth.bin")]
+        let first = try HaulProcess(arguments, home: world.home, workingDirectory: world.directory)
+        _ = try await world.waitForCheckpoint(beyond: 0)
+        first.signal(SIGKILL)
+        _ = await first.wait()
+        let before = world.server.requests(to: "/auth.bin").count
+        world.server.setRoute("/auth.bin", Route(payload: payload))
+        let second = try await HaulProcess.run(arguments, in: world)
+        #expect(second.status == 0, "\(second.stderr)")
+        let requests = world.server.requests(to: "/auth.bin")
+        let expected = Credentials(user: "ulla", password: secret).basicAuthorization
+        #expect(requests.count > before && requests[before...].allSatisfy { $0.header("Authorization") == expected })
+        #expect(payload.mismatch(inFileAt: world.directory + "/auth.bin") == nil)
+        try await world.close()
+    }
 }
