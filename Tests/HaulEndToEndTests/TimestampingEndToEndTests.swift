@@ -93,4 +93,39 @@ import Testing
         #expect(try modified(world.directory + "/plain.bin") > november2Seconds, "without the flag, the time of the download")
         try await world.close()
     }
+
+    /// A newer file cut by kill -9: the old file stays whole beside the `.part`; the same command
+    /// resumes the `.part` (no If-Modified-Since: its bytes already say the server's is newer)
+    /// and only then replaces the old file.
+    @Test func theOldFileStaysUntilTheNewOneIsComplete() async throws {
+        let world = try await World.make()
+        let old = Payload(seed: 2124, length: 300_000)
+        let new = Payload(seed: 2125, length: 2_000_000)
+        world.server.setRoute("/k.bin", Route(payload: old, lastModified: november1))
+        let path = world.directory + "/k.bin"
+        let command = ["get", "-N", "-q", "-x", "1", "--checkpoint-interval", "0.05", "-o", "k.bin", world.server.url("/k.bin")]
+        let first = try await HaulProcess.run(command, in: world)
+        #expect(first.status == 0, "\(first.stderr)")
+
+        world.server.setRoute("/k.bin", Route(payload: new, lastModified: november2, throttle: 400_000,
+                                              script: [.stallAfter(new.length / 2)]))
+        let cut = try HaulProcess(command, home: world.home, workingDirectory: world.directory)
+        // The finished record says old.length; the new run's checkpoints go past it.
+        _ = try await world.waitForCheckpoint(beyond: old.length)
+        cut.signal(SIGKILL)
+        _ = await cut.wait()
+        #expect(old.mismatch(inFileAt: path) == nil, "the old file is untouched while the new one is incomplete")
+        #expect(world.files() == ["k.bin", "k.bin.part"])
+
+        let before = world.server.requests(to: "/k.bin").count
+        world.server.setRoute("/k.bin", Route(payload: new, lastModified: november2))
+        let resumed = try await HaulProcess.run(command, in: world)
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        let requests = world.server.requests(to: "/k.bin")[before...]
+        #expect(requests.first.map { $0.rangeStart > 0 && $0.header("If-Modified-Since") == nil } == true)
+        #expect(new.mismatch(inFileAt: path) == nil)
+        #expect(try modified(path) == november2Seconds)
+        #expect(world.files() == ["k.bin"])
+        try await world.close()
+    }
 }
