@@ -20,12 +20,7 @@ extension DownloadStateMachine {
                                              validator: connection.probing ? nil : sourceRequest(source).validator,
                                              total: record.totalLength, nowSecondsSince1970: nowSecondsSince1970)
         if connection.probing { return probeAnswered(id, verdict, plan: plan, jitter: jitter) }
-        if head.status == 200 || head.status == 206 {
-            // The server's file is newer than the local one (`-N`), or there is none: no more
-            // "modified since?" in this run, and its time is what the published file gets.
-            modifiedSince = nil
-            if let date = head.headers["Last-Modified"].flatMap(HTTPDate.parse) { remoteModified = date }
-        }
+        noteEntityTime(head)
         switch verdict {
         case .notModified:
             return notModified()

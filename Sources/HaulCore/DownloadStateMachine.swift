@@ -244,9 +244,7 @@ public struct DownloadStateMachine: Sendable {
         lastCheckpoint = now
         self.now = now
         takeNoted(local)
-        // Only a fresh start asks "modified since?": bytes in the `.part` already mean the server's
-        // file was newer, and a resume fetches the rest of it.
-        modifiedSince = record.request.timestamping && completedLength == 0 ? local.finalModified : nil
+        takeFinalModified(local)
         completedAtLastCheckpoint = completedLength
         completedAtLastNote = completedLength
         // The furthest byte the record claims; a part with no byte claims nothing.
@@ -359,10 +357,7 @@ public struct DownloadStateMachine: Sendable {
             return [.persist, .truncate(to: 0)] + fail(error)
         }
         state = .publishing
-        // `-N` found the server's file newer than the local one: the new one replaces it, now
-        // that it is complete and verified.
-        if record.request.timestamping, verifyTarget == .part { return [.replaceFinal] }
-        return [.publish(verifyTarget)]
+        return [publishAction]
     }
 
     /// The result of `.publish`.
@@ -374,18 +369,7 @@ public struct DownloadStateMachine: Sendable {
         }
         record.status = .completed
         state = .completed
-        if record.request.timestamping || record.request.remoteTime, let remoteModified {
-            return [.persist, .setModificationTime(remoteModified), .finish]
-        }
-        return [.persist, .finish]
-    }
-
-    /// A 304 to `If-Modified-Since` (`-N`): the local file is as new as the server's. The run
-    /// ends completed without a byte; the final file is left as it is.
-    mutating func notModified() -> [Action] {
-        record.status = .completed
-        state = .completed
-        return closeEverything() + [.notify(.notModified), .persist, .finish]
+        return [.persist] + remoteTimeActions + [.finish]
     }
 
     /// Writing or syncing the `.part` failed (disk full, permissions): nothing more can be
