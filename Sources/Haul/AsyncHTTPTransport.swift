@@ -41,10 +41,14 @@ public final class AsyncHTTPTransport: HTTPTransport {
         public var proxies: ProxySettings
         /// Sent unless the request's own headers name one.
         public var userAgent: String
+        /// The cookies sent with every hop whose domain and path they match, and where each
+        /// hop's `Set-Cookie` goes; nil: no cookies are sent or kept (the daemon).
+        public var cookies: CookieStore?
 
         public init(connectTimeout: Duration = .seconds(10), readTimeout: Duration = .seconds(60), maxRedirects: Int = 10,
                     additionalTrustRoots: [String] = [], maxConnectionsPerHost: Int = 1024,
-                    proxies: ProxySettings = .direct, userAgent: String = HaulVersion.userAgent) {
+                    proxies: ProxySettings = .direct, userAgent: String = HaulVersion.userAgent, cookies: CookieStore? = nil) {
+            self.cookies = cookies
             self.maxConnectionsPerHost = maxConnectionsPerHost
             self.connectTimeout = connectTimeout
             self.readTimeout = readTimeout
@@ -187,6 +191,7 @@ public final class AsyncHTTPTransport: HTTPTransport {
             if let credentials, !request.headers.contains(name: "Authorization") {
                 request.headers.add(name: "Authorization", value: credentials.basicAuthorization)
             }
+            configuration.cookies?.add(to: &request.headers, for: url)
             let proxy = configuration.proxies.proxy(for: url)
             // HTTP/2 needs TLS: a plain http URL goes to the HTTP/1.1 client whatever the plan allows.
             let http2 = plan.allowsHTTP2 && url.scheme == "https"
@@ -197,6 +202,7 @@ public final class AsyncHTTPTransport: HTTPTransport {
                 throw Self.classify(error, url: shown, proxy: proxy)
             }
             if let use = Self.connectionUse(response, tls: url.scheme == "https") { uses.append(use) }
+            configuration.cookies?.receive(response.headers["Set-Cookie"], from: url)
             let status = Int(response.status.code)
             if Self.redirectStatuses.contains(status), let location = response.headers.first(name: "Location") {
                 await discard(response.body)

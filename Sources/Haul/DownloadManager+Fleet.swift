@@ -128,7 +128,7 @@ extension DownloadManager {
     /// A run here ended: keep the lease of one the database's loss stopped, end the others'.
     func fleetRunEnded(_ id: DownloadID, _ launch: Launch) async {
         guard let fleet else { return }
-        if case .ran(let record, _) = launch, record.status == .running, !isShuttingDown, fleet.holds(id) {
+        if case .ran(let record, _, _) = launch, record.status == .running, !isShuttingDown, fleet.holds(id) {
             fleetState.suspended.insert(id)
             return
         }

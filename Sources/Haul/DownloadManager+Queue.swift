@@ -25,10 +25,13 @@ extension DownloadManager {
                     }
                     let record: DownloadRecord
                     if let existing = known[request.identity] {
+                        // Before readd: it may start the run at once, which takes them.
+                        give(request, to: existing.id)
                         record = try await readd(existing, request: request)
                     } else if let existing = try await sameDestination(as: request) {
                         // The same `-o` with another URL: the download goes on from its bytes.
                         let renewed = Self.withNewSources(existing, request: request)
+                        give(request, to: existing.id)
                         try await store.save(renewed)
                         record = try await readd(renewed, request: request)
                     } else {
@@ -37,7 +40,7 @@ extension DownloadManager {
                     }
                     byIdentity[request.identity] = record
                     results.append(record)
-                    if let credentials = request.credentials { secrets[record.id] = credentials }
+                    give(request, to: record.id)
                 }
                 try await store.save(fresh)
             } catch {
@@ -241,5 +244,14 @@ extension DownloadManager {
             counts: try await store.counts(),
             downloadSpeed: live.all().values.reduce(0) { $0 + $1.bytesPerSecond },
             maxConcurrentDownloads: maxConcurrent)
+    }
+}
+
+extension DownloadManager {
+    /// Keeps what a request carries that the store may not (credentials, `-N`, `--remote-time`)
+    /// for the runs of download `id`. Called before anything that may start the run.
+    func give(_ request: DownloadRequest, to id: DownloadID) {
+        if let credentials = request.credentials { secrets[id] = credentials }
+        timestampOptions[id] = GivenTimestamps(request)
     }
 }

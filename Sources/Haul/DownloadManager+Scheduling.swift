@@ -58,10 +58,12 @@ extension DownloadManager {
         let hub = hub
         let locks = Result { () throws(HaulError) -> DownloadLocks in try downloadLocks() }
         let credentials = secrets[id]
+        let timestamps = timestampOptions[id]
         generations += 1
         let generation = generations
         let task = Task {
-            let launch = await Self.launch(id, store: store, hub: hub, locks: locks, credentials: credentials, runner: runner)
+            let launch = await Self.launch(id, store: store, hub: hub, locks: locks, credentials: credentials, timestamps: timestamps,
+                                           runner: runner)
             // The run ended everything it started on its threads.
             spares.giveBack(io)
             await self.finished(id, generation: generation, launch)
@@ -72,7 +74,8 @@ extension DownloadManager {
     /// What became of one start.
     enum Launch: Sendable {
         /// It ran; the record as persisted when it stopped, and what the run cost on the wire.
-        case ran(DownloadRecord, TransferStats)
+        /// `notModified`: `-N` got a 304; nothing was downloaded.
+        case ran(DownloadRecord, TransferStats, notModified: Bool)
         /// Its record is gone or removed: nothing to run.
         case gone
         /// It could not run here: another process holds it, or the store or the lock failed.
@@ -82,7 +85,7 @@ extension DownloadManager {
     /// Loads the record, takes the download's lock for as long as it runs, and runs it.
     nonisolated static func launch(
         _ id: DownloadID, store: any DownloadStore, hub: EventHub, locks: Result<DownloadLocks, HaulError>,
-        credentials: Credentials?, runner: DownloadRunner
+        credentials: Credentials?, timestamps: GivenTimestamps?, runner: DownloadRunner
     ) async -> Launch {
         var record: DownloadRecord
         do {
@@ -90,6 +93,7 @@ extension DownloadManager {
             record = stored
             // The latest given win over stored ones (a changed password).
             if let credentials { record.request.credentials = credentials }
+            timestamps?.apply(to: &record.request)
             runner.limiters.first?.setRate(stored.request.maxBytesPerSecond.flatMap(ByteRate.limit))
         } catch {
             return refuse(id, error as? HaulError ?? HaulError(.store, "\(error)"), hub: hub)
@@ -105,8 +109,8 @@ extension DownloadManager {
             return refuse(id, error as? HaulError ?? HaulError(.fileSystem, "\(error)"), hub: hub)
         }
         defer { withExtendedLifetime(lock) {} }
-        let (ended, transfer) = await runner.runCounting(record)
-        return .ran(ended, transfer)
+        let (ended, transfer, notModified) = await runner.runCounting(record)
+        return .ran(ended, transfer, notModified: notModified)
     }
 
     private nonisolated static func refuse(_ id: DownloadID, _ error: HaulError, hub: EventHub) -> Launch {
@@ -119,12 +123,15 @@ extension DownloadManager {
         if current { active[id] = nil }
         if current { await fleetRunEnded(id, launch) }
         switch launch {
-        case .ran(let record, let transfer):
+        case .ran(let record, let transfer, let notModified):
             // From here the store's record (and, once complete, the file itself) guards the name.
             await names.release(directory: record.request.directory, name: record.fileName)
             // Done with: a re-add after its file went missing supplies them again.
-            if record.status == .completed { secrets[id] = nil }
-            if current { settle(DownloadOutcome(record, transfer: transfer)) }
+            if record.status == .completed {
+                secrets[id] = nil
+                timestampOptions[id] = nil
+            }
+            if current { settle(DownloadOutcome(record, alreadyComplete: notModified, transfer: transfer)) }
         case .gone:
             if current { settle(DownloadOutcome(id: id, status: .removed)) }
         case .refused(let error):

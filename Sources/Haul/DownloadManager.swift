@@ -158,6 +158,9 @@ public actor DownloadManager {
     /// Credentials given with requests, for their runs: a store that keeps none (`haul get`)
     /// returns records without them.
     var secrets: [DownloadID: Credentials] = [:]
+    /// `-N` and `--remote-time` given with requests, for their runs: like credentials, a property
+    /// of the command (run again, it gives them again), in no store.
+    var timestampOptions: [DownloadID: GivenTimestamps] = [:]
     /// Queue changes (add, pause, resume, move, remove, restore) run one at a time: the actor
     /// alone does not serialise them, since every await lets another call in between a check
     /// and the write that depends on it.
@@ -293,7 +296,8 @@ public actor DownloadManager {
             var size: Int64?
             let path = DestinationFiles.finalPath(record)
             if let path { size = try await BlockingIO.run { DestinationFiles.size(path) } }
-            if let path, let size, record.expectedLength == nil || record.expectedLength == size {
+            // `-N` asks the server instead (If-Modified-Since): its run ends at once on a 304.
+            if let path, let size, record.expectedLength == nil || record.expectedLength == size, !request.timestamping {
                 hub.publish(DownloadEvent(id: record.id, kind: .alreadyComplete(path: path)))
                 settle(DownloadOutcome(record, alreadyComplete: true))
                 return record
@@ -301,6 +305,8 @@ public actor DownloadManager {
             // The finished file is gone or changed: fetch it again.
             record = DownloadRecord(id: record.id, request: request, createdAt: record.createdAt)
             record.position = existing.position
+            // `-N` compares with the file this download published, under the name it had.
+            if request.timestamping, size != nil { record.fileName = record.fileName ?? existing.fileName }
             try await names.checkExplicit(record)
         }
         if !existing.status.resumesAfterRestart || record.request != existing.request {

@@ -48,10 +48,10 @@ struct DownloadRunner: Sendable {
     }
 
     /// `run`, and what the run cost on the wire (requests, connections, TLS handshakes).
-    func runCounting(_ record: DownloadRecord) async -> (record: DownloadRecord, transfer: TransferStats) {
+    func runCounting(_ record: DownloadRecord) async -> (record: DownloadRecord, transfer: TransferStats, notModified: Bool) {
         let session = RunSession(runner: self, record: record)
         let ended = await session.run()
-        return (ended, session.transfer)
+        return (ended, session.transfer, session.notModified)
     }
 
     /// What the `.part` and the final file look like before a start (nothing, in a directory
@@ -61,7 +61,8 @@ struct DownloadRunner: Sendable {
             return .init(partSize: nil, published: false)
         }
         let published = record.expectedLength.map { directory.wasPublished(part: part, final: final, length: $0) } ?? false
-        return .init(partSize: directory.size(of: part), published: published)
+        let finalModified = record.request.timestamping ? directory.modificationTime(of: final) : nil
+        return .init(partSize: directory.size(of: part), published: published, finalModified: finalModified)
     }
 }
 
@@ -124,6 +125,8 @@ final class RunSession {
     var connectionsReported = 0
     /// Requests sent and the connections their answers came over.
     var transfer = TransferStats()
+    /// `-N` got a 304: the run ends complete without a byte.
+    var notModified = false
 
     init(runner: DownloadRunner, record: DownloadRecord) {
         self.runner = runner
@@ -354,6 +357,10 @@ final class RunSession {
             verifyTask?.cancel()
         case .publish(let target):
             await publish(target)
+        case .replaceFinal:
+            await publish(.part, replacing: true)
+        case .setModificationTime(let seconds):
+            await setModificationTime(seconds)
         case .notify(let notice):
             notify(notice)
         case .discardWrites:
@@ -608,7 +615,7 @@ final class RunSession {
         }
     }
 
-    func publish(_ target: DownloadStateMachine.VerifyTarget) async {
+    func publish(_ target: DownloadStateMachine.VerifyTarget, replacing: Bool = false) async {
         let record = self.record
         guard let part = DestinationFiles.partName(record), let final = record.fileName else { return }
         // A periodic checkpoint's fsync uses the descriptor: it ends before the file closes (and
@@ -623,6 +630,8 @@ final class RunSession {
             try await io.run {
                 if target == .published {
                     try directory.finishPublish(part: part, final: final)
+                } else if replacing {
+                    try directory.replace(part: part, final: final)
                 } else {
                     try directory.publish(part: part, final: final)
                 }
@@ -631,6 +640,18 @@ final class RunSession {
             failure = diskError(error)
         }
         await execute(machine.withLockedValue { $0.published(failure) })
+    }
+
+    /// The published file gets the server's time (`-N`, `--remote-time`). A file system that
+    /// refuses is logged: the file is complete and verified either way.
+    func setModificationTime(_ seconds: Int64) async {
+        guard let final = record.fileName else { return }
+        do {
+            let directory = try await resolvedDirectory()
+            try await io.run { try directory.setModificationTime(of: final, to: seconds) }
+        } catch {
+            runner.logger.warning("cannot set the file's time from Last-Modified", metadata: ["id": "\(id)", "error": "\(error)"])
+        }
     }
 
     func notify(_ notice: DownloadStateMachine.Notice) {
@@ -652,6 +673,9 @@ final class RunSession {
             runner.logger.info("validator", metadata: ["id": "\(id)", "reason": "\(reason)"])
         case .sourceDropped(let url, let reason):
             runner.logger.warning("source dropped", metadata: ["id": "\(id)", "url": "\(url)", "reason": "\(reason)"])
+        case .notModified:
+            notModified = true
+            runner.logger.info("not modified on the server", metadata: ["id": "\(id)"])
         case .sourceSetAside(let url, let error, let retryIn):
             runner.logger.info("source set aside", metadata: ["id": "\(id)", "url": "\(url)", "error": "\(error)", "next try in": "\(retryIn)"])
         }
@@ -664,7 +688,8 @@ final class RunSession {
         case .completed:
             runner.emit(DownloadEvent(id: id, kind: .progress(Progress(
                 completed: completed, total: total, bytesPerSecond: speed.bytesPerSecond, connections: 0))))
-            kind = .completed(path: DestinationFiles.finalPath(record) ?? "")
+            let path = DestinationFiles.finalPath(record) ?? ""
+            kind = notModified ? .alreadyComplete(path: path) : .completed(path: path)
         case .failed:
             kind = .failed(record.error ?? HaulError(.internal, "failed without an error"))
         case .paused:

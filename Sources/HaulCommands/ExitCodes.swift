@@ -36,6 +36,9 @@ public enum ExitCodes {
     /// link that expired); the bytes are kept: give it a new URL (the same command with the new
     /// URL and the same -o, or 'haul urls ID URL').
     public static let urlExpired: Int32 = 14
+    /// A cookie file (`--load-cookies`) that cannot be read or is malformed; or one
+    /// (`--save-cookies`) that cannot be written.
+    public static let cookieFile: Int32 = 15
     /// Stopped by Ctrl-C or SIGTERM after checkpointing; run the same command again to resume.
     public static let interrupted: Int32 = 130
 
@@ -55,6 +58,7 @@ public enum ExitCodes {
         case .storeLogin: storeLogin
         case .storeTooNew: storeTooNew
         case .urlExpired: urlExpired
+        case .badCookieFile: cookieFile
         default: `internal`
         }
     }

@@ -87,8 +87,11 @@ extension GetCommand.RequestTemplate {
         } else {
             destination = .directory(base)
         }
-        return try DownloadRequest(url: url, destination: destination, range: range, checksum: checksum,
-                                   headers: headers, maxAttempts: retries, connections: connections,
-                                   credentials: credentials.credentials(for: url), mirrors: mirrors)
+        var request = try DownloadRequest(url: url, destination: destination, range: range, checksum: checksum,
+                                          headers: headers, maxAttempts: retries, connections: connections,
+                                          credentials: credentials.credentials(for: url), mirrors: mirrors)
+        request.timestamping = timestamps.timestamping
+        request.remoteTime = timestamps.remoteTime || timestamps.timestamping
+        return request
     }
 }

@@ -90,6 +90,12 @@ struct GetCommand: AsyncParsableCommand {
     @OptionGroup(title: "Network")
     var network: NetworkOptions
 
+    @OptionGroup(title: "Timestamps")
+    var timestamps: TimestampOptions
+
+    @OptionGroup(title: "Cookies")
+    var cookieOptions: CookieOptions
+
     @OptionGroup(title: "HTTP version")
     var httpVersion: HTTPVersionOptions
 
@@ -122,6 +128,9 @@ struct GetCommand: AsyncParsableCommand {
         if !(retryMaxWait >= 0 && retryMaxWait <= 86_400 * 365) {
             throw ValidationError("--retry-max-wait must be between 0 and 31536000 seconds (got \(retryMaxWait))")
         }
+        if timestamps.timestamping, range != nil {
+            throw ValidationError("-N compares whole files; it cannot be used with --range")
+        }
         if checkpointInterval <= 0 { throw ValidationError("--checkpoint-interval must be positive") }
         for path in caCertificates where !FileManager.default.isReadableFile(atPath: path) {
             throw ValidationError("cannot read --cacert \(path)")
@@ -140,6 +149,13 @@ struct GetCommand: AsyncParsableCommand {
             reporter.failure(url: nil, error)
             throw ExitCode(ExitCodes.usage)
         }
+        let cookies: CookieStore?
+        do {
+            cookies = try cookieOptions.store()
+        } catch {
+            reporter.failure(url: nil, error)
+            throw ExitCode(ExitCodes.code(for: error))
+        }
 
         var logger = Logger(label: "haul", factory: { StreamLogHandler.standardError(label: $0) })
         logger.logLevel = verbose ? .debug : .critical
@@ -152,7 +168,7 @@ struct GetCommand: AsyncParsableCommand {
                                speedLimit: try Self.speed(speedLimit), speedTime: .milliseconds(Int64(speedTime * 1000))),
             http: .init(connectTimeout: .milliseconds(Int64(min(timeout, 10) * 1000)), readTimeout: .milliseconds(Int64(timeout * 1000)),
                         additionalTrustRoots: caCertificates.map(HaulHome.absolute), proxies: proxies,
-                        userAgent: network.userAgent ?? HaulVersion.userAgent),
+                        userAgent: network.userAgent ?? HaulVersion.userAgent, cookies: cookies),
             minimumSegmentSize: try Self.size(minSplitSize),
             maxBytesPerSecond: try limitRate.map { try Self.rate($0) },
             logger: logger, maxConnectionsPerHost: maxConnectionsPerHost, httpVersions: httpVersion.policy)
@@ -166,6 +182,12 @@ struct GetCommand: AsyncParsableCommand {
         }
         let outcome = await drive(manager, entries: entries, template: template, reporter: reporter)
         await manager.shutdown()
+        do {
+            try cookieOptions.save(cookies)
+        } catch {
+            reporter.failure(url: nil, error)
+            throw ExitCode(outcome.status ?? ExitCodes.code(for: error))
+        }
         if let status = outcome.status { throw ExitCode(status) }
     }
 
@@ -350,6 +372,7 @@ struct GetCommand: AsyncParsableCommand {
         var connections: Int
         /// Per URL: its own `user:password@`, else `--user`, else netrc. Kept in memory only.
         var credentials: CredentialSources
+        var timestamps = TimestampOptions()
 
     }
 
@@ -363,7 +386,7 @@ struct GetCommand: AsyncParsableCommand {
                 base: HaulHome.absolute(directory ?? FileManager.default.currentDirectoryPath), output: output,
                 range: parsedRange, checksum: try checksum.map { text throws(HaulError) in try Checksum(parsing: text) },
                 headers: try parseHeaders(), retries: retries, connections: connections,
-                credentials: try network.credentialSources())
+                credentials: try network.credentialSources(), timestamps: timestamps)
         } catch {
             reporter.failure(url: nil, error)
             throw ExitCode(ExitCodes.usage)

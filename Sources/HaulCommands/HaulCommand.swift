@@ -12,7 +12,7 @@ public struct HaulCommand: AsyncParsableCommand {
             Exit codes: 0 success, 1 internal error, 2 bad usage or URL, 3 HTTP error, \
             4 network failure after retries, 5 length, checksum or server digest mismatch, 6 file-system error, \
             7 no daemon answers (or it refused the token), 8 no such download, \
-            9 the download's state does not allow it, 10 the daemon refuses the directory, 14 the URL expired midway (bytes kept: give a new URL), 130 interrupted (run the same command again to resume).
+            9 the download's state does not allow it, 10 the daemon refuses the directory, 14 the URL expired midway (bytes kept: give a new URL), 15 a cookie file that cannot be read or written, 130 interrupted (run the same command again to resume).
             """,
         version: HaulVersion.current,
         subcommands: [GetCommand.self, ServeCommand.self, AddCommand.self, ListCommand.self, PauseCommand.self,

@@ -100,7 +100,13 @@ final class Reporter {
             if mode == .plain || mode == .terminal { result("saved \(path) (\(ByteFormatting.size(size)))") }
         case .alreadyComplete(let path):
             counts.done += 1
-            if mode == .plain || mode == .terminal { result("already complete: \(path); nothing to download") }
+            if mode == .plain || mode == .terminal {
+                if outcome.record?.request.timestamping == true {
+                    result("not modified on the server: \(path) is as new; nothing to download")
+                } else {
+                    result("already complete: \(path); nothing to download")
+                }
+            }
         case .failed(let error):
             counts.failed += 1
             if mode != .json { failure(url: url, error) }

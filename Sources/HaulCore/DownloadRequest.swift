@@ -35,6 +35,13 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
     /// `--user` or netrc). No part of `identity`, equality, hashing or the `Codable` form, so
     /// nothing stores or prints it by accident.
     public var credentials: Credentials?
+    /// `-N` (as wget): when the final file exists, ask with `If-Modified-Since` (its time) and
+    /// keep it on a 304; a newer file replaces it once complete and verified. Implies
+    /// `remoteTime`.
+    public var timestamping: Bool = false
+    /// `--remote-time` (curl's `-R`): the published file's modification time is the server's
+    /// `Last-Modified`.
+    public var remoteTime: Bool = false
 
     public init(
         url: RemoteURL,
@@ -86,6 +93,7 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
 
     private enum CodingKeys: String, CodingKey {
         case url, mirrors, directory, fileName, range, checksum, headers, maxAttempts, priority, connections, maxBytesPerSecond
+        case timestamping, remoteTime
     }
 
     /// Every URL the file may come from: `url` first, then the mirrors.
@@ -108,6 +116,7 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
         lhs.url == rhs.url && lhs.mirrors == rhs.mirrors && lhs.directory == rhs.directory && lhs.fileName == rhs.fileName && lhs.range == rhs.range
             && lhs.checksum == rhs.checksum && lhs.headers == rhs.headers && lhs.maxAttempts == rhs.maxAttempts
             && lhs.priority == rhs.priority && lhs.connections == rhs.connections && lhs.maxBytesPerSecond == rhs.maxBytesPerSecond
+            && lhs.timestamping == rhs.timestamping && lhs.remoteTime == rhs.remoteTime
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -122,6 +131,8 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
         hasher.combine(priority)
         hasher.combine(connections)
         hasher.combine(maxBytesPerSecond)
+        hasher.combine(timestamping)
+        hasher.combine(remoteTime)
     }
 
     /// More connections than this to one server is abuse, not speed.
@@ -169,6 +180,8 @@ extension DownloadRequest {
         priority = try container.decode(Int.self, forKey: .priority)
         connections = try container.decode(Int.self, forKey: .connections)
         maxBytesPerSecond = try container.decodeIfPresent(Int64.self, forKey: .maxBytesPerSecond)
+        timestamping = try container.decodeIfPresent(Bool.self, forKey: .timestamping) ?? false
+        remoteTime = try container.decodeIfPresent(Bool.self, forKey: .remoteTime) ?? false
         credentials = nil
     }
 }

@@ -14,6 +14,8 @@ extension DownloadStateMachine {
         case sourceDropped(url: String, reason: String)
         /// A source failed; the others go on, and it is asked again after `retryIn`.
         case sourceSetAside(url: String, error: HaulError, retryIn: Duration)
+        /// `-N`: the server answered 304; the local file is kept as it is.
+        case notModified
     }
 
     public enum Action: Hashable, Sendable {
@@ -48,6 +50,13 @@ extension DownloadStateMachine {
         case cancelVerify
         /// Give the `.part` its final name (or finish a publish a crash interrupted); report `published`.
         case publish(VerifyTarget)
+        /// `-N`: give the verified `.part` the final name, replacing the older file there in one
+        /// rename; report `published`.
+        case replaceFinal
+        /// Set the published file's modification time (seconds since 1970) from `Last-Modified`
+        /// (`-N`, `--remote-time`). Nothing to report: a file system that refuses it costs the
+        /// time, not the file.
+        case setModificationTime(Int64)
         case notify(Notice)
         /// Drop every write not yet in the file and close it: another host owns the file now.
         case discardWrites

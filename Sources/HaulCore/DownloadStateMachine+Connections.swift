@@ -25,7 +25,11 @@ extension DownloadStateMachine {
             }
             return probeAnswered(id, verdict, plan: plan, jitter: jitter)
         }
+        noteEntityTime(head)
         switch verdict {
+        case .notModified:
+            return notModified()
+
         case .partial(let start, let end, let total, let validator):
             if let reason = digestDisagreement(head) {
                 return digestChanged(reason, answered: id, source: source, cause: .digestChanged)

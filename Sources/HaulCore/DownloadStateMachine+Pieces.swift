@@ -195,7 +195,8 @@ extension DownloadStateMachine {
             ifRange: range == nil ? nil : ifRangeValue(source.validator),
             headers: record.request.headers,
             credentials: source.credentials,
-            allowsHTTP2: settings.httpVersions.allowsHTTP2(requestLength: range?.count))
+            allowsHTTP2: settings.httpVersions.allowsHTTP2(requestLength: range?.count),
+            ifModifiedSince: modifiedSince.map(HTTPDate.format))
         connections[id]?.phase = .requesting(plan)
         connections[id]?.requestedEnd = range?.end
         connections[id]?.received = 0

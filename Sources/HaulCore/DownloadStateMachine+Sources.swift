@@ -103,6 +103,9 @@ extension DownloadStateMachine {
             return sourceLied(id, reason: "ignores ranges (answered 200 to a range request)")
         case .alreadyComplete, .entityChanged:
             return sourceLied(id, reason: "serves a file of another length")
+        case .notModified:
+            // A probe never asks "modified since?".
+            return sourceLied(id, reason: "answered a probe with 304")
         case .retry(let error, let retryAfter):
             return sourceFailed(id, error, retryAfter: retryAfter, jitter: jitter)
                 ?? connectionFailed(id, error, retryAfter: retryAfter, jitter: jitter)

@@ -58,11 +58,15 @@ public struct DownloadStateMachine: Sendable {
         /// runner passes only notes about this `.part` and this entity, and syncs the file first,
         /// so these bytes are durable now.
         public var noted: [Int64: Int64]
+        /// `-N`: the modification time (seconds since 1970) of the final file already there,
+        /// which a fresh start sends as `If-Modified-Since`; nil when there is none.
+        public var finalModified: Int64?
 
-        public init(partSize: Int64?, published: Bool, noted: [Int64: Int64] = [:]) {
+        public init(partSize: Int64?, published: Bool, noted: [Int64: Int64] = [:], finalModified: Int64? = nil) {
             self.partSize = partSize
             self.published = published
             self.noted = noted
+            self.finalModified = finalModified
         }
     }
 
@@ -176,6 +180,12 @@ public struct DownloadStateMachine: Sendable {
     var refetchDebt: Int64 = 0
     /// The server's clock as the last response came (`Retry-After` times are shown in it).
     var lastNowSince1970: Int64?
+    /// `-N`: sent as `If-Modified-Since` until the server answers with the file (then it is
+    /// newer) or 304 (then the download ends at once, the local file as it is).
+    var modifiedSince: Int64?
+    /// The `Last-Modified` of the last 200 or 206: the published file's time with `-N` or
+    /// `--remote-time`.
+    var remoteModified: Int64?
     var verifyTarget: VerifyTarget = .part
     /// Every byte is in, but a connection told to close has not reported back yet.
     var verifyPending = false
@@ -238,6 +248,7 @@ public struct DownloadStateMachine: Sendable {
         lastCheckpoint = now
         self.now = now
         takeNoted(local)
+        takeFinalModified(local)
         completedAtLastCheckpoint = completedLength
         completedAtLastNote = completedLength
         // The furthest byte the record claims; a part with no byte claims nothing.
@@ -350,7 +361,7 @@ public struct DownloadStateMachine: Sendable {
             return [.persist, .truncate(to: 0)] + fail(error)
         }
         state = .publishing
-        return [.publish(verifyTarget)]
+        return [publishAction]
     }
 
     /// The result of `.publish`.
@@ -362,7 +373,7 @@ public struct DownloadStateMachine: Sendable {
         }
         record.status = .completed
         state = .completed
-        return [.persist, .finish]
+        return [.persist] + remoteTimeActions + [.finish]
     }
 
     /// Writing or syncing the `.part` failed (disk full, permissions): nothing more can be

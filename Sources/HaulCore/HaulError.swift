@@ -75,6 +75,8 @@ public struct HaulError: Error, Hashable, Codable, Sendable, CustomStringConvert
         /// The URL stopped serving the file after bytes had arrived (401, 403 or 410: a signed
         /// link that expired): the bytes are kept, and a new URL for the same file continues it.
         public static let urlExpired = Code(rawValue: "url-expired")
+        /// A cookie file (`--load-cookies`) that cannot be read or is not a Netscape cookie file.
+        public static let badCookieFile = Code(rawValue: "bad-cookie-file")
         /// A bug: something Haul did not expect.
         public static let `internal` = Code(rawValue: "internal")
 

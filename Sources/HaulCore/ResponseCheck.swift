@@ -11,9 +11,13 @@ public struct RequestPlan: Hashable, Sendable {
     /// The request may go over HTTP/2 when the server offers it (`HTTPVersionPolicy`); otherwise
     /// over HTTP/1.1. Chosen once per download, so all its requests use the same version.
     public var allowsHTTP2: Bool
+    /// `-N`: the local file's time as an HTTP date; a 304 then means the file is as new as the
+    /// server's (`ResponseCheck.Verdict.notModified`).
+    public var ifModifiedSince: String?
 
     public init(url: RemoteURL, range: ByteRange?, ifRange: String?, headers: HTTPHeaderList, credentials: Credentials? = nil,
-                allowsHTTP2: Bool = false) {
+                allowsHTTP2: Bool = false, ifModifiedSince: String? = nil) {
+        self.ifModifiedSince = ifModifiedSince
         self.url = url
         self.range = range
         self.ifRange = ifRange
@@ -34,6 +38,7 @@ public struct RequestPlan: Hashable, Sendable {
             all.remove(name: "Range")
             all.remove(name: "If-Range")
         }
+        if let ifModifiedSince { all.replace(name: "If-Modified-Since", value: ifModifiedSince) }
         return all
     }
 }
@@ -51,6 +56,8 @@ public enum ResponseCheck {
         case alreadyComplete(total: Int64)
         /// The remote file is not the one the bytes on disk came from: start over.
         case entityChanged
+        /// A 304 to `If-Modified-Since` (`-N`): the local file is as new as the server's.
+        case notModified
         /// Worth another try (5xx, 429, 408), after `retryAfter` when the server said so.
         case retry(HaulError, retryAfter: Duration?)
         case fail(HaulError)
@@ -124,6 +131,9 @@ public enum ResponseCheck {
             }
             return .retry(HaulError(.httpStatus, "\(url): HTTP \(head.status)", httpStatus: head.status),
                           retryAfter: retryAfter)
+
+        case 304 where plan.ifModifiedSince != nil:
+            return .notModified
 
         case 300..<400:
             return .fail(HaulError(.tooManyRedirects, "\(url): redirect (HTTP \(head.status)) not followed", httpStatus: head.status))

@@ -77,6 +77,19 @@ public enum HTTPDate {
             + hour * 3600 + minute * 60 + second
     }
 
+    /// IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), what `If-Modified-Since` carries.
+    public static func format(_ secondsSince1970: Int64) -> String {
+        let days = secondsSince1970 >= 0 ? secondsSince1970 / 86_400 : (secondsSince1970 - 86_399) / 86_400
+        let rest = secondsSince1970 - days * 86_400
+        let (year, month, day) = civilFromDays(days)
+        // 1970-01-01 was a Thursday.
+        let weekdays = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
+        let weekday = weekdays[Int(((days % 7) + 7) % 7)]
+        let names = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(weekday), \(two(day)) \(names[Int(month - 1)]) \(year) \(two(rest / 3600)):\(two(rest % 3600 / 60)):\(two(rest % 60)) GMT"
+    }
+
     /// `2026-11-25T06:29:49Z`: a time in a message.
     public static func iso8601(_ secondsSince1970: Int64) -> String {
         let days = secondsSince1970 >= 0 ? secondsSince1970 / 86_400 : (secondsSince1970 - 86_399) / 86_400

@@ -1,3 +1,4 @@
+import Foundation
 import NIOHTTP1
 
 /// The complete answer to one request, worked out before anything is written.
@@ -119,6 +120,7 @@ struct ResponsePlan {
         sendsBody: Bool,
         throttle: Int?
     ) -> ResponsePlan {
+        if let notModified = notModified(route: route, requestHeaders: requestHeaders) { return notModified }
         let length = route.payload.length
         var selection = RangeRequest.select(
             route: route,
@@ -210,6 +212,28 @@ struct ResponsePlan {
             ending: ending,
             throttle: throttle
         )
+    }
+}
+
+extension ResponsePlan {
+    /// A 304 (no body) when the request's `If-Modified-Since` is not older than the route's
+    /// `Last-Modified` (RFC 9110 §13.1.3; ignored when the route has none, or either date is not
+    /// an IMF-fixdate).
+    static func notModified(route: Route, requestHeaders: HTTPHeaders) -> ResponsePlan? {
+        guard let modified = route.lastModified.flatMap(httpDate),
+              let since = requestHeaders.first(name: "If-Modified-Since").flatMap(httpDate), since >= modified else { return nil }
+        var headers = HTTPHeaders()
+        if let etag = route.etag { headers.add(name: "ETag", value: etag) }
+        if let lastModified = route.lastModified { headers.add(name: "Last-Modified", value: lastModified) }
+        return ResponsePlan(status: .notModified, headers: headers, body: .none)
+    }
+
+    static func httpDate(_ text: String) -> Date? {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.date(from: text)
     }
 }
 

@@ -9,7 +9,8 @@ public struct Route: Sendable {
     /// Sent as `ETag` and accepted by `If-Range` when set. Defaults to
     /// ``defaultETag(for:)`` (`"<seed>-<length>"`, quoted and strong).
     public var etag: String?
-    /// Sent as `Last-Modified` and accepted by `If-Range` when set.
+    /// Sent as `Last-Modified` and accepted by `If-Range` when set. A request whose
+    /// `If-Modified-Since` is this date or later gets 304 Not Modified without a body.
     public var lastModified: String?
     /// Sent verbatim as `Content-Disposition` when set, for file-name tests.
     public var contentDisposition: String?

@@ -178,6 +178,38 @@ final class DownloadDirectory: Sendable {
         try sync()
     }
 
+    /// `-N`: gives the verified `.part` the final name over the older file there, in one
+    /// `rename` (a reader sees the old file or the new one, never neither). Only a regular file
+    /// is replaced: a link or a directory there is refused.
+    func replace(part: String, final: String) throws {
+        let finalPath = Paths.join(path, final)
+        let partPath = Paths.join(path, part)
+        guard let before = status(of: part), before.fileType == S_IFREG else {
+            throw HaulError(.forbidden, "\(partPath) is no longer the regular file haul wrote; the download is not published")
+        }
+        if let existing = status(of: final), existing.fileType != S_IFREG {
+            throw HaulError(.fileExists, "\(finalPath) is not a regular file; the download stays in \(partPath)")
+        }
+        guard renameat(descriptor, part, descriptor, final) == 0 else {
+            throw FileSystemErrors.error(errno, "cannot rename \(partPath) to", finalPath)
+        }
+        try sync()
+    }
+
+    /// The modification time (seconds since 1970) of the regular file `name`; nil when missing.
+    func modificationTime(of name: String) -> Int64? {
+        guard let info = status(of: name), info.fileType == S_IFREG else { return nil }
+        return Int64(info.st_mtim.tv_sec)
+    }
+
+    /// Sets `name`'s access and modification times (not following a link).
+    func setModificationTime(of name: String, to seconds: Int64) throws {
+        var times = [timespec(tv_sec: Int(seconds), tv_nsec: 0), timespec(tv_sec: Int(seconds), tv_nsec: 0)]
+        guard utimensat(descriptor, name, &times, AT_SYMLINK_NOFOLLOW) == 0 else {
+            throw FileSystemErrors.error(errno, "cannot set the time of", Paths.join(path, name))
+        }
+    }
+
     /// Whether `publish` already ran although the record was never stored as completed (a crash
     /// between the two): the final file is the `.part` itself (linked, the `.part` name not yet
     /// removed), or the `.part` is gone and a regular final file of exactly `length` stands.

@@ -42,7 +42,8 @@ actor FileNameClaims {
     func checkExplicit(_ record: DownloadRecord) async throws {
         guard let name = record.fileName else { return }
         let path = DestinationFiles.join(record.request.directory, name)
-        if try await BlockingIO.run({ DestinationFiles.exists(path) }) {
+        // `-N`: the file there is the one to compare with, replaced only by a newer verified one.
+        if !record.request.timestamping, try await BlockingIO.run({ DestinationFiles.exists(path) }) {
             throw HaulError(.fileExists, "\(path) already exists; remove it or choose another name with -o")
         }
         guard !claimed.contains(path) else {
