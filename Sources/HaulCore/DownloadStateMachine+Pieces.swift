@@ -167,6 +167,11 @@ extension DownloadStateMachine {
             // Nothing to compare with yet: a proven source takes this request.
             if let proven = sources.pick(now: now, canProbe: false, load: sourceLoad()) { connections[id]?.source = proven }
         }
+        // A connection asks only for a part it owns: one whose part went to another connection
+        // meanwhile (a probe holds none) finds other work, as a free connection does. Two
+        // connections writing one part would interleave their bytes.
+        if let owner = part.owner, owner != id { return partDone(id) }
+        parts[index].owner = id
         let source = sourceRequest(connections[id]?.source ?? 0)
         var start = part.next
         // No validator to send in If-Range: re-read some bytes before the resume point instead.

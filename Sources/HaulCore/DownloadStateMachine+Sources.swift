@@ -71,6 +71,9 @@ extension DownloadStateMachine {
     /// with the disk and not written.
     mutating func probeRequest(_ id: ConnectionID, region: ByteRange) -> [Action] {
         guard let connection = connections[id] else { return [] }
+        // A probe holds no part: its part would look unrequested and be stolen away piece by
+        // piece while it waits. Once proven, the connection takes work as a free one does.
+        if let index = partIndex(connection.part), parts[index].owner == id { parts[index].owner = nil }
         let source = sourceRequest(connection.source)
         let plan = RequestPlan(url: source.url, range: region, ifRange: nil, headers: record.request.headers,
                                credentials: source.credentials,

@@ -24,7 +24,9 @@ import Testing
             // asks for its part a piece at a time, on the connection it has (keep-alive).
             #expect(harness.server.requests(to: "/file").first?.range == "bytes=0-524287")
             #expect(responses.count > 4, "\(responses)")
-            #expect(Set(responses.map(\.connection)).count == 4, "\(responses)")
+            // Four, or five when AsyncHTTPClient's pool opened one for a next piece asked while the
+            // previous response's connection was still going back to the pool (seen on a loaded run).
+            #expect((4...5).contains(Set(responses.map(\.connection)).count), "\(responses)")
             // No request was cut: each body went out whole.
             #expect(responses.allSatisfy { $0.bodyBytesSent == Int64($0.range?.count ?? -1) }, "\(responses)")
         }
