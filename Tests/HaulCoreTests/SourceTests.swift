@@ -111,6 +111,23 @@ import Testing
         #expect(machine.record.validator?.etag == "\"a\"")
     }
 
+    /// A probe holds no part (its part would look unrequested and be stolen away); a connection
+    /// whose probe failed asks only for a part nobody else owns (two writers on one part gave a
+    /// wrong file under load).
+    @Test func aProbeHoldsNoPart() throws {
+        var (machine, next) = try firstPieceIn()
+        #expect(next[0]?.url == mirror)
+        #expect(machine.owners[0] == nil, "\(machine.owners)")
+        // The other connection finishes its part's piece and, its part done, takes the free one.
+        _ = machine.responseReceived(0, partial(50, 99, url: mirror), nowSecondsSince1970: 0, jitter: 0)
+        _ = machine.received(0, count: 50)
+        let back = machine.overlapMismatch(0)
+        // Sent back to the primary, it takes its old part again, from where it stood.
+        #expect(requests(back)[0]?.url == primary && requests(back)[0]?.range?.start == 100, "\(back)")
+        #expect(machine.owners[0] == 0)
+        #expect(Set(machine.owners.values).count == machine.owners.count, "one owner per part: \(machine.owners)")
+    }
+
     /// A mirror whose bytes differ never writes one: it is dropped, and its connection goes back
     /// to the primary.
     @Test func aMirrorWithOtherBytesIsDropped() throws {
