@@ -252,6 +252,8 @@ import Testing
         #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
         #expect(daemon.serve.secret.count >= 32)
         // The token never reaches stdout (a journal under systemd); `haul page` gives it to its owner.
+        // The banner may still be on its way through the pipe when the serve file appears.
+        for _ in 0..<400 where !daemon.process.stdout.contains("/jsonrpc") { try await Task.sleep(for: .milliseconds(25)) }
         #expect(daemon.process.stdout.contains("/jsonrpc") && !daemon.process.stdout.contains(daemon.serve.secret), "\(daemon.process.stdout)")
         #expect(!daemon.process.stderr.contains(daemon.serve.secret))
         let page = try await HaulProcess.run(["page"], in: world)
