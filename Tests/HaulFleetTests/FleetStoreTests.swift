@@ -46,8 +46,10 @@ import Testing
 
     @Test func aTakenOverLeaseFencesTheOldHolder() async throws {
         let server = try await PostgresServer.start()
-        let a = try await PostgresDownloadStore.open(try location(server), host: "a", leaseTimeout: .seconds(1))
-        let b = try await PostgresDownloadStore.open(try location(server), host: "b", leaseTimeout: .seconds(1))
+        // 3 s: the live-lease checks below must come before it expires even on a loaded CI run
+        // (with 1 s, one saw b's unfenced write accepted: the lease had already run out).
+        let a = try await PostgresDownloadStore.open(try location(server), host: "a", leaseTimeout: .seconds(3))
+        let b = try await PostgresDownloadStore.open(try location(server), host: "b", leaseTimeout: .seconds(3))
         try await a.save(queued(1))
         var mine = try #require(try await a.claim(limit: 1, excluding: []).first)
         mine.status = .running
