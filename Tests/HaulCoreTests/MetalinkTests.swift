@@ -3,7 +3,7 @@ import Testing
 
 /// Metalink v4 and v3 read with plain values: URLs in order of preference, digests, sizes and
 /// names; malformed and hostile documents refused with one clear message.
-@Suite struct MetalinkTests {
+@Suite(.timeLimit(.minutes(1))) struct MetalinkTests {
     let sha256 = String(repeating: "ab", count: 32)
     let sha1 = String(repeating: "cd", count: 20)
 

@@ -99,17 +99,3 @@ import Testing
         try await world.close()
     }
 }
-
-extension Payload {
-    /// The payload's digest in base64, as a server sends it in `Repr-Digest` or `Digest`.
-    func base64Digest<H: HashFunction>(_: H.Type) -> String {
-        var hasher = H()
-        var offset: Int64 = 0
-        while offset < length {
-            let end = min(length, offset + 1 << 20)
-            hasher.update(data: bytes(offset..<end))
-            offset = end
-        }
-        return Data(hasher.finalize()).base64EncodedString()
-    }
-}

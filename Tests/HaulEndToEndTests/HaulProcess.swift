@@ -128,15 +128,25 @@ struct World {
 }
 
 extension Payload {
-    var sha256: String {
-        var hasher = SHA256()
+    /// The payload's digest, hashed a MiB at a time.
+    func digest<H: HashFunction>(_: H.Type) -> H.Digest {
+        var hasher = H()
         var offset: Int64 = 0
         while offset < length {
             let end = min(length, offset + 1 << 20)
             hasher.update(data: bytes(offset..<end))
             offset = end
         }
-        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        return hasher.finalize()
+    }
+
+    var sha256: String {
+        digest(SHA256.self).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// The payload's digest in base64, as a server sends it in `Repr-Digest` or `Digest`.
+    func base64Digest<H: HashFunction>(_ function: H.Type) -> String {
+        Data(digest(function)).base64EncodedString()
     }
 }
 

@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import HaulCore
 import HaulTesting
@@ -82,7 +81,7 @@ import Testing
         let payload = Payload(seed: 2114, length: 2_000_000)
         world.server.setRoute("/dead.iso", Route(payload: payload, then: .status(404)))
         world.server.setRoute("/good.iso", Route(payload: payload))
-        let digest = SHA256.hash(data: payload.bytes(0..<payload.length)).map { String(format: "%02x", $0) }.joined()
+        let digest = payload.sha256
         let good = world.directory + "/good.meta4"
         try metalink("disk.iso", sha256: digest, urls: [world.server.url("/dead.iso"), world.server.url("/good.iso")])
             .write(toFile: good, atomically: true, encoding: .utf8)
