@@ -85,7 +85,7 @@ enum RunInput: Sendable {
     case rateChanged(Int64?)
     /// The host's connection budget lets this download have so many connections now.
     case allowance(Int)
-    case verified(HaulError?)
+    case verified(Verifier.Verdict)
     /// A periodic checkpoint's fsync returned (or failed).
     case synced(epoch: Int, Result<[Int64: Int64], HaulError>)
 }
@@ -281,9 +281,9 @@ final class RunSession {
             return machine.withLockedValue { $0.setRateLimit(rate) }
         case .allowance(let allowance):
             return machine.withLockedValue { $0.setAllowance(allowance) }
-        case .verified(let error):
+        case .verified(let verdict):
             verifyTask = nil
-            return machine.withLockedValue { $0.verified(error) }
+            return machine.withLockedValue { $0.verified(verdict.error, badPieces: verdict.badPieces) }
         }
     }
 
@@ -602,15 +602,16 @@ final class RunSession {
         }
         verifyTask = Task {
             guard let name else {
-                post.yield(.verified(HaulError(.internal, "nothing to verify: the download has no file name")))
+                post.yield(.verified(Verifier.Verdict(error: HaulError(.internal, "nothing to verify: the download has no file name"))))
                 return
             }
             switch directory {
             case .success(let directory):
                 post.yield(.verified(await Verifier.verify(name, in: directory, io: io, expectedLength: expected,
-                                                           digest: digest, url: record.request.url)))
+                                                           digest: digest, pieces: record.request.range == nil ? record.request.pieceHashes : nil,
+                                                           url: record.request.url)))
             case .failure(let error):
-                post.yield(.verified(error))
+                post.yield(.verified(Verifier.Verdict(error: error)))
             }
         }
     }
@@ -673,6 +674,8 @@ final class RunSession {
             runner.logger.info("validator", metadata: ["id": "\(id)", "reason": "\(reason)"])
         case .sourceDropped(let url, let reason):
             runner.logger.warning("source dropped", metadata: ["id": "\(id)", "url": "\(url)", "reason": "\(reason)"])
+        case .piecesRefetched(let reason):
+            runner.logger.warning("fetching pieces again", metadata: ["id": "\(id)", "reason": "\(reason)"])
         case .notModified:
             notModified = true
             runner.logger.info("not modified on the server", metadata: ["id": "\(id)"])

@@ -73,8 +73,10 @@ extension GetCommand.RequestTemplate {
             return try request(url: url, mirrors: mirrors, name: nil, checksum: checksum)
         case .metalinkFile(let file):
             // `--checksum` wins over the document's digest.
-            return try request(url: file.urls[0], mirrors: Array(file.urls.dropFirst()), name: file.name,
-                               checksum: checksum ?? file.checksums.first)
+            var request = try request(url: file.urls[0], mirrors: Array(file.urls.dropFirst()), name: file.name,
+                                      checksum: checksum ?? file.checksums.first)
+            request.pieceHashes = file.pieces
+            return request
         }
     }
 

@@ -21,6 +21,8 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
     /// Only these bytes of the remote file (`--range`).
     public var range: ByteRange?
     public var checksum: Checksum?
+    /// Digests of the file's pieces (a Metalink's): a piece that fails is fetched again.
+    public var pieceHashes: PieceHashes?
     /// Extra request headers (`-H`).
     public var headers: HTTPHeaderList
     /// Tries per stretch without progress; nil takes the manager's default.
@@ -93,7 +95,7 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
 
     private enum CodingKeys: String, CodingKey {
         case url, mirrors, directory, fileName, range, checksum, headers, maxAttempts, priority, connections, maxBytesPerSecond
-        case timestamping, remoteTime
+        case timestamping, remoteTime, pieceHashes
     }
 
     /// Every URL the file may come from: `url` first, then the mirrors.
@@ -116,7 +118,7 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
         lhs.url == rhs.url && lhs.mirrors == rhs.mirrors && lhs.directory == rhs.directory && lhs.fileName == rhs.fileName && lhs.range == rhs.range
             && lhs.checksum == rhs.checksum && lhs.headers == rhs.headers && lhs.maxAttempts == rhs.maxAttempts
             && lhs.priority == rhs.priority && lhs.connections == rhs.connections && lhs.maxBytesPerSecond == rhs.maxBytesPerSecond
-            && lhs.timestamping == rhs.timestamping && lhs.remoteTime == rhs.remoteTime
+            && lhs.timestamping == rhs.timestamping && lhs.remoteTime == rhs.remoteTime && lhs.pieceHashes == rhs.pieceHashes
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -133,6 +135,7 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
         hasher.combine(maxBytesPerSecond)
         hasher.combine(timestamping)
         hasher.combine(remoteTime)
+        hasher.combine(pieceHashes)
     }
 
     /// More connections than this to one server is abuse, not speed.
@@ -182,6 +185,7 @@ extension DownloadRequest {
         maxBytesPerSecond = try container.decodeIfPresent(Int64.self, forKey: .maxBytesPerSecond)
         timestamping = try container.decodeIfPresent(Bool.self, forKey: .timestamping) ?? false
         remoteTime = try container.decodeIfPresent(Bool.self, forKey: .remoteTime) ?? false
+        pieceHashes = try container.decodeIfPresent(PieceHashes.self, forKey: .pieceHashes)
         credentials = nil
     }
 }

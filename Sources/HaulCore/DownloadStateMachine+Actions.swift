@@ -16,6 +16,8 @@ extension DownloadStateMachine {
         case sourceSetAside(url: String, error: HaulError, retryIn: Duration)
         /// `-N`: the server answered 304; the local file is kept as it is.
         case notModified
+        /// Pieces failed their digests and are fetched again (`+PieceCheck`).
+        case piecesRefetched(reason: String)
     }
 
     public enum Action: Hashable, Sendable {

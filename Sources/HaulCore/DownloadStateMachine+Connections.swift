@@ -164,6 +164,7 @@ extension DownloadStateMachine {
         var part = parts[index]
         let keep = min(left, part.remaining ?? Int64.max, connection.requestedEnd.map { $0 - part.next + 1 } ?? Int64.max)
         let writeOffset = part.next - fileBase
+        if pieceLength != nil { notePieceWriter(source: connection.source, offset: writeOffset, count: keep) }
         part.appended += keep
         connection.received += keep
         connection.pace.progress += progress(kept: keep)

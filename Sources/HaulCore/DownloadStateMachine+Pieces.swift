@@ -81,6 +81,11 @@ extension DownloadStateMachine {
                 return request(stolen)  // stored with the next checkpoint, as a split
             }
         }
+        if stopStatus == nil, limit > 0, connections.count == 1, let index = parts.firstIndex(where: { $0.owner == nil && !$0.isComplete }) {
+            // The last connection never leaves work undone: the download would wait forever.
+            assign(id, to: index)
+            return request(id)
+        }
         connections[id] = nil
         return finishStopIfClosed()
     }

@@ -96,6 +96,8 @@ extension DownloadStateMachine {
                 return sourceLied(id, reason: "answered the probe with other bytes than asked")
             }
             sources[source].validator = validator
+            // A 206 from any source proves ranges: more connections may open.
+            rangesProven = true
             connections[id]?.phase = .receiving
             connections[id]?.requestedEnd = end
             connections[id]?.compare = end - start + 1

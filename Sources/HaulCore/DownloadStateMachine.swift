@@ -191,6 +191,13 @@ public struct DownloadStateMachine: Sendable {
     var verifyPending = false
     /// Remote offset of the `.part` file's first byte (the start of `--range`).
     let fileBase: Int64
+    /// The piece length of a download with piece digests and several sources, whose writers
+    /// are tracked (`+PieceCheck`); nil otherwise.
+    let pieceLength: Int64?
+    /// Per piece, the sources (bit `i` for source `i`) that wrote any of its bytes in this run.
+    var pieceWriters: [Int: UInt64] = [:]
+    /// Piece checks that failed in this run.
+    var pieceChecks = 0
 
     public init(record: DownloadRecord, settings: Settings) {
         self.record = record
@@ -198,6 +205,7 @@ public struct DownloadStateMachine: Sendable {
         self.connectionLimit = max(1, record.request.connections)
         self.sources = SourceSet(record.request.sources)
         self.fileBase = record.request.range?.start ?? 0
+        self.pieceLength = record.request.sources.count > 1 && record.request.range == nil ? record.request.pieceHashes?.length : nil
         self.parts = record.segments.map { Part(start: $0.start, end: $0.end, appended: $0.written, durable: $0.written) }
     }
 
@@ -349,9 +357,15 @@ public struct DownloadStateMachine: Sendable {
         return changed ? [.persist] : []
     }
 
-    /// The result of `.verify`.
-    public mutating func verified(_ error: HaulError?) -> [Action] {
+    /// The result of `.verify`: an error, or the pieces whose digests failed (`+PieceCheck`;
+    /// then the whole-file digest failed too, and they are fetched again first).
+    public mutating func verified(_ error: HaulError?, badPieces: [Int] = []) -> [Action] {
         guard state == .verifying else { return unexpected("verification") }
+        var error = error
+        if !badPieces.isEmpty {
+            if verifyTarget == .part, stopStatus != .removed { return refetch(badPieces) }
+            error = error ?? HaulError(.checksumMismatch, "\(record.request.url): \(badPieces.count) pieces fail their digests")
+        }
         if let error {
             if stopStatus == .removed {
                 return stopNow()

@@ -9,7 +9,7 @@ struct RecordRow {
         "max_attempts", "priority", "status", "file_name", "final_url", "etag", "last_modified", "total_length",
         "segments", "completed_length", "error_code", "error_message", "error_http_status", "error_cause",
         "created_at", "updated_at", "position", "connections", "max_bytes_per_second", "credentials",
-        "mirrors", "server_digest",
+        "mirrors", "server_digest", "piece_hashes",
     ]
 
     /// One statement that inserts or updates `rows` records: atomic, and one fsync for all.
@@ -62,6 +62,7 @@ struct RecordRow {
             keepCredentials ? Self.text(request.credentials.map(Self.encodeCredentials)) : .null,
             Self.text(request.mirrors.isEmpty ? nil : request.mirrors.map(\.absoluteString).joined(separator: "\n")),
             Self.text(record.serverDigest.map { "\($0.field.rawValue) \($0.checksum)" }),
+            Self.text(request.pieceHashes.map(Self.encodePieceHashes)),
         ]
     }
 
@@ -95,6 +96,7 @@ struct RecordRow {
         }
         record.totalLength = int("total_length")
         record.serverDigest = try string("server_digest").map(decodeServerDigest)
+        record.request.pieceHashes = try string("piece_hashes").map(decodePieceHashes)
         record.segments = segments
         if let code = string("error_code") {
             record.error = HaulError(HaulError.Code(rawValue: code), string("error_message") ?? code,
@@ -110,6 +112,24 @@ struct RecordRow {
             throw HaulError(.store, "unreadable server digest '\(text)'")
         }
         return ServerDigest(try Checksum(parsing: String(halves[1])), from: field)
+    }
+
+    /// A Metalink's piece digests, as JSON.
+    static func encodePieceHashes(_ pieces: PieceHashes) -> String {
+        do {
+            return String(decoding: try JSONEncoder().encode(pieces), as: UTF8.self)
+        } catch {
+            // Two integers, an enum and strings always encode.
+            preconditionFailure("cannot encode piece hashes: \(error)")
+        }
+    }
+
+    static func decodePieceHashes(_ text: String) throws -> PieceHashes {
+        do {
+            return try JSONDecoder().decode(PieceHashes.self, from: Data(text.utf8))
+        } catch {
+            throw HaulError(.store, "unreadable piece hashes", cause: "\(error)")
+        }
     }
 
     static func text(_ value: String?) -> SQLiteData { value.map { .text($0) } ?? .null }

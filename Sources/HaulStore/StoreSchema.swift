@@ -64,6 +64,10 @@ enum StoreSchema {
             // resume checks it when the resumed response sends none.
             "ALTER TABLE downloads ADD COLUMN server_digest TEXT",
         ],
+        [
+            // A Metalink's piece digests (JSON), so a resume still checks them.
+            "ALTER TABLE downloads ADD COLUMN piece_hashes TEXT",
+        ],
     ]
 
     /// Two processes may open a new database at once: the version is read inside the write

@@ -22,12 +22,27 @@ public struct Payload: Sendable, Hashable {
     public let seed: UInt64
     /// The number of bytes in the payload.
     public let length: Int64
+    /// Bytes served wrong (each inverted), as by a mirror with a bad disk sector: nil for none.
+    public let damaged: Range<Int64>?
 
     /// Creates a payload; `length` must not be negative.
     public init(seed: UInt64, length: Int64) {
         precondition(length >= 0, "Payload length must not be negative")
         self.seed = seed
         self.length = length
+        self.damaged = nil
+    }
+
+    private init(seed: UInt64, length: Int64, damaged: Range<Int64>) {
+        self.seed = seed
+        self.length = length
+        self.damaged = damaged
+    }
+
+    /// The same payload with the bytes of `range` inverted (the same seed, length and ETag).
+    public func damaging(_ range: Range<Int64>) -> Payload {
+        checkRange(range)
+        return Payload(seed: seed, length: length, damaged: range)
     }
 
     /// The byte at `offset`, which must be in `0..<length`.
@@ -35,7 +50,8 @@ public struct Payload: Sendable, Hashable {
     public func byte(at offset: Int64) -> UInt8 {
         precondition(offset >= 0 && offset < length, "offset \(offset) is outside the payload (length \(length))")
         let word = Payload.word(seed: seed, index: offset >> 3)
-        return UInt8(truncatingIfNeeded: word >> (UInt64(offset & 7) &* 8))
+        let byte = UInt8(truncatingIfNeeded: word >> (UInt64(offset & 7) &* 8))
+        return damaged?.contains(offset) == true ? ~byte : byte
     }
 
     /// The bytes in `range`, which must lie within `0...length`.
@@ -147,6 +163,15 @@ public struct Payload: Sendable, Hashable {
 
     /// Fills `destination` (exactly `range.count` bytes) with the payload bytes in `range`.
     private func fill(_ destination: UnsafeMutableRawBufferPointer, with range: Range<Int64>) {
+        fillUndamaged(destination, with: range)
+        guard let damaged, damaged.overlaps(range) else { return }
+        for offset in max(damaged.lowerBound, range.lowerBound)..<min(damaged.upperBound, range.upperBound) {
+            let index = Int(offset - range.lowerBound)
+            destination[index] = ~destination[index]
+        }
+    }
+
+    private func fillUndamaged(_ destination: UnsafeMutableRawBufferPointer, with range: Range<Int64>) {
         var offset = range.lowerBound
         var index = 0
         // Leading partial word.

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HaulCore
 import HaulTesting
@@ -104,6 +105,50 @@ import Testing
                 "\(malformed.stderr)")
         let missing = try await HaulProcess.run(["get", world.directory + "/none.meta4"], in: world)
         #expect(missing.status == 2 && missing.stderr == "haul: cannot read the Metalink \(world.directory)/none.meta4\n", "\(missing.stderr)")
+        try await world.close()
+    }
+
+    /// A Metalink with piece digests whose preferred mirror serves one piece wrong (same length,
+    /// same ETag: only the digests can tell): the piece fails its sha-256, that mirror is dropped,
+    /// and only that piece (plus the probe) comes again from the other mirror; the file is
+    /// byte-exact and exit 0. A document whose pieces all fail on the only mirror exits 5 with
+    /// nothing published.
+    @Test func aBadPieceIsFetchedAgainFromAnotherMirror() async throws {
+        let world = try await World.make()
+        let pieceLength: Int64 = 256 << 10
+        let payload = Payload(seed: 2115, length: 2_000_000)
+        world.server.setRoute("/bad.iso", Route(payload: payload.damaging(600_000..<600_010)))
+        world.server.setRoute("/good.iso", Route(payload: payload))
+        var pieces: [String] = []
+        var offset: Int64 = 0
+        while offset < payload.length {
+            let end = min(payload.length, offset + pieceLength)
+            pieces.append(SHA256.hash(data: payload.bytes(offset..<end)).map { String(format: "%02x", $0) }.joined())
+            offset = end
+        }
+        func document(_ name: String, urls: [String]) -> String {
+            let list = urls.enumerated().map { "<url priority=\"\($0.offset + 1)\">\($0.element)</url>" }.joined()
+            let hashes = pieces.map { "<hash>\($0)</hash>" }.joined()
+            return "<?xml version=\"1.0\"?><metalink xmlns=\"urn:ietf:params:xml:ns:metalink\"><file name=\"\(name)\">"
+                + "<size>\(payload.length)</size><hash type=\"sha-256\">\(payload.sha256)</hash>"
+                + "<pieces length=\"\(pieceLength)\" type=\"sha-256\">\(hashes)</pieces>\(list)</file></metalink>"
+        }
+        let path = world.directory + "/pieces.meta4"
+        try document("disk.iso", urls: [world.server.url("/bad.iso"), world.server.url("/good.iso")])
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        let result = try await HaulProcess.run(["get", "-x", "1", "-v", path], in: world)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(payload.mismatch(inFileAt: world.directory + "/disk.iso") == nil)
+        #expect(result.stderr.contains("fail their sha-256 piece digest"), "\(result.stderr)")
+        // One piece of 256 KiB and a probe, not the file.
+        #expect(world.server.bodyBytesSent(to: "/good.iso") <= pieceLength + (64 << 10), "\(world.server.bodyBytesSent(to: "/good.iso"))")
+
+        let only = world.directory + "/only.meta4"
+        try document("only.iso", urls: [world.server.url("/bad.iso")]).write(toFile: only, atomically: true, encoding: .utf8)
+        let failed = try await HaulProcess.run(["get", "-x", "1", only], in: world)
+        #expect(failed.status == 5, "\(failed.stderr)")
+        #expect(failed.stderr.contains("failed sha-256 digests"), "\(failed.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: world.directory + "/only.iso"))
         try await world.close()
     }
 }

@@ -14,49 +14,62 @@ import NIOPosix
 /// reading and hashing run on the run's file threads (`DiskIO`). Cancelling the calling task
 /// stops a long hash (a remove does not wait for it).
 enum Verifier {
+    /// What the check found: nothing wrong, an error, or pieces whose digests fail (then the
+    /// machine fetches them again before the whole-file digest matters).
+    struct Verdict: Sendable {
+        var error: HaulError?
+        var badPieces: [Int] = []
+    }
+
     /// Verifies the file `name` in `directory` (opened there, never through a link).
     static func verify(_ name: String, in directory: DownloadDirectory, io: DiskIO, expectedLength: Int64?,
-                       digest: ExpectedDigest?, url: RemoteURL) async -> HaulError? {
+                       digest: ExpectedDigest?, pieces: PieceHashes?, url: RemoteURL) async -> Verdict {
         let path = Paths.join(directory.path, name)
         let stop = NIOLockedValueBox(false)
         do {
             return try await withTaskCancellationHandler {
                 try await io.run {
-                    try check(name, in: directory, path: path, expectedLength: expectedLength, digest: digest, url: url,
-                              stopped: { stop.withLockedValue { $0 } })
+                    try check(name, in: directory, path: path, expectedLength: expectedLength, digest: digest, pieces: pieces,
+                              url: url, stopped: { stop.withLockedValue { $0 } })
                 }
             } onCancel: {
                 stop.withLockedValue { $0 = true }
             }
         } catch let error as HaulError {
-            return error
+            return Verdict(error: error)
         } catch {
-            return HaulError(.fileSystem, "cannot read \(path) to verify it", cause: "\(error)")
+            return Verdict(error: HaulError(.fileSystem, "cannot read \(path) to verify it", cause: "\(error)"))
         }
     }
 
-    /// What is wrong with the file, nil when nothing is (blocks: on a file thread).
+    /// What is wrong with the file (blocks: on a file thread).
     static func check(_ name: String, in directory: DownloadDirectory, path: String, expectedLength: Int64?,
-                      digest expected: ExpectedDigest?, url: RemoteURL, stopped: () -> Bool) throws -> HaulError? {
+                      digest expected: ExpectedDigest?, pieces: PieceHashes?, url: RemoteURL, stopped: () -> Bool) throws -> Verdict {
         let file = OpenFile(descriptor: try directory.openFile(name, flags: O_RDONLY))
         var info = stat()
-        guard fstat(file.descriptor, &info) == 0 else { return FileSystemErrors.error(errno, "cannot inspect", path) }
-        if let expectedLength, Int64(info.st_size) != expectedLength {
-            return HaulError(.lengthMismatch, "\(url): got \(info.st_size) bytes, expected \(expectedLength)")
+        guard fstat(file.descriptor, &info) == 0 else { return Verdict(error: FileSystemErrors.error(errno, "cannot inspect", path)) }
+        let size = Int64(info.st_size)
+        if let expectedLength, size != expectedLength {
+            return Verdict(error: HaulError(.lengthMismatch, "\(url): got \(info.st_size) bytes, expected \(expectedLength)"))
         }
-        guard let expected else { return nil }
+        // Pieces that do not describe this file (a document that lied about the size) are not
+        // checked; the whole-file digest still is.
+        let pieces = pieces.flatMap { $0.fits(fileLength: size) ? $0 : nil }
+        guard expected != nil || pieces != nil else { return Verdict() }
+        let scan = try Scan(of: file, path: path, whole: expected?.checksum.algorithm, pieces: pieces, stopped: stopped)
+        if !scan.badPieces.isEmpty { return Verdict(badPieces: scan.badPieces) }
+        guard let expected, let digest = scan.whole else { return Verdict() }
         let checksum = expected.checksum
-        let digest = try hexDigest(of: file, path: path, algorithm: checksum.algorithm, stopped: stopped)
         guard digest == checksum.hex else {
             switch expected.origin {
             case .request:
-                return HaulError(.checksumMismatch, "\(url): \(checksum.algorithm.rawValue) is \(digest), expected \(checksum.hex)")
+                return Verdict(error: HaulError(.checksumMismatch, "\(url): \(checksum.algorithm.rawValue) is \(digest), expected \(checksum.hex)"))
             case .server(let field):
-                return HaulError(.digestMismatch, "\(url): \(checksum.algorithm.rawValue) is \(digest), but the server's "
-                                 + "\(field.rawValue) says \(checksum.hex); the file is not published")
+                return Verdict(error: HaulError(.digestMismatch, "\(url): \(checksum.algorithm.rawValue) is \(digest), but the server's "
+                                 + "\(field.rawValue) says \(checksum.hex); the file is not published"))
             }
         }
-        return nil
+        return Verdict()
     }
 
     /// A descriptor closed when the last holder lets go.
@@ -66,31 +79,76 @@ enum Verifier {
         deinit { close(descriptor) }
     }
 
-    static func hexDigest(of file: OpenFile, path: String, algorithm: Checksum.Algorithm, stopped: () -> Bool = { false }) throws -> String {
-        switch algorithm {
-        case .sha256: try digest(of: file, path: path, using: SHA256(), stopped: stopped)
-        case .sha512: try digest(of: file, path: path, using: SHA512(), stopped: stopped)
-        case .sha1: try digest(of: file, path: path, using: Insecure.SHA1(), stopped: stopped)
-        case .md5: try digest(of: file, path: path, using: Insecure.MD5(), stopped: stopped)
+    /// One read of the file that feeds the whole-file digest and each piece's.
+    struct Scan {
+        var whole: String?
+        var badPieces: [Int] = []
+
+        init(of file: OpenFile, path: String, whole algorithm: Checksum.Algorithm?, pieces: PieceHashes?, stopped: () -> Bool) throws {
+            var wholeDigest = algorithm.map(Verifier.digest)
+            var piece = 0
+            var pieceDigest = pieces.map { Verifier.digest($0.algorithm) }
+            var pieceLeft = pieces?.length ?? 0
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+            defer { buffer.deallocate() }
+            while true {
+                if stopped() { throw HaulError(.interrupted, "verification of \(path) stopped") }
+                let count = read(file.descriptor, buffer.baseAddress, buffer.count)
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    throw FileSystemErrors.error(errno, "cannot read", path)
+                }
+                if count == 0 { break }
+                let bytes = UnsafeRawBufferPointer(rebasing: buffer[..<count])
+                wholeDigest?.update(bytes)
+                guard let pieces else { continue }
+                var offset = 0
+                while offset < count {
+                    let take = min(count - offset, Int(pieceLeft))
+                    pieceDigest?.update(UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + take)]))
+                    offset += take
+                    pieceLeft -= Int64(take)
+                    if pieceLeft == 0 {
+                        if pieceDigest?.hex() != pieces.hashes[piece] { badPieces.append(piece) }
+                        piece += 1
+                        pieceDigest = Verifier.digest(pieces.algorithm)
+                        pieceLeft = pieces.length
+                    }
+                }
+            }
+            // The last piece is shorter than the others.
+            if let pieces, pieceLeft < pieces.length, piece < pieces.hashes.count, pieceDigest?.hex() != pieces.hashes[piece] {
+                badPieces.append(piece)
+            }
+            whole = wholeDigest?.hex()
         }
     }
 
-    static func digest<H: HashFunction>(of file: OpenFile, path: String, using hasher: H, stopped: () -> Bool) throws -> String {
-        var hasher = hasher
-        let descriptor = file.descriptor
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
-        defer { buffer.deallocate() }
-        while true {
-            if stopped() { throw HaulError(.interrupted, "verification of \(path) stopped") }
-            let count = read(descriptor, buffer.baseAddress, buffer.count)
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw FileSystemErrors.error(errno, "cannot read", path)
-            }
-            if count == 0 { break }
-            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+    static func digest(_ algorithm: Checksum.Algorithm) -> any StreamingDigest {
+        switch algorithm {
+        case .sha256: Hashing(SHA256())
+        case .sha512: Hashing(SHA512())
+        case .sha1: Hashing(Insecure.SHA1())
+        case .md5: Hashing(Insecure.MD5())
         }
-        return hasher.finalize().map { byte in
+    }
+}
+
+/// A digest fed piece by piece.
+protocol StreamingDigest {
+    mutating func update(_ bytes: UnsafeRawBufferPointer)
+    /// Lowercase hex of what was fed.
+    func hex() -> String
+}
+
+struct Hashing<H: HashFunction>: StreamingDigest {
+    var hasher: H
+    init(_ hasher: H) { self.hasher = hasher }
+
+    mutating func update(_ bytes: UnsafeRawBufferPointer) { hasher.update(bufferPointer: bytes) }
+
+    func hex() -> String {
+        hasher.finalize().map { byte in
             let hex = String(byte, radix: 16)
             return byte < 16 ? "0" + hex : hex
         }.joined()

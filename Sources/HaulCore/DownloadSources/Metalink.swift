@@ -10,14 +10,8 @@ public struct Metalink: Hashable, Sendable {
         public var urls: [RemoteURL]
         /// Whole-file digests haul can check, strongest first.
         public var checksums: [Checksum]
-        /// Digests of fixed-length pieces, when the document gives them (not checked yet).
-        public var pieces: Pieces?
-
-        public struct Pieces: Hashable, Sendable {
-            public var length: Int64
-            public var type: String
-            public var hashes: [String]
-        }
+        /// Digests of fixed-length pieces, when the document gives them in a type haul checks.
+        public var pieces: PieceHashes?
     }
 
     public var files: [File]
@@ -55,11 +49,20 @@ public struct Metalink: Hashable, Sendable {
             guard let type = hash.attributes["type"], let checksum = Self.checksum(type: type, hex: hash.text.trimmingSpaces()) else { continue }
             checksums.append(checksum)
         }
-        let order: [Checksum.Algorithm] = [.sha256, .sha1, .md5]
-        checksums.sort { order.firstIndex(of: $0.algorithm)! < order.firstIndex(of: $1.algorithm)! }
-        var pieces: File.Pieces?
-        if let element = verification.first("pieces"), let length = element.attributes["length"].flatMap({ Int64($0) }), length > 0 {
-            pieces = File.Pieces(length: length, type: element.attributes["type"] ?? "", hashes: element.all("hash").map { $0.text.trimmingSpaces() })
+        checksums.sort { $0.algorithm.strength > $1.algorithm.strength }
+        var pieces: PieceHashes?
+        if let element = verification.first("pieces"), let algorithm = element.attributes["type"].flatMap(Self.algorithm) {
+            guard let length = element.attributes["length"].flatMap({ Int64($0) }) else {
+                throw HaulError(.badRequest, "\(name): the pieces have no usable length ('\(element.attributes["length"] ?? "")')")
+            }
+            do throws(HaulError) {
+                pieces = try PieceHashes(length: length, algorithm: algorithm, hashes: element.all("hash").map { $0.text.trimmingSpaces() })
+            } catch {
+                throw HaulError(.badRequest, "\(name): \(error.message)")
+            }
+            if let size, !pieces!.fits(fileLength: size) {
+                throw HaulError(.badRequest, "\(name): \(pieces!.hashes.count) piece hashes of \(length) bytes do not cover \(size) bytes")
+            }
         }
         var ranked: [(url: RemoteURL, rank: Int, order: Int)] = []
         var others: [String] = []
@@ -88,14 +91,19 @@ public struct Metalink: Hashable, Sendable {
 
     /// A digest of a type haul checks (`sha-256`, `sha-1`, `md5`; v3 spells them `sha256`, `sha1`).
     static func checksum(type: String, hex: String) -> Checksum? {
-        let algorithm: Checksum.Algorithm
-        switch type.lowercased() {
-        case "sha-256", "sha256": algorithm = .sha256
-        case "sha-1", "sha1": algorithm = .sha1
-        case "md5": algorithm = .md5
-        default: return nil
-        }
+        guard let algorithm = algorithm(type) else { return nil }
         let checksum = Checksum(algorithm: algorithm, hex: hex)
         return checksum.hex.count == algorithm.hexLength && checksum.hex.allSatisfy(\.isHexDigit) ? checksum : nil
+    }
+
+    /// A hash type haul checks, as v4 (`sha-256`) or v3 (`sha256`) spells it; nil for others.
+    static func algorithm(_ type: String) -> Checksum.Algorithm? {
+        switch type.lowercased() {
+        case "sha-256", "sha256": .sha256
+        case "sha-512", "sha512": .sha512
+        case "sha-1", "sha1": .sha1
+        case "md5": .md5
+        default: nil
+        }
     }
 }

@@ -207,7 +207,9 @@ extension Aria2RPC {
                                                   options: options, defaults: defaults)
             add.fileName = file.name
             add.checksum = add.checksum ?? file.checksums.first?.description
-            requests.append(try defaults.request(for: add))
+            var request = try defaults.request(for: add)
+            request.pieceHashes = file.pieces
+            requests.append(request)
         }
         let records = try await manager.add(requests)
         if options["pause"]?.string == "true" { try await manager.pause(records.map(\.id)) }
