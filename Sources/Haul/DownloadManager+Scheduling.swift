@@ -53,7 +53,7 @@ extension DownloadManager {
             logger: configuration.logger, metrics: metrics, stop: stop, emit: { [hub, live] event in
                 live.note(event)
                 hub.publish(event)
-            }, io: io)
+            }, io: io, refresher: configuration.refreshCommand.map { URLRefresher(command: $0) })
         let store = store
         let hub = hub
         let locks = Result { () throws(HaulError) -> DownloadLocks in try downloadLocks() }

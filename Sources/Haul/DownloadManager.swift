@@ -61,6 +61,10 @@ public actor DownloadManager {
         /// (`--max-connections-per-host`), shared fairly; nil: only each download's own `-x`.
         /// Either way a host that refuses a connection (429, 503) gets fewer for a while.
         public var maxConnectionsPerHost: Int?
+        /// Run through `/bin/sh -c` for a fresh URL when a download's signed URL expires
+        /// (`--refresh-command`, `URLRefresher`); nil: the download fails as `url-expired`,
+        /// keeping its bytes, until it is given one. Never set over an API.
+        public var refreshCommand: String?
         /// The system calls that write, sync and close each `.part`; a test's can hold one
         /// download's writes back.
         var fileCalls = FileCalls.system
@@ -105,7 +109,7 @@ public actor DownloadManager {
                 retry: retry, minimumSegment: max(1, minimumSegmentSize),
                 minimumSteal: min(128 << 10, max(1, minimumSegmentSize)),
                 checkpointInterval: checkpointInterval.seconds, tickInterval: min(progressInterval, checkpointInterval).seconds,
-                httpVersions: httpVersions)
+                httpVersions: httpVersions, refreshesURL: refreshCommand != nil)
         }
     }
 

@@ -41,6 +41,8 @@ struct DownloadRunner: Sendable {
     /// The threads for the run's blocking file work (the manager's spares); nil: the run starts
     /// its own and stops them when it ends.
     var io: DiskIO? = nil
+    /// Asked for a new URL when the download's expires (`--refresh-command`); nil: none.
+    var refresher: URLRefresher? = nil
 
     /// Runs until the download completes, fails or is stopped; returns the record as persisted.
     func run(_ record: DownloadRecord) async -> DownloadRecord {
@@ -86,6 +88,7 @@ enum RunInput: Sendable {
     /// The host's connection budget lets this download have so many connections now.
     case allowance(Int)
     case verified(Verifier.Verdict)
+    case urlRefreshed(Result<RemoteURL, HaulError>)
     /// A periodic checkpoint's fsync returned (or failed).
     case synced(epoch: Int, Result<[Int64: Int64], HaulError>)
 }
@@ -103,6 +106,8 @@ final class RunSession {
     var tasks: [ConnectionID: Task<Void, Never>] = [:]
     var timers: [DownloadStateMachine.Timer: Task<Void, Never>] = [:]
     var verifyTask: Task<Void, Never>?
+    /// The refresh command asked for a new URL (`.refreshURL`).
+    var refreshTask: Task<Void, Never>?
     /// A periodic checkpoint runs beside the loop, so a slow fsync never delays a stop or the
     /// opening of connections.
     var checkpointTask: Task<Void, Never>?
@@ -191,8 +196,10 @@ final class RunSession {
         for task in tasks.values { task.cancel() }
         for task in timers.values { task.cancel() }
         verifyTask?.cancel()
+        refreshTask?.cancel()
         for task in tasks.values { await task.value }
         await verifyTask?.value
+        await refreshTask?.value
         await checkpointTask?.value
         bodies = [:]
         await closeWriter()
@@ -284,6 +291,9 @@ final class RunSession {
         case .verified(let verdict):
             verifyTask = nil
             return machine.withLockedValue { $0.verified(verdict.error, badPieces: verdict.badPieces) }
+        case .urlRefreshed(let result):
+            refreshTask = nil
+            return machine.withLockedValue { $0.urlRefreshed(result) }
         }
     }
 
@@ -369,6 +379,12 @@ final class RunSession {
                 try await writer?.discard()
             } catch {
                 runner.logger.warning("cannot close the .part given up", metadata: ["id": "\(id)", "error": "\(error)"])
+            }
+        case .refreshURL:
+            let (refresher, record, post) = (runner.refresher, record, post)
+            refreshTask = Task {
+                let result = await refresher?.refresh(record) ?? .failure(HaulError(.internal, "no refresh command"))
+                post.yield(.urlRefreshed(result))
             }
         case .finish:
             finished = true
@@ -676,6 +692,11 @@ final class RunSession {
             runner.logger.warning("source dropped", metadata: ["id": "\(id)", "url": "\(url)", "reason": "\(reason)"])
         case .piecesRefetched(let reason):
             runner.logger.warning("fetching pieces again", metadata: ["id": "\(id)", "reason": "\(reason)"])
+        case .urlExpiring(let error):
+            runner.logger.warning("URL expired; running the refresh command", metadata: ["id": "\(id)", "error": "\(error.message)"])
+        case .urlRefreshed(let url):
+            // A signed URL's query is a credential: only where it leads is logged.
+            runner.logger.warning("continuing from a refreshed URL", metadata: ["id": "\(id)", "host": "\(url.scheme)://\(url.host)"])
         case .notModified:
             notModified = true
             runner.logger.info("not modified on the server", metadata: ["id": "\(id)"])

@@ -26,6 +26,9 @@ public struct DownloadView: Codable, Sendable, Hashable {
     public var maxBytesPerSecond: Int64?
     /// In a fleet, the host running it (`haul serve --store postgres://...`); nil otherwise.
     public var host: String?
+    /// Its URL expired midway (`url-expired`): it waits, its bytes kept, for a new URL
+    /// (`PUT /api/v1/downloads/ID/urls`, aria2's `changeUri`, `haul urls ID URL`).
+    public var needsNewURL: Bool
 
     public init(_ record: DownloadRecord, live: Progress?, host: String? = nil) {
         id = record.id.rawValue
@@ -45,11 +48,12 @@ public struct DownloadView: Codable, Sendable, Hashable {
         maxConnections = record.request.connections
         maxBytesPerSecond = record.request.maxBytesPerSecond
         self.host = running ? host : nil
+        needsNewURL = record.needsNewURL
     }
 
     private enum CodingKeys: String, CodingKey {
         case completedLength, connections, createdAt, directory, error, fileName, host, id, maxBytesPerSecond
-        case maxConnections, path, priority, speed, status, totalLength, url
+        case maxConnections, needsNewURL, path, priority, speed, status, totalLength, url
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -64,6 +68,7 @@ public struct DownloadView: Codable, Sendable, Hashable {
         try container.encode(id, forKey: .id)
         try container.encode(maxBytesPerSecond, forKey: .maxBytesPerSecond)
         try container.encode(maxConnections, forKey: .maxConnections)
+        try container.encode(needsNewURL, forKey: .needsNewURL)
         try container.encode(path, forKey: .path)
         try container.encode(priority, forKey: .priority)
         try container.encode(speed, forKey: .speed)
@@ -89,6 +94,7 @@ public struct DownloadView: Codable, Sendable, Hashable {
             json.field("id", id)
             json.field("maxBytesPerSecond", maxBytesPerSecond)
             json.field("maxConnections", Int64(maxConnections))
+            json.field("needsNewURL", needsNewURL)
             json.field("path", path)
             json.field("priority", Int64(priority))
             json.field("speed", speed)

@@ -99,6 +99,11 @@ public struct JSONWriter {
         write(String(value))
     }
 
+    public mutating func field(_ name: StaticString, _ value: Bool) {
+        key(name)
+        write(value ? "true" : "false")
+    }
+
     public mutating func field(_ name: StaticString, _ value: Double) {
         key(name)
         number(value)

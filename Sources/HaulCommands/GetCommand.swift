@@ -87,6 +87,11 @@ struct GetCommand: AsyncParsableCommand {
     @Option(name: .customLong("cacert"), help: "Also trust this PEM certificate authority for HTTPS (repeatable).")
     var caCertificates: [String] = []
 
+    @Option(name: .customLong("refresh-command"), help: ArgumentHelp(
+        "When a URL expires midway (401/403/410 or a redirect to a web page), run CMD with sh -c for a new one (HAUL_URL, HAUL_ID, HAUL_PATH in its environment; it prints the URL). The bytes are kept.",
+        valueName: "CMD"))
+    var refreshCommand: String?
+
     @OptionGroup(title: "Network")
     var network: NetworkOptions
 
@@ -115,6 +120,9 @@ struct GetCommand: AsyncParsableCommand {
         if jobs < 1 { throw ValidationError("-j must be at least 1") }
         if !(1...DownloadRequest.maxConnections).contains(connections) {
             throw ValidationError("-x must be between 1 and \(DownloadRequest.maxConnections) (got \(connections))")
+        }
+        if let refreshCommand, refreshCommand.allSatisfy(\.isWhitespace) {
+            throw ValidationError("--refresh-command needs a command")
         }
         if let maxConnectionsPerHost, !(1...1024).contains(maxConnectionsPerHost) {
             throw ValidationError("--max-connections-per-host must be between 1 and 1024 (got \(maxConnectionsPerHost))")
@@ -159,7 +167,7 @@ struct GetCommand: AsyncParsableCommand {
 
         var logger = Logger(label: "haul", factory: { StreamLogHandler.standardError(label: $0) })
         logger.logLevel = verbose ? .debug : .critical
-        let configuration = DownloadManager.Configuration(
+        var configuration = DownloadManager.Configuration(
             stateDirectory: HaulHome.path(),
             maxConcurrentDownloads: jobs,
             checkpointInterval: .milliseconds(Int64(checkpointInterval * 1000)),
@@ -172,6 +180,7 @@ struct GetCommand: AsyncParsableCommand {
             minimumSegmentSize: try Self.size(minSplitSize),
             maxBytesPerSecond: try limitRate.map { try Self.rate($0) },
             logger: logger, maxConnectionsPerHost: maxConnectionsPerHost, httpVersions: httpVersion.policy)
+        configuration.refreshCommand = refreshCommand
         let manager: DownloadManager
         do {
             manager = try await DownloadManager(configuration: configuration)

@@ -172,7 +172,9 @@ struct RemoveCommand: AsyncParsableCommand {
 enum DownloadLine {
     static func render(_ download: DownloadView, width: Int = 20) -> String {
         let name = download.fileName ?? download.url
-        var parts = [download.id, download.status.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)]
+        // A download whose URL expired is shown as waiting for a new one, not as a plain failure.
+        let status = download.needsNewURL ? "needs-url" : download.status.rawValue
+        var parts = [download.id, status.padding(toLength: 9, withPad: " ", startingAt: 0)]
         if let total = download.totalLength, total > 0 {
             let fraction = min(1, Double(download.completedLength) / Double(total))
             let filled = Int(fraction * Double(width))
@@ -193,6 +195,7 @@ enum DownloadLine {
         parts.append(name)
         if let host = download.host { parts.append("on \(host)") }
         if let error = download.error { parts.append("(\(error.message))") }
+        if download.needsNewURL { parts.append("-> haul urls \(download.id) NEW-URL") }
         return parts.joined(separator: "  ")
     }
 }

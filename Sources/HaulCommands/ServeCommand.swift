@@ -44,6 +44,11 @@ struct ServeCommand: AsyncParsableCommand {
             help: ArgumentHelp("At most N connections to one host at once, shared fairly by every download to it (1 to 1024; default: each download's own). A host that refuses a connection (429, 503) gets fewer for a while either way.", valueName: "N"))
     var maxConnectionsPerHost: Int?
 
+    @Option(name: .customLong("refresh-command"), help: ArgumentHelp(
+        "When a download's URL expires midway, run CMD with sh -c for a new one (HAUL_URL, HAUL_ID, HAUL_PATH in its environment; it prints the URL). Only here: never settable over the API.",
+        valueName: "CMD"))
+    var refreshCommand: String?
+
     @Option(name: .customLong("limit-rate"),
             help: ArgumentHelp("At most RATE bytes per second for all downloads together (K, M, G suffixes; changeable through the API).", valueName: "RATE"))
     var limitRate: String?
@@ -110,6 +115,7 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError("--max-connections-per-host must be between 1 and 1024 (got \(maxConnectionsPerHost))")
         }
         if let limitRate { _ = try GetCommand.rate(limitRate) }
+        if let refreshCommand, refreshCommand.allSatisfy(\.isWhitespace) { throw ValidationError("--refresh-command needs a command") }
         if checkpointInterval <= 0 { throw ValidationError("--checkpoint-interval must be positive") }
         if !(headerTimeout > 0 && headerTimeout <= 3600) { throw ValidationError("--header-timeout must be between 0 and 3600 seconds") }
         if !(idleTimeout > 0 && idleTimeout <= 86_400) { throw ValidationError("--idle-timeout must be more than 0 and at most 86400 seconds") }
@@ -132,6 +138,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.allowedDirectories = allowedDirectories.map { HaulHome.absolute($0) }
         configuration.manager.checkpointInterval = .milliseconds(Int64(checkpointInterval * 1000))
         configuration.manager.maxConnectionsPerHost = maxConnectionsPerHost
+        configuration.manager.refreshCommand = refreshCommand
         configuration.manager.httpVersions = httpVersion.policy
         configuration.store = try storeLocation
         configuration.leaseTimeout = .milliseconds(Int64(leaseTimeout * 1000))

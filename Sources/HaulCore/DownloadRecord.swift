@@ -43,6 +43,9 @@ public struct DownloadRecord: Hashable, Codable, Sendable {
     }
 
     /// Where the finished file goes, once the download has its name.
+    /// Failed because its URL expired midway: it waits, its bytes kept, for a new URL.
+    public var needsNewURL: Bool { status == .failed && error?.code == .urlExpired }
+
     public var finalPath: String? { fileName.map { Paths.join(request.directory, $0) } }
 
     /// Bytes of this download on disk, as far as the record knows.

@@ -18,6 +18,10 @@ extension DownloadStateMachine {
         case notModified
         /// Pieces failed their digests and are fetched again (`+PieceCheck`).
         case piecesRefetched(reason: String)
+        /// The URL expired; the refresh command is asked for a new one (`+Expiry`).
+        case urlExpiring(HaulError)
+        /// The refresh command gave this URL; the download goes on with it.
+        case urlRefreshed(RemoteURL)
     }
 
     public enum Action: Hashable, Sendable {
@@ -62,6 +66,9 @@ extension DownloadStateMachine {
         case notify(Notice)
         /// Drop every write not yet in the file and close it: another host owns the file now.
         case discardWrites
+        /// Run the refresh command for a new URL in place of `expired`; report `urlRefreshed`.
+        /// Cancelled by `.finish`.
+        case refreshURL(expired: RemoteURL)
         /// The run is over: `record` says how (completed, failed, or the status it stopped with).
         case finish
     }

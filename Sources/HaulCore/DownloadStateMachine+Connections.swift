@@ -19,6 +19,10 @@ extension DownloadStateMachine {
                                              requested: record.request.range,
                                              validator: connection.probing ? nil : compared(sourceRequest(source).validator),
                                              total: record.totalLength, nowSecondsSince1970: nowSecondsSince1970)
+        if let expired = loginRedirect(head, plan: plan) {
+            if let moved = sourceFailed(id, expired, retryAfter: nil, jitter: jitter) { return moved }
+            return connection.probing ? sourceLied(id, reason: expired.message) : urlExpired(expired)
+        }
         if connection.probing {
             if case .partial = verdict, let reason = digestDisagreement(head) {
                 return sourceLied(id, reason: "serves another file (\(reason))")
@@ -137,7 +141,7 @@ extension DownloadStateMachine {
                 return refused(id, error, retryAfter: nil)
             }
             if let status = error.httpStatus, [401, 403, 410].contains(status), completedLength > 0 {
-                return fail(HaulError(.urlExpired, "\(plan.url): HTTP \(status)\(ResponseCheck.reason(status)) after "
+                return urlExpired(HaulError(.urlExpired, "\(plan.url): HTTP \(status)\(ResponseCheck.reason(status)) after "
                     + "\(completedLength) bytes had arrived: the URL has probably expired; the bytes are kept, and a new URL "
                     + "for the same file continues the download", httpStatus: status))
             }

@@ -198,6 +198,11 @@ public struct DownloadStateMachine: Sendable {
     var pieceWriters: [Int: UInt64] = [:]
     /// Piece checks that failed in this run.
     var pieceChecks = 0
+    /// URL refreshes since the download last made progress (`+Expiry`).
+    var urlRefreshes = 0
+    var completedAtLastRefresh: Int64 = 0
+    /// Set while the runner asks the refresh command for a new URL: why the old one expired.
+    var refreshingURL: HaulError?
 
     public init(record: DownloadRecord, settings: Settings) {
         self.record = record

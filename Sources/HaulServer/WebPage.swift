@@ -202,10 +202,14 @@ enum WebPage {
         '<td><div class="progress"><div class="bar" data-percent="0"><i></i></div><span class="pct">0%</span></div></td>' +
         '<td class="num size"></td><td class="num speed"></td><td class="num conns" data-connections="0"></td><td class="num left"></td>' +
         '<td class="actions"><button class="pause" type="button">Pause</button><button class="resume" type="button">Resume</button>' +
-        '<button class="remove" type="button">Remove</button></td>';
+        '<button class="newurl" type="button">New URL</button><button class="remove" type="button">Remove</button></td>';
       tr.querySelector('.pause').onclick = () => act(id, 'POST', '/pause');
       tr.querySelector('.resume').onclick = () => act(id, 'POST', '/resume');
       tr.querySelector('.remove').onclick = () => act(id, 'DELETE', '');
+      tr.querySelector('.newurl').onclick = () => {
+        const url = prompt('A new URL for this download (its bytes are kept when it serves the same file):');
+        if (url) act(id, 'PUT', '/urls', { urls: [url.trim()] });
+      };
       return tr;
     }
 
@@ -219,7 +223,8 @@ enum WebPage {
       const error = tr.querySelector('.error'), failed = d.status === 'failed' && d.error;
       error.textContent = failed ? d.error.message : '';
       error.title = failed ? d.error.code : '';
-      tr.querySelector('.status').textContent = d.status;
+      tr.dataset.needsNewUrl = d.needsNewURL ? 'true' : 'false';
+      tr.querySelector('.status').textContent = d.needsNewURL ? 'needs a new URL' : d.status;
       tr.querySelector('.host').textContent = running && d.host ? 'on ' + d.host : '';
       const bar = tr.querySelector('.bar');
       bar.dataset.percent = String(p);
@@ -234,7 +239,8 @@ enum WebPage {
         (d.maxBytesPerSecond ? ', limited to ' + bytes(d.maxBytesPerSecond) + '/s' : '') : '';
       tr.querySelector('.left').textContent = running && d.speed > 0 && d.totalLength ? duration((d.totalLength - d.completedLength) / d.speed) : '';
       tr.querySelector('.pause').hidden = !(running || d.status === 'queued');
-      tr.querySelector('.resume').hidden = !(d.status === 'paused' || d.status === 'failed');
+      tr.querySelector('.resume').hidden = !(d.status === 'paused' || (d.status === 'failed' && !d.needsNewURL));
+      tr.querySelector('.newurl').hidden = !d.needsNewURL;
     }
 
     function drop(id) {
@@ -329,9 +335,9 @@ enum WebPage {
       refresh().then(() => window.scrollTo(0, 0));
     }
 
-    async function act(id, method, suffix) {
+    async function act(id, method, suffix, body) {
       const since = seq;
-      try { merge(await api(method, '/api/v1/downloads/' + encodeURIComponent(id) + suffix), since, false); say(''); }
+      try { merge(await api(method, '/api/v1/downloads/' + encodeURIComponent(id) + suffix, body), since, false); say(''); }
       catch (e) { say(e.message, true); }
       refreshSoon();
     }

@@ -1,4 +1,5 @@
 @testable import HaulCommands
+import HaulAPI
 import HaulCore
 import Testing
 
@@ -93,5 +94,18 @@ import Testing
         silent.added(a)
         silent.settled(DownloadOutcome(a, transfer: transfer))
         #expect(!quiet.text.contains("requests over"))
+    }
+
+    /// `haul ls` shows a download whose URL expired as waiting for a new one, and how to give it.
+    @Test func anExpiredDownloadIsListedAsNeedingANewURL() throws {
+        var expired = try record("00aa", "http://example.test/model.bin?sig=1")
+        expired.status = .failed
+        expired.error = HaulError(.urlExpired, "HTTP 403 Forbidden after 10 bytes had arrived")
+        let line = DownloadLine.render(DownloadView(expired, live: nil))
+        #expect(line.hasPrefix("00aa  needs-url"), "\(line)")
+        #expect(line.hasSuffix("-> haul urls 00aa NEW-URL"), "\(line)")
+        var failed = expired
+        failed.error = HaulError(.httpStatus, "HTTP 404")
+        #expect(DownloadLine.render(DownloadView(failed, live: nil)).hasPrefix("00aa  failed"))
     }
 }

@@ -65,6 +65,18 @@ import Testing
         let resumedAt = world.server.requests(to: "/renewed").first?.range.flatMap(ByteRange.init(parsing:))?.start ?? 0
         #expect(resumedAt > 0, "\(world.server.requests(to: "/renewed").map(\.range))")
         #expect(world.server.bodyBytesSent(to: "/renewed") < payload.length)
+
+        // With --refresh-command the same expiry costs nothing: the command's URL continues the
+        // download in the same run.
+        world.server.setRoute("/signed2", Route(payload: payload, script: [.dropAfter(700_000)], then: .status(403)))
+        world.server.setRoute("/renewed2", Route(payload: payload, etag: "\"other\""))
+        let refreshed = try await HaulProcess.run(["get", "-x", "1", "-o", "g.bin", "--refresh-command",
+                                                   "echo \(world.server.url("/renewed2"))", world.server.url("/signed2")], in: world)
+        #expect(refreshed.status == 0, "\(refreshed.stderr)")
+        #expect(payload.mismatch(inFileAt: world.directory + "/g.bin") == nil)
+        #expect(world.server.bodyBytesSent(to: "/renewed2") < payload.length)
+        let empty = try await HaulProcess.run(["get", "--refresh-command", " ", world.server.url("/renewed2")], in: world)
+        #expect(empty.status == 2 && empty.stderr.contains("--refresh-command needs a command"), "\(empty.stderr)")
         try await world.close()
     }
 

@@ -32,6 +32,12 @@ import Testing
 
     @Test(arguments: hostile)
     func downloadViewMatchesJSONEncoder(_ text: String) throws {
+        var expired = try Self.record(text, status: .failed)
+        expired.error = HaulError(.urlExpired, "HTTP 403 after 10 bytes: \(text)")
+        #expect(DownloadView(expired, live: nil).needsNewURL)
+        var writer = JSONWriter()
+        DownloadView(expired, live: nil).write(to: &writer)
+        #expect(String(decoding: writer.bytes, as: UTF8.self) == String(decoding: try Self.encoder().encode(DownloadView(expired, live: nil)), as: UTF8.self))
         for (status, live) in [(DownloadStatus.failed, nil), (.running, Progress(completed: 77, total: 12345, bytesPerSecond: 1048576.25, connections: 3)),
                                (.running, Progress(completed: 10, total: nil, bytesPerSecond: 2048, connections: 1))] {
             let view = DownloadView(try Self.record(text, status: status), live: live)
@@ -68,7 +74,7 @@ import Testing
         view.path = nil
         let object = try #require(try JSONSerialization.jsonObject(with: Self.encoder().encode(view)) as? [String: Any])
         #expect(object.keys.sorted() == ["completedLength", "connections", "createdAt", "directory", "error", "fileName", "host", "id",
-                                         "maxBytesPerSecond", "maxConnections", "path", "priority", "speed", "status", "totalLength", "url"])
+                                         "maxBytesPerSecond", "maxConnections", "needsNewURL", "path", "priority", "speed", "status", "totalLength", "url"])
         #expect(object["totalLength"] is NSNull && object["path"] is NSNull && object["host"] is NSNull)
     }
 }

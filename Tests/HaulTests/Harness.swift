@@ -29,7 +29,8 @@ final class Harness: Sendable {
         confined: Bool = false,
         bootID: String? = nil,
         maxConnectionsPerHost: Int? = nil,
-        fileCalls: FileCalls = .system
+        fileCalls: FileCalls = .system,
+        refreshCommand: String? = nil
     ) async throws -> Harness {
         let root = NSTemporaryDirectory() + "haul-test-\(UUID().uuidString)"
         let directory = root + "/downloads"
@@ -47,6 +48,7 @@ final class Harness: Sendable {
             minimumSegmentSize: minimumSegmentSize, downloadRoots: confined ? [directory] : nil, bootID: bootID,
             maxConnectionsPerHost: maxConnectionsPerHost)
         configuration.fileCalls = fileCalls
+        configuration.refreshCommand = refreshCommand
         let transport = AsyncHTTPTransport(configuration: configuration.http)
         let manager = DownloadManager(configuration: configuration, store: store, transport: transport,
                                       clock: clock ?? ClockAdapter(ContinuousClock()))
@@ -146,14 +148,14 @@ func withHarness(
     maxConcurrent: Int = 3, maxAttempts: Int = 5, readTimeout: Duration = .seconds(10),
     connectTimeout: Duration = .seconds(5), clock: (any HaulClock)? = nil, tls: TLSFiles? = nil,
     checkpointInterval: Duration = .milliseconds(20), minimumSegmentSize: Int64 = 1 << 20, confined: Bool = false,
-    bootID: String? = nil, maxConnectionsPerHost: Int? = nil, fileCalls: FileCalls = .system,
+    bootID: String? = nil, maxConnectionsPerHost: Int? = nil, fileCalls: FileCalls = .system, refreshCommand: String? = nil,
     _ body: (Harness) async throws -> Void
 ) async throws {
     let harness = try await Harness.make(maxConcurrent: maxConcurrent, maxAttempts: maxAttempts, readTimeout: readTimeout,
                                          connectTimeout: connectTimeout, clock: clock, tls: tls,
                                          checkpointInterval: checkpointInterval, minimumSegmentSize: minimumSegmentSize,
                                          confined: confined, bootID: bootID, maxConnectionsPerHost: maxConnectionsPerHost,
-                                         fileCalls: fileCalls)
+                                         fileCalls: fileCalls, refreshCommand: refreshCommand)
     do {
         try await body(harness)
     } catch {

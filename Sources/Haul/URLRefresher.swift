@@ -1,0 +1,92 @@
+import Foundation
+import HaulCore
+
+/// Obtains a fresh URL for a download whose signed URL expired (`--refresh-command CMD` on
+/// `haul get` and `haul serve`; never set over an API, since it runs code on the host). The
+/// command runs through `/bin/sh -c` with the download in its environment, never in its text:
+/// `HAUL_ID`, `HAUL_URL` (the expired URL), `HAUL_PATH` (the file's final path, when known). It
+/// prints the new URL as its first line of output and exits 0.
+public struct URLRefresher: Sendable {
+    public var command: String
+    /// How long the command may run before it is killed.
+    public var timeout: Duration
+
+    public init(command: String, timeout: Duration = .seconds(60)) {
+        self.command = command
+        self.timeout = timeout
+    }
+
+    /// The most output read from the command.
+    static let maxOutput = 64 << 10
+
+    /// Runs the command for `record` and returns the URL it printed, or why there is none.
+    public func refresh(_ record: DownloadRecord) async -> Result<RemoteURL, HaulError> {
+        var environment = ProcessInfo.processInfo.environment
+        environment["HAUL_ID"] = record.id.rawValue
+        environment["HAUL_URL"] = record.request.url.absoluteString
+        environment["HAUL_PATH"] = record.finalPath ?? ""
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", command]
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardInput = FileHandle.nullDevice
+        let (exited, exit) = AsyncStream.makeStream(of: Void.self)
+        process.terminationHandler = { _ in
+            exit.yield()
+            exit.finish()
+        }
+        do {
+            try process.run()
+        } catch {
+            return .failure(HaulError(.usage, "cannot run the refresh command: \(error)"))
+        }
+        let reader = Task.detached { () -> Result<Data, any Error> in
+            var data = Data()
+            do {
+                // Until the command closes its output; past `maxOutput` the rest is drained.
+                while let chunk = try output.fileHandleForReading.read(upToCount: 4096), !chunk.isEmpty {
+                    if data.count < Self.maxOutput { data.append(chunk) }
+                }
+                return .success(data)
+            } catch {
+                return .failure(error)
+            }
+        }
+        let timeout = self.timeout
+        let timer = Task {
+            do {
+                try await Task.sleep(for: timeout)
+                process.terminate()
+            } catch {
+                // Cancelled: the command ended in time.
+            }
+        }
+        let cancelled = await withTaskCancellationHandler {
+            for await _ in exited {}
+            return Task.isCancelled
+        } onCancel: {
+            process.terminate()
+        }
+        timer.cancel()
+        let data: Data
+        switch await reader.value {
+        case .success(let read): data = read
+        case .failure(let error): return .failure(HaulError(.usage, "cannot read the refresh command's output: \(error)"))
+        }
+        if cancelled { return .failure(HaulError(.interrupted, "the refresh command was stopped")) }
+        guard process.terminationReason == .exit, process.terminationStatus == 0 else {
+            let how = process.terminationReason == .exit ? "exited with status \(process.terminationStatus)" : "was killed (timeout \(timeout))"
+            return .failure(HaulError(.usage, "the refresh command \(how)"))
+        }
+        let line = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespaces) }.first { !$0.isEmpty }
+        guard let line else { return .failure(HaulError(.usage, "the refresh command printed no URL")) }
+        do throws(HaulError) {
+            return .success(try RemoteURL(line))
+        } catch {
+            return .failure(HaulError(.usage, "the refresh command printed no usable URL: \(error.message)"))
+        }
+    }
+}
