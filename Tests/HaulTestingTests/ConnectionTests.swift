@@ -112,7 +112,8 @@ private func eventually(_ condition: () -> Bool) async throws -> Bool {
     @Test func aStalledResponseCountsAgainstTheCapUntilItsConnectionCloses() async throws {
         let route = Route(payload: payload, script: [.stallAfter(100)], connectionCap: ConnectionCap(limit: 1))
         try await withServer(route) { server in
-            async let stalled = curl(server.url("/f"), ["--max-time", "2"])
+            // Long enough for the refused request to come first on a loaded machine (2 s was not).
+            async let stalled = curl(server.url("/f"), ["--max-time", "8"])
             #expect(try await eventually { server.bodyBytesSent(to: "/f") == 100 })
             let refused = try await curl(server.url("/f"))
             #expect(refused.status == 503)
