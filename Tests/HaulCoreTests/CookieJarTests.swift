@@ -69,6 +69,8 @@ import Testing
             "example.com\tTRUE\t/\tFALSE\tsoon\ta\tb": 1,
             "x\tTRUE\t/\tFALSE\t0\ta\tb\n\tTRUE\t/\tFALSE\t0\ta\tb": 2,
             "example.com\tTRUE\t/\tyes\t0\ta\tb": 1,
+            // A carriage return inside a value would reach a request's Cookie field.
+            "# ok\nexample.com\tTRUE\t/\tFALSE\t0\ta\tb\rX-Injected: 1\n": 2,
         ]
         for (text, line) in cases {
             let error = #expect(throws: HaulError.self) { try CookieJar(netscapeFile: text, file: "/tmp/c.txt", now: now) }
