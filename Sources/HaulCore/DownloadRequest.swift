@@ -42,6 +42,9 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
     /// `--remote-time` (curl's `-R`): the published file's modification time is the server's
     /// `Last-Modified`.
     public var remoteTime: Bool = false
+    /// The `Cookie` field given for each URL (aria2's `load-cookies` over RPC), sent to that URL
+    /// only (`headers(for:)`). Empty unless the daemon was given a cookie file with the add.
+    public var cookies = SourceCookies()
 
     public init(
         url: RemoteURL,
@@ -93,7 +96,7 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
 
     private enum CodingKeys: String, CodingKey {
         case url, mirrors, directory, fileName, range, checksum, headers, maxAttempts, priority, connections, maxBytesPerSecond
-        case timestamping, remoteTime
+        case timestamping, remoteTime, cookies
     }
 
     /// Every URL the file may come from: `url` first, then the mirrors.
@@ -116,7 +119,7 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
         lhs.url == rhs.url && lhs.mirrors == rhs.mirrors && lhs.directory == rhs.directory && lhs.fileName == rhs.fileName && lhs.range == rhs.range
             && lhs.checksum == rhs.checksum && lhs.headers == rhs.headers && lhs.maxAttempts == rhs.maxAttempts
             && lhs.priority == rhs.priority && lhs.connections == rhs.connections && lhs.maxBytesPerSecond == rhs.maxBytesPerSecond
-            && lhs.timestamping == rhs.timestamping && lhs.remoteTime == rhs.remoteTime
+            && lhs.timestamping == rhs.timestamping && lhs.remoteTime == rhs.remoteTime && lhs.cookies == rhs.cookies
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -133,6 +136,7 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
         hasher.combine(maxBytesPerSecond)
         hasher.combine(timestamping)
         hasher.combine(remoteTime)
+        hasher.combine(cookies)
     }
 
     /// More connections than this to one server is abuse, not speed.
@@ -182,6 +186,7 @@ extension DownloadRequest {
         maxBytesPerSecond = try container.decodeIfPresent(Int64.self, forKey: .maxBytesPerSecond)
         timestamping = try container.decodeIfPresent(Bool.self, forKey: .timestamping) ?? false
         remoteTime = try container.decodeIfPresent(Bool.self, forKey: .remoteTime) ?? false
+        cookies = try container.decodeIfPresent(SourceCookies.self, forKey: .cookies) ?? SourceCookies()
         credentials = nil
     }
 }
