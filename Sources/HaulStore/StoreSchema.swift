@@ -64,6 +64,11 @@ enum StoreSchema {
             // resume checks it when the resumed response sends none.
             "ALTER TABLE downloads ADD COLUMN server_digest TEXT",
         ],
+        [
+            // The `Cookie` field given for each URL (aria2's `load-cookies` over RPC), one
+            // `URL<TAB>FIELD` line per URL: credentials, kept only in the daemon's private state.
+            "ALTER TABLE downloads ADD COLUMN cookies TEXT",
+        ],
     ]
 
     /// Two processes may open a new database at once: the version is read inside the write
