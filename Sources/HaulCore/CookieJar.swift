@@ -26,7 +26,9 @@ public struct CookieJar: Hashable, Sendable, CustomStringConvertible {
     public init(netscapeFile text: String, file: String, now: Int64) throws(HaulError) {
         self.init()
         var number = 0
-        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        // "\r\n" is one Character, which a split on "\n" alone would not cut: a file written
+        // on Windows would be one long line.
+        for rawLine in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
             number += 1
             var line = rawLine
             if line.hasSuffix("\r") { line.removeLast() }
