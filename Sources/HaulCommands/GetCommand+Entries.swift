@@ -3,7 +3,8 @@ import Foundation
 import HaulCore
 
 /// What `haul get` was asked to download: URLs (several on one line are mirrors of one file)
-/// and the files of Metalink documents.
+/// and the files of Metalink documents (local, or fetched by `MetalinkFetcher`); and the
+/// request each becomes.
 extension GetCommand {
     enum Entry: Sendable {
         /// One URL, or several separated by tabs (`--mirrors`, aria2's input files): one file,
@@ -13,8 +14,9 @@ extension GetCommand {
         case metalinkFile(Metalink.File)
     }
 
-    /// Every entry given, from the arguments, `-i` and `--metalink`.
-    func entries(reporter: Reporter) throws -> [Entry] {
+    /// Every entry given, from the arguments, `-i` and `--metalink` (a file, or an http(s) URL
+    /// that `metalinks` fetches).
+    func entries(reporter: Reporter, metalinks fetcher: MetalinkFetcher) async throws -> [Entry] {
         var entries: [Entry] = []
         var texts: [String] = []
         var metalinks = metalink
@@ -24,9 +26,10 @@ extension GetCommand {
         if mirrors, !texts.isEmpty { texts = [texts.joined(separator: "\t")] }
         if let inputFile { texts += try URLList.read(inputFile) }
         entries = texts.map(Entry.urls)
-        for path in metalinks {
-            do {
-                entries += try Self.readMetalink(path).files.map(Entry.metalinkFile)
+        for source in metalinks {
+            do throws(HaulError) {
+                let document = MetalinkFetcher.isURL(source) ? try await fetcher.fetch(source) : try Self.readMetalink(source)
+                entries += document.files.map(Entry.metalinkFile)
             } catch {
                 reporter.failure(url: nil, error)
                 throw ExitCode(ExitCodes.code(for: error))
@@ -59,6 +62,49 @@ extension GetCommand {
         } catch {
             throw HaulError(.usage, "\(path): \(error.message)")
         }
+    }
+}
+
+extension GetCommand {
+    /// What every request of this command shares; `request(for:)` adds the URL.
+    struct RequestTemplate: Sendable {
+        var base: String
+        var output: String?
+        var range: ByteRange?
+        var checksum: Checksum?
+        var headers: HTTPHeaderList
+        var retries: Int
+        var connections: Int
+        /// Per URL: its own `user:password@`, else `--user`, else netrc. Kept in memory only.
+        var credentials: CredentialSources
+        var timestamps = TimestampOptions()
+
+    }
+
+    func requestTemplate(reporter: Reporter) throws -> RequestTemplate {
+        do {
+            let parsedRange = try range.map { text throws(HaulError) in
+                guard let value = ByteRange(parsing: text) else { throw HaulError(.usage, "--range must look like A-B or A- (got '\(text)')") }
+                return value
+            }
+            return RequestTemplate(
+                base: HaulHome.absolute(directory ?? FileManager.default.currentDirectoryPath), output: output,
+                range: parsedRange, checksum: try checksum.map { text throws(HaulError) in try Checksum(parsing: text) },
+                headers: try parseHeaders(), retries: retries, connections: connections,
+                credentials: try network.credentialSources(), timestamps: timestamps)
+        } catch {
+            reporter.failure(url: nil, error)
+            throw ExitCode(ExitCodes.usage)
+        }
+    }
+
+    func parseHeaders() throws(HaulError) -> HTTPHeaderList {
+        var list = HTTPHeaderList()
+        for header in headers {
+            let field = try HTTPHeaderList.field(parsing: header)
+            list.add(name: field.name, value: field.value)
+        }
+        return list
     }
 }
 

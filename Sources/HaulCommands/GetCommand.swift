@@ -33,7 +33,8 @@ struct GetCommand: AsyncParsableCommand {
     @Option(name: .shortAndLong, help: "Read URLs from this file, one per line ('-' for stdin); several tab-separated URLs on a line are mirrors of one file.")
     var inputFile: String?
 
-    @Option(help: "Download the files of this Metalink (v4 or v3; a FILE.meta4 or FILE.metalink argument works too): each from all its URLs, checked by its digest.")
+    @Option(help: ArgumentHelp("Download the files of this Metalink (v4 or v3), a local file or an http(s) URL fetched with the options below (a FILE.meta4 or FILE.metalink argument works too): each from all its URLs, checked by its digest.",
+                               valueName: "FILE|URL"))
     var metalink: [String] = []
 
     @Option(name: [.customShort("j"), .customLong("jobs")], help: "Downloads running at once.")
@@ -148,7 +149,6 @@ struct GetCommand: AsyncParsableCommand {
     func run() async throws {
         let reporter = Reporter(mode: json ? .json : quiet ? .quiet : isatty(STDERR_FILENO) != 0 ? .terminal : .plain,
                                 verbose: verbose)
-        let entries = try entries(reporter: reporter)
         let template = try requestTemplate(reporter: reporter)
         let proxies: ProxySettings
         do {
@@ -181,6 +181,10 @@ struct GetCommand: AsyncParsableCommand {
             maxBytesPerSecond: try limitRate.map { try Self.rate($0) },
             logger: logger, maxConnectionsPerHost: maxConnectionsPerHost, httpVersions: httpVersion.policy)
         configuration.refreshCommand = refreshCommand
+        // After the transport's settings: a `--metalink URL` is fetched with them.
+        let entries = try await entries(reporter: reporter, metalinks: MetalinkFetcher(
+            http: configuration.http, headers: template.headers, credentials: template.credentials,
+            httpVersions: httpVersion.policy, logger: logger))
         let manager: DownloadManager
         do {
             manager = try await DownloadManager(configuration: configuration)
@@ -370,38 +374,6 @@ struct GetCommand: AsyncParsableCommand {
         }
     }
 
-    /// What every request of this command shares; `request(for:)` adds the URL.
-    struct RequestTemplate: Sendable {
-        var base: String
-        var output: String?
-        var range: ByteRange?
-        var checksum: Checksum?
-        var headers: HTTPHeaderList
-        var retries: Int
-        var connections: Int
-        /// Per URL: its own `user:password@`, else `--user`, else netrc. Kept in memory only.
-        var credentials: CredentialSources
-        var timestamps = TimestampOptions()
-
-    }
-
-    func requestTemplate(reporter: Reporter) throws -> RequestTemplate {
-        do {
-            let parsedRange = try range.map { text throws(HaulError) in
-                guard let value = ByteRange(parsing: text) else { throw HaulError(.usage, "--range must look like A-B or A- (got '\(text)')") }
-                return value
-            }
-            return RequestTemplate(
-                base: HaulHome.absolute(directory ?? FileManager.default.currentDirectoryPath), output: output,
-                range: parsedRange, checksum: try checksum.map { text throws(HaulError) in try Checksum(parsing: text) },
-                headers: try parseHeaders(), retries: retries, connections: connections,
-                credentials: try network.credentialSources(), timestamps: timestamps)
-        } catch {
-            reporter.failure(url: nil, error)
-            throw ExitCode(ExitCodes.usage)
-        }
-    }
-
     static func rate(_ text: String) throws -> Int64 {
         do {
             return try ByteRate(parsing: text).bytesPerSecond
@@ -424,14 +396,5 @@ struct GetCommand: AsyncParsableCommand {
             throw ValidationError("-k must be a size such as 512K or 1M (got '\(text)')")
         }
         return size
-    }
-
-    func parseHeaders() throws(HaulError) -> HTTPHeaderList {
-        var list = HTTPHeaderList()
-        for header in headers {
-            let field = try HTTPHeaderList.field(parsing: header)
-            list.add(name: field.name, value: field.value)
-        }
-        return list
     }
 }

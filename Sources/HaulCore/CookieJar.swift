@@ -26,7 +26,9 @@ public struct CookieJar: Hashable, Sendable, CustomStringConvertible {
     public init(netscapeFile text: String, file: String, now: Int64) throws(HaulError) {
         self.init()
         var number = 0
-        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        // "\r\n" is one Character, which a split on "\n" alone would not cut: a file written
+        // on Windows would be one long line.
+        for rawLine in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
             number += 1
             var line = rawLine
             if line.hasSuffix("\r") { line.removeLast() }
@@ -49,6 +51,11 @@ public struct CookieJar: Hashable, Sendable, CustomStringConvertible {
             guard let expiry = Int64(fields[4]), expiry >= 0 else { throw bad("the expiry is not a number of seconds") }
             guard !fields[0].isEmpty, !fields[0].contains(" ") else { throw bad("no domain") }
             guard !fields[5].isEmpty else { throw bad("no cookie name") }
+            // A carriage return (or any control character) in a name or value would reach the
+            // `Cookie` field of a request.
+            guard Self.hasNoControlCharacters(fields[5]), Self.hasNoControlCharacters(fields[6]) else {
+                throw bad("the name or value holds a control character")
+            }
             let cookie = Cookie(name: fields[5], value: fields[6], domain: fields[0], hostOnly: !subdomains,
                                 path: fields[2].isEmpty ? "/" : fields[2], secure: secure, httpOnly: httpOnly,
                                 expires: expiry == 0 ? nil : expiry)
@@ -135,7 +142,11 @@ public struct CookieJar: Hashable, Sendable, CustomStringConvertible {
 
     /// No control characters (a tab or a line break would break the cookie file) and no `;`.
     static func isClean(_ text: String) -> Bool {
-        !text.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F || $0 == ";" }
+        hasNoControlCharacters(text) && !text.contains(";")
+    }
+
+    static func hasNoControlCharacters(_ text: String) -> Bool {
+        !text.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
     }
 
     /// `Sun, 06 Nov 1994 08:49:37 GMT`, and the dashed form many servers send in cookies

@@ -44,6 +44,9 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
     /// `--remote-time` (curl's `-R`): the published file's modification time is the server's
     /// `Last-Modified`.
     public var remoteTime: Bool = false
+    /// The `Cookie` field given for each URL (aria2's `load-cookies` over RPC), sent to that URL
+    /// only (`headers(for:)`). Empty unless the daemon was given a cookie file with the add.
+    public var cookies = SourceCookies()
 
     public init(
         url: RemoteURL,
@@ -95,7 +98,7 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
 
     private enum CodingKeys: String, CodingKey {
         case url, mirrors, directory, fileName, range, checksum, headers, maxAttempts, priority, connections, maxBytesPerSecond
-        case timestamping, remoteTime, pieceHashes
+        case timestamping, remoteTime, pieceHashes, cookies
     }
 
     /// Every URL the file may come from: `url` first, then the mirrors.
@@ -119,6 +122,7 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
             && lhs.checksum == rhs.checksum && lhs.headers == rhs.headers && lhs.maxAttempts == rhs.maxAttempts
             && lhs.priority == rhs.priority && lhs.connections == rhs.connections && lhs.maxBytesPerSecond == rhs.maxBytesPerSecond
             && lhs.timestamping == rhs.timestamping && lhs.remoteTime == rhs.remoteTime && lhs.pieceHashes == rhs.pieceHashes
+            && lhs.cookies == rhs.cookies
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -136,6 +140,7 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
         hasher.combine(timestamping)
         hasher.combine(remoteTime)
         hasher.combine(pieceHashes)
+        hasher.combine(cookies)
     }
 
     /// More connections than this to one server is abuse, not speed.
@@ -186,6 +191,7 @@ extension DownloadRequest {
         timestamping = try container.decodeIfPresent(Bool.self, forKey: .timestamping) ?? false
         remoteTime = try container.decodeIfPresent(Bool.self, forKey: .remoteTime) ?? false
         pieceHashes = try container.decodeIfPresent(PieceHashes.self, forKey: .pieceHashes)
+        cookies = try container.decodeIfPresent(SourceCookies.self, forKey: .cookies) ?? SourceCookies()
         credentials = nil
     }
 }

@@ -203,7 +203,7 @@ extension DownloadStateMachine {
             url: source.url,
             range: range,
             ifRange: range == nil ? nil : ifRangeValue(source.validator),
-            headers: record.request.headers,
+            headers: record.request.headers(for: source.url),
             credentials: source.credentials,
             allowsHTTP2: settings.httpVersions.allowsHTTP2(requestLength: range?.count),
             ifModifiedSince: modifiedSince.map(HTTPDate.format))

@@ -75,7 +75,7 @@ extension DownloadStateMachine {
         // piece while it waits. Once proven, the connection takes work as a free one does.
         if let index = partIndex(connection.part), parts[index].owner == id { parts[index].owner = nil }
         let source = sourceRequest(connection.source)
-        let plan = RequestPlan(url: source.url, range: region, ifRange: nil, headers: record.request.headers,
+        let plan = RequestPlan(url: source.url, range: region, ifRange: nil, headers: record.request.headers(for: source.url),
                                credentials: source.credentials,
                                allowsHTTP2: settings.httpVersions.allowsHTTP2(requestLength: region.count))
         connections[id]?.phase = .requesting(plan)

@@ -143,7 +143,8 @@ public enum ResponseCheck {
         }
     }
 
-    static func reason(_ status: Int) -> String {
+    /// The reason phrase haul names after an error status (" Not Found"), or nothing.
+    public static func reason(_ status: Int) -> String {
         switch status {
         case 401: " Unauthorized"
         case 403: " Forbidden"

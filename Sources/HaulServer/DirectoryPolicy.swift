@@ -23,12 +23,29 @@ public struct DirectoryPolicy: Sendable, Hashable {
     /// Throws `forbidden` unless `directory` (absolute) is inside one of the roots.
     public func check(_ directory: String) throws(HaulError) {
         let normalized = AddRequest.normalized(directory)
-        let allowed = roots.contains { Paths.isInside(normalized, $0) }
-            && roots.contains { root in Paths.isInside(Self.resolved(normalized), Self.resolved(root)) }
-        guard allowed else {
+        guard allows(normalized) else {
             let list = roots.joined(separator: ", ")
             throw HaulError(.forbidden, "directory \(normalized) is outside the daemon's download directories (\(list)); start 'haul serve' with --allow-dir to allow it")
         }
+    }
+
+    /// Throws `forbidden` unless the file `path` (absolute) is inside one of the roots, as
+    /// written and as its links resolve: a file a client names for the daemon to read
+    /// (aria2's `load-cookies`), refused in the words of `option`.
+    public func checkFile(_ path: String, option: String) throws(HaulError) {
+        guard path.hasPrefix("/") else { throw HaulError(.badRequest, "\(option) must be an absolute path: \(path)") }
+        let normalized = AddRequest.normalized(path)
+        guard allows(normalized) else {
+            let list = roots.joined(separator: ", ")
+            throw HaulError(.forbidden, "\(option): \(normalized) is outside the daemon's download directories (\(list)); "
+                + "the daemon reads such a file only from one of them")
+        }
+    }
+
+    /// Inside a root as written (normalised) and as the filesystem resolves it.
+    func allows(_ normalized: String) -> Bool {
+        roots.contains { Paths.isInside(normalized, $0) }
+            && roots.contains { root in Paths.isInside(Self.resolved(normalized), Self.resolved(root)) }
     }
 
     /// The real path of the deepest existing ancestor, with the rest appended.

@@ -9,7 +9,7 @@ struct RecordRow {
         "max_attempts", "priority", "status", "file_name", "final_url", "etag", "last_modified", "total_length",
         "segments", "completed_length", "error_code", "error_message", "error_http_status", "error_cause",
         "created_at", "updated_at", "position", "connections", "max_bytes_per_second", "credentials",
-        "mirrors", "server_digest", "piece_hashes",
+        "mirrors", "server_digest", "piece_hashes", "cookies",
     ]
 
     /// One statement that inserts or updates `rows` records: atomic, and one fsync for all.
@@ -63,6 +63,7 @@ struct RecordRow {
             Self.text(request.mirrors.isEmpty ? nil : request.mirrors.map(\.absoluteString).joined(separator: "\n")),
             Self.text(record.serverDigest.map { "\($0.field.rawValue) \($0.checksum)" }),
             Self.text(request.pieceHashes.map(Self.encodePieceHashes)),
+            Self.text(request.cookies.isEmpty ? nil : request.cookies.storedForm),
         ]
     }
 
@@ -87,6 +88,7 @@ struct RecordRow {
             mirrors: (string("mirrors") ?? "").split(separator: "\n").map { try RemoteURL(String($0)) })
         var record = DownloadRecord(id: DownloadID(rawValue: id), request: request, createdAt: int("created_at") ?? 0)
         record.request.credentials = string("credentials").flatMap(decodeCredentials)
+        if let cookies = string("cookies") { record.request.cookies = try SourceCookies(storedForm: cookies) }
         record.status = status
         record.position = int("position") ?? 0
         record.fileName = string("file_name")

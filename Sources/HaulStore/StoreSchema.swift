@@ -68,6 +68,11 @@ enum StoreSchema {
             // A Metalink's piece digests (JSON), so a resume still checks them.
             "ALTER TABLE downloads ADD COLUMN piece_hashes TEXT",
         ],
+        [
+            // The `Cookie` field given for each URL (aria2's `load-cookies` over RPC), one
+            // `URL<TAB>FIELD` line per URL: credentials, kept only in the daemon's private state.
+            "ALTER TABLE downloads ADD COLUMN cookies TEXT",
+        ],
     ]
 
     /// Two processes may open a new database at once: the version is read inside the write

@@ -33,6 +33,10 @@ public enum Fault: Sendable {
     /// client that cuts the response waits in vain for the answer to its close_notify. A client
     /// must close such a connection itself. ``TestServer/heldConnections`` counts them.
     case holdAfter(Int64)
+    /// Answer 200 with this text as the whole body instead of the file (a Metalink document, an
+    /// HTML page), with these headers (`Content-Type` is `text/plain` unless one is given). No
+    /// ranges, no validators.
+    case document(String, headers: [(String, String)] = [])
     /// Redirect (Location: absolute URL on this server to `path`; a value that already starts
     /// with `http://` or `https://` is sent as is).
     case redirect(to: String, status: Int = 302)

@@ -67,6 +67,8 @@ struct ResponsePlan {
         switch decision.fault {
         case .status(let code, let headers):
             self = .text(status: code, headers: headers, sendsBody: sendsBody)
+        case .document(let text, let headers):
+            self = .text(status: 200, headers: headers, sendsBody: sendsBody, text: text)
         case .redirect(let target, let code):
             let location = target.hasPrefix("http://") || target.hasPrefix("https://")
                 ? target

@@ -31,6 +31,18 @@ import Testing
         #expect(jar.cookies.first { $0.name == "empty" }?.value == "")
     }
 
+    @Test func readsAFileWithWindowsLineEnds() throws {
+        let text = file.replacingOccurrences(of: "\n", with: "\r\n") + "\r\n"
+        #expect(text.split(separator: "\n").count == 1, "what a split on \"\\n\" alone saw")
+        let jar = try CookieJar(netscapeFile: text, file: "c.txt", now: now)
+        #expect(jar.cookies.map(\.name) == ["session", "docs", "secret", "empty"])
+        #expect(jar.cookies.first { $0.name == "empty" }?.value == "")
+        let error = #expect(throws: HaulError.self) {
+            try CookieJar(netscapeFile: "# a\r\nexample.com\tTRUE\t/\tFALSE\tx\ta\tb\r\n", file: "c", now: now)
+        }
+        #expect(error?.message.hasPrefix("c, line 2: ") == true, "\(error?.message ?? "")")
+    }
+
     @Test func sentOnlyWhereTheyBelong() throws {
         let jar = try CookieJar(netscapeFile: file, file: "c.txt", now: now)
         #expect(jar.header(for: url("http://example.com/f"), now: now) == "session=s1")
@@ -69,6 +81,8 @@ import Testing
             "example.com\tTRUE\t/\tFALSE\tsoon\ta\tb": 1,
             "x\tTRUE\t/\tFALSE\t0\ta\tb\n\tTRUE\t/\tFALSE\t0\ta\tb": 2,
             "example.com\tTRUE\t/\tyes\t0\ta\tb": 1,
+            // A carriage return inside a value would reach a request's Cookie field.
+            "# ok\nexample.com\tTRUE\t/\tFALSE\t0\ta\tb\rX-Injected: 1\n": 2,
         ]
         for (text, line) in cases {
             let error = #expect(throws: HaulError.self) { try CookieJar(netscapeFile: text, file: "/tmp/c.txt", now: now) }

@@ -29,6 +29,10 @@ import Testing
         original.segments = [Segment(start: 5, end: 99, written: 42)]
         original.error = HaulError(.network, "reset", httpStatus: nil, cause: "ECONNRESET")
         original.serverDigest = ServerDigest(Checksum(algorithm: .sha512, hex: String(repeating: "ab", count: 64)), from: .reprDigest)
+        original.request.mirrors = [try RemoteURL("http://other/a.iso")]
+        original.request.cookies = SourceCookies(jar: CookieJar([Cookie(name: "sid", value: "v=1", domain: "h")]),
+                                                 urls: original.request.sources, now: 0)
+        #expect(original.request.cookies.field(for: original.request.url) == "sid=v=1")
 
         let store = try await SQLiteDownloadStore.open(path: databasePath)
         try await store.save(original)

@@ -184,6 +184,19 @@ import Testing
         }
     }
 
+    @Test func documentFaultSendsTheTextAsTheWholeBody() async throws {
+        let text = "<?xml version=\"1.0\"?><metalink/>\n"
+        let route = Route(payload: payload, script: [.document(text, headers: [("Content-Type", "application/metalink4+xml")])])
+        try await withServer(route) { server in
+            let document = try await curl(server.url("/f"))
+            #expect(document.status == 200)
+            #expect(document.header("Content-Type") == "application/metalink4+xml")
+            #expect(document.header("Content-Length") == String(text.utf8.count))
+            #expect(String(decoding: document.body, as: UTF8.self) == text)
+            #expect(try await curl(server.url("/f")).body == payload.data(0..<1_000), "then the payload")
+        }
+    }
+
     @Test func unknownPathsGet404() async throws {
         try await withServer { server in
             let response = try await curl(server.url("/nothing"))

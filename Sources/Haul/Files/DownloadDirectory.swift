@@ -258,7 +258,7 @@ final class DownloadDirectory: Sendable {
     }
 }
 
-private extension stat {
+extension stat {
     /// `S_IFREG`, `S_IFDIR`, `S_IFLNK`, ...
     var fileType: mode_t { st_mode & S_IFMT }
 }

@@ -5,22 +5,41 @@ import HaulCore
 /// `getGlobalOption`): string values, sizes with K/M suffixes, `0` for no limit. Options haul
 /// has no use for are accepted and ignored, as aria2 ignores unknown ones: AriaNg sends back
 /// everything `getOption` returned. Options that name a file or run a command are refused, by
-/// name: answering "OK" would tell a client its log, session file or hook is in place.
+/// name: answering "OK" would tell a client its log, session file or hook is in place. The one
+/// file an add may name is `load-cookies` (`Aria2Cookies`: beneath the download directories only).
 enum Aria2Options {
     /// aria2 options that write or read a file, or run a program: never settable over RPC here
     /// (a token holder must not choose files or commands), and haul has none of these features.
     static let notSettable: Set<String> = [
-        "log", "save-session", "input-file", "conf-path", "save-cookies", "load-cookies", "netrc-path",
+        "log", "save-session", "input-file", "conf-path", "save-cookies", "netrc-path",
         "dht-file-path", "dht-file-path6", "server-stat-of", "server-stat-if", "torrent-file", "metalink-file",
         "on-download-start", "on-download-pause", "on-download-stop", "on-download-complete", "on-download-error",
         "on-bt-download-complete", "ca-certificate", "certificate", "private-key", "rpc-certificate", "rpc-private-key",
         "rpc-secret", "daemon",
     ]
 
-    /// Refuses the first option (in name order) that may not be set over RPC.
-    static func checkSettable(_ options: [String: JSONValue]) throws {
-        guard let name = options.keys.filter(notSettable.contains).sorted().first else { return }
-        throw Aria2Error(code: 1, message: "The option '--\(name)' names a file or a command and cannot be set over RPC.")
+    /// Options read once, when a download is added (`addUri`, `addMetalink`): its cookies are
+    /// fixed then, and there is no file to change later or to set for every download.
+    static let readAtAdd: Set<String> = ["load-cookies"]
+
+    /// Refuses the first option (in name order) that may not be set over RPC; `load-cookies`
+    /// too unless `adding`.
+    static func checkSettable(_ options: [String: JSONValue], adding: Bool = false) throws {
+        if let name = options.keys.filter(notSettable.contains).sorted().first {
+            throw Aria2Error(code: 1, message: "The option '--\(name)' names a file or a command and cannot be set over RPC.")
+        }
+        if !adding, let name = options.keys.filter(readAtAdd.contains).sorted().first {
+            throw Aria2Error(code: 1, message: "The option '--\(name)' is read once, when a download is added (aria2.addUri, "
+                + "aria2.addMetalink); it cannot be changed afterwards or set for every download.")
+        }
+    }
+
+    /// The `load-cookies` path of an add, nil when not given.
+    static func cookieFile(_ options: [String: JSONValue]) throws -> String? {
+        guard let value = options["load-cookies"] else { return nil }
+        // Not ignored like other mistyped values: a client that asks for cookies must learn that none go.
+        guard let path = value.string else { throw problem("load-cookies") }
+        return path
     }
 
     static func problem(_ name: String) -> Aria2Error {
@@ -49,7 +68,7 @@ enum Aria2Options {
     }
 
     static func addRequest(uri: String, mirrors: [String] = [], options: [String: JSONValue], defaults: DaemonDefaults) throws -> AddRequest {
-        try checkSettable(options)
+        try checkSettable(options, adding: true)
         var directory = text(options, "dir")
         var fileName = text(options, "out")
         if let out = fileName, out.contains("/") {

@@ -132,7 +132,10 @@ extension Aria2RPC {
             guard position! >= 0 else { throw Aria2Error(code: 1, message: "Position must be greater than or equal to 0.") }
         }
         let add = try Aria2Options.addRequest(uri: uri, mirrors: Array(texts.dropFirst()), options: options, defaults: defaults)
-        let record = try await manager.add(defaults.request(for: add))
+        var request = try defaults.request(for: add)
+        let now = Aria2Cookies.now()
+        Aria2Cookies.attach(try await Aria2Cookies.jar(options, policy: defaults.policy, now: now), to: &request, now: now)
+        let record = try await manager.add(request)
         if options["pause"]?.string == "true" { try await manager.pause(record.id) }
         if let position { _ = try? await manager.move(record.id, toIndex: position) }
         return record.id
@@ -200,7 +203,7 @@ extension Aria2RPC {
             position = try params.integer(2)
             guard position! >= 0 else { throw Aria2Error(code: 1, message: "Position must be greater than or equal to 0.") }
         }
-        // Every file's request is checked before any is added.
+        // Every file's request is checked (and the cookie file read) before any is added.
         var requests: [DownloadRequest] = []
         for file in metalink.files {
             var add = try Aria2Options.addRequest(uri: file.urls[0].absoluteString, mirrors: file.urls.dropFirst().map(\.absoluteString),
@@ -211,6 +214,9 @@ extension Aria2RPC {
             request.pieceHashes = file.pieces
             requests.append(request)
         }
+        let now = Aria2Cookies.now()
+        let jar = try await Aria2Cookies.jar(options, policy: defaults.policy, now: now)
+        for index in requests.indices { Aria2Cookies.attach(jar, to: &requests[index], now: now) }
         let records = try await manager.add(requests)
         if options["pause"]?.string == "true" { try await manager.pause(records.map(\.id)) }
         if let position {
