@@ -101,6 +101,17 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
         case timestamping, remoteTime, pieceHashes, cookies
     }
 
+    /// Gives the download new URLs (a new URL that keeps the bytes, a refreshed signed URL).
+    /// Credentials belong to an origin: they stay only when the new first URL has the old one's
+    /// origin; otherwise only the new URL's own userinfo is sent (a token holder's `changeUri`
+    /// to a host of their own must not collect the password).
+    public mutating func replaceSources(url newURL: RemoteURL, mirrors newMirrors: [RemoteURL]) throws(HaulError) {
+        let mirrors = try Self.checkedMirrors(newMirrors, besides: newURL)
+        if !newURL.hasSameOrigin(as: url) { credentials = newURL.credentials }
+        url = newURL
+        self.mirrors = mirrors
+    }
+
     /// Every URL the file may come from: `url` first, then the mirrors.
     public var sources: [RemoteURL] { [url] + mirrors }
 

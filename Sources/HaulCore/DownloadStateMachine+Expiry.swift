@@ -30,8 +30,12 @@ extension DownloadStateMachine {
             return fail(HaulError(expired.code, expired.message + "; the refresh command gave no new URL: \(error.message)",
                                   httpStatus: expired.httpStatus))
         case .success(let url):
-            record.request.url = url
-            record.request.mirrors.removeAll { $0 == url }
+            do {
+                try record.request.replaceSources(url: url, mirrors: record.request.mirrors)
+            } catch {
+                return fail(HaulError(expired.code, expired.message + "; the refresh command's URL cannot be used: \(error.message)",
+                                      httpStatus: expired.httpStatus))
+            }
             record.validator = nil
             record.finalURL = nil
             storedEntity = nil

@@ -125,4 +125,35 @@ import Testing
             await #expect(throws: HaulError.self) { try await harness.manager.setSources([], for: outcome.record.id) }
         }
     }
+
+    /// Credentials belong to their origin: a new first URL on another host gets none of the old
+    /// URL's (a token holder's `changeUri` must not collect the password); its own userinfo goes.
+    @Test func credentialsDoNotFollowANewURLToAnotherOrigin() async throws {
+        try await withHarness { harness in
+            harness.server.setRoute("/old", Route(payload: payload, throttle: 300_000, then: .stallAfter(300_000)))
+            let other = try await TestServer.start()
+            other.setRoute("/new", Route(payload: payload))
+            var request = try harness.request("/old", output: "file")
+            request.credentials = Credentials(user: "alice", password: "secret")
+            let events = harness.manager.events()
+            let record = try await harness.manager.add(request)
+            await harness.waitForProgress(of: record.id, beyond: 100_000, in: events)
+            #expect(harness.server.requests(to: "/old").first?.header("Authorization") != nil)
+            try await harness.manager.setSources([RemoteURL(other.url("/new"))], for: record.id)
+            let done = try await harness.manager.outcome(of: record.id)
+            #expect(done.status == .completed, "\(done)")
+            #expect(!other.requests(to: "/new").isEmpty)
+            #expect(other.requests(to: "/new").allSatisfy { $0.header("Authorization") == nil },
+                    "\(other.requests(to: "/new").map { $0.header("Authorization") })")
+            try await other.shutdown()
+        }
+        var request = try DownloadRequest(url: RemoteURL("http://a.example/f"), destination: .directory("/tmp"))
+        request.credentials = Credentials(user: "alice", password: "secret")
+        try request.replaceSources(url: RemoteURL("http://a.example/g"), mirrors: [])
+        #expect(request.credentials?.user == "alice", "the same origin keeps them")
+        try request.replaceSources(url: RemoteURL("http://bob:pw@b.example/g"), mirrors: [])
+        #expect(request.credentials?.user == "bob", "another origin gets only its own")
+        try request.replaceSources(url: RemoteURL("http://c.example/g"), mirrors: [])
+        #expect(request.credentials == nil)
+    }
 }
