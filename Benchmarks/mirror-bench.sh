@@ -3,9 +3,9 @@
 # mirrors": "One mirror 20x slower than the rest must cost at most 1.5x the time without it"),
 # Haul next to aria2c.
 #
-# One private nginx on 127.0.0.1 serves the same file (SIZE_MB MiB of random data) on three
-# ports, three mirrors: A and B at LIMIT per connection (nginx limit_rate), S at LIMIT /
-# SLOW_FACTOR. For each K in KS, each tool downloads it over K connections in three cases:
+# Three haul-test-servers on 127.0.0.1 serve the same file (SIZE_MB MiB, the same seed), three
+# mirrors: A and B at LIMIT per response (so per connection), S at LIMIT / SLOW_FACTOR; fresh
+# servers for every run. For each K in KS, each tool downloads it over K connections in three cases:
 #   two         A B      (the time without the slow mirror)
 #   slow-last   A B S
 #   slow-first  S A B    (first-listed mirrors are often preferred)
@@ -15,13 +15,14 @@
 #
 # Usage:  bash Benchmarks/mirror-bench.sh
 #         SIZE_MB=64 ROUNDS=1 bash Benchmarks/mirror-bench.sh          # quick look
-# Env:    SIZE_MB (256) LIMIT (2m) SLOW_FACTOR (20) KS (4) ROUNDS (2) TOOLS ("haul aria2c")
-#         CASES ("two slow-last slow-first") HAUL_BIN (build) HAUL_VERBOSE (1) TIMEOUT
+# Env:    SIZE_MB (256) LIMIT (4m) SLOW_FACTOR (20) KS (4) ROUNDS (2) TOOLS ("haul aria2c")
+#         CASES ("two slow-last slow-first") HAUL_BIN, TEST_SERVER_BIN (build) HAUL_VERBOSE (1)
+#         TIMEOUT_S (60 + 2 x SLOW_FACTOR x ideal)
 set -euo pipefail
 
 # --- settings ----------------------------------------------------------------
 SIZE_MB=${SIZE_MB:-256}
-LIMIT=${LIMIT:-2m}          # nginx limit_rate syntax: bytes/s, k or m suffix (powers of 1024)
+LIMIT=${LIMIT:-4m}          # bytes/s per connection of A and B, k or m suffix (powers of 1024)
 SLOW_FACTOR=${SLOW_FACTOR:-20}
 KS=${KS:-4}
 ROUNDS=${ROUNDS:-2}
@@ -29,10 +30,10 @@ TOOLS=${TOOLS:-"haul aria2c"}
 CASES=${CASES:-"two slow-last slow-first"}
 HAUL_VERBOSE=${HAUL_VERBOSE:-1}
 
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 case ${1:-} in -h|--help) usage; exit 0 ;; "") ;; *) usage >&2; exit 2 ;; esac
 
-for v in SIZE_MB SLOW_FACTOR ROUNDS; do
+for v in SIZE_MB SLOW_FACTOR ROUNDS ${TIMEOUT_S:+TIMEOUT_S}; do
     [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "$v must be a positive integer, got '${!v}'" >&2; exit 2; }
 done
 for k in $KS; do
@@ -57,27 +58,26 @@ SLOW_BPS=$((LIMIT_BPS / SLOW_FACTOR))
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PKG_ROOT=$(dirname "$BENCH_DIR")
-WORK=$BENCH_DIR/work/mirror      # git-ignored; nginx's root, own subdirectory
+WORK=$BENCH_DIR/work/mirror      # git-ignored; own subdirectory
 RESULTS=$BENCH_DIR/results       # git-ignored
-NGX=$WORK/nginx
 OUT=$WORK/out
 LOGS=$WORK/logs                  # every run's tool output (haul -v), kept for a look afterwards
 RUNS=$WORK/runs.tsv              # one line per run, read by mirror-summary.py
 STAMP=$(date +%Y%m%d-%H%M%S)
 REPORT=$RESULTS/mirror-$STAMP.md
-mkdir -p "$WORK" "$RESULTS" "$NGX"
+mkdir -p "$WORK" "$RESULTS"
 rm -rf "$LOGS"; mkdir -p "$LOGS"
 
 # shellcheck source=bench-lib.sh
 source "$BENCH_DIR/bench-lib.sh"
 
 # --- cleanup -------------------------------------------------------------------
-NGINX_PID=
+TS_PIDS=()
 cleanup() {
     local rc=$?
     trap - EXIT INT TERM
-    stop_nginx
-    rm -rf "$OUT" "$WORK"/haul-home.* "$WORK"/*.tmp 2>/dev/null || true
+    stop_mirrors
+    rm -rf "$OUT" "$WORK"/haul-home.* "$WORK"/*.tmp "$WORK/ts.fifo" 2>/dev/null || true
     exit "$rc"
 }
 trap cleanup EXIT
@@ -85,10 +85,9 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 warn_if_loaded
-need_cmds="nginx curl /usr/bin/time timeout sha256sum python3" need_pkgs="nginx curl time coreutils python3"
+need_cmds="/usr/bin/time timeout sha256sum python3" need_pkgs="time coreutils python3"
 [[ " $TOOLS " == *" aria2c "* ]] && need_cmds+=" aria2c" need_pkgs+=" aria2"
 install_missing "$need_cmds" "$need_pkgs"
-stop_leftover_nginx
 
 HAUL=
 if [[ " $TOOLS " == *" haul "* ]]; then
@@ -96,53 +95,66 @@ if [[ " $TOOLS " == *" haul "* ]]; then
     [[ -x $HAUL ]] || die "haul binary not found or not executable: $HAUL"
     log "haul: $HAUL"
 fi
+TS=${TEST_SERVER_BIN:-$(build_product haul-test-server)}
+[[ -x $TS ]] || die "haul-test-server not found or not executable: $TS"
 
 # --- the file and the three mirrors ---------------------------------------------------
-make_source "$SIZE_MB"
-NAME=src-${SIZE_MB}M.bin
-SIZE=$(stat -c %s "$WORK/$NAME")
-log "sha256 of the source"
-SRC_SHA=$(sha256_of "$WORK/$NAME")
+# Why not nginx with limit_rate, as the other benchmarks: nginx lets every request send one
+# second's worth (limit_rate x 1 s, up to 2 s at a second's boundary) before the limit bites.
+# Haul asks for a file in pieces of size / (4 K), one request each: with 32 MiB at 2 MiB/s and
+# K = 4 the pieces are 2 MiB and came almost entirely from the head start (0.18 s against an
+# ideal 4 s). Who wins would depend on request counts, not on scheduling. haul-test-server's
+# throttle has no head start (10 ms of credit, catch-up capped at 0.2 s).
+NAME=download.bin
+SRC=$WORK/ts-${SIZE_MB}M.bin
+if [[ -f $SRC && $(stat -c %s "$SRC") -eq $((SIZE_MB * 1048576)) ]]; then
+    log "reusing $SRC"
+else
+    log "writing the test server's $SIZE_MB MiB payload to $SRC"
+    "$TS" --size "${SIZE_MB}M" --dump "$SRC.tmp" < /dev/null > /dev/null & p=$!
+    # It serves once dumped (stdin at EOF stops it at once); wait for it either way.
+    wait "$p" || true
+    [[ -f $SRC.tmp && $(stat -c %s "$SRC.tmp") -eq $((SIZE_MB * 1048576)) ]] || die "haul-test-server did not write its payload"
+    mv -f "$SRC.tmp" "$SRC"
+fi
+SIZE=$(stat -c %s "$SRC")
+log "sha256 of the payload"
+SRC_SHA=$(sha256_of "$SRC")
 
-# Four free ports, all different: mirrors A, B, S and nginx's stub_status.
-PORTS=()
-while ((${#PORTS[@]} < 4)); do
-    p=$(free_port)
-    [[ " ${PORTS[*]} " == *" $p "* ]] || PORTS+=("$p")
-done
-PORT_A=${PORTS[0]} PORT_B=${PORTS[1]} PORT_S=${PORTS[2]} STATUS_PORT=${PORTS[3]}
-URL_A=http://127.0.0.1:$PORT_A/$NAME
-URL_B=http://127.0.0.1:$PORT_B/$NAME
-URL_S=http://127.0.0.1:$PORT_S/$NAME
+# start_mirrors: three fresh haul-test-servers, A and B at LIMIT_BPS, S at SLOW_BPS, each
+# logging its responses on exit (--log). Their stdin is one fifo we hold open on fd 3: closing
+# it (or this script dying) stops them all. Sets URL_A, URL_B, URL_S.
+start_mirrors() {
+    local fifo=$WORK/ts.fifo m rate i url
+    rm -f "$fifo" "$WORK"/ts-[ABS].{url,log,err}; mkfifo "$fifo"
+    TS_PIDS=()
+    for m in A B S; do
+        rate=$LIMIT_BPS; [[ $m == S ]] && rate=$SLOW_BPS
+        "$TS" --size "${SIZE_MB}M" --throttle "$rate" --log "$WORK/ts-$m.log" \
+            < "$fifo" > "$WORK/ts-$m.url" 2> "$WORK/ts-$m.err" &
+        TS_PIDS+=($!)
+    done
+    exec 3> "$fifo"
+    for m in A B S; do
+        for i in {1..600}; do
+            url=$(head -n 1 "$WORK/ts-$m.url" 2>/dev/null || true)
+            [[ -n $url ]] && break
+            ((i < 600)) || { cat "$WORK/ts-$m.err" >&2; die "haul-test-server $m printed no URL within 60 s"; }
+            sleep 0.1
+        done
+        printf -v "URL_$m" '%s' "$url"
+    done
+    rm -f "$fifo"   # only now: each server opened it before it printed its URL
+}
 
-# One nginx (one worker), three server blocks with the same root: A is start_nginx's own server
-# (limit_rate from the http block), B the same on another port, S with its own, lower
-# limit_rate. limit_rate is per request, so per connection at any moment; nginx lets each
-# request send one second's worth before the limit bites (see the README). The access log has
-# the port, so every request and byte is counted per mirror.
-ALOG=$NGX/logs/access.log
-rm -f "$ALOG"
-start_nginx "$PORT_A" "$URL_A" 1024 "    log_format mirrorbench '\$server_port\t\$status\t\$bytes_sent\t\$body_bytes_sent\t\$connection\t\$request_time\t\$http_range';
-    access_log $ALOG mirrorbench;
-    limit_rate $LIMIT_BPS;
-    keepalive_timeout 75s;
-    keepalive_requests 100000;
-    server {
-        listen 127.0.0.1:$PORT_B backlog=1024;
-        root $WORK;
-        location / { }
-    }
-    server {
-        listen 127.0.0.1:$PORT_S backlog=1024;
-        root $WORK;
-        limit_rate $SLOW_BPS;
-        location / { }
-    }
-    $(status_server_block "$STATUS_PORT")" " backlog=1024"
-for u in "$URL_B" "$URL_S"; do
-    curl -s -f -o /dev/null -I "$u" || die "nginx does not serve $u"
-done
-log "nginx $(nginx_version) (pid $NGINX_PID): mirrors A :$PORT_A and B :$PORT_B at $LIMIT_BPS B/s per connection, S :$PORT_S at $SLOW_BPS B/s (1/$SLOW_FACTOR)"
+# stop_mirrors: EOF on their stdin and SIGTERM; each writes its log as it exits.
+stop_mirrors() {
+    ((${#TS_PIDS[@]})) || return 0
+    exec 3>&-
+    kill -TERM "${TS_PIDS[@]}" 2>/dev/null || true
+    wait "${TS_PIDS[@]}" 2>/dev/null || true
+    TS_PIDS=()
+}
 
 # --- measuring ---------------------------------------------------------------------
 # urls_for CASE: the mirror URLs of a case, in the order given to the tool.
@@ -157,12 +169,14 @@ urls_for() {
 # tool_cmd TOOL K OUT URL...: fill CMD with TOOL's command line for K connections in all.
 tool_cmd() {
     local tool=$1 k=$2 out=$3; shift 3
-    local v=()
+    # -v says how many requests and connections it took; it prints that only without -q (its
+    # progress then goes to the log as plain lines, stderr being no terminal).
+    local v=(-q)
     ((HAUL_VERBOSE)) && v=(-v)
     case $tool in
         # env execs haul in place, so GNU time sees haul's own RSS. -x is the connections of
         # the download over all its mirrors (the host budget defaults to -x too).
-        haul)   CMD=(env "HAUL_HOME=$HAUL_HOME_DIR" "$HAUL" get -x "$k" -q "${v[@]}" -o "$out" --mirrors "$@") ;;
+        haul)   CMD=(env "HAUL_HOME=$HAUL_HOME_DIR" "$HAUL" get -x "$k" "${v[@]}" -o "$out" --mirrors "$@") ;;
         # -s K: the download split over K connections across the URIs, which aria2c takes as
         # mirrors of one file; -x K: it may put all of them on one server. -k 1M: haul's piece
         # floor (aria2c's 20M default is about splitting small files, not mirrors).
@@ -171,22 +185,26 @@ tool_cmd() {
     esac
 }
 
-# server_view FIRST_LINE: per mirror (A, B, S), the requests nginx logged from FIRST_LINE on and
-# the body bytes it sent (a request cut short by the client counts what was sent). Sets VIEW to
-# "reqsA reqsB reqsS bytesA bytesB bytesS".
+# server_view: per mirror (A, B, S), from the logs of the servers just stopped: the responses
+# and the payload bytes they handed to the kernel (a request cut short by the client counts what
+# was sent). Sets VIEW to "reqsA reqsB reqsS bytesA bytesB bytesS".
 server_view() {
-    wait_server_idle
-    VIEW=$(tail -n "+$1" "$ALOG" | awk -F'\t' -v a="$PORT_A" -v b="$PORT_B" -v s="$PORT_S" '
-        { n[$1]++; bytes[$1] += $4 }
-        END { printf "%d %d %d %d %d %d\n", n[a], n[b], n[s], bytes[a], bytes[b], bytes[s] }')
+    local m r x n=() b=()
+    for m in A B S; do
+        read -r r x < <(awk -F'\t' '{ n++; bytes += $5 } END { printf "%d %d\n", n, bytes }' "$WORK/ts-$m.log" 2>/dev/null || echo "0 0")
+        n+=("$r") b+=("$x")
+        cp "$WORK/ts-$m.log" "$RUN_LOG.server-$m.tsv" 2>/dev/null || true
+    done
+    VIEW="${n[*]} ${b[*]}"
 }
 
 # measure TOOL CASE K ROUND: one download, checked (size, sha256), one line of $RUNS.
 measure() {
-    local tool=$1 case=$2 k=$3 round=$4 out=$OUT/$NAME status=ok lines0 log says=- size
+    local tool=$1 case=$2 k=$3 round=$4 out=$OUT/$NAME status=ok log says=- size
     local -a urls
-    read -r -a urls <<< "$(urls_for "$case")"
     rm -rf "$OUT" "$WORK"/haul-home.*; mkdir -p "$OUT"
+    start_mirrors
+    read -r -a urls <<< "$(urls_for "$case")"
     HAUL_HOME_DIR=$(mktemp -d "$WORK/haul-home.XXXXXX")
     tool_cmd "$tool" "$k" "$out" "${urls[@]}"
     if ((round == 1)); then   # the command for the report, paths shortened
@@ -195,13 +213,14 @@ measure() {
         c=${c//"$HAUL_HOME_DIR"/work/haul-home.NEW}
         [[ -n $HAUL ]] && c=${c//"$HAUL"/haul}
         c=${c//"$WORK"/work}
+        c=${c//"$URL_A"/URL_A}; c=${c//"$URL_B"/URL_B}; c=${c//"$URL_S"/URL_S}
         printf '%s\t%s\t%s\t%s\n' "$tool" "$case" "$k" "$c" >> "$WORK/commands.tsv"
     fi
-    log=$LOGS/$tool-$case-k$k-r$round.log
+    log=$LOGS/$tool-$case-k$k-r$round.log RUN_LOG=$log
     sync   # the previous run's writeback is not charged to this one
-    lines0=$(($(wc -l < "$ALOG") + 1))
     time_cmd "$TIMEOUT" INT "$log"
-    server_view "$lines0"
+    stop_mirrors
+    server_view
     if ((RC == 124 || RC == 137)); then status=TIMEOUT
     elif ((RC != 0)); then status=FAILED
     elif [[ ! -f $out ]]; then status=NO-FILE
@@ -235,15 +254,17 @@ rotated() {
 FAILS=0
 RUNS_LIST=()
 for tool in $TOOLS; do for c in $CASES; do RUNS_LIST+=("$tool/$c"); done; done
+declare -A TIMEOUT_FOR
 for k in $KS; do
     ideal=$(awk -v b="$SIZE" -v k="$k" -v l="$LIMIT_BPS" 'BEGIN { printf "%.1f", b / (k * l) }')
-    # A stuck tool cannot stall the run; 40 x ideal is twice what all K connections on the
-    # slow mirror alone would take with SLOW_FACTOR 20.
-    TIMEOUT=${TIMEOUT_S:-$(awk -v i="$ideal" -v f="$SLOW_FACTOR" 'BEGIN { printf "%d", 60 + 2 * f * i }')}
-    log "K=$k: ideal without the slow mirror $ideal s (size / (K x LIMIT)); limit per run $TIMEOUT s"
+    # A stuck tool cannot stall the run: 2 x SLOW_FACTOR x ideal is twice what all K connections
+    # on the slow mirror alone would take.
+    TIMEOUT_FOR[$k]=${TIMEOUT_S:-$(awk -v i="$ideal" -v f="$SLOW_FACTOR" 'BEGIN { printf "%d", 60 + 2 * f * i }')}
+    log "K=$k: ideal without the slow mirror $ideal s (size / (K x LIMIT)); limit per run ${TIMEOUT_FOR[$k]} s"
 done
 for ((r = 1; r <= ROUNDS; r++)); do
     for k in $KS; do
+        TIMEOUT=${TIMEOUT_FOR[$k]}
         for run in $(rotated "$r" "${RUNS_LIST[@]}"); do
             measure "${run%%/*}" "${run#*/}" "$k" "$r"
         done
@@ -255,12 +276,12 @@ MACHINE="$(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 
 {
     [[ -n $HAUL ]] && echo "haul	$("$HAUL" --version 2>/dev/null || echo unknown) ($HAUL)"
     [[ " $TOOLS " == *" aria2c "* ]] && echo "aria2c	$(aria2c --version | head -n 1)"
-    echo "nginx	$(nginx_version), 1 worker"
+    echo "haul-test-server	$TS"
 } > "$WORK/versions.tsv"
 cp "$RUNS" "$RESULTS/mirror-$STAMP-runs.tsv"
 python3 "$BENCH_DIR/mirror-summary.py" --runs "$RUNS" --versions "$WORK/versions.tsv" \
     --commands "$WORK/commands.tsv" --size "$SIZE" --limit-bps "$LIMIT_BPS" --slow-bps "$SLOW_BPS" \
-    --rounds "$ROUNDS" --machine "$MACHINE" --ports "$PORT_A $PORT_B $PORT_S" > "$REPORT"
+    --rounds "$ROUNDS" --machine "$MACHINE" > "$REPORT"
 cat "$REPORT"
 log "written to $REPORT and $RESULTS/mirror-$STAMP-runs.tsv (every run); tool output in $LOGS"
 

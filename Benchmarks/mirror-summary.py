@@ -47,7 +47,7 @@ def md_table(header, rows, right):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    for name in ("--runs", "--versions", "--commands", "--machine", "--ports"):
+    for name in ("--runs", "--versions", "--commands", "--machine"):
         ap.add_argument(name, required=True)
     for name in ("--size", "--limit-bps", "--slow-bps", "--rounds"):
         ap.add_argument(name, type=int, required=True)
@@ -63,20 +63,19 @@ def main():
             tool, text = line.rstrip("\n").split("\t", 1)
             out.append(f"- {tool}: {text}")
     out.append("")
-    port_a, port_b, port_s = args.ports.split()
-    out.append(f"One file of {size_mib:g} MiB (random bytes) from one nginx on 127.0.0.1, three mirrors: "
-               f"A (:{port_a}) and B (:{port_b}) at limit_rate {args.limit_bps} B/s ({limit_mib:g} MiB/s) per "
-               f"connection, S (:{port_s}) at {args.slow_bps} B/s "
-               f"({args.limit_bps / args.slow_bps:.0f}x slower). Rounds: {args.rounds}, runs interleaved; "
-               "medians of the good runs. Every file's sha256 was compared with the source's.")
+    out.append(f"One file of {size_mib:g} MiB from three haul-test-servers on 127.0.0.1 (fresh ones for every "
+               f"run), three mirrors: A and B at {args.limit_bps} B/s ({limit_mib:g} MiB/s) per response, so per "
+               f"connection, S at {args.slow_bps} B/s ({args.limit_bps / args.slow_bps:.0f}x slower). Rounds: "
+               f"{args.rounds}, runs interleaved; medians of the good runs. Every file's sha256 was compared "
+               "with the source's.")
     out.append("")
 
     for k in sorted({key[0] for key in groups}):
         ideal = args.size / (k * args.limit_bps)
         out.append(f"## K = {k} connections")
         out.append("")
-        out.append(f"Ideal without the slow mirror: {ideal:.1f} s (size / (K x limit)); nginx's one-second head "
-                   "start per request lets a run beat it.")
+        out.append(f"Ideal: {ideal:.1f} s (size / (K x limit): all K connections busy on A and B). A connection "
+                   f"on S brings 1/{args.limit_bps / args.slow_bps:.0f} of one on A or B, so the best a tool can do with S listed is about the same.")
         out.append("")
         rows = []
         for tool in OrderedDict((key[1], None) for key in groups if key[0] == k):
@@ -129,8 +128,8 @@ def main():
                         rows, right={1, 2, 3, 4, 5})
         out.append("")
 
-    out.append("Columns: *requests A/B/S* and *MiB sent A/B/S* are what nginx logged per mirror (body bytes, a "
-               "request cut short counts what was sent); *sent/size* is all body bytes sent / file size (above 1: "
+    out.append("Columns: *requests A/B/S* and *MiB sent A/B/S* are what each mirror's log says (responses, and "
+               "payload bytes handed to the kernel: a request cut short counts what was sent); *sent/size* is all body bytes sent / file size (above 1: "
                "bytes fetched twice, e.g. a request cut after a steal). CPU is user + sys of the tool; peak RSS is "
                "GNU time's %M.")
     out.append("")
