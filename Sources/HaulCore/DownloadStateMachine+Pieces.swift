@@ -170,7 +170,9 @@ extension DownloadStateMachine {
         if needsProbe(connection.source) {
             if let region = probeRegion() { return probeRequest(id, region: region) }
             // Nothing to compare with yet: a proven source takes this request.
-            if let proven = sources.pick(now: now, canProbe: false, load: sourceLoad()) { connections[id]?.source = proven }
+            if let proven = sources.pick(now: now, canProbe: false, load: sourceLoad(), slowRatio: settings.slowSourceRatio) {
+                connections[id]?.source = proven
+            }
         }
         // A connection asks only for a part it owns: one whose part went to another connection
         // meanwhile (a probe holds none) finds other work, as a free connection does. Two

@@ -38,14 +38,18 @@ extension DownloadStateMachine {
         public var httpVersions: HTTPVersionPolicy
         /// An expired URL is refreshed by the runner (`.refreshURL`): a refresh command is set.
         public var refreshesURL: Bool
+        /// A source whose connections bring less than a `slowSourceRatio`-th of what those of
+        /// another source bring is left for the others (`SourceSet.isSlow`).
+        public var slowSourceRatio: Double
 
         public init(retry: RetryPolicy = .init(), minimumSegment: Int64 = 1 << 20, minimumSteal: Int64 = 128 << 10,
                     checkpointInterval: Double = 1, checkpointBytes: Int64 = 32 << 20, overlap: Int64 = 64 << 10,
                     maxConnectionBackoff: Duration = .seconds(60), tickInterval: Double = 0.25,
                     minimumStealSeconds: Double = 0.5, notesProgress: Bool = false, noteBytes: Int64 = 2 << 20,
                     piecesPerConnection: Int64 = 4, maximumPiece: Int64 = 64 << 20,
-                    httpVersions: HTTPVersionPolicy = .automatic, refreshesURL: Bool = false) {
+                    httpVersions: HTTPVersionPolicy = .automatic, refreshesURL: Bool = false, slowSourceRatio: Double = 4) {
             self.refreshesURL = refreshesURL
+            self.slowSourceRatio = slowSourceRatio
             self.piecesPerConnection = piecesPerConnection
             self.maximumPiece = maximumPiece
             self.retry = retry

@@ -16,7 +16,9 @@ extension DownloadStateMachine {
     /// now, the first that is not dropped (its connection then waits out its backoff).
     func sourceForNewConnection() -> Int {
         guard sources.count > 1 else { return 0 }
-        if let index = sources.pick(now: now, canProbe: canProbe, load: sourceLoad()) { return index }
+        if let index = sources.pick(now: now, canProbe: canProbe, load: sourceLoad(), slowRatio: settings.slowSourceRatio) {
+            return index
+        }
         return sources.sources.indices.first { !sources[$0].isDropped } ?? 0
     }
 
@@ -56,13 +58,61 @@ extension DownloadStateMachine {
 
     /// Before a connection's next request: it moves to a source with fewer connections when
     /// the spread is uneven by two or more (a source that came back, an untried mirror), so the
-    /// load evens out at piece ends without cutting any request.
+    /// load evens out at piece ends without cutting any request; and off a source that is much
+    /// slower than another (`SourceSet.isSlow`) whatever the counts.
     mutating func rebalance(_ id: ConnectionID) {
         guard sources.count > 1, let connection = connections[id] else { return }
         let load = sourceLoad()
-        guard let target = sources.pick(now: now, canProbe: canProbe, load: load), target != connection.source,
-              load[target] + 1 < load[connection.source] else { return }
+        guard let target = sources.pick(now: now, canProbe: canProbe, load: load, slowRatio: settings.slowSourceRatio),
+              target != connection.source else { return }
+        let ratio = settings.slowSourceRatio
+        let faster = sources.isSlow(connection.source, ratio: ratio) && !sources.isSlow(target, ratio: ratio)
+        guard faster || load[target] + 1 < load[connection.source] else { return }
         connections[id]?.source = target
+    }
+
+    // MARK: Speeds
+
+    /// At a tick: what one connection brought from each source since the last tick, from the
+    /// connections receiving a piece (`bytes`: the bytes each received since the last tick, by
+    /// connection). Probes are left out: they are short and start mid-tick.
+    mutating func measureSources(_ bytes: [(source: Int, count: Int64)], elapsed: Double) {
+        guard sources.count > 1, elapsed > 0 else { return }
+        var sum = Array(repeating: Int64(0), count: sources.count)
+        var connections = Array(repeating: 0, count: sources.count)
+        for (source, count) in bytes {
+            sum[source] += count
+            connections[source] += 1
+        }
+        for index in sources.sources.indices where connections[index] > 0 {
+            sources.noteSpeed(index, perConnection: Double(sum[index]) / Double(connections[index]) / elapsed)
+        }
+    }
+
+    /// At a tick: a connection on a source that is much slower than another usable one
+    /// (`SourceSet.isSlow`) is closed and its part goes to a new connection on a faster source,
+    /// unless the rest of its request would come within `minimumStealSeconds` anyway. Without
+    /// this, a connection on a mirror 20x slower kept its piece (a quarter of its share of the
+    /// file) until faster connections ran out of other work and stole it.
+    mutating func leaveSlowSources() -> [Action] {
+        guard sources.count > 1, state == .downloading, stopStatus == nil, !restartPending else { return [] }
+        let ratio = settings.slowSourceRatio
+        var actions: [Action] = []
+        for id in connections.keys.sorted() {
+            guard let connection = connections[id], connection.phase == .receiving, !connection.probing,
+                  sources.isSlow(connection.source, ratio: ratio), let index = partIndex(connection.part),
+                  let speed = sources.measuredSpeed(connection.source),
+                  let target = sources.pick(now: now, canProbe: canProbe, load: sourceLoad(), slowRatio: ratio),
+                  !sources.isSlow(target, ratio: ratio)
+            else { continue }
+            let last = min(connection.requestedEnd ?? Int64.max, parts[index].end ?? Int64.max)
+            guard last != Int64.max, Double(last - parts[index].next + 1) / max(speed, 1) > settings.minimumStealSeconds else { continue }
+            actions += dropConnection(id)
+            if connections.count < limit, let free = parts.firstIndex(where: { $0.owner == nil && !$0.isComplete }) {
+                actions += request(newConnection(part: free, isExtra: true))
+            }
+        }
+        return actions
     }
 
     // MARK: The probe
@@ -180,7 +230,7 @@ extension DownloadStateMachine {
         load[source] = Int.max
         var others = sources
         others.drop(source, reason: "")
-        guard let target = others.pick(now: now, canProbe: canProbe, load: load) else {
+        guard let target = others.pick(now: now, canProbe: canProbe, load: load, slowRatio: settings.slowSourceRatio) else {
             // The others wait out their backoffs: this connection waits with them, on the next
             // source that is not dropped, counting this failure.
             guard dead, let next = others.sources.indices.first(where: { !others[$0].isDropped }) else { return nil }

@@ -324,14 +324,19 @@ public struct DownloadStateMachine: Sendable {
     public mutating func tick(now: Double, elapsed: Double) -> [Action] {
         guard state == .downloading else { return [] }
         self.now = now
+        var bySource: [(source: Int, count: Int64)] = []
         for (id, connection) in connections where connection.phase == .receiving {
             var updated = connection
             let rate = Double(connection.received - connection.bytesAtLastTick) / max(elapsed, 0.001)
             updated.speed = connection.speed.map { $0 * 0.5 + rate * 0.5 } ?? rate
             updated.bytesAtLastTick = connection.received
             connections[id] = updated
+            if sources.count > 1, !connection.probing {
+                bySource.append((connection.source, connection.received - connection.bytesAtLastTick))
+            }
         }
-        let slow = enforceSpeedLimit(now: now)
+        measureSources(bySource, elapsed: elapsed)
+        let slow = enforceSpeedLimit(now: now) + leaveSlowSources()
         let completed = completedLength
         let due = now - lastCheckpoint >= settings.checkpointInterval
             || completed - completedAtLastCheckpoint >= settings.checkpointBytes

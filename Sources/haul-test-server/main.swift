@@ -20,7 +20,7 @@ import Darwin
 let usage = """
     usage: haul-test-server --size BYTES [--seed N] [--port P] [--throttle BPS]
                             [--connection-throttles BPS,BPS,...] [--cap N] [--cap-status CODE]
-                            [--retry-after S] [--no-etag] [--dump PATH]
+                            [--retry-after S] [--no-etag] [--dump PATH] [--log PATH]
 
     Serves a deterministic payload of BYTES bytes at http://127.0.0.1:PORT/file, prints that URL
     on stdout once listening, and runs until SIGTERM/SIGINT or until stdin reaches EOF.
@@ -36,6 +36,9 @@ let usage = """
       --retry-after S              send Retry-After: S with refusals
       --no-etag                    send no ETag
       --dump PATH                  write the payload to PATH before serving (to cmp downloads)
+      --log PATH                   on exit, write every response to PATH, one tab-separated line
+                                   each: status, connection number, first and last payload byte
+                                   ("-" for none), body bytes sent
     """
 
 struct Options {
@@ -49,6 +52,7 @@ struct Options {
     var retryAfter: String?
     var etag = true
     var dump: String?
+    var log: String?
 }
 
 func fail(_ message: String, code: Int32 = 2) -> Never {
@@ -146,6 +150,10 @@ func parse(_ arguments: [String]) -> Options {
             let path = value(name, inline: inline)
             guard !path.isEmpty else { fail("--dump needs a path") }
             options.dump = path
+        case "--log":
+            let path = value(name, inline: inline)
+            guard !path.isEmpty else { fail("--log needs a path") }
+            options.log = path
         default:
             fail("unknown argument '\(argument)' (see --help)")
         }
@@ -245,4 +253,14 @@ for await _ in stops {
 }
 withExtendedLifetime(signalSources) {}
 try? await server.shutdown()
+if let path = options.log {
+    // After the shutdown: every connection is closed, so every count is final.
+    let lines = server.responses.map { response in
+        let range = response.range.map { "\($0.lowerBound)\t\($0.upperBound - 1)" } ?? "-\t-"
+        return "\(response.status)\t\(response.connection)\t\(range)\t\(response.bodyBytesSent)\n"
+    }
+    guard let file = fopen(path, "w"), fputs(lines.joined(), file) >= 0, fclose(file) == 0 else {
+        fail("cannot write \(path): \(String(cString: strerror(errno)))", code: 1)
+    }
+}
 exit(0)

@@ -70,6 +70,37 @@ import Testing
         #expect(fresh.pick(now: 0, canProbe: true, load: [0, 0]) == 1)
     }
 
+    /// A source whose connections bring less than a quarter of what another source's bring is
+    /// picked only when no other can be; one not measured over two ticks, or with nothing
+    /// measured to compare it with, is not slow.
+    @Test func aMuchSlowerSourceIsPickedLast() {
+        var set = SourceSet([primary, mirror, try! RemoteURL("http://c/file")])
+        set.prove(0)
+        set.prove(1)
+        set.noteSpeed(1, perConnection: 100)
+        set.noteSpeed(1, perConnection: 100)
+        #expect(!set.isSlow(1, ratio: 4), "nothing to compare with")
+        set.noteSpeed(0, perConnection: 4000)
+        #expect(!set.isSlow(1, ratio: 4), "the primary is measured over one tick only")
+        set.noteSpeed(0, perConnection: 4000)
+        #expect(set.isSlow(1, ratio: 4))
+        #expect(!set.isSlow(0, ratio: 4))
+        // Fewest connections first, but not the slow one while another can be used.
+        #expect(set.pick(now: 0, canProbe: true, load: [3, 0, 2]) == 1)
+        #expect(set.pick(now: 0, canProbe: true, load: [3, 0, 2], slowRatio: 4) == 2)
+        set.drop(2, reason: "404")
+        #expect(set.pick(now: 0, canProbe: true, load: [3, 0, 0], slowRatio: 4) == 0)
+        set.setAside(0, until: 5)
+        #expect(set.pick(now: 1, canProbe: true, load: [3, 0, 0], slowRatio: 4) == 1, "the slow one, when it is all there is")
+        // A third as fast is not slow at a ratio of 4.
+        var close = SourceSet([primary, mirror])
+        for _ in 0..<2 {
+            close.noteSpeed(0, perConnection: 3000)
+            close.noteSpeed(1, perConnection: 1000)
+        }
+        #expect(!close.isSlow(1, ratio: 4))
+    }
+
     @Test func deadAndBusySourcesAreToldApart() {
         #expect(SourceSet.isDead(HaulError(.httpStatus, "404", httpStatus: 404)))
         #expect(SourceSet.isDead(HaulError(.httpStatus, "410", httpStatus: 410)))
@@ -126,6 +157,49 @@ import Testing
         #expect(requests(back)[0]?.url == primary && requests(back)[0]?.range?.start == 100, "\(back)")
         #expect(machine.owners[0] == 0)
         #expect(Set(machine.owners.values).count == machine.owners.count, "one owner per part: \(machine.owners)")
+    }
+
+    /// A mirror 40x slower than the primary: once both are measured over two ticks, its
+    /// connection is closed and its part goes on from the primary on a new connection; the next
+    /// piece does not move back to it, though it has fewer connections.
+    @Test func aMuchSlowerMirrorIsLeft() throws {
+        var machine = try machine()
+        _ = machine.start(noFiles, now: 0)
+        let second = try #require(requests(machine.responseReceived(0, partial(0, 99), nowSecondsSince1970: 0, jitter: 0))[1])
+        #expect(second.url == primary)
+        _ = machine.received(0, count: 100)
+        let probe = try #require(requests(machine.bodyEnded(0, jitter: 0))[0])
+        #expect(probe.url == mirror)
+        _ = machine.responseReceived(0, partial(probe.range!.start, probe.range!.end!, url: mirror), nowSecondsSince1970: 0, jitter: 0)
+        _ = machine.received(0, count: Int(probe.range!.count!))
+        let piece = try #require(requests(machine.bodyEnded(0, jitter: 0))[0])
+        #expect(piece.url == mirror && piece.range?.start == 100, "\(piece)")
+        _ = machine.responseReceived(0, partial(100, piece.range!.end!, url: mirror), nowSecondsSince1970: 0, jitter: 0)
+        _ = machine.responseReceived(1, partial(second.range!.start, second.range!.end!), nowSecondsSince1970: 0, jitter: 0)
+
+        // The primary's connection brings 400 bytes a second, the mirror's 10.
+        var actions: [Machine.Action] = []
+        for tick in 1...2 {
+            #expect(machine.received(1, count: 400).keep == 400)
+            #expect(machine.received(0, count: 10).keep == 10)
+            actions = machine.tick(now: Double(tick), elapsed: 1)
+            if tick == 1 { #expect(!actions.contains(.close(0)), "one tick is not a measure") }
+        }
+        #expect(machine.sources.isSlow(1, ratio: 4))
+        #expect(actions.contains(.close(0)), "\(actions)")
+        let moved = requests(actions)
+        #expect(moved.count == 1, "\(actions)")
+        let plan = try #require(moved.values.first)
+        #expect(plan.url == primary)
+        let range = try #require(plan.range)
+        #expect(range.start <= 120 && (range.end ?? 0) >= 120, "the part goes on where the mirror left it: \(range)")
+        #expect(machine.owners[0] != 0 && machine.owners[0] != nil, "\(machine.owners)")
+
+        // The primary's connection finishes its piece: it stays there.
+        let rest = Int(second.range!.count!) - 800
+        #expect(machine.received(1, count: rest).keep == rest)
+        let next = requests(machine.bodyEnded(1, jitter: 0))
+        #expect(next[1]?.url == primary, "\(next)")
     }
 
     /// A mirror whose bytes differ never writes one: it is dropped, and its connection goes back

@@ -42,6 +42,28 @@ import Testing
         }
     }
 
+    /// A primary 32x slower than its mirror, listed first: every connection starts on it (the
+    /// mirror cannot be probed before bytes are written), and once the mirror is measured they
+    /// move there, closing their requests to the primary midway. The file is whole, and most of
+    /// it came from the mirror.
+    @Test func aSlowPrimaryLeavesTheWorkToItsMirror() async throws {
+        let payload = Payload(seed: 2104, length: 16 << 20)
+        try await withHarness(minimumSegmentSize: 256 << 10) { harness in
+            let mirror = try await TestServer.start()
+            harness.server.setRoute("/file", Route(payload: payload, throttle: 128 << 10))
+            mirror.setRoute("/file", Route(payload: payload, throttle: 4 << 20))
+            let outcome = try await harness.download(mirrored(harness, mirrors: [mirror.url("/file")]))
+            #expect(outcome.record.status == .completed, "\(outcome.events)")
+            #expect(payload.mismatch(inFileAt: try #require(outcome.path)) == nil)
+            #expect(mirror.bodyBytesSent(to: "/file") > payload.length / 2,
+                    "primary \(harness.server.responses(to: "/file")), mirror \(mirror.responses(to: "/file"))")
+            #expect(harness.server.responses(to: "/file").contains { response in
+                response.range.map { Int64($0.count) > response.bodyBytesSent } ?? false
+            }, "a request to the primary was closed midway: \(harness.server.responses(to: "/file"))")
+            try await mirror.shutdown()
+        }
+    }
+
     /// A mirror that serves another file of the same length never writes a byte: its probe
     /// differs, it is dropped, and the file is the primary's.
     @Test func aLyingMirrorIsDroppedAndTheFileIsThePrimarys() async throws {

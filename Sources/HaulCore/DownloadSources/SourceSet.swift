@@ -18,6 +18,10 @@
 ///   download's tries, as it does with one URL.
 /// - **Connections are spread** over the usable sources, fewest first; slow sources lose their
 ///   work to faster connections by stealing, as any slow connection does.
+/// - **A much slower source is left.** Once one connection to a source brings less than a
+///   `ratio`-th of what one brings from another source (`isSlow`), no new connection goes to it
+///   while another can be used, and the machine moves the connections it has elsewhere. With
+///   connections spread evenly, a mirror 20x slower held a third of them for the whole download.
 public struct SourceSet: Hashable, Sendable {
     public struct Source: Hashable, Sendable {
         public enum Standing: Hashable, Sendable {
@@ -38,6 +42,11 @@ public struct SourceSet: Hashable, Sendable {
         public var validator: EntityValidator?
         /// Failures in a row (for the length of its next wait).
         public var failures = 0
+        /// Bytes per second one connection to this source brings: a moving average of the ticks
+        /// that had a connection receiving from it (`noteSpeed`); nil until then.
+        public var connectionSpeed: Double?
+        /// Ticks that measured `connectionSpeed`. The first one can catch a request just begun.
+        public var speedSamples = 0
 
         public init(url: RemoteURL) { self.url = url }
 
@@ -81,10 +90,18 @@ public struct SourceSet: Hashable, Sendable {
     /// connections (`load`, by index), proven sources before untried ones at equal counts (an
     /// untried source costs a probe first), earlier ones before later ones. `canProbe`: whether an
     /// untried source may be tried now (there are bytes to compare it with, or nothing to compare
-    /// against yet). Nil when none can be used now.
-    public func pick(now: Double, canProbe: Bool, load: [Int]) -> Int? {
+    /// against yet). With `slowRatio`, a source `isSlow` by it is picked only when no other can
+    /// be. Nil when none can be used now.
+    public func pick(now: Double, canProbe: Bool, load: [Int], slowRatio: Double? = nil) -> Int? {
+        if let slowRatio, let fast = pick(now: now, canProbe: canProbe, load: load, skipping: { isSlow($0, ratio: slowRatio) }) {
+            return fast
+        }
+        return pick(now: now, canProbe: canProbe, load: load, skipping: { _ in false })
+    }
+
+    private func pick(now: Double, canProbe: Bool, load: [Int], skipping: (Int) -> Bool) -> Int? {
         var best: (index: Int, connections: Int, untried: Int)?
-        for index in sources.indices where isUsable(index, now: now) {
+        for index in sources.indices where isUsable(index, now: now) && !skipping(index) {
             let proven = sources[index].standing == .proven
             if !proven, !canProbe { continue }
             let candidate = (index: index, connections: load[index], untried: proven ? 0 : 1)
@@ -92,6 +109,28 @@ public struct SourceSet: Hashable, Sendable {
             best = candidate
         }
         return best?.index
+    }
+
+    /// One tick's measure of source `index`: `perConnection` bytes per second on each of its
+    /// receiving connections.
+    public mutating func noteSpeed(_ index: Int, perConnection: Double) {
+        sources[index].connectionSpeed = sources[index].connectionSpeed.map { $0 * 0.5 + perConnection * 0.5 } ?? perConnection
+        sources[index].speedSamples += 1
+    }
+
+    /// What one connection to source `index` brings, once measured over two ticks at least.
+    public func measuredSpeed(_ index: Int) -> Double? {
+        sources[index].speedSamples >= 2 ? sources[index].connectionSpeed : nil
+    }
+
+    /// Whether one connection to source `index` brings less than a `ratio`-th of what one brings
+    /// from the fastest other source that is not dropped. A source not measured yet is not slow,
+    /// and neither is one with nothing measured to compare it with.
+    public func isSlow(_ index: Int, ratio: Double) -> Bool {
+        guard let speed = measuredSpeed(index) else { return false }
+        let others = sources.indices.filter { $0 != index && !sources[$0].isDropped }.compactMap(measuredSpeed)
+        guard let best = others.max() else { return false }
+        return speed * ratio < best
     }
 
     /// When the first set-aside source may be used again, if every usable one is set aside.
