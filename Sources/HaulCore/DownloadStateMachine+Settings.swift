@@ -42,6 +42,10 @@ extension DownloadStateMachine {
         /// Seconds a source's measured speed counts without a new measure: a source left for
         /// being slow is tried again after this (`SourceSet.speedLifetime`).
         public var sourceSpeedLifetime: Double
+        /// With mirrors, the first request (the length still unknown) asks for at most this
+        /// many bytes instead of `minimumSegment`: the first connection then reaches a piece end
+        /// and moves to another mirror after that much of the first URL, however slow it is.
+        public var firstPieceWithMirrors: Int64
 
         public init(retry: RetryPolicy = .init(), minimumSegment: Int64 = 1 << 20, minimumSteal: Int64 = 128 << 10,
                     checkpointInterval: Double = 1, checkpointBytes: Int64 = 32 << 20, overlap: Int64 = 64 << 10,
@@ -49,9 +53,10 @@ extension DownloadStateMachine {
                     minimumStealSeconds: Double = 0.5, notesProgress: Bool = false, noteBytes: Int64 = 2 << 20,
                     piecesPerConnection: Int64 = 4, maximumPiece: Int64 = 64 << 20,
                     httpVersions: HTTPVersionPolicy = .automatic, slowSourceRatio: Double = 4,
-                    sourceSpeedLifetime: Double = 10) {
+                    firstPieceWithMirrors: Int64 = 64 << 10, sourceSpeedLifetime: Double = 10) {
             self.slowSourceRatio = slowSourceRatio
             self.sourceSpeedLifetime = sourceSpeedLifetime
+            self.firstPieceWithMirrors = firstPieceWithMirrors
             self.piecesPerConnection = piecesPerConnection
             self.maximumPiece = maximumPiece
             self.retry = retry

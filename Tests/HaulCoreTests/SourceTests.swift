@@ -211,6 +211,20 @@ import Testing
         #expect(next[1]?.url == primary, "\(next)")
     }
 
+    /// With mirrors, the first request asks for 64 KiB, not `minimumSegment` (1 MiB): every
+    /// connection starts on the first URL, and the first one moves to a mirror at that piece's
+    /// end, so a slow first URL holds it for 64 KiB only. With one URL nothing changes.
+    @Test func theFirstPieceIsShortWithMirrors() throws {
+        for mirrors in [[mirror], []] {
+            let request = try DownloadRequest(url: primary, destination: .directory("/tmp"), connections: 4, mirrors: mirrors)
+            var record = DownloadRecord(id: DownloadID(rawValue: "1"), request: request, createdAt: 0)
+            record.fileName = "file"
+            var machine = Machine(record: record, settings: .init(httpVersions: .http1_1))
+            let first = try #require(requests(machine.start(noFiles, now: 0))[0])
+            #expect(first.range == ByteRange(start: 0, end: (mirrors.isEmpty ? 1 << 20 : 64 << 10) - 1), "\(mirrors)")
+        }
+    }
+
     /// A mirror whose bytes differ never writes one: it is dropped, and its connection goes back
     /// to the primary.
     @Test func aMirrorWithOtherBytesIsDropped() throws {
