@@ -186,11 +186,17 @@ extension DownloadStateMachine {
             start -= min(settings.overlap, part.appended)
         }
         let range: ByteRange?
-        if record.request.connections > 1, let size = SegmentPlanner.pieceSize(
+        if record.request.connections > 1, var size = SegmentPlanner.pieceSize(
             total: record.totalLength, connections: record.request.connections, perConnection: settings.piecesPerConnection,
             minimum: settings.minimumSegment, maximum: settings.maximumPiece) {
             // A piece of the part (the first one proves, with a 206, that the server serves
             // ranges), so the request ends by itself and the connection carries the next one.
+            if record.totalLength == nil, sources.count > 1 {
+                // With mirrors every connection starts on the first URL (the others cannot be
+                // probed before bytes are written): a short first piece brings the first one to
+                // a piece end, where it moves to another mirror, however slow the first URL is.
+                size = min(size, settings.firstPieceWithMirrors)
+            }
             range = ByteRange(start: start, end: SegmentPlanner.pieceEnd(next: part.next, partEnd: part.end, size: size))
         } else if start == 0, part.end == nil, record.request.connections == 1 {
             // The whole file, unless a first piece may go over HTTP/2 (see `HTTPVersionPolicy`).

@@ -41,15 +41,25 @@ extension DownloadStateMachine {
         /// A source whose connections bring less than a `slowSourceRatio`-th of what those of
         /// another source bring is left for the others (`SourceSet.isSlow`).
         public var slowSourceRatio: Double
+        /// Seconds a source's measured speed counts without a new measure: a source left for
+        /// being slow is tried again after this (`SourceSet.speedLifetime`).
+        public var sourceSpeedLifetime: Double
+        /// With mirrors, the first request (the length still unknown) asks for at most this
+        /// many bytes instead of `minimumSegment`: the first connection then reaches a piece end
+        /// and moves to another mirror after that much of the first URL, however slow it is.
+        public var firstPieceWithMirrors: Int64
 
         public init(retry: RetryPolicy = .init(), minimumSegment: Int64 = 1 << 20, minimumSteal: Int64 = 128 << 10,
                     checkpointInterval: Double = 1, checkpointBytes: Int64 = 32 << 20, overlap: Int64 = 64 << 10,
                     maxConnectionBackoff: Duration = .seconds(60), tickInterval: Double = 0.25,
                     minimumStealSeconds: Double = 0.5, notesProgress: Bool = false, noteBytes: Int64 = 2 << 20,
                     piecesPerConnection: Int64 = 4, maximumPiece: Int64 = 64 << 20,
-                    httpVersions: HTTPVersionPolicy = .automatic, refreshesURL: Bool = false, slowSourceRatio: Double = 4) {
+                    httpVersions: HTTPVersionPolicy = .automatic, refreshesURL: Bool = false, slowSourceRatio: Double = 4,
+                    firstPieceWithMirrors: Int64 = 64 << 10, sourceSpeedLifetime: Double = 10) {
             self.refreshesURL = refreshesURL
             self.slowSourceRatio = slowSourceRatio
+            self.sourceSpeedLifetime = sourceSpeedLifetime
+            self.firstPieceWithMirrors = firstPieceWithMirrors
             self.piecesPerConnection = piecesPerConnection
             self.maximumPiece = maximumPiece
             self.retry = retry

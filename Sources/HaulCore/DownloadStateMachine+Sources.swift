@@ -66,16 +66,18 @@ extension DownloadStateMachine {
         guard let target = sources.pick(now: now, canProbe: canProbe, load: load, slowRatio: settings.slowSourceRatio),
               target != connection.source else { return }
         let ratio = settings.slowSourceRatio
-        let faster = sources.isSlow(connection.source, ratio: ratio) && !sources.isSlow(target, ratio: ratio)
+        let faster = sources.isSlow(connection.source, ratio: ratio, now: now) && !sources.isSlow(target, ratio: ratio, now: now)
         guard faster || load[target] + 1 < load[connection.source] else { return }
         connections[id]?.source = target
     }
 
     // MARK: Speeds
 
-    /// At a tick: what one connection brought from each source since the last tick, from the
-    /// connections receiving a piece (`bytes`: the bytes each received since the last tick, by
-    /// connection). Probes are left out: they are short and start mid-tick.
+    /// At a tick: what one connection brought from each source since the last tick (`bytes`: by
+    /// connection, the bytes it received since the last tick). Only connections whose body was
+    /// already flowing at the last tick count: the wait for a first byte is latency, not speed,
+    /// and a client starved of CPU (a loaded test run) once measured a fast mirror's new
+    /// connection at nearly nothing there and left it. Probes are left out too.
     mutating func measureSources(_ bytes: [(source: Int, count: Int64)], elapsed: Double) {
         guard sources.count > 1, elapsed > 0 else { return }
         var sum = Array(repeating: Int64(0), count: sources.count)
@@ -85,7 +87,7 @@ extension DownloadStateMachine {
             connections[source] += 1
         }
         for index in sources.sources.indices where connections[index] > 0 {
-            sources.noteSpeed(index, perConnection: Double(sum[index]) / Double(connections[index]) / elapsed)
+            sources.noteSpeed(index, perConnection: Double(sum[index]) / Double(connections[index]) / elapsed, now: now)
         }
     }
 
@@ -100,10 +102,10 @@ extension DownloadStateMachine {
         var actions: [Action] = []
         for id in connections.keys.sorted() {
             guard let connection = connections[id], connection.phase == .receiving, !connection.probing,
-                  sources.isSlow(connection.source, ratio: ratio), let index = partIndex(connection.part),
-                  let speed = sources.measuredSpeed(connection.source),
+                  sources.isSlow(connection.source, ratio: ratio, now: now), let index = partIndex(connection.part),
+                  let speed = sources.measuredSpeed(connection.source, now: now),
                   let target = sources.pick(now: now, canProbe: canProbe, load: sourceLoad(), slowRatio: ratio),
-                  !sources.isSlow(target, ratio: ratio)
+                  !sources.isSlow(target, ratio: ratio, now: now)
             else { continue }
             let last = min(connection.requestedEnd ?? Int64.max, parts[index].end ?? Int64.max)
             guard last != Int64.max, Double(last - parts[index].next + 1) / max(speed, 1) > settings.minimumStealSeconds else { continue }

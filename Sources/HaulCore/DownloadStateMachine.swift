@@ -209,6 +209,7 @@ public struct DownloadStateMachine: Sendable {
         self.settings = settings
         self.connectionLimit = max(1, record.request.connections)
         self.sources = SourceSet(record.request.sources)
+        self.sources.speedLifetime = settings.sourceSpeedLifetime
         self.fileBase = record.request.range?.start ?? 0
         self.pieceLength = record.request.sources.count > 1 && record.request.range == nil ? record.request.pieceHashes?.length : nil
         self.parts = record.segments.map { Part(start: $0.start, end: $0.end, appended: $0.written, durable: $0.written) }
@@ -331,7 +332,7 @@ public struct DownloadStateMachine: Sendable {
             updated.speed = connection.speed.map { $0 * 0.5 + rate * 0.5 } ?? rate
             updated.bytesAtLastTick = connection.received
             connections[id] = updated
-            if sources.count > 1, !connection.probing {
+            if sources.count > 1, !connection.probing, connection.bytesAtLastTick > 0 {
                 bySource.append((connection.source, connection.received - connection.bytesAtLastTick))
             }
         }

@@ -22,6 +22,8 @@
 ///   `ratio`-th of what one brings from another source (`isSlow`), no new connection goes to it
 ///   while another can be used, and the machine moves the connections it has elsewhere. With
 ///   connections spread evenly, a mirror 20x slower held a third of them for the whole download.
+///   A measure lasts `speedLifetime` without a new one: a source left as slow is tried again
+///   then, so a wrong judgement (a starved client, a mirror that got faster) does not last.
 public struct SourceSet: Hashable, Sendable {
     public struct Source: Hashable, Sendable {
         public enum Standing: Hashable, Sendable {
@@ -45,8 +47,10 @@ public struct SourceSet: Hashable, Sendable {
         /// Bytes per second one connection to this source brings: a moving average of the ticks
         /// that had a connection receiving from it (`noteSpeed`); nil until then.
         public var connectionSpeed: Double?
-        /// Ticks that measured `connectionSpeed`. The first one can catch a request just begun.
+        /// Ticks that measured `connectionSpeed`.
         public var speedSamples = 0
+        /// When `connectionSpeed` was last measured (the machine's clock).
+        public var measuredAt: Double = 0
 
         public init(url: RemoteURL) { self.url = url }
 
@@ -57,6 +61,8 @@ public struct SourceSet: Hashable, Sendable {
     }
 
     public private(set) var sources: [Source]
+    /// Seconds a source's measured speed counts without a new measure (see `noteSpeed`).
+    public var speedLifetime: Double = 10
 
     public init(_ urls: [RemoteURL]) {
         sources = urls.map(Source.init(url:))
@@ -93,7 +99,8 @@ public struct SourceSet: Hashable, Sendable {
     /// against yet). With `slowRatio`, a source `isSlow` by it is picked only when no other can
     /// be. Nil when none can be used now.
     public func pick(now: Double, canProbe: Bool, load: [Int], slowRatio: Double? = nil) -> Int? {
-        if let slowRatio, let fast = pick(now: now, canProbe: canProbe, load: load, skipping: { isSlow($0, ratio: slowRatio) }) {
+        if let slowRatio,
+           let fast = pick(now: now, canProbe: canProbe, load: load, skipping: { isSlow($0, ratio: slowRatio, now: now) }) {
             return fast
         }
         return pick(now: now, canProbe: canProbe, load: load, skipping: { _ in false })
@@ -111,24 +118,33 @@ public struct SourceSet: Hashable, Sendable {
         return best?.index
     }
 
-    /// One tick's measure of source `index`: `perConnection` bytes per second on each of its
-    /// receiving connections.
-    public mutating func noteSpeed(_ index: Int, perConnection: Double) {
+    /// One tick's measure of source `index` at `now`: `perConnection` bytes per second on each of
+    /// its receiving connections. A measure older than `speedLifetime` is forgotten first: the
+    /// source is measured anew.
+    public mutating func noteSpeed(_ index: Int, perConnection: Double, now: Double) {
+        if now - sources[index].measuredAt > speedLifetime {
+            sources[index].connectionSpeed = nil
+            sources[index].speedSamples = 0
+        }
         sources[index].connectionSpeed = sources[index].connectionSpeed.map { $0 * 0.5 + perConnection * 0.5 } ?? perConnection
         sources[index].speedSamples += 1
+        sources[index].measuredAt = now
     }
 
-    /// What one connection to source `index` brings, once measured over two ticks at least.
-    public func measuredSpeed(_ index: Int) -> Double? {
-        sources[index].speedSamples >= 2 ? sources[index].connectionSpeed : nil
+    /// What one connection to source `index` brings: measured over two ticks at least, the
+    /// last one no longer than `speedLifetime` ago.
+    public func measuredSpeed(_ index: Int, now: Double) -> Double? {
+        let source = sources[index]
+        guard source.speedSamples >= 2, now - source.measuredAt <= speedLifetime else { return nil }
+        return source.connectionSpeed
     }
 
     /// Whether one connection to source `index` brings less than a `ratio`-th of what one brings
-    /// from the fastest other source that is not dropped. A source not measured yet is not slow,
-    /// and neither is one with nothing measured to compare it with.
-    public func isSlow(_ index: Int, ratio: Double) -> Bool {
-        guard let speed = measuredSpeed(index) else { return false }
-        let others = sources.indices.filter { $0 != index && !sources[$0].isDropped }.compactMap(measuredSpeed)
+    /// from the fastest other source that is not dropped. A source not measured (or not lately)
+    /// is not slow, and neither is one with nothing measured to compare it with.
+    public func isSlow(_ index: Int, ratio: Double, now: Double) -> Bool {
+        guard let speed = measuredSpeed(index, now: now) else { return false }
+        let others = sources.indices.filter { $0 != index && !sources[$0].isDropped }.compactMap { measuredSpeed($0, now: now) }
         guard let best = others.max() else { return false }
         return speed * ratio < best
     }
