@@ -168,7 +168,7 @@ public struct Daemon: Sendable {
         Aria2Routes.register(rpc, connections: connections, on: router)
         let webSockets = Router(context: DaemonWebSocketContext.self)
         webSockets.add(middleware: HostCheckMiddleware(check: hosts))
-        Aria2Routes.registerWebSocket(rpc, events: { manager.events() }, hosts: hosts, connections: connections, on: webSockets)
+        Aria2Routes.registerWebSocket(rpc, events: { manager.events() }, outcomes: { manager.outcomes() }, hosts: hosts, connections: connections, on: webSockets)
         let webSocketResponder = webSockets.buildResponder()
         let channelConfiguration = HTTP1WebSocketUpgradeChannel.Configuration(
             http1: .init(idleTimeout: TimeAmount(configuration.connections.idleTimeout)),

@@ -137,7 +137,15 @@ extension Aria2RPC {
         Aria2Cookies.attach(try await Aria2Cookies.jar(options, policy: defaults.policy, now: now), to: &request, now: now)
         let record = try await manager.add(request)
         if options["pause"]?.string == "true" { try await manager.pause(record.id) }
-        if let position { _ = try? await manager.move(record.id, toIndex: position) }
+        if let position {
+            do {
+                _ = try await manager.move(record.id, toIndex: position)
+            } catch let error as HaulError where error.code == .conflict {
+                // It started already (a free slot took it at once): a running download has no
+                // place in the queue to take. Anything else is the caller's to know.
+                guard try await manager.download(record.id).status == .running else { throw error }
+            }
+        }
         return record.id
     }
 
@@ -258,7 +266,7 @@ extension Aria2RPC {
         if let rate = change.maxBytesPerSecond { try await manager.setMaxBytesPerSecond(rate, for: id) }
         // Connections apply to the next start; a running download keeps its own, as aria2's do.
         if let connections = change.connections, record.status != .running {
-            try? await manager.setConnections(connections, for: id)
+            try await manager.setConnections(connections, for: id)
         }
     }
 

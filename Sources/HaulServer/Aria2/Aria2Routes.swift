@@ -68,24 +68,25 @@ enum Aria2Routes {
     /// endpoint, an upgrade from a page of another origin is refused: a browser lets any page
     /// open a WebSocket to localhost.
     static func registerWebSocket(_ rpc: Aria2RPC, events: @escaping @Sendable () -> AsyncStream<DownloadEvent>,
+                                  outcomes: @escaping @Sendable () -> AsyncStream<DownloadOutcome>,
                                   hosts: HostCheck, connections: ConnectionGuard, on router: Router<DaemonWebSocketContext>) {
         router.ws("jsonrpc", shouldUpgrade: { request, _ in
             hosts.allows(origin: request.headers[.origin], authority: request.head.authority) ? .upgrade([:]) : .dontUpgrade
         }) { inbound, outbound, context in
             let shown = NIOLockedValueBox(false)
             try await withThrowingTaskGroup(of: Void.self) { group in
+                // Starts come from the event stream (which keeps only the newest events); how a
+                // download ended comes from the outcome stream, which never drops one: a
+                // completion is never lost however many downloads end at once.
                 group.addTask {
                     for await event in events() {
-                        guard shown.withLockedValue({ $0 }), let method = notification(for: event.kind) else { continue }
-                        var json = JSONWriter()
-                        json.object { json in
-                            json.field("jsonrpc", "2.0")
-                            json.field("method", method)
-                            json.field("params") { json in
-                                json.array([event.id.rawValue]) { json, gid in json.object { $0.field("gid", gid) } }
-                            }
-                        }
-                        try await outbound.write(.text(String(decoding: json.bytes, as: UTF8.self)))
+                        guard case .started = event.kind else { continue }
+                        try await notify(event, shown: shown, outbound: outbound)
+                    }
+                }
+                group.addTask {
+                    for await outcome in outcomes() {
+                        try await notify(outcome.finalEvent, shown: shown, outbound: outbound)
                     }
                 }
                 for try await message in inbound.messages(maxSize: Aria2RPC.maxRequestSize) {
@@ -103,6 +104,20 @@ enum Aria2Routes {
                 group.cancelAll()
             }
         }
+    }
+
+    /// Sends aria2's notification for `event`, if it has one, once the socket has shown the token.
+    static func notify(_ event: DownloadEvent, shown: NIOLockedValueBox<Bool>, outbound: WebSocketOutboundWriter) async throws {
+        guard shown.withLockedValue({ $0 }), let method = notification(for: event.kind) else { return }
+        var json = JSONWriter()
+        json.object { json in
+            json.field("jsonrpc", "2.0")
+            json.field("method", method)
+            json.field("params") { json in
+                json.array([event.id.rawValue]) { json, gid in json.object { $0.field("gid", gid) } }
+            }
+        }
+        try await outbound.write(.text(String(decoding: json.bytes, as: UTF8.self)))
     }
 
     /// aria2's notification for an event, if it has one.
