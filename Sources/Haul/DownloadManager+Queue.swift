@@ -123,6 +123,16 @@ extension DownloadManager {
                 throw HaulError(.conflict, "download \(id) is \(record.status.rawValue); only queued downloads can be moved")
             }
             let target = min(max(0, index), pending.count - 1)
+            if target == current { return current }
+            if let place = directPlace(from: current, to: target) {
+                // One write, whatever the distance: the new place lies between its neighbours'.
+                var moved = pending.remove(id)!
+                (moved.priority, moved.position) = place
+                pending.insert(moved)
+                try await store.setPlace(id, priority: place.priority, position: place.position)
+                return pending.index(of: id) ?? target
+            }
+            // No room between the neighbours (positions a microsecond apart): step by step.
             if target == 0, current != 0 {
                 _ = try await moveNow(id, .top)
             } else if target == pending.count - 1, current != target {
@@ -132,6 +142,31 @@ extension DownloadManager {
             }
             return pending.index(of: id) ?? target
         }
+    }
+
+    /// The priority and position that put the entry at `current` at `target` (both indices of
+    /// the queue as it is), between the neighbours it will have there, taking their priority as
+    /// moving past them one by one would; nil when no position lies strictly between them.
+    func directPlace(from current: Int, to target: Int) -> (priority: Int, position: Int64)? {
+        // Indices in the queue without the moved entry.
+        func other(_ index: Int) -> PendingQueue.Entry? {
+            let index = index < current ? index : index + 1
+            return index >= 0 && index < pending.count && index != current ? pending[index] : nil
+        }
+        let previous = target > 0 ? other(target - 1) : nil
+        let next = other(target)
+        if target > current, let previous {
+            guard let next, next.priority == previous.priority else { return (previous.priority, previous.position + 1) }
+            return Self.between(previous.position, next.position).map { (previous.priority, $0) }
+        }
+        guard let next else { return nil }
+        guard let previous, previous.priority == next.priority else { return (next.priority, next.position - 1) }
+        return Self.between(previous.position, next.position).map { (next.priority, $0) }
+    }
+
+    /// A position strictly between two, nil when they are adjacent.
+    static func between(_ low: Int64, _ high: Int64) -> Int64? {
+        high - low >= 2 ? low + (high - low) / 2 : nil
     }
 
     /// The queued downloads in the order they will start (this process's queue, in memory).

@@ -282,12 +282,17 @@ public actor DownloadManager {
         return try await body()
     }
 
+    /// The least distance between the positions of downloads added one after another.
+    static let positionGap: Int64 = 64
+
     /// A fresh queued record at the end of its priority, its explicit file name checked.
     func newRecord(for request: DownloadRequest) async throws -> DownloadRecord {
         var record = DownloadRecord(id: .random(), request: request, createdAt: WallClock.secondsSince1970())
         try await names.checkExplicit(record)
         record.status = .queued
-        lastPosition = max(lastPosition + 1, WallClock.microsecondsSince1970())
+        // Microseconds, and at least `positionGap` apart within a batch: a move to an index then
+        // takes one write, a place between its new neighbours (`directPlace`).
+        lastPosition = max(lastPosition + Self.positionGap, WallClock.microsecondsSince1970())
         record.position = lastPosition
         return record
     }

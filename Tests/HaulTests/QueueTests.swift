@@ -124,6 +124,35 @@ import Testing
         }
     }
 
+    /// Moves to an index put the download exactly there, among mixed priorities, in memory and
+    /// in the store's order alike, whatever the distance (one write when its neighbours leave
+    /// room between them, as downloads added a microsecond or more apart do).
+    @Test func movesToAnIndexMatchAPlainArrayMove() async throws {
+        try await withHarness(maxConcurrent: 1) { harness in
+            harness.server.setRoute("/slow", Route(payload: payload, throttle: 20_000))
+            let events = harness.manager.events()
+            let running = try await harness.manager.add(harness.request("/slow"))
+            await harness.waitForProgress(of: running.id, beyond: 0, in: events)
+            var requests: [DownloadRequest] = []
+            for index in 0..<60 { requests.append(try harness.request("/q\(index)", priority: index % 7 == 0 ? 1 : 0)) }
+            _ = try await harness.manager.add(requests)
+            var expected = await harness.manager.queuedIDs
+            var generator = SystemRandomNumberGenerator()
+            for step in 0..<80 {
+                let from = Int.random(in: 0..<expected.count, using: &generator)
+                let to = Int.random(in: 0..<expected.count, using: &generator)
+                let id = expected[from]
+                #expect(try await harness.manager.move(id, toIndex: to) == to, "step \(step): \(from) -> \(to)")
+                expected.remove(at: from)
+                expected.insert(id, at: to)
+                #expect(await harness.manager.queuedIDs == expected, "step \(step): \(from) -> \(to)")
+            }
+            // The store orders them the same way (priority, then position).
+            #expect(try await harness.store.ids(status: .queued) == expected)
+            try await harness.manager.pause(running.id)
+        }
+    }
+
     @Test func finishedResultsCanBeForgottenAndQueuedOnesMoved() async throws {
         try await withHarness(maxConcurrent: 1) { harness in
             harness.server.setRoute("/file", Route(payload: payload))
