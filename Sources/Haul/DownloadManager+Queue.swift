@@ -124,7 +124,14 @@ extension DownloadManager {
             }
             let target = min(max(0, index), pending.count - 1)
             if target == current { return current }
-            if let place = directPlace(from: current, to: target) {
+            var place = directPlace(from: current, to: target)
+            if place == nil {
+                // No room between the new neighbours (positions a microsecond apart, or equal):
+                // spread the queue's positions once, then the move is one write again.
+                try await spreadPositions()
+                place = directPlace(from: current, to: target)
+            }
+            if let place {
                 // One write, whatever the distance: the new place lies between its neighbours'.
                 var moved = pending.remove(id)!
                 (moved.priority, moved.position) = place
@@ -132,7 +139,7 @@ extension DownloadManager {
                 try await store.setPlace(id, priority: place.priority, position: place.position)
                 return pending.index(of: id) ?? target
             }
-            // No room between the neighbours (positions a microsecond apart): step by step.
+            // Cannot happen after the spread; kept as the old, slow way.
             if target == 0, current != 0 {
                 _ = try await moveNow(id, .top)
             } else if target == pending.count - 1, current != target {
@@ -162,6 +169,19 @@ extension DownloadManager {
         guard let next else { return nil }
         guard let previous, previous.priority == next.priority else { return (next.priority, next.position - 1) }
         return Self.between(previous.position, next.position).map { (next.priority, $0) }
+    }
+
+    /// Gives the queued downloads positions `positionGap * 16` apart in their order (priorities
+    /// unchanged), so every gap has room: one write per download, only when a move found none.
+    func spreadPositions() async throws {
+        guard !pending.isEmpty else { return }
+        let base = pending[0].position
+        for index in 0..<pending.count {
+            var entry = pending[index]
+            entry.position = base + Int64(index) * Self.positionGap * 16
+            pending.replace(at: index, with: entry)
+            try await store.setPlace(entry.id, priority: entry.priority, position: entry.position)
+        }
     }
 
     /// A position strictly between two, nil when they are adjacent.

@@ -129,7 +129,9 @@ import Testing
     /// room between them, as downloads added a microsecond or more apart do).
     @Test func movesToAnIndexMatchAPlainArrayMove() async throws {
         try await withHarness(maxConcurrent: 1) { harness in
-            harness.server.setRoute("/slow", Route(payload: payload, throttle: 20_000))
+            // Holds the one slot for the whole test, however slow the machine (at 20 KB/s, 100 MB
+            // take more than an hour): nothing queued starts while the moves are checked.
+            harness.server.setRoute("/slow", Route(payload: Payload(seed: 33, length: 100_000_000), throttle: 20_000))
             let events = harness.manager.events()
             let running = try await harness.manager.add(harness.request("/slow"))
             await harness.waitForProgress(of: running.id, beyond: 0, in: events)
