@@ -39,7 +39,7 @@ extension DownloadStateMachine {
             record.validator = nil
             record.finalURL = nil
             storedEntity = nil
-            sources = SourceSet(record.request.sources)
+            sources = Self.sources(of: record.request, settings: settings)
             rangesProven = false
             return [.persist, .notify(.urlRefreshed(url))] + openFirstConnection()
         }

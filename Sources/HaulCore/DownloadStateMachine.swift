@@ -208,11 +208,17 @@ public struct DownloadStateMachine: Sendable {
         self.record = record
         self.settings = settings
         self.connectionLimit = max(1, record.request.connections)
-        self.sources = SourceSet(record.request.sources)
-        self.sources.speedLifetime = settings.sourceSpeedLifetime
+        self.sources = Self.sources(of: record.request, settings: settings)
         self.fileBase = record.request.range?.start ?? 0
         self.pieceLength = record.request.sources.count > 1 && record.request.range == nil ? record.request.pieceHashes?.length : nil
         self.parts = record.segments.map { Part(start: $0.start, end: $0.end, appended: $0.written, durable: $0.written) }
+    }
+
+    /// A fresh account of `request`'s sources, judged by `settings`.
+    static func sources(of request: DownloadRequest, settings: Settings) -> SourceSet {
+        var sources = SourceSet(request.sources)
+        sources.speedLifetime = settings.sourceSpeedLifetime
+        return sources
     }
 
     /// Which connection works on each part right now (by part start), for tests and diagnostics.
