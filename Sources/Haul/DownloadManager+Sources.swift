@@ -27,9 +27,8 @@ extension DownloadManager {
             var record = try await existing(id)
             if record.status == .completed { throw HaulError(.conflict, "download \(id) is already complete; nothing was changed") }
             var request = record.request
-            try request.replaceSources(url: first, mirrors: mirrors)
             // The credentials kept in memory for the runs follow the same rule.
-            if !first.hasSameOrigin(as: record.request.url) { secrets[id] = request.credentials }
+            if try !request.replaceSources(url: first, mirrors: mirrors) { secrets[id] = request.credentials }
             record = Self.withNewSources(record, request: request)
             try await store.save(record)
             if record.status == .paused { return record }

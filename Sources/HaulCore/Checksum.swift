@@ -10,6 +10,11 @@ public struct Checksum: Hashable, Codable, Sendable, CustomStringConvertible {
 
         var hexLength: Int { byteCount * 2 }
 
+        /// Whether `hex` is a digest of this algorithm written in hex: the right length, only hex digits.
+        func isDigest(hex: String) -> Bool {
+            hex.count == hexLength && hex.allSatisfy(\.isHexDigit)
+        }
+
         /// Bytes of the digest.
         public var byteCount: Int {
             switch self {
@@ -53,7 +58,7 @@ public struct Checksum: Hashable, Codable, Sendable, CustomStringConvertible {
             throw HaulError(.usage, "unknown checksum algorithm '\(parts[0])' (use sha-256, sha-512, sha-1 or md5)")
         }
         let hex = parts[1].lowercased()
-        guard hex.count == algorithm.hexLength, hex.allSatisfy({ $0.isHexDigit }) else {
+        guard algorithm.isDigest(hex: hex) else {
             throw HaulError(.usage, "\(algorithm.rawValue) checksum must be \(algorithm.hexLength) hex digits")
         }
         self.init(algorithm: algorithm, hex: hex)

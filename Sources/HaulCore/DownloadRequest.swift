@@ -105,11 +105,15 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
     /// Credentials belong to an origin: they stay only when the new first URL has the old one's
     /// origin; otherwise only the new URL's own userinfo is sent (a token holder's `changeUri`
     /// to a host of their own must not collect the password).
-    public mutating func replaceSources(url newURL: RemoteURL, mirrors newMirrors: [RemoteURL]) throws(HaulError) {
+    /// Returns whether the credentials were kept.
+    @discardableResult
+    public mutating func replaceSources(url newURL: RemoteURL, mirrors newMirrors: [RemoteURL]) throws(HaulError) -> Bool {
         let mirrors = try Self.checkedMirrors(newMirrors, besides: newURL)
-        if !newURL.hasSameOrigin(as: url) { credentials = newURL.credentials }
+        let kept = newURL.hasSameOrigin(as: url)
+        if !kept { credentials = newURL.credentials }
         url = newURL
         self.mirrors = mirrors
+        return kept
     }
 
     /// Every URL the file may come from: `url` first, then the mirrors.

@@ -11,7 +11,7 @@ extension DownloadStateMachine {
     mutating func notePieceWriter(source: Int, offset: Int64, count: Int64) {
         guard let length = pieceLength, count > 0 else { return }
         let bit = UInt64(1) << UInt64(source)
-        for piece in Int(offset / length)...Int((offset + count - 1) / length) {
+        for piece in PieceHashes.pieces(length: length, from: offset, count: count) {
             pieceWriters[piece, default: 0] |= bit
         }
     }

@@ -93,7 +93,7 @@ public struct Metalink: Hashable, Sendable {
     static func checksum(type: String, hex: String) -> Checksum? {
         guard let algorithm = algorithm(type) else { return nil }
         let checksum = Checksum(algorithm: algorithm, hex: hex)
-        return checksum.hex.count == algorithm.hexLength && checksum.hex.allSatisfy(\.isHexDigit) ? checksum : nil
+        return algorithm.isDigest(hex: checksum.hex) ? checksum : nil
     }
 
     /// A hash type haul checks, as v4 (`sha-256`) or v3 (`sha256`) spells it; nil for others.

@@ -11,8 +11,8 @@ public struct PieceHashes: Hashable, Codable, Sendable {
         guard length > 0 else { throw HaulError(.badRequest, "a piece length must be positive (got \(length))") }
         guard !hashes.isEmpty else { throw HaulError(.badRequest, "a piece list has no hash") }
         let lowered = hashes.map { $0.lowercased() }
-        if let bad = lowered.firstIndex(where: { $0.count != algorithm.byteCount * 2 || !$0.allSatisfy(\.isHexDigit) }) {
-            throw HaulError(.badRequest, "piece \(bad)'s \(algorithm.rawValue) hash is not \(algorithm.byteCount * 2) hex digits")
+        if let bad = lowered.firstIndex(where: { !algorithm.isDigest(hex: $0) }) {
+            throw HaulError(.badRequest, "piece \(bad)'s \(algorithm.rawValue) hash is not \(algorithm.hexLength) hex digits")
         }
         self.length = length
         self.algorithm = algorithm
@@ -32,6 +32,11 @@ public struct PieceHashes: Hashable, Codable, Sendable {
 
     /// The pieces holding any of `count` bytes from `offset`.
     public func pieces(from offset: Int64, count: Int64) -> ClosedRange<Int> {
+        Self.pieces(length: length, from: offset, count: count)
+    }
+
+    /// The same for pieces of `length` bytes (the machine's hot path keeps only the length).
+    public static func pieces(length: Int64, from offset: Int64, count: Int64) -> ClosedRange<Int> {
         Int(offset / length)...Int((offset + max(count, 1) - 1) / length)
     }
 }
