@@ -127,29 +127,6 @@ struct World {
     }
 }
 
-extension Payload {
-    /// The payload's digest, hashed a MiB at a time.
-    func digest<H: HashFunction>(_: H.Type) -> H.Digest {
-        var hasher = H()
-        var offset: Int64 = 0
-        while offset < length {
-            let end = min(length, offset + 1 << 20)
-            hasher.update(data: bytes(offset..<end))
-            offset = end
-        }
-        return hasher.finalize()
-    }
-
-    var sha256: String {
-        digest(SHA256.self).map { String(format: "%02x", $0) }.joined()
-    }
-
-    /// The payload's digest in base64, as a server sends it in `Repr-Digest` or `Digest`.
-    func base64Digest<H: HashFunction>(_ function: H.Type) -> String {
-        Data(digest(function)).base64EncodedString()
-    }
-}
-
 extension RecordedRequest {
     /// The first byte asked for, 0 when no Range was sent.
     var rangeStart: Int64 {

@@ -74,7 +74,7 @@ import Testing
             #expect(bad.final.failure?.code == .checksumMismatch)
             #expect(!harness.listing().contains("file"), "a wrong file never gets the final name")
 
-            let right = try Checksum(parsing: "sha-256=" + TestDigest.sha256Hex(payload.bytes(0..<payload.length)))
+            let right = try Checksum(parsing: "sha-256=" + payload.sha256)
             let good = try await harness.download(harness.request("/file", checksum: right))
             #expect(good.final.isCompleted)
             #expect(payload.mismatch(inFileAt: harness.directory + "/file") == nil)

@@ -28,7 +28,7 @@ import Testing
             let payload = Payload(seed: 77, length: 300_000)
             harness.server.setRoute("/crash.bin", Route(payload: payload))
             // With a checksum, so the restarted run has something real to verify.
-            let checksum = try Checksum(parsing: "sha-256=" + TestDigest.sha256Hex(payload.bytes(0..<payload.length)))
+            let checksum = try Checksum(parsing: "sha-256=" + payload.sha256)
             let first = try await harness.download(harness.request("/crash.bin", checksum: checksum))
             #expect(first.final.isCompleted)
             let final = try #require(first.path)

@@ -89,7 +89,7 @@ import Testing
         let wrong = Payload(seed: 924, length: payload.length).base64Digest(SHA256.self)
         try await withHarness { harness in
             harness.server.setRoute("/file", Route(payload: payload, entityHeaders: [("Repr-Digest", "sha-256=:\(wrong):")]))
-            let right = Checksum(algorithm: .sha256, hex: TestDigest.sha256Hex(payload.bytes(0..<payload.length)))
+            let right = Checksum(algorithm: .sha256, hex: payload.sha256)
             let good = try await harness.download(harness.request("/file", checksum: right))
             #expect(good.final.isCompleted)
             #expect(good.record.expectedDigest == ExpectedDigest(right, from: .request))
