@@ -2,7 +2,7 @@ import HaulCore
 import Testing
 
 /// One budget of connections per host, shared fairly by every download to it.
-@Suite struct ConnectionBudgetTests {
+@Suite(.timeLimit(.minutes(1))) struct ConnectionBudgetTests {
     let host = "https://cdn.example:443"
     func id(_ number: Int) -> DownloadID { DownloadID(rawValue: "\(number)") }
 
