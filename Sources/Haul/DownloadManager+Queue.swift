@@ -1,6 +1,6 @@
 import HaulCore
 
-/// Operations on many downloads at once, queue order, and live figures: what a daemon with
+/// Operations on many downloads at once, finished results, and live figures: what a daemon with
 /// thousands of entries needs to stay quick (one store write per batch, not per download).
 extension DownloadManager {
     /// Adds many downloads; the new ones are saved together. Returns one record per request,
@@ -104,96 +104,6 @@ extension DownloadManager {
         }
     }
 
-    /// Moves a queued download within the queue. Only queued downloads have a place to move.
-    @discardableResult
-    public func move(_ id: DownloadID, _ move: QueueMove) async throws -> DownloadRecord {
-        try await serialized { try await moveNow(id, move) }
-    }
-
-    /// Moves a queued download to `index` among the queued ones (0 first; clamped to the
-    /// queue), one neighbour at a time so priorities keep their order. Returns where it ended.
-    @discardableResult
-    public func move(_ id: DownloadID, toIndex index: Int) async throws -> Int {
-        try await serialized {
-            if fleet != nil {
-                throw HaulError(.conflict, "a fleet's queue cannot be reordered yet; add the download again with another priority")
-            }
-            guard let current = pending.index(of: id) else {
-                let record = try await existing(id)
-                throw HaulError(.conflict, "download \(id) is \(record.status.rawValue); only queued downloads can be moved")
-            }
-            let target = min(max(0, index), pending.count - 1)
-            if target == current { return current }
-            var place = directPlace(from: current, to: target)
-            if place == nil {
-                // No room between the new neighbours (positions a microsecond apart, or equal):
-                // spread the queue's positions once, then the move is one write again.
-                try await spreadPositions()
-                place = directPlace(from: current, to: target)
-            }
-            if let place {
-                // One write, whatever the distance: the new place lies between its neighbours'.
-                var moved = pending.remove(id)!
-                (moved.priority, moved.position) = place
-                pending.insert(moved)
-                try await store.setPlace(id, priority: place.priority, position: place.position)
-                return pending.index(of: id) ?? target
-            }
-            // Cannot happen after the spread; kept as the old, slow way.
-            if target == 0, current != 0 {
-                _ = try await moveNow(id, .top)
-            } else if target == pending.count - 1, current != target {
-                _ = try await moveNow(id, .bottom)
-            } else {
-                for _ in 0..<abs(target - current) { _ = try await moveNow(id, target < current ? .up : .down) }
-            }
-            return pending.index(of: id) ?? target
-        }
-    }
-
-    /// The priority and position that put the entry at `current` at `target` (both indices of
-    /// the queue as it is), between the neighbours it will have there, taking their priority as
-    /// moving past them one by one would; nil when no position lies strictly between them.
-    func directPlace(from current: Int, to target: Int) -> (priority: Int, position: Int64)? {
-        // Indices in the queue without the moved entry.
-        func other(_ index: Int) -> PendingQueue.Entry? {
-            let index = index < current ? index : index + 1
-            return index >= 0 && index < pending.count && index != current ? pending[index] : nil
-        }
-        let previous = target > 0 ? other(target - 1) : nil
-        let next = other(target)
-        if target > current, let previous {
-            guard let next, next.priority == previous.priority else { return (previous.priority, previous.position + 1) }
-            return Self.between(previous.position, next.position).map { (previous.priority, $0) }
-        }
-        guard let next else { return nil }
-        guard let previous, previous.priority == next.priority else { return (next.priority, next.position - 1) }
-        return Self.between(previous.position, next.position).map { (next.priority, $0) }
-    }
-
-    /// Gives the queued downloads positions `positionGap * 16` apart in their order (priorities
-    /// unchanged), so every gap has room: one write per download, only when a move found none.
-    func spreadPositions() async throws {
-        guard !pending.isEmpty else { return }
-        let base = pending[0].position
-        for index in 0..<pending.count {
-            var entry = pending[index]
-            entry.position = base + Int64(index) * Self.positionGap * 16
-            pending.replace(at: index, with: entry)
-            try await store.setPlace(entry.id, priority: entry.priority, position: entry.position)
-        }
-    }
-
-    /// A position strictly between two, nil when they are adjacent.
-    static func between(_ low: Int64, _ high: Int64) -> Int64? {
-        high - low >= 2 ? low + (high - low) / 2 : nil
-    }
-
-    /// The queued downloads in the order they will start (this process's queue, in memory).
-    public var queuedIDs: [DownloadID] {
-        (0..<pending.count).map { pending[$0].id }
-    }
-
     /// Deletes the record of a finished download (completed, failed or removed), leaving its
     /// file alone: aria2's `removeDownloadResult`. Anything else is a conflict.
     public func forget(_ id: DownloadID) async throws {
@@ -236,52 +146,6 @@ extension DownloadManager {
             record.request.connections = connections
             try await store.save(record)
         }
-    }
-
-    private func moveNow(_ id: DownloadID, _ move: QueueMove) async throws -> DownloadRecord {
-        let record = try await existing(id)
-        if fleet != nil {
-            throw HaulError(.conflict, "a fleet's queue cannot be reordered yet; add the download again with another priority")
-        }
-        // Re-read after the await: the queue may have changed meanwhile.
-        guard let index = pending.index(of: id) else {
-            throw HaulError(.conflict, "download \(id) is \(record.status.rawValue); only queued downloads can be moved")
-        }
-        var moved = pending.remove(id)!
-        var neighbour: PendingQueue.Entry?
-        switch move {
-        case .up where index > 0, .down where index < pending.count:
-            let neighbourIndex = move == .up ? index - 1 : index
-            var other = pending[neighbourIndex]
-            if other.priority == moved.priority {
-                swap(&moved.position, &other.position)
-                pending.replace(at: neighbourIndex, with: other)
-                neighbour = other
-            } else {
-                moved.priority = other.priority
-                moved.position = other.position + (move == .up ? -1 : 1)
-            }
-        case .top:
-            if !pending.isEmpty, case let first = pending[0] {
-                moved.priority = max(moved.priority, first.priority)
-                moved.position = first.position - 1
-            }
-        case .bottom:
-            if !pending.isEmpty, case let last = pending[pending.count - 1] {
-                moved.priority = min(moved.priority, last.priority)
-                moved.position = last.position + 1
-            }
-        default:
-            break  // already first or last
-        }
-        pending.insert(moved)
-        // Only the place changes: a targeted update cannot overwrite a record whose download
-        // started meanwhile.
-        for entry in [moved] + (neighbour.map { [$0] } ?? []) {
-            try await store.setPlace(entry.id, priority: entry.priority, position: entry.position)
-        }
-        guard let result = try await store.record(id) else { throw HaulError(.notFound, "no download with id \(id)") }
-        return result
     }
 
     /// The live progress of a running download (fresher than its stored checkpoint).

@@ -14,7 +14,7 @@ struct PendingQueue {
         }
 
         func runsBefore(_ other: Entry) -> Bool {
-            priority != other.priority ? priority > other.priority : position < other.position
+            QueueOrder.runsBefore((priority, position, id), (other.priority, other.position, other.id))
         }
     }
 

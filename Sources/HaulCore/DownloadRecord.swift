@@ -36,10 +36,9 @@ public struct DownloadRecord: Hashable, Codable, Sendable {
         self.position = createdAt * 1_000_000
     }
 
-    /// Queue order: higher priority first, then lower position.
+    /// Queue order (`QueueOrder`): higher priority first, then lower position, then id.
     public func runsBefore(_ other: DownloadRecord) -> Bool {
-        if request.priority != other.request.priority { return request.priority > other.request.priority }
-        return position < other.position
+        QueueOrder.runsBefore((request.priority, position, id), (other.request.priority, other.position, other.id))
     }
 
     /// Where the finished file goes, once the download has its name.

@@ -132,7 +132,7 @@ public final class SQLiteDownloadStore: DownloadStore {
     }
 
     public func ids(status: DownloadStatus?) async throws -> [DownloadID] {
-        let order = "ORDER BY priority DESC, position ASC, rowid ASC"
+        let order = QueueOrder.sqlite
         let rows: [SQLiteRow]
         if let status {
             rows = try await read("SELECT id FROM downloads WHERE status = ? \(order)", [.text(status.rawValue)])
@@ -201,7 +201,7 @@ public final class SQLiteDownloadStore: DownloadStore {
     }
 
     public func records(status: DownloadStatus?) async throws -> [DownloadRecord] {
-        let order = "ORDER BY priority DESC, position ASC, rowid ASC"
+        let order = QueueOrder.sqlite
         let rows: [SQLiteRow]
         if let status {
             rows = try await read("SELECT * FROM downloads WHERE status = ? \(order)", [.text(status.rawValue)])

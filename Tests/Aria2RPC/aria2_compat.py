@@ -998,6 +998,23 @@ def c_change_position(t):
     return out
 
 
+@case("a paused download stays in the waiting list: tellWaiting, changePosition, unpause keeps its place")
+def c_paused_waiting(t):
+    names = t.state.get("queue")
+    expect(names, "needs the queue from the tellWaiting case")
+
+    def order():
+        waiting = t.ok("aria2.tellWaiting", 0, 10, ["gid", "status"])
+        return " ".join(f"{label}:{x['status']}" for label, x in zip(t.labels(waiting, names), waiting))
+    out = {"start": order(), "pause C": t.ok("aria2.pause", names["C"]) == names["C"]}
+    out["paused"] = order()
+    for g, pos, how in [("C", 0, "POS_SET"), ("C", 1, "POS_CUR"), ("D", 0, "POS_SET"), ("C", 0, "POS_END")]:
+        out[f"{g},{pos},{how}"] = [t.ok("aria2.changePosition", names[g], pos, how), order()]
+    out["unpause C"] = t.ok("aria2.unpause", names["C"]) == names["C"]
+    out["unpaused"] = order()
+    return out
+
+
 @case("getGlobalStat: key set, strings, counts (1 active, 3 waiting, 0 stopped)")
 def c_global_stat(t):
     names = t.state.get("queue")

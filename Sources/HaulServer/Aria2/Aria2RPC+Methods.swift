@@ -58,7 +58,7 @@ extension Aria2RPC {
             try await writeStatuses(try await manager.ids(status: .running), keys: keys, into: &json)
         case "tellWaiting":
             let (offset, count, keys) = (try params.integer(0), try params.integer(1), try params.keys(2))
-            try await writeStatuses(Self.window(try await waiting(), offset: offset, count: count), keys: keys, into: &json)
+            try await writeStatuses(Self.window(try await manager.waitingIDs(), offset: offset, count: count), keys: keys, into: &json)
         case "tellStopped":
             let (offset, count, keys) = (try params.integer(0), try params.integer(1), try params.keys(2))
             try await writeStatuses(Self.window(try await stopped(), offset: offset, count: count), keys: keys, into: &json)
@@ -245,9 +245,10 @@ extension Aria2RPC {
         let how = try params.string(2)
         guard ["POS_SET", "POS_CUR", "POS_END"].contains(how) else { throw Aria2Error(code: 1, message: "Illegal argument.") }
         _ = try await record(id)
-        let queue = await manager.queuedIDs
+        // aria2's waiting list: queued and paused downloads.
+        let queue = try await manager.waitingIDs()
         guard let current = queue.firstIndex(of: id) else {
-            throw Aria2Error(code: 1, message: "GID#\(id) is not waiting: haul moves only queued downloads")
+            throw Aria2Error(code: 1, message: "GID#\(id) not found in the waiting queue.")
         }
         let target = switch how {
         case "POS_SET": offset
@@ -303,11 +304,6 @@ extension Aria2RPC {
         return record
     }
 
-    /// Queued and paused downloads in queue order (aria2's waiting list).
-    private func waiting() async throws -> [DownloadID] {
-        let wanted = Set(try await manager.ids(status: .queued) + manager.ids(status: .paused))
-        return try await manager.ids(status: nil).filter(wanted.contains)
-    }
 
     /// Finished downloads: completed and failed in the order they were added (aria2 lists them
     /// in the order they stopped, which haul does not store), then removed ones.
