@@ -6,11 +6,65 @@ extension DownloadManager {
     /// Adds many downloads; the new ones are saved together. Returns one record per request,
     /// in order; a request for a download that already exists gets the existing record (see
     /// `add(_:)`), and the same request twice in one batch is one download.
+    ///
+    /// Adds that arrive while another is being saved wait in one line and are added together
+    /// (`drainAdds`): eight clients adding one download each cost one transaction and one
+    /// fsync, not eight, and each caller still returns only once its own are committed.
     public func add(_ requests: [DownloadRequest]) async throws -> [DownloadRecord] {
         for request in requests where !request.directory.hasPrefix("/") {
             throw HaulError(.usage, "destination directory must be an absolute path: \(request.directory)")
         }
-        return try await serialized {
+        if requests.isEmpty { return [] }
+        return try await withCheckedThrowingContinuation { continuation in
+            addLine.append(WaitingAdd(requests: requests, continuation: continuation))
+            if !addsDraining {
+                addsDraining = true
+                // An unstructured task: the line is drained whoever of its callers is cancelled.
+                Task { await self.drainAdds() }
+            }
+        }
+    }
+
+    /// One caller's adds, waiting in the line.
+    struct WaitingAdd {
+        var requests: [DownloadRequest]
+        var continuation: CheckedContinuation<[DownloadRecord], any Error>
+    }
+
+    /// Adds everything waiting in the line as one batch. When that fails, each caller's batch is
+    /// tried alone, so one caller's bad request (a name already taken) fails only that caller,
+    /// as it would have without the line.
+    func drainAdds() async {
+        while !addLine.isEmpty {
+            let waiting = addLine
+            addLine = []
+            do {
+                let records = try await addNow(waiting.flatMap(\.requests))
+                var start = 0
+                for add in waiting {
+                    add.continuation.resume(returning: Array(records[start..<start + add.requests.count]))
+                    start += add.requests.count
+                }
+            } catch {
+                if waiting.count == 1 {
+                    waiting[0].continuation.resume(throwing: error)
+                    continue
+                }
+                for add in waiting {
+                    do {
+                        add.continuation.resume(returning: try await addNow(add.requests))
+                    } catch {
+                        add.continuation.resume(throwing: error)
+                    }
+                }
+            }
+        }
+        addsDraining = false
+    }
+
+    /// One batch of adds, as one queue change.
+    private func addNow(_ requests: [DownloadRequest]) async throws -> [DownloadRecord] {
+        try await serialized {
             // Nothing added now would ever start or settle.
             if isShuttingDown { throw HaulError(.interrupted, "the download manager is shutting down") }
             var results: [DownloadRecord] = []

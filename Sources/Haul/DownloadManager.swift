@@ -169,6 +169,9 @@ public actor DownloadManager {
     /// alone does not serialise them, since every await lets another call in between a check
     /// and the write that depends on it.
     private var queueBusy = false
+    /// Adds waiting to be saved together (`drainAdds`), and whether a task is draining them.
+    var addLine: [WaitingAdd] = []
+    var addsDraining = false
     private var queueWaiters: [CheckedContinuation<Void, Never>] = []
     private var shutdownTask: Task<Void, Never>?
 

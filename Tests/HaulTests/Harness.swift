@@ -180,3 +180,12 @@ func eventually(_ condition: () -> Bool) async throws -> Bool {
     }
     return condition()
 }
+
+/// `eventually` for a condition that must await (an actor's state).
+func eventually(_ condition: () async -> Bool) async throws -> Bool {
+    for _ in 0..<12_000 {
+        if await condition() { return true }
+        try await Task.sleep(for: .milliseconds(5))
+    }
+    return await condition()
+}

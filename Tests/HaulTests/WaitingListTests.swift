@@ -143,7 +143,7 @@ import Testing
 }
 
 /// The real SQLite store, noting which records each write changed.
-final class CountingStore: DownloadStore {
+final class CountingStore: DownloadStore, @unchecked Sendable {
     private let base: SQLiteDownloadStore
     private let written = NIOLockedValueBox<[DownloadID]>([])
 
@@ -161,8 +161,15 @@ final class CountingStore: DownloadStore {
 
     func save(_ records: [DownloadRecord]) async throws {
         wrote(records.map(\.id))
+        batches.withLockedValue { $0.append(records.count) }
+        await hold?.arrive()
         try await base.save(records)
     }
+
+    /// The size of every `save([...])` (the manager's batch saves), in order.
+    let batches = NIOLockedValueBox<[Int]>([])
+    /// Holds batch saves back until opened.
+    var hold: AsyncHold?
 
     func setPlace(_ id: DownloadID, priority: Int, position: Int64) async throws {
         wrote([id])
@@ -186,4 +193,23 @@ final class CountingStore: DownloadStore {
     func counts() async throws -> [DownloadStatus: Int] { try await base.counts() }
     func ids(status: DownloadStatus?) async throws -> [DownloadID] { try await base.ids(status: status) }
     func records(_ ids: [DownloadID]) async throws -> [DownloadRecord] { try await base.records(ids) }
+}
+
+/// Holds back the tasks that reach it, without blocking a thread, until a test opens it.
+actor AsyncHold {
+    private var isOpen = false
+    private var held: [CheckedContinuation<Void, Never>] = []
+    private(set) var arrivals = 0
+
+    func arrive() async {
+        arrivals += 1
+        if isOpen { return }
+        await withCheckedContinuation { held.append($0) }
+    }
+
+    func open() {
+        isOpen = true
+        for waiter in held { waiter.resume() }
+        held = []
+    }
 }
