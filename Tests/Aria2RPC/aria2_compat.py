@@ -427,6 +427,35 @@ def c_multicall(t):
             "missing-param": rshape(t.post_json({"jsonrpc": "2.0", "id": "m", "method": "system.multicall", "params": []}))}
 
 
+@case("system.multicall of consecutive addUri calls: each answered alone (bad ones too), positions and pause applied in order")
+def c_multicall_adds(t):
+    t.cleanup()
+    t.set_jobs(1)
+    active = t.add("slow")
+    t.wait_status(active, "active")
+    tok = f"token:{t.secret}"
+    add = lambda route, opts, *position: {"methodName": "aria2.addUri",
+                                          "params": [tok, [t.url(route)], {"out": t.unique(route), **opts}, *position]}
+    calls = [add("slow2", {}), add("slow3", {}, 0), {"methodName": "aria2.addUri", "params": ["token:wrong", [t.url("slow")]]},
+             {"methodName": "aria2.addUri", "params": [tok, []]}, add("slow", {"pause": "true"}, 1), add("slow2", {})]
+    r = t.post_json({"jsonrpc": "2.0", "id": "m", "method": "system.multicall", "params": [calls]})
+    expect(isinstance(r.json, dict) and isinstance(r.json.get("result"), list), f"multicall failed: {r!r}")
+    items, names = [], {}
+    for index, x in enumerate(r.json["result"]):
+        if isinstance(x, list) and len(x) == 1 and isinstance(x[0], str) and GID_RE.fullmatch(x[0]):
+            items.append("gid")
+            names["ABCDEF"[index]] = x[0]
+        elif isinstance(x, dict) and "code" in x:
+            items.append({"code": x["code"], "message": msgshape(x.get("message"))})
+        else:
+            items.append({"bad item": short(x)})
+    waiting = t.ok("aria2.tellWaiting", 0, 10, ["gid", "status"])
+    out = {"items": items, "waiting": [f"{label}:{x['status']}" for label, x in zip(t.labels(waiting, names), waiting)]}
+    t.cleanup()
+    t.set_jobs(5)
+    return out
+
+
 # ---- envelope, auth, errors -----------------------------------------------------------------------------------
 
 @case("id echoed exactly (string, number, null, 0, empty string, big number, unicode)")

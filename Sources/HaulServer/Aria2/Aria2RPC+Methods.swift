@@ -121,6 +121,19 @@ extension Aria2RPC {
 
     /// `addUri(uris[, options[, position]])`: one file; the URIs after the first are its mirrors.
     private func addUri(_ params: Params) async throws -> DownloadID {
+        let prepared = try await prepareAddUri(params)
+        return try await finishAdd(prepared, try await manager.add(prepared.request))
+    }
+
+    /// An `addUri` call read and checked, ready to add (alone, or with its neighbours in a
+    /// `system.multicall`).
+    struct PreparedAdd {
+        var request: DownloadRequest
+        var pause: Bool
+        var position: Int?
+    }
+
+    func prepareAddUri(_ params: Params) async throws -> PreparedAdd {
         let uris = try params.array(0)
         guard !uris.isEmpty else { throw Aria2Error(code: 1, message: "URI is not provided.") }
         let texts = uris.compactMap(\.string)
@@ -135,9 +148,13 @@ extension Aria2RPC {
         var request = try defaults.request(for: add)
         let now = Aria2Cookies.now()
         Aria2Cookies.attach(try await Aria2Cookies.jar(options, policy: defaults.policy, now: now), to: &request, now: now)
-        let record = try await manager.add(request)
-        if options["pause"]?.string == "true" { try await manager.pause(record.id) }
-        if let position {
+        return PreparedAdd(request: request, pause: options["pause"]?.string == "true", position: position)
+    }
+
+    /// What an `addUri` does once its download is added: pause it, put it at its position.
+    func finishAdd(_ prepared: PreparedAdd, _ record: DownloadRecord) async throws -> DownloadID {
+        if prepared.pause { try await manager.pause(record.id) }
+        if let position = prepared.position {
             do {
                 _ = try await manager.move(record.id, toIndex: position)
             } catch let error as HaulError where error.code == .conflict {

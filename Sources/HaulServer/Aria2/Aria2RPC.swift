@@ -158,6 +158,16 @@ public struct Aria2RPC: Sendable {
         "aria2.onDownloadError", "aria2.onBtDownloadComplete",
     ]
 
+    /// An `aria2.` call's arguments after its token, once the token is checked. The token comes
+    /// first, as `token:SECRET`, and is checked before the method is looked up.
+    func authorized(_ method: String, _ params: [JSONValue]) throws -> Params {
+        guard method.hasPrefix("aria2."), case .string(let token)? = params.first, token.hasPrefix("token:"),
+              Token.matches(token.utf8.dropFirst(6), secret) else {
+            throw method.hasPrefix("aria2.") ? Aria2Error.unauthorized : Aria2Error(code: 1, message: "No such method: \(method)")
+        }
+        return Params(Array(params.dropFirst()))
+    }
+
     /// The result of one call, as JSON bytes.
     func call(_ method: String, _ params: [JSONValue], nested: Bool) async throws -> [UInt8] {
         switch method {
@@ -168,42 +178,9 @@ public struct Aria2RPC: Sendable {
             return try await multicall(Params(params))
         default: break
         }
-        // The token comes first, as `token:SECRET`, and is checked before the method is looked up.
-        guard method.hasPrefix("aria2."), case .string(let token)? = params.first, token.hasPrefix("token:"),
-              Token.matches(token.utf8.dropFirst(6), secret) else {
-            throw method.hasPrefix("aria2.") ? Aria2Error.unauthorized : Aria2Error(code: 1, message: "No such method: \(method)")
-        }
-        let arguments = Params(Array(params.dropFirst()))
+        let arguments = try authorized(method, params)
         var json = JSONWriter()
         try await aria2(String(method.dropFirst(6)), arguments, into: &json)
-        return json.bytes
-    }
-
-    /// `system.multicall([{methodName, params}, ...])`: successes wrapped in a one-element array,
-    /// failures as bare `{code, message}`, in order.
-    private func multicall(_ params: Params) async throws -> [UInt8] {
-        let calls = try params.array(0)
-        var results: [[UInt8]] = []
-        for call in calls {
-            var json = JSONWriter()
-            do {
-                guard let fields = call.object else { throw Aria2Error(code: 1, message: "system.multicall expected struct.") }
-                guard let name = fields["methodName"]?.string else { throw Aria2Error(code: 1, message: "Missing methodName.") }
-                var arguments: [JSONValue] = []
-                switch fields["params"] {
-                case nil: break
-                case .array(let values)?: arguments = values
-                default: throw Aria2Error.unauthorized
-                }
-                let result = try await self.call(name, arguments, nested: true)
-                json.array([result]) { json, result in json.bytes += result }
-            } catch {
-                json.object { Aria2Error(error).write(to: &$0) }
-            }
-            results.append(json.bytes)
-        }
-        var json = JSONWriter()
-        json.array(results) { json, result in json.bytes += result }
         return json.bytes
     }
 
