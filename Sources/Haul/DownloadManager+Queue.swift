@@ -72,6 +72,8 @@ extension DownloadManager {
             var byIdentity: [String: DownloadRecord] = [:]
             do {
                 let known = try await store.records(matching: requests)
+                // The explicit names' disk and store state, read once for the batch.
+                let facts = try await names.facts(for: requests.filter { known[$0.identity] == nil })
                 for request in requests {
                     if let seen = byIdentity[request.identity] {
                         results.append(seen)
@@ -82,14 +84,14 @@ extension DownloadManager {
                         // Before readd: it may start the run at once, which takes them.
                         give(request, to: existing.id)
                         record = try await readd(existing, request: request)
-                    } else if let existing = try await sameDestination(as: request) {
+                    } else if let existing = try await sameDestination(as: request, facts: facts) {
                         // The same `-o` with another URL: the download goes on from its bytes.
                         let renewed = Self.withNewSources(existing, request: request)
                         give(request, to: existing.id)
                         try await store.save(renewed)
                         record = try await readd(renewed, request: request)
                     } else {
-                        record = try await newRecord(for: request)
+                        record = try await newRecord(for: request, facts: facts)
                         fresh.append(record)
                     }
                     byIdentity[request.identity] = record

@@ -289,9 +289,9 @@ public actor DownloadManager {
     static let positionGap: Int64 = 64
 
     /// A fresh queued record at the end of its priority, its explicit file name checked.
-    func newRecord(for request: DownloadRequest) async throws -> DownloadRecord {
+    func newRecord(for request: DownloadRequest, facts: FileNameClaims.Facts? = nil) async throws -> DownloadRecord {
         var record = DownloadRecord(id: .random(), request: request, createdAt: WallClock.secondsSince1970())
-        try await names.checkExplicit(record)
+        try await names.checkExplicit(record, facts: facts)
         record.status = .queued
         // Microseconds, and at least `positionGap` apart within a batch: a move to an index then
         // takes one write, a place between its new neighbours (`directPlace`).

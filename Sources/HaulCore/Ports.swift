@@ -12,6 +12,9 @@ public protocol DownloadStore: Sendable {
     func records(status: DownloadStatus?) async throws -> [DownloadRecord]
     /// Another live record that already uses `fileName` in `directory`, if any.
     func fileNameHolder(_ fileName: String, directory: String, except id: DownloadID) async throws -> DownloadID?
+    /// `fileNameHolder` for many names at once (a batch of adds): a live record holding each
+    /// name that one holds, keyed by the name's place.
+    func fileNameHolders(_ names: [FileNamePlace]) async throws -> [FileNamePlace: DownloadID]
     func delete(_ id: DownloadID) async throws
     /// Saves many records at once; a store may do it in fewer writes than one per record.
     func save(_ records: [DownloadRecord]) async throws
@@ -26,7 +29,26 @@ public protocol DownloadStore: Sendable {
     func setPlace(_ id: DownloadID, priority: Int, position: Int64) async throws
 }
 
+/// A file name in a directory: what `-o` names, and what two downloads may not share.
+public struct FileNamePlace: Hashable, Sendable {
+    public var directory: String
+    public var fileName: String
+
+    public init(directory: String, fileName: String) {
+        self.directory = directory
+        self.fileName = fileName
+    }
+}
+
 extension DownloadStore {
+    public func fileNameHolders(_ names: [FileNamePlace]) async throws -> [FileNamePlace: DownloadID] {
+        var holders: [FileNamePlace: DownloadID] = [:]
+        for name in Set(names) {
+            holders[name] = try await fileNameHolder(name.fileName, directory: name.directory, except: DownloadID(rawValue: ""))
+        }
+        return holders
+    }
+
     /// Whether another live record already uses `fileName` in `directory`.
     public func isFileNameTaken(_ fileName: String, directory: String, except id: DownloadID) async throws -> Bool {
         try await fileNameHolder(fileName, directory: directory, except: id) != nil

@@ -218,6 +218,27 @@ public final class SQLiteDownloadStore: DownloadStore {
         return rows.first?.column("id")?.string.map(DownloadID.init(rawValue:))
     }
 
+    /// One query per 400 names (a row-value `IN` on the `(directory, file_name)` index).
+    public func fileNameHolders(_ names: [FileNamePlace]) async throws -> [FileNamePlace: DownloadID] {
+        var holders: [FileNamePlace: DownloadID] = [:]
+        let unique = Array(Set(names))
+        var start = 0
+        while start < unique.count {
+            let chunk = unique[start..<min(unique.count, start + 400)]
+            start += chunk.count
+            let values = Array(repeating: "(?, ?)", count: chunk.count).joined(separator: ", ")
+            let rows = try await read(
+                "SELECT id, directory, file_name FROM downloads WHERE status != 'removed' AND (directory, file_name) IN (VALUES \(values))",
+                chunk.flatMap { [SQLiteData.text($0.directory), .text($0.fileName)] })
+            for row in rows {
+                guard let id = row.column("id")?.string, let directory = row.column("directory")?.string,
+                      let fileName = row.column("file_name")?.string else { continue }
+                holders[FileNamePlace(directory: directory, fileName: fileName)] = DownloadID(rawValue: id)
+            }
+        }
+        return holders
+    }
+
     public func delete(_ id: DownloadID) async throws {
         try await writes.perform(.statement("DELETE FROM downloads WHERE id = ?", [.text(id.rawValue)]))
     }

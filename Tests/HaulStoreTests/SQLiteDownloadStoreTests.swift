@@ -141,6 +141,29 @@ import Testing
         try await store.close()
     }
 
+    /// A batch of adds looks its names up in one query; the answer is the one-by-one lookup's.
+    @Test func fileNameHoldersAnswerAsOneByOne() async throws {
+        let store = try await SQLiteDownloadStore.open(path: databasePath)
+        var held: [DownloadRecord] = []
+        for index in 0..<450 {
+            var next = try record("http://h/\(index)")
+            next.fileName = "f\(index)"
+            if index % 3 == 0 { next.status = .removed }
+            held.append(next)
+        }
+        try await store.save(held)
+        let directory = held[0].request.directory
+        let asked = (0..<460).map { FileNamePlace(directory: directory, fileName: "f\($0)") }
+            + [FileNamePlace(directory: "/elsewhere", fileName: "f1")]
+        let holders = try await store.fileNameHolders(asked)
+        for place in asked {
+            let one = try await store.fileNameHolder(place.fileName, directory: place.directory, except: DownloadID(rawValue: ""))
+            #expect(holders[place] == one, "\(place)")
+        }
+        #expect(holders.count == 300, "removed records and unknown names hold nothing")
+        try await store.close()
+    }
+
     @Test func garbageDatabaseIsAClearError() async throws {
         try Data("this is not sqlite, just text that is long enough to have a header".utf8).write(to: URL(fileURLWithPath: databasePath))
         await #expect {

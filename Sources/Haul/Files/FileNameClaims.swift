@@ -38,19 +38,47 @@ actor FileNameClaims {
         throw HaulError(.fileExists, "no free file name for \(base) in \(directory)")
     }
 
-    /// Checks an explicit `-o` name before the transfer starts.
-    func checkExplicit(_ record: DownloadRecord) async throws {
+    /// What a batch of adds needs to know about its explicit names, looked up once for the
+    /// whole batch (one look at the disk, one query) instead of once per download.
+    struct Facts: Sendable {
+        /// Paths that exist on disk.
+        var existing: Set<String> = []
+        /// The live record holding each name that one holds.
+        var holders: [FileNamePlace: DownloadID] = [:]
+    }
+
+    /// Looks up the explicit names of `requests`.
+    func facts(for requests: [DownloadRequest]) async throws -> Facts {
+        let places = requests.compactMap { request in
+            request.fileName.map { FileNamePlace(directory: request.directory, fileName: $0) }
+        }
+        if places.isEmpty { return Facts() }
+        let paths = places.map { DestinationFiles.join($0.directory, $0.fileName) }
+        let existing = try await BlockingIO.run { Set(paths.filter(DestinationFiles.exists)) }
+        return Facts(existing: existing, holders: try await store.fileNameHolders(places))
+    }
+
+    /// Checks an explicit `-o` name before the transfer starts; `facts`, when given, were looked
+    /// up for it (in this batch's `facts(for:)`).
+    func checkExplicit(_ record: DownloadRecord, facts: Facts? = nil) async throws {
         guard let name = record.fileName else { return }
         let path = DestinationFiles.join(record.request.directory, name)
         // `-N`: the file there is the one to compare with, replaced only by a newer verified one.
-        if !record.request.timestamping, try await BlockingIO.run({ DestinationFiles.exists(path) }) {
-            throw HaulError(.fileExists, "\(path) already exists; remove it or choose another name with -o")
+        if !record.request.timestamping {
+            let exists = if let facts { facts.existing.contains(path) } else { try await BlockingIO.run({ DestinationFiles.exists(path) }) }
+            if exists { throw HaulError(.fileExists, "\(path) already exists; remove it or choose another name with -o") }
         }
         guard !claimed.contains(path) else {
             throw HaulError(.fileExists, "\(path) is already the destination of another download")
         }
         claimed.insert(path)
-        if try await store.isFileNameTaken(name, directory: record.request.directory, except: record.id) {
+        let taken: Bool
+        if let facts {
+            taken = facts.holders[FileNamePlace(directory: record.request.directory, fileName: name)].map { $0 != record.id } ?? false
+        } else {
+            taken = try await store.isFileNameTaken(name, directory: record.request.directory, except: record.id)
+        }
+        if taken {
             claimed.remove(path)
             throw HaulError(.fileExists, "\(path) is already the destination of another download")
         }
