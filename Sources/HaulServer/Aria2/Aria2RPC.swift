@@ -45,7 +45,10 @@ public struct Aria2RPC: Sendable {
 
     /// One HTTP body or WebSocket message: a request or a batch of them.
     public func answer(_ bytes: [UInt8]) async -> Reply {
-        guard let request = try? JSONDecoder().decode(JSONValue.self, from: Data(bytes)) else {
+        let request: JSONValue
+        do {
+            request = try JSONParser.parse(bytes)
+        } catch {
             return Self.failure(id: .null, Aria2Error(code: -32700, message: "Parse error."), status: 500)
         }
         return await answer(request)
@@ -98,7 +101,7 @@ public struct Aria2RPC: Sendable {
         if let params {
             let padded = params.replacingOccurrences(of: " ", with: "+")
             guard let data = Data(base64Encoded: padded + String(repeating: "=", count: (4 - padded.count % 4) % 4)),
-                  case .array(let values)? = try? JSONDecoder().decode(JSONValue.self, from: data) else {
+                  case .array(let values)? = try? JSONParser.parse(Array(data)) else {
                 return Self.failure(id: .null, .invalidRequest, status: 400)
             }
             parameters = values
