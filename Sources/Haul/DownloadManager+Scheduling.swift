@@ -53,7 +53,8 @@ extension DownloadManager {
             logger: configuration.logger, metrics: metrics, stop: stop, emit: { [hub, live] event in
                 live.note(event)
                 hub.publish(event)
-            }, io: io, refresher: configuration.refreshCommand.map { URLRefresher(command: $0) })
+            }, io: io, refresher: configuration.refreshCommand.map { URLRefresher(command: $0) },
+            saved: { [live] record in live.saved(record) })
         let store = store
         let hub = hub
         let locks = Result { () throws(HaulError) -> DownloadLocks in try downloadLocks() }
@@ -120,7 +121,10 @@ extension DownloadManager {
 
     func finished(_ id: DownloadID, generation: UInt64, _ launch: Launch) async {
         let current = active[id]?.generation == generation
-        if current { active[id] = nil }
+        if current {
+            active[id] = nil
+            live.ended(id)
+        }
         if current { await fleetRunEnded(id, launch) }
         switch launch {
         case .ran(let record, let transfer, let notModified):

@@ -147,7 +147,7 @@ public actor DownloadManager {
     /// The file threads of runs that ended, for the next runs (see `DiskIO`).
     let spareDisks: DiskIO.Spares
     /// The latest progress of every running download, for listings and the summary.
-    let live = LiveProgress()
+    nonisolated let live = LiveProgress()
     var maxConcurrent: Int
     var active: [DownloadID: Active] = [:]
     /// Waiting downloads: ids and places only; a record stays in the store until its download
@@ -499,11 +499,15 @@ public actor DownloadManager {
             active[id]?.limiter.setRate(rate.flatMap(ByteRate.limit))
             active[id]?.stop.changeRate(rate)
             try await store.save(record)
+            live.update(id) { $0.request.maxBytesPerSecond = rate }
         }
     }
 
+    /// The record: a running download's from memory (as its run last stored it), others' from
+    /// the store.
     public func record(_ id: DownloadID) async throws -> DownloadRecord? {
-        try await store.record(id)
+        if let running = live.record(id) { return running }
+        return try await store.record(id)
     }
 
     /// Ids in queue order: with that status, or (nil) every status but removed.
@@ -513,7 +517,14 @@ public actor DownloadManager {
 
     /// These records in the order of `ids`; ids removed meanwhile are skipped.
     public func records(_ ids: [DownloadID]) async throws -> [DownloadRecord] {
-        let found = Dictionary(try await store.records(ids).map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        var found: [DownloadID: DownloadRecord] = [:]
+        var stored: [DownloadID] = []
+        for id in ids {
+            if let running = live.record(id) { found[id] = running } else { stored.append(id) }
+        }
+        if !stored.isEmpty {
+            for record in try await store.records(stored) where found[record.id] == nil { found[record.id] = record }
+        }
         return ids.compactMap { found[$0] }
     }
 

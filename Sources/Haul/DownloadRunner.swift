@@ -43,6 +43,9 @@ struct DownloadRunner: Sendable {
     var io: DiskIO? = nil
     /// Asked for a new URL when the download's expires (`--refresh-command`); nil: none.
     var refresher: URLRefresher? = nil
+    /// Told every record the run has just stored (the manager's `LiveProgress`, which answers
+    /// status reads of running downloads from memory).
+    var saved: @Sendable (DownloadRecord) -> Void = { _ in }
 
     /// Runs until the download completes, fails or is stopped; returns the record as persisted.
     func run(_ record: DownloadRecord) async -> DownloadRecord {
@@ -504,6 +507,7 @@ final class RunSession {
         let record = machine.withLockedValue { $0.persistentRecord }
         do {
             try await runner.metrics.time(runner.metrics.store) { try await runner.store.save(record) }
+            runner.saved(record)
         } catch let error as HaulError where error.code == .leaseLost {
             runner.logger.warning("another host took the download over", metadata: ["id": "\(record.id)"])
             await execute(machine.withLockedValue { $0.leaseLost() })
