@@ -108,6 +108,8 @@ public struct ConnectionBudget: Sendable {
     /// How many connections `id` may have now.
     public func allowance(_ id: DownloadID, host: String, now: Double) -> Int {
         guard let member = hosts[host]?.members[id] else { return 0 }
+        // No budget: every download's share is what it wants (no need to deal them all).
+        if budget(host, now: now) == nil { return min(member.held, member.wants) }
         return min(member.held, targets(host, now: now)[id] ?? 0)
     }
 
@@ -121,13 +123,13 @@ public struct ConnectionBudget: Sendable {
     /// joined, to those that want more, until the budget is spent.
     func targets(_ host: String, now: Double) -> [DownloadID: Int] {
         guard let state = hosts[host] else { return [:] }
-        let members = state.members.sorted { $0.value.order < $1.value.order }
         var targets: [DownloadID: Int] = [:]
-        let wanted = members.reduce(0) { $0 + $1.value.wants }
+        let wanted = state.members.values.reduce(0) { $0 + $1.wants }
         guard let budget = budget(host, now: now), budget < wanted else {
-            for (id, member) in members { targets[id] = member.wants }
+            for (id, member) in state.members { targets[id] = member.wants }
             return targets
         }
+        let members = state.members.sorted { $0.value.order < $1.value.order }
         var left = budget
         while left > 0 {
             var dealt = false
@@ -144,8 +146,32 @@ public struct ConnectionBudget: Sendable {
     /// Applies `change` to `host`, deals the free permits, and returns the allowances that
     /// changed.
     mutating func changing(_ host: String, now: Double, _ change: (inout ConnectionBudget) -> Void) -> Changes {
+        // A host without a budget (no limit, none lowered), the common case: every download
+        // holds what it wants, so only the ones the change touched can change, and a thousand
+        // downloads joining one host cost a thousand steps, not a thousand sorts of them all.
+        if budget(host, now: now) == nil {
+            let previous = hosts[host]?.members ?? [:]
+            change(&self)
+            guard budget(host, now: now) == nil else {
+                // The change lowered it: deal as usual, against the allowances from before.
+                return dealt(host, now: now, before: previous.mapValues { min($0.held, $0.wants) })
+            }
+            guard var state = hosts[host] else { return [:] }
+            var changes: Changes = [:]
+            for (id, member) in state.members where member.held != member.wants || previous[id] == nil {
+                state.members[id]?.held = member.wants
+                changes[id] = member.wants
+            }
+            hosts[host] = state
+            return changes
+        }
         let before = allowances(host, now: now)
         change(&self)
+        return dealt(host, now: now, before: before)
+    }
+
+    /// Deals the free permits and returns the allowances that differ from `before`.
+    private mutating func dealt(_ host: String, now: Double, before: [DownloadID: Int]) -> Changes {
         deal(host, now: now)
         var changes: Changes = [:]
         for (id, allowance) in allowances(host, now: now) where (before[id] ?? 0) != allowance {
