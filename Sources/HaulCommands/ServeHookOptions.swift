@@ -32,10 +32,10 @@ struct ServeHookOptions: ParsableArguments {
     var limitSchedule: String?
 
     func validate() throws {
-        do {
+        do throws(HaulError) {
             _ = try hooks()
             _ = try schedule()
-        } catch let error as HaulError {
+        } catch {
             throw ValidationError(error.message)
         }
     }

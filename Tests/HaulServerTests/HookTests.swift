@@ -140,6 +140,7 @@ import Testing
         var target = try Webhook.Target(url: "http://127.0.0.1:\(closed.port)/hook", secret: Self.secret)
         target.tries = 3
         target.longestDelay = .milliseconds(1500)
+        target.timeout = .milliseconds(300)  // AsyncHTTPClient tries to connect again until a try's deadline
         let webhook = Webhook(target: target, client: .shared, clock: ClockAdapter(clock), logger: Logger(label: "test"))
         #expect(webhook.delay(after: 1) == .seconds(1) && webhook.delay(after: 2) == .milliseconds(1500))
         let delivery = Task { await webhook.deliver(Data("{}".utf8), type: "failed", id: DownloadID(rawValue: "0123456789abcdef")) }

@@ -63,10 +63,12 @@ public struct CommandHook: Sendable, Hashable {
             return
         }
         let timeout = self.timeout
+        // SIGKILL, not `terminate()`'s SIGTERM: the daemon's service group ignores SIGTERM to
+        // handle it itself, and a child inherits that, so SIGTERM would not stop it.
         let timer = Task {
             do {
                 try await Task.sleep(for: timeout)
-                process.terminate()
+                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             } catch {
                 // Cancelled: the command ended in time.
             }
@@ -74,7 +76,7 @@ public struct CommandHook: Sendable, Hashable {
         await withTaskCancellationHandler {
             for await _ in exited {}
         } onCancel: {
-            process.terminate()
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         }
         timer.cancel()
         if process.terminationReason == .exit, process.terminationStatus == 0 {

@@ -92,7 +92,7 @@ final class HookDispatcher: Sendable {
         }
     }
 
-    private func queue<Item>(_ item: Item, on continuation: AsyncStream<Item>.Continuation, hook: String) {
+    private func queue<Item: Sendable>(_ item: Item, on continuation: AsyncStream<Item>.Continuation, hook: String) {
         if case .dropped = continuation.yield(item) {
             droppedCount.withLockedValue { $0 += 1 }
             logger.warning("\(hook) is behind: its oldest waiting event was dropped", metadata: ["limit": "\(hooks.queueLimit)"])
