@@ -82,9 +82,11 @@ import Testing
     /// anything listens; a good schedule shows in the options and sets the limit at start.
     @Test func scheduleAndHookOptionsAreCheckedAtStart() async throws {
         let world = try await World.make()
+        let plain = world.directory + "/notes.txt"
+        try "not a program".write(toFile: plain, atomically: true, encoding: .utf8)
         let bad: [[String]] = [
             ["--limit-schedule", "Mon-Fri 9-18 1M"], ["--limit-schedule", "Mon-Fri 09:00-18:00"], ["--limit-schedule", ";"],
-            ["--on-complete", world.directory + "/no-such-program"], ["--on-error", "/etc/hostname"],
+            ["--on-complete", world.directory + "/no-such-program"], ["--on-error", plain],
             ["--webhook", "http://127.0.0.1:9/hook"], ["--webhook", "ftp://x/y", "--webhook-secret", "k"],
             ["--webhook-secret", "k"], ["--webhook", "http://127.0.0.1:9/hook", "--webhook-secret-file", world.directory + "/none"],
         ]
