@@ -6,13 +6,13 @@
 enum WebPageLimits {
     static let script: String = #"""
     'use strict';
-    // A download's own limit, in its row; the button only while it can still download.
+    // A download's own limit, in its row; the button while it runs, waits or is paused.
     function showLimit(tr, d) {
       const cell = tr.querySelector('.rate'), limit = d.maxBytesPerSecond;
       cell.dataset.limit = limit == null ? '' : String(limit);
       cell.textContent = limit == null ? '' : bytes(limit) + '/s';
       cell.title = limit == null ? 'No limit of its own' : 'At most ' + bytes(limit) + '/s for this download';
-      tr.querySelector('.limit').hidden = d.status === 'completed';
+      tr.querySelector('.limit').hidden = !['running', 'queued', 'paused'].includes(d.status);
     }
 
     function askLimit(id) {
