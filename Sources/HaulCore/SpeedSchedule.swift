@@ -73,6 +73,9 @@ public struct SpeedSchedule: Sendable, Hashable, CustomStringConvertible {
     }
 
     public let rules: [Rule]
+    /// Seconds of the week where the rule in force changes, ascending. An edge between two spans
+    /// of one rule (`Sat,Sun 00:00-24:00` at Sunday 00:00) is none: nothing changes there.
+    public let boundaries: [Int]
 
     /// The schedule as given, rules trimmed and joined by `; `.
     public var description: String { rules.map(\.text).joined(separator: "; ") }
@@ -110,6 +113,9 @@ public struct SpeedSchedule: Sendable, Hashable, CustomStringConvertible {
             throw HaulError(.usage, "--limit-schedule: no rules; expected DAYS HH:MM-HH:MM RATE, such as 'Mon-Fri 09:00-18:00 1M'")
         }
         self.rules = rules
+        let edges = Set(rules.flatMap { $0.spans.flatMap { [$0.from % Moment.week, $0.to % Moment.week] } })
+        func governing(_ second: Int) -> Int? { rules.firstIndex { $0.covers(Moment(secondOfWeek: second)) } }
+        boundaries = edges.filter { governing($0) != governing($0 - 1) }.sorted()
     }
 
     /// The rule that sets the limit at `moment`, nil outside every rule.
@@ -122,18 +128,18 @@ public struct SpeedSchedule: Sendable, Hashable, CustomStringConvertible {
         rule(at: moment).map(\.rate) ?? fallback
     }
 
-    /// Seconds from `moment` to the next start or end of a rule (more than zero; a week at most).
+    /// Seconds from `moment` to the next boundary (more than zero); a week when there is none.
     public func secondsToNextBoundary(from moment: Moment) -> Int {
-        var nearest = Moment.week
-        for rule in rules {
-            for span in rule.spans {
-                for edge in [span.from, span.to] {
-                    let distance = ((edge - moment.secondOfWeek) % Moment.week + Moment.week) % Moment.week
-                    if distance > 0 { nearest = min(nearest, distance) }
-                }
-            }
-        }
-        return nearest
+        boundaries.map { (($0 - moment.secondOfWeek) % Moment.week + Moment.week) % Moment.week }
+            .filter { $0 > 0 }.min() ?? Moment.week
+    }
+
+    /// Whether going forward from `from` to `to` (less than a week) passes a boundary, `to`
+    /// included. A `to` before `from` (a wall clock set back) goes round the week, so it
+    /// passes one if there is any.
+    public func passesBoundary(from: Moment, to: Moment) -> Bool {
+        let elapsed = ((to.secondOfWeek - from.secondOfWeek) % Moment.week + Moment.week) % Moment.week
+        return elapsed > 0 && secondsToNextBoundary(from: from) <= elapsed
     }
 
     // MARK: Parsing

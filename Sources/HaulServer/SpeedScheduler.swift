@@ -10,7 +10,8 @@ import Logging
 /// Sleeps on the injected `HaulClock` (a test's manual clock) and reads calendar time from
 /// `now` (the wall clock, or one a test derives from its manual clock), in `timeZone` (the
 /// host's local time in the daemon). A sleep lasts a minute at most, so a change of the wall
-/// clock (a daylight-saving switch, a suspended laptop) is noticed within a minute.
+/// clock (a daylight-saving switch, a suspended laptop) is noticed within a minute; whether a
+/// boundary was passed is judged in local time of the week, from one look to the next.
 struct SpeedScheduler: Sendable {
     var schedule: SpeedSchedule
     /// The limit outside every rule (`--limit-rate`).
@@ -33,27 +34,33 @@ struct SpeedScheduler: Sendable {
         return SpeedSchedule.Moment(weekday: weekday, hour: parts.hour ?? 0, minute: parts.minute ?? 0, second: parts.second ?? 0)
     }
 
+    /// Whether the limit is due: at start, when the local time of the week has passed a boundary
+    /// since the last look (local time, so a daylight-saving jump is followed), or when the wall
+    /// clock moved back or a week or more since then.
+    func isDue(last: (date: Date, moment: SpeedSchedule.Moment)?, date: Date, moment: SpeedSchedule.Moment) -> Bool {
+        guard let last else { return true }
+        let elapsed = date.timeIntervalSince(last.date)
+        return elapsed < 0 || elapsed >= Double(SpeedSchedule.Moment.week) || schedule.passesBoundary(from: last.moment, to: moment)
+    }
+
     /// Until cancelled.
     func run() async {
-        var due = Date.distantPast
-        var applied = Date.distantPast
+        var last: (date: Date, moment: SpeedSchedule.Moment)?
         while !Task.isCancelled {
             let date = now()
-            // A wall clock set back past the last change counts as a boundary too.
-            if date >= due || date < applied {
-                let moment = Self.moment(of: date, in: timeZone)
+            let moment = Self.moment(of: date, in: timeZone)
+            if isDue(last: last, date: date, moment: moment) {
                 let rate = schedule.rate(at: moment, otherwise: fallback)
                 apply(rate)
-                let fraction = date.timeIntervalSince1970 - date.timeIntervalSince1970.rounded(.down)
-                due = date.addingTimeInterval(Double(schedule.secondsToNextBoundary(from: moment)) - fraction)
-                applied = date
                 logger.info("scheduled speed limit", metadata: [
                     "maxBytesPerSecond": "\(rate.map { String($0.bytesPerSecond) } ?? "none")",
                     "rule": "\(schedule.rule(at: moment)?.text ?? "none (--limit-rate)")",
-                    "until": "\(due)",
                 ])
             }
-            let wait = min(max(due.timeIntervalSince(date), 0.001), Self.longestSleep)
+            last = (date, moment)
+            let fraction = date.timeIntervalSince1970 - date.timeIntervalSince1970.rounded(.down)
+            let untilBoundary = Double(schedule.secondsToNextBoundary(from: moment)) - fraction
+            let wait = min(max(untilBoundary, 0.001), Self.longestSleep)
             do {
                 try await clock.sleep(for: .milliseconds(Int64((wait * 1000).rounded(.up))))
             } catch {

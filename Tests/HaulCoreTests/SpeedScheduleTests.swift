@@ -37,8 +37,25 @@ import Testing
         #expect(schedule.secondsToNextBoundary(from: Moment(weekday: .monday, hour: 9, minute: 0)) == 9 * 3600, "strictly after")
         #expect(schedule.secondsToNextBoundary(from: Moment(weekday: .friday, hour: 18, minute: 0)) == (2 * 24 + 15) * 3600, "Monday 09:00")
         let always = try SpeedSchedule(parsing: "* 00:00-24:00 1M")
-        #expect(always.secondsToNextBoundary(from: Moment(weekday: .sunday, hour: 23, minute: 59, second: 30)) == 30)
+        #expect(always.boundaries.isEmpty, "one rule all week: nothing ever changes")
+        #expect(always.secondsToNextBoundary(from: Moment(weekday: .sunday, hour: 23, minute: 59, second: 30)) == Moment.week)
         #expect(Moment(secondOfWeek: -1) == Moment(weekday: .sunday, hour: 23, minute: 59, second: 59))
+    }
+
+    /// Where one rule's spans meet, nothing changes: a limit set by hand on Saturday is not reset
+    /// at Sunday 00:00.
+    @Test func aBoundaryIsWhereTheRuleInForceChanges() throws {
+        let weekend = try SpeedSchedule(parsing: "Sun 20:00-22:00 1M; Sat,Sun 00:00-24:00 0")
+        let expected = [
+            Moment(weekday: .monday, hour: 0, minute: 0), Moment(weekday: .saturday, hour: 0, minute: 0),
+            Moment(weekday: .sunday, hour: 20, minute: 0), Moment(weekday: .sunday, hour: 22, minute: 0),
+        ]
+        #expect(weekend.boundaries == expected.map(\.secondOfWeek), "not Sunday 00:00")
+        let saturday = Moment(weekday: .saturday, hour: 12, minute: 0)
+        #expect(!weekend.passesBoundary(from: saturday, to: Moment(weekday: .sunday, hour: 12, minute: 0)))
+        #expect(weekend.passesBoundary(from: saturday, to: Moment(weekday: .sunday, hour: 20, minute: 0)))
+        #expect(!weekend.passesBoundary(from: saturday, to: saturday))
+        #expect(weekend.passesBoundary(from: saturday, to: Moment(weekday: .saturday, hour: 11, minute: 0)), "set back: round the week")
     }
 
     @Test(arguments: [

@@ -53,4 +53,27 @@ import Testing
         await advance(.seconds(48 * 3600))  // Monday 00:00
         #expect(limiter.rate == fallback)
     }
+
+    /// Local time decides, from one look to the next: in Berlin the clocks go from 02:00 to
+    /// 03:00 on 2027-03-28, so a rule starting at 03:00 starts one minute after 01:59.
+    @Test func aDaylightSavingJumpPassesTheBoundaryItSkipsTo() async throws {
+        let berlin = try #require(TimeZone(identifier: "Europe/Berlin"))
+        let start = Date(timeIntervalSince1970: 1_806_195_540)  // Sunday 01:59 CET
+        #expect(SpeedScheduler.moment(of: start, in: berlin) == SpeedSchedule.Moment(weekday: .sunday, hour: 1, minute: 59))
+        let clock = ManualClock()
+        let adapter = ClockAdapter(clock)
+        let limiter = RateLimiter(rate: nil, clock: adapter)
+        let scheduler = SpeedScheduler(
+            schedule: try SpeedSchedule(parsing: "Sun 03:00-04:00 1M"), fallback: nil, clock: adapter,
+            now: { start.addingTimeInterval(adapter.seconds()) }, timeZone: berlin, logger: Logger(label: "test"),
+            apply: { limiter.setRate($0) })
+        let running = Task { await scheduler.run() }
+        defer { running.cancel() }
+        await clock.waitForSleepers(count: 1)
+        #expect(limiter.rate == nil)
+        clock.advance(by: .seconds(60))
+        await clock.waitForSleepers(count: 1)
+        #expect(SpeedScheduler.moment(of: start.addingTimeInterval(60), in: berlin) == SpeedSchedule.Moment(weekday: .sunday, hour: 3, minute: 0))
+        #expect(limiter.rate == ByteRate(bytesPerSecond: 1 << 20), "03:00 CEST, a minute after 01:59 CET")
+    }
 }
