@@ -159,21 +159,27 @@ public struct OptionsView: Codable, Sendable {
     public var connections: Int
     /// The limit for everything the daemon downloads, in bytes per second; nil for none.
     public var maxBytesPerSecond: Int64?
+    /// `haul serve --limit-schedule` as given, which sets `maxBytesPerSecond` at each of its
+    /// boundaries; nil without one. Not changeable here.
+    public var limitSchedule: String?
 
-    public init(maxConcurrentDownloads: Int, directory: String, connections: Int, maxBytesPerSecond: Int64?) {
+    public init(maxConcurrentDownloads: Int, directory: String, connections: Int, maxBytesPerSecond: Int64?,
+                limitSchedule: String? = nil) {
         self.maxConcurrentDownloads = maxConcurrentDownloads
         self.directory = directory
         self.connections = connections
         self.maxBytesPerSecond = maxBytesPerSecond
+        self.limitSchedule = limitSchedule
     }
 
-    /// Every key, `maxBytesPerSecond: null` included.
+    /// Every key, `maxBytesPerSecond: null` and `limitSchedule: null` included.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(maxConcurrentDownloads, forKey: .maxConcurrentDownloads)
         try container.encode(directory, forKey: .directory)
         try container.encode(connections, forKey: .connections)
         try container.encode(maxBytesPerSecond, forKey: .maxBytesPerSecond)
+        try container.encode(limitSchedule, forKey: .limitSchedule)
     }
 }
 
@@ -195,7 +201,18 @@ public struct OptionsChange: Codable, Sendable {
         case maxConcurrentDownloads, connections, maxBytesPerSecond
     }
 
+    /// Options of `haul serve`'s command line that no request may set: they run code on the host
+    /// or send its events elsewhere (`--on-complete`, `--on-error`, `--webhook`), or they are the
+    /// schedule. Named in a change, they are refused rather than ignored, so a client learns it.
+    public static let commandLineOnly: Set<String> = [
+        "onComplete", "onError", "webhook", "webhookSecret", "webhookSecretFile", "limitSchedule",
+    ]
+
     public init(from decoder: any Decoder) throws {
+        if let name = try decoder.container(keyedBy: AnyKey.self).allKeys.map(\.stringValue)
+            .filter(Self.commandLineOnly.contains).sorted().first {
+            throw HaulError(.badRequest, "'\(name)' is set only on haul serve's command line, never through the API")
+        }
         let container = try decoder.container(keyedBy: CodingKeys.self)
         maxConcurrentDownloads = try container.decodeIfPresent(Int.self, forKey: .maxConcurrentDownloads)
         connections = try container.decodeIfPresent(Int.self, forKey: .connections)
@@ -232,6 +249,14 @@ public struct DownloadChange: Codable, Sendable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         if let maxBytesPerSecond { try container.encode(maxBytesPerSecond, forKey: .maxBytesPerSecond) }
     }
+}
+
+/// Any key of a JSON object, to look at the names a body gives.
+struct AnyKey: CodingKey {
+    var stringValue: String
+    var intValue: Int? { nil }
+    init(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
 }
 
 extension KeyedDecodingContainer {

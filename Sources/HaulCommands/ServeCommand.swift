@@ -92,6 +92,9 @@ struct ServeCommand: AsyncParsableCommand {
     @OptionGroup(title: "HTTP version")
     var httpVersion: HTTPVersionOptions
 
+    @OptionGroup(title: "Hooks and speed schedule")
+    var hookOptions: ServeHookOptions
+
     @Option(help: .hidden)
     var checkpointInterval: Double = 1
 
@@ -147,6 +150,8 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.connections.idleTimeout = .milliseconds(Int64(idleTimeout * 1000))
         configuration.connections.maxUnauthenticated = maxUnauthenticatedConnections
         configuration.allowedHosts = allowedHosts
+        configuration.hooks = try hookOptions.hooks()
+        configuration.limitSchedule = try hookOptions.schedule()
         if let tlsCertificate, let tlsKey {
             configuration.tls = DaemonTLS(certificatePath: HaulHome.absolute(tlsCertificate), keyPath: HaulHome.absolute(tlsKey))
         }

@@ -186,7 +186,8 @@ struct APIRoutes<Context: RequestContext>: Sendable {
     private func options() async throws -> Response {
         try APIResponse.json(OptionsView(
             maxConcurrentDownloads: await manager.maxConcurrentDownloads, directory: defaults.directory,
-            connections: defaults.connections, maxBytesPerSecond: manager.globalLimiter.rate?.bytesPerSecond))
+            connections: defaults.connections, maxBytesPerSecond: manager.globalLimiter.rate?.bytesPerSecond,
+            limitSchedule: defaults.limitSchedule?.description))
     }
 
     /// Every field is checked before any changes, so a bad one changes nothing.

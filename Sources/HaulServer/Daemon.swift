@@ -55,6 +55,11 @@ public struct Daemon: Sendable {
         public var allowedHosts: [String] = []
         /// HTTPS and WSS instead of HTTP and WS (`--tls-certificate`, `--tls-key`).
         public var tls: DaemonTLS?
+        /// Commands and a webhook run when downloads end (`--on-complete`, `--on-error`, `--webhook`).
+        public var hooks = DaemonHooks()
+        /// The global limit by time of week (`--limit-schedule`), in the host's local time;
+        /// `manager.maxBytesPerSecond` holds outside its rules.
+        public var limitSchedule: SpeedSchedule?
 
         public init(host: String = "127.0.0.1", port: Int = 6800, secret: String? = nil, home: String,
                     downloadDirectory: String, maxConcurrentDownloads: Int = 3, defaultConnections: Int = 1,
@@ -144,13 +149,28 @@ public struct Daemon: Sendable {
         }
         let counting = Task { await metrics.observe(manager.events()) }
         let countingEnds = Task { await metrics.observe(outcomes: manager.outcomes()) }
+        let logger = configuration.logger
+        let hooks = configuration.hooks.isEmpty ? nil
+            : HookDispatcher(hooks: configuration.hooks, clock: ClockAdapter(ContinuousClock()), logger: logger)
+        let hooking = hooks.map { hooks in
+            let outcomes = manager.outcomes()  // subscribed now: the queue restored later runs no download unseen
+            return Task { await hooks.observe(outcomes: outcomes) }
+        }
+        let scheduling = configuration.limitSchedule.map { schedule in
+            let scheduler = SpeedScheduler(
+                schedule: schedule, fallback: configuration.manager.maxBytesPerSecond.flatMap(ByteRate.limit),
+                clock: ClockAdapter(ContinuousClock()), now: { Date() }, timeZone: .current, logger: logger,
+                apply: { manager.globalLimiter.setRate($0) })
+            return Task { await scheduler.run() }
+        }
         defer {
             counting.cancel()
             countingEnds.cancel()
+            hooking?.cancel()
+            scheduling?.cancel()
         }
-        let logger = configuration.logger
         let defaults = DaemonDefaults(directory: configuration.downloadDirectory, connections: configuration.defaultConnections,
-                                      allowedDirectories: configuration.allowedDirectories)
+                                      allowedDirectories: configuration.allowedDirectories, limitSchedule: configuration.limitSchedule)
         let settings = DownloadSettingsCache(manager: manager)
         let stopper = ShutdownTrigger()
         let rpc = Aria2RPC(manager: manager, defaults: defaults, secret: secret, logger: logger, shutdown: { stopper.trigger() })

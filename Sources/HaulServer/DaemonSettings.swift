@@ -11,8 +11,12 @@ public final class DaemonDefaults: @unchecked Sendable {
     private var storedDirectory: String
     private var storedMaxBytesPerSecond: Int64?
     public let policy: DirectoryPolicy
+    /// The global limit's schedule (`--limit-schedule`), shown by the options; nil without one.
+    public let limitSchedule: SpeedSchedule?
 
-    public init(directory: String, connections: Int, maxBytesPerSecond: Int64? = nil, allowedDirectories: [String] = []) {
+    public init(directory: String, connections: Int, maxBytesPerSecond: Int64? = nil, allowedDirectories: [String] = [],
+                limitSchedule: SpeedSchedule? = nil) {
+        self.limitSchedule = limitSchedule
         storedDirectory = AddRequest.normalized(directory)
         storedConnections = connections
         storedMaxBytesPerSecond = maxBytesPerSecond

@@ -12,7 +12,8 @@
 /// Tests/WebUI/webui_test.py drives the page through its stable hooks: `tr[data-id][data-status]`,
 /// `.bar[data-percent]`, `.conns[data-connections]`, `.error`, `button.pause/.resume/.remove`,
 /// `#urls`, `#add`, `#pauseall`, `#resumeall`, `#concurrency`, `#limit`, `#apply`, `#filter`,
-/// `#range[data-offset][data-total]`, `#prev`, `#next` and `#message`.
+/// `#range[data-offset][data-total]`, `#prev`, `#next` and `#message`; the limits
+/// (`WebPageLimits.swift`): `.rate[data-limit]`, `button.limit` and `#schedule`.
 enum WebPage {
     static let html: String = #"""
     <!doctype html>
@@ -23,6 +24,7 @@ enum WebPage {
     <title>haul</title>
     <link rel="icon" href="data:,">
     <link rel="stylesheet" href="/haul.css">
+    <script src="/haul-limits.js" defer></script>
     <script src="/haul.js" defer></script>
     </head>
     <body>
@@ -46,6 +48,7 @@ enum WebPage {
           <label>Speed limit<input id="limit" placeholder="none (e.g. 5M, 500K)" spellcheck="false" autocomplete="off"></label>
           <button id="apply" type="submit">Apply</button>
         </form>
+        <span id="schedule"></span>
       </div>
       <div class="toolbar">
         <select id="filter" aria-label="Show">
@@ -61,7 +64,7 @@ enum WebPage {
         <button id="next" type="button" disabled>Next ›</button>
       </div>
       <table>
-        <thead><tr><th>Name</th><th>Status</th><th>Progress</th><th class="num">Size</th><th class="num">Speed</th><th class="num" title="Connections in use / the most this download may open">Conn.</th><th class="num">Left</th><th></th></tr></thead>
+        <thead><tr><th>Name</th><th>Status</th><th>Progress</th><th class="num">Size</th><th class="num">Speed</th><th class="num" title="Connections in use / the most this download may open">Conn.</th><th class="num">Left</th><th class="num" title="This download's own speed limit">Limit</th><th></th></tr></thead>
         <tbody id="rows"></tbody>
       </table>
       <div id="empty">No downloads yet.</div>
@@ -96,6 +99,7 @@ enum WebPage {
       .toolbar input { flex: none; padding: 5px 8px; margin-left: 6px; }
       #concurrency { width: 6em; }
       #limit { width: 15em; }
+      #schedule { color: var(--muted); font-size: 12px; }
       #range { color: var(--muted); font-variant-numeric: tabular-nums; }
       table { width: 100%; border-collapse: collapse; background: #fff; border: 1px solid var(--line); border-radius: 8px; overflow: hidden; }
       th, td { padding: 8px 10px; text-align: left; border-bottom: 1px solid var(--line); white-space: nowrap; }
@@ -201,11 +205,13 @@ enum WebPage {
       tr.innerHTML = '<td class="name"><span></span><small class="error"></small></td><td><span class="status"></span> <small class="host"></small></td>' +
         '<td><div class="progress"><div class="bar" data-percent="0"><i></i></div><span class="pct">0%</span></div></td>' +
         '<td class="num size"></td><td class="num speed"></td><td class="num conns" data-connections="0"></td><td class="num left"></td>' +
-        '<td class="actions"><button class="pause" type="button">Pause</button><button class="resume" type="button">Resume</button>' +
+        '<td class="num rate" data-limit=""></td>' +
+        '<td class="actions"><button class="limit" type="button">Limit</button><button class="pause" type="button">Pause</button><button class="resume" type="button">Resume</button>' +
         '<button class="newurl" type="button">New URL</button><button class="remove" type="button">Remove</button></td>';
       tr.querySelector('.pause').onclick = () => act(id, 'POST', '/pause');
       tr.querySelector('.resume').onclick = () => act(id, 'POST', '/resume');
       tr.querySelector('.remove').onclick = () => act(id, 'DELETE', '');
+      tr.querySelector('.limit').onclick = () => askLimit(id);
       tr.querySelector('.newurl').onclick = () => {
         const url = prompt('A new URL for this download (its bytes are kept when it serves the same file):');
         if (url) act(id, 'PUT', '/urls', { urls: [url.trim()] });
@@ -241,6 +247,7 @@ enum WebPage {
       tr.querySelector('.pause').hidden = !(running || d.status === 'queued');
       tr.querySelector('.resume').hidden = !(d.status === 'paused' || (d.status === 'failed' && !d.needsNewURL));
       tr.querySelector('.newurl').hidden = !d.needsNewURL;
+      showLimit(tr, d);
     }
 
     function drop(id) {
@@ -356,6 +363,7 @@ enum WebPage {
       el('concurrency').value = String(options.maxConcurrentDownloads);
       el('limit').value = options.maxBytesPerSecond == null ? '' : rateText(options.maxBytesPerSecond);
       el('limit').title = options.maxBytesPerSecond == null ? 'No limit' : bytes(options.maxBytesPerSecond) + '/s for all downloads together';
+      showSchedule();
     }
 
     async function loadOptions() {

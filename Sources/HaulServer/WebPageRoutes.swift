@@ -1,7 +1,7 @@
 import Hummingbird
 import NIOCore
 
-/// `GET /`, `/haul.css`, `/haul.js`: the web page in three files, so its Content-Security-Policy
+/// `GET /`, `/haul.css`, `/haul.js`, `/haul-limits.js`: the web page in four files, so its Content-Security-Policy
 /// can forbid inline script and style (an injected `<script>` or `onerror=` in a file name
 /// would not run even if an escaping bug let it into the DOM), refuse to be framed
 /// (clickjacking of the pause and remove buttons) and let the page talk only to this daemon.
@@ -13,6 +13,7 @@ enum WebPageRoutes {
         router.get("/") { _, _ in response(WebPage.html, type: "text/html; charset=utf-8") }
         router.get("haul.css") { _, _ in response(WebPage.css, type: "text/css; charset=utf-8") }
         router.get("haul.js") { _, _ in response(WebPage.script, type: "text/javascript; charset=utf-8") }
+        router.get("haul-limits.js") { _, _ in response(WebPageLimits.script, type: "text/javascript; charset=utf-8") }
     }
 
     static func response(_ text: String, type: String) -> Response {

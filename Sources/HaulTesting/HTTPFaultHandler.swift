@@ -55,6 +55,8 @@ final class HTTPFaultHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var gated = false
     /// Reads nothing more and never closes (``Fault/holdAfter(_:)``).
     private var holding = false
+    /// The current request's place in the server's log, where its body goes.
+    private var recordIndex: Int?
 
     init(state: ServerState) {
         self.state = state
@@ -68,7 +70,7 @@ final class HTTPFaultHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .head(let head):
             requestHead = head
             // Recorded as soon as the head arrives, so it is visible even if answering stalls.
-            state.record(
+            recordIndex = state.record(
                 RecordedRequest(
                     method: head.method.rawValue,
                     path: Self.path(of: head.uri),
@@ -77,8 +79,8 @@ final class HTTPFaultHandler: ChannelInboundHandler, RemovableChannelHandler {
                 ),
                 connection: connection
             )
-        case .body:
-            break
+        case .body(let buffer):
+            if let recordIndex { state.appendBody(Array(buffer.readableBytesView), toRequest: recordIndex) }
         case .end:
             guard let head = requestHead else { return }
             requestHead = nil

@@ -12,12 +12,16 @@ public struct RecordedRequest: Sendable {
     public var uri: String
     /// All header fields in the order sent, with their original spelling.
     public var headers: [(name: String, value: String)]
+    /// The request body's bytes as received so far (all of them once the request has ended): what
+    /// a webhook POSTed, for a test to check its signature.
+    public var body: [UInt8]
 
-    public init(method: String, path: String, uri: String, headers: [(name: String, value: String)]) {
+    public init(method: String, path: String, uri: String, headers: [(name: String, value: String)], body: [UInt8] = []) {
         self.method = method
         self.path = path
         self.uri = uri
         self.headers = headers
+        self.body = body
     }
 
     /// The first value of the header field `name`, compared case-insensitively as HTTP requires.

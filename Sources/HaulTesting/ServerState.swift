@@ -81,11 +81,18 @@ final class ServerState: Sendable {
         storage.withLockedValue { $0.held }
     }
 
-    func record(_ request: RecordedRequest, connection: Int) {
+    /// Returns the request's place in the log, for ``appendBody(_:toRequest:)``.
+    @discardableResult
+    func record(_ request: RecordedRequest, connection: Int) -> Int {
         storage.withLockedValue {
             $0.requests.append(request)
             $0.connectionsByPath[request.path, default: []].insert(connection)
+            return $0.requests.count - 1
         }
+    }
+
+    func appendBody(_ bytes: [UInt8], toRequest index: Int) {
+        storage.withLockedValue { $0.requests[index].body += bytes }
     }
 
     var requests: [RecordedRequest] {

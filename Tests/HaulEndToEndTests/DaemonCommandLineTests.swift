@@ -78,6 +78,38 @@ import Testing
         try await world.close()
     }
 
+    /// `serve --limit-schedule` and the hooks: a malformed one is one line and exit 2 before
+    /// anything listens; a good schedule shows in the options and sets the limit at start.
+    @Test func scheduleAndHookOptionsAreCheckedAtStart() async throws {
+        let world = try await World.make()
+        let plain = world.directory + "/notes.txt"
+        try "not a program".write(toFile: plain, atomically: true, encoding: .utf8)
+        let bad: [[String]] = [
+            ["--limit-schedule", "Mon-Fri 9-18 1M"], ["--limit-schedule", "Mon-Fri 09:00-18:00"], ["--limit-schedule", ";"],
+            ["--on-complete", world.directory + "/no-such-program"], ["--on-error", plain],
+            ["--webhook", "http://127.0.0.1:9/hook"], ["--webhook", "ftp://x/y", "--webhook-secret", "k"],
+            ["--webhook-secret", "k"], ["--webhook", "http://127.0.0.1:9/hook", "--webhook-secret-file", world.directory + "/none"],
+        ]
+        for arguments in bad {
+            let result = try await HaulProcess.run(["serve", "--port", "0"] + arguments, in: world)
+            #expect(result.status == 2, "\(arguments): \(result.stderr)")
+            #expect(result.stderr.split(separator: "\n").count == 1, "\(arguments): \(result.stderr)")
+        }
+        // Every day, all day: whatever the time, the schedule's limit holds from the start.
+        let daemon = try await DaemonProcess.start(world, ["--limit-rate", "2M", "--limit-schedule", "* 00:00-24:00 700K",
+                                                           "--on-complete", "true"])
+        defer { daemon.process.signal(SIGKILL) }
+        let options = try await daemon.call(.GET, "/api/v1/options").decode(OptionsView.self)
+        #expect(options.limitSchedule == "* 00:00-24:00 700K")
+        var limit = options.maxBytesPerSecond
+        for _ in 0..<600 where limit != 700 << 10 {  // a hang guard: the schedule is applied as the daemon starts
+            try await Task.sleep(for: .milliseconds(100))
+            limit = try await daemon.call(.GET, "/api/v1/options").decode(OptionsView.self).maxBytesPerSecond
+        }
+        #expect(limit == 700 << 10, "the schedule's limit, not --limit-rate's")
+        try await world.close()
+    }
+
     /// `serve -x/--limit-rate` set the daemon's defaults; `add -x/--limit-rate` a download's own;
     /// `ls` shows the live connections, `ls --json` carries them.
     @Test func connectionsAndRateLimits() async throws {

@@ -67,10 +67,15 @@ struct WebPageTests {
         for banned in ["http://", "https://", "@import", "alert(", "confirm(", "prompt(", "document.write"] {
             #expect(!WebPage.html.contains(banned), "the page contains \(banned)")
         }
-        // Its one script and one style sheet are the daemon's own (nothing inline: the
-        // Content-Security-Policy allows only 'self'), and nothing else is loaded.
+        // Its two scripts and one style sheet are the daemon's own (nothing inline: the
+        // Content-Security-Policy allows only 'self'), and nothing else is loaded. The limits'
+        // script comes first: it only defines what the page's script calls.
         let scripts = WebPage.html.components(separatedBy: "<script").dropFirst()
-        #expect(scripts.map { String($0.prefix(while: { $0 != ">" })) } == [#" src="/haul.js" defer"#], "\(scripts)")
+        #expect(scripts.map { String($0.prefix(while: { $0 != ">" })) } == [#" src="/haul-limits.js" defer"#, #" src="/haul.js" defer"#],
+                "\(scripts)")
+        for banned in ["http://", "https://", "alert(", "confirm(", "document.write", "innerHTML"] {
+            #expect(!WebPageLimits.script.contains(banned), "the limits' script contains \(banned)")
+        }
         let links = WebPage.html.components(separatedBy: "<link").dropFirst()
         #expect(links.map { String($0.prefix(while: { $0 != ">" })) } == [#" rel="icon" href="data:,""#, #" rel="stylesheet" href="/haul.css""#])
     }

@@ -304,6 +304,7 @@ class PageTest:
             raise Failure(f"a finished download shows connections: {done!r}")
 
         self.running_download_shows_its_connections(multi)
+        self.download_limit_changes_from_its_row(multi)
         self.options_change_the_daemon()
         self.pages_through_more_than_a_page()
         self.pause_all_and_resume_all()
@@ -343,6 +344,21 @@ class PageTest:
         self.api.ok("POST", f"/api/v1/downloads/{added['id']}/pause")
         self.wait_for_row(multi, "the 4-connection download paused, showing no connections",
                           lambda s: s["status"] == "paused" and s["connections"] == "0" and s["connectionsText"].strip() == "")
+
+    def download_limit_changes_from_its_row(self, url):
+        """The Limit button asks for a download's own limit and the row shows it; `none` removes it."""
+        download_id = self.wait_for_row(url, "the download to limit", lambda s: s["status"] != "completed")["id"]
+        shown = f'return document.querySelector(\'tr[data-id="{download_id}"] .rate\').dataset.limit'
+        for text, expected in (("300K", 300 * 1024), ("none", None)):
+            self.click(download_id, "limit")
+            prompt = self.wait("the limit prompt", EC.alert_is_present())
+            prompt.send_keys(text)
+            prompt.accept()
+            self.wait_for_api(f"the download's own limit {expected}",
+                              lambda: self.api.ok("GET", f"/api/v1/downloads/{download_id}")["maxBytesPerSecond"] == expected)
+            self.wait(f"its row to show the limit {expected}",
+                      lambda d: d.execute_script(shown) == ("" if expected is None else str(expected)))
+        self.screenshot("download-limit")
 
     def options_change_the_daemon(self):
         """The options form sets concurrency and the global limit, sending only what changed."""

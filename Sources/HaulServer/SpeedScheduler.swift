@@ -1,0 +1,71 @@
+import Foundation
+import Haul
+import HaulCore
+import Logging
+
+/// Applies a `SpeedSchedule` to the daemon's global limit (`haul serve --limit-schedule`): once
+/// at start, then at each boundary of the schedule, and at no other time, so a limit changed
+/// through the API or aria2's `changeGlobalOption` holds until the next boundary.
+///
+/// Sleeps on the injected `HaulClock` (a test's manual clock) and reads calendar time from
+/// `now` (the wall clock, or one a test derives from its manual clock), in `timeZone` (the
+/// host's local time in the daemon). A sleep lasts a minute at most, so a change of the wall
+/// clock (a daylight-saving switch, a suspended laptop) is noticed within a minute; whether a
+/// boundary was passed is judged in local time of the week, from one look to the next.
+struct SpeedScheduler: Sendable {
+    var schedule: SpeedSchedule
+    /// The limit outside every rule (`--limit-rate`).
+    var fallback: ByteRate?
+    var clock: any HaulClock
+    var now: @Sendable () -> Date
+    var timeZone: TimeZone
+    var logger: Logger
+    var apply: @Sendable (ByteRate?) -> Void
+
+    static let longestSleep = 60.0
+
+    /// The moment of the week `date` falls on in `timeZone`.
+    static func moment(of date: Date, in timeZone: TimeZone) -> SpeedSchedule.Moment {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = timeZone
+        let parts = calendar.dateComponents([.weekday, .hour, .minute, .second], from: date)
+        // Calendar's weekday: 1 is Sunday; the schedule's week starts on Monday.
+        let weekday = SpeedSchedule.Weekday(rawValue: ((parts.weekday ?? 2) + 5) % 7) ?? .monday
+        return SpeedSchedule.Moment(weekday: weekday, hour: parts.hour ?? 0, minute: parts.minute ?? 0, second: parts.second ?? 0)
+    }
+
+    /// Whether the limit is due: at start, when the local time of the week has passed a boundary
+    /// since the last look (local time, so a daylight-saving jump is followed), or when the wall
+    /// clock moved back or a week or more since then.
+    func isDue(last: (date: Date, moment: SpeedSchedule.Moment)?, date: Date, moment: SpeedSchedule.Moment) -> Bool {
+        guard let last else { return true }
+        let elapsed = date.timeIntervalSince(last.date)
+        return elapsed < 0 || elapsed >= Double(SpeedSchedule.Moment.week) || schedule.passesBoundary(from: last.moment, to: moment)
+    }
+
+    /// Until cancelled.
+    func run() async {
+        var last: (date: Date, moment: SpeedSchedule.Moment)?
+        while !Task.isCancelled {
+            let date = now()
+            let moment = Self.moment(of: date, in: timeZone)
+            if isDue(last: last, date: date, moment: moment) {
+                let rate = schedule.rate(at: moment, otherwise: fallback)
+                apply(rate)
+                logger.info("scheduled speed limit", metadata: [
+                    "maxBytesPerSecond": "\(rate.map { String($0.bytesPerSecond) } ?? "none")",
+                    "rule": "\(schedule.rule(at: moment)?.text ?? "none (--limit-rate)")",
+                ])
+            }
+            last = (date, moment)
+            let fraction = date.timeIntervalSince1970 - date.timeIntervalSince1970.rounded(.down)
+            let untilBoundary = Double(schedule.secondsToNextBoundary(from: moment)) - fraction
+            let wait = min(max(untilBoundary, 0.001), Self.longestSleep)
+            do {
+                try await clock.sleep(for: .milliseconds(Int64((wait * 1000).rounded(.up))))
+            } catch {
+                return  // cancelled: the daemon is stopping
+            }
+        }
+    }
+}
