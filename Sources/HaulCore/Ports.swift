@@ -12,6 +12,11 @@ public protocol DownloadStore: Sendable {
     func records(status: DownloadStatus?) async throws -> [DownloadRecord]
     /// Another live record that already uses `fileName` in `directory`, if any.
     func fileNameHolder(_ fileName: String, directory: String, except id: DownloadID) async throws -> DownloadID?
+    /// Gives the stored download `id` the file name `fileName` in `directory`, unless another
+    /// live record holds that name; returns whether it did. Stores that several processes or
+    /// hosts share decide it in one statement (and their unique index on live names), so two
+    /// downloads naming themselves at once cannot both get one name.
+    func reserveFileName(_ fileName: String, directory: String, for id: DownloadID) async throws -> Bool
     func delete(_ id: DownloadID) async throws
     /// Saves many records at once; a store may do it in fewer writes than one per record.
     func save(_ records: [DownloadRecord]) async throws
@@ -27,6 +32,12 @@ public protocol DownloadStore: Sendable {
 }
 
 extension DownloadStore {
+    /// A store only this process uses: the check is the reservation (the record is saved with
+    /// its name at the next checkpoint).
+    public func reserveFileName(_ fileName: String, directory: String, for id: DownloadID) async throws -> Bool {
+        try await fileNameHolder(fileName, directory: directory, except: id) == nil
+    }
+
     /// Whether another live record already uses `fileName` in `directory`.
     public func isFileNameTaken(_ fileName: String, directory: String, except id: DownloadID) async throws -> Bool {
         try await fileNameHolder(fileName, directory: directory, except: id) != nil
