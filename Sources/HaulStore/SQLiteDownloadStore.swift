@@ -235,9 +235,10 @@ public final class SQLiteDownloadStore: DownloadStore {
             UPDATE downloads SET file_name = ?1 WHERE id = ?3 AND NOT EXISTS (
                 SELECT 1 FROM downloads AS o WHERE o.directory = ?2 AND o.file_name = ?1 AND o.id != ?3 AND o.status != 'removed')
             """, [.text(fileName), .text(directory), .text(id.rawValue)]))
+        // Ours if the row has it and no other live record does (once ours, no other can take it).
         let rows = try await read("SELECT file_name FROM downloads WHERE id = ?", [.text(id.rawValue)])
-        guard let row = rows.first else { return try await fileNameHolder(fileName, directory: directory, except: id) == nil }
-        return row.column("file_name")?.string == fileName
+        guard try await fileNameHolder(fileName, directory: directory, except: id) == nil else { return false }
+        return rows.first.map { $0.column("file_name")?.string == fileName } ?? true
     }
 
     public func delete(_ id: DownloadID) async throws {
