@@ -105,8 +105,47 @@ import Testing
         let took = ContinuousClock.now - asked
         print("fleet pause across hosts took \(took)")
         #expect(try await a.record(record.id)?.status == .paused)
-        #expect(await a.fleetRuns([record.id]).isEmpty, "b gave its lease up")
+        // b saved the pause, then ends its lease.
+        var runs = await a.fleetRuns([record.id])
+        for _ in 0..<250 where !runs.isEmpty {
+            try await Task.sleep(for: .milliseconds(20))
+            runs = await a.fleetRuns([record.id])
+        }
+        #expect(runs.isEmpty, "b gave its lease up")
         #expect(try await b.record(record.id)?.status == .paused)
+        try await hosts.close([a, b])
+    }
+
+    /// A batch pause asked on host a, of a download running on b, a queued one and a finished
+    /// one: refused whole (the running one runs on, the queued one stays queued); without the
+    /// finished one, both are paused.
+    @Test func aBatchPauseAcrossHostsIsAllOrNothing() async throws {
+        let hosts = try await Hosts.make()
+        let b = try await hosts.host("b", jobs: 1, leaseTimeout: .seconds(600))
+        hosts.server.setRoute("/done.bin", Route(payload: Payload(seed: 20, length: 10_000)))
+        hosts.server.setRoute("/long.bin", Route(payload: Payload(seed: 21, length: 40_000_000), throttle: 200_000))
+        hosts.server.setRoute("/next.bin", Route(payload: Payload(seed: 22, length: 40_000_000), throttle: 200_000))
+        func request(_ path: String) throws -> DownloadRequest {
+            try DownloadRequest(url: RemoteURL(hosts.server.url(path)), destination: .directory(hosts.directory))
+        }
+        let done = try await b.add(request("/done.bin"))
+        _ = try await waitUntilEnded(b, [done.id])
+        let long = try await b.add(request("/long.bin"))
+        for _ in 0..<300 where try await b.record(long.id)?.status != .running {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        // b's one slot is taken: this one waits in the queue (or runs on a once a claims it).
+        let next = try await b.add(request("/next.bin"))
+        let a = try await hosts.host("a", jobs: 1, leaseTimeout: .seconds(600))
+        let refused = await #expect(throws: HaulError.self) { try await a.pause([long.id, next.id, done.id]) }
+        #expect(refused?.code == .conflict)
+        #expect(try await a.record(long.id)?.status == .running)
+        let nextStatus = try await a.record(next.id)?.status
+        #expect(nextStatus == .queued || nextStatus == .running)
+        #expect(await a.fleetRuns([long.id])[long.id]?.host == "b")
+        #expect(try await a.pause([long.id, next.id]) == 2)
+        #expect(try await a.record(long.id)?.status == .paused)
+        #expect(try await a.record(next.id)?.status == .paused)
         try await hosts.close([a, b])
     }
 
