@@ -133,7 +133,7 @@ let package = Package(
         .testTarget(name: "HaulCoreTests", dependencies: ["HaulCore"]),
         .testTarget(name: "HaulTestingTests", dependencies: ["HaulTesting"]),
         .testTarget(name: "HaulStoreTests", dependencies: ["HaulStore", "HaulCore"]),
-        .testTarget(name: "HaulFleetTests", dependencies: ["HaulFleet", "HaulCore", "HaulTesting"]),
+        .testTarget(name: "HaulFleetTests", dependencies: ["HaulFleet", "HaulCore", "HaulTesting", "Haul"]),
         .testTarget(name: "HaulCommandsTests", dependencies: ["HaulCommands", "HaulCore", "HaulAPI"]),
         .testTarget(
             name: "HaulServerTests",

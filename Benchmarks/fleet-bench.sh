@@ -20,6 +20,7 @@
 # Env:    FILES (10000) ROUNDS (3) CONFIGS ("1x16 3x16 3x6") TIMEOUT (600 s per run)
 #         STALL (120 s without a completion ends a run) PORT (18083, nginx) PG_PORT (a free one)
 #         HAUL (built: swift build -c release --static-swift-stdlib --build-path .build-bench)
+#         LIMIT_RATE (each host's --limit-rate, e.g. 1M: the issue's capped-bandwidth case; empty: none)
 set -euo pipefail
 
 # --- settings ----------------------------------------------------------------
@@ -30,11 +31,12 @@ TIMEOUT=${TIMEOUT:-600}       # per run, from `haul add` to all completed
 STALL=${STALL:-120}           # a run whose completed count stands still this long is stuck
 PORT=${PORT:-18083}           # not download-bench's 18080, segmented's 18081 or many-files' 18082
 PG_PORT=${PG_PORT:-}          # empty: a free port
+LIMIT_RATE=${LIMIT_RATE:-}    # each host's --limit-rate; empty: none
 FILE_SIZE=16384
 LEASE_TIMEOUT=15              # haul serve's default, spelled out (EXPLAIN uses it too)
 IDLE_S=2                      # the hosts' idle CPU is measured over this long before each add
 
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
 case ${1:-} in -h|--help) usage; exit 0 ;; "") ;; *) usage >&2; exit 2 ;; esac
 
 for v in FILES ROUNDS TIMEOUT STALL PORT; do
@@ -276,7 +278,7 @@ run_config() {
         homes[k]=$RUN/home$k
         mkdir -p "${homes[k]}"
         HAUL_HOME=${homes[k]} "$HAUL" serve --store "$PG_URL" --fleet-name "host$k" --port 0 -d "$OUT" \
-            -j "$jobs" --lease-timeout "$LEASE_TIMEOUT" </dev/null >"$RUN/host$k.log" 2>&1 &
+            -j "$jobs" --lease-timeout "$LEASE_TIMEOUT" ${LIMIT_RATE:+--limit-rate "$LIMIT_RATE"} </dev/null >"$RUN/host$k.log" 2>&1 &
         HOST_PIDS[k]=$!
     done
     for ((k = 1; k <= hosts; k++)); do

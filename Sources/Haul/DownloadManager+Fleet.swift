@@ -11,6 +11,10 @@ struct FleetState {
     /// When a renewal last succeeded (or the fleet started).
     var lastRenewal = ContinuousClock.now
     var lastRenewalAttempt = ContinuousClock.now - .seconds(3600)
+    /// Another host notified a command for this one: renew at the next turn, due or not.
+    var renewNow = false
+    /// Hears those notifications.
+    var notices: Task<Void, Never>?
 }
 
 /// One host of a fleet (a `SharedQueueStore`): instead of a queue in memory, the manager claims
@@ -31,7 +35,7 @@ extension DownloadManager {
 
     var renewInterval: Duration {
         guard let fleet else { return .seconds(1) }
-        return min(.seconds(1), fleet.leaseTimeout / 4)
+        return min(configuration.fleetRenewInterval ?? .seconds(1), fleet.leaseTimeout / 4)
     }
 
     func startFleet() {
@@ -39,7 +43,15 @@ extension DownloadManager {
         let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         fleetState.wake = wake
         fleetState.lastRenewal = .now
-        let interval = renewInterval
+        // Claims look for work every second whatever the renewal's pace.
+        let interval = min(.seconds(1), renewInterval)
+        if let fleet {
+            fleetState.notices = Task {
+                for await _ in fleet.commandNotices {
+                    self.commandNoticed()
+                }
+            }
+        }
         let ticker = Task {
             while !Task.isCancelled {
                 wake.yield()
@@ -56,9 +68,16 @@ extension DownloadManager {
     }
 
     func stopFleet() {
+        fleetState.notices?.cancel()
         fleetState.loop?.cancel()
         fleetState.wake?.finish()
         fleetState.loop = nil
+    }
+
+    /// Another host left a command for this one: the loop renews at once, which hears it.
+    func commandNoticed() {
+        fleetState.renewNow = true
+        wakeFleet()
     }
 
     /// Asks the loop for a claim soon (a download was added or a slot freed).
@@ -70,8 +89,9 @@ extension DownloadManager {
     func fleetTick() async {
         guard let fleet, !isShuttingDown else { return }
         let now = ContinuousClock.now
-        if now - fleetState.lastRenewalAttempt >= renewInterval || !fleetState.suspended.isEmpty {
+        if now - fleetState.lastRenewalAttempt >= renewInterval || !fleetState.suspended.isEmpty || fleetState.renewNow {
             fleetState.lastRenewalAttempt = now
+            fleetState.renewNow = false
             guard await renewLeases(fleet) else { return }
         }
         let free = maxConcurrent - active.count - fleetState.suspended.count
@@ -154,10 +174,15 @@ extension DownloadManager {
             hub.publish(DownloadEvent(id: id, kind: command == .pause ? .paused : .removed))
             return applied
         }
-        let wanted: DownloadStatus = command == .pause ? .paused : .removed
+        return try await fleetAwait(command == .pause ? .paused : .removed, of: id)
+    }
+
+    /// Waits (a few seconds at most) until the record of a download another host runs shows
+    /// `wanted` (or it finished). Returns the record as it ended up.
+    func fleetAwait(_ wanted: DownloadStatus, of id: DownloadID) async throws -> DownloadRecord {
         var record = try await existingOrRemoved(id)
-        for _ in 0..<100 where record.status != wanted && !record.status.isTerminal {
-            try await Task.sleep(for: .milliseconds(100))
+        for _ in 0..<500 where record.status != wanted && !record.status.isTerminal {
+            try await Task.sleep(for: .milliseconds(20))
             record = try await existingOrRemoved(id)
         }
         return record

@@ -114,12 +114,18 @@ extension DownloadManager {
     @discardableResult
     public func pauseAll() async throws -> Int {
         if fleet != nil {
-            // The fleet's queue: every download queued or running on any host.
-            var count = 0
-            for id in try await store.ids(status: .queued) + store.ids(status: .running) {
-                if (try? await pause([id])) != nil { count += 1 }
+            // The fleet's queue: every download queued or running on any host, in one statement.
+            // One that finished between the listing and the statement refuses it: list again.
+            var attempt = 0
+            while true {
+                attempt += 1
+                let ids = try await store.ids(status: .queued) + store.ids(status: .running)
+                do {
+                    return try await pause(ids)
+                } catch let error as HaulError where error.code == .conflict && attempt < 3 {
+                    continue
+                }
             }
-            return count
         }
         let (count, stopping): (Int, [Task<Void, Never>]) = try await serialized {
             // Decided from memory, in one step: a queued entry cannot start once it is out of

@@ -65,6 +65,10 @@ public actor DownloadManager {
         /// (`--refresh-command`, `URLRefresher`); nil: the download fails as `url-expired`,
         /// keeping its bytes, until it is given one. Never set over an API.
         public var refreshCommand: String?
+        /// A fleet host's renewal, which also hears other hosts' commands when no notification
+        /// brought them (`haul_commands`): every second by default, and never less often than
+        /// a quarter of the lease. A test sets it long to show that notifications deliver.
+        public var fleetRenewInterval: Duration?
         /// The system calls that write, sync and close each `.part`; a test's can hold one
         /// download's writes back.
         var fileCalls = FileCalls.system
@@ -368,6 +372,22 @@ public actor DownloadManager {
                 records.append(record)
             }
             var stopping: [Task<Void, Never>] = []
+            if let fleet {
+                // One statement decides for all of them, wherever they run (their hosts hear it
+                // at once); those running here stop now.
+                let results = try await fleet.pause(ids)
+                for (id, result) in results {
+                    if let running = active[id] {
+                        running.stop.request(.paused)
+                        stopping.append(running.task)
+                    } else if case .applied(_, let before) = result {
+                        if before != .paused { hub.publish(DownloadEvent(id: id, kind: .paused)) }
+                    } else {
+                        remote.append(id)
+                    }
+                }
+                return stopping
+            }
             var paused: [DownloadRecord] = []
             for var record in records {
                 if let running = active[record.id] {
@@ -393,7 +413,7 @@ public actor DownloadManager {
             return stopping
         }
         for task in stopping { await task.value }
-        for id in remote { _ = try await fleetRequest(.pause, for: id) }
+        for id in remote { _ = try await fleetAwait(.paused, of: id) }
         return ids.count
     }
 
@@ -414,6 +434,18 @@ public actor DownloadManager {
                     throw HaulError(.conflict, "download \(id) is already complete; nothing was changed")
                 }
                 records.append(record)
+            }
+            if fleet != nil {
+                // All saved in one transaction or none (one running on another host refuses it).
+                var queued: [DownloadRecord] = []
+                for var record in records where !record.status.resumesAfterRestart {
+                    record.status = .queued
+                    record.error = nil
+                    queued.append(record)
+                }
+                try await store.save(queued)
+                for record in queued { enqueue(record) }
+                return ids.count
             }
             // Queued or running but not scheduled here: its start found it locked by another
             // process; try again.

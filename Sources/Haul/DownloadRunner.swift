@@ -491,17 +491,35 @@ final class RunSession {
         return resolved
     }
 
+    /// Claims a name (in this process, on disk and in the store) and creates its `.part` at
+    /// once with `O_EXCL`: a `.part` another download or program made since the claim looked
+    /// gives the next name, so the record always names the file this run created.
     func nameFile(contentDisposition: String?, finalURL: String) async {
         let record = self.record
         guard record.fileName == nil else { return }
         do {
             let url = (try? RemoteURL(finalURL)) ?? record.request.url
-            let name = try await runner.names.claim(for: record, contentDisposition: contentDisposition, finalURL: url)
-            machine.withLockedValue { $0.setFileName(name) }
+            for _ in 0..<Self.nameAttempts {
+                let name = try await runner.names.claim(for: record, contentDisposition: contentDisposition, finalURL: url)
+                machine.withLockedValue { $0.setFileName(name) }
+                do {
+                    _ = try await openWriter()
+                    return
+                } catch let error as HaulError where error.code == .fileExists && !partExisted {
+                    await runner.names.release(directory: record.request.directory, name: name)
+                    runner.logger.notice("the name was taken on disk meanwhile; trying the next", metadata: ["id": "\(id)", "name": "\(name)"])
+                }
+            }
+            throw HaulError(.fileExists, "no free file name in \(record.request.directory): every one tried appeared while it was claimed")
+        } catch let error as HaulError where error.code == .leaseLost {
+            await execute(machine.withLockedValue { $0.leaseLost() })
         } catch {
             await execute(machine.withLockedValue { $0.diskFailed(diskError(error)) })
         }
     }
+
+    /// How many names a run tries when each is taken on disk between its claim and its `.part`.
+    static let nameAttempts = 100
 
     func persist() async {
         let record = machine.withLockedValue { $0.persistentRecord }

@@ -39,6 +39,8 @@ public enum ExitCodes {
     /// A cookie file (`--load-cookies`) that cannot be read or is malformed; or one
     /// (`--save-cookies`) that cannot be written.
     public static let cookieFile: Int32 = 15
+    /// Another live `haul serve` already uses this `--fleet-name` in the fleet's database.
+    public static let fleetNameInUse: Int32 = 16
     /// Stopped by Ctrl-C or SIGTERM after checkpointing; run the same command again to resume.
     public static let interrupted: Int32 = 130
 
@@ -57,6 +59,7 @@ public enum ExitCodes {
         case .storeUnavailable: storeUnavailable
         case .storeLogin: storeLogin
         case .storeTooNew: storeTooNew
+        case .fleetNameInUse: fleetNameInUse
         case .urlExpired: urlExpired
         case .badCookieFile: cookieFile
         default: `internal`

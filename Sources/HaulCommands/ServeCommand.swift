@@ -67,7 +67,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("With a postgres store: a host silent this long loses its downloads to the others (default 15).", valueName: "SECONDS"))
     var leaseTimeout: Double = 15
 
-    @Option(help: ArgumentHelp("With a postgres store: this host's name in listings (default: HOSTNAME/PID).", valueName: "NAME"))
+    @Option(help: ArgumentHelp("With a postgres store: this host's name in listings (default: HOSTNAME/PID). One live host per name (another exits 16); restarted under the same name, a host takes its downloads back at once.", valueName: "NAME"))
     var fleetName: String?
 
     @Option(help: ArgumentHelp("Close a connection whose first request has not fully arrived after this long (default 10).", valueName: "SECONDS"))

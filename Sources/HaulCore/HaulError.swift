@@ -59,6 +59,8 @@ public struct HaulError: Error, Hashable, Codable, Sendable, CustomStringConvert
         public static let storeTooNew = Code(rawValue: "store-too-new")
         /// The store refused the login.
         public static let storeLogin = Code(rawValue: "store-login")
+        /// Another live `haul serve` already is this host of the fleet (the same `--fleet-name`).
+        public static let fleetNameInUse = Code(rawValue: "fleet-name-in-use")
         /// The download's state does not allow the request (pausing a finished one, moving a
         /// running one).
         public static let conflict = Code(rawValue: "conflict")

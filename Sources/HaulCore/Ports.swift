@@ -15,6 +15,11 @@ public protocol DownloadStore: Sendable {
     /// `fileNameHolder` for many names at once (a batch of adds): a live record holding each
     /// name that one holds, keyed by the name's place.
     func fileNameHolders(_ names: [FileNamePlace]) async throws -> [FileNamePlace: DownloadID]
+    /// Gives the stored download `id` the file name `fileName` in `directory`, unless another
+    /// live record holds that name; returns whether it did. Stores that several processes or
+    /// hosts share decide it in one statement (and their unique index on live names), so two
+    /// downloads naming themselves at once cannot both get one name.
+    func reserveFileName(_ fileName: String, directory: String, for id: DownloadID) async throws -> Bool
     func delete(_ id: DownloadID) async throws
     /// Saves many records at once; a store may do it in fewer writes than one per record.
     func save(_ records: [DownloadRecord]) async throws
@@ -47,6 +52,12 @@ extension DownloadStore {
             holders[name] = try await fileNameHolder(name.fileName, directory: name.directory, except: DownloadID(rawValue: ""))
         }
         return holders
+    }
+
+    /// A store only this process uses: the check is the reservation (the record is saved with
+    /// its name at the next checkpoint).
+    public func reserveFileName(_ fileName: String, directory: String, for id: DownloadID) async throws -> Bool {
+        try await fileNameHolder(fileName, directory: directory, except: id) == nil
     }
 
     /// Whether another live record already uses `fileName` in `directory`.

@@ -12,6 +12,8 @@
 /// - A save of a record nobody holds (a new download, a paused one resumed) changes the row only
 ///   while no live lease holds it; one held elsewhere throws `conflict`.
 /// - `release` ends a lease once its run stopped and stored its status.
+/// - A host's name is its own while it lives (a second live host with its name is refused), so
+///   `claim` also takes at once the leases a previous process left under that name.
 public protocol SharedQueueStore: DownloadStore {
     /// This host's name in the fleet, as listings show it.
     var host: String { get }
@@ -31,6 +33,13 @@ public protocol SharedQueueStore: DownloadStore {
     /// renewal. Pausing a download that is no longer queued, running or paused (it finished
     /// meanwhile) is a `conflict`.
     func request(_ command: FleetCommand, for id: DownloadID) async throws -> FleetRequestResult
+    /// Pauses all of `ids` or none, in one statement (as `request(.pause, for:)` for each):
+    /// unless every one exists and is queued, running or paused, nothing changes and the first
+    /// that is not is named (`notFound`, `conflict`).
+    func pause(_ ids: [DownloadID]) async throws -> [DownloadID: FleetRequestResult]
+    /// One element whenever another host may have left a command for this one: the manager
+    /// renews (and so hears it) at once instead of at its next renewal.
+    var commandNotices: AsyncStream<Void> { get }
     /// Where these downloads run now, for those held by a live lease.
     func runs(_ ids: [DownloadID]) async throws -> [DownloadID: FleetRun]
     /// Drops the stores' connections.

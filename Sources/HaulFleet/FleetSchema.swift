@@ -7,7 +7,7 @@ import PostgresNIO
 /// refused before anything is changed.
 enum FleetSchema {
     /// The version this haul writes. Add a step to `steps` and raise it; never edit a step.
-    static let version = 1
+    static let version = 2
 
     static let steps: [[String]] = [
         [
@@ -38,6 +38,23 @@ enum FleetSchema {
             "CREATE INDEX haul_downloads_identity ON haul_downloads (identity) WHERE status <> 'removed'",
             "CREATE INDEX haul_downloads_name ON haul_downloads (directory, file_name)",
             "CREATE INDEX haul_downloads_owner ON haul_downloads (lease_owner) WHERE lease_owner IS NOT NULL",
+        ],
+        [
+            // Two downloads that may write (queued, running) never share a file name in one
+            // directory, whichever hosts claim them (issue 22). The later of each pair an older
+            // database holds (created, then id) is paused; nothing is deleted or renamed.
+            """
+            UPDATE haul_downloads AS d SET status = 'paused', lease_owner = NULL, lease_expires = NULL,
+                lease_generation = d.lease_generation + 1, command = NULL
+            WHERE d.status IN ('queued', 'running') AND d.file_name IS NOT NULL AND EXISTS (
+                SELECT 1 FROM haul_downloads AS o
+                WHERE o.directory = d.directory AND o.file_name = d.file_name AND o.status IN ('queued', 'running')
+                    AND (o.created_at < d.created_at OR (o.created_at = d.created_at AND o.id < d.id)))
+            """,
+            """
+            CREATE UNIQUE INDEX haul_downloads_live_name ON haul_downloads (directory, file_name)
+            WHERE file_name IS NOT NULL AND status IN ('queued', 'running')
+            """,
         ],
     ]
 

@@ -21,14 +21,17 @@ public final class PostgresDownloadStore: SharedQueueStore {
     let keepsCredentials: Bool
     let logger: Logger
     let queryTimeout: Duration
+    /// This host's own connection: the lock on its name, and the commands channel.
+    let session: FleetSession
     /// The generation of every lease this host holds.
-    private let held = NIOLockedValueBox<[DownloadID: Int64]>([:])
+    let held = NIOLockedValueBox<[DownloadID: Int64]>([:])
 
     static let columns = "id, status, priority, position, record, credentials"
 
-    private init(client: PostgresClient, runner: Task<Void, Never>, host: String, leaseTimeout: Duration,
-                 keepsCredentials: Bool, logger: Logger) {
+    private init(client: PostgresClient, runner: Task<Void, Never>, session: FleetSession, host: String,
+                 leaseTimeout: Duration, keepsCredentials: Bool, logger: Logger) {
         self.client = client
+        self.session = session
         self.runner = runner
         self.host = host
         self.leaseTimeout = leaseTimeout
@@ -38,8 +41,9 @@ public final class PostgresDownloadStore: SharedQueueStore {
         self.queryTimeout = min(.seconds(5), max(.seconds(1), leaseTimeout / 3))
     }
 
-    /// Connects (one probe connection first, so a refused login or an unreachable server is
-    /// one clear error), then creates or migrates the schema.
+    /// Connects (this host's own connection first, so a refused login or an unreachable server
+    /// is one clear error, and a name another live host uses is refused), then creates or
+    /// migrates the schema.
     public static func open(
         _ location: PostgresLocation, host: String, leaseTimeout: Duration = .seconds(15),
         keepsCredentials: Bool = true, logger: Logger = Logger(label: "haul.fleet")
@@ -55,10 +59,10 @@ public final class PostgresDownloadStore: SharedQueueStore {
             database: location.database, tls: tls)
         configuration.options.connectTimeout = .seconds(5)
         configuration.options.maximumConnections = 8
-        try await probe(location, logger: logger)
+        let session = try await FleetSession.start(host: host, connect: { try await connect(location, logger: logger) }, logger: logger)
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         let runner = Task { await client.run() }
-        let store = PostgresDownloadStore(client: client, runner: runner, host: host, leaseTimeout: leaseTimeout,
+        let store = PostgresDownloadStore(client: client, runner: runner, session: session, host: host, leaseTimeout: leaseTimeout,
                                           keepsCredentials: keepsCredentials, logger: logger)
         do {
             // Creating the tables may wait for another host's migration (the advisory lock).
@@ -70,7 +74,8 @@ public final class PostgresDownloadStore: SharedQueueStore {
         return store
     }
 
-    private static func probe(_ location: PostgresLocation, logger: Logger) async throws {
+    /// One connection of its own, every failure as one clear error.
+    static func connect(_ location: PostgresLocation, logger: Logger) async throws -> PostgresConnection {
         let tls: PostgresConnection.Configuration.TLS
         switch location.tls {
         case .disable: tls = .disable
@@ -82,8 +87,7 @@ public final class PostgresDownloadStore: SharedQueueStore {
             database: location.database, tls: tls)
         options.options.connectTimeout = .seconds(5)
         do {
-            let connection = try await PostgresConnection.connect(configuration: options, id: 0, logger: logger)
-            try? await connection.close()
+            return try await PostgresConnection.connect(configuration: options, id: 0, logger: logger)
         } catch {
             let classified = classify(error)
             switch classified.code {
@@ -97,7 +101,10 @@ public final class PostgresDownloadStore: SharedQueueStore {
         }
     }
 
+    public var commandNotices: AsyncStream<Void> { session.notices }
+
     public func close() async {
+        await session.close()
         runner.cancel()
         await runner.value
     }
@@ -110,11 +117,15 @@ public final class PostgresDownloadStore: SharedQueueStore {
 
     public func claim(limit: Int, excluding excluded: [DownloadID]) async throws -> [DownloadRecord] {
         guard limit > 0 else { return [] }
+        // A lease under this host's name that this process does not hold is its previous
+        // process's (the name's lock proves that one is gone): taken back at once.
+        let mine = Array(Set(excluded.map(\.rawValue) + held.withLockedValue { $0.keys.map(\.rawValue) }))
         let query: PostgresQuery = """
             WITH next AS (
                 SELECT id FROM haul_downloads
-                WHERE status IN ('queued', 'running') AND (lease_owner IS NULL OR lease_expires < now())
-                    AND id <> ALL(\(excluded.map(\.rawValue))::text[])
+                WHERE status IN ('queued', 'running')
+                    AND (lease_owner IS NULL OR lease_expires < now() OR lease_owner = \(host))
+                    AND id <> ALL(\(mine)::text[])
                 ORDER BY priority DESC, position
                 LIMIT \(limit)
                 FOR UPDATE SKIP LOCKED
@@ -186,36 +197,6 @@ public final class PostgresDownloadStore: SharedQueueStore {
         try await execute(query, "release a lease")
     }
 
-    public func request(_ command: FleetCommand, for id: DownloadID) async throws -> FleetRequestResult {
-        let status = command == .pause ? DownloadStatus.paused : .removed
-        // Only what can still be paused is paused: a download that finished after the caller
-        // looked stays finished. The row is locked first, so `before` is what was changed.
-        let pausable = command == .pause ? "AND old.before IN ('queued', 'running', 'paused')" : ""
-        let live = "(d.lease_owner IS NOT NULL AND d.lease_expires > now())"
-        let query: PostgresQuery = """
-            WITH old AS (SELECT id AS old_id, status AS before FROM haul_downloads
-                         WHERE id = \(id.rawValue) AND status <> 'removed' FOR UPDATE)
-            UPDATE haul_downloads AS d SET
-                command = CASE WHEN \(unescaped: live) THEN \(command.rawValue) ELSE NULL END,
-                status = CASE WHEN \(unescaped: live) THEN d.status ELSE \(status.rawValue) END,
-                lease_generation = CASE WHEN \(unescaped: live) THEN d.lease_generation ELSE d.lease_generation + 1 END,
-                lease_expires = CASE WHEN \(unescaped: live) THEN d.lease_expires ELSE NULL END,
-                lease_owner = CASE WHEN \(unescaped: live) THEN d.lease_owner ELSE NULL END
-            FROM old WHERE d.id = old.old_id \(unescaped: pausable)
-            RETURNING \(unescaped: Self.columns), d.command IS NOT NULL, old.before
-            """
-        let rows = try await fetchRows(query, "ask for \(command.rawValue)", as: (String, String, Int, Int64, String, String?, Bool, String).self)
-        guard let row = rows.first else {
-            guard let record = try await record(id), record.status != .removed else {
-                throw HaulError(.notFound, "no download with id \(id)")
-            }
-            throw HaulError(.conflict, "download \(id) is \(record.status.rawValue): there is nothing to pause; nothing was changed")
-        }
-        if row.6 { return .leftForHolder }
-        let before = DownloadStatus(rawValue: row.7) ?? .queued
-        return .applied(try Self.decode((row.0, row.1, row.2, row.3, row.4, row.5)), before: before)
-    }
-
     public func runs(_ ids: [DownloadID]) async throws -> [DownloadID: FleetRun] {
         guard !ids.isEmpty else { return [:] }
         let query: PostgresQuery = """
@@ -257,12 +238,15 @@ public final class PostgresDownloadStore: SharedQueueStore {
     }
 
     /// Records nobody here holds: new ones are inserted; existing ones change only while no live
-    /// lease holds them (and any lease they had is ended, its generation passed).
+    /// lease holds them (and any lease they had is ended, its generation passed). All of them or
+    /// none, in one transaction: a batch resume with one download running elsewhere changes nothing.
     public func save(_ records: [DownloadRecord]) async throws {
         var unheld: [DownloadRecord] = []
         for record in records {
             if held.withLockedValue({ $0[record.id] }) != nil { try await save(record) } else { unheld.append(record) }
         }
+        guard !unheld.isEmpty else { return }
+        var statements: [(query: PostgresQuery, ids: [DownloadID])] = []
         for start in stride(from: 0, to: unheld.count, by: 500) {
             let batch = Array(unheld[start..<min(start + 500, unheld.count)])
             var binds = PostgresBindings()
@@ -285,9 +269,18 @@ public final class PostgresDownloadStore: SharedQueueStore {
                 WHERE haul_downloads.lease_owner IS NULL OR haul_downloads.lease_expires < now()
                 RETURNING id
                 """
-            let written = Set(try await returnedIDs(PostgresQuery(unsafeSQL: sql, binds: binds), "save downloads"))
-            if let refused = batch.first(where: { !written.contains($0.id.rawValue) }) {
-                throw HaulError(.conflict, "download \(refused.id) is running on another host; nothing was changed for it")
+            statements.append((PostgresQuery(unsafeSQL: sql, binds: binds), batch.map(\.id)))
+        }
+        let work = statements
+        try await timed("save downloads", limit: queryTimeout * statements.count) { [client, logger] in
+            try await client.withTransaction(logger: logger) { connection in
+                for (query, ids) in work {
+                    var written: Set<String> = []
+                    for try await id in try await connection.query(query, logger: logger).decode(String.self) { written.insert(id) }
+                    if let refused = ids.first(where: { !written.contains($0.rawValue) }) {
+                        throw HaulError(.conflict, "download \(refused) is running on another host; nothing was changed")
+                    }
+                }
             }
         }
     }
@@ -328,14 +321,6 @@ public final class PostgresDownloadStore: SharedQueueStore {
         return try await records("SELECT \(unescaped: Self.columns) FROM haul_downloads ORDER BY priority DESC, position")
     }
 
-    public func fileNameHolder(_ fileName: String, directory: String, except id: DownloadID) async throws -> DownloadID? {
-        let query: PostgresQuery = """
-            SELECT id FROM haul_downloads WHERE directory = \(directory) AND file_name = \(fileName) AND id <> \(id.rawValue)
-                AND status <> 'removed' LIMIT 1
-            """
-        return try await returnedIDs(query, "check a file name").first.map(DownloadID.init(rawValue:))
-    }
-
     public func delete(_ id: DownloadID) async throws {
         try await execute("DELETE FROM haul_downloads WHERE id = \(id.rawValue)", "delete a download")
     }
@@ -370,13 +355,13 @@ public final class PostgresDownloadStore: SharedQueueStore {
 
     // MARK: Queries
 
-    private func records(_ query: PostgresQuery) async throws -> [DownloadRecord] {
+    func records(_ query: PostgresQuery) async throws -> [DownloadRecord] {
         let rows = try await fetchRows(query, "read downloads", as: (String, String, Int, Int64, String, String?).self)
         return try rows.map(Self.decode)
     }
 
     /// Every row `query` returns, decoded as `columns`, within the time limit.
-    private func fetchRows<each Column: PostgresDecodable & Sendable>(
+    func fetchRows<each Column: PostgresDecodable & Sendable>(
         _ query: PostgresQuery, _ what: String, as columns: (repeat each Column).Type
     ) async throws -> [(repeat each Column)] {
         try await timed(what) { [client, logger] in
@@ -386,11 +371,11 @@ public final class PostgresDownloadStore: SharedQueueStore {
         }
     }
 
-    private func returnedIDs(_ query: PostgresQuery, _ what: String) async throws -> [String] {
+    func returnedIDs(_ query: PostgresQuery, _ what: String) async throws -> [String] {
         try await fetchRows(query, what, as: String.self)
     }
 
-    private func execute(_ query: PostgresQuery, _ what: String) async throws {
+    func execute(_ query: PostgresQuery, _ what: String) async throws {
         try await timed(what) { [client, logger] in _ = try await client.query(query, logger: logger) }
     }
 
@@ -443,6 +428,9 @@ public final class PostgresDownloadStore: SharedQueueStore {
                 let message = error.serverInfo?[.message] ?? "\(error)"
                 if state == "28P01" || state == "28000" { return HaulError(.storeLogin, message) }
                 if state.hasPrefix("08") || state.hasPrefix("57P") { return HaulError(.storeUnavailable, message) }
+                if state == "23505", error.serverInfo?[.constraintName] == "haul_downloads_live_name" {
+                    return HaulError(.fileExists, "another download in that directory already has that file name; nothing was changed")
+                }
                 return HaulError(.store, message + (state.isEmpty ? "" : " (\(state))"))
             case .authMechanismRequiresPassword:
                 return HaulError(.storeLogin, "the server wants a password and the URL has none")

@@ -56,14 +56,25 @@ final class GroupCommit: Sendable {
                 return batch
             }
             if batch.isEmpty { return }
-            let result: Result<Void, any Error>
             do {
                 try await commit(batch.map(\.write))
-                result = .success(())
+                for waiting in batch { waiting.continuation.resume() }
             } catch {
-                result = .failure(error)
+                guard batch.count > 1 else {
+                    batch[0].continuation.resume(throwing: error)
+                    continue
+                }
+                // One refused write (a name the unique index keeps for another download) must
+                // not fail the others with it: each is tried alone, and hears its own answer.
+                for waiting in batch {
+                    do {
+                        try await commit([waiting.write])
+                        waiting.continuation.resume()
+                    } catch {
+                        waiting.continuation.resume(throwing: error)
+                    }
+                }
             }
-            for waiting in batch { waiting.continuation.resume(with: result) }
         }
     }
 

@@ -122,13 +122,22 @@ public final class SQLiteDownloadStore: DownloadStore {
     // MARK: DownloadStore
 
     public func save(_ record: DownloadRecord) async throws {
-        try await writes.perform(.upsert([record]))
+        try await upsert([record])
     }
 
     /// Saves many records in one transaction: adding thousands of downloads costs one fsync.
     public func save(_ records: [DownloadRecord]) async throws {
         guard !records.isEmpty else { return }
-        try await writes.perform(.upsert(records))
+        try await upsert(records)
+    }
+
+    /// A name the unique index on live names keeps for another download is `fileExists`.
+    private func upsert(_ records: [DownloadRecord]) async throws {
+        do {
+            try await writes.perform(.upsert(records))
+        } catch let error as SQLiteError where error.message.contains("UNIQUE constraint failed: downloads.directory") {
+            throw HaulError(.fileExists, "another download in that directory already has that file name; nothing was changed")
+        }
     }
 
     public func ids(status: DownloadStatus?) async throws -> [DownloadID] {
@@ -237,6 +246,20 @@ public final class SQLiteDownloadStore: DownloadStore {
             }
         }
         return holders
+    }
+
+    /// One conditional `UPDATE` under SQLite's write lock: two processes sharing the state
+    /// database (two `haul get` in one directory) cannot both take a name. A download not yet
+    /// stored only checks.
+    public func reserveFileName(_ fileName: String, directory: String, for id: DownloadID) async throws -> Bool {
+        try await writes.perform(.statement("""
+            UPDATE downloads SET file_name = ?1 WHERE id = ?3 AND NOT EXISTS (
+                SELECT 1 FROM downloads AS o WHERE o.directory = ?2 AND o.file_name = ?1 AND o.id != ?3 AND o.status != 'removed')
+            """, [.text(fileName), .text(directory), .text(id.rawValue)]))
+        // Ours if the row has it and no other live record does (once ours, no other can take it).
+        let rows = try await read("SELECT file_name FROM downloads WHERE id = ?", [.text(id.rawValue)])
+        guard try await fileNameHolder(fileName, directory: directory, except: id) == nil else { return false }
+        return rows.first.map { $0.column("file_name")?.string == fileName } ?? true
     }
 
     public func delete(_ id: DownloadID) async throws {

@@ -73,6 +73,24 @@ enum StoreSchema {
             // `URL<TAB>FIELD` line per URL: credentials, kept only in the daemon's private state.
             "ALTER TABLE downloads ADD COLUMN cookies TEXT",
         ],
+        [
+            // Two downloads that may write (queued, running) never share a file name in one
+            // directory: the index, not only a check before the write, decides (issue 22). Older
+            // databases may hold such pairs already: the later of each (created, then id) is
+            // paused, nothing deleted or renamed; resuming it is refused while the other is live.
+            """
+            UPDATE downloads SET status = 'paused'
+            WHERE status IN ('queued', 'running') AND file_name IS NOT NULL AND EXISTS (
+                SELECT 1 FROM downloads AS o
+                WHERE o.directory = downloads.directory AND o.file_name = downloads.file_name
+                    AND o.status IN ('queued', 'running')
+                    AND (o.created_at < downloads.created_at OR (o.created_at = downloads.created_at AND o.id < downloads.id)))
+            """,
+            """
+            CREATE UNIQUE INDEX downloads_live_file_name ON downloads (directory, file_name)
+            WHERE file_name IS NOT NULL AND status IN ('queued', 'running')
+            """,
+        ],
     ]
 
     /// Two processes may open a new database at once: the version is read inside the write

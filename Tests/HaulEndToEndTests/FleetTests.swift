@@ -210,6 +210,20 @@ import Testing
         try await fleet.close()
     }
 
+    /// Two live processes under one `--fleet-name` would each take the other's leases as their
+    /// own: the second is refused, one line, exit 16. Once the first is gone, the name is free.
+    @Test func aSecondLiveHostWithTheSameNameIsRefused() async throws {
+        var fleet = try await Fleet.make()
+        try await fleet.start(1, [])
+        let twin = try await HaulProcess.run(["serve", "--port", "0"] + fleet.arguments(0, []), in: fleet.home(1))
+        #expect(twin.status == 16 && twin.stderr.contains("--fleet-name"), "\(twin.stderr)")
+        #expect(twin.stderr.split(separator: "\n").count == 1, "\(twin.stderr)")
+        await fleet.hosts[0].kill9()
+        fleet.hosts[0] = try await fleet.restart(0, [])
+        #expect(try await fleet.hosts[0].list().isEmpty)
+        try await fleet.close()
+    }
+
     @Test func badStoresGetOneLineAndTheirOwnExitCode() async throws {
         let database = try await PostgresServer.start()
         let world = try await World.make()

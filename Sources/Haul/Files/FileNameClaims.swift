@@ -4,6 +4,8 @@ import HaulCore
 /// downloads in the same directory (in this process or in the store) never share a name, and
 /// an existing file is never overwritten: a taken name becomes `name.1.ext`, `name.2.ext`, ...
 /// A name the user chose with `-o` is never changed: if it is taken, the download fails.
+/// Names are reserved in the store (`reserveFileName`), so two hosts of a fleet never give one
+/// name to two downloads; the runner then creates the `.part` with `O_EXCL`.
 /// Looking at the directory runs on the shared thread pool, not on this actor's thread.
 actor FileNameClaims {
     let store: any DownloadStore
@@ -29,7 +31,9 @@ actor FileNameClaims {
             if claimed.contains(path) { continue }
             // Reserve before the store lookup suspends this actor, so a concurrent claim skips it.
             claimed.insert(path)
-            if try await store.isFileNameTaken(candidate, directory: directory, except: record.id) {
+            // The store's reservation decides between processes and hosts: the record then names
+            // the file in the store already, and its unique index refuses a second live holder.
+            if try await !store.reserveFileName(candidate, directory: directory, for: record.id) {
                 claimed.remove(path)
                 continue
             }
