@@ -126,7 +126,7 @@ public final class PostgresDownloadStore: SharedQueueStore {
                 WHERE status IN ('queued', 'running')
                     AND (lease_owner IS NULL OR lease_expires < now() OR lease_owner = \(host))
                     AND id <> ALL(\(mine)::text[])
-                ORDER BY priority DESC, position
+                \(unescaped: QueueOrder.postgres)
                 LIMIT \(limit)
                 FOR UPDATE SKIP LOCKED
             )
@@ -143,7 +143,7 @@ public final class PostgresDownloadStore: SharedQueueStore {
             held.withLockedValue { $0[record.id] = row.6 }
             claimed.append(record)
         }
-        return claimed.sorted { ($0.request.priority, -$0.position) > ($1.request.priority, -$1.position) }
+        return claimed.sorted { $0.runsBefore($1) }
     }
 
     public func renew(_ progress: [DownloadID: HaulCore.Progress?]) async throws -> LeaseReport {
@@ -315,10 +315,10 @@ public final class PostgresDownloadStore: SharedQueueStore {
     public func records(status: DownloadStatus?) async throws -> [DownloadRecord] {
         if let status {
             return try await records("""
-                SELECT \(unescaped: Self.columns) FROM haul_downloads WHERE status = \(status.rawValue) ORDER BY priority DESC, position
+                SELECT \(unescaped: Self.columns) FROM haul_downloads WHERE status = \(status.rawValue) \(unescaped: QueueOrder.postgres)
                 """)
         }
-        return try await records("SELECT \(unescaped: Self.columns) FROM haul_downloads ORDER BY priority DESC, position")
+        return try await records("SELECT \(unescaped: Self.columns) FROM haul_downloads \(unescaped: QueueOrder.postgres)")
     }
 
     public func delete(_ id: DownloadID) async throws {
@@ -335,8 +335,8 @@ public final class PostgresDownloadStore: SharedQueueStore {
 
     public func ids(status: DownloadStatus?) async throws -> [DownloadID] {
         let query: PostgresQuery = status.map {
-            "SELECT id FROM haul_downloads WHERE status = \($0.rawValue) ORDER BY priority DESC, position"
-        } ?? "SELECT id FROM haul_downloads WHERE status <> 'removed' ORDER BY priority DESC, position"
+            "SELECT id FROM haul_downloads WHERE status = \($0.rawValue) \(unescaped: QueueOrder.postgres)"
+        } ?? "SELECT id FROM haul_downloads WHERE status <> 'removed' \(unescaped: QueueOrder.postgres)"
         return try await returnedIDs(query, "list downloads").map(DownloadID.init(rawValue:))
     }
 
