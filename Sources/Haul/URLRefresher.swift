@@ -58,7 +58,9 @@ public struct URLRefresher: Sendable {
         let timer = Task {
             do {
                 try await Task.sleep(for: timeout)
-                process.terminate()
+                // SIGKILL, not `terminate()`'s SIGTERM: the daemon's service group ignores SIGTERM,
+                // and a child inherits that, so SIGTERM would leave a hung command running.
+                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             } catch {
                 // Cancelled: the command ended in time.
             }
@@ -67,7 +69,7 @@ public struct URLRefresher: Sendable {
             for await _ in exited {}
             return Task.isCancelled
         } onCancel: {
-            process.terminate()
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         }
         timer.cancel()
         let data: Data
