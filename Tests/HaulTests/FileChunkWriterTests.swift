@@ -56,6 +56,22 @@ import Testing
         #expect(data[100..<180].allSatisfy { $0 == 2 })
     }
 
+    /// A slow download's small chunks do not wait for a full batch (or the next checkpoint):
+    /// once the first has waited `maxHoldNanoseconds`, the next chunk hands them all over.
+    @Test func aBatchThatFillsSlowlyGoesToTheDiskAnyway() async throws {
+        let path = try temporaryFile()
+        try await withWriter(path, batchSize: 1 << 20) { writer in
+            try await writer.write(bytes(1, 10), at: 0, part: 0)
+            try await Task.sleep(for: .nanoseconds(FileChunkWriter.maxHoldNanoseconds + 10_000_000))
+            try await writer.write(bytes(2, 10), at: 10, part: 0)
+            // Written by the writing thread with no flush asked for.
+            #expect(try await eventually { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) == 20 })
+            try await writer.close()
+        }
+        let data = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        #expect(data == [UInt8](repeating: 1, count: 10) + [UInt8](repeating: 2, count: 10))
+    }
+
     @Test func aJumpInAPartWritesWhatCameBefore() async throws {
         let path = try temporaryFile()
         try await withWriter(path, batchSize: 1 << 20) { writer in

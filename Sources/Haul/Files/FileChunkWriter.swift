@@ -39,6 +39,11 @@ final class FileChunkWriter: ChunkWriter {
         max(32 << 10, min(512 << 10, (2 << 20) / max(1, connections)))
     }
 
+    /// The longest pending bytes wait for their batch to fill before they go to the disk anyway
+    /// (checked when the next chunk comes): with a thousand slow downloads, what they held
+    /// between checkpoints was most of the daemon's memory.
+    static let maxHoldNanoseconds: Int64 = 200_000_000
+
     /// Bytes handed to the writing thread and not yet written above which a connection with a
     /// full batch waits before handing it over: the disk's share of how far a download reads ahead.
     static let maxQueuedBytes = 2 << 20
@@ -100,6 +105,7 @@ final class FileChunkWriter: ChunkWriter {
         guard chunk.count > 0 else { return }
         let buffer = chunk as? ByteBuffer ?? chunk.withUnsafeBytes { ByteBuffer(bytes: $0) }
         let (path, batchSize) = (path, batchSize)
+        let now = NIODeadline.now().uptimeNanoseconds
         let (drain, full) = try state.withLockedValue { state in
             try state.checkOpen(path, "written")
             // Taken out and put back, so the batch array is never copied on write.
@@ -110,10 +116,14 @@ final class FileChunkWriter: ChunkWriter {
                 // Not back to back: what came before goes first.
                 drain = state.handOver(&queue, part: part)
             }
-            if queue.pendingBytes == 0 { queue.pendingOffset = offset }
+            if queue.pendingBytes == 0 { (queue.pendingOffset, queue.pendingSince) = (offset, Int64(now)) }
             queue.pending.append(buffer)
             queue.pendingBytes += buffer.readableBytes
-            guard queue.pendingBytes >= batchSize else { return (drain, false) }
+            // A slow download's batch would take seconds to fill, each of its small chunks
+            // keeping a whole receive buffer: it goes to the disk once it has waited long enough.
+            guard queue.pendingBytes >= batchSize || Int64(now) - queue.pendingSince >= Self.maxHoldNanoseconds else {
+                return (drain, false)
+            }
             guard state.hasRoom(for: queue.pendingBytes) else { return (drain, true) }
             return (state.handOver(&queue, part: part) || drain, false)
         }
@@ -345,6 +355,8 @@ extension FileChunkWriter {
     fileprivate struct Queue {
         var pending: [ByteBuffer] = []
         var pendingBytes = 0
+        /// When the first pending byte arrived (`NIODeadline` nanoseconds, monotonic).
+        var pendingSince: Int64 = 0
         /// File offset of the first pending byte.
         var pendingOffset: Int64 = 0
         /// File offset after the part's last written byte (not necessarily synced).
