@@ -17,6 +17,11 @@ extension DownloadManager {
         (0..<pending.count).map { pending[$0].id }
     }
 
+    /// Whether this process runs the download now (its run may not have stored `running` yet).
+    public func isRunningHere(_ id: DownloadID) -> Bool {
+        active[id] != nil
+    }
+
     /// aria2's waiting list: queued and paused downloads in queue order.
     public func waitingIDs() async throws -> [DownloadID] {
         if fleet != nil {

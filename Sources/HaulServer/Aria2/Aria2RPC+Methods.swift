@@ -151,6 +151,12 @@ extension Aria2RPC {
         return PreparedAdd(request: request, pause: options["pause"]?.string == "true", position: position)
     }
 
+    /// Whether a just-added download was started by a free slot (it has no place to move to).
+    private func startedAlready(_ id: DownloadID) async throws -> Bool {
+        if await manager.isRunningHere(id) { return true }
+        return try await manager.download(id).status == .running
+    }
+
     /// What an `addUri` does once its download is added: pause it, put it at its position.
     func finishAdd(_ prepared: PreparedAdd, _ record: DownloadRecord) async throws -> DownloadID {
         if prepared.pause { try await manager.pause(record.id) }
@@ -158,9 +164,12 @@ extension Aria2RPC {
             do {
                 _ = try await manager.move(record.id, toIndex: position)
             } catch let error as HaulError where error.code == .conflict {
-                // It started already (a free slot took it at once): a running download has no
-                // place in the queue to take. Anything else is the caller's to know.
-                guard try await manager.download(record.id).status == .running else { throw error }
+                // It started already (a free slot took it at once; its record may still say
+                // queued while the run begins): a running download has no place in the queue to
+                // take. Anything else is the caller's to know.
+                guard try await startedAlready(record.id) else {
+                    throw error
+                }
             }
         }
         return record.id
@@ -250,6 +259,9 @@ extension Aria2RPC {
                     try await manager.move(record.id, toIndex: position + offset)
                 } catch let error as HaulError where error.code == .conflict {
                     // It started already: a running download has no place in the queue to take.
+                    guard try await startedAlready(record.id) else {
+                        throw error
+                    }
                 }
             }
         }
