@@ -4,7 +4,8 @@ import HaulCore
 /// downloads and the paused ones, in the order they would start: a paused download keeps its
 /// place (it is skipped until resumed, and `resume` puts it back there), and can be moved like a
 /// queued one. Any move is one store write: the download takes a position between its new
-/// neighbours (`directPlace`), and only when they leave no room are the positions spread once.
+/// neighbours (`directPlace`), and only when they leave no room are a few positions around it
+/// spread (`spreadPositions`).
 extension DownloadManager {
     /// One entry of the waiting list.
     struct WaitingPlace: Sendable {
@@ -97,9 +98,9 @@ extension DownloadManager {
         var list = list
         var place = Self.directPlace(in: list, from: current, to: target)
         if place == nil {
-            // No room between the new neighbours (equal positions, or adjacent ones): spread the
-            // list's positions once, then the move is one write again.
-            list = try await spreadPositions(list)
+            // No room between the new neighbours (adjacent positions): spread the few around
+            // them, then the move is one write again.
+            list = try await spreadPositions(list, around: target)
             place = Self.directPlace(in: list, from: current, to: target)
         }
         guard let place else {
@@ -134,24 +135,39 @@ extension DownloadManager {
         return between(previous.position, next.position).map { (next.priority, $0) }
     }
 
-    /// Gives the waiting downloads positions `positionGap * 16` apart in their order
-    /// (priorities unchanged), so every gap has room: one write per download, only when a move
-    /// found none. Returns the list with its new positions.
-    func spreadPositions(_ list: [WaitingPlace]) async throws -> [WaitingPlace] {
-        guard let base = list.first?.entry.position else { return list }
-        var list = list
-        var queuedIndex = 0
-        for index in list.indices {
-            list[index].entry.position = base + Int64(index) * Self.positionGap * 16
-            let entry = list[index].entry
-            try await store.setPlace(entry.id, priority: entry.priority, position: entry.position)
-            if !list[index].paused {
-                // The queued ones are `pending` in the same order.
-                pending.replace(at: queuedIndex, with: entry)
-                queuedIndex += 1
+    /// Makes room around `index`: the smallest window of downloads of its priority around it
+    /// whose outer neighbours leave at least `positionGap` between each gets positions evenly
+    /// spread between them (a window at either end of its priority is open on that side). The
+    /// window doubles until it fits, so repeated moves to one place cost a few writes each, not
+    /// one per waiting download. Returns the list with its new positions.
+    func spreadPositions(_ list: [WaitingPlace], around index: Int) async throws -> [WaitingPlace] {
+        guard !list.isEmpty else { return list }
+        let center = min(max(0, index), list.count - 1)
+        let priority = list[center].entry.priority
+        var runStart = center, runEnd = center + 1
+        while runStart > 0, list[runStart - 1].entry.priority == priority { runStart -= 1 }
+        while runEnd < list.count, list[runEnd].entry.priority == priority { runEnd += 1 }
+        var half = 4
+        while true {
+            let low = max(runStart, center - half), high = min(runEnd, center + half + 1)
+            let slots = Int64(high - low + 1)
+            let below = low > runStart ? list[low - 1].entry.position : list[low].entry.position - slots * Self.positionGap * 16
+            let above = high < runEnd ? list[high].entry.position : list[high - 1].entry.position + slots * Self.positionGap * 16
+            let step = (above - below) / slots
+            if step >= Self.positionGap || (low == runStart && high == runEnd) {
+                var list = list
+                for index in low..<high {
+                    list[index].entry.position = below + Int64(index - low + 1) * step
+                    let entry = list[index].entry
+                    try await store.setPlace(entry.id, priority: entry.priority, position: entry.position)
+                    if !list[index].paused, let queued = pending.index(of: entry.id) {
+                        pending.replace(at: queued, with: entry)
+                    }
+                }
+                return list
             }
+            half *= 2
         }
-        return list
     }
 
     /// A position strictly between two, nil when they are adjacent.

@@ -92,6 +92,37 @@ import Testing
         }
     }
 
+    /// Moves to one place again and again (`addUri` at position 5, many times) use up the room
+    /// between two neighbours: a few positions around them are spread, not the whole list, so the
+    /// writes stay a few per move.
+    @Test func repeatedMovesToOnePlaceStayCheap() async throws {
+        try await withHarness(maxConcurrent: 1) { harness in
+            let store = CountingStore(harness.store)
+            let manager = DownloadManager(configuration: harness.configuration, store: store, transport: harness.transport,
+                                          clock: ClockAdapter(ContinuousClock()))
+            harness.server.setRoute("/slow", Route(payload: Payload(seed: 44, length: 100_000_000), throttle: 20_000))
+            let events = manager.events()
+            let running = try await manager.add(harness.request("/slow"))
+            await harness.waitForProgress(of: running.id, beyond: 0, in: events)
+            let ids = try await manager.add((0..<5_000).map { try harness.request("/r\($0)") }).map(\.id)
+            var expected = ids
+            store.resetWrites()
+            for step in 0..<300 {
+                // The newest ones, each put at index 5 in turn.
+                let id = ids[ids.count - 1 - step]
+                #expect(try await manager.move(id, toIndex: 5) == 5)
+                expected.removeAll { $0 == id }
+                expected.insert(id, at: 5)
+            }
+            #expect(try await manager.waitingIDs() == expected)
+            #expect(try await harness.store.ids(status: .queued) == expected, "the store agrees")
+            let writes = store.writes(except: running.id)
+            #expect(writes <= 300 * 4, "\(writes) writes for 300 moves")
+            try await manager.pause(running.id)
+            await manager.shutdown()
+        }
+    }
+
     /// After moves and pauses among two priorities, slots free one at a time: each goes to the
     /// head of the waiting list as the store lists it (aria2's tellWaiting), never behind it.
     @Test func aFreedSlotGoesToTheHead() async throws {
