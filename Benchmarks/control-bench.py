@@ -100,12 +100,19 @@ class RPC:
     """One keep-alive connection to a daemon's /jsonrpc (and its REST API, for haul)."""
 
     def __init__(self, port):
-        self.connection = connect(port)
+        self.port, self.connection, self.used = port, connect(port), time.monotonic()
 
     def post(self, path, body, headers=None):
+        if time.monotonic() - self.used > 20:
+            # haul closes a connection idle for 60 s (--idle-timeout): start afresh rather than
+            # send into a socket the daemon may be closing.
+            self.connection.close()
+            self.connection = connect(self.port)
         self.connection.request("POST", path, body, headers or {"Content-Type": "application/json"})
+        self.used = time.monotonic()
         response = self.connection.getresponse()
         data = response.read()
+        self.used = time.monotonic()
         if response.status not in (200, 201):
             raise RuntimeError(f"POST {path}: HTTP {response.status}: {data[:300]!r}")
         return data
@@ -639,13 +646,19 @@ def main():
     make_big_file()
     clients = Clients(max(CLIENTS, 1))
     nginx = Nginx(SLOW_RATE)
-    results, started = {}, time.time()
+    results, started, failed = {}, time.time(), 0
     try:
         for phase in phases:
             results[phase] = {}
             for name in daemons:
                 log(f"phase {phase}: {name}")
-                results[phase][name] = PHASES[phase](name, binaries[name], nginx, clients)
+                try:
+                    results[phase][name] = PHASES[phase](name, binaries[name], nginx, clients)
+                except (RuntimeError, OSError, http.client.HTTPException, ValueError, KeyError) as error:
+                    # One daemon's failure leaves the others' figures; the report says which failed.
+                    failed += 1
+                    results[phase][name] = {"error": f"{type(error).__name__}: {error}"}
+                    log(f"!!!!!!!! {phase} {name} failed: {error} (its log: {CWORK}/{name}-{phase}.log)")
     finally:
         nginx.stop()
         clients.pool.terminate()
@@ -657,6 +670,8 @@ def main():
                    "settings": settings, "binaries": binaries, "versions": versions, "results": results}, f, indent=1)
     # The tables: control-summary.py prints them and writes control-bench.md.
     subprocess.run([sys.executable, os.path.join(BENCH, "control-summary.py"), path], check=True)
+    if failed:
+        sys.exit(f"error: {failed} phase(s) failed; see above")
 
 if __name__ == "__main__":
     main()

@@ -26,10 +26,17 @@ def report(results, daemons, versions, settings):
     ADDS, BATCH, SLOW, SLOW_RATE, HEAVY, J1000, QUEUE, QUEUE_CALLS, CLIENTS, SETTLE = (settings[k] for k in names)
     lines, head = [], "| | " + " | ".join(daemons) + " |\n|---|" + "---:|" * len(daemons)
 
+    def ok(phase, name):
+        r = results.get(phase, {}).get(name)
+        return r if r and "error" not in r else None
+
     def row(label, cell, phase):
         cells = []
         for name in daemons:
             r = results.get(phase, {}).get(name)
+            if r and "error" in r:
+                cells.append("failed")
+                continue
             try:
                 cells.append(cell(r) if r else "n/a")
             except KeyError:
@@ -60,8 +67,7 @@ def report(results, daemons, versions, settings):
             f"{x:.2f}" for x in (r["alone"]["daemon_cpu"], m8(r)["tellStatus"]["big"]["daemon_cpu"])), "main")
         row("*big downloads finished / s with none of them active / downloads waiting at the end*",
             lambda r: f"{r['big_finished']} / {r['big_stalled_s']:.0f} s / {r['waiting']:,}", "main")
-        a = results["main"].get("aria2c")
-        h = results["main"].get("haul")
+        a, h = ok("main", "aria2c"), ok("main", "haul")
         if h:
             one, batch = h["adds"]["one"]["rate"], max(h["adds"]["multicall"]["rate"], h["adds"]["rest"]["rate"])
             lines += ["", f"Target, adds at least aria2c's rate (>= 6,000/s one per request, >= 30,000/s by multicall or the "
@@ -83,7 +89,7 @@ def report(results, daemons, versions, settings):
         row("peak RSS", lambda r: f"{r['peak_rss_mib']:.0f} MiB", "heavy")
         row("*big downloads finished / s with none of them active*",
             lambda r: f"{r['big_finished']} / {r['big_stalled_s']:.0f} s", "heavy")
-        h, a = results["heavy"].get("haul"), results["heavy"].get("aria2c")
+        h, a = ok("heavy", "haul"), ok("heavy", "aria2c")
         if h:
             worst = max(m8(h)[m]["p99_ms"] for m in ("tellStatus", "getGlobalStat", "tellActive"))
             kept = share(h) >= share(a) if a else None
@@ -97,7 +103,7 @@ def report(results, daemons, versions, settings):
         row(f"RSS at {J1000:,} active / {SETTLE:.0f} s later / peak",
             lambda r: f"{r['rss_active_mib']:.0f} / {r['rss_settled_mib']:.0f} / {r['peak_rss_mib']:.0f} MiB", "j1000")
         row(f"active and total speed {SETTLE:.0f} s later", lambda r: f"{r['active_settled']:,}, {r['speed_mib_s']:.1f} MiB/s", "j1000")
-        h, a = results["j1000"].get("haul"), results["j1000"].get("aria2c")
+        h, a = ok("j1000", "haul"), ok("j1000", "aria2c")
         if h:
             lines += ["", f"Target, all active within 1 s, RSS no more than aria2c's: haul {h['active_s']:.2f} s "
                       f"({'met' if h['active_s'] <= 1 else 'NOT met'}), {h['rss_settled_mib']:.0f} MiB"
@@ -112,6 +118,8 @@ def report(results, daemons, versions, settings):
             row(f"{label}, p50 / p99 / mean", lambda r, op=op: " / ".join(ms(r[op][k]) for k in ("p50_ms", "p99_ms", "mean_ms")) + " ms",
                 "queue")
         lines.append("")
+    for phase, by_daemon in results.items():
+        lines += [f"{phase} {name} failed: {r['error']}" for name, r in by_daemon.items() if "error" in r]
     lines += ["Versions: " + "; ".join(f"{k} {v}" for k, v in versions.items()),
               f"Machine: {os.cpu_count()} cores, load average at the start {versions.get('load', '?')}"]
     return "\n".join(lines) + "\n"
