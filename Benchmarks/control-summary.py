@@ -45,7 +45,9 @@ def report(results, daemons, versions, settings):
 
     if "main" in results:
         lines += [f"### main: {ADDS:,} adds each way, `-j {SLOW + 1}`, {SLOW} slow downloads at {SLOW_RATE}/s each plus one "
-                  f"16-connection download at full speed; one client, then {CLIENTS} concurrent clients", "", head]
+                  f"16-connection download at full speed; one client, then {CLIENTS} concurrent clients"
+                  + ("" if settings.get("ADDS_WITH_RING") else f" (the adds at `-j {SLOW}`, before the 16-connection download starts)"),
+                  "", head]
         m1, m8 = (lambda c: lambda r: r[f"clients{c}"]["methods"])(1), (lambda r: r[f"clients{CLIENTS}"]["methods"])
         row("`aria2.addUri`, one per request", lambda r: f"{r['adds']['one']['rate']:,.0f}/s", "main")
         row(f"`system.multicall` of {BATCH} `addUri`", lambda r: f"{r['adds']['multicall']['rate']:,.0f}/s", "main")
