@@ -38,4 +38,56 @@ import Testing
         }
         try await server.shutdown()
     }
+
+    /// `getGlobalStat` sums the speed of the downloads running now.
+    @Test func globalStatSumsTheRunningDownloadsSpeed() async throws {
+        let root = NSTemporaryDirectory() + "haul-stat-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let server = try await TestServer.start()
+        server.setRoute("/slow", Route(payload: Payload(seed: 10, length: 50_000_000), throttle: 200_000))
+        let api = try await DaemonAPI.start(Daemon.Configuration(port: 0, home: root + "/home", downloadDirectory: root + "/downloads"))
+        do {
+            for index in 0..<2 {
+                _ = try await api.rpc("aria2.addUri", #"["\#(server.url("/slow"))?n=\#(index)"], {"out": "s\#(index).bin"}"#)
+            }
+            var stat = ""
+            for _ in 0..<3_000 {
+                stat = try await api.rpc("aria2.getGlobalStat")
+                if stat.contains(#""numActive":"2""#), !stat.contains(#""downloadSpeed":"0""#) { break }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(stat.contains(#""numActive":"2""#) && !stat.contains(#""downloadSpeed":"0""#), "\(stat)")
+            try await api.stop()
+        } catch {
+            try? await api.stop()
+            try await server.shutdown()
+            throw error
+        }
+        try await server.shutdown()
+    }
+
+    /// A position that cannot be taken is an RPC error, not an OK with the gid (it was dropped by
+    /// a `try?`): the URL of a download already complete is not queued again, so it has no place.
+    @Test func aPositionThatCannotBeTakenIsAnError() async throws {
+        let root = NSTemporaryDirectory() + "haul-position-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let server = try await TestServer.start()
+        server.setRoute("/file", Route(payload: Payload(seed: 11, length: 10_000)))
+        let api = try await DaemonAPI.start(Daemon.Configuration(port: 0, home: root + "/home", downloadDirectory: root + "/downloads"))
+        do {
+            let added = try await api.add(server.url("/file"), fileName: "file.bin")
+            #expect(try await api.finished(added.id).status == .completed)
+            // Without a position, adding it again answers the download it is.
+            let again = try await api.rpc("aria2.addUri", #"["\#(server.url("/file"))"], {"out": "file.bin"}"#)
+            #expect(again.contains(#""result":"\#(added.id)""#), "\(again)")
+            let answer = try await api.rpc("aria2.addUri", #"["\#(server.url("/file"))"], {"out": "file.bin"}, 0"#)
+            #expect(answer.contains(#""error""#) && answer.contains(#""code":1"#), "\(answer)")
+            try await api.stop()
+        } catch {
+            try? await api.stop()
+            try await server.shutdown()
+            throw error
+        }
+        try await server.shutdown()
+    }
 }

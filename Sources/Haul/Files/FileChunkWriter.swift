@@ -103,7 +103,12 @@ final class FileChunkWriter: ChunkWriter {
 
     func write(_ chunk: any ByteChunk, at offset: Int64, part: Int64) async throws {
         guard chunk.count > 0 else { return }
-        let buffer = chunk as? ByteBuffer ?? chunk.withUnsafeBytes { ByteBuffer(bytes: $0) }
+        var buffer = chunk as? ByteBuffer ?? chunk.withUnsafeBytes { ByteBuffer(bytes: $0) }
+        if buffer.storageCapacity >= 2 * buffer.readableBytes + 4096 {
+            // A small chunk of a large receive buffer (a slow download's): kept as is, it would
+            // keep the whole buffer until its batch is written; a copy keeps only its bytes.
+            buffer = ByteBuffer(buffer.readableBytesView)
+        }
         let (path, batchSize) = (path, batchSize)
         let now = NIODeadline.now().uptimeNanoseconds
         let (drain, full) = try state.withLockedValue { state in
