@@ -13,7 +13,9 @@ struct NginxTests {
         // 10 MB at 600 KB/s: 17 s, so the kill lands mid-download however late a loaded machine
         // lets this test see the first checkpoint (2.5 MB ended first in a clean-clone CI run).
         let payload = Payload(seed: 77, length: 10_000_000)
-        let nginx = try await Nginx.start(payload: payload, name: "real.bin", rateLimit: "600k")
+        // Slow enough that the first run is still downloading when it is killed (at 600k a loaded
+        // CI machine let it finish first, and the second run then rightly found the old file complete).
+        let nginx = try await Nginx.start(payload: payload, name: "real.bin", rateLimit: "100k")
         let url = "http://127.0.0.1:\(nginx.port)/real.bin"
         let world = World(server: try await TestServer.start(), directory: nginx.downloads, home: nginx.root + "/home")
 
@@ -43,8 +45,10 @@ struct NginxTests {
     /// The file is replaced by a longer one between two runs: nginx answers the `If-Range`
     /// resume with 200 and the whole new file, which must be kept whole.
     @Test func aLongerFileAfterKillNineIsFetchedWhole() async throws {
-        let payload = Payload(seed: 78, length: 2_500_000)
-        let longer = Payload(seed: 79, length: 4_000_000)
+        // Ten seconds at 600k: the first run is still downloading when it is killed (with 2.5 MB a
+        // loaded CI machine let it finish first, and the second run rightly found the file complete).
+        let payload = Payload(seed: 78, length: 6_000_000)
+        let longer = Payload(seed: 79, length: 8_000_000)
         let nginx = try await Nginx.start(payload: payload, name: "real.bin", rateLimit: "600k")
         let url = "http://127.0.0.1:\(nginx.port)/real.bin"
         let world = World(server: try await TestServer.start(), directory: nginx.downloads, home: nginx.root + "/home")
@@ -53,6 +57,7 @@ struct NginxTests {
         _ = try await world.waitForCheckpoint(beyond: 0)
         first.signal(SIGKILL)
         _ = await first.wait()
+        #expect(!FileManager.default.fileExists(atPath: world.directory + "/real.bin"), "killed before it finished")
         // A new version of the file, put in place as a deploy would: write aside, rename over.
         let served = nginx.root + "/www/real.bin"
         try Data(longer.bytes(0..<longer.length)).write(to: URL(fileURLWithPath: served + ".new"))
