@@ -357,6 +357,7 @@ extension Aria2RPC {
     private func writeStatuses(_ ids: [DownloadID], keys: Set<String>?, into json: inout JSONWriter) async throws {
         let records = try await manager.records(ids)
         let live = await LiveRuns.lookup(manager, ids)
+        let keys = Aria2Status.Keys(keys)
         json.array(records) { json, record in
             Aria2Status(record, live: live.progress(record.id)).write(to: &json, keys: keys)
         }
