@@ -32,13 +32,9 @@ public struct URLRefresher: Sendable {
         let output = Pipe()
         process.standardOutput = output
         process.standardInput = FileHandle.nullDevice
-        let (exited, exit) = AsyncStream.makeStream(of: Void.self)
-        process.terminationHandler = { _ in
-            exit.yield()
-            exit.finish()
-        }
+        let child: ChildProcess
         do {
-            try process.run()
+            child = try ChildProcess(running: process)
         } catch {
             return .failure(HaulError(.usage, "cannot run the refresh command: \(error)"))
         }
@@ -54,24 +50,7 @@ public struct URLRefresher: Sendable {
                 return .failure(error)
             }
         }
-        let timeout = self.timeout
-        let timer = Task {
-            do {
-                try await Task.sleep(for: timeout)
-                // SIGKILL, not `terminate()`'s SIGTERM: the daemon's service group ignores SIGTERM,
-                // and a child inherits that, so SIGTERM would leave a hung command running.
-                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            } catch {
-                // Cancelled: the command ended in time.
-            }
-        }
-        let cancelled = await withTaskCancellationHandler {
-            for await _ in exited {}
-            return Task.isCancelled
-        } onCancel: {
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        }
-        timer.cancel()
+        let cancelled = await !child.wait(timeout: timeout)
         let data: Data
         switch await reader.value {
         case .success(let read): data = read

@@ -9,11 +9,9 @@ import Testing
 @Suite(.timeLimit(.minutes(2))) struct AddLineTests {
     @Test func addsThatArriveTogetherAreSavedTogether() async throws {
         try await withHarness(maxConcurrent: 1) { harness in
-            let store = CountingStore(harness.store)
+            let (store, manager) = harness.countingManager()
             let hold = AsyncHold()
             store.hold = hold
-            let manager = DownloadManager(configuration: harness.configuration, store: store, transport: harness.transport,
-                                          clock: ClockAdapter(ContinuousClock()))
             // The first add is held in its save; eight more arrive meanwhile.
             let first = Task { try await manager.add(harness.request("/first")) }
             #expect(try await eventually { await hold.arrivals == 1 })
@@ -36,12 +34,10 @@ import Testing
 
     @Test func aBadRequestInTheLineFailsOnlyItsCaller() async throws {
         try await withHarness(maxConcurrent: 1) { harness in
-            let store = CountingStore(harness.store)
+            let (store, manager) = harness.countingManager()
             let hold = AsyncHold()
             store.hold = hold
-            let manager = DownloadManager(configuration: harness.configuration, store: store, transport: harness.transport,
-                                          clock: ClockAdapter(ContinuousClock()))
-            FileManager.default.createFile(atPath: harness.directory + "/taken.bin", contents: Data("mine".utf8))
+            #expect(FileManager.default.createFile(atPath: harness.directory + "/taken.bin", contents: Data("mine".utf8)))
             let first = Task { try await manager.add(harness.request("/first")) }
             #expect(try await eventually { await hold.arrivals == 1 })
             let good = try (0..<3).map { try harness.request("/g\($0)") }

@@ -48,9 +48,7 @@ import Testing
     /// order is a plain array move's, in memory and in the store.
     @Test func movesAmongTenThousandAreOneWriteEach() async throws {
         try await withHarness(maxConcurrent: 1) { harness in
-            let store = CountingStore(harness.store)
-            let manager = DownloadManager(configuration: harness.configuration, store: store, transport: harness.transport,
-                                          clock: ClockAdapter(ContinuousClock()))
+            let (store, manager) = harness.countingManager()
             harness.server.setRoute("/slow", Route(payload: Payload(seed: 42, length: 100_000_000), throttle: 20_000))
             let events = manager.events()
             let running = try await manager.add(harness.request("/slow"))
@@ -97,9 +95,7 @@ import Testing
     /// writes stay a few per move.
     @Test func repeatedMovesToOnePlaceStayCheap() async throws {
         try await withHarness(maxConcurrent: 1) { harness in
-            let store = CountingStore(harness.store)
-            let manager = DownloadManager(configuration: harness.configuration, store: store, transport: harness.transport,
-                                          clock: ClockAdapter(ContinuousClock()))
+            let (store, manager) = harness.countingManager()
             harness.server.setRoute("/slow", Route(payload: Payload(seed: 44, length: 100_000_000), throttle: 20_000))
             let events = manager.events()
             let running = try await manager.add(harness.request("/slow"))
@@ -170,6 +166,16 @@ import Testing
         let running = try await harness.manager.add(harness.request("/slow"))
         await harness.waitForProgress(of: running.id, beyond: 0, in: events)
         return running.id
+    }
+}
+
+extension Harness {
+    /// A second manager on the harness's store, through a `CountingStore`.
+    func countingManager() -> (CountingStore, DownloadManager) {
+        let store = CountingStore(self.store)
+        let manager = DownloadManager(configuration: configuration, store: store, transport: transport,
+                                      clock: ClockAdapter(ContinuousClock()))
+        return (store, manager)
     }
 }
 

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import Haul
 import HaulCore
 import Logging
 
@@ -50,35 +51,15 @@ public struct CommandHook: Sendable, Hashable {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = Self.arguments(for: id, path: path)
         process.standardInput = FileHandle.nullDevice
-        let (exited, exit) = AsyncStream.makeStream(of: Void.self)
-        process.terminationHandler = { _ in
-            exit.yield()
-            exit.finish()
-        }
         let metadata: Logger.Metadata = ["id": "\(id)", "command": "\(executable)"]
+        let child: ChildProcess
         do {
-            try process.run()
+            child = try ChildProcess(running: process)
         } catch {
             logger.error("cannot run the hook command: \(error)", metadata: metadata)
             return
         }
-        let timeout = self.timeout
-        // SIGKILL, not `terminate()`'s SIGTERM: the daemon's service group ignores SIGTERM to
-        // handle it itself, and a child inherits that, so SIGTERM would not stop it.
-        let timer = Task {
-            do {
-                try await Task.sleep(for: timeout)
-                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            } catch {
-                // Cancelled: the command ended in time.
-            }
-        }
-        await withTaskCancellationHandler {
-            for await _ in exited {}
-        } onCancel: {
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        }
-        timer.cancel()
+        _ = await child.wait(timeout: timeout)
         if process.terminationReason == .exit, process.terminationStatus == 0 {
             logger.debug("hook command done", metadata: metadata)
         } else {
