@@ -28,6 +28,8 @@ enum ConnectionTags {
     static func install(on configuration: inout HTTPClient.Configuration, numbers: ConnectionNumbers, logger: Logger) {
         configuration.http1_1ConnectionDebugInitializer = { channel in
             onLoop(channel, logger: logger) {
+                try ReceiveBuffers.limit(channel, logger: logger)
+            } then: {
                 let pipeline = channel.pipeline.syncOperations
                 let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPResponseDecoder>.self)
                 try pipeline.addHandler(ConnectionTagHandler(ConnectionTag(numbers.take())), position: .after(decoder))
@@ -35,28 +37,38 @@ enum ConnectionTags {
         }
         configuration.http2ConnectionDebugInitializer = { channel in
             onLoop(channel, logger: logger) {
+                try ReceiveBuffers.limit(channel, logger: logger)
+            } then: {
                 // The streams find it here; a handler that only passes everything on.
                 try channel.pipeline.syncOperations.addHandler(ConnectionTag(numbers.take()), position: .last)
             }
         }
         configuration.http2StreamChannelDebugInitializer = { stream in
-            onLoop(stream, logger: logger) {
+            onLoop(stream, logger: logger, then: {
                 // A stream runs on its connection's event loop.
                 guard let connection = stream.parent else { throw ConnectionTagError.noParent }
                 let tag = try connection.pipeline.syncOperations.handler(type: ConnectionTag.self)
                 let pipeline = stream.pipeline.syncOperations
                 let codec = try pipeline.handler(type: HTTP2FramePayloadToHTTP1ClientCodec.self)
                 try pipeline.addHandler(ConnectionTagHandler(tag), position: .after(codec))
-            }
+            })
         }
     }
 
-    /// Runs `body` on the channel's event loop. A failure only costs the count (the connection
-    /// works untagged), so it is logged, never handed to AsyncHTTPClient, which would fail the
-    /// connection.
-    private static func onLoop(_ channel: any Channel, logger: Logger,
-                               _ body: @escaping @Sendable () throws -> Void) -> EventLoopFuture<Void> {
+    /// Runs `body` on the channel's event loop, after `limit` (the connection's receive buffers,
+    /// see `ReceiveBuffers`) when given. A failure of either only costs the count or the memory
+    /// saving (the connection works as it is), so it is logged, never handed to AsyncHTTPClient,
+    /// which would fail the connection.
+    private static func onLoop(_ channel: any Channel, logger: Logger, _ limit: (@Sendable () throws -> Void)? = nil,
+                               then body: @escaping @Sendable () throws -> Void) -> EventLoopFuture<Void> {
         let run: @Sendable () -> Void = {
+            if let limit {
+                do {
+                    try limit()
+                } catch {
+                    logger.warning("cannot limit this connection's receive buffers", metadata: ["error": "\(error)"])
+                }
+            }
             do {
                 try body()
             } catch {

@@ -41,8 +41,6 @@ extension DownloadManager {
         let limiter = RateLimiter(rate: nil, clock: clock)
         var settings = configuration.machineSettings
         settings.notesProgress = notes != nil
-        // Threads a run that ended left idle, for this run's blocking file work.
-        let (spares, io) = (spareDisks, spareDisks.take())
         let runner = DownloadRunner(
             store: store, transport: transport, clock: clock, names: names, settings: settings,
             limiters: [limiter, globalLimiter], roots: configuration.downloadRoots, notes: notes, budgets: budgets,
@@ -53,7 +51,7 @@ extension DownloadManager {
             logger: configuration.logger, metrics: metrics, stop: stop, emit: { [hub, live] event in
                 live.note(event)
                 hub.publish(event)
-            }, io: io, refresher: configuration.refreshCommand.map { URLRefresher(command: $0) },
+            }, io: DiskIO(calls: configuration.fileCalls), refresher: configuration.refreshCommand.map { URLRefresher(command: $0) },
             saved: { [live] record in live.saved(record) })
         let store = store
         let hub = hub
@@ -65,8 +63,6 @@ extension DownloadManager {
         let task = Task {
             let launch = await Self.launch(id, store: store, hub: hub, locks: locks, credentials: credentials, timestamps: timestamps,
                                            runner: runner)
-            // The run ended everything it started on its threads.
-            spares.giveBack(io)
             await self.finished(id, generation: generation, launch)
         }
         active[id] = Active(task: task, stop: stop, limiter: limiter, generation: generation)

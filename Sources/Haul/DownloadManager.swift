@@ -148,8 +148,6 @@ public actor DownloadManager {
     public nonisolated let globalLimiter: RateLimiter
     /// The connection budget of each host, shared by every download of this manager.
     let budgets: HostBudgets
-    /// The file threads of runs that ended, for the next runs (see `DiskIO`).
-    let spareDisks: DiskIO.Spares
     /// The latest progress of every running download, for listings and the summary.
     nonisolated let live = LiveProgress()
     var maxConcurrent: Int
@@ -234,7 +232,6 @@ public actor DownloadManager {
             ? ProgressNotes(directory: Paths.join(configuration.stateDirectory, "progress"), boot: boot) : nil
         self.globalLimiter = RateLimiter(rate: configuration.maxBytesPerSecond.flatMap(ByteRate.limit), clock: clock)
         self.budgets = HostBudgets(limit: configuration.maxConnectionsPerHost, clock: clock)
-        self.spareDisks = DiskIO.Spares(calls: configuration.fileCalls)
         self.ownedTransport = ownedTransport
         self.closeStore = closeStore
     }
@@ -616,14 +613,6 @@ public actor DownloadManager {
         for id in active.keys { settle(DownloadOutcome(id: id, status: .running)) }
         hub.finishAll()
         outcomeHub.finishAll()
-        if active.isEmpty {
-            // Past the deadline, a run still going keeps its threads (and spares are not stopped).
-            do {
-                try await spareDisks.shutdown()
-            } catch {
-                configuration.logger.warning("cannot stop the file threads", metadata: ["error": "\(error)"])
-            }
-        }
         await ownedTransport?.shutdown()
         await closeStore?()
         signalIdleIfNeeded()

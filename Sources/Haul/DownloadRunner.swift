@@ -38,8 +38,8 @@ struct DownloadRunner: Sendable {
     var metrics = EngineMetrics(factory: nil)
     let stop: StopSignal
     let emit: @Sendable (DownloadEvent) -> Void
-    /// The threads for the run's blocking file work (the manager's spares); nil: the run starts
-    /// its own and stops them when it ends.
+    /// Where the run's blocking file work goes (the manager's, with its `FileCalls`); nil: lanes
+    /// of the run's own with the system's calls.
     var io: DiskIO? = nil
     /// Asked for a new URL when the download's expires (`--refresh-command`); nil: none.
     var refresher: URLRefresher? = nil
@@ -115,11 +115,9 @@ final class RunSession {
     /// opening of connections.
     var checkpointTask: Task<Void, Never>?
     var bodies: [ConnectionID: any ResponseBodyStream] = [:]
-    /// The run's own threads for its blocking file work: no file call runs on the cooperative
+    /// The run's own lanes for its blocking file work: no file call runs on the cooperative
     /// pool, and this download's slow disk holds back no other.
     let io: DiskIO
-    /// Whether this run started `io` itself (and stops it at its end).
-    let ownsIO: Bool
     var writer: (any ChunkWriter)?
     /// The download's directory, resolved beneath its root when this run first needs it.
     var directory: DownloadDirectory?
@@ -144,7 +142,6 @@ final class RunSession {
         self.lastTick = runner.clock.seconds()
         self.host = ConnectionBudget.host(of: record.request.url)
         self.io = runner.io ?? DiskIO()
-        self.ownsIO = runner.io == nil
     }
 
     var id: DownloadID { machine.withLockedValue { $0.record.id } }
@@ -209,13 +206,6 @@ final class RunSession {
         // Every way a run ends checkpoints what it keeps (or leaves the file to another host):
         // its note has nothing more to tell.
         await removeNote()
-        if ownsIO {
-            do {
-                try await io.shutdown()
-            } catch {
-                runner.logger.warning("cannot stop the file threads", metadata: ["id": "\(id)", "error": "\(error)"])
-            }
-        }
         runner.budgets?.leave(id, host: host)
         post.finish()
         return machine.withLockedValue { $0.persistentRecord }

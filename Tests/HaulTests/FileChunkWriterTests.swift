@@ -16,21 +16,15 @@ import Testing
         return directory.appendingPathComponent("f.part").path
     }
 
-    /// The writer of the `.part` at `path`, opened as a run opens it: through its directory, on
-    /// threads of its own, which are stopped once `body` returns.
+    /// The writer of the `.part` at `path`, opened as a run opens it: through its directory, with
+    /// lanes of its own.
     private func withWriter(_ path: String, batchSize: Int = FileChunkWriter.batchSize(connections: 1), calls: FileCalls = .system,
                             _ body: (FileChunkWriter) async throws -> Void) async throws {
-        let io = DiskIO(calls: calls)
-        do {
-            let (directory, name) = Paths.split(path)
-            let opened = try #require(try DownloadDirectory.resolve(directory, roots: nil, create: true))
-            let writer = try await FileChunkWriter.open(in: opened, name: try #require(name), exclusive: false, batchSize: batchSize, io: io)
-            try await body(writer)
-        } catch {
-            try await io.shutdown()
-            throw error
-        }
-        try await io.shutdown()
+        let (directory, name) = Paths.split(path)
+        let opened = try #require(try DownloadDirectory.resolve(directory, roots: nil, create: true))
+        let writer = try await FileChunkWriter.open(in: opened, name: try #require(name), exclusive: false, batchSize: batchSize,
+                                                    io: DiskIO(calls: calls))
+        try await body(writer)
     }
 
     private func bytes(_ value: UInt8, _ count: Int) -> ByteBuffer {

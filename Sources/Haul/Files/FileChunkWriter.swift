@@ -231,13 +231,7 @@ final class FileChunkWriter: ChunkWriter {
 
     /// Submits the drain to the writing thread (called once `handOver` said it was idle).
     private func startDrain() {
-        io.writes.submit { [self] work in
-            guard case .active = work else {
-                stopDrain(HaulError(.internal, "\(path): the writing thread was shut down before the file was closed"))
-                return
-            }
-            drain()
-        }
+        io.writes.submit { [self] in drain() }
     }
 
     /// Writes the handed-over batches one after another until none is left (on the writing
@@ -264,17 +258,6 @@ final class FileChunkWriter: ChunkWriter {
                 finished = (next, (error as? HaulError) ?? HaulError(.fileSystem, "\(error)"))
             }
         }
-    }
-
-    /// The writing thread will never run: what was handed over is lost, and said so.
-    private func stopDrain(_ error: HaulError) {
-        let ready = state.withLockedValue { state in
-            state.fail(error)
-            state.draining = false
-            state.users -= 1
-            return state.readyWaiters()
-        }
-        for continuation in ready { continuation.resume() }
     }
 
     // MARK: Waiting

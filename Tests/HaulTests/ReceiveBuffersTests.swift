@@ -1,0 +1,102 @@
+@testable import Haul
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Testing
+
+/// A connection starts with one receive buffer of at most 16 KiB and gets NIO's four reads of
+/// 64 KiB once it shows it is fast (`ReceiveBuffers`), over real loopback sockets.
+@Suite(.timeLimit(.minutes(1))) struct ReceiveBuffersTests {
+    @Test func eightFullReadsInARowMakeAConnectionFast() {
+        var pace = ReceiveBuffers.Pace()
+        let full = ReceiveBuffers.Pace.fullRead
+        // A throttled server's first second (64 KiB) at once, then its trickle: never fast.
+        var fast: [Bool] = []
+        for bytes in [full, full, full, full, 1_400, 4_096, full, 900] + Array(repeating: 2_048, count: 50) {
+            fast.append(pace.read(bytes))
+        }
+        #expect(!fast.contains(true))
+        fast = (0..<ReceiveBuffers.Pace.fullReads).map { _ in pace.read(full) }
+        #expect(fast == Array(repeating: false, count: ReceiveBuffers.Pace.fullReads - 1) + [true])
+    }
+
+    @Test func aFastConnectionGetsFourReadsOfUpTo64KiB() async throws {
+        let (options, watching) = try await readAll(4 << 20)
+        #expect(options.reads == ReceiveBuffers.fastReads)
+        #expect(options.largest == ReceiveBuffers.fastReadSize)
+        #expect(!watching)
+    }
+
+    @Test func aBurstShorterThanEightFullReadsLeavesItSlow() async throws {
+        // A throttled server's first second at once and then some: however the bytes arrive,
+        // fewer than eight full reads.
+        let (options, watching) = try await readAll(ReceiveBuffers.Pace.fullReads * ReceiveBuffers.Pace.fullRead - 1)
+        #expect(options.reads == ReceiveBuffers.slowReads)
+        #expect(options.largest == ReceiveBuffers.slowReadSize)
+        #expect(watching)
+    }
+
+    /// Sends `count` bytes at once to a client channel set up by `ReceiveBuffers.limit`; returns
+    /// the client's options and whether the watcher is still in its pipeline once all came.
+    private func readAll(_ count: Int) async throws -> ((reads: UInt, largest: Int), Bool) {
+        let group = MultiThreadedEventLoopGroup.singleton
+        let server = try await ServerBootstrap(group: group)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(Sender(count: count)) }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        let (received, arrived) = AsyncStream.makeStream(of: Int.self)
+        let client = try await ClientBootstrap(group: group)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try ReceiveBuffers.limit(channel, logger: Logger(label: "test"))
+                    try channel.pipeline.syncOperations.addHandler(Counter(arrived: arrived))
+                }
+            }
+            .connect(to: try #require(server.localAddress)).get()
+        var total = 0
+        for await bytes in received {
+            total += bytes
+            if total >= count { break }
+        }
+        let result = try await client.eventLoop.submit {
+            let options = try #require(client.syncOptions)
+            let reads = try options.getOption(ChannelOptions.maxMessagesPerRead)
+            let allocator = try #require(try options.getOption(ChannelOptions.recvAllocator) as? AdaptiveRecvByteBufferAllocator)
+            let watching: Bool
+            do {
+                _ = try client.pipeline.syncOperations.context(handlerType: ReceiveBuffers.Watcher.self)
+                watching = true
+            } catch ChannelPipelineError.notFound {
+                watching = false
+            }
+            return ((reads, allocator.maximum), watching)
+        }.get()
+        try await client.close()
+        try await server.close()
+        return result
+    }
+
+    /// Sends its bytes at once when the connection is up.
+    private final class Sender: ChannelInboundHandler, Sendable {
+        typealias InboundIn = ByteBuffer
+        let count: Int
+        init(count: Int) { self.count = count }
+
+        func channelActive(context: ChannelHandlerContext) {
+            context.writeAndFlush(NIOAny(ByteBuffer(repeating: 7, count: count)), promise: nil)
+        }
+    }
+
+    /// Tells how many bytes reach the end of the client's pipeline.
+    private final class Counter: ChannelInboundHandler, Sendable {
+        typealias InboundIn = ByteBuffer
+        private let arrived: AsyncStream<Int>.Continuation
+        init(arrived: AsyncStream<Int>.Continuation) { self.arrived = arrived }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            arrived.yield(unwrapInboundIn(data).readableBytes)
+        }
+    }
+}
