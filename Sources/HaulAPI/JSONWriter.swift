@@ -67,9 +67,14 @@ public struct JSONWriter {
     /// A string value, escaped as `JSONEncoder` escapes it.
     public mutating func string(_ value: String) {
         bytes.append(UInt8(ascii: "\""))
-        // Nearly every value (ids, URLs, paths) needs no escaping: copy it whole.
-        guard value.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
-            write(value)
+        // Nearly every value (ids, URLs, paths) needs no escaping: copy it whole. Looked at in its
+        // own storage, a plain loop: `utf8.contains(where:)` was a tenth of `tellActive`'s CPU.
+        let copied = value.utf8.withContiguousStorageIfAvailable { text -> Bool in
+            for byte in text where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return false }
+            bytes.append(contentsOf: text)
+            return true
+        }
+        if copied == true {
             bytes.append(UInt8(ascii: "\""))
             return
         }

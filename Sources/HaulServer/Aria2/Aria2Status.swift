@@ -167,21 +167,49 @@ struct Aria2Status {
     }
 
     /// One bit per piece, high bit first, set when every byte of the piece is on disk (as far as
-    /// the last checkpoint knows; a completed download is all ones).
+    /// the last checkpoint knows; a completed download is all ones), in hex.
+    ///
+    /// Walks the written ranges once, merged where they touch (a piece across the border of two
+    /// written parts is complete): `tellActive` of 200 downloads of 1 GiB asks for 200,000
+    /// pieces, and checking each against every part, then building the hex a `Character` at a
+    /// time, was a third of the daemon's CPU under that call.
     func bitfield(pieces: Int64) -> String {
-        let done: [(start: Int64, end: Int64)] = record.segments
-            .map { ($0.start, $0.start + $0.written) }
-            .filter { $0.1 > $0.0 }
-            .sorted { $0.0 < $1.0 }
-        let base = record.request.range?.start ?? 0
         var bits = [UInt8](repeating: 0, count: Int((pieces + 7) / 8))
-        for piece in 0..<pieces {
-            let start = base + piece * Self.pieceLength
-            let end = min(base + (total ?? 0), start + Self.pieceLength)
-            let complete = record.status == .completed || done.contains { $0.start <= start && $0.end >= end }
-            if complete { bits[Int(piece / 8)] |= 0x80 >> UInt8(piece % 8) }
+        func set(_ piece: Int64) { bits[Int(piece / 8)] |= 0x80 >> UInt8(piece % 8) }
+        if record.status == .completed {
+            for piece in 0..<pieces { set(piece) }
+        } else {
+            let base = record.request.range?.start ?? 0
+            let length = total ?? 0
+            for (start, end) in Self.merged(record.segments.map { ($0.start - base, $0.start - base + $0.written) }) {
+                // The first piece that starts inside the range, then each that also ends inside it.
+                var piece = max(0, (start + Self.pieceLength - 1) / Self.pieceLength)
+                while piece < pieces, min(length, (piece + 1) * Self.pieceLength) <= end {
+                    set(piece)
+                    piece += 1
+                }
+            }
         }
-        let hex = Array("0123456789abcdef")
-        return String(bits.flatMap { [hex[Int($0 >> 4)], hex[Int($0 & 0xF)]] })
+        let hex = Array("0123456789abcdef".utf8)
+        var text = [UInt8]()
+        text.reserveCapacity(bits.count * 2)
+        for byte in bits {
+            text.append(hex[Int(byte >> 4)])
+            text.append(hex[Int(byte & 0xF)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// The non-empty ranges sorted, those that touch or overlap made one.
+    static func merged(_ ranges: [(start: Int64, end: Int64)]) -> [(start: Int64, end: Int64)] {
+        var merged: [(start: Int64, end: Int64)] = []
+        for range in ranges.filter({ $0.end > $0.start }).sorted(by: { $0.start < $1.start }) {
+            if let last = merged.last, range.start <= last.end {
+                merged[merged.count - 1].end = max(last.end, range.end)
+            } else {
+                merged.append(range)
+            }
+        }
+        return merged
     }
 }
