@@ -487,6 +487,11 @@ def adds(d, clients, url):
     r = {}
     one = [rpc_body("aria2.addUri", [f"{url}?n=a1-{k}"], {"out": f"a1-{k}.bin"}, ident=k) for k in range(ADDS)]
     r["one"] = clients.run(d.port, [one], kind="rpc")
+    # The same from CLIENTS clients at once: what the add line (group commit) is for.
+    per = ADDS // CLIENTS
+    each = [[rpc_body("aria2.addUri", [f"{url}?n=a8-{c}-{k}"], {"out": f"a8-{c}-{k}.bin"}, ident=k) for k in range(per)]
+            for c in range(CLIENTS)]
+    r["one_clients"] = clients.run(d.port, each, kind="rpc")
     multi = []
     for start in range(0, ADDS, BATCH):
         calls = [{"methodName": "aria2.addUri", "params": ["token:" + SECRET, [f"{url}?n=am-{k}"], {"out": f"am-{k}.bin"}]}
@@ -501,9 +506,9 @@ def adds(d, clients, url):
                                 headers={"Content-Type": "application/json", "Authorization": "Bearer " + SECRET})
     else:
         d.add_many(url, names)  # the same queue length for the calls that follow
-    for how in ("one", "multicall", "rest"):
+    for how in ("one", "one_clients", "multicall", "rest"):
         if how in r:
-            r[how]["rate"] = ADDS / r[how]["elapsed"]  # adds per second, not requests
+            r[how]["rate"] = (per * CLIENTS if how == "one_clients" else ADDS) / r[how]["elapsed"]  # adds per second, not requests
             log(f"main {d.name}: {ADDS} adds, {how}: {r[how]['rate']:,.0f}/s (client CPU {r[how]['client_cpu']:.2f})")
     return r
 

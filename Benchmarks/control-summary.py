@@ -50,6 +50,8 @@ def report(results, daemons, versions, settings):
                   "", head]
         m1, m8 = (lambda c: lambda r: r[f"clients{c}"]["methods"])(1), (lambda r: r[f"clients{CLIENTS}"]["methods"])
         row("`aria2.addUri`, one per request", lambda r: f"{r['adds']['one']['rate']:,.0f}/s", "main")
+        row(f"`aria2.addUri`, one per request, {CLIENTS} clients at once",
+            lambda r: f"{r['adds']['one_clients']['rate']:,.0f}/s" if "one_clients" in r["adds"] else "-", "main")
         row(f"`system.multicall` of {BATCH} `addUri`", lambda r: f"{r['adds']['multicall']['rate']:,.0f}/s", "main")
         row(f"REST batch add ({BATCH} per request)", lambda r: f"{r['adds']['rest']['rate']:,.0f}/s", "main")
         row("p99 tellStatus / getGlobalStat / tellActive / tellWaiting(0,1000), 1 client",
