@@ -38,7 +38,6 @@ let package = Package(
             name: "Haul",
             dependencies: [
                 "HaulCore",
-                "HaulStore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -56,6 +55,9 @@ let package = Package(
             name: "HaulStore",
             dependencies: [
                 "HaulCore",
+                // Only for the manager on SQLite (`DownloadManager+SQLite.swift`): the engine knows
+                // its store only through HaulCore's `DownloadStore`.
+                "Haul",
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -83,6 +85,7 @@ let package = Package(
             name: "HaulServer",
             dependencies: [
                 "Haul",
+                "HaulStore",
                 "HaulFleet",
                 "HaulCore",
                 "HaulAPI",
@@ -106,6 +109,7 @@ let package = Package(
             name: "HaulCommands",
             dependencies: [
                 "Haul",
+                "HaulStore",
                 "HaulCore",
                 "HaulFleet",
                 "HaulAPI",
@@ -138,7 +142,7 @@ let package = Package(
         .testTarget(
             name: "HaulServerTests",
             dependencies: [
-                "HaulServer", "HaulAPI", "HaulCore", "Haul", "HaulTesting",
+                "HaulServer", "HaulAPI", "HaulCore", "Haul", "HaulStore", "HaulTesting",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

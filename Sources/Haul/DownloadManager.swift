@@ -5,7 +5,6 @@ import Darwin
 #endif
 import CoreMetrics
 import HaulCore
-import HaulStore
 import Logging
 
 /// The public face of the engine: a persistent queue of downloads, at most
@@ -177,29 +176,21 @@ public actor DownloadManager {
     private var queueWaiters: [CheckedContinuation<Void, Never>] = []
     private var shutdownTask: Task<Void, Never>?
 
-    /// Opens (creating if needed) the SQLite store in `configuration.stateDirectory` and uses
-    /// AsyncHTTPClient. Call `shutdown()` when done.
-    public init(configuration: Configuration) async throws {
-        try Self.prepareStateDirectory(configuration.stateDirectory)
-        let store = try await SQLiteDownloadStore.open(path: DestinationFiles.join(configuration.stateDirectory, "haul.sqlite"),
-                                                       keepsCredentials: configuration.keepsCredentials)
-        let transport = AsyncHTTPTransport(configuration: configuration.http, logger: configuration.logger)
-        self.init(configuration: configuration, store: store, transport: transport, clock: ClockAdapter(ContinuousClock()),
-                  ownedTransport: transport, closeStore: { try? await store.close() })
-    }
-
-    /// Uses `store` (a fleet's shared store) with AsyncHTTPClient; the state directory keeps the
-    /// download locks. The manager owns the store: `shutdown()` closes a shared one.
-    public init(configuration: Configuration, store: any DownloadStore) async throws {
+    /// Uses `store` with AsyncHTTPClient; the state directory keeps the download locks. The
+    /// manager owns the store: `shutdown()` calls `closeStore` (given: the SQLite store's, see
+    /// HaulStore's `DownloadManager(configuration:)`), or closes a fleet's shared store.
+    public init(configuration: Configuration, store: any DownloadStore,
+                closeStore: (@Sendable () async -> Void)? = nil) async throws {
         try Self.prepareStateDirectory(configuration.stateDirectory)
         let transport = AsyncHTTPTransport(configuration: configuration.http, logger: configuration.logger)
-        var closeStore: (@Sendable () async -> Void)?
-        if let fleet = store as? any SharedQueueStore { closeStore = { await fleet.close() } }
+        var closeStore = closeStore
+        if closeStore == nil, let fleet = store as? any SharedQueueStore { closeStore = { await fleet.close() } }
         self.init(configuration: configuration, store: store, transport: transport, clock: ClockAdapter(ContinuousClock()),
                   ownedTransport: transport, closeStore: closeStore)
     }
 
-    private static func prepareStateDirectory(_ path: String) throws {
+    /// Creates the state directory if needed, private (mode 700) when new.
+    public static func prepareStateDirectory(_ path: String) throws {
         do {
             // The store keeps request headers (cookies, tokens): a new state directory is private.
             let existed = DestinationFiles.exists(path)

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Haul
 import HaulCore
+import HaulStore
 import Logging
 import UnixSignals
 

@@ -7,6 +7,7 @@ import Foundation
 import Haul
 import HaulAPI
 import HaulCore
+import HaulStore
 import HaulFleet
 import Hummingbird
 import HummingbirdCore

@@ -1,6 +1,7 @@
 import Foundation
 import HaulAPI
 import HaulCore
+import HaulStore
 @testable import HaulServer
 import Haul
 import Hummingbird
