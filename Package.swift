@@ -59,7 +59,6 @@ let package = Package(
                 // its store only through HaulCore's `DownloadStore`.
                 "Haul",
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
-                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -90,6 +89,7 @@ let package = Package(
                 "HaulCore",
                 "HaulAPI",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -98,7 +98,10 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOFoundationEssentialsCompat", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 // The webhook's client and its HMAC signature.
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -115,7 +118,8 @@ let package = Package(
                 "HaulAPI",
                 "HaulServer",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -138,15 +142,20 @@ let package = Package(
         .testTarget(name: "HaulTestingTests", dependencies: ["HaulTesting"]),
         .testTarget(name: "HaulStoreTests", dependencies: ["HaulStore", "HaulCore"]),
         .testTarget(name: "HaulFleetTests", dependencies: ["HaulFleet", "HaulCore", "HaulTesting", "Haul"]),
-        .testTarget(name: "HaulCommandsTests", dependencies: ["HaulCommands", "HaulCore", "HaulAPI"]),
+        .testTarget(
+            name: "HaulCommandsTests",
+            dependencies: ["HaulCommands", "HaulCore", "HaulAPI", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
         .testTarget(
             name: "HaulServerTests",
             dependencies: [
                 "HaulServer", "HaulAPI", "HaulCore", "Haul", "HaulStore", "HaulTesting",
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         .testTarget(
@@ -155,14 +164,18 @@ let package = Package(
                 "Haul", "HaulCore", "HaulStore", "HaulTesting", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         .testTarget(
             name: "HaulEndToEndTests",
             dependencies: [
+                // `haul`: the binary the tests run (never imported).
                 "HaulStore", "HaulCore", "HaulTesting", "HaulAPI", "HaulServer", "haul",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
@@ -176,3 +189,12 @@ package.targets.append(
         dependencies: ["HaulTesting", .product(name: "NIO", package: "swift-nio")]
     )
 )
+
+// As Hummingbird: every existential type says `any`, and a file sees only the members of the
+// modules it imports itself (not those a dependency happens to import).
+for target in package.targets {
+    target.swiftSettings = (target.swiftSettings ?? []) + [
+        .enableUpcomingFeature("ExistentialAny"),
+        .enableUpcomingFeature("MemberImportVisibility"),
+    ]
+}

@@ -1,4 +1,5 @@
 import HaulCore
+import Logging
 
 /// What a manager that is one host of a fleet keeps beside its runs.
 struct FleetState {

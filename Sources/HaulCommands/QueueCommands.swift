@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HaulCore
 import HaulAPI
+import NIOHTTP1
 
 /// `haul add`: queue downloads in the daemon and print their ids.
 struct AddCommand: AsyncParsableCommand {

@@ -5,6 +5,7 @@ import HaulAPI
 import HaulServer
 import HaulFleet
 import Logging
+import Haul
 
 /// `haul serve`: the daemon in the foreground (run it under systemd, tmux or `nohup ... &`).
 struct ServeCommand: AsyncParsableCommand {

@@ -1,4 +1,5 @@
 import HaulCore
+import NIOConcurrencyHelpers
 import PostgresNIO
 
 /// File names in the fleet: one live download per name and directory, whichever host asks.

@@ -1,3 +1,4 @@
+import Foundation
 import HaulCore
 
 /// A `--store` value: `sqlite` (the default, under the state directory) or a PostgreSQL URL,

@@ -5,6 +5,7 @@ import HaulCore
 import Hummingbird
 import Logging
 import NIOCore
+import NIOFoundationEssentialsCompat
 
 /// `/api/v1`: a thin layer over `DownloadManager`. Each handler parses, calls the manager once
 /// (or once per id) and encodes; the queue's rules live in the manager, so aria2's JSON-RPC can

@@ -17,6 +17,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
+import UnixSignals
 
 /// `haul serve`: a `DownloadManager` on the SQLite store behind the HTTP API and the web page,
 /// run as a service group so SIGTERM and SIGINT checkpoint every download and stop in time.

@@ -1,5 +1,6 @@
 import Haul
 import HaulCore
+import Logging
 
 extension DownloadManager {
     /// Opens (creating if needed) the SQLite store in `configuration.stateDirectory` and uses

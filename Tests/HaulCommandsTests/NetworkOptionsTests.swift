@@ -2,6 +2,7 @@ import Foundation
 @testable import HaulCommands
 import HaulCore
 import Testing
+import ArgumentParser
 
 @Suite(.timeLimit(.minutes(1))) struct NetworkOptionsTests {
     @Test func credentialsPrecedenceAndNetrcErrors() throws {

@@ -1,5 +1,6 @@
 import HaulCore
 import Testing
+import Foundation
 
 /// The cookie rules with plain values: the Netscape file, RFC 6265 domain and path matching,
 /// host-only cookies, `Secure`, expiry, `Set-Cookie`, and no value in anything printed.

@@ -1,6 +1,7 @@
 import Foundation
 import HaulTesting
 import Testing
+import HaulAPI
 
 /// aria2's own client library (aria2p, from PyPI) and raw JSON-RPC over HTTP and WebSocket,
 /// against `haul serve` and a real `aria2c --enable-rpc` in the same run:

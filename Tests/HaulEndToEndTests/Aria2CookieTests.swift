@@ -2,6 +2,8 @@ import Foundation
 import HaulCore
 import HaulTesting
 import Testing
+import HaulAPI
+import NIOHTTP1
 
 /// aria2's `load-cookies` over the daemon's JSON-RPC, against `haul serve` and the test server:
 /// a cookie file in a download directory is read when the download is added, and each cookie

@@ -3,6 +3,7 @@ import HaulAPI
 import HaulCore
 import HaulTesting
 import Testing
+import NIOHTTP1
 
 /// The real binaries against links planted in and above their download directories (issue 19):
 /// `haul serve` through its API and aria2's JSON-RPC, and `haul get -o/-d`. Beside the

@@ -4,6 +4,8 @@ import HaulServer
 import HaulTesting
 import NIOCore
 import Testing
+import HaulCore
+import NIOHTTP1
 
 /// `haul serve` against hostile clients (issue 19): idle and slow sockets under a low
 /// descriptor limit, foreign `Host` headers and `Origin`s, a WebSocket that never shows the

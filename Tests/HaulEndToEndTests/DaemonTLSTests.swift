@@ -2,6 +2,7 @@ import Foundation
 import HaulServer
 import HaulTesting
 import Testing
+import HaulAPI
 
 /// `haul serve` off loopback (issue 19, item 9): plain HTTP says the token crosses the network
 /// in clear text; `--tls-certificate` and `--tls-key` serve HTTPS only. The certificate is made

@@ -7,6 +7,7 @@ import HaulStore
 import HaulTesting
 import NIOHTTP1
 import Testing
+import NIOCore
 
 /// `haul serve` as a user runs it: the real binary, its HTTP API, its store, `kill -9`.
 @Suite(.serialized, .timeLimit(.minutes(5))) struct DaemonTests {

@@ -3,6 +3,7 @@ import HaulAPI
 import HaulCore
 import HaulTesting
 import Testing
+import NIOHTTP1
 
 /// Three `haul serve` processes share one PostgreSQL queue and one download directory, as
 /// three hosts would: work spreads over all of them, a killed host's downloads resume elsewhere,

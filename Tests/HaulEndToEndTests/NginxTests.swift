@@ -3,6 +3,7 @@ import HaulCore
 import HaulTesting
 import NIOPosix
 import Testing
+import NIOCore
 
 /// A real peer: nginx's own `Range`, `If-Range` and ETag handling, throttled with `limit_rate`,
 /// against a `kill -9` of the real binary. `.ci/run` installs nginx; elsewhere the test runs

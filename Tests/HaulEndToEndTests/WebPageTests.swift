@@ -2,6 +2,7 @@ import Foundation
 @testable import HaulServer
 import HaulTesting
 import Testing
+import HaulAPI
 
 /// The web page of `haul serve` in a real browser: Tests/WebUI/webui_test.py drives headless
 /// Chromium through Selenium against the real binary (add through the form, watch a download

@@ -3,6 +3,7 @@ import HaulCore
 import HaulServer
 import HaulTesting
 import Testing
+import HaulAPI
 
 /// `addUri` with a position, when a free slot takes the download at once: the download has no
 /// place in the queue to take, and the call still answers its gid (it used to answer "not found

@@ -7,6 +7,8 @@ import HaulCore
 import HaulTesting
 import Logging
 import Testing
+import AsyncHTTPClient
+import NIOHTTP1
 
 /// `--on-complete`, `--on-error` and `--webhook` (issue 22): real programs (shell scripts that
 /// write their arguments to a file), a real receiver (the test server, which records each

@@ -5,6 +5,7 @@ import HaulServer
 import NIOCore
 import NIOHTTP1
 import Testing
+import HaulCore
 
 /// `Daemon.run` in this process, and its HTTP API and aria2 RPC called over a real socket.
 struct DaemonAPI {

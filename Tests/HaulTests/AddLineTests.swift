@@ -3,6 +3,8 @@ import Foundation
 import HaulCore
 import HaulTesting
 import Testing
+import HaulStore
+import NIOConcurrencyHelpers
 
 /// Adds that arrive while another is being saved are added together: one transaction for all
 /// of them, each caller answered with its own records, and a bad request fails only its caller.

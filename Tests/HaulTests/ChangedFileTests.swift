@@ -3,6 +3,7 @@ import Haul
 import HaulCore
 import HaulTesting
 import Testing
+import HaulStore
 
 /// The file on the server is replaced between two attempts: the result is always the new file,
 /// whole, never old bytes glued to new ones or a new file cut to the old length.

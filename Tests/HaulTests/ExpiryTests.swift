@@ -3,6 +3,7 @@ import Foundation
 import HaulCore
 import HaulTesting
 import Testing
+import HaulStore
 
 /// A signed URL that expires midway: without a refresh command the download fails as
 /// `url-expired` with its bytes kept ("needs a new URL") until it is given one; with one, it

@@ -8,6 +8,7 @@ import Foundation
 import HaulCore
 import HaulTesting
 import Testing
+import HaulStore
 
 /// A killed process costs a tick of transfer, not a checkpoint interval (issue 19): what it
 /// noted without fsync is trusted on the same boot, for the same `.part` and entity, and only

@@ -3,6 +3,7 @@ import Foundation
 import HaulCore
 import HaulTesting
 import Testing
+import HaulStore
 
 /// Status reads of a running download come from memory (the record its run last stored), and
 /// say what the store says: a change made while it runs shows at once, and once it ends the

@@ -3,6 +3,7 @@ import Foundation
 import HaulCore
 import HaulTesting
 import Testing
+import HaulStore
 
 /// A new URL for a download keeps its bytes when it serves the same file, and never glues
 /// another file onto them: through `setSources` (aria2's `changeUri`, the API) and through an

@@ -8,6 +8,7 @@ import Haul
 import HaulCore
 import HaulTesting
 import Testing
+import HaulStore
 
 /// A `kill -9` can land between the moment the verified `.part` gets its final name and the
 /// moment the store says `completed`. The restarted process must finish the job from what is on

@@ -3,6 +3,7 @@ import Haul
 import HaulCore
 import HaulTesting
 import Testing
+import HaulStore
 
 /// DESIGN rule 3 against a server that misbehaves on the wire.
 @Suite(.timeLimit(.minutes(2))) struct ResumeTests {

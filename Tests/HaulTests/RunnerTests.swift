@@ -4,6 +4,7 @@ import HaulCore
 import HaulTesting
 import NIOConcurrencyHelpers
 import Testing
+import Logging
 
 /// The runner alone, with a fake transport and a fake writer: the durability order and the stop
 /// path, deterministic and without sockets.

@@ -3,6 +3,7 @@ import Haul
 import HaulCore
 import HaulTesting
 import Testing
+import HaulStore
 
 /// One file over several connections, against the test server's faults: every test checks the
 /// bytes on disk and what the server saw.

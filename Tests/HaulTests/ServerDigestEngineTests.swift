@@ -4,6 +4,7 @@ import Haul
 import HaulCore
 import HaulTesting
 import Testing
+import HaulStore
 
 /// The digests a server announces (RFC 9530 `Repr-Digest`/`Content-Digest`, RFC 3230 `Digest`),
 /// through the real engine against the test server: the right one publishes, a wrong one fails

@@ -3,6 +3,9 @@ import Foundation
 import HaulCore
 import HaulTesting
 import Testing
+import AsyncHTTPClient
+import NIOCore
+import NIOSSL
 
 /// The transport's connections: a connection haul cuts is closed at once (no wait for the
 /// server's close_notify), and a download knows how many connections and TLS handshakes its

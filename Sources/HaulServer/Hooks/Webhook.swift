@@ -6,6 +6,7 @@ import HaulAPI
 import HaulCore
 import Logging
 import NIOCore
+import NIOHTTP1
 
 /// `haul serve --webhook URL`: a JSON event POSTed when a download completes or fails, signed so
 /// the receiver can tell it came from this daemon.
