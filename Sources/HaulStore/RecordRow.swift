@@ -73,7 +73,8 @@ struct RecordRow {
         guard let id = string("id"), let url = string("url"), let directory = string("directory"),
               let statusText = string("status"), let status = DownloadStatus(rawValue: statusText),
               let segmentText = string("segments"), let segments = SegmentCoding.decode(segmentText) else {
-            throw HaulError(.store, "unreadable download row \(row)")
+            // Not the row itself: it holds headers and credentials.
+            throw HaulError(.store, "download \(string("id") ?? "without an id") in the store cannot be read: its url, directory, status or segments are missing or malformed")
         }
         let range = int("range_start").map { ByteRange(start: $0, end: int("range_end")) }
         let checksum = try string("checksum").map { try Checksum(parsing: $0) }

@@ -97,4 +97,24 @@ import Testing
         #expect(all["done"]?.status == .completed && all["done"]?.error == nil)
         try await reopened.close()
     }
+
+    /// A row the store cannot read at all is named by its id, never printed: it holds secrets.
+    @Test func anUnreadableRowIsNamedNotPrinted() async throws {
+        let path = NSTemporaryDirectory() + "haul-stored-\(UUID().uuidString).sqlite"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let store = try await SQLiteDownloadStore.open(path: path, keepsCredentials: true)
+        try await store.save(try record("broken", headers: ["Cookie": "sid=hunter2"]))
+        try await store.close()
+        try await python("""
+            c = sqlite3.connect(path)
+            c.execute("UPDATE downloads SET status = 'bogus' WHERE id = 'broken'")
+            c.commit()
+            """, path: path)
+        let reopened = try await SQLiteDownloadStore.open(path: path, keepsCredentials: true)
+        let error = await #expect(throws: HaulError.self) { try await reopened.record(DownloadID(rawValue: "broken")) }
+        #expect(error?.code == .store)
+        #expect(error?.message.contains("download broken in the store cannot be read") == true)
+        #expect(!"\(error!)".contains("hunter2") && !"\(error!)".contains(#"p"w"#))
+        try await reopened.close()
+    }
 }
