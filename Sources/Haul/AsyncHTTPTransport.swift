@@ -189,7 +189,8 @@ public final class AsyncHTTPTransport: HTTPTransport {
             // choose the credentials sent to another host.
             let credentials = sameOrigin ? (plan.credentials ?? origin.credentials) : nil
             if let credentials, !request.headers.contains(name: "Authorization") {
-                request.headers.add(name: "Authorization", value: credentials.basicAuthorization)
+                request.headers.add(name: "Authorization",
+                                    value: HTTPClient.Authorization.basic(username: credentials.user, password: credentials.password).headerValue)
             }
             configuration.cookies?.add(to: &request.headers, for: url)
             let proxy = configuration.proxies.proxy(for: url)

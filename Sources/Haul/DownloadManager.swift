@@ -194,7 +194,7 @@ public actor DownloadManager {
         do {
             // The store keeps request headers (cookies, tokens): a new state directory is private.
             let existed = DestinationFiles.exists(path)
-            try DestinationFiles.makeDirectory(path)
+            try Directories.create(path, isPrivate: true)
             if !existed { chmod(path, 0o700) }
         } catch let error as HaulError {
             throw HaulError(error.code, "cannot use state directory \(path): \(error.message)")

@@ -71,6 +71,17 @@ public struct AddRequest: Codable, Sendable {
 
 /// The checks shared by adds, options and per-download changes: `bad-request`, naming the field.
 public enum Limits {
+    /// Downloads running at once: `-j`, the API's `maxConcurrentDownloads`, aria2's
+    /// `max-concurrent-downloads` (and the web page's field, which says the same in HTML).
+    public static let concurrentDownloads = 1...1000
+
+    public static func check(maxConcurrentDownloads count: Int?, field: String = "maxConcurrentDownloads") throws(HaulError) {
+        guard let count else { return }
+        guard concurrentDownloads.contains(count) else {
+            throw HaulError(.badRequest, "\(field) must be between \(concurrentDownloads.lowerBound) and \(concurrentDownloads.upperBound), not \(count)")
+        }
+    }
+
     public static func check(connections: Int?, field: String = "connections") throws(HaulError) {
         guard let connections else { return }
         guard (1...DownloadRequest.maxConnections).contains(connections) else {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Haul
+import HaulAPI
 import HaulCore
 import HaulStore
 import Logging
@@ -119,7 +120,9 @@ struct GetCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
-        if jobs < 1 { throw ValidationError("-j must be at least 1") }
+        if !Limits.concurrentDownloads.contains(jobs) {
+            throw ValidationError("-j must be between \(Limits.concurrentDownloads.lowerBound) and \(Limits.concurrentDownloads.upperBound), not \(jobs)")
+        }
         if !(1...DownloadRequest.maxConnections).contains(connections) {
             throw ValidationError("-x must be between 1 and \(DownloadRequest.maxConnections) (got \(connections))")
         }

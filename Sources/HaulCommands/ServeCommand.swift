@@ -111,7 +111,9 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func validate() throws {
-        if jobs < 1 { throw ValidationError("-j must be at least 1") }
+        if !Limits.concurrentDownloads.contains(jobs) {
+            throw ValidationError("-j must be between \(Limits.concurrentDownloads.lowerBound) and \(Limits.concurrentDownloads.upperBound), not \(jobs)")
+        }
         if !(1...DownloadRequest.maxConnections).contains(connections) {
             throw ValidationError("-x must be between 1 and \(DownloadRequest.maxConnections) (got \(connections))")
         }

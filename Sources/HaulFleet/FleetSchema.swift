@@ -7,7 +7,7 @@ import PostgresNIO
 /// refused before anything is changed.
 enum FleetSchema {
     /// The version this haul writes. Add a step to `steps` and raise it; never edit a step.
-    static let version = 2
+    static let version = 3
 
     static let steps: [[String]] = [
         [
@@ -54,6 +54,19 @@ enum FleetSchema {
             """
             CREATE UNIQUE INDEX haul_downloads_live_name ON haul_downloads (directory, file_name)
             WHERE file_name IS NOT NULL AND status IN ('queued', 'running')
+            """,
+        ],
+        [
+            // Credentials in the one form both stores use (HaulCore's `StoredForms.swift`):
+            // `user:password`, `%` and `:` escaped in each, becomes
+            // `{"user":"user","password":"password"}`. A value without the colon is left as it
+            // is, so a claim fails its download with the reason instead of running it without.
+            // (Headers are in the record's JSON, already in `HTTPHeaderList`'s form.)
+            """
+            UPDATE haul_downloads SET credentials = json_build_object(
+                'user', replace(replace(split_part(credentials, ':', 1), '%3A', ':'), '%25', '%'),
+                'password', replace(replace(substr(credentials, strpos(credentials, ':') + 1), '%3A', ':'), '%25', '%'))::text
+            WHERE strpos(credentials, ':') > 0
             """,
         ],
     ]

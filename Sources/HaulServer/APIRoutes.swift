@@ -194,9 +194,7 @@ struct APIRoutes<Context: RequestContext>: Sendable {
     /// Every field is checked before any changes, so a bad one changes nothing.
     private func setOptions(_ request: Request) async throws -> Response {
         let change = try await decode(OptionsChange.self, request)
-        if let count = change.maxConcurrentDownloads, !(1...1000).contains(count) {
-            throw HaulError(.badRequest, "maxConcurrentDownloads must be between 1 and 1000, not \(count)")
-        }
+        try Limits.check(maxConcurrentDownloads: change.maxConcurrentDownloads)
         try Limits.check(connections: change.connections)
         if let rate = change.maxBytesPerSecond { try Limits.check(maxBytesPerSecond: rate) }
         if let count = change.maxConcurrentDownloads {

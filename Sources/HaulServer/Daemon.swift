@@ -117,10 +117,10 @@ public struct Daemon: Sendable {
         let descriptorLimit = ConnectionGuard.raiseDescriptorLimit()
         let lock = try DaemonLock.acquire(home: configuration.home)
         defer { withExtendedLifetime(lock) {} }
-        try DaemonLock.makeDirectory(configuration.downloadDirectory, what: "download directory")
+        try Directories.create(configuration.downloadDirectory, what: "download directory")
 
         for directory in configuration.allowedDirectories {
-            try DaemonLock.makeDirectory(directory, what: "allowed directory")
+            try Directories.create(directory, what: "allowed directory")
         }
 
         let secret = configuration.secret ?? Token.random(bytes: 32)
@@ -334,9 +334,7 @@ final class DaemonLock: Sendable {
 
     static func acquire(home: String) throws(HaulError) -> DaemonLock {
         // The store keeps request headers (cookies, tokens): a new state directory is private.
-        let existed = FileManager.default.fileExists(atPath: home)
-        try makeDirectory(home, what: "state directory")
-        if !existed { chmod(home, 0o700) }
+        try Directories.create(home, what: "state directory", isPrivate: true)
         let path = Paths.join(home, "serve.lock")
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
@@ -349,17 +347,5 @@ final class DaemonLock: Sendable {
             throw HaulError(.inUse, "a haul daemon is already running for \(home)\(detail)")
         }
         return DaemonLock(descriptor: descriptor)
-    }
-
-    static func makeDirectory(_ path: String, what: String) throws(HaulError) {
-        do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        } catch {
-            throw HaulError(.fileSystem, "cannot create the \(what) \(path): \((error as NSError).localizedDescription)")
-        }
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw HaulError(.fileSystem, "the \(what) \(path) is not a directory")
-        }
     }
 }

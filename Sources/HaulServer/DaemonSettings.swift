@@ -2,14 +2,18 @@ import Foundation
 import Haul
 import HaulAPI
 import HaulCore
+import NIOConcurrencyHelpers
 
 /// What the daemon itself holds beyond the manager, shared by the HTTP API and aria2's JSON-RPC:
 /// the defaults for new downloads (changeable through either) and where downloads may go.
-public final class DaemonDefaults: @unchecked Sendable {
-    private let lock = NSLock()
-    private var storedConnections: Int
-    private var storedDirectory: String
-    private var storedMaxBytesPerSecond: Int64?
+public final class DaemonDefaults: Sendable {
+    private struct State {
+        var connections: Int
+        var directory: String
+        var maxBytesPerSecond: Int64?
+    }
+
+    private let state: NIOLockedValueBox<State>
     public let policy: DirectoryPolicy
     /// The global limit's schedule (`--limit-schedule`), shown by the options; nil without one.
     public let limitSchedule: SpeedSchedule?
@@ -17,32 +21,31 @@ public final class DaemonDefaults: @unchecked Sendable {
     public init(directory: String, connections: Int, maxBytesPerSecond: Int64? = nil, allowedDirectories: [String] = [],
                 limitSchedule: SpeedSchedule? = nil) {
         self.limitSchedule = limitSchedule
-        storedDirectory = AddRequest.normalized(directory)
-        storedConnections = connections
-        storedMaxBytesPerSecond = maxBytesPerSecond
+        state = NIOLockedValueBox(State(connections: connections, directory: AddRequest.normalized(directory),
+                                        maxBytesPerSecond: maxBytesPerSecond))
         policy = DirectoryPolicy(roots: [directory] + allowedDirectories)
     }
 
     /// Connections for new downloads that do not name theirs (`haul serve -x`).
     public var connections: Int {
-        get { lock.withLock { storedConnections } }
-        set { lock.withLock { storedConnections = newValue } }
+        get { state.withLockedValue { $0.connections } }
+        set { state.withLockedValue { $0.connections = newValue } }
     }
 
     /// Where new downloads go unless they say (`-d`; aria2's global `dir`).
-    public var directory: String { lock.withLock { storedDirectory } }
+    public var directory: String { state.withLockedValue { $0.directory } }
 
     /// Changes the default directory; it must be one the policy allows.
     public func setDirectory(_ path: String) throws(HaulError) {
         guard path.hasPrefix("/") else { throw HaulError(.badRequest, "directory must be an absolute path: \(path)") }
         try policy.check(path)
-        lock.withLock { storedDirectory = AddRequest.normalized(path) }
+        state.withLockedValue { $0.directory = AddRequest.normalized(path) }
     }
 
     /// The rate limit of new downloads that do not name theirs (aria2's global `max-download-limit`).
     public var maxBytesPerSecond: Int64? {
-        get { lock.withLock { storedMaxBytesPerSecond } }
-        set { lock.withLock { storedMaxBytesPerSecond = newValue } }
+        get { state.withLockedValue { $0.maxBytesPerSecond } }
+        set { state.withLockedValue { $0.maxBytesPerSecond = newValue } }
     }
 
     /// The engine's request for an add, with these defaults, inside the allowed directories.

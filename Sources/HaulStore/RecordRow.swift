@@ -39,7 +39,7 @@ struct RecordRow {
             Self.integer(request.range?.start),
             Self.integer(request.range?.end),
             Self.text(request.checksum?.description),
-            .text(Self.encodeHeaders(request.headers)),
+            .text(StoredJSON.headers(request.headers)),
             Self.integer(request.maxAttempts.map(Int64.init)),
             .integer(SQLiteInt64(request.priority)),
             .text(record.status.rawValue),
@@ -59,7 +59,7 @@ struct RecordRow {
             .integer(SQLiteInt64(record.position)),
             .integer(SQLiteInt64(request.connections)),
             Self.integer(request.maxBytesPerSecond),
-            keepCredentials ? Self.text(request.credentials.map(Self.encodeCredentials)) : .null,
+            keepCredentials ? Self.text(request.credentials.map(StoredJSON.credentials)) : .null,
             Self.text(request.mirrors.isEmpty ? nil : request.mirrors.map(\.absoluteString).joined(separator: "\n")),
             Self.text(record.serverDigest.map { "\($0.field.rawValue) \($0.checksum)" }),
             Self.text(request.pieceHashes.map(Self.encodePieceHashes)),
@@ -73,7 +73,8 @@ struct RecordRow {
         guard let id = string("id"), let url = string("url"), let directory = string("directory"),
               let statusText = string("status"), let status = DownloadStatus(rawValue: statusText),
               let segmentText = string("segments"), let segments = SegmentCoding.decode(segmentText) else {
-            throw HaulError(.store, "unreadable download row \(row)")
+            // Not the row itself: it holds headers and credentials.
+            throw HaulError(.store, "download \(string("id") ?? "without an id") in the store cannot be read: its url, directory, status or segments are missing or malformed")
         }
         let range = int("range_start").map { ByteRange(start: $0, end: int("range_end")) }
         let checksum = try string("checksum").map { try Checksum(parsing: $0) }
@@ -81,14 +82,12 @@ struct RecordRow {
             string("requested_name").map { .file(Paths.join(directory, $0)) } ?? .directory(directory)
         let request = try DownloadRequest(
             url: RemoteURL(url), destination: destination, range: range, checksum: checksum,
-            headers: decodeHeaders(string("headers") ?? "[]"), maxAttempts: int("max_attempts").map(Int.init),
+            maxAttempts: int("max_attempts").map(Int.init),
             priority: Int(int("priority") ?? 0),
             connections: min(max(1, Int(int("connections") ?? 1)), DownloadRequest.maxConnections),
             maxBytesPerSecond: int("max_bytes_per_second").flatMap { $0 > 0 ? $0 : nil },
             mirrors: (string("mirrors") ?? "").split(separator: "\n").map { try RemoteURL(String($0)) })
         var record = DownloadRecord(id: DownloadID(rawValue: id), request: request, createdAt: int("created_at") ?? 0)
-        record.request.credentials = string("credentials").flatMap(decodeCredentials)
-        if let cookies = string("cookies") { record.request.cookies = try SourceCookies(storedForm: cookies) }
         record.status = status
         record.position = int("position") ?? 0
         record.fileName = string("file_name")
@@ -104,7 +103,27 @@ struct RecordRow {
             record.error = HaulError(HaulError.Code(rawValue: code), string("error_message") ?? code,
                                      httpStatus: int("error_http_status").map(Int.init), cause: string("error_cause"))
         }
+        readSecrets(of: &record, headers: string("headers"), credentials: string("credentials"), cookies: string("cookies"))
         return record
+    }
+
+    /// What a resume is sent with; a part that cannot be read fails the record (`markUnreadable`).
+    static func readSecrets(of record: inout DownloadRecord, headers: String?, credentials: String?, cookies: String?) {
+        do {
+            record.request.headers = try StoredJSON.headers(headers ?? "")
+        } catch {
+            record.markUnreadable("headers", detail: error.cause ?? error.message)
+        }
+        do {
+            record.request.credentials = try credentials.map(StoredJSON.credentials)
+        } catch {
+            record.markUnreadable("credentials", detail: error.cause ?? error.message)
+        }
+        do {
+            if let cookies { record.request.cookies = try SourceCookies(storedForm: cookies) }
+        } catch {
+            record.markUnreadable("cookies", detail: error.message)
+        }
     }
 
     /// `Repr-Digest sha-256=HEX`, as written above.
@@ -136,29 +155,6 @@ struct RecordRow {
 
     static func text(_ value: String?) -> SQLiteData { value.map { .text($0) } ?? .null }
     static func integer(_ value: Int64?) -> SQLiteData { value.map { .integer(SQLiteInt64($0)) } ?? .null }
-
-    static func encodeHeaders(_ headers: HTTPHeaderList) -> String {
-        let pairs = headers.fields.map { [$0.name, $0.value] }
-        guard let data = try? JSONSerialization.data(withJSONObject: pairs) else { return "[]" }
-        return String(decoding: data, as: UTF8.self)
-    }
-
-    static func encodeCredentials(_ credentials: Credentials) -> String {
-        let pair = [credentials.user, credentials.password]
-        guard let data = try? JSONSerialization.data(withJSONObject: pair) else { return "[]" }
-        return String(decoding: data, as: UTF8.self)
-    }
-
-    static func decodeCredentials(_ text: String) -> Credentials? {
-        guard let pair = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String], pair.count == 2 else { return nil }
-        return Credentials(user: pair[0], password: pair[1])
-    }
-
-    static func decodeHeaders(_ text: String) -> HTTPHeaderList {
-        if text == "[]" { return [:] }  // nearly every row: skip the JSON parser
-        guard let pairs = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [[String]] else { return [:] }
-        return HTTPHeaderList(pairs.compactMap { $0.count == 2 ? .init(name: $0[0], value: $0[1]) : nil })
-    }
 }
 
 /// Segments as compact text, `start-end:written` joined by commas (`end` empty when unknown).

@@ -91,6 +91,28 @@ enum StoreSchema {
             WHERE file_name IS NOT NULL AND status IN ('queued', 'running')
             """,
         ],
+        [
+            // Headers and credentials in the one form both stores use (HaulCore's
+            // `StoredForms.swift`): `[["Name","value"]]` becomes `HTTPHeaderList`'s
+            // `{"fields":[{"name":"Name","value":"value"}]}`, `["user","password"]` becomes
+            // `{"user":"user","password":"password"}`. A value not in the old form is left as it
+            // is, so reading it fails its download with the reason instead of emptying it.
+            """
+            UPDATE downloads SET headers = json_object('fields', json((
+                SELECT json_group_array(json_object('name', json_extract(field.value, '$[0]'), 'value', json_extract(field.value, '$[1]')))
+                FROM json_each(downloads.headers) AS field)))
+            WHERE json_valid(headers) AND json_type(headers) = 'array' AND NOT EXISTS (
+                SELECT 1 FROM json_each(downloads.headers) AS field
+                WHERE field.type <> 'array' OR json_array_length(field.value) <> 2
+                    OR json_type(field.value, '$[0]') <> 'text' OR json_type(field.value, '$[1]') <> 'text')
+            """,
+            """
+            UPDATE downloads SET credentials = json_object('user', json_extract(credentials, '$[0]'), 'password', json_extract(credentials, '$[1]'))
+            WHERE credentials IS NOT NULL AND json_valid(credentials) AND json_type(credentials) = 'array'
+                AND json_array_length(credentials) = 2
+                AND json_type(credentials, '$[0]') = 'text' AND json_type(credentials, '$[1]') = 'text'
+            """,
+        ],
     ]
 
     /// Two processes may open a new database at once: the version is read inside the write

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import NIOConcurrencyHelpers
 
 /// A real HTTP proxy for tests: Debian's `tinyproxy`, run in the foreground with its own
 /// configuration on a free 127.0.0.1 port, logging to a file the test reads to prove which
@@ -27,8 +28,7 @@ public final class TinyProxy: @unchecked Sendable {
     public let logPath: String
     private let directory: String
     private let process: Process
-    private let lock = NSLock()
-    private var stopped = false
+    private let stopped = NIOLockedValueBox(false)
 
     private init(port: Int, logPath: String, directory: String, process: Process) {
         self.port = port
@@ -110,10 +110,10 @@ public final class TinyProxy: @unchecked Sendable {
 
     /// Kills the process and removes its files. Idempotent.
     public func stop() {
-        lock.lock()
-        let wasStopped = stopped
-        stopped = true
-        lock.unlock()
+        let wasStopped = stopped.withLockedValue { stopped in
+            defer { stopped = true }
+            return stopped
+        }
         guard !wasStopped else { return }
         if process.isRunning {
             // SIGKILL: started from a test, tinyproxy was still running 5 s after Process's

@@ -2,21 +2,9 @@ import Foundation
 import HaulCore
 import Testing
 
-/// Credentials: the Basic header, `--user`, and the URL's userinfo kept out of everything that
+/// Credentials: `--user`, and the URL's userinfo kept out of everything that
 /// is printed or stored.
 @Suite(.timeLimit(.minutes(1))) struct CredentialsTests {
-    @Test func basicHeaderIsBase64OfUserColonPassword() {
-        // RFC 7617's example.
-        #expect(Credentials(user: "Aladdin", password: "open sesame").basicAuthorization == "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==")
-        // UTF-8, and every padding length.
-        #expect(Credentials(user: "test", password: "123£").basicAuthorization == "Basic dGVzdDoxMjPCow==")
-        #expect(Base64.encode(Array("".utf8)) == "")
-        #expect(Base64.encode(Array("f".utf8)) == "Zg==")
-        #expect(Base64.encode(Array("fo".utf8)) == "Zm8=")
-        #expect(Base64.encode(Array("foo".utf8)) == "Zm9v")
-        #expect(Base64.encode([0xff, 0xfe, 0xfd, 0x00]) == "//79AA==")
-    }
-
     @Test func printingNeverShowsThePassword() {
         let credentials = Credentials(user: "alice", password: "s3cret")
         var plan = RequestPlan(url: try! RemoteURL("http://h/f"), range: nil, ifRange: nil, headers: [:])

@@ -107,7 +107,7 @@ import Testing
         let second = try await HaulProcess.run(arguments, in: world)
         #expect(second.status == 0, "\(second.stderr)")
         let requests = world.server.requests(to: "/auth.bin")
-        let expected = Credentials(user: "ulla", password: secret).basicAuthorization
+        let expected = "Basic " + Data("ulla:\(secret)".utf8).base64EncodedString()
         #expect(requests.count > before && requests[before...].allSatisfy { $0.header("Authorization") == expected })
         #expect(payload.mismatch(inFileAt: world.directory + "/auth.bin") == nil)
         try await world.close()

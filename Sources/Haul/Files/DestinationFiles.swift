@@ -31,30 +31,6 @@ enum DestinationFiles {
         return lstat(path, &info) == 0
     }
 
-    /// Creates the directory and its parents, like `mkdir -p`.
-    static func makeDirectory(_ path: String) throws {
-        var info = stat()
-        if stat(path, &info) == 0 {
-            guard (info.st_mode & S_IFMT) == S_IFDIR else {
-                throw HaulError(.fileSystem, "\(path) is not a directory")
-            }
-            return
-        }
-        let (parent, _) = splitParent(path)
-        if let parent, parent != path { try makeDirectory(parent) }
-        if mkdir(path, 0o755) != 0 && errno != EEXIST {
-            throw FileSystemErrors.error(errno, "cannot create directory", path)
-        }
-    }
-
-    static func splitParent(_ path: String) -> (String?, String) {
-        var trimmed = Substring(path)
-        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed.removeLast() }
-        guard let slash = trimmed.lastIndex(of: "/") else { return (nil, String(trimmed)) }
-        let parent = trimmed[..<slash]
-        return (parent.isEmpty ? "/" : String(parent), String(trimmed[trimmed.index(after: slash)...]))
-    }
-
     /// The name of the download's `.part` in its directory, once it has a name.
     static func partName(_ record: DownloadRecord) -> String? {
         record.fileName.map { $0 + partSuffix }

@@ -46,7 +46,7 @@ final class DownloadDirectory: Sendable {
         } else {
             root = normalized
         }
-        if create { try DestinationFiles.makeDirectory(root) }
+        if create { try Directories.create(root) }
         var current = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard current >= 0 else {
             if errno == ENOENT, !create { return nil }

@@ -192,7 +192,9 @@ extension DownloadRecord {
     }
 }
 
-extension Base64 {
+/// Base64 as digests and structured fields carry it (decoding only: the transport's
+/// `Authorization: Basic` is encoded by AsyncHTTPClient).
+enum Base64 {
     /// Standard base64 (RFC 4648 section 4), `=` padding optional (RFC 8941 4.2.7 asks parsers
     /// not to insist on it). Nil for any other character, data after padding, or an impossible
     /// length.

@@ -4,7 +4,8 @@
 /// Secrets must never reach a terminal, a log, `--json`, the store or the daemon's API by
 /// accident: `description`, `debugDescription` and the mirror (what `print`, string
 /// interpolation, `dump` and `String(reflecting:)` of any value holding one use) all hide the
-/// password. Deliberately not `Codable`: whoever stores one decides how.
+/// password. Deliberately not `Codable`, so no type holding one stores it by accident: the stores
+/// keep it as `StoredCredentials` (`StoredForms.swift`), and only a store that keeps credentials.
 public struct Credentials: Hashable, Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     public var user: String
     public var password: String
@@ -26,12 +27,6 @@ public struct Credentials: Hashable, Sendable, CustomStringConvertible, CustomDe
         self.init(user: user, password: String(text[text.index(after: colon)...]))
     }
 
-    /// The value of an `Authorization` (or `Proxy-Authorization`) header: `Basic` and the
-    /// base64 of `user:password` in UTF-8 (RFC 7617).
-    public var basicAuthorization: String {
-        "Basic " + Base64.encode(Array("\(user):\(password)".utf8))
-    }
-
     /// A URL's userinfo, `user[:password]`, each percent-decoded; nil for an empty one
     /// (`http://@host/`). Origin URLs and proxy URLs alike.
     public init?(userinfo: Substring) {
@@ -43,47 +38,7 @@ public struct Credentials: Hashable, Sendable, CustomStringConvertible, CustomDe
                   password: String(decoding: PercentDecoding.decode(password), as: UTF8.self))
     }
 
-    /// `user:password` with `%` and `:` escaped in each: how a private store keeps them.
-    public var storedForm: String {
-        func escaped(_ text: String) -> String {
-            text.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: ":", with: "%3A")
-        }
-        return escaped(user) + ":" + escaped(password)
-    }
-
-    /// Reads `storedForm`.
-    public init?(storedForm text: String) {
-        let halves = text.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
-        guard halves.count == 2 else { return nil }
-        func unescaped(_ text: Substring) -> String {
-            String(text).replacingOccurrences(of: "%3A", with: ":").replacingOccurrences(of: "%25", with: "%")
-        }
-        self.init(user: unescaped(halves[0]), password: unescaped(halves[1]))
-    }
-
     public var description: String { "\(user):***" }
     public var debugDescription: String { "Credentials(\(user):***)" }
     public var customMirror: Mirror { Mirror(self, children: ["user": user, "password": "***"]) }
-}
-
-/// Standard base64 with padding (RFC 4648 §4); HaulCore has no Foundation.
-public enum Base64 {
-    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-
-    public static func encode(_ bytes: [UInt8]) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity((bytes.count + 2) / 3 * 4)
-        var index = 0
-        while index < bytes.count {
-            let b0 = bytes[index]
-            let b1 = index + 1 < bytes.count ? bytes[index + 1] : 0
-            let b2 = index + 2 < bytes.count ? bytes[index + 2] : 0
-            out.append(alphabet[Int(b0 >> 2)])
-            out.append(alphabet[Int((b0 & 0x03) << 4 | b1 >> 4)])
-            out.append(index + 1 < bytes.count ? alphabet[Int((b1 & 0x0f) << 2 | b2 >> 6)] : UInt8(ascii: "="))
-            out.append(index + 2 < bytes.count ? alphabet[Int(b2 & 0x3f)] : UInt8(ascii: "="))
-            index += 3
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
 }

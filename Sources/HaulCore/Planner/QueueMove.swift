@@ -6,7 +6,7 @@ public enum QueueMove: String, Sendable, Codable, CaseIterable {
 /// The one definition of queue order: higher priority first, then lower position, then the id,
 /// so no two downloads tie (a tie broken one way in memory and another in a store let a freed
 /// slot go to a download the store listed behind the head). The stores' `ORDER BY` say the same
-/// (`QueueOrder.sql`).
+/// (`QueueOrder.sqlite`, `QueueOrder.postgres`).
 public enum QueueOrder {
     public static func runsBefore(_ a: (priority: Int, position: Int64, id: DownloadID),
                                   _ b: (priority: Int, position: Int64, id: DownloadID)) -> Bool {

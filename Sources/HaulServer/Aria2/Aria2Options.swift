@@ -127,7 +127,7 @@ enum Aria2Options {
         try checkSettable(options)
         var change = GlobalChange()
         if let text = text(options, "max-concurrent-downloads") {
-            guard let count = Int(text), (1...1000).contains(count) else { throw problem("max-concurrent-downloads") }
+            guard let count = Int(text), Limits.concurrentDownloads.contains(count) else { throw problem("max-concurrent-downloads") }
             change.maxConcurrentDownloads = count
         }
         change.overall = try rate(options, "max-overall-download-limit")

@@ -1,0 +1,49 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import HaulCore
+
+/// The one way haul makes a directory it needs, as `mkdir -p` does: the state directory
+/// (`haul get`'s and the daemon's), the daemon's download and allowed directories, a download's
+/// root. (Directories below a root are made one component at a time by `DownloadDirectory`,
+/// which must not follow links.)
+public enum Directories {
+    /// Makes `path` and its missing parents; a directory that exists is left as it is.
+    /// - Parameters:
+    ///   - what: how the error names it (`state directory`).
+    ///   - isPrivate: a directory this call makes is 0700 (the state keeps headers, cookies and
+    ///     tokens); one that exists keeps its mode.
+    /// - Throws: `.fileSystem` (`.diskFull` when the disk is) naming the path and the reason,
+    ///   or that something there is not a directory.
+    public static func create(_ path: String, what: String = "directory", isPrivate: Bool = false) throws(HaulError) {
+        var info = stat()
+        if stat(path, &info) == 0 {
+            guard (info.st_mode & S_IFMT) == S_IFDIR else { throw HaulError(.fileSystem, "the \(what) \(path) is not a directory") }
+            return
+        }
+        if let parent = parent(of: path), parent != path {
+            do {
+                try create(parent, what: what)
+            } catch {
+                throw HaulError(error.code, "cannot create the \(what) \(path): \(error.message)", cause: error.cause)
+            }
+        }
+        if mkdir(path, isPrivate ? 0o700 : 0o755) != 0 {
+            guard errno == EEXIST else { throw FileSystemErrors.error(errno, "cannot create the \(what)", path) }
+            return  // made by someone else meanwhile
+        }
+        // mkdir's mode passes through the umask: private means exactly 0700.
+        if isPrivate, chmod(path, 0o700) != 0 { throw FileSystemErrors.error(errno, "cannot make private the \(what)", path) }
+    }
+
+    /// The directory `path` is in; nil for a bare name.
+    static func parent(of path: String) -> String? {
+        var trimmed = Substring(path)
+        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed.removeLast() }
+        guard let slash = trimmed.lastIndex(of: "/") else { return nil }
+        let parent = trimmed[..<slash]
+        return parent.isEmpty ? "/" : String(parent)
+    }
+}
