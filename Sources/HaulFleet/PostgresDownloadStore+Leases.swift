@@ -1,6 +1,7 @@
 import HaulCore
 import Logging
 import PostgresNIO
+import NIOConcurrencyHelpers
 
 /// Leases: claims in queue order, renewals that carry live progress, releases, and where
 /// other hosts' runs are. A lease is held with its generation: a save or renewal under an older

@@ -1,6 +1,7 @@
 import HaulCore
 import Logging
 import PostgresNIO
+import NIOConcurrencyHelpers
 
 /// The `DownloadStore` side: fenced saves of held records, all-or-nothing saves of the rest,
 /// and reads in queue order (`QueueOrder.postgres`).

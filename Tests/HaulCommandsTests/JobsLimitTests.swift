@@ -2,6 +2,7 @@
 import HaulAPI
 import HaulCore
 import Testing
+import ArgumentParser
 
 /// `-j` takes what the API and aria2's `max-concurrent-downloads` take (`Limits.concurrentDownloads`),
 /// so a daemon never runs with a count its own API would refuse to set again.
