@@ -181,11 +181,19 @@ public actor DownloadManager {
     /// AsyncHTTPClient. Call `shutdown()` when done.
     public init(configuration: Configuration) async throws {
         try Self.prepareStateDirectory(configuration.stateDirectory)
+        let logger = configuration.logger
         let store = try await SQLiteDownloadStore.open(path: DestinationFiles.join(configuration.stateDirectory, "haul.sqlite"),
-                                                       keepsCredentials: configuration.keepsCredentials)
-        let transport = AsyncHTTPTransport(configuration: configuration.http, logger: configuration.logger)
+                                                       keepsCredentials: configuration.keepsCredentials, logger: logger)
+        let transport = AsyncHTTPTransport(configuration: configuration.http, logger: logger)
         self.init(configuration: configuration, store: store, transport: transport, clock: ClockAdapter(ContinuousClock()),
-                  ownedTransport: transport, closeStore: { try? await store.close() })
+                  ownedTransport: transport, closeStore: {
+            do {
+                try await store.close()
+            } catch {
+                // Every write was committed before its caller returned; only the file handles are at stake.
+                logger.warning("cannot close the state database", metadata: ["path": "\(store.path)", "error": "\(error)"])
+            }
+        })
     }
 
     /// Uses `store` (a fleet's shared store) with AsyncHTTPClient; the state directory keeps the
@@ -204,7 +212,9 @@ public actor DownloadManager {
             // The store keeps request headers (cookies, tokens): a new state directory is private.
             let existed = DestinationFiles.exists(path)
             try DestinationFiles.makeDirectory(path)
-            if !existed { chmod(path, 0o700) }
+            if !existed, chmod(path, 0o700) != 0 {
+                throw FileSystemErrors.error(errno, "cannot make private", path)
+            }
         } catch let error as HaulError {
             throw HaulError(error.code, "cannot use state directory \(path): \(error.message)")
         }
@@ -605,6 +615,7 @@ public actor DownloadManager {
         if let deadline {
             // `finished` empties `active` while this sleeps.
             let end = ContinuousClock.now + deadline
+            // A sleep (never cancelled: this task is the manager's own).
             while !active.isEmpty, ContinuousClock.now < end { try? await Task.sleep(for: .milliseconds(5)) }
         } else {
             for download in running { await download.task.value }
