@@ -34,13 +34,11 @@ public final class SQLiteDownloadStore: DownloadStore {
     /// Opens or creates the database and brings its schema up to date. With
     /// `keepsCredentials`, requests' credentials are stored too (a daemon resumes after a
     /// restart without being told them again) and the file is made private (0600).
-    /// `logger` hears what the store cannot throw; sqlite-nio's own messages go to it only from
-    /// `.error` up (its debug lines would carry the statements' binds, credentials included).
+    /// `logger` hears what the store cannot throw, and sqlite-nio's own few messages (a connection
+    /// opened, at debug; never a statement or its binds).
     public static func open(path: String, keepsCredentials: Bool = false,
                             logger: Logger = Logger(label: "haul.store", factory: { _ in SwiftLogNoOpLogHandler() }))
         async throws -> SQLiteDownloadStore {
-        var connectionLogger = logger
-        if connectionLogger.logLevel < .error { connectionLogger.logLevel = .error }
         // A thread of its own: a connection waiting on another process's lock must not occupy
         // the threads that file writes (or another connection holding that lock) need.
         let pool = NIOThreadPool(numberOfThreads: 1)
@@ -48,7 +46,7 @@ public final class SQLiteDownloadStore: DownloadStore {
         let connection: SQLiteConnection
         do {
             connection = try await SQLiteConnection.open(storage: .file(path: path), threadPool: pool,
-                                                         logger: connectionLogger, on: MultiThreadedEventLoopGroup.singleton.any())
+                                                         logger: logger, on: MultiThreadedEventLoopGroup.singleton.any())
         } catch {
             await shutDown(pool, logger: logger, what: "after a failed open")
             throw HaulError(.store, "cannot open the state database \(path)", cause: "\(error)")
@@ -65,7 +63,7 @@ public final class SQLiteDownloadStore: DownloadStore {
         while true {
             do {
                 try await store.prepare()
-                await store.openReader(logger: connectionLogger)
+                await store.openReader()
                 logger.debug("opened the state database", metadata: [
                     "path": "\(path)", "reads": "\(store.reader.withLockedValue { $0 == nil } ? "on the writer's connection" : "on their own connection")"])
                 return store
@@ -128,12 +126,12 @@ public final class SQLiteDownloadStore: DownloadStore {
 
     /// Without a reader (it could not be opened), reads share the writer's connection: logged,
     /// since listings then wait behind checkpoints' fsyncs.
-    private func openReader(logger connectionLogger: Logger) async {
+    private func openReader() async {
         let pool = NIOThreadPool(numberOfThreads: 1)
         pool.start()
         do {
             let connection = try await SQLiteConnection.open(storage: .file(path: path), threadPool: pool,
-                                                             logger: connectionLogger, on: MultiThreadedEventLoopGroup.singleton.any())
+                                                             logger: logger, on: MultiThreadedEventLoopGroup.singleton.any())
             _ = try await connection.query("PRAGMA busy_timeout = 10000")
             _ = try await connection.query("PRAGMA query_only = 1")
             reader.withLockedValue { $0 = (connection, pool) }
