@@ -51,6 +51,8 @@ final class DownloadLocks: Sendable {
             held[offset, default: 1] -= 1
             if held[offset] == 0 {
                 held[offset] = nil
+                // Unlocking a byte of the descriptor this object keeps open fails only on a bug
+                // (EBADF, EINVAL), and the kernel drops the lock with the process anyway.
                 _ = try? setLock(F_UNLCK, at: offset)
             }
         }

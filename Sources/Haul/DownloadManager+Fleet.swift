@@ -31,7 +31,13 @@ extension DownloadManager {
     /// Where downloads held by live leases run, with their progress as last renewed.
     public func fleetRuns(_ ids: [DownloadID]) async -> [DownloadID: FleetRun] {
         guard let fleet else { return [:] }
-        return (try? await fleet.runs(ids)) ?? [:]
+        do {
+            return try await fleet.runs(ids)
+        } catch {
+            // Only the live progress of other hosts' runs is missing: the records are still answered.
+            configuration.logger.warning("cannot read the fleet's live runs", metadata: ["error": "\(error)"])
+            return [:]
+        }
     }
 
     var renewInterval: Duration {
@@ -56,7 +62,7 @@ extension DownloadManager {
         let ticker = Task {
             while !Task.isCancelled {
                 wake.yield()
-                try? await Task.sleep(for: interval)
+                try? await Task.sleep(for: interval) // cancelled only when the loop stops
             }
         }
         fleetState.loop = Task {
@@ -135,7 +141,7 @@ extension DownloadManager {
             case .pause:
                 active[id]?.stop.request(.paused)
             case .remove, .removeWithFile:
-                Task { try? await self.remove(id, deleteFile: command == .removeWithFile) }
+                Task { await self.removeForAnotherHost(id, deleteFile: command == .removeWithFile) }
             }
         }
         // Still ours after the outage: go on here.
@@ -144,6 +150,20 @@ extension DownloadManager {
             start(id)
         }
         return true
+    }
+
+    /// Applies a remove another host left for a download running here. No one waits for the
+    /// answer, so a failure is logged (the row keeps its command: the next renewal brings it
+    /// again while the download still runs here).
+    func removeForAnotherHost(_ id: DownloadID, deleteFile: Bool) async {
+        do {
+            try await remove(id, deleteFile: deleteFile)
+        } catch let error as HaulError where error.code == .notFound {
+            // Removed meanwhile (an earlier renewal's copy of the same command): what was asked.
+        } catch {
+            configuration.logger.error("cannot apply another host's remove", metadata: [
+                "id": "\(id)", "error": "\(error)"])
+        }
     }
 
     /// A run here ended: keep the lease of one the database's loss stopped, end the others'.

@@ -193,9 +193,7 @@ public actor DownloadManager {
     public static func prepareStateDirectory(_ path: String) throws {
         do {
             // The store keeps request headers (cookies, tokens): a new state directory is private.
-            let existed = DestinationFiles.exists(path)
             try Directories.create(path, isPrivate: true)
-            if !existed { chmod(path, 0o700) }
         } catch let error as HaulError {
             throw HaulError(error.code, "cannot use state directory \(path): \(error.message)")
         }
@@ -596,6 +594,7 @@ public actor DownloadManager {
         if let deadline {
             // `finished` empties `active` while this sleeps.
             let end = ContinuousClock.now + deadline
+            // A sleep (never cancelled: this task is the manager's own).
             while !active.isEmpty, ContinuousClock.now < end { try? await Task.sleep(for: .milliseconds(5)) }
         } else {
             for download in running { await download.task.value }

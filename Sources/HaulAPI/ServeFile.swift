@@ -38,6 +38,7 @@ public struct ServeFile: Codable, Sendable, Hashable {
     public func write(home: String) throws(HaulError) {
         let path = Self.path(home: home)
         let temporary = path + ".tmp"
+        // A leftover from a crash; if it cannot be removed, the exclusive open below says why.
         unlink(temporary)
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
@@ -46,7 +47,13 @@ public struct ServeFile: Codable, Sendable, Hashable {
         defer { close(descriptor) }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        let data = ((try? encoder.encode(self)) ?? Data()) + Data("\n".utf8)
+        let data: Data
+        do {
+            data = try encoder.encode(self) + Data("\n".utf8)
+        } catch {
+            unlink(temporary)
+            throw HaulError(.internal, "cannot encode \(path)", cause: "\(error)")
+        }
         let written = data.withUnsafeBytes { posixWrite(descriptor, $0.baseAddress, $0.count) }
         guard written == data.count, fchmod(descriptor, 0o600) == 0, rename(temporary, path) == 0 else {
             unlink(temporary)
@@ -54,10 +61,13 @@ public struct ServeFile: Codable, Sendable, Hashable {
         }
     }
 
-    /// Deletes the file if it still describes this process.
-    public static func remove(home: String, pid: Int32) {
-        if let current = try? read(home: home), current.pid == pid {
-            unlink(path(home: home))
+    /// Deletes the file if it still describes this process. Throws when it cannot be read
+    /// (then it is left alone: it may not be this process's) or deleted.
+    public static func remove(home: String, pid: Int32) throws(HaulError) {
+        guard let current = try read(home: home), current.pid == pid else { return }
+        let path = path(home: home)
+        guard unlink(path) == 0 || errno == ENOENT else {
+            throw HaulError(.fileSystem, "cannot remove \(path): \(String(cString: strerror(errno)))")
         }
     }
 }

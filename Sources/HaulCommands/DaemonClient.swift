@@ -25,9 +25,10 @@ struct DaemonOptions: ParsableArguments {
         let token = secret ?? ProcessInfo.processInfo.environment["HAUL_SECRET"].flatMap { $0.isEmpty ? nil : $0 }
         if let server {
             let server = server.hasSuffix("/") ? String(server.dropLast()) : server
-            // The local daemon's token goes only to the local daemon, never to another host.
-            let file = try? ServeFile.read(home: home)
-            guard let token = token ?? ((file ?? nil)?.url == server ? (file ?? nil)?.secret : nil) else {
+            // The local daemon's token goes only to the local daemon, never to another host;
+            // the local file is read only when no token was given.
+            let file = try token == nil ? ServeFile.read(home: home) : nil
+            guard let token = token ?? (file?.url == server ? file?.secret : nil) else {
                 throw HaulError(.usage, "--server \(server) needs --secret or $HAUL_SECRET")
             }
             return DaemonClient(baseURL: server, secret: token)
@@ -46,6 +47,8 @@ struct DaemonOptions: ParsableArguments {
 struct DaemonClient: Sendable {
     let baseURL: String
     let secret: String
+    /// How long a request may wait for its whole answer.
+    var timeout: Duration = .seconds(60)
 
     private static let http = HTTPClient(
         eventLoopGroupProvider: .singleton,
@@ -77,15 +80,26 @@ struct DaemonClient: Sendable {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(bytes: try JSONEncoder().encode(body)))
         }
+        let data: Data
         let response: HTTPClientResponse
         do {
-            response = try await Self.http.execute(request, timeout: .seconds(60))
+            response = try await Self.http.execute(request, timeout: TimeAmount(timeout))
+            data = Data(try await response.body.collect(upTo: 512 << 20).readableBytesView)
         } catch {
-            throw HaulError(.noDaemon, "no haul daemon answers at \(baseURL) (start one with 'haul serve')", cause: "\(error)")
+            throw transportFailure(error)
         }
-        let data = Data(try await response.body.collect(upTo: 512 << 20).readableBytesView)
         guard (200..<300).contains(response.status.code) else { throw Self.error(response.status, data) }
         return data
+    }
+
+    /// A daemon that took the connection but did not answer in time is not "no daemon": it is
+    /// there, busy or stuck, and starting another would be refused.
+    func transportFailure(_ error: any Error) -> HaulError {
+        if let error = error as? HTTPClientError, error == .deadlineExceeded || error == .readTimeout {
+            return HaulError(.network, "the haul daemon at \(baseURL) accepted the request but did not answer within "
+                             + "\(timeout) (it may be busy; try again)", cause: "\(error)")
+        }
+        return HaulError(.noDaemon, "no haul daemon answers at \(baseURL) (start one with 'haul serve')", cause: "\(error)")
     }
 
     /// The event stream, one decoded event at a time, until the daemon closes it.
@@ -96,7 +110,7 @@ struct DaemonClient: Sendable {
         do {
             response = try await Self.http.execute(request, timeout: .hours(24 * 365))
         } catch {
-            throw HaulError(.noDaemon, "no haul daemon answers at \(baseURL) (start one with 'haul serve')", cause: "\(error)")
+            throw transportFailure(error)
         }
         guard response.status == .ok else {
             throw Self.error(response.status, Data(try await response.body.collect(upTo: 1 << 20).readableBytesView))
@@ -107,12 +121,15 @@ struct DaemonClient: Sendable {
                 do {
                     for try await buffer in response.body {
                         for data in parser.feed(buffer.readableBytesView) {
+                            // Nothing lost that this haul could show: an event it cannot read is
+                            // of a kind a newer daemon knows and it does not.
                             if let event = try? JSONDecoder().decode(EventView.self, from: data) { continuation.yield(event) }
                         }
                     }
                     continuation.finish()
                 } catch {
-                    continuation.finish(throwing: error)
+                    continuation.finish(throwing: HaulError(.noDaemon, "the haul daemon at \(baseURL) broke off its event stream",
+                                                            cause: "\(error)"))
                 }
             }
             continuation.onTermination = { _ in task.cancel() }
@@ -120,10 +137,13 @@ struct DaemonClient: Sendable {
     }
 
     private static func error(_ status: HTTPResponseStatus, _ data: Data) -> HaulError {
-        if let body = try? JSONDecoder().decode(ErrorBody.self, from: data) {
+        do {
+            let body = try JSONDecoder().decode(ErrorBody.self, from: data)
             return HaulError(HaulError.Code(rawValue: body.error.code), body.error.message, httpStatus: Int(status.code))
+        } catch {
+            return HaulError(.internal, "the daemon answered \(status.code) \(status.reasonPhrase)",
+                             httpStatus: Int(status.code), cause: "\(error)")
         }
-        return HaulError(.internal, "the daemon answered \(status.code) \(status.reasonPhrase)", httpStatus: Int(status.code))
     }
 }
 

@@ -242,7 +242,7 @@ struct GetCommand: AsyncParsableCommand {
             }
             group.addTask {
                 while !Task.isCancelled {
-                    try? await Task.sleep(for: interval)
+                    try? await Task.sleep(for: interval) // cancelled only when the loop ends
                     post.yield(.tick)
                 }
             }
@@ -307,7 +307,14 @@ struct GetCommand: AsyncParsableCommand {
                     if !wanted.isEmpty {
                         // Read beside the loop: a busy store must not hold up the display.
                         Task {
-                            let records = (try? await manager.records(wanted)) ?? []
+                            let records: [DownloadRecord]
+                            do {
+                                records = try await manager.records(wanted)
+                            } catch {
+                                // Only names for the display: asked for again at the next tick.
+                                await manager.configuration.logger.debug("cannot read downloads' names", metadata: ["error": "\(error)"])
+                                records = []
+                            }
                             let found = records.reduce(into: [DownloadID: String]()) { $0[$1.id] = $1.fileName }
                             post.yield(.named(found, asked: wanted))
                         }
@@ -396,9 +403,10 @@ struct GetCommand: AsyncParsableCommand {
     }
 
     static func size(_ text: String) throws -> Int64 {
-        guard let size = try? ByteRate(parsing: text).bytesPerSecond else {
-            throw ValidationError("-k must be a size such as 512K or 1M (got '\(text)')")
+        do {
+            return try ByteRate(parsing: text).bytesPerSecond
+        } catch {
+            throw ValidationError("-k must be a size such as 512K or 1M (got '\(text)': \(error.message))")
         }
-        return size
     }
 }

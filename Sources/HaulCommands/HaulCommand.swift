@@ -12,7 +12,11 @@ public struct HaulCommand: AsyncParsableCommand {
             Exit codes: 0 success, 1 internal error, 2 bad usage or URL, 3 HTTP error, \
             4 network failure after retries, 5 length, checksum or server digest mismatch, 6 file-system error, \
             7 no daemon answers (or it refused the token), 8 no such download, \
-            9 the download's state does not allow it, 10 the daemon refuses the directory, 14 the URL expired midway (bytes kept: give a new URL), 15 a cookie file that cannot be read or written, 130 interrupted (run the same command again to resume).
+            9 the download's state does not allow it, 10 the daemon refuses the directory, \
+            11 the fleet's database cannot be reached, 12 the fleet's database refused the login, \
+            13 the fleet's database has a newer schema than this haul, \
+            14 the URL expired midway (bytes kept: give a new URL), 15 a cookie file that cannot be read or written, \
+            16 another live haul serve uses this --fleet-name, 130 interrupted (run the same command again to resume).
             """,
         version: HaulVersion.current,
         subcommands: [GetCommand.self, ServeCommand.self, AddCommand.self, ListCommand.self, PauseCommand.self,
@@ -45,16 +49,25 @@ public struct HaulCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("haul: \(error.message)\n".utf8))
             return ExitCodes.code(for: error)
         } catch {
-            let status = exitCode(for: error)
-            if status == .success {
+            guard let failure = failure(for: error) else {
                 print(fullMessage(for: error))
                 return ExitCodes.success
             }
-            // One line: the cause, and where to read more.
-            let text = message(for: error).split(whereSeparator: \.isNewline).first.map(String.init) ?? "\(error)"
-            FileHandle.standardError.write(Data("haul: \(text) (see 'haul --help')\n".utf8))
-            return ExitCodes.usage
+            FileHandle.standardError.write(Data((failure.line + "\n").utf8))
+            return failure.code
         }
+    }
+
+    /// What an error that is neither a `HaulError` nor an `ExitCode` exits with, and its one
+    /// line on stderr; nil for ArgumentParser's clean exits (help, version). ArgumentParser's
+    /// own parse and validation errors are bad usage (2), with where to read more. Anything
+    /// else escaped the commands' own handling: an internal error (1), with its message.
+    static func failure(for error: any Error) -> (code: Int32, line: String)? {
+        let status = exitCode(for: error)
+        if status == .success { return nil }
+        let text = message(for: error).split(whereSeparator: \.isNewline).first.map(String.init) ?? "\(error)"
+        if status == .validationFailure { return (ExitCodes.usage, "haul: \(text) (see 'haul --help')") }
+        return (ExitCodes.internal, "haul: internal error: \(text.isEmpty ? "\(error)" : text)")
     }
 }
 

@@ -225,6 +225,7 @@ final class Reporter {
     private func rows() -> [ProgressDisplay.Row] {
         running.compactMap { id in
             guard let progress = live[id], let url = urls[id] else { return nil }
+            // Alternatives for a display name, the URL itself last: nothing is lost.
             let name = names[id] ?? (try? RemoteURL(url))?.lastPathComponent ?? url
             return ProgressDisplay.Row(name: name, progress: progress)
         }
@@ -281,8 +282,12 @@ final class Reporter {
     }
 
     private func writeJSON(_ view: EventView) {
-        guard let data = try? encoder.encode(view) else { return }
-        FileHandle.standardOutput.write(data + Data("\n".utf8))
+        do {
+            FileHandle.standardOutput.write(try encoder.encode(view) + Data("\n".utf8))
+        } catch {
+            // A number JSON cannot write (not finite): the line is lost, so say so.
+            FileHandle.standardError.write(Data("haul: cannot write a \(view.type.rawValue) event as JSON: \(error)\n".utf8))
+        }
     }
 }
 

@@ -29,8 +29,13 @@ struct WatchCommand: AsyncParsableCommand {
                 if board.terminal { board.draw(force: true) } else { board.printRunning() }
                 for try await event in events {
                     guard let id = event.id else { continue }
-                    if !board.knows(id), let download: DownloadView = try? await client.get("/downloads/\(id)") {
-                        board.insert(download)
+                    if !board.knows(id) {
+                        do {
+                            let download: DownloadView = try await client.get("/downloads/\(id)")
+                            board.insert(download)
+                        } catch let error as HaulError where error.code == .notFound {
+                            continue // removed before it could be shown
+                        }
                     }
                     board.apply(event)
                     board.draw(force: event.type != .progress)

@@ -30,9 +30,11 @@ final class FleetSession: Sendable {
     private let continuation: AsyncStream<Void>.Continuation
     private let connection: NIOLockedValueBox<PostgresConnection?>
     private let loop = NIOLockedValueBox<Task<Void, Never>?>(nil)
+    private let logger: Logger
 
-    private init(host: String, connection: PostgresConnection) {
+    private init(host: String, connection: PostgresConnection, logger: Logger) {
         self.host = host
+        self.logger = logger
         self.connection = NIOLockedValueBox(connection)
         (notices, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
@@ -53,10 +55,10 @@ final class FleetSession: Sendable {
                 throw HaulError(.fleetNameInUse, "another live haul serve is already host '\(host)' of this fleet: give this one another --fleet-name")
             }
         } catch {
-            try? await first.close()
+            await close(first, logger: logger, after: "a failed start")
             throw PostgresDownloadStore.classify(error)
         }
-        let session = FleetSession(host: host, connection: first)
+        let session = FleetSession(host: host, connection: first, logger: logger)
         session.loop.withLockedValue { $0 = Task { await session.listen(first: first, connect: connect, logger: logger) } }
         return session
     }
@@ -85,11 +87,11 @@ final class FleetSession: Sendable {
                         logger.warning("the fleet's command channel dropped; reconnecting", metadata: ["error": "\(error)"])
                     }
                 }
-                try? await connection.close()
+                await Self.close(connection, logger: logger, after: "the channel dropped")
                 current = nil
             }
             if Task.isCancelled { break }
-            try? await Task.sleep(for: .seconds(1))
+            try? await Task.sleep(for: .seconds(1)) // cancelled only when the session closes
             do {
                 let connection = try await connect()
                 if try await !Self.lock(host, on: connection, logger: logger) {
@@ -107,8 +109,19 @@ final class FleetSession: Sendable {
     func close() async {
         let task = loop.withLockedValue { $0 }
         task?.cancel()
-        if let connection = connection.withLockedValue({ $0 }) { try? await connection.close() }
+        if let connection = connection.withLockedValue({ $0 }) { await Self.close(connection, logger: logger, after: "the host stopped") }
         await task?.value
         continuation.finish()
+    }
+
+    /// A close whose failure changes nothing (the server ends the session, and the name's lock
+    /// with it, when the socket goes) but is still told, at debug level: a dropped connection
+    /// usually refuses its close.
+    private static func close(_ connection: PostgresConnection, logger: Logger, after: String) async {
+        do {
+            try await connection.close()
+        } catch {
+            logger.debug("cannot close a fleet connection after \(after)", metadata: ["error": "\(error)"])
+        }
     }
 }

@@ -134,8 +134,14 @@ enum APIResponse {
     }
 
     static func error(_ error: HaulError, status: HTTPResponse.Status) -> Response {
-        var response = (try? json(ErrorBody(error: ErrorView(error)), status: status))
-            ?? Response(status: status)
+        var response: Response
+        do {
+            response = try json(ErrorBody(error: ErrorView(error)), status: status)
+        } catch let encoding {
+            // Strings do not fail to encode; were it to happen, the error still goes out, as text.
+            response = Response(status: status, headers: [.contentType: "text/plain; charset=utf-8"],
+                                body: .init(byteBuffer: ByteBuffer(string: "\(error.code.rawValue): \(error.message) (\(encoding))\n")))
+        }
         if status == .unauthorized { response.headers[.wwwAuthenticate] = "Bearer" }
         return response
     }

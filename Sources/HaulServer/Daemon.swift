@@ -240,7 +240,14 @@ public struct Daemon: Sendable {
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger)
         group.maximumGracefulShutdownDuration = configuration.shutdownDeadline
-        defer { ServeFile.remove(home: home, pid: pid) }
+        defer {
+            do throws(HaulError) {
+                try ServeFile.remove(home: home, pid: pid)
+            } catch {
+                // Harmless for the next start (it checks the pid), but said.
+                logger.warning("\(error.message)")
+            }
+        }
         let serviceGroup = ServiceGroup(configuration: group)
         stopper.set(serviceGroup)
         do {
@@ -305,7 +312,7 @@ final class ShutdownTrigger: Sendable {
     func trigger() {
         guard let serviceGroup = group.withLockedValue({ $0 }) else { return }
         Task {
-            try? await Task.sleep(for: .milliseconds(100))
+            try? await Task.sleep(for: .milliseconds(100)) // a sleep in a task no one cancels
             await serviceGroup.triggerGracefulShutdown()
         }
     }
@@ -319,6 +326,7 @@ struct ManagerService: Service {
     let deadline: Duration
 
     func run() async throws {
+        // Returns on graceful shutdown or throws on cancellation: either way the manager stops.
         try? await gracefulShutdown()
         await manager.shutdown(deadline: deadline)
     }
@@ -342,6 +350,7 @@ final class DaemonLock: Sendable {
         }
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
             close(descriptor)
+            // Only a detail of the error thrown: an unreadable file leaves it out.
             let running = (try? ServeFile.read(home: home)).flatMap { $0 }
             let detail = running.map { " (pid \($0.pid), \($0.url))" } ?? ""
             throw HaulError(.inUse, "a haul daemon is already running for \(home)\(detail)")

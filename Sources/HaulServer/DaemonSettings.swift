@@ -3,6 +3,7 @@ import Haul
 import HaulAPI
 import HaulCore
 import NIOConcurrencyHelpers
+import Logging
 
 /// What the daemon itself holds beyond the manager, shared by the HTTP API and aria2's JSON-RPC:
 /// the defaults for new downloads (changeable through either) and where downloads may go.
@@ -98,7 +99,16 @@ actor DownloadSettingsCache {
     private func settings(_ id: DownloadID) async -> Settings? {
         if let known = entries[id] { return known }
         let started = generation
-        guard let record = try? await manager.record(id) else { return nil }
+        let found: DownloadRecord?
+        do {
+            found = try await manager.record(id)
+        } catch {
+            // The event still goes out, without its settings; the next one reads them again.
+            await manager.configuration.logger.warning("cannot read a download's settings for its event", metadata: [
+                "id": "\(id)", "error": "\(error)"])
+            return nil
+        }
+        guard let record = found else { return nil }
         let settings = Settings(maxConnections: record.request.connections, maxBytesPerSecond: record.request.maxBytesPerSecond)
         if generation == started { entries[id] = settings }
         return settings

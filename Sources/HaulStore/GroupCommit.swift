@@ -1,4 +1,5 @@
 import HaulCore
+import Logging
 import NIOConcurrencyHelpers
 import SQLiteNIO
 
@@ -27,10 +28,12 @@ final class GroupCommit: Sendable {
     private let state = NIOLockedValueBox(State())
     private let connection: SQLiteConnection
     private let keepCredentials: Bool
+    private let logger: Logger
 
-    init(connection: SQLiteConnection, keepCredentials: Bool) {
+    init(connection: SQLiteConnection, keepCredentials: Bool, logger: Logger) {
         self.connection = connection
         self.keepCredentials = keepCredentials
+        self.logger = logger
     }
 
     /// Returns once `write` is committed; throws if its transaction failed.
@@ -41,8 +44,10 @@ final class GroupCommit: Sendable {
                 defer { state.draining = true }
                 return !state.draining
             }
-            // An unstructured task: a write asked for by a task that is being cancelled (a
-            // pause's last checkpoint) must still be committed.
+            // The line is drained by a task of its own, not by the caller that found it idle:
+            // that caller would otherwise also wait for every batch that queued behind its own.
+            // (Being unstructured, it is never cancelled with a caller either: sqlite-nio
+            // drops queued work of a cancelled task.)
             if start { Task { await self.drain() } }
         }
     }
@@ -66,6 +71,8 @@ final class GroupCommit: Sendable {
                 }
                 // One refused write (a name the unique index keeps for another download) must
                 // not fail the others with it: each is tried alone, and hears its own answer.
+                logger.debug("a batch of writes failed; each is written alone", metadata: [
+                    "writes": "\(batch.count)", "error": "\(error)"])
                 for waiting in batch {
                     do {
                         try await commit([waiting.write])
@@ -91,7 +98,14 @@ final class GroupCommit: Sendable {
             for statement in statements { _ = try await connection.query(statement.sql, statement.binds) }
             _ = try await connection.query("COMMIT")
         } catch {
-            _ = try? await connection.query("ROLLBACK")
+            // The statement's own error is the one thrown; a rollback that fails as well is told
+            // here (SQLite rolls back on its own when the connection closes).
+            do {
+                _ = try await connection.query("ROLLBACK")
+            } catch let rollback {
+                logger.error("cannot roll back a failed write to the state database", metadata: [
+                    "error": "\(error)", "rollback": "\(rollback)"])
+            }
             throw error
         }
     }

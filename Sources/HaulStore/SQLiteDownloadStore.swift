@@ -19,97 +19,141 @@ public final class SQLiteDownloadStore: DownloadStore {
     /// running downloads' checkpoints (and they do not wait for it).
     private let reader = NIOLockedValueBox<(connection: SQLiteConnection, pool: NIOThreadPool)?>(nil)
     public let path: String
+    /// The owner's logger (the manager's `configuration.logger`): what the store cannot throw
+    /// to a caller (a reader that could not be opened or closed, a rollback that failed) is told here.
+    let logger: Logger
 
-    private init(connection: SQLiteConnection, pool: NIOThreadPool, path: String, keepsCredentials: Bool) {
+    private init(connection: SQLiteConnection, pool: NIOThreadPool, path: String, keepsCredentials: Bool, logger: Logger) {
         self.connection = connection
-        self.writes = GroupCommit(connection: connection, keepCredentials: keepsCredentials)
+        self.writes = GroupCommit(connection: connection, keepCredentials: keepsCredentials, logger: logger)
         self.pool = pool
         self.path = path
+        self.logger = logger
     }
 
     /// Opens or creates the database and brings its schema up to date. With
     /// `keepsCredentials`, requests' credentials are stored too (a daemon resumes after a
     /// restart without being told them again) and the file is made private (0600).
-    public static func open(path: String, keepsCredentials: Bool = false) async throws -> SQLiteDownloadStore {
-        var logger = Logger(label: "haul.store")
-        logger.logLevel = .error
+    /// `logger` hears what the store cannot throw, and sqlite-nio's own few messages (a connection
+    /// opened, at debug; never a statement or its binds).
+    public static func open(path: String, keepsCredentials: Bool = false,
+                            logger: Logger = Logger(label: "haul.store", factory: { _ in SwiftLogNoOpLogHandler() }))
+        async throws -> SQLiteDownloadStore {
         // A thread of its own: a connection waiting on another process's lock must not occupy
         // the threads that file writes (or another connection holding that lock) need.
         let pool = NIOThreadPool(numberOfThreads: 1)
         pool.start()
         let connection: SQLiteConnection
         do {
-            connection = try await SQLiteConnection.open(storage: .file(path: path), threadPool: pool, logger: logger,
-                                                         on: MultiThreadedEventLoopGroup.singleton.any())
+            connection = try await SQLiteConnection.open(storage: .file(path: path), threadPool: pool,
+                                                         logger: logger, on: MultiThreadedEventLoopGroup.singleton.any())
         } catch {
-            try? await pool.shutdownGracefully()
+            await shutDown(pool, logger: logger, what: "after a failed open")
             throw HaulError(.store, "cannot open the state database \(path)", cause: "\(error)")
         }
-        let store = SQLiteDownloadStore(connection: connection, pool: pool, path: path, keepsCredentials: keepsCredentials)
+        let store = SQLiteDownloadStore(connection: connection, pool: pool, path: path, keepsCredentials: keepsCredentials,
+                                        logger: logger)
         // SQLite gives the journal files it makes later the database file's mode.
-        if keepsCredentials { chmod(path, 0o600) }
+        if keepsCredentials, chmod(path, 0o600) != 0 {
+            let reason = String(cString: strerror(errno))
+            await store.closeAfterFailure()
+            throw HaulError(.store, "cannot make the state database \(path) private (it keeps credentials): \(reason)")
+        }
         var attempt = 0
         while true {
             do {
                 try await store.prepare()
-                await store.openReader(logger: logger)
+                await store.openReader()
+                logger.debug("opened the state database", metadata: [
+                    "path": "\(path)", "reads": "\(store.reader.withLockedValue { $0 == nil } ? "on the writer's connection" : "on their own connection")"])
                 return store
             } catch let error as SQLiteError where [.busy, .locked, .busyTimeout, .busyInRecovery].contains(error.reason) {
                 // Switching to WAL takes a lock without waiting on busy_timeout; another process
                 // opening the same file at this moment is normal, so wait a little and try again.
                 attempt += 1
+                if attempt == 1 {
+                    logger.notice("the state database is locked by another process; waiting for it", metadata: [
+                        "path": "\(path)", "error": "\(error)"])
+                }
                 if attempt < 100 {
+                    // Nothing lost: a cancelled sleep only makes the next attempt come sooner.
                     try? await Task.sleep(for: .milliseconds(20))
                     continue
                 }
-                try? await store.close()
+                await store.closeAfterFailure()
                 throw HaulError(.store, "the state database \(path) stays locked by another process", cause: "\(error)")
             } catch {
-                try? await store.close()
+                await store.closeAfterFailure()
                 throw HaulError(.store, "cannot use the state database \(path)", cause: "\(error)")
             }
         }
     }
 
-    /// Closes the connection even when called from a cancelled task (a service group cancelling
-    /// the daemon's services), where sqlite-nio would otherwise drop the request.
+    /// Closes both connections. Callers are never cancelled tasks (the manager closes its store
+    /// from its own shutdown task), so no task hop is needed to keep sqlite-nio from dropping the
+    /// close; one that was cancelled would hear `CancellationError`.
     public func close() async throws {
-        let connection = self.connection
         defer { pool.shutdownGracefully { _ in } }
         if let reader = reader.withLockedValue({ value in defer { value = nil }; return value }) {
-            try? await Task { try await reader.connection.close() }.value
+            do {
+                try await reader.connection.close()
+            } catch {
+                logger.warning("cannot close the state database's reader connection", metadata: [
+                    "path": "\(path)", "error": "\(error)"])
+            }
             reader.pool.shutdownGracefully { _ in }
         }
-        try await Task { try await connection.close() }.value
+        try await connection.close()
     }
 
-    /// Without a reader (it could not be opened), reads share the writer's connection.
-    private func openReader(logger: Logger) async {
+    /// After a failed open, whose own error is the one thrown: a close that fails too is logged.
+    private func closeAfterFailure() async {
+        do {
+            try await close()
+        } catch {
+            logger.warning("cannot close the state database after a failed open", metadata: [
+                "path": "\(path)", "error": "\(error)"])
+        }
+    }
+
+    private static func shutDown(_ pool: NIOThreadPool, logger: Logger, what: String) async {
+        do {
+            try await pool.shutdownGracefully()
+        } catch {
+            logger.warning("cannot stop the state database's thread \(what)", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Without a reader (it could not be opened), reads share the writer's connection: logged,
+    /// since listings then wait behind checkpoints' fsyncs.
+    private func openReader() async {
         let pool = NIOThreadPool(numberOfThreads: 1)
         pool.start()
         do {
-            let connection = try await SQLiteConnection.open(storage: .file(path: path), threadPool: pool, logger: logger,
-                                                             on: MultiThreadedEventLoopGroup.singleton.any())
+            let connection = try await SQLiteConnection.open(storage: .file(path: path), threadPool: pool,
+                                                             logger: logger, on: MultiThreadedEventLoopGroup.singleton.any())
             _ = try await connection.query("PRAGMA busy_timeout = 10000")
             _ = try await connection.query("PRAGMA query_only = 1")
             reader.withLockedValue { $0 = (connection, pool) }
         } catch {
-            try? await pool.shutdownGracefully()
+            logger.warning("cannot open a reader connection to the state database; reads share the writer's", metadata: [
+                "path": "\(path)", "error": "\(error)"])
+            await Self.shutDown(pool, logger: logger, what: "of the reader")
         }
     }
 
-    /// A read-only statement on the reader connection, shielded from cancellation like `query`.
+    /// A read-only statement on the reader connection. Reads come from the tasks that want
+    /// their answers: a cancelled one may be refused (sqlite-nio drops queued work of a
+    /// cancelled task) and has no use for the rows anyway. Writes never come this way.
     func read(_ sql: String, _ binds: [SQLiteData] = []) async throws -> [SQLiteRow] {
         guard let connection = reader.withLockedValue({ $0?.connection }) else { return try await query(sql, binds) }
-        return try await Task { try await connection.query(sql, binds) }.value
+        return try await connection.query(sql, binds)
     }
 
-    /// Runs one statement in a task of its own: a checkpoint saved by a download whose task was
-    /// just cancelled (pause, shutdown) must still be committed, and sqlite-nio would drop work
-    /// submitted from a cancelled task.
+    /// One statement on the writer's connection, outside the group commit: the schema's
+    /// migration while the store opens, and reads when there is no reader.
     func query(_ sql: String, _ binds: [SQLiteData] = []) async throws -> [SQLiteRow] {
-        let connection = self.connection
-        return try await Task { try await connection.query(sql, binds) }.value
+        try await connection.query(sql, binds)
     }
 
     private func prepare() async throws {

@@ -252,7 +252,7 @@ for await _ in stops {
     break
 }
 withExtendedLifetime(signalSources) {}
-try? await server.shutdown()
+try? await server.shutdown() // the tool exits next: nothing is left to lose
 if let path = options.log {
     // After the shutdown: every connection is closed, so every count is final.
     let lines = server.responses.map { response in

@@ -160,7 +160,10 @@ final class DownloadDirectory: Sendable {
         }
         if linkat(descriptor, part, descriptor, final, 0) == 0 {
             guard let after = status(of: final), after.st_ino == before.st_ino, after.st_dev == before.st_dev else {
-                unlinkat(descriptor, final, 0)
+                guard unlinkat(descriptor, final, 0) == 0 || errno == ENOENT else {
+                    throw HaulError(.forbidden, "\(partPath) changed while it was published, and its new name \(finalPath) "
+                                    + "cannot be taken back (\(String(cString: strerror(errno)))): remove it by hand")
+                }
                 throw HaulError(.forbidden, "\(partPath) changed while it was published; the download is not published")
             }
             try remove(part)

@@ -46,6 +46,11 @@ enum Aria2Options {
         Aria2Error(code: 1, message: "We encountered a problem while processing the option '--\(name)'.")
     }
 
+    /// aria2's words, then what was wrong with the value.
+    static func problem(_ name: String, _ cause: HaulError) -> Aria2Error {
+        Aria2Error(code: 1, message: "We encountered a problem while processing the option '--\(name)': \(cause.message)")
+    }
+
     /// A string value; aria2 ignores values of other JSON types.
     static func text(_ options: [String: JSONValue], _ name: String) -> String? {
         options[name]?.string
@@ -60,11 +65,13 @@ enum Aria2Options {
     /// A rate: `0` is no limit (`.some(nil)`).
     static func rate(_ options: [String: JSONValue], _ name: String) throws -> Int64?? {
         guard let text = text(options, name) else { return nil }
-        guard let rate = try? ByteRate(parsing: text) else {
-            if text == "0" { return .some(nil) }
-            throw problem(name)
+        if text == "0" { return .some(nil) }
+        do {
+            let rate = try ByteRate(parsing: text)
+            return .some(rate.bytesPerSecond > 0 ? rate.bytesPerSecond : nil)
+        } catch {
+            throw problem(name, error)
         }
-        return .some(rate.bytesPerSecond > 0 ? rate.bytesPerSecond : nil)
     }
 
     static func addRequest(uri: String, mirrors: [String] = [], options: [String: JSONValue], defaults: DaemonDefaults) throws -> AddRequest {
@@ -80,7 +87,11 @@ enum Aria2Options {
         }
         var checksum: String?
         if let text = text(options, "checksum") {
-            guard (try? Checksum(parsing: text)) != nil else { throw problem("checksum") }
+            do {
+                _ = try Checksum(parsing: text)
+            } catch {
+                throw problem("checksum", error)
+            }
             checksum = text
         }
         var headers: [String: String]?
@@ -88,8 +99,12 @@ enum Aria2Options {
             let lines = header.array?.compactMap(\.string) ?? header.string.map { [$0] } ?? []
             headers = [:]
             for line in lines {
-                guard let field = try? HTTPHeaderList.field(parsing: line) else { throw problem("header") }
-                headers?[field.name] = field.value
+                do {
+                    let field = try HTTPHeaderList.field(parsing: line)
+                    headers?[field.name] = field.value
+                } catch {
+                    throw problem("header", error)
+                }
             }
         }
         let split = try connections(options, "split")

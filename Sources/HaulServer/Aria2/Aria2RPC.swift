@@ -100,6 +100,7 @@ public struct Aria2RPC: Sendable {
         var parameters: [JSONValue] = []
         if let params {
             let padded = params.replacingOccurrences(of: " ", with: "+")
+            // Answered: parameters that are not base64 JSON are an invalid request.
             guard let data = Data(base64Encoded: padded + String(repeating: "=", count: (4 - padded.count % 4) % 4)),
                   case .array(let values)? = try? JSONParser.parse(Array(data)) else {
                 return Self.failure(id: .null, .invalidRequest, status: 400)
