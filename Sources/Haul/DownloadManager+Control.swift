@@ -1,0 +1,172 @@
+import HaulCore
+import Logging
+
+// Pause, resume, cancel and remove: one download or many, here or on another host of a fleet.
+extension DownloadManager {
+    /// Stops a running download at a checkpoint, or takes a queued one out of the queue; it
+    /// stays paused, across restarts too, until resumed. Pausing a finished download is a conflict.
+    public func pause(_ id: DownloadID) async throws {
+        try await pause([id])
+    }
+
+    /// Pauses these downloads, all or none: every id is checked and every change made in one
+    /// step of the queue, so a download that finishes meanwhile cannot leave half of them
+    /// paused. Returns once the running ones have checkpointed (an API answer then shows them
+    /// paused). Already paused ones count and stay paused.
+    @discardableResult
+    public func pause(_ ids: [DownloadID]) async throws -> Int {
+        var remote: [DownloadID] = []
+        let stopping: [Task<Void, Never>] = try await serialized {
+            var records: [DownloadRecord] = []
+            for id in ids {
+                let record = try await existing(id)
+                if record.status.isTerminal, active[id] == nil {
+                    throw HaulError(.conflict, "download \(id) is \(record.status.rawValue): there is nothing to pause; nothing was changed")
+                }
+                records.append(record)
+            }
+            var stopping: [Task<Void, Never>] = []
+            if let fleet {
+                // One statement decides for all of them, wherever they run (their hosts hear it
+                // at once); those running here stop now.
+                let results = try await fleet.pause(ids)
+                for (id, result) in results {
+                    if let running = active[id] {
+                        running.stop.request(.paused)
+                        stopping.append(running.task)
+                    } else if case .applied(_, let before) = result {
+                        if before != .paused { hub.publish(DownloadEvent(id: id, kind: .paused)) }
+                    } else {
+                        remote.append(id)
+                    }
+                }
+                return stopping
+            }
+            var paused: [DownloadRecord] = []
+            for var record in records {
+                if let running = active[record.id] {
+                    running.stop.request(.paused)
+                    stopping.append(running.task)
+                } else if fleet != nil {
+                    // Wherever it runs: its host, or at once when none holds it.
+                    if record.status == .queued || record.status == .running {
+                        remote.append(record.id)
+                    }
+                } else if record.status != .paused {
+                    pending.remove(record.id)
+                    record.status = .paused
+                    paused.append(record)
+                }
+            }
+            try await store.save(paused)
+            for record in paused {
+                hub.publish(DownloadEvent(id: record.id, kind: .paused))
+                settle(DownloadOutcome(record))
+            }
+            signalIdleIfNeeded()
+            return stopping
+        }
+        for task in stopping { await task.value }
+        for id in remote { _ = try await fleetAwait(.paused, of: id) }
+        return ids.count
+    }
+
+    /// Puts a paused or failed download back in the queue at its old place; a queued or
+    /// running one is left alone. Resuming a completed download is a conflict.
+    public func resume(_ id: DownloadID) async throws {
+        try await resume([id])
+    }
+
+    /// Resumes these downloads, all or none (see `pause(_:)`). Returns how many it was given.
+    @discardableResult
+    public func resume(_ ids: [DownloadID]) async throws -> Int {
+        try await serialized {
+            var records: [DownloadRecord] = []
+            for id in ids {
+                let record = try await existing(id)
+                if record.status == .completed {
+                    throw HaulError(.conflict, "download \(id) is already complete; nothing was changed")
+                }
+                records.append(record)
+            }
+            if fleet != nil {
+                // All saved in one transaction or none (one running on another host refuses it).
+                var queued: [DownloadRecord] = []
+                for var record in records where !record.status.resumesAfterRestart {
+                    record.status = .queued
+                    record.error = nil
+                    queued.append(record)
+                }
+                try await store.save(queued)
+                for record in queued { enqueue(record) }
+                return ids.count
+            }
+            // Queued or running but not scheduled here: its start found it locked by another
+            // process; try again.
+            for record in records where !isScheduled(record.id) {
+                _ = try await readd(record, request: record.request)
+            }
+            return ids.count
+        }
+    }
+
+    /// Stops the download and deletes its partial data; the record is kept as removed.
+    public func cancel(_ id: DownloadID) async throws {
+        try await remove(id, deleteFile: false)
+    }
+
+    /// Stops the download if it runs, deletes its `.part`, and the completed file too when
+    /// `deleteFile` is true. The queue is not held while a running download stops (a remove
+    /// interrupts even a long checksum verification).
+    public func remove(_ id: DownloadID, deleteFile: Bool) async throws {
+        let stopping: Task<Void, Never>? = try await serialized {
+            _ = try await existing(id)
+            guard let running = active[id] else { return nil }
+            running.stop.request(.removed)
+            return running.task
+        }
+        if stopping == nil, fleet != nil {
+            // Not running here: its host removes it, or this one at once when none holds it.
+            let record = try await fleetRequest(deleteFile ? .removeWithFile : .remove, for: id)
+            await names.release(directory: record.request.directory, name: record.fileName)
+            return
+        }
+        await stopping?.value
+        try await serialized { try await removeNow(id, deleteFile: deleteFile, runnerStopped: stopping != nil) }
+    }
+
+    private func removeNow(_ id: DownloadID, deleteFile: Bool, runnerStopped: Bool) async throws {
+        guard var record = try await store.record(id) else { throw HaulError(.notFound, "no download with id \(id)") }
+        if record.status == .removed, !runnerStopped { throw HaulError(.notFound, "no download with id \(id)") }
+        if let running = active[id] {
+            // Started again while the queue was free: stop it too.
+            running.stop.request(.removed)
+            await running.task.value
+            record = try await store.record(id) ?? record
+        }
+        let wasQueued = pending.remove(id) != nil
+        secrets[id] = nil
+        await removeFiles(of: record, final: deleteFile && record.status == .completed)
+        await names.release(directory: record.request.directory, name: record.fileName)
+        let runnerSaidSo = runnerStopped && record.status == .removed
+        record.status = .removed
+        try await store.save(record)
+        if !runnerSaidSo { hub.publish(DownloadEvent(id: id, kind: .removed)) }
+        if wasQueued { settle(DownloadOutcome(record)) }
+        signalIdleIfNeeded()
+    }
+
+    /// Deletes a removed download's `.part` (and its final file when `final`), through its
+    /// directory resolved beneath the roots, on the shared thread pool (the download has no run,
+    /// hence no threads of its own). A failure is logged: the record is removed anyway, and a file
+    /// that could not be deleted stays where it is.
+    nonisolated func removeFiles(of record: DownloadRecord, final: Bool) async {
+        let roots = configuration.downloadRoots
+        do {
+            try await BlockingIO.run { try DestinationFiles.remove(record, final: final, roots: roots) }
+        } catch {
+            configuration.logger.warning("cannot delete the removed download's files", metadata: [
+                "id": "\(record.id)", "error": "\(error)"])
+        }
+    }
+}

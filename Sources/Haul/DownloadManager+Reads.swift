@@ -1,0 +1,64 @@
+import HaulCore
+
+// Reading records (running ones from memory) and the manager's limits: rates and downloads at once.
+extension DownloadManager {
+    /// Changes the whole manager's rate limit, at once for running downloads too. Nil, or a
+    /// rate under one byte per second (aria2's 0), means no limit.
+    public func setMaxBytesPerSecond(_ rate: Int64?) {
+        globalLimiter.setRate(rate.flatMap(ByteRate.limit))
+    }
+
+    /// Changes one download's rate limit, stored and, if it runs, applied at once.
+    public func setMaxBytesPerSecond(_ rate: Int64?, for id: DownloadID) async throws {
+        try await serialized {
+            var record = try await existing(id)
+            if let rate, rate <= 0 { throw HaulError(.usage, "a download's rate limit must be positive (got \(rate))") }
+            record.request.maxBytesPerSecond = rate
+            active[id]?.limiter.setRate(rate.flatMap(ByteRate.limit))
+            active[id]?.stop.changeRate(rate)
+            try await store.save(record)
+            live.update(id) { $0.request.maxBytesPerSecond = rate }
+        }
+    }
+
+    /// The record: a running download's from memory (as its run last stored it), others' from
+    /// the store.
+    public func record(_ id: DownloadID) async throws -> DownloadRecord? {
+        if let running = live.record(id) { return running }
+        return try await store.record(id)
+    }
+
+    /// Ids in queue order: with that status, or (nil) every status but removed.
+    public func ids(status: DownloadStatus?) async throws -> [DownloadID] {
+        try await store.ids(status: status)
+    }
+
+    /// These records in the order of `ids`; ids removed meanwhile are skipped.
+    public func records(_ ids: [DownloadID]) async throws -> [DownloadRecord] {
+        var found: [DownloadID: DownloadRecord] = [:]
+        var stored: [DownloadID] = []
+        for id in ids {
+            if let running = live.record(id) { found[id] = running } else { stored.append(id) }
+        }
+        if !stored.isEmpty {
+            for record in try await store.records(stored) where found[record.id] == nil { found[record.id] = record }
+        }
+        return ids.compactMap { found[$0] }
+    }
+
+    /// The record of a download that exists and was not removed; throws `notFound` otherwise.
+    public func download(_ id: DownloadID) async throws -> DownloadRecord {
+        try await existing(id)
+    }
+
+    public func records(status: DownloadStatus? = nil) async throws -> [DownloadRecord] {
+        try await store.records(status: status)
+    }
+
+    public var maxConcurrentDownloads: Int { maxConcurrent }
+
+    public func setMaxConcurrentDownloads(_ count: Int) {
+        maxConcurrent = max(1, count)
+        schedule()
+    }
+}
