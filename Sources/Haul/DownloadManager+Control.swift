@@ -91,14 +91,7 @@ extension DownloadManager {
             }
             if fleet != nil {
                 // All saved in one transaction or none (one running on another host refuses it).
-                var queued: [DownloadRecord] = []
-                for var record in records where !record.status.resumesAfterRestart {
-                    record.status = .queued
-                    record.error = nil
-                    queued.append(record)
-                }
-                try await store.save(queued)
-                for record in queued { enqueue(record) }
+                try await requeue(records.filter { !$0.status.resumesAfterRestart })
                 return ids.count
             }
             // Queued or running but not scheduled here: its start found it locked by another
@@ -168,5 +161,17 @@ extension DownloadManager {
             configuration.logger.warning("cannot delete the removed download's files", metadata: [
                 "id": "\(record.id)", "error": "\(error)"])
         }
+    }
+
+    /// Queues `records` again, their error cleared: saved in one transaction, then scheduled.
+    func requeue(_ records: [DownloadRecord]) async throws {
+        let queued = records.map { record in
+            var record = record
+            record.status = .queued
+            record.error = nil
+            return record
+        }
+        try await store.save(queued)
+        for record in queued { enqueue(record) }
     }
 }

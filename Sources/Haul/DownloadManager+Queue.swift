@@ -154,15 +154,9 @@ extension DownloadManager {
     @discardableResult
     public func resumeAll() async throws -> Int {
         try await serialized {
-            var resumed: [DownloadRecord] = []
-            for var record in try await store.records(status: .paused) where !isScheduled(record.id) {
-                record.status = .queued
-                record.error = nil
-                resumed.append(record)
-            }
-            try await store.save(resumed)
-            for record in resumed { enqueue(record) }
-            return resumed.count
+            let paused = try await store.records(status: .paused).filter { !isScheduled($0.id) }
+            try await requeue(paused)
+            return paused.count
         }
     }
 
