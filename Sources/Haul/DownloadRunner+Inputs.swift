@@ -14,7 +14,7 @@ extension RunSession {
             tasks[connection] = nil
             bodies[connection] = body
             transfer.answered(over: head.connections)
-            let now = WallClock.secondsSince1970()
+            let now = runner.clock.secondsSince1970()
             return machine.withLockedValue { $0.responseReceived(connection, head, nowSecondsSince1970: now, jitter: jitter) }
         case .requestFailed(let connection, let error), .bodyFailed(let connection, let error):
             tasks[connection] = nil
