@@ -66,6 +66,8 @@ extension RunSession {
             }
         case .checkpoint(let epoch):
             await checkpoint(epoch: epoch)
+        case .backgroundCheckpoint(let epoch):
+            await startBackgroundCheckpoint(epoch: epoch)
         case .noteProgress:
             await noteProgress()
         case .verify(let target):
@@ -93,9 +95,9 @@ extension RunSession {
                 let result = await refresher?.refresh(record) ?? .failure(HaulError(.internal, "no refresh command"))
                 post.yield(.urlRefreshed(result))
             }
-        case .finish:
+        case .finish(let end):
             finished = true
-            announceEnd()
+            announceEnd(end)
         }
     }
 }

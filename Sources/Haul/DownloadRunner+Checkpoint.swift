@@ -17,15 +17,15 @@ extension RunSession {
             runner.logger.warning("the store cannot be reached: stopping at this checkpoint", metadata: ["id": "\(record.id)"])
             await execute(machine.withLockedValue { $0.storeUnavailable() })
         } catch {
-            // Not fatal: the download goes on and the next checkpoint tries again.
-            runner.logger.warning("cannot save the checkpoint", metadata: ["id": "\(record.id)", "error": "\(error)"])
+            await execute(machine.withLockedValue { $0.persistFailed(diskError(error, code: .store)) })
         }
     }
 
     /// Write, fsync, then store the offsets: the store never runs ahead of the disk.
     func checkpoint(epoch: Int) async {
-        guard let writer = await openWriterForCheckpoint() else { return }
         do {
+            // No name yet: no byte was written, none to sync.
+            guard let writer = try await openWriter() else { return }
             let written = try await runner.metrics.time(runner.metrics.sync) { try await writer.checkpoint() }
             await execute(machine.withLockedValue { $0.synced(epoch: epoch, written: written) })
         } catch {
@@ -88,20 +88,24 @@ extension RunSession {
         }
     }
 
-    /// The writer a checkpoint syncs; nil (logged) when the `.part` cannot be opened: then no
-    /// byte was written through it, and the stored offsets stay as they are.
-    func openWriterForCheckpoint() async -> (any ChunkWriter)? {
-        do {
-            return try await openWriter()
-        } catch {
-            runner.logger.warning("checkpoint skipped: cannot open the .part", metadata: ["id": "\(id)", "error": "\(error)"])
-            return nil
-        }
-    }
-
+    /// Runs a checkpoint beside the loop, which hears of it as `.synced`. The machine asks for
+    /// one at a time (`DownloadStateMachine.backgroundCheckpointEnded`).
     func startBackgroundCheckpoint(epoch: Int) async {
-        guard checkpointTask == nil, let writer = await openWriterForCheckpoint() else { return }
-        let (post, metrics) = (self.post, runner.metrics)
+        assert(checkpointTask == nil, "the machine asked for a second background checkpoint")
+        let post = self.post
+        let writer: any ChunkWriter
+        do {
+            guard let opened = try await openWriter() else {
+                // No name yet: no byte was written, none to sync.
+                post.yield(.synced(epoch: epoch, .success([:])))
+                return
+            }
+            writer = opened
+        } catch {
+            post.yield(.synced(epoch: epoch, .failure(diskError(error))))
+            return
+        }
+        let metrics = runner.metrics
         checkpointTask = Task {
             do {
                 post.yield(.synced(epoch: epoch, .success(try await metrics.time(metrics.sync) { try await writer.checkpoint() })))

@@ -33,27 +33,31 @@ extension RunSession {
         case .notModified:
             notModified = true
             runner.logger.info("not modified on the server", metadata: ["id": "\(id)"])
+        case .saveFailed(let error):
+            // The next checkpoint saves again (an end's save that fails is the machine's to judge).
+            runner.logger.warning("cannot save the checkpoint", metadata: ["id": "\(id)", "error": "\(error)"])
         case .sourceSetAside(let url, let error, let retryIn):
             runner.logger.info("source set aside", metadata: ["id": "\(id)", "url": "\(url)", "error": "\(error)", "next try in": "\(retryIn)"])
         }
     }
 
-    func announceEnd() {
+    /// The run's last event, as the machine's `.finish` says.
+    func announceEnd(_ end: DownloadStateMachine.End) {
         let (record, completed, total) = machine.withLockedValue { ($0.record, $0.completedLength, $0.expectedLength) }
         let kind: DownloadEvent.Kind
-        switch record.status {
-        case .completed:
+        switch end {
+        case .completed, .notModified:
             runner.emit(DownloadEvent(id: id, kind: .progress(Progress(
                 completed: completed, total: total, bytesPerSecond: speed.bytesPerSecond, connections: 0))))
             let path = DestinationFiles.finalPath(record) ?? ""
-            kind = notModified ? .alreadyComplete(path: path) : .completed(path: path)
-        case .failed:
-            kind = .failed(record.error ?? HaulError(.internal, "failed without an error"))
+            kind = end == .notModified ? .alreadyComplete(path: path) : .completed(path: path)
+        case .failed(let error):
+            kind = .failed(error)
         case .paused:
             kind = .paused
         case .removed:
             kind = .removed
-        default:
+        case .interrupted:
             kind = .interrupted
         }
         runner.emit(DownloadEvent(id: id, kind: kind))

@@ -39,13 +39,12 @@ extension RunSession {
     /// Claims a name (in this process, on disk and in the store) and creates its `.part` at
     /// once with `O_EXCL`: a `.part` another download or program made since the claim looked
     /// gives the next name, so the record always names the file this run created.
-    func nameFile(contentDisposition: String?, finalURL: String) async {
+    func nameFile(contentDisposition: String?, finalURL: RemoteURL) async {
         let record = self.record
         guard record.fileName == nil else { return }
         do {
-            let url = (try? RemoteURL(finalURL)) ?? record.request.url
             for _ in 0..<Self.nameAttempts {
-                let name = try await runner.names.claim(for: record, contentDisposition: contentDisposition, finalURL: url)
+                let name = try await runner.names.claim(for: record, contentDisposition: contentDisposition, finalURL: finalURL)
                 machine.withLockedValue { $0.setFileName(name) }
                 do {
                     _ = try await openWriter()
@@ -66,7 +65,8 @@ extension RunSession {
     /// How many names a run tries when each is taken on disk between its claim and its `.part`.
     static let nameAttempts = 100
 
-    func diskError(_ error: any Error) -> HaulError {
-        (error as? HaulError) ?? HaulError(.fileSystem, "\(error)")
+    /// `error` as a `HaulError`; one of another kind gets `code` (a file system's, unless told).
+    func diskError(_ error: any Error, code: HaulError.Code = .fileSystem) -> HaulError {
+        (error as? HaulError) ?? HaulError(code, "\(error)")
     }
 }

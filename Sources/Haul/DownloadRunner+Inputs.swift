@@ -41,32 +41,21 @@ extension RunSession {
             lastTick = now
             let (actions, completed, total, connections, downloading) = machine.withLockedValue { machine in
                 (machine.tick(now: now, elapsed: elapsed), machine.completedLength, machine.expectedLength,
-                 machine.activeConnections, machine.state == .downloading)
+                 machine.activeConnections, machine.isDownloading)
             }
             guard downloading else { return actions }
             speed.record(bytes: completed, at: now)
             runner.emit(DownloadEvent(id: id, kind: .progress(Progress(
                 completed: completed, total: total, bytesPerSecond: speed.bytesPerSecond, connections: connections))))
-            var others: [Action] = []
-            for action in actions {
-                guard case .checkpoint(let epoch) = action else {
-                    others.append(action)
-                    continue
-                }
-                await startBackgroundCheckpoint(epoch: epoch)
-            }
-            return others
+            return actions
         case .noteDue:
             return machine.withLockedValue { $0.noteRequested() }
         case .synced(let epoch, let result):
             checkpointTask = nil
-            switch result {
-            case .success(let written):
-                return machine.withLockedValue { $0.synced(epoch: epoch, written: written) }
-            case .failure(let error):
+            if case .failure(let error) = result {
                 runner.logger.error("checkpoint failed", metadata: ["id": "\(id)", "error": "\(error)"])
-                return machine.withLockedValue { $0.diskFailed(error) }
             }
+            return machine.withLockedValue { $0.backgroundCheckpointEnded(epoch: epoch, result) }
         case .stop(let status):
             return machine.withLockedValue { $0.stopRequested(status: status) }
         case .leaseLost:

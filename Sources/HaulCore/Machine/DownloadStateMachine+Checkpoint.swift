@@ -1,9 +1,12 @@
-/// When bytes become durable: the periodic checkpoint, asked for by `tick`, and what its fsync
-/// reports (`synced`).
+/// When bytes become durable: the periodic checkpoint, asked for by `tick` and run beside the
+/// connections (`.backgroundCheckpoint`, one at a time: one that comes due while another runs
+/// is asked for when that one ends, never dropped), and what an fsync reports (`synced`). The
+/// checkpoints of an end (a stop, a failure, the start of a verification) are `.checkpoint`s,
+/// which the runner completes before its next action.
 extension DownloadStateMachine {
     /// Periodic: measures connection speeds and says when a checkpoint is due.
     public mutating func tick(now: Double, elapsed: Double) -> [Action] {
-        guard state == .downloading else { return [] }
+        guard isDownloading else { return [] }
         self.now = now
         var bySource: [(source: Int, count: Int64)] = []
         for (id, connection) in connections where connection.phase == .receiving {
@@ -27,9 +30,34 @@ extension DownloadStateMachine {
             bytesSinceNote = 0
             return slow + [.noteProgress]
         }
+        guard backgroundCheckpoint == .none else {
+            backgroundCheckpoint = .runningAndDueAgain
+            return slow
+        }
+        return slow + startBackgroundCheckpoint()
+    }
+
+    mutating func startBackgroundCheckpoint() -> [Action] {
         lastCheckpoint = now
-        completedAtLastCheckpoint = completed
-        return slow + [.checkpoint(epoch: epoch)]
+        completedAtLastCheckpoint = completedLength
+        backgroundCheckpoint = .running
+        return [.backgroundCheckpoint(epoch: epoch)]
+    }
+
+    /// The result of `.backgroundCheckpoint`: what its fsync made durable, or why it failed.
+    /// One that came due meanwhile is asked for now (if there is still something to sync).
+    public mutating func backgroundCheckpointEnded(epoch syncedEpoch: Int, _ result: Result<[Int64: Int64], HaulError>) -> [Action] {
+        guard backgroundCheckpoint != .none else { return unexpected("end of a background checkpoint") }
+        let again = backgroundCheckpoint == .runningAndDueAgain
+        backgroundCheckpoint = .none
+        switch result {
+        case .failure(let error):
+            return diskFailed(error)
+        case .success(let written):
+            let actions = synced(epoch: syncedEpoch, written: written)
+            guard again, isDownloading, parts.contains(where: { $0.appended > $0.durable }) else { return actions }
+            return actions + startBackgroundCheckpoint()
+        }
     }
 
     /// A checkpoint's fsync returned: `written` maps each part's start (remote offset) to the
@@ -47,5 +75,4 @@ extension DownloadStateMachine {
         }
         return changed ? [.persist] : []
     }
-
 }

@@ -16,8 +16,7 @@ extension DownloadStateMachine {
         // The furthest byte the record claims; a part with no byte claims nothing.
         let claimed = parts.filter { $0.durable > 0 }.map { $0.start - fileBase + $0.durable }.max() ?? 0
         if local.published, parts.allSatisfy(\.isComplete), expectedLength != nil {
-            state = .verifying
-            verifyTarget = .published
+            state = .verifying(.published, stop: nil)
             return [.persist, .notify(.started(offset: completedLength)), .verify(.published)]
         }
         var actions: [Action] = []
@@ -51,20 +50,22 @@ extension DownloadStateMachine {
     /// A verification runs to its end, except for a remove.
     public mutating func stopRequested(status: DownloadStatus) -> [Action] {
         switch state {
-        case .idle, .downloading:
-            stopStatus = status
+        case .idle, .downloading, .restarting, .refreshingURL, .stopping:
+            // A stop wins over a start-over or a new URL; a later stop over an earlier one.
+            state = .stopping(status)
             return closeEverything() + finishStopIfClosed()
-        case .verifying:
+        case .closingForVerify(let stop):
+            // Nothing verifies yet: a remove stops once the connections have closed.
+            state = .closingForVerify(stop: status == .removed ? .removed : stop ?? status)
+            return []
+        case .verifying(let target, let stop):
             guard status == .removed else {
-                stopStatus = stopStatus ?? status
+                state = .verifying(target, stop: stop ?? status)
                 return []
             }
-            stopStatus = .removed
+            state = .verifying(target, stop: .removed)
             return [.cancelVerify]
-        case .publishing:
-            stopStatus = stopStatus ?? status
-            return []
-        case .completed, .failed, .stopped, .lost:
+        case .publishing, .completed, .failed, .stopped, .lost:
             return []
         }
     }
@@ -72,22 +73,22 @@ extension DownloadStateMachine {
     /// The result of `.verify`: an error, or the pieces whose digests failed (`+PieceCheck`;
     /// then the whole-file digest failed too, and they are fetched again first).
     public mutating func verified(_ error: HaulError?, badPieces: [Int] = []) -> [Action] {
-        guard state == .verifying else { return unexpected("verification") }
+        guard case .verifying(let target, let stop) = state else { return unexpected("verification") }
         var error = error
         if !badPieces.isEmpty {
-            if verifyTarget == .part, stopStatus != .removed { return refetch(badPieces) }
+            if target == .part, stop != .removed { return refetch(badPieces, stop: stop) }
             error = error ?? HaulError(.checksumMismatch, "\(record.request.url): \(badPieces.count) pieces fail their digests")
         }
         if let error {
-            if stopStatus == .removed {
-                return stopNow()
+            if stop == .removed {
+                return stopNow(.removed)
             }
             // A wrong file is never kept as the basis of a resume: stored as empty, then cut.
             resetEntity()
             return [.persist, .truncate(to: 0)] + fail(error)
         }
         state = .publishing
-        return [publishAction]
+        return [publishAction(target)]
     }
 
     /// The result of `.publish`.
@@ -99,7 +100,7 @@ extension DownloadStateMachine {
         }
         record.status = .completed
         state = .completed
-        return [.persist] + remoteTimeActions + [.finish]
+        return [.persist] + remoteTimeActions + [.finish(.completed)]
     }
 
     /// Writing or syncing the `.part` failed (disk full, permissions): nothing more can be
@@ -107,7 +108,7 @@ extension DownloadStateMachine {
     /// (this is its last report).
     public mutating func diskFailed(_ error: HaulError, connection: ConnectionID? = nil) -> [Action] {
         if let connection { connections[connection] = nil }
-        guard state == .downloading || state == .idle else { return [] }
+        guard isDownloading || state == .idle else { return [] }
         return fail(error)
     }
 
@@ -118,13 +119,30 @@ extension DownloadStateMachine {
     public mutating func leaseLost() -> [Action] {
         guard state != .lost else { return [] }
         state = .lost
-        return closeEverything() + [.discardWrites, .finish]
+        return closeEverything() + [.discardWrites, .finish(.interrupted)]
     }
 
     /// The shared store cannot be reached: stop at this checkpoint as a shutdown would (status
     /// left running), so the download goes on, here or elsewhere, once it is back.
     public mutating func storeUnavailable() -> [Action] {
         stopRequested(status: .running)
+    }
+
+    /// Saving the record failed, for a reason other than a lost lease or a store out of reach
+    /// (`leaseLost`, `storeUnavailable`). While the download runs, the next checkpoint saves
+    /// again. At its end the store keeps the last record it took (status running, older
+    /// offsets, which the disk has): a shutdown loses nothing, a completed download's published
+    /// file is verified where it is by the next run, a failure keeps its own error and a removal
+    /// is stored by the manager. A pause that is not stored is no pause (the download would go on
+    /// at the next start): the run ends failed, saying so.
+    public mutating func persistFailed(_ error: HaulError) -> [Action] {
+        guard state == .stopped, record.status == .paused else { return [.notify(.saveFailed(error))] }
+        let failure = HaulError(error.code, "\(record.request.url): the pause could not be stored, so the download would go on "
+            + "at the next start: \(error.message)")
+        record.status = .failed
+        record.error = failure
+        state = .failed
+        return [.finish(.failed(failure))]
     }
 
     // MARK: Helpers
@@ -134,12 +152,12 @@ extension DownloadStateMachine {
         record.error = error
         state = .failed
         // What is on disk is kept for a later retry: checkpoint it.
-        return closeEverything() + [.checkpoint(epoch: epoch), .persist, .finish]
+        return closeEverything() + [.checkpoint(epoch: epoch), .persist, .finish(.failed(error))]
     }
 
+    /// Every byte is in and every connection has closed: the `.part` is synced and verified.
     mutating func beginVerify() -> [Action] {
-        state = .verifying
-        verifyTarget = .part
+        state = .verifying(.part, stop: stopRequest)
         lastCheckpoint = 0
         return [.checkpoint(epoch: epoch), .verify(.part)]
     }
@@ -161,8 +179,36 @@ extension DownloadStateMachine {
         epoch += 1
     }
 
+    /// An event that cannot happen in this state (a verification's result while nothing
+    /// verifies, a response on a connection that is receiving): the runner and the machine
+    /// disagree, and nothing the machine would do next can be trusted. The download fails with
+    /// an internal error, keeping what is on disk (a test asserts this, in debug builds too).
     mutating func unexpected(_ what: String) -> [Action] {
-        assertionFailure("unexpected \(what) in state \(state)")
-        return fail(HaulError(.internal, "unexpected \(what) in state \(state)"))
+        fail(HaulError(.internal, "unexpected \(what) in state \(state)"))
+    }
+
+    // MARK: Stopping
+
+    /// Once no connection is left, a requested stop checkpoints, stores its status and ends.
+    mutating func finishStopIfClosed() -> [Action] {
+        guard case .stopping(let status) = state, connections.isEmpty else { return [] }
+        return stopNow(status)
+    }
+
+    mutating func stopNow(_ status: DownloadStatus) -> [Action] {
+        record.status = status
+        state = .stopped
+        let end: End = switch status {
+        case .paused: .paused
+        case .removed: .removed
+        default: .interrupted
+        }
+        return [.checkpoint(epoch: epoch), .persist, .finish(end)]
+    }
+
+    /// All bytes are in: verification waits for the connections told to close.
+    mutating func beginVerifyWhenClosed() -> [Action] {
+        state = .closingForVerify(stop: stopRequest)
+        return connections.isEmpty ? beginVerify() : []
     }
 }

@@ -14,13 +14,28 @@
 public struct DownloadStateMachine: Sendable {
     public typealias ConnectionID = Int
 
+    /// Where the download is in its life, with what each stage needs and nothing it does not: a
+    /// stop's status exists only while stopping, the expired URL only while it is being
+    /// refreshed. (The connections' phases carry their data the same way.)
     public enum State: Hashable, Sendable {
         /// Not started in this process; `record.status` says why (queued, paused, ...).
         case idle
         /// Connections are requesting and receiving.
         case downloading
+        /// The entity changed: every connection was told to close; once they have, the download
+        /// starts over on the new entity (`startOver`).
+        case restarting
+        /// The URL expired: the refresh command is asked for a new one while the connections
+        /// close (`+Expiry`).
+        case refreshingURL(expired: HaulError)
+        /// A stop (pause, shutdown, remove) waits for the connections told to close; then it
+        /// checkpoints and ends with this status.
+        case stopping(DownloadStatus)
+        /// Every byte is in; verification waits for the connections told to close. `stop`: a
+        /// stop that came meanwhile (a verification runs to its end, except for a remove).
+        case closingForVerify(stop: DownloadStatus?)
         /// Every byte is on disk; length and checksum are being checked.
-        case verifying
+        case verifying(VerifyTarget, stop: DownloadStatus?)
         /// Verified; the `.part` is getting its final name.
         case publishing
         /// Terminal for this run.
@@ -29,6 +44,14 @@ public struct DownloadStateMachine: Sendable {
         case stopped
         /// Another host took the download over: this run writes nothing more.
         case lost
+    }
+
+    /// Whether a periodic checkpoint runs beside the connections (`.backgroundCheckpoint`).
+    enum BackgroundCheckpoint: Hashable, Sendable {
+        case none
+        case running
+        /// Another came due while it ran: it is asked for as soon as this one ends.
+        case runningAndDueAgain
     }
 
     /// Timers the runner keeps for the machine.
@@ -97,12 +120,10 @@ public struct DownloadStateMachine: Sendable {
     var moreConnectionsScheduled = false
     /// Bumped on every start-over: checkpoints taken before it are ignored.
     public internal(set) var epoch = 0
-    /// Set by a stop while connections are still closing, or while verifying.
-    var stopStatus: DownloadStatus?
-    /// The record needs a start-over once every connection has closed.
-    var restartPending = false
     var restarts = 0
     var lastCheckpoint: Double = 0
+    /// A periodic checkpoint in flight: never two at once, and none dropped.
+    var backgroundCheckpoint = BackgroundCheckpoint.none
     /// `completedLength` when the last periodic checkpoint was asked for.
     var completedAtLastCheckpoint: Int64 = 0
     /// `completedLength` at the last `.noteProgress`.
@@ -129,9 +150,6 @@ public struct DownloadStateMachine: Sendable {
     /// The `Last-Modified` of the last 200 or 206: the published file's time with `-N` or
     /// `--remote-time`.
     var remoteModified: Int64?
-    var verifyTarget: VerifyTarget = .part
-    /// Every byte is in, but a connection told to close has not reported back yet.
-    var verifyPending = false
     /// Remote offset of the `.part` file's first byte (the start of `--range`).
     let fileBase: Int64
     /// The piece length of a download with piece digests and several sources, whose writers
@@ -144,8 +162,6 @@ public struct DownloadStateMachine: Sendable {
     /// URL refreshes since the download last made progress (`+Expiry`).
     var urlRefreshes = 0
     var completedAtLastRefresh: Int64 = 0
-    /// Set while the runner asks the refresh command for a new URL: why the old one expired.
-    var refreshingURL: HaulError?
 
     public init(record: DownloadRecord, settings: Settings) {
         self.record = record
@@ -200,5 +216,31 @@ public struct DownloadStateMachine: Sendable {
     /// Connections requesting or receiving right now.
     public var activeConnections: Int {
         connections.values.filter(\.isWorking).count
+    }
+
+    /// Connections run (or close) and bytes arrive: downloading, or on the way out of it to a
+    /// start-over, a new URL or a stop.
+    public var isDownloading: Bool {
+        switch state {
+        case .downloading, .restarting, .refreshingURL, .stopping: true
+        default: false
+        }
+    }
+
+    /// New requests may go out: downloading, with no stop or start-over under way.
+    var isFetching: Bool {
+        switch state {
+        case .downloading, .refreshingURL: true
+        default: false
+        }
+    }
+
+    /// The status a stop asked for while the download still runs, closes or verifies.
+    var stopRequest: DownloadStatus? {
+        switch state {
+        case .stopping(let status): status
+        case .closingForVerify(let stop), .verifying(_, let stop): stop
+        default: nil
+        }
     }
 }
