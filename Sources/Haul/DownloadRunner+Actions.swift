@@ -35,8 +35,9 @@ extension RunSession {
             if let task = tasks[connection] {
                 task.cancel()
             } else {
-                // Already done, its report handled: this is its last word.
-                post.yield(.requestFailed(connection, HaulError(.interrupted, "closed")))
+                // Nothing ran for it (its answer came, its body was never read): dropping the
+                // body stopped it.
+                post.yield(.closed(connection))
             }
         case .schedule(let timer, let delay):
             timers[timer]?.cancel()

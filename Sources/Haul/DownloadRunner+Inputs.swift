@@ -25,6 +25,8 @@ extension RunSession {
         case .bodyEnded(let connection):
             tasks[connection] = nil
             return machine.withLockedValue { $0.bodyEnded(connection, jitter: jitter) }
+        case .closed(let connection):
+            return machine.withLockedValue { $0.connectionClosed(connection) }
         case .overlapMismatch(let connection):
             tasks[connection] = nil
             return machine.withLockedValue { $0.overlapMismatch(connection) }

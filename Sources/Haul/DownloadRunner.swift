@@ -79,6 +79,8 @@ enum RunInput: Sendable {
     case bodyEnded(ConnectionID)
     case bodyFailed(ConnectionID, HaulError)
     case overlapMismatch(ConnectionID)
+    /// A connection told to close had no task running: it has stopped.
+    case closed(ConnectionID)
     case diskFailed(ConnectionID, HaulError)
     case timer(DownloadStateMachine.Timer)
     case tick

@@ -194,6 +194,18 @@ import Testing
         #expect(machine.record.totalLength == 1000)
     }
 
+    /// A connection closed before its body was read reports `connectionClosed` (the runner no
+    /// longer makes up a failure for it); one the machine let go has nothing to say.
+    @Test func aCloseWithNothingRunningIsReportedAsSuch() throws {
+        var machine = try receiving(0)
+        #expect(machine.stopRequested(status: .paused) == [.close(0)])
+        #expect(machine.connectionClosed(0) == [.checkpoint(epoch: machine.epoch), .persist, .finish(.paused)])
+        #expect(machine.connectionClosed(0) == [])
+        var receiving = try receiving(10)
+        let actions = receiving.connectionClosed(0)
+        #expect(actions.last == .finish(.failed(HaulError(.internal, "unexpected report of a closed connection in state downloading"))))
+    }
+
     @Test func aPauseDuringVerificationIsKeptInTheStateAndARemoveCancelsIt() throws {
         var machine = try receiving(1000)
         #expect(machine.bodyEnded(0, jitter: 0) == [.checkpoint(epoch: machine.epoch), .verify(.part)])

@@ -33,7 +33,8 @@ extension DownloadStateMachine {
         /// its bytes go); then report `bodyEnded` or `transferFailed`.
         case receive(ConnectionID)
         /// Stop this connection's request or body and drop it; report `transferFailed` (or
-        /// whatever it finishes with) once it has stopped.
+        /// whatever it finishes with) once it has stopped, or `connectionClosed` when nothing
+        /// ran for it (its answer came and its body was not read yet).
         case close(ConnectionID)
         case schedule(Timer, after: Duration)
         case cancelTimer(Timer)

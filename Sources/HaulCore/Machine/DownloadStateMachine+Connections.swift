@@ -225,6 +225,14 @@ extension DownloadStateMachine {
                                 retryAfter: nil, jitter: jitter)
     }
 
+    /// A connection told to close (`.close`) had nothing running, so nothing else will report:
+    /// it has stopped. A connection the machine already let go has nothing to report.
+    public mutating func connectionClosed(_ id: ConnectionID) -> [Action] {
+        guard let connection = connections[id] else { return [] }
+        guard connection.phase == .closing else { return unexpected("report of a closed connection") }
+        return closed(id)
+    }
+
     /// The request or the body failed (refused, reset, timeout, short body, or closed on request).
     public mutating func transferFailed(_ id: ConnectionID, _ error: HaulError, jitter: Double) -> [Action] {
         guard let connection = connections[id] else { return [] }
