@@ -1,8 +1,11 @@
 import HaulCore
 
-/// The engine's only access to time: monotonic readings and sleeps, and the calendar. Injected,
-/// so that retry delays, checkpoint cadence and the server's dates (an HTTP-date `Retry-After`)
-/// can be driven by a manual clock in tests.
+/// The engine's access to time: monotonic readings and sleeps, and the calendar. Injected, so
+/// that retry delays, checkpoint cadence and the server's dates (an HTTP-date `Retry-After`) can
+/// be driven by a manual clock in tests. Three things keep real time on purpose: the run's
+/// ticker (a manual clock counts only the machine's timers), a fleet's lease renewals (a lease
+/// is a promise to other hosts) and the shutdown's deadline (a wait a manual clock would never
+/// end).
 public protocol HaulClock: Sendable {
     /// Monotonic time in seconds on an arbitrary scale.
     func seconds() -> Double
