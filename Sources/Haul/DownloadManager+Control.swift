@@ -139,7 +139,7 @@ extension DownloadManager {
         }
         let wasQueued = pending.remove(id) != nil
         secrets[id] = nil
-        await removeFiles(of: record, final: deleteFile && record.status == .completed)
+        await removeFiles(of: record, deleteFile: deleteFile, status: record.status)
         await names.release(directory: record.request.directory, name: record.fileName)
         let runnerSaidSo = runnerStopped && record.status == .removed
         record.status = .removed
@@ -149,12 +149,14 @@ extension DownloadManager {
         signalIdleIfNeeded()
     }
 
-    /// Deletes a removed download's `.part` (and its final file when `final`), through its
-    /// directory resolved beneath the roots, on the shared thread pool (the download has no run,
-    /// hence no threads of its own). A failure is logged: the record is removed anyway, and a file
-    /// that could not be deleted stays where it is.
-    nonisolated func removeFiles(of record: DownloadRecord, final: Bool) async {
-        let roots = configuration.downloadRoots
+    /// Deletes a removed download's `.part`, and its final file when the remove asked for it
+    /// (`deleteFile`) and the download had completed (`status`, before the remove): a final
+    /// name of a download that never completed may be another file. Through its directory
+    /// resolved beneath the roots, on the shared thread pool (the download has no run, hence no
+    /// threads of its own). A failure is logged: the record is removed anyway, and a file that
+    /// could not be deleted stays where it is.
+    nonisolated func removeFiles(of record: DownloadRecord, deleteFile: Bool, status: DownloadStatus) async {
+        let (roots, final) = (configuration.downloadRoots, deleteFile && status == .completed)
         do {
             try await BlockingIO.run { try DestinationFiles.remove(record, final: final, roots: roots) }
         } catch {

@@ -188,8 +188,7 @@ extension DownloadManager {
         guard let fleet else { throw HaulError(.internal, "not part of a fleet") }
         if case .applied(let applied, let before) = try await fleet.request(command, for: id) {
             if command != .pause {
-                // As `removeNow`: a final file is deleted only if it is this finished download's.
-                await removeFiles(of: applied, final: command == .removeWithFile && before == .completed)
+                await removeFiles(of: applied, deleteFile: command == .removeWithFile, status: before)
                 secrets[id] = nil
             }
             hub.publish(DownloadEvent(id: id, kind: command == .pause ? .paused : .removed))

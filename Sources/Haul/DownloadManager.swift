@@ -178,12 +178,12 @@ public actor DownloadManager {
 
     /// A fresh queued record at the end of its priority, its explicit file name checked.
     func newRecord(for request: DownloadRequest, facts: FileNameClaims.Facts? = nil) async throws -> DownloadRecord {
-        var record = DownloadRecord(id: .random(), request: request, createdAt: WallClock.secondsSince1970())
+        var record = DownloadRecord(id: .random(), request: request, createdAt: clock.secondsSince1970())
         try await names.checkExplicit(record, facts: facts)
         record.status = .queued
         // Microseconds, and at least `positionGap` apart within a batch: a move to an index then
         // takes one write, a place between its new neighbours (`directPlace`).
-        lastPosition = max(lastPosition + Self.positionGap, WallClock.microsecondsSince1970())
+        lastPosition = max(lastPosition + Self.positionGap, clock.microsecondsSince1970())
         record.position = lastPosition
         return record
     }

@@ -1,21 +1,40 @@
 import HaulCore
 
-/// The engine's only access to time: monotonic readings and sleeps. Injected, so that retry
-/// delays and checkpoint cadence can be driven by a manual clock in tests.
+/// The engine's access to time: monotonic readings and sleeps, and the calendar. Injected, so
+/// that retry delays, checkpoint cadence and the server's dates (an HTTP-date `Retry-After`) can
+/// be driven by a manual clock in tests. Three things keep real time on purpose: the run's
+/// ticker (a manual clock counts only the machine's timers), a fleet's lease renewals (a lease
+/// is a promise to other hosts) and the shutdown's deadline (a wait a manual clock would never
+/// end).
 public protocol HaulClock: Sendable {
     /// Monotonic time in seconds on an arbitrary scale.
     func seconds() -> Double
     func sleep(for duration: Duration) async throws
+    /// Calendar time in microseconds since 1970, for record timestamps, queue positions and the
+    /// server's dates; never for measuring intervals.
+    func microsecondsSince1970() -> Int64
+}
+
+extension HaulClock {
+    /// Calendar time in whole seconds since 1970.
+    public func secondsSince1970() -> Int64 {
+        microsecondsSince1970() / 1_000_000
+    }
 }
 
 /// Adapts any `Clock` (`ContinuousClock`, a test's manual clock) to `HaulClock`.
 public struct ClockAdapter<C: Clock>: HaulClock where C.Duration == Duration {
     public let clock: C
     private let origin: C.Instant
+    /// The calendar time at `origin`, in microseconds since 1970; nil: the system's calendar.
+    private let calendarOrigin: Int64?
 
-    public init(_ clock: C) {
+    /// `secondsSince1970`: the calendar time the clock starts at, which then moves with it (a
+    /// test's manual clock); nil: the system's calendar time, whatever the clock.
+    public init(_ clock: C, secondsSince1970: Int64? = nil) {
         self.clock = clock
         self.origin = clock.now
+        self.calendarOrigin = secondsSince1970.map { $0 * 1_000_000 }
     }
 
     public func seconds() -> Double {
@@ -24,5 +43,11 @@ public struct ClockAdapter<C: Clock>: HaulClock where C.Duration == Duration {
 
     public func sleep(for duration: Duration) async throws {
         try await clock.sleep(until: clock.now.advanced(by: duration), tolerance: nil)
+    }
+
+    public func microsecondsSince1970() -> Int64 {
+        guard let calendarOrigin else { return WallClock.microsecondsSince1970() }
+        let elapsed = origin.duration(to: clock.now).components
+        return calendarOrigin + elapsed.seconds * 1_000_000 + elapsed.attoseconds / 1_000_000_000_000
     }
 }

@@ -4,7 +4,8 @@ import Glibc
 import Darwin
 #endif
 
-/// Calendar time, for record timestamps and `Retry-After` dates; never for measuring intervals.
+/// The system's calendar: what `ClockAdapter` reads for `HaulClock`'s calendar time (the engine
+/// reads it through its clock, never here); never for measuring intervals.
 enum WallClock {
     static func secondsSince1970() -> Int64 {
         var spec = timespec()

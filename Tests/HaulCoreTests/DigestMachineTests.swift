@@ -59,7 +59,7 @@ import Testing
         #expect(machine.bodyEnded(0, jitter: 0) == [.checkpoint(epoch: machine.epoch), .verify(.part)])
         let failed = machine.verified(HaulError(.digestMismatch, "wrong"))
         #expect(Array(failed.prefix(2)) == [.persist, .truncate(to: 0)])
-        #expect(failed.last == .finish)
+        #expect(failed.last == .finish(.failed(HaulError(.digestMismatch, "wrong"))))
         #expect(machine.record.status == .failed && machine.record.error?.code == .digestMismatch)
         #expect(machine.persistentRecord.serverDigest == nil && machine.persistentRecord.completedLength == 0)
     }

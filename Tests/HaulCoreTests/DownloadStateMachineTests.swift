@@ -75,7 +75,7 @@ import Testing
         #expect(accepted.last?.partComplete == false)
         #expect(machine.bodyEnded(0, jitter: 0) == [.checkpoint(epoch: machine.epoch), .verify(.part)])
         #expect(machine.verified(nil) == [.publish(.part)])
-        #expect(machine.published(nil) == [.persist, .finish])
+        #expect(machine.published(nil) == [.persist, .finish(.completed)])
         #expect(machine.record.status == .completed)
         #expect(machine.record.totalLength == 100)
         #expect(machine.record.validator?.etag == "\"a\"")
@@ -92,10 +92,11 @@ import Testing
         feed(&machine, 0, 40)
         #expect(machine.tick(now: 0.25, elapsed: 0.25) == [])
         feed(&machine, 0, 20)  // 60 since the start: due
-        #expect(machine.tick(now: 0.5, elapsed: 0.25) == [.checkpoint(epoch: machine.epoch)])
+        #expect(machine.tick(now: 0.5, elapsed: 0.25) == [.backgroundCheckpoint(epoch: machine.epoch)])
+        #expect(machine.backgroundCheckpointEnded(epoch: machine.epoch, .success([0: 60])) == [.persist])
         feed(&machine, 0, 30)  // 30 since that one: not yet
         #expect(machine.tick(now: 0.75, elapsed: 0.25) == [])
-        #expect(machine.tick(now: 1.5, elapsed: 0.75) == [.checkpoint(epoch: machine.epoch)])  // by time
+        #expect(machine.tick(now: 1.5, elapsed: 0.75) == [.backgroundCheckpoint(epoch: machine.epoch)])  // by time
     }
 
     @Test func onlyDurableBytesArePersisted() throws {
@@ -106,9 +107,9 @@ import Testing
         #expect(machine.completedLength == 60)
         #expect(machine.persistentRecord.completedLength == 0)
         #expect(machine.tick(now: 0.5, elapsed: 0.5) == [])
-        #expect(machine.tick(now: 1.5, elapsed: 1) == [.checkpoint(epoch: machine.epoch)])
+        #expect(machine.tick(now: 1.5, elapsed: 1) == [.backgroundCheckpoint(epoch: machine.epoch)])
         // The writer had 40 of the 60 bytes in the file when it synced.
-        #expect(machine.synced(epoch: machine.epoch, written: [0: 40]) == [.persist])
+        #expect(machine.backgroundCheckpointEnded(epoch: machine.epoch, .success([0: 40])) == [.persist])
         #expect(machine.persistentRecord.segments == [Segment(start: 0, end: 99, written: 40)])
         // A checkpoint from before a start-over is ignored.
         #expect(machine.synced(epoch: 7, written: [0: 60]) == [])
@@ -151,7 +152,8 @@ import Testing
         _ = machine.timerFired(.retry(0))
         _ = machine.transferFailed(0, HaulError(.network, "refused"), jitter: 0)
         _ = machine.timerFired(.retry(0))
-        #expect(machine.transferFailed(0, HaulError(.network, "refused"), jitter: 0).suffix(2) == [.persist, .finish])
+        let end = machine.transferFailed(0, HaulError(.network, "refused"), jitter: 0)
+        #expect(end.suffix(2) == [.persist, .finish(.failed(HaulError(.network, "refused")))])
         #expect(machine.record.status == .failed)
         #expect(machine.record.error?.code == .network)
     }
@@ -416,7 +418,7 @@ import Testing
         feed(&machine, 0, 100)
         #expect(machine.stopRequested(status: .paused) == [.close(0), .close(1)])
         #expect(machine.transferFailed(0, HaulError(.interrupted, "closed"), jitter: 0) == [])
-        #expect(machine.transferFailed(1, HaulError(.interrupted, "closed"), jitter: 0) == [.checkpoint(epoch: 0), .persist, .finish])
+        #expect(machine.transferFailed(1, HaulError(.interrupted, "closed"), jitter: 0) == [.checkpoint(epoch: 0), .persist, .finish(.paused)])
         #expect(machine.record.status == .paused)
     }
 
@@ -428,7 +430,7 @@ import Testing
         _ = machine.bodyEnded(0, jitter: 0)
         #expect(machine.stopRequested(status: .paused) == [])
         #expect(machine.stopRequested(status: .removed) == [.cancelVerify])
-        #expect(machine.verified(HaulError(.interrupted, "stopped")) == [.checkpoint(epoch: machine.epoch), .persist, .finish])
+        #expect(machine.verified(HaulError(.interrupted, "stopped")) == [.checkpoint(epoch: machine.epoch), .persist, .finish(.removed)])
         #expect(machine.record.status == .removed)
     }
 }

@@ -72,7 +72,7 @@ import Testing
         let actions = machine.responseReceived(0, ResponseHead(status: 416, headers: ["Content-Range": "bytes */0"], url: url.absoluteString),
                                                nowSecondsSince1970: 0, jitter: 0)
         #expect(machine.record.totalLength == 0)
-        #expect(machine.state == .verifying, "\(actions)")
+        #expect(machine.state == .verifying(.part, stop: nil), "\(actions)")
     }
 
     /// Over plain http, and under `--http1.1` or `--http2`, one connection asks for the whole file.

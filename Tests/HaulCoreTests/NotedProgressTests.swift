@@ -27,7 +27,7 @@ import Testing
             #expect(machine.tick(now: 0.25, elapsed: 0.25) == (notes ? [.noteProgress] : []))
             #expect(machine.tick(now: 0.5, elapsed: 0.25) == [], "no new byte, nothing to note")
             _ = machine.received(0, count: 100)
-            #expect(machine.tick(now: 1.0, elapsed: 0.5) == [.checkpoint(epoch: machine.epoch)], "a due checkpoint wins")
+            #expect(machine.tick(now: 1.0, elapsed: 0.5) == [.backgroundCheckpoint(epoch: machine.epoch)], "a due checkpoint wins")
         }
     }
 

@@ -121,7 +121,7 @@ import Testing
         _ = machine.start(noFiles, now: 0)
         let now: Int64 = 1_764_052_189  // 2025-11-25T06:29:49Z
         let actions = machine.responseReceived(0, head(503, ["Retry-After": "999999"]), nowSecondsSince1970: now, jitter: 0)
-        #expect(actions.suffix(2) == [.persist, .finish])
+        #expect(actions.suffix(2) == [.persist, .finish(.failed(try #require(machine.record.error)))])
         #expect(machine.state == .failed)
         #expect(machine.record.error?.message
             == "http://h/file: HTTP 503: the server asks to be tried again in 999999 s (at 2025-12-06T20:16:28Z), longer than the 60 s haul waits")
@@ -222,7 +222,7 @@ import Testing
             feed(&machine, 0, 1000)
             feed(&machine, 1, 10)
             slowBytes += 10
-            replaced = machine.tick(now: now, elapsed: 0.25).filter { $0 != .checkpoint(epoch: 0) }
+            replaced = machine.tick(now: now, elapsed: 0.25).filter { $0 != .backgroundCheckpoint(epoch: 0) }
         }
         let plans = replaced.compactMap { if case .request(let id, let plan) = $0 { (id, plan) } else { nil } }
         #expect(replaced.contains(.close(1)))

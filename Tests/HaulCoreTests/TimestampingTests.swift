@@ -54,7 +54,7 @@ import Testing
         _ = machine.start(.init(partSize: nil, published: false, finalModified: localTime), now: 0)
         let actions = machine.responseReceived(0, ResponseHead(status: 304, headers: [:], url: "http://h/file"),
                                                nowSecondsSince1970: 0, jitter: 0)
-        #expect(actions == [.close(0), .notify(.notModified), .persist, .finish])
+        #expect(actions == [.close(0), .notify(.notModified), .persist, .finish(.notModified)])
         #expect(machine.record.status == .completed)
         #expect(machine.completedLength == 0)
         // A 304 nobody asked for is no success.
@@ -74,7 +74,7 @@ import Testing
         for _ in 0..<10 { _ = machine.received(0, count: 10) }
         #expect(machine.bodyEnded(0, jitter: 0).contains(.verify(.part)))
         #expect(machine.verified(nil) == [.replaceFinal], "replaced only now, complete and verified")
-        #expect(machine.published(nil) == [.persist, .setModificationTime(HTTPDate.parse(newer)!), .finish])
+        #expect(machine.published(nil) == [.persist, .setModificationTime(HTTPDate.parse(newer)!), .finish(.completed)])
         #expect(machine.record.status == .completed)
     }
 
@@ -88,6 +88,6 @@ import Testing
         _ = machine.received(0, count: 10)
         _ = machine.bodyEnded(0, jitter: 0)
         #expect(machine.verified(nil) == [.publish(.part)])
-        #expect(machine.published(nil) == [.persist, .setModificationTime(HTTPDate.parse(modified)!), .finish])
+        #expect(machine.published(nil) == [.persist, .setModificationTime(HTTPDate.parse(modified)!), .finish(.completed)])
     }
 }

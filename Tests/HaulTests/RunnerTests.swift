@@ -156,4 +156,167 @@ import Logging
         #expect(events.withLockedValue { $0 }.last == .paused)
         try? FileManager.default.removeItem(atPath: directory)
     }
+
+    // MARK: Decisions the machine makes (issue 23)
+
+    /// Opens once; `wait` returns after that (one waiter: an `AsyncStream` has one consumer).
+    final class Latch: Sendable {
+        let stream: AsyncStream<Void>
+        let continuation: AsyncStream<Void>.Continuation
+        init() { (stream, continuation) = AsyncStream.makeStream(of: Void.self) }
+        func open() { continuation.finish() }
+        func wait() async { for await _ in stream {} }
+    }
+
+    /// Serves the payload in 10 KB chunks; at `pauseAt` the body waits for `gate`, after
+    /// `stallAfter` until its task is cancelled.
+    struct GatedTransport: HTTPTransport {
+        let payload: Payload
+        let pauseAt: Int64
+        let gate: Latch
+        let stallAfter: Int64
+
+        func send(_ plan: RequestPlan) async throws -> (ResponseHead, any ResponseBodyStream) {
+            let head = ResponseHead(status: 200, headers: ["Content-Length": "\(payload.length)", "ETag": "\"x\""],
+                                    url: plan.url.absoluteString)
+            return (head, Body(transport: self))
+        }
+
+        final class Body: ResponseBodyStream {
+            let transport: GatedTransport
+            let next = NIOLockedValueBox<Int64>(0)
+            init(transport: GatedTransport) { self.transport = transport }
+            func next() async throws -> (any ByteChunk)? {
+                let offset = next.withLockedValue { $0 }
+                if offset == transport.pauseAt { await transport.gate.wait() }
+                if offset >= transport.stallAfter { try await Task.sleep(for: .seconds(3600)) }
+                guard offset < transport.payload.length else { return nil }
+                let end = min(transport.payload.length, offset + 10_000)
+                next.withLockedValue { $0 = end }
+                return transport.payload.bytes(offset..<end)
+            }
+        }
+    }
+
+    /// A `FakeWriter` whose first checkpoint holds its fsync until `gate` opens (what it syncs is
+    /// what was written when it began).
+    final class SlowFirstSyncWriter: ChunkWriter {
+        let inner: FakeWriter
+        let gate: Latch
+        let calls = NIOLockedValueBox(0)
+        init(log: Log, gate: Latch) {
+            self.inner = FakeWriter(log: log)
+            self.gate = gate
+        }
+        func write(_ chunk: any ByteChunk, at offset: Int64, part: Int64) async throws {
+            try await inner.write(chunk, at: offset, part: part)
+        }
+        func checkpoint() async throws -> [Int64: Int64] {
+            let written = try await inner.checkpoint()
+            let call = calls.withLockedValue { $0 += 1; return $0 }
+            if call == 1 { await gate.wait() }
+            return written
+        }
+        func flush() async throws -> [Int64: Int64] { try await inner.flush() }
+        func read(at offset: Int64, count: Int) async throws -> [UInt8] { [] }
+        func truncate(to length: Int64) async throws { try await inner.truncate(to: length) }
+        func close() async {}
+        func discard() async {}
+    }
+
+    func progressed(_ events: NIOLockedValueBox<[DownloadEvent.Kind]>, to bytes: Int64) -> Bool {
+        events.withLockedValue { $0 }.contains { if case .progress(let p) = $0 { p.completed >= bytes } else { false } }
+    }
+
+    /// The old runner dropped a periodic checkpoint asked for while one was in flight, after the
+    /// machine had counted it as taken: the bytes it would have stored waited for the next one
+    /// (none, on a stalled body). Now the machine knows one runs and asks again when it ends.
+    @Test func aCheckpointDueWhileOneRunsIsRunAfterItNeverDropped() async throws {
+        let log = Log()
+        let store = LoggingStore(log: log)
+        let stop = StopSignal()
+        let events = NIOLockedValueBox<[DownloadEvent.Kind]>([])
+        let (bodyGate, syncGate) = (Latch(), Latch())
+        let writer = SlowFirstSyncWriter(log: log, gate: syncGate)
+        // Due every 100,000 bytes, never by time.
+        let runner = DownloadRunner(
+            store: store, transport: GatedTransport(payload: payload, pauseAt: 100_000, gate: bodyGate, stallAfter: 200_000),
+            clock: ClockAdapter(ContinuousClock()), names: FileNameClaims(store: store),
+            settings: .init(checkpointInterval: 3600, checkpointBytes: 100_000, tickInterval: 0.001),
+            limiters: [], makeWriter: { _, _, _, _, _ in writer },
+            logger: .init(label: "test"), stop: stop, emit: { event in events.withLockedValue { $0.append(event.kind) } })
+        let (task, _, directory) = try await start(runner, until: 100_000, events: events)
+        while writer.calls.withLockedValue({ $0 }) < 1 { try await Task.sleep(for: .milliseconds(5)) }
+        bodyGate.open()
+        // A tick saw 200,000 bytes while the first checkpoint still held its fsync: due again.
+        while !progressed(events, to: 200_000) { try await Task.sleep(for: .milliseconds(5)) }
+        syncGate.open()
+        while !log.entries.withLockedValue({ $0 }).contains(.saved(100_000)) { try await Task.sleep(for: .milliseconds(5)) }
+        // The second is asked for with the first one's save, before the loop reads the stop.
+        stop.request(.paused)
+        let final = await task.value
+        let syncs = log.entries.withLockedValue { $0 }.compactMap { if case .synced(let bytes) = $0 { bytes } else { nil } }
+        #expect(syncs == [100_000, 200_000, 200_000], "the first, the one due meanwhile, the pause's")
+        #expect(final.completedLength == 200_000)
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// A store that refuses to store a pause.
+    final class PauseRefusingStore: DownloadStore {
+        let inner: LoggingStore
+        init(log: Log) { inner = LoggingStore(log: log) }
+        func save(_ record: DownloadRecord) async throws {
+            if record.status == .paused { throw HaulError(.store, "disk I/O error") }
+            try await inner.save(record)
+        }
+        func record(_ id: DownloadID) async throws -> DownloadRecord? { try await inner.record(id) }
+        func record(matching request: DownloadRequest) async throws -> DownloadRecord? { try await inner.record(matching: request) }
+        func records(status: DownloadStatus?) async throws -> [DownloadRecord] { try await inner.records(status: status) }
+        func fileNameHolder(_ fileName: String, directory: String, except id: DownloadID) async throws -> DownloadID? {
+            try await inner.fileNameHolder(fileName, directory: directory, except: id)
+        }
+        func delete(_ id: DownloadID) async throws { try await inner.delete(id) }
+    }
+
+    /// A save that fails at the end is no longer only logged: a pause the store did not take
+    /// would go on at the next start, so the run ends failed and says why.
+    @Test func aPauseThatCannotBeStoredEndsFailedSayingSo() async throws {
+        let log = Log()
+        let store = PauseRefusingStore(log: log)
+        let stop = StopSignal()
+        let events = NIOLockedValueBox<[DownloadEvent.Kind]>([])
+        let runner = runner(log: log, store: store, stallAfter: 150_000, checkpointInterval: 3600, stop: stop, events: events)
+        let (task, initial, directory) = try await start(runner, until: 150_000, events: events)
+        stop.request(.paused)
+        let final = await task.value
+        #expect(final.status == .failed)
+        let error = try #require(final.error)
+        #expect(error.code == .store)
+        #expect(error.message.contains("the pause could not be stored") && error.message.contains("disk I/O error"), "\(error)")
+        #expect(events.withLockedValue { $0 }.last == .failed(error))
+        #expect(try await store.record(initial.id)?.status == .running, "the store keeps the last record it took")
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// The server's date in `Retry-After` is read against the injected calendar: a test's manual
+    /// clock decides how long the wait is, and ends it.
+    @Test func anHTTPDateRetryAfterWaitsByTheInjectedClock() async throws {
+        let clock = ManualClock()
+        let start: Int64 = 1_800_000_000
+        try await withHarness(clock: ClockAdapter(clock, secondsSince1970: start)) { harness in
+            let file = Payload(seed: 6, length: 50_000)
+            harness.server.setRoute("/file", Route(payload: file, script: [
+                .status(503, headers: [("Retry-After", HTTPDate.format(start + 90))])]))
+            let events = harness.manager.events()
+            let record = try await harness.manager.add(harness.request("/file"))
+            #expect(record.createdAt == start, "the record's time is the injected calendar's too")
+            await clock.waitForSleepers(count: 1)
+            #expect(clock.sleepers == [clock.now.advanced(by: .seconds(90))])
+            #expect(harness.server.requests(to: "/file").count == 1, "nothing is sent before the server's date")
+            clock.advance(by: .seconds(90))
+            let outcome = try await harness.waitForEnd(of: record.id, in: events)
+            #expect(outcome.final.isCompleted)
+            #expect(harness.server.requests(to: "/file").count == 2)
+        }
+    }
 }

@@ -18,6 +18,8 @@ extension DownloadStateMachine {
         case notModified
         /// Pieces failed their digests and are fetched again (`+PieceCheck`).
         case piecesRefetched(reason: String)
+        /// Saving the record failed; the next checkpoint saves again (`persistFailed`).
+        case saveFailed(HaulError)
         /// The URL expired; the refresh command is asked for a new one (`+Expiry`).
         case urlExpiring(HaulError)
         /// The refresh command gave this URL; the download goes on with it.
@@ -31,21 +33,27 @@ extension DownloadStateMachine {
         /// its bytes go); then report `bodyEnded` or `transferFailed`.
         case receive(ConnectionID)
         /// Stop this connection's request or body and drop it; report `transferFailed` (or
-        /// whatever it finishes with) once it has stopped.
+        /// whatever it finishes with) once it has stopped, or `connectionClosed` when nothing
+        /// ran for it (its answer came and its body was not read yet).
         case close(ConnectionID)
         case schedule(Timer, after: Duration)
         case cancelTimer(Timer)
         /// Give the download its final name if it has none yet: `-o`, else `Content-Disposition`,
         /// else the final URL. Report it with `setFileName`.
-        case nameFile(contentDisposition: String?, finalURL: String)
-        /// Save `persistentRecord` (only durable bytes).
+        case nameFile(contentDisposition: String?, finalURL: RemoteURL)
+        /// Save `persistentRecord` (only durable bytes). Report a failure: `leaseLost`,
+        /// `storeUnavailable`, or `persistFailed` for any other.
         case persist
         /// Cut the `.part` file to this length (0: start over). Only after a `.persist` that
         /// claims no more than that.
         case truncate(to: Int64)
         /// Flush every write, fsync the `.part` once, then report `synced` with what the writer
-        /// has on disk for each part (its start offset to the byte after its last written one).
+        /// has on disk for each part (its start offset to the byte after its last written one),
+        /// or `diskFailed`; all before the next action (a stop's `.persist` stores what it synced).
         case checkpoint(epoch: Int)
+        /// The same beside the connections (a slow fsync delays no stop and no request); report
+        /// `backgroundCheckpointEnded`. The machine asks for one at a time.
+        case backgroundCheckpoint(epoch: Int)
         /// Flush every write and note, without fsync, where each part's written bytes end, with
         /// the entity and this boot: what a restart on the same boot may trust after a kill (the
         /// page cache outlives the process, not the machine). Nothing to report.
@@ -69,8 +77,22 @@ extension DownloadStateMachine {
         /// Run the refresh command for a new URL in place of `expired`; report `urlRefreshed`.
         /// Cancelled by `.finish`.
         case refreshURL(expired: RemoteURL)
-        /// The run is over: `record` says how (completed, failed, or the status it stopped with).
-        case finish
+        /// The run is over: `record` says how (completed, failed, or the status it stopped with),
+        /// and the end is what the user is told.
+        case finish(End)
+    }
+
+    /// How a run ended: the last thing the user hears of it.
+    public enum End: Hashable, Sendable {
+        case completed
+        /// `-N`: the server's file is not newer than the local one, which is kept as it is.
+        case notModified
+        case failed(HaulError)
+        case paused
+        case removed
+        /// Stopped to go on later (a shutdown, the store out of reach), or another host took the
+        /// download over.
+        case interrupted
     }
 
     /// What to do with one chunk of a body: skip, compare with the disk, write, and whether to

@@ -187,6 +187,7 @@ extension DownloadStateMachine {
     /// The overlap compared after a resume without a validator did not match the disk. The
     /// connection has stopped: this is its last report.
     public mutating func overlapMismatch(_ id: ConnectionID) -> [Action] {
+        if connections[id]?.phase == .closing { return closed(id) }
         if let connection = connections[id], sources.count > 1, connection.probing || sources.othersRemain(besides: connection.source) {
             if let index = partIndex(connection.part), parts[index].owner == id, !connection.probing {
                 // Its bytes past the overlap were never written: the part is as it was.
@@ -224,6 +225,14 @@ extension DownloadStateMachine {
                                 retryAfter: nil, jitter: jitter)
     }
 
+    /// A connection told to close (`.close`) had nothing running, so nothing else will report:
+    /// it has stopped. A connection the machine already let go has nothing to report.
+    public mutating func connectionClosed(_ id: ConnectionID) -> [Action] {
+        guard let connection = connections[id] else { return [] }
+        guard connection.phase == .closing else { return unexpected("report of a closed connection") }
+        return closed(id)
+    }
+
     /// The request or the body failed (refused, reset, timeout, short body, or closed on request).
     public mutating func transferFailed(_ id: ConnectionID, _ error: HaulError, jitter: Double) -> [Action] {
         guard let connection = connections[id] else { return [] }
@@ -237,7 +246,7 @@ extension DownloadStateMachine {
     }
 
     public mutating func timerFired(_ timer: Timer) -> [Action] {
-        guard state == .downloading, stopStatus == nil else { return [] }
+        guard isDownloading, stopRequest == nil else { return [] }
         switch timer {
         case .retry(let id):
             guard connections[id]?.phase == .waiting else { return [] }
@@ -257,7 +266,7 @@ extension DownloadStateMachine {
         if let index = partIndex(connection.part), parts[index].owner == id { parts[index].owner = nil }
         connections[id] = nil
         var actions: [Action] = [.close(id), .cancelTimer(.retry(id))]
-        if activeConnections == 0, stopStatus == nil, state == .downloading,
+        if activeConnections == 0, stopRequest == nil, isDownloading,
            let index = parts.firstIndex(where: { $0.owner == nil && !$0.isComplete }) {
             actions += request(newConnection(part: index, isExtra: false))
         }
@@ -274,15 +283,17 @@ extension DownloadStateMachine {
         guard restarts <= allowed * 2 else {
             return fail(HaulError(.badResponse, "\(record.request.url) keeps changing on the server; giving up"))
         }
-        restartPending = true
         resetEntity()
-        return [.notify(.restarted(reason: reason, cause: cause))] + closeEverything() + restartIfClosed()
+        let notice = Action.notify(.restarted(reason: reason, cause: cause))
+        // A stop under way stays one: it ends once the connections have closed.
+        guard stopRequest == nil else { return [notice] + closeEverything() + finishStopIfClosed() }
+        state = .restarting
+        return [notice] + closeEverything() + restartIfClosed()
     }
 
     mutating func restartIfClosed() -> [Action] {
-        guard restartPending, connections.isEmpty else { return [] }
-        restartPending = false
-        if stopStatus != nil { return finishStopIfClosed() }
+        guard state == .restarting, connections.isEmpty else { return [] }
+        state = .downloading
         connectionLimit = max(1, record.request.connections)
         // Stored before the file is cut: the store never claims bytes the file lacks.
         return [.persist, .truncate(to: 0)] + openFirstConnection()
@@ -319,29 +330,15 @@ extension DownloadStateMachine {
     mutating func closed(_ id: ConnectionID) -> [Action] {
         if let retry = retryAfterClose(id) { return retry }
         connections[id] = nil
-        if restartPending { return restartIfClosed() }
-        if state == .verifying, connections.isEmpty, verifyPending { return beginVerify() }
-        return finishStopIfClosed()
-    }
-
-    /// Once no connection is left, a requested stop checkpoints, stores its status and ends.
-    mutating func finishStopIfClosed() -> [Action] {
-        guard stopStatus != nil, connections.isEmpty, state == .downloading || state == .idle else { return [] }
-        return stopNow()
-    }
-
-    mutating func stopNow() -> [Action] {
-        record.status = stopStatus ?? .queued
-        state = .stopped
-        return [.checkpoint(epoch: epoch), .persist, .finish]
-    }
-
-    /// All bytes are in: verification waits for the connections told to close.
-    mutating func beginVerifyWhenClosed() -> [Action] {
-        state = .verifying
-        if connections.isEmpty { return beginVerify() }
-        verifyPending = true
-        return []
+        switch state {
+        case .restarting:
+            return restartIfClosed()
+        case .closingForVerify(let stop) where connections.isEmpty:
+            // A remove that came meanwhile ends the run before anything is verified.
+            return stop == .removed ? stopNow(.removed) : beginVerify()
+        default:
+            return finishStopIfClosed()
+        }
     }
 
     // MARK: Queries
@@ -366,7 +363,10 @@ extension DownloadStateMachine {
                                   digest: record.serverDigest)
         if record.fileName == nil {
             storedEntity = entity
-            return [.nameFile(contentDisposition: head.headers["Content-Disposition"], finalURL: head.url), .persist]
+            // A final URL that does not parse (the transport gives what the server sent) names
+            // nothing: the request's URL does.
+            let finalURL = (try? RemoteURL(head.url)) ?? record.request.url
+            return [.nameFile(contentDisposition: head.headers["Content-Disposition"], finalURL: finalURL), .persist]
         }
         guard entity != storedEntity else { return [] }
         storedEntity = entity

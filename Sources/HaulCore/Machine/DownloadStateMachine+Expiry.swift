@@ -11,10 +11,10 @@ extension DownloadStateMachine {
     mutating func urlExpired(_ error: HaulError) -> [Action] {
         let progressed = completedLength > completedAtLastRefresh
         if progressed { urlRefreshes = 0 }
-        guard settings.refreshesURL, urlRefreshes < Self.maxURLRefreshes, stopStatus == nil else { return fail(error) }
+        guard settings.refreshesURL, urlRefreshes < Self.maxURLRefreshes, stopRequest == nil else { return fail(error) }
         urlRefreshes += 1
         completedAtLastRefresh = completedLength
-        refreshingURL = error
+        state = .refreshingURL(expired: error)
         return closeEverything() + [.notify(.urlExpiring(error)), .refreshURL(expired: record.request.url)]
     }
 
@@ -22,9 +22,9 @@ extension DownloadStateMachine {
     /// serves the same file: no validator is carried over, so the resume re-reads an overlap),
     /// or why none came.
     public mutating func urlRefreshed(_ result: Result<RemoteURL, HaulError>) -> [Action] {
-        guard state == .downloading, let expired = refreshingURL else { return [] }
-        refreshingURL = nil
-        if stopStatus != nil { return finishStopIfClosed() }
+        // A stop or a start-over since then has its own way on: the answer is too late.
+        guard case .refreshingURL(let expired) = state else { return [] }
+        state = .downloading
         switch result {
         case .failure(let error):
             return fail(HaulError(expired.code, expired.message + "; the refresh command gave no new URL: \(error.message)",

@@ -12,7 +12,7 @@ extension DownloadStateMachine {
 
     /// A body task handed over the chunk that made a note due (`Accepted.noteDue`).
     public mutating func noteRequested() -> [Action] {
-        guard settings.notesProgress, state == .downloading, completedLength != completedAtLastNote else { return [] }
+        guard settings.notesProgress, isDownloading, completedLength != completedAtLastNote else { return [] }
         completedAtLastNote = completedLength
         return [.noteProgress]
     }

@@ -17,7 +17,7 @@ extension DownloadStateMachine {
     }
 
     /// The verification found pieces whose digests fail (indices into the piece list).
-    mutating func refetch(_ bad: [Int]) -> [Action] {
+    mutating func refetch(_ bad: [Int], stop: DownloadStatus?) -> [Action] {
         guard let hashes = record.request.pieceHashes, let total = expectedLength else {
             return fail(HaulError(.internal, "a piece check without piece digests"))
         }
@@ -39,7 +39,7 @@ extension DownloadStateMachine {
             + "\(hashes.algorithm.rawValue) digests"
         // The bad bytes are no longer claimed: a later run fetches only them.
         actions.append(.persist)
-        if stopStatus == .removed { return actions + stopNow() }
+        if stop == .removed { return actions + stopNow(.removed) }
         guard pieceChecks <= Self.pieceRounds else {
             return actions + fail(HaulError(.checksumMismatch, "\(record.request.url): \(what) \(Self.pieceRounds + 1) times; "
                                            + "the file is not published"))
@@ -48,9 +48,8 @@ extension DownloadStateMachine {
             return actions + fail(HaulError(.badResponse, "no source serves one consistent file: \(sources.dropReasons)"))
         }
         actions.append(.notify(.piecesRefetched(reason: what)))
-        if stopStatus != nil { return actions + stopNow() }
+        if let stop { return actions + stopNow(stop) }
         state = .downloading
-        verifyPending = false
         return actions + openFirstConnection()
     }
 

@@ -9,7 +9,7 @@ extension DownloadStateMachine {
     public mutating func setAllowance(_ allowance: Int) -> [Action] {
         let grew = allowance > self.allowance
         self.allowance = max(0, allowance)
-        guard grew, state == .downloading, stopStatus == nil, !restartPending else { return [] }
+        guard grew, isFetching else { return [] }
         // Started with none to spare: the first connection opens now.
         if connections.isEmpty { return openFirstConnection() }
         return openMoreConnections()
@@ -28,7 +28,7 @@ extension DownloadStateMachine {
     /// Opens connections up to the limit while there is work for them: parts nobody works on
     /// first, then an even split of the largest remaining part.
     mutating func openMoreConnections() -> [Action] {
-        guard rangesProven, state == .downloading, stopStatus == nil, !restartPending, record.totalLength != nil else { return [] }
+        guard rangesProven, isFetching, record.totalLength != nil else { return [] }
         var actions: [Action] = []
         while connections.count < limit, let index = parts.firstIndex(where: { $0.owner == nil && !$0.isComplete }) {
             actions += request(newConnection(part: index, isExtra: true))
@@ -71,7 +71,7 @@ extension DownloadStateMachine {
             connections[id] = nil
             return closeEverything() + beginVerifyWhenClosed()
         }
-        if stopStatus == nil, rangesProven, connections.count <= limit {
+        if stopRequest == nil, rangesProven, connections.count <= limit {
             rebalance(id)
             if let index = parts.firstIndex(where: { $0.owner == nil && !$0.isComplete }) {
                 assign(id, to: index)
@@ -81,7 +81,7 @@ extension DownloadStateMachine {
                 return request(stolen)  // stored with the next checkpoint, as a split
             }
         }
-        if stopStatus == nil, limit > 0, connections.count == 1, let index = parts.firstIndex(where: { $0.owner == nil && !$0.isComplete }) {
+        if stopRequest == nil, limit > 0, connections.count == 1, let index = parts.firstIndex(where: { $0.owner == nil && !$0.isComplete }) {
             // The last connection never leaves work undone: the download would wait forever.
             assign(id, to: index)
             return request(id)
@@ -163,7 +163,7 @@ extension DownloadStateMachine {
 
     /// The request for the rest of `connection`'s part.
     mutating func request(_ id: ConnectionID) -> [Action] {
-        guard state == .downloading, stopStatus == nil, let connection = connections[id],
+        guard isDownloading, stopRequest == nil, let connection = connections[id],
               let index = partIndex(connection.part) else { return [] }
         let part = parts[index]
         if part.isComplete { return partDone(id) }

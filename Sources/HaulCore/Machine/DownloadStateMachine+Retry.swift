@@ -35,7 +35,7 @@ extension DownloadStateMachine {
     /// Every kept byte is about to be thrown away (a start-over while downloading): the next
     /// ones up to the same count are no progress.
     mutating func forgetKeptBytes() {
-        if state == .downloading { refetchDebt += completedLength }
+        if isDownloading { refetchDebt += completedLength }
     }
 
     // MARK: Failures
@@ -159,7 +159,7 @@ extension DownloadStateMachine {
             return [.close(id)]
         }
         var actions = dropConnection(id)
-        if state == .downloading, stopStatus == nil, connections.count < limit,
+        if isDownloading, stopRequest == nil, connections.count < limit,
            let index = parts.firstIndex(where: { $0.owner == nil && !$0.isComplete }) {
             actions += request(newConnection(part: index, isExtra: true))
         }
@@ -171,7 +171,7 @@ extension DownloadStateMachine {
     mutating func retryAfterClose(_ id: ConnectionID) -> [Action]? {
         guard let error = connections[id]?.pace.closedFor else { return nil }
         connections[id]?.pace.closedFor = nil
-        guard state == .downloading, stopStatus == nil, !restartPending else { return nil }
+        guard isFetching else { return nil }
         return connectionFailed(id, error, retryAfter: nil, jitter: 0.5, countsProgress: false)
     }
 

@@ -97,7 +97,7 @@ extension DownloadStateMachine {
     /// this, a connection on a mirror 20x slower kept its piece (a quarter of its share of the
     /// file) until faster connections ran out of other work and stole it.
     mutating func leaveSlowSources() -> [Action] {
-        guard sources.count > 1, state == .downloading, stopStatus == nil, !restartPending else { return [] }
+        guard sources.count > 1, isFetching else { return [] }
         let ratio = settings.slowSourceRatio
         var actions: [Action] = []
         for id in connections.keys.sorted() {

@@ -20,14 +20,14 @@ extension DownloadStateMachine {
     mutating func notModified() -> [Action] {
         record.status = .completed
         state = .completed
-        return closeEverything() + [.notify(.notModified), .persist, .finish]
+        return closeEverything() + [.notify(.notModified), .persist, .finish(.notModified)]
     }
 
     /// After verification. With `-N` the server's file was newer than the one under the final
     /// name: it replaces that one, now that it is complete and verified. Otherwise an existing
     /// name is refused, as always.
-    var publishAction: Action {
-        record.request.timestamping && verifyTarget == .part ? .replaceFinal : .publish(verifyTarget)
+    func publishAction(_ target: VerifyTarget) -> Action {
+        record.request.timestamping && target == .part ? .replaceFinal : .publish(target)
     }
 
     /// After publishing: the file gets the server's `Last-Modified` (`-N` implies it).
