@@ -89,10 +89,16 @@ public final class SQLiteDownloadStore: DownloadStore {
         }
     }
 
-    /// Closes both connections. Callers are never cancelled tasks (the manager closes its store
-    /// from its own shutdown task), so no task hop is needed to keep sqlite-nio from dropping the
-    /// close; one that was cancelled would hear `CancellationError`.
+    /// Closes both connections, in a task of its own: a close must happen even when its caller
+    /// was cancelled. (sqlite-nio answers a cancelled task with `CancellationError` without
+    /// closing, and the connection then traps in its deinit: the full test suite hung in the
+    /// backtracer when a cancelled test's store was closed so.) Reads and writes need no such
+    /// task: a cancelled one fails and loses nothing.
     public func close() async throws {
+        try await Task { try await self.closeNow() }.value
+    }
+
+    private func closeNow() async throws {
         defer { pool.shutdownGracefully { _ in } }
         if let reader = reader.withLockedValue({ value in defer { value = nil }; return value }) {
             do {

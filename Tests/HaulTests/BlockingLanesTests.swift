@@ -29,35 +29,45 @@ import Testing
     @Test func twoLanesRunTwoAtOnceAndNoMore() async throws {
         let lanes = BlockingLanes(width: 2, label: "test")
         let hold = DispatchSemaphore(value: 0)
-        let log = NIOLockedValueBox((started: 0, finished: 0))
+        let log = NIOLockedValueBox((running: 0, most: 0, finished: 0))
+        let (started, start) = AsyncStream.makeStream(of: Void.self)
+        var jobs: [Task<Void, any Error>] = []
         for _ in 0..<5 {
-            lanes.submit {
-                log.withLockedValue { $0.started += 1 }
-                hold.wait()
-                log.withLockedValue { $0.finished += 1 }
-            }
+            jobs.append(Task {
+                try await lanes.run {
+                    log.withLockedValue { $0.running += 1; $0.most = max($0.most, $0.running) }
+                    start.yield()
+                    hold.wait()
+                    log.withLockedValue { $0.running -= 1; $0.finished += 1 }
+                }
+            })
         }
-        while log.withLockedValue({ $0.started }) < 2 { await Task.yield() }
-        // Two are held: the other three wait for a lane, whatever the time given to them.
-        for _ in 0..<1_000 { await Task.yield() }
-        #expect(log.withLockedValue { $0.started } == 2)
+        var starts = started.makeAsyncIterator()
+        for _ in 0..<2 { _ = await starts.next() }
+        // Two hold their lanes. A job on other lanes runs meanwhile: a third would have had its
+        // chance to start, were the width not kept.
+        #expect(try await BlockingLanes(width: 1, label: "probe").run { 1 } == 1)
+        #expect(log.withLockedValue { $0.running } == 2)
         for _ in 0..<5 { hold.signal() }
-        while log.withLockedValue({ $0.finished }) < 5 { await Task.yield() }
-        #expect(log.withLockedValue { $0.started } == 5)
+        for job in jobs { try await job.value }
+        let seen = log.withLockedValue { $0 }
+        #expect(seen.most == 2)
+        #expect(seen.finished == 5)
     }
 
     @Test func manyBlockedLanesHoldNoOtherLaneBack() async throws {
         // More blocked lanes than cores, and than Dispatch's pool for ordinary queues.
         let blocked = (0..<64).map { BlockingLanes(width: 1, label: "blocked-\($0)") }
         let hold = DispatchSemaphore(value: 0)
-        let started = NIOLockedValueBox(0)
+        let (started, start) = AsyncStream.makeStream(of: Void.self)
         for lanes in blocked {
             lanes.submit {
-                started.withLockedValue { $0 += 1 }
+                start.yield()
                 hold.wait()
             }
         }
-        while started.withLockedValue({ $0 }) < blocked.count { await Task.yield() }
+        var starts = started.makeAsyncIterator()
+        for _ in blocked { _ = await starts.next() }
         let free = BlockingLanes(width: 1, label: "free")
         #expect(try await free.run { 42 } == 42)
         for _ in blocked { hold.signal() }
