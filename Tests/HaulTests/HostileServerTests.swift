@@ -16,7 +16,9 @@ import Testing
         let server = try await TestServer.start()
         let configuration = DownloadManager.Configuration(
             stateDirectory: root, checkpointInterval: .milliseconds(20), progressInterval: .milliseconds(20), retry: retry,
-            http: .init(connectTimeout: .seconds(5), readTimeout: .seconds(10)))
+            // No test here waits for a timeout; 60 s, so that a suite starved on a loaded machine
+            // (628 tests on 2 cores) is not taken for a silent server.
+            http: .init(connectTimeout: .seconds(30), readTimeout: .seconds(60)))
         let transport = AsyncHTTPTransport(configuration: configuration.http)
         let manager = DownloadManager(configuration: configuration, store: InMemoryDownloadStore(), transport: transport,
                                       clock: ClockAdapter(ContinuousClock()))

@@ -30,7 +30,8 @@ import urllib.parse
 import urllib.request
 
 from selenium import webdriver
-from selenium.common.exceptions import TimeoutException, WebDriverException
+from selenium.common.exceptions import (ElementClickInterceptedException, StaleElementReferenceException, TimeoutException,
+                                        WebDriverException)
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
@@ -224,7 +225,16 @@ class PageTest:
 
     def click(self, download_id, button):
         selector = f'tr[data-id="{download_id}"] button.{button}'
-        self.wait(f"the {button} button of {download_id}", EC.element_to_be_clickable((By.CSS_SELECTOR, selector))).click()
+        # A row is drawn again when its download's events come: a button found clickable can be
+        # replaced or covered before the click lands. Found again, up to five times.
+        for attempt in range(5):
+            try:
+                self.wait(f"the {button} button of {download_id}", EC.element_to_be_clickable((By.CSS_SELECTOR, selector))).click()
+                break
+            except (ElementClickInterceptedException, StaleElementReferenceException):
+                if attempt == 4:
+                    raise
+                time.sleep(0.2)
         log(f"clicked {button} on {download_id}")
 
     def press(self, element_id):
