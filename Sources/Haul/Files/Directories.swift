@@ -6,9 +6,9 @@ import Darwin
 import HaulCore
 
 /// The one way haul makes a directory it needs, as `mkdir -p` does: the state directory
-/// (`haul get`'s and the daemon's), the daemon's download and allowed directories, a download's
-/// root. (Directories below a root are made one component at a time by `DownloadDirectory`,
-/// which must not follow links.)
+/// (`haul get`'s and the daemon's) and its progress notes, the daemon's download and allowed
+/// directories, a download's root. (Directories below a root are made one component at a time
+/// by `DownloadDirectory`, which must not follow links.)
 public enum Directories {
     /// Makes `path` and its missing parents; a directory that exists is left as it is.
     /// - Parameters:
@@ -23,7 +23,8 @@ public enum Directories {
             guard (info.st_mode & S_IFMT) == S_IFDIR else { throw HaulError(.fileSystem, "the \(what) \(path) is not a directory") }
             return
         }
-        if let parent = parent(of: path), parent != path {
+        let parent = Paths.split(path).directory
+        if parent != path {
             do {
                 try create(parent, what: what)
             } catch {
@@ -36,14 +37,5 @@ public enum Directories {
         }
         // mkdir's mode passes through the umask: private means exactly 0700.
         if isPrivate, chmod(path, 0o700) != 0 { throw FileSystemErrors.error(errno, "cannot make private the \(what)", path) }
-    }
-
-    /// The directory `path` is in; nil for a bare name.
-    static func parent(of path: String) -> String? {
-        var trimmed = Substring(path)
-        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed.removeLast() }
-        guard let slash = trimmed.lastIndex(of: "/") else { return nil }
-        let parent = trimmed[..<slash]
-        return parent.isEmpty ? "/" : String(parent)
     }
 }

@@ -60,7 +60,7 @@ final class ProgressNotes: Sendable {
         var text = Self.header(tag)
         for (start, end) in written.sorted(by: { $0.key < $1.key }) { text += "part \(start) \(end)\n" }
         text += "end\n"
-        if mkdir(directory, 0o700) != 0, errno != EEXIST { throw FileSystemErrors.error(errno, "cannot create", directory) }
+        try Directories.create(directory, what: "progress notes directory", isPrivate: true)
         let path = path(of: id)
         let descriptor = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw FileSystemErrors.error(errno, "cannot open", path) }
