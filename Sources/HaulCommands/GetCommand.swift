@@ -120,9 +120,7 @@ struct GetCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
-        if !Limits.concurrentDownloads.contains(jobs) {
-            throw ValidationError("-j must be between \(Limits.concurrentDownloads.lowerBound) and \(Limits.concurrentDownloads.upperBound), not \(jobs)")
-        }
+        try Limits.validate(jobs: jobs)
         if !(1...DownloadRequest.maxConnections).contains(connections) {
             throw ValidationError("-x must be between 1 and \(DownloadRequest.maxConnections) (got \(connections))")
         }

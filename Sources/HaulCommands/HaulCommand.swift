@@ -79,3 +79,14 @@ enum ProcessSignals {
         signal(SIGPIPE, SIG_IGN)
     }
 }
+
+extension Limits {
+    /// `-j` of `haul get` and `haul serve`: the API's bounds, as a usage error.
+    static func validate(jobs: Int) throws {
+        do {
+            try check(maxConcurrentDownloads: jobs, field: "-j")
+        } catch {
+            throw ValidationError(error.message)
+        }
+    }
+}
