@@ -1,4 +1,5 @@
 import Foundation
+import Haul
 import HaulCore
 import HaulServer
 import HaulTesting
@@ -9,15 +10,31 @@ import HaulAPI
 /// place in the queue to take, and the call still answers its gid (it used to answer "not found
 /// in the waiting queue" whenever the run had not stored `running` yet).
 @Suite(.timeLimit(.minutes(2))) struct Aria2PositionTests {
-    @Test func anAddThatStartsAtOnceAnswersItsGid() async throws {
+    /// A daemon in this process (downloads at once: `jobs`, else the daemon's default) and a test
+    /// server with `route` at `path`; both stopped when `body` returns or throws, the daemon by
+    /// its own shutdown.
+    private func withDaemon(_ path: String, _ route: Route, jobs: Int? = nil,
+                            _ body: (DaemonAPI, TestServer) async throws -> Void) async throws {
         let root = NSTemporaryDirectory() + "haul-position-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: root) }
         let server = try await TestServer.start()
-        server.setRoute("/slow", Route(payload: Payload(seed: 9, length: 50_000_000), throttle: 100_000))
-        let configuration = Daemon.Configuration(port: 0, home: root + "/home", downloadDirectory: root + "/downloads",
-                                                 maxConcurrentDownloads: 8)
+        server.setRoute(path, route)
+        var configuration = Daemon.Configuration(port: 0, home: root + "/home", downloadDirectory: root + "/downloads")
+        if let jobs { configuration.manager.maxConcurrentDownloads = jobs }
         let api = try await DaemonAPI.start(configuration)
         do {
+            try await body(api, server)
+            try await api.stop()
+        } catch {
+            try? await api.stop()
+            try await server.shutdown()
+            throw error
+        }
+        try await server.shutdown()
+    }
+
+    @Test func anAddThatStartsAtOnceAnswersItsGid() async throws {
+        try await withDaemon("/slow", Route(payload: Payload(seed: 9, length: 50_000_000), throttle: 100_000), jobs: 8) { api, server in
             for index in 0..<8 {
                 // Each finds a free slot: it starts while addUri puts it at position 0.
                 let answer = try await api.rpc("aria2.addUri", #"["\#(server.url("/slow"))?n=\#(index)"], {"out": "f\#(index).bin"}, 0"#)
@@ -31,23 +48,12 @@ import HaulAPI
                 try await Task.sleep(for: .milliseconds(10))
             }
             #expect(active.components(separatedBy: "gid").count - 1 == 8, "\(active)")
-            try await api.stop()
-        } catch {
-            try? await api.stop()
-            try await server.shutdown()
-            throw error
         }
-        try await server.shutdown()
     }
 
     /// `getGlobalStat` sums the speed of the downloads running now.
     @Test func globalStatSumsTheRunningDownloadsSpeed() async throws {
-        let root = NSTemporaryDirectory() + "haul-stat-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: root) }
-        let server = try await TestServer.start()
-        server.setRoute("/slow", Route(payload: Payload(seed: 10, length: 50_000_000), throttle: 200_000))
-        let api = try await DaemonAPI.start(Daemon.Configuration(port: 0, home: root + "/home", downloadDirectory: root + "/downloads"))
-        do {
+        try await withDaemon("/slow", Route(payload: Payload(seed: 10, length: 50_000_000), throttle: 200_000)) { api, server in
             for index in 0..<2 {
                 _ = try await api.rpc("aria2.addUri", #"["\#(server.url("/slow"))?n=\#(index)"], {"out": "s\#(index).bin"}"#)
             }
@@ -58,24 +64,13 @@ import HaulAPI
                 try await Task.sleep(for: .milliseconds(10))
             }
             #expect(stat.contains(#""numActive":"2""#) && !stat.contains(#""downloadSpeed":"0""#), "\(stat)")
-            try await api.stop()
-        } catch {
-            try? await api.stop()
-            try await server.shutdown()
-            throw error
         }
-        try await server.shutdown()
     }
 
     /// A position that cannot be taken is an RPC error, not an OK with the gid (it was dropped by
     /// a `try?`): the URL of a download already complete is not queued again, so it has no place.
     @Test func aPositionThatCannotBeTakenIsAnError() async throws {
-        let root = NSTemporaryDirectory() + "haul-position-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: root) }
-        let server = try await TestServer.start()
-        server.setRoute("/file", Route(payload: Payload(seed: 11, length: 10_000)))
-        let api = try await DaemonAPI.start(Daemon.Configuration(port: 0, home: root + "/home", downloadDirectory: root + "/downloads"))
-        do {
+        try await withDaemon("/file", Route(payload: Payload(seed: 11, length: 10_000))) { api, server in
             let added = try await api.add(server.url("/file"), fileName: "file.bin")
             #expect(try await api.finished(added.id).status == .completed)
             // Without a position, adding it again answers the download it is.
@@ -83,12 +78,6 @@ import HaulAPI
             #expect(again.contains(#""result":"\#(added.id)""#), "\(again)")
             let answer = try await api.rpc("aria2.addUri", #"["\#(server.url("/file"))"], {"out": "file.bin"}, 0"#)
             #expect(answer.contains(#""error""#) && answer.contains(#""code":1"#), "\(answer)")
-            try await api.stop()
-        } catch {
-            try? await api.stop()
-            try await server.shutdown()
-            throw error
         }
-        try await server.shutdown()
     }
 }

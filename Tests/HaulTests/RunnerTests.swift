@@ -117,15 +117,29 @@ import Logging
         return (task, initial, directory)
     }
 
-    @Test func theStoreNeverClaimsMoreThanTheLastSync() async throws {
-        let log = Log()
-        let store = LoggingStore(log: log)
+    /// A run of the fake download that stalls after `bytes`, on `store`, returned once its
+    /// progress reached them: the run's task, record, directory, stop signal and events.
+    struct StalledRun {
+        let task: Task<DownloadRecord, Never>
+        let initial: DownloadRecord
+        let directory: String
+        let stop: StopSignal
+        let events: NIOLockedValueBox<[DownloadEvent.Kind]>
+    }
+
+    func stalledRun(log: Log, store: any DownloadStore, bytes: Int64, checkpointInterval: Double) async throws -> StalledRun {
         let stop = StopSignal()
         let events = NIOLockedValueBox<[DownloadEvent.Kind]>([])
-        let runner = runner(log: log, store: store, stallAfter: 200_000, checkpointInterval: 0, stop: stop, events: events)
-        let (task, _, directory) = try await start(runner, until: 200_000, events: events)
-        stop.request(.paused)
-        let final = await task.value
+        let runner = runner(log: log, store: store, stallAfter: bytes, checkpointInterval: checkpointInterval, stop: stop, events: events)
+        let (task, initial, directory) = try await start(runner, until: bytes, events: events)
+        return StalledRun(task: task, initial: initial, directory: directory, stop: stop, events: events)
+    }
+
+    @Test func theStoreNeverClaimsMoreThanTheLastSync() async throws {
+        let log = Log()
+        let run = try await stalledRun(log: log, store: LoggingStore(log: log), bytes: 200_000, checkpointInterval: 0)
+        run.stop.request(.paused)
+        let final = await run.task.value
         #expect(final.status == .paused)
         #expect(final.completedLength == 200_000)
         #expect(log.entries.withLockedValue { $0 }.last == .saved(200_000), "the stop stored every byte it had synced")
@@ -136,25 +150,22 @@ import Logging
             case .saved(let claimed): #expect(claimed <= synced, "a save claimed \(claimed) with \(synced) synced")
             }
         }
-        try? FileManager.default.removeItem(atPath: directory)
+        try? FileManager.default.removeItem(atPath: run.directory)
     }
 
     @Test func aStopIsAMessageAndItsCheckpointLands() async throws {
         let log = Log()
         let store = LoggingStore(log: log)
-        let stop = StopSignal()
-        let events = NIOLockedValueBox<[DownloadEvent.Kind]>([])
         // No periodic checkpoint in this test's lifetime: only the stop's can store the bytes.
-        let runner = runner(log: log, store: store, stallAfter: 150_000, checkpointInterval: 3600, stop: stop, events: events)
-        let (task, initial, directory) = try await start(runner, until: 150_000, events: events)
+        let run = try await stalledRun(log: log, store: store, bytes: 150_000, checkpointInterval: 3600)
         #expect(log.entries.withLockedValue { $0 }.allSatisfy { $0 != .synced(150_000) })
-        stop.request(.paused)
-        let final = await task.value
+        run.stop.request(.paused)
+        let final = await run.task.value
         #expect(final.completedLength == 150_000)
-        #expect(try await store.record(initial.id)?.completedLength == 150_000)
-        #expect(try await store.record(initial.id)?.status == .paused)
-        #expect(events.withLockedValue { $0 }.last == .paused)
-        try? FileManager.default.removeItem(atPath: directory)
+        #expect(try await store.record(run.initial.id)?.completedLength == 150_000)
+        #expect(try await store.record(run.initial.id)?.status == .paused)
+        #expect(run.events.withLockedValue { $0 }.last == .paused)
+        try? FileManager.default.removeItem(atPath: run.directory)
     }
 
     // MARK: Decisions the machine makes (issue 23)
@@ -283,19 +294,16 @@ import Logging
     @Test func aPauseThatCannotBeStoredEndsFailedSayingSo() async throws {
         let log = Log()
         let store = PauseRefusingStore(log: log)
-        let stop = StopSignal()
-        let events = NIOLockedValueBox<[DownloadEvent.Kind]>([])
-        let runner = runner(log: log, store: store, stallAfter: 150_000, checkpointInterval: 3600, stop: stop, events: events)
-        let (task, initial, directory) = try await start(runner, until: 150_000, events: events)
-        stop.request(.paused)
-        let final = await task.value
+        let run = try await stalledRun(log: log, store: store, bytes: 150_000, checkpointInterval: 3600)
+        run.stop.request(.paused)
+        let final = await run.task.value
         #expect(final.status == .failed)
         let error = try #require(final.error)
         #expect(error.code == .store)
         #expect(error.message.contains("the pause could not be stored") && error.message.contains("disk I/O error"), "\(error)")
-        #expect(events.withLockedValue { $0 }.last == .failed(error))
-        #expect(try await store.record(initial.id)?.status == .running, "the store keeps the last record it took")
-        try? FileManager.default.removeItem(atPath: directory)
+        #expect(run.events.withLockedValue { $0 }.last == .failed(error))
+        #expect(try await store.record(run.initial.id)?.status == .running, "the store keeps the last record it took")
+        try? FileManager.default.removeItem(atPath: run.directory)
     }
 
     /// The server's date in `Retry-After` is read against the injected calendar: a test's manual
