@@ -53,7 +53,7 @@ extension DownloadManager {
                         remote.append(record.id)
                     }
                 } else if record.status != .paused {
-                    pending.remove(record.id)
+                    schedule(.left([record.id]))
                     record.status = .paused
                     paused.append(record)
                 }
@@ -137,7 +137,8 @@ extension DownloadManager {
             await running.task.value
             record = try await store.record(id) ?? record
         }
-        let wasQueued = pending.remove(id) != nil
+        let wasQueued = slots.waiting.contains(id)
+        schedule(.left([id]))
         secrets[id] = nil
         await removeFiles(of: record, deleteFile: deleteFile, status: record.status)
         await names.release(directory: record.request.directory, name: record.fileName)
@@ -174,6 +175,6 @@ extension DownloadManager {
             return record
         }
         try await store.save(queued)
-        for record in queued { enqueue(record) }
+        enqueue(queued)
     }
 }

@@ -101,7 +101,7 @@ extension DownloadManager {
             fleetState.renewNow = false
             guard await renewLeases(fleet) else { return }
         }
-        let free = maxConcurrent - active.count - fleetState.suspended.count
+        let free = slots.limit - active.count - fleetState.suspended.count
         guard free > 0 else { return }
         do {
             let claimed = try await fleet.claim(limit: free, excluding: Array(active.keys) + Array(fleetState.suspended))

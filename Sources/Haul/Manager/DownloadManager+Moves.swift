@@ -4,18 +4,20 @@ import HaulCore
 /// downloads and the paused ones, in the order they would start: a paused download keeps its
 /// place (it is skipped until resumed, and `resume` puts it back there), and can be moved like a
 /// queued one. Any move is one store write: the download takes a position between its new
-/// neighbours (`directPlace`), and only when they leave no room are a few positions around it
-/// spread (`spreadPositions`).
+/// neighbours (`QueuePlaces.moving`), and only when they leave no room are a few positions
+/// around it spread (`QueuePlaces.spread`).
 extension DownloadManager {
     /// One entry of the waiting list.
     struct WaitingPlace: Sendable {
-        var entry: PendingQueue.Entry
+        var entry: WaitingQueue.Entry
         var paused: Bool
+        /// Added in the batch being saved: not in the store yet.
+        var isNew = false
     }
 
     /// The queued downloads in the order they will start (this process's queue, in memory).
     public var queuedIDs: [DownloadID] {
-        (0..<pending.count).map { pending[$0].id }
+        slots.waiting.entries.map(\.id)
     }
 
     /// Whether this process runs the download now (its run may not have stored `running` yet).
@@ -34,15 +36,14 @@ extension DownloadManager {
     }
 
     /// The queued entries (from memory) merged with the paused ones (from the store), in the
-    /// order of `PendingQueue.Entry.runsBefore`; a tie keeps the queued one first.
+    /// order of `WaitingQueue.Entry.runsBefore`; a tie keeps the queued one first.
     func waitingList() async throws -> [WaitingPlace] {
         let paused = try await store.records(status: .paused).filter { !isScheduled($0.id) }
-            .map { WaitingPlace(entry: PendingQueue.Entry($0), paused: true) }
+            .map { WaitingPlace(entry: WaitingQueue.Entry($0), paused: true) }
         var list: [WaitingPlace] = []
-        list.reserveCapacity(pending.count + paused.count)
+        list.reserveCapacity(slots.waiting.count + paused.count)
         var next = 0
-        for index in 0..<pending.count {
-            let queued = pending[index]
+        for queued in slots.waiting.entries {
             while next < paused.count, paused[next].entry.runsBefore(queued) {
                 list.append(paused[next])
                 next += 1
@@ -91,87 +92,92 @@ extension DownloadManager {
         return index
     }
 
-    /// Gives the entry at `current` the place that puts it at `index`: one write, or a spread first.
+    /// Gives the entry at `current` the place that puts it at `index`: one write, or a spread
+    /// first. The waiting list takes the new places before they are stored, in one step (a slot
+    /// freed while the write is under way goes to the head the move made); a failed write puts
+    /// back the places of those still waiting.
     private func place(_ id: DownloadID, at index: Int, from current: Int, in list: [WaitingPlace]) async throws -> Int {
         let target = min(max(0, index), list.count - 1)
         if target == current { return current }
         var list = list
-        var place = Self.directPlace(in: list, from: current, to: target)
+        var changed: [WaitingQueue.Entry] = []
+        var place = QueuePlaces.moving(in: list.map(\.entry), from: current, to: target)
         if place == nil {
             // No room between the new neighbours (adjacent positions): spread the few around
             // them, then the move is one write again.
-            list = try await spreadPositions(list, around: target)
-            place = Self.directPlace(in: list, from: current, to: target)
+            let spread = QueuePlaces.spread(list.map(\.entry), around: target)
+            for index in spread.changed { list[index].entry = spread.list[index] }
+            changed = spread.changed.map { spread.list[$0] }
+            place = QueuePlaces.moving(in: list.map(\.entry), from: current, to: target)
         }
         guard let place else {
             throw HaulError(.store, "no queue position is left between downloads \(list[max(0, target - 1)].entry.id) and \(list[target].entry.id)")
         }
-        // The store first: a failed write leaves memory as the store has it.
-        try await store.setPlace(id, priority: place.priority, position: place.position)
-        if var moved = pending.remove(id) {
-            (moved.priority, moved.position) = place
-            pending.insert(moved)
-        }
+        var moved = list[current].entry
+        (moved.priority, moved.position) = place
+        changed.removeAll { $0.id == id }
+        changed.append(moved)
+        try await setPlaces(changed, before: list.map(\.entry))
         return target
     }
 
-    /// The priority and position that put the entry at `current` at `target` (both indices of
-    /// the list as it is), between the neighbours it will have there, taking their priority as
-    /// moving past them one by one would; nil when no position lies strictly between them.
-    static func directPlace(in list: [WaitingPlace], from current: Int, to target: Int) -> (priority: Int, position: Int64)? {
-        // Indices in the list without the moved entry.
-        func other(_ index: Int) -> PendingQueue.Entry? {
-            let index = index < current ? index : index + 1
-            return index >= 0 && index < list.count && index != current ? list[index].entry : nil
-        }
-        let previous = target > 0 ? other(target - 1) : nil
-        let next = other(target)
-        if target > current, let previous {
-            guard let next, next.priority == previous.priority else { return (previous.priority, previous.position + 1) }
-            return between(previous.position, next.position).map { (previous.priority, $0) }
-        }
-        guard let next else { return nil }
-        guard let previous, previous.priority == next.priority else { return (next.priority, next.position - 1) }
-        return between(previous.position, next.position).map { (next.priority, $0) }
-    }
-
-    /// Makes room around `index`: the smallest window of downloads of its priority around it
-    /// whose outer neighbours leave at least `positionGap` between each gets positions evenly
-    /// spread between them (a window at either end of its priority is open on that side). The
-    /// window doubles until it fits, so repeated moves to one place cost a few writes each, not
-    /// one per waiting download. Returns the list with its new positions.
-    func spreadPositions(_ list: [WaitingPlace], around index: Int) async throws -> [WaitingPlace] {
-        guard !list.isEmpty else { return list }
-        let center = min(max(0, index), list.count - 1)
-        let priority = list[center].entry.priority
-        var runStart = center, runEnd = center + 1
-        while runStart > 0, list[runStart - 1].entry.priority == priority { runStart -= 1 }
-        while runEnd < list.count, list[runEnd].entry.priority == priority { runEnd += 1 }
-        var half = 4
-        while true {
-            let low = max(runStart, center - half), high = min(runEnd, center + half + 1)
-            let slots = Int64(high - low + 1)
-            let below = low > runStart ? list[low - 1].entry.position : list[low].entry.position - slots * Self.positionGap * 16
-            let above = high < runEnd ? list[high].entry.position : list[high - 1].entry.position + slots * Self.positionGap * 16
-            let step = (above - below) / slots
-            if step >= Self.positionGap || (low == runStart && high == runEnd) {
-                var list = list
-                for index in low..<high {
-                    list[index].entry.position = below + Int64(index - low + 1) * step
-                    let entry = list[index].entry
-                    try await store.setPlace(entry.id, priority: entry.priority, position: entry.position)
-                    if !list[index].paused, let queued = pending.index(of: entry.id) {
-                        pending.replace(at: queued, with: entry)
-                    }
-                }
-                return list
+    /// New places for waiting entries: in memory at once, then in the store one by one. When a
+    /// write fails, the entries still waiting go back to their places in `before`.
+    func setPlaces(_ entries: [WaitingQueue.Entry], before: [WaitingQueue.Entry]) async throws {
+        schedule(.placed(entries))
+        do {
+            for entry in entries {
+                try await store.setPlace(entry.id, priority: entry.priority, position: entry.position)
             }
-            half *= 2
+        } catch {
+            let ids = Set(entries.map(\.id))
+            schedule(.placed(before.filter { ids.contains($0.id) }))
+            throw error
         }
     }
 
-    /// A position strictly between two, nil when they are adjacent.
-    static func between(_ low: Int64, _ high: Int64) -> Int64? {
-        high - low >= 2 ? low + (high - low) / 2 : nil
+    /// The places of one batch's new downloads that go to an index, worked out on the waiting
+    /// list as it stands with the batch's earlier ones in it (`givePlace`).
+    struct NewPlaces {
+        var list: [WaitingPlace]?
+        /// Places a spread gave to new downloads of the batch after theirs was decided.
+        var spread: [DownloadID: (priority: Int, position: Int64)] = [:]
+
+        func update(_ record: inout DownloadRecord) {
+            guard let place = spread[record.id] else { return }
+            (record.request.priority, record.position) = place
+        }
+    }
+
+    /// Gives a new download (not yet saved) the place that puts it at `index` of the waiting
+    /// list, spreading the positions around it first when its neighbours leave no room.
+    func givePlace(_ record: inout DownloadRecord, index: Int, places: inout NewPlaces) async throws {
+        var list: [WaitingPlace]
+        if let known = places.list { list = known } else { list = try await waitingList() }
+        let target = min(max(0, index), list.count)
+        var answer = QueuePlaces.inserting(WaitingQueue.Entry(record), in: list.map(\.entry), at: target)
+        if answer == .none {
+            let spread = QueuePlaces.spread(list.map(\.entry), around: target)
+            var stored: [WaitingQueue.Entry] = [], before: [WaitingQueue.Entry] = []
+            for index in spread.changed {
+                let entry = spread.list[index]
+                if list[index].isNew {
+                    places.spread[entry.id] = (entry.priority, entry.position)
+                } else {
+                    stored.append(entry)
+                    before.append(list[index].entry)
+                }
+                list[index].entry = entry
+            }
+            try await setPlaces(stored, before: before)
+            answer = QueuePlaces.inserting(WaitingQueue.Entry(record), in: list.map(\.entry), at: target)
+        }
+        switch answer {
+        case .keep: break
+        case .place(let priority, let position): (record.request.priority, record.position) = (priority, position)
+        case .none: throw HaulError(.store, "no queue position is left at index \(target)")
+        }
+        list.insert(WaitingPlace(entry: WaitingQueue.Entry(record), paused: record.status == .paused, isNew: true), at: target)
+        places.list = list
     }
 }

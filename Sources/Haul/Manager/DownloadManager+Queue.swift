@@ -11,24 +11,64 @@ extension DownloadManager {
     /// (`drainAdds`): eight clients adding one download each cost one transaction and one
     /// fsync, not eight, and each caller still returns only once its own are committed.
     public func add(_ requests: [DownloadRequest]) async throws -> [DownloadRecord] {
+        try await add(requests, placements: requests.map { _ in AddPlacement() })
+    }
+
+    /// Adds many downloads, each where its placement says (`placements[i]` for `requests[i]`):
+    /// a new download is saved paused or with the place that puts it at its index, and joins
+    /// the waiting list there in the same step, so no slot is given while it is anywhere else.
+    /// A download that already exists is picked up as `add(_:)` does, then paused or moved; one
+    /// that cannot take its index (complete) is a conflict, and one that a free slot started at
+    /// once has no place to take.
+    public func add(_ requests: [DownloadRequest], placements: [AddPlacement]) async throws -> [DownloadRecord] {
         for request in requests where !request.directory.hasPrefix("/") {
             throw HaulError(.usage, "destination directory must be an absolute path: \(request.directory)")
         }
+        guard placements.count == requests.count else {
+            throw HaulError(.internal, "\(placements.count) placements for \(requests.count) adds")
+        }
+        if let index = placements.compactMap(\.index).first(where: { $0 < 0 }) {
+            throw HaulError(.usage, "a queue index must be 0 or more (got \(index))")
+        }
+        if fleet != nil, placements.contains(where: { $0.index != nil }) {
+            throw HaulError(.conflict, "a fleet's queue cannot be reordered yet; add the download again with another priority")
+        }
         if requests.isEmpty { return [] }
-        return try await withCheckedThrowingContinuation { continuation in
-            addLine.append(WaitingAdd(requests: requests, continuation: continuation))
+        let (records, existing): ([DownloadRecord], [Int]) = try await withCheckedThrowingContinuation { continuation in
+            addLine.append(WaitingAdd(requests: requests, placements: placements, continuation: continuation))
             if !addsDraining {
                 addsDraining = true
                 // An unstructured task: the line is drained whoever of its callers is cancelled.
                 Task { await self.drainAdds() }
             }
         }
+        for offset in existing where !placements[offset].isDefault {
+            try await place(existing: records[offset].id, placements[offset])
+        }
+        return records
+    }
+
+    /// A download that existed before its add: paused, then moved to its index, each a queue
+    /// step of its own (as `pause` and `move` are).
+    private func place(existing id: DownloadID, _ placement: AddPlacement) async throws {
+        if placement.startsPaused { try await pause([id]) }
+        guard let index = placement.index else { return }
+        do {
+            try await move(id, toIndex: index)
+        } catch let error as HaulError where error.code == .conflict {
+            // A free slot started it at once: a running download has no place in the queue to
+            // take. Anything else (a complete download) is the caller's to know.
+            if isRunningHere(id) { return }
+            guard try await store.record(id)?.status == .running else { throw error }
+        }
     }
 
     /// One caller's adds, waiting in the line.
     struct WaitingAdd {
         var requests: [DownloadRequest]
-        var continuation: CheckedContinuation<[DownloadRecord], any Error>
+        var placements: [AddPlacement]
+        /// The records, and the offsets of those that existed before.
+        var continuation: CheckedContinuation<([DownloadRecord], [Int]), any Error>
     }
 
     /// Adds everything waiting in the line as one batch. When that fails, each caller's batch is
@@ -39,10 +79,11 @@ extension DownloadManager {
             let waiting = addLine
             addLine = []
             do {
-                let records = try await addNow(waiting.flatMap(\.requests))
+                let (records, existing) = try await addNow(waiting.flatMap(\.requests), placements: waiting.flatMap(\.placements))
                 var start = 0
                 for add in waiting {
-                    add.continuation.resume(returning: Array(records[start..<start + add.requests.count]))
+                    let range = start..<start + add.requests.count
+                    add.continuation.resume(returning: (Array(records[range]), existing.filter(range.contains).map { $0 - start }))
                     start += add.requests.count
                 }
             } catch {
@@ -52,7 +93,7 @@ extension DownloadManager {
                 }
                 for add in waiting {
                     do {
-                        add.continuation.resume(returning: try await addNow(add.requests))
+                        add.continuation.resume(returning: try await addNow(add.requests, placements: add.placements))
                     } catch {
                         add.continuation.resume(throwing: error)
                     }
@@ -62,19 +103,22 @@ extension DownloadManager {
         addsDraining = false
     }
 
-    /// One batch of adds, as one queue change.
-    private func addNow(_ requests: [DownloadRequest]) async throws -> [DownloadRecord] {
+    /// One batch of adds, as one queue change. Returns the records, and the offsets of those
+    /// that existed before (their placements are carried out after it).
+    private func addNow(_ requests: [DownloadRequest], placements: [AddPlacement]) async throws -> ([DownloadRecord], [Int]) {
         try await serialized {
             // Nothing added now would ever start or settle.
             if isShuttingDown { throw HaulError(.interrupted, "the download manager is shutting down") }
             var results: [DownloadRecord] = []
             var fresh: [DownloadRecord] = []
+            var existed: [Int] = []
             var byIdentity: [String: DownloadRecord] = [:]
+            var places = NewPlaces()
             do {
                 let known = try await store.records(matching: requests)
                 // The explicit names' disk and store state, read once for the batch.
                 let facts = try await names.facts(for: requests.filter { known[$0.identity] == nil })
-                for request in requests {
+                for (offset, request) in requests.enumerated() {
                     if let seen = byIdentity[request.identity] {
                         results.append(seen)
                         continue
@@ -84,28 +128,41 @@ extension DownloadManager {
                         // Before readd: it may start the run at once, which takes them.
                         give(request, to: existing.id)
                         record = try await readd(existing, request: request)
+                        existed.append(offset)
                     } else if let existing = try await sameDestination(as: request, facts: facts) {
                         // The same `-o` with another URL: the download goes on from its bytes.
                         let renewed = Self.withNewSources(existing, request: request)
                         give(request, to: existing.id)
                         try await store.save(renewed)
                         record = try await readd(renewed, request: request)
+                        existed.append(offset)
                     } else {
-                        record = try await newRecord(for: request, facts: facts)
+                        var new = try await newRecord(for: request, facts: facts)
+                        if placements[offset].startsPaused { new.status = .paused }
+                        if let index = placements[offset].index { try await givePlace(&new, index: index, places: &places) }
+                        record = new
                         fresh.append(record)
                     }
                     byIdentity[request.identity] = record
                     results.append(record)
                     give(request, to: record.id)
                 }
+                // Places a spread gave to downloads of this batch before they were saved.
+                for index in fresh.indices { places.update(&fresh[index]) }
+                for index in results.indices { places.update(&results[index]) }
                 try await store.save(fresh)
             } catch {
                 // Nothing new was saved: give back the names the new records claimed.
                 for record in fresh { await names.release(directory: record.request.directory, name: record.fileName) }
                 throw error
             }
-            for record in fresh { enqueue(record) }
-            return results
+            // The new ones join the waiting list at their places in one step.
+            enqueue(fresh.filter { $0.status == .queued })
+            for record in fresh where record.status == .paused {
+                hub.publish(DownloadEvent(id: record.id, kind: .paused))
+                settle(DownloadOutcome(record))
+            }
+            return (results, existed)
         }
     }
 
@@ -129,8 +186,8 @@ extension DownloadManager {
         }
         let (count, stopping): (Int, [Task<Void, Never>]) = try await serialized {
             // Decided from memory, in one step: a queued entry cannot start once it is out of
-            // `pending`, so its stored record is not being written by anyone else.
-            let waiting = pending.removeAll().map(\.id)
+            // the waiting list, so its stored record is not being written by anyone else.
+            let waiting = slots.takeWaiting().map(\.id)
             var stopping: [Task<Void, Never>] = []
             for running in active.values {
                 running.stop.request(.paused)
@@ -218,7 +275,7 @@ extension DownloadManager {
         QueueSummary(
             counts: try await store.counts(),
             downloadSpeed: live.all().values.reduce(0) { $0 + $1.bytesPerSecond },
-            maxConcurrentDownloads: maxConcurrent)
+            maxConcurrentDownloads: slots.limit)
     }
 }
 

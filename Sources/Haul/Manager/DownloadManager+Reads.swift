@@ -55,10 +55,10 @@ extension DownloadManager {
         try await store.records(status: status)
     }
 
-    public var maxConcurrentDownloads: Int { maxConcurrent }
+    public var maxConcurrentDownloads: Int { slots.limit }
 
+    /// More slots go to the head of the queue at once; fewer let running downloads finish.
     public func setMaxConcurrentDownloads(_ count: Int) {
-        maxConcurrent = max(1, count)
-        schedule()
+        schedule(.limitChanged(count))
     }
 }

@@ -1,4 +1,5 @@
 import HaulCore
+import Logging
 
 /// Scheduling: which waiting download starts when a slot frees, and the life of one start
 /// (load the record, take the cross-process lock, run, release).
@@ -12,26 +13,31 @@ extension DownloadManager {
 
     /// Running or waiting in this process (in a fleet: held here, running or suspended).
     func isScheduled(_ id: DownloadID) -> Bool {
-        active[id] != nil || pending.contains(id) || fleetState.suspended.contains(id)
+        active[id] != nil || slots.waiting.contains(id) || fleetState.suspended.contains(id)
     }
 
-    func enqueue(_ record: DownloadRecord) {
-        guard !isScheduled(record.id) else { return }
+    /// Puts these downloads in the waiting list, each at the place its record gives, in one
+    /// step: a slot that is free goes to the head of the list with all of them in it.
+    func enqueue(_ records: [DownloadRecord]) {
+        let records = records.filter { !isScheduled($0.id) }
+        guard !records.isEmpty else { return }
+        for record in records { hub.publish(DownloadEvent(id: record.id, kind: .queued)) }
         if fleet != nil {
             // The queue is the database's: whichever host has a free slot claims it.
-            hub.publish(DownloadEvent(id: record.id, kind: .queued))
             wakeFleet()
             return
         }
-        pending.insert(PendingQueue.Entry(record))
-        hub.publish(DownloadEvent(id: record.id, kind: .queued))
-        schedule()
+        schedule(.added(records.map(WaitingQueue.Entry.init)))
     }
 
-    func schedule() {
+    /// Tells the slots what changed and starts what they give a slot to: each the head of the
+    /// waiting list as it stands after the change (`QueueSlots`).
+    func schedule(_ change: QueueSlots.Event) {
         if fleet != nil { wakeFleet() }
-        while !isShuttingDown, active.count < maxConcurrent, !pending.isEmpty {
-            start(pending.removeFirst().id)
+        for id in slots.handle(change) {
+            configuration.logger.debug("a slot goes to the head of the queue", metadata: [
+                "id": "\(id)", "running": "\(slots.running.count)", "limit": "\(slots.limit)", "waiting": "\(slots.waiting.count)"])
+            start(id)
         }
         signalIdleIfNeeded()
     }
@@ -120,6 +126,9 @@ extension DownloadManager {
         if current {
             active[id] = nil
             live.ended(id)
+            // The slot is freed and given to the head of the queue in one step, before anything
+            // here awaits: no other change ever sees a free slot with downloads waiting.
+            schedule(.runEnded(id))
         }
         if current { await fleetRunEnded(id, launch) }
         switch launch {
@@ -137,7 +146,8 @@ extension DownloadManager {
         case .refused(let error):
             if current { settle(DownloadOutcome(id: id, status: .queued, error: error)) }
         }
-        schedule()
+        // A fleet host claims for the freed slot once its lease is settled.
+        if fleet != nil { wakeFleet() }
     }
 
     /// The cross-process locks, opened at the first start.
@@ -158,7 +168,7 @@ extension DownloadManager {
     }
 
     func signalIdleIfNeeded() {
-        guard active.isEmpty, pending.isEmpty else { return }
+        guard active.isEmpty, slots.waiting.isEmpty else { return }
         let waiters = idleWaiters
         idleWaiters = []
         for waiter in waiters { waiter.resume() }

@@ -32,7 +32,7 @@ extension DownloadManager {
             record = Self.withNewSources(record, request: request)
             try await store.save(record)
             if record.status == .paused { return record }
-            pending.remove(id)
+            schedule(.left([id]))
             return try await readd(record, request: record.request)
         }
     }

@@ -47,11 +47,12 @@ public actor DownloadManager {
     let budgets: HostBudgets
     /// The latest progress of every running download, for listings and the summary.
     nonisolated let live = LiveProgress()
-    var maxConcurrent: Int
+    /// The runs of this process, by download.
     var active: [DownloadID: Active] = [:]
-    /// Waiting downloads: ids and places only; a record stays in the store until its download
-    /// starts, so ten thousand queued cost about 100 bytes each.
-    var pending = PendingQueue()
+    /// Which download a free slot goes to (`HaulCore/Queue/QueueSlots.swift`): the waiting
+    /// downloads (ids and places only; a record stays in the store until its download starts,
+    /// so ten thousand queued cost about 100 bytes each), the runs it started, and the limit.
+    var slots: QueueSlots
     /// The last queue position handed out: positions only grow, so the newest goes last.
     private var lastPosition: Int64 = 0
     var idleWaiters: [CheckedContinuation<Void, Never>] = []
@@ -112,7 +113,7 @@ public actor DownloadManager {
         self.transport = transport
         self.clock = clock
         self.names = FileNameClaims(store: store)
-        self.maxConcurrent = max(1, configuration.maxConcurrentDownloads)
+        self.slots = QueueSlots(limit: configuration.maxConcurrentDownloads)
         self.metrics = EngineMetrics(factory: configuration.metricsFactory)
         let boot = configuration.bootID ?? ProgressNotes.systemBootID()
         self.notes = fleet == nil && boot != nil
@@ -173,17 +174,14 @@ public actor DownloadManager {
         return try await body()
     }
 
-    /// The least distance between the positions of downloads added one after another.
-    static let positionGap: Int64 = 64
-
     /// A fresh queued record at the end of its priority, its explicit file name checked.
     func newRecord(for request: DownloadRequest, facts: FileNameClaims.Facts? = nil) async throws -> DownloadRecord {
         var record = DownloadRecord(id: .random(), request: request, createdAt: clock.secondsSince1970())
         try await names.checkExplicit(record, facts: facts)
         record.status = .queued
-        // Microseconds, and at least `positionGap` apart within a batch: a move to an index then
-        // takes one write, a place between its new neighbours (`directPlace`).
-        lastPosition = max(lastPosition + Self.positionGap, clock.microsecondsSince1970())
+        // Microseconds, and at least `QueuePlaces.gap` apart within a batch: a move to an index
+        // then takes one write, a place between its new neighbours (`QueuePlaces.moving`).
+        lastPosition = max(lastPosition + QueuePlaces.gap, clock.microsecondsSince1970())
         record.position = lastPosition
         return record
     }
@@ -216,7 +214,7 @@ public actor DownloadManager {
             record.error = nil
             try await store.save(record)
         }
-        enqueue(record)
+        enqueue([record])
         return record
     }
 
@@ -227,15 +225,13 @@ public actor DownloadManager {
             return
         }
         try await serialized {
-            for record in try await store.records(status: nil) where record.status.resumesAfterRestart {
-                enqueue(record)
-            }
+            enqueue(try await store.records(status: nil).filter(\.status.resumesAfterRestart))
         }
     }
 
     /// Returns once nothing is running or queued in this process.
     public func waitUntilIdle() async {
-        if active.isEmpty && pending.isEmpty { return }
+        if active.isEmpty && slots.waiting.isEmpty { return }
         await withCheckedContinuation { idleWaiters.append($0) }
     }
 
@@ -256,8 +252,9 @@ public actor DownloadManager {
     private func stopEverything(deadline: Duration?) async {
         isShuttingDown = true
         stopFleet()
+        slots.handle(.closed)
         // Left queued: the next start picks them up.
-        for entry in pending.removeAll() { settle(DownloadOutcome(id: entry.id, status: .queued)) }
+        for entry in slots.takeWaiting() { settle(DownloadOutcome(id: entry.id, status: .queued)) }
         let running = active.values
         for download in running {
             download.stop.request(.running)

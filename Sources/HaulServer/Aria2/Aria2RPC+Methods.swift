@@ -123,15 +123,15 @@ extension Aria2RPC {
     /// `addUri(uris[, options[, position]])`: one file; the URIs after the first are its mirrors.
     private func addUri(_ params: Params) async throws -> DownloadID {
         let prepared = try await prepareAddUri(params)
-        return try await finishAdd(prepared, try await manager.add(prepared.request))
+        return try await manager.add([prepared.request], placements: [prepared.placement])[0].id
     }
 
     /// An `addUri` call read and checked, ready to add (alone, or with its neighbours in a
     /// `system.multicall`).
     struct PreparedAdd {
         var request: DownloadRequest
-        var pause: Bool
-        var position: Int?
+        /// Paused, and where in the waiting list: decided in the add's own queue step.
+        var placement: AddPlacement
     }
 
     func prepareAddUri(_ params: Params) async throws -> PreparedAdd {
@@ -149,31 +149,7 @@ extension Aria2RPC {
         var request = try defaults.request(for: add)
         let now = Aria2Cookies.now()
         Aria2Cookies.attach(try await Aria2Cookies.jar(options, policy: defaults.policy, now: now), to: &request, now: now)
-        return PreparedAdd(request: request, pause: options["pause"]?.string == "true", position: position)
-    }
-
-    /// Whether a just-added download was started by a free slot (it has no place to move to).
-    private func startedAlready(_ id: DownloadID) async throws -> Bool {
-        if await manager.isRunningHere(id) { return true }
-        return try await manager.download(id).status == .running
-    }
-
-    /// What an `addUri` does once its download is added: pause it, put it at its position.
-    func finishAdd(_ prepared: PreparedAdd, _ record: DownloadRecord) async throws -> DownloadID {
-        if prepared.pause { try await manager.pause(record.id) }
-        if let position = prepared.position {
-            do {
-                _ = try await manager.move(record.id, toIndex: position)
-            } catch let error as HaulError where error.code == .conflict {
-                // It started already (a free slot took it at once; its record may still say
-                // queued while the run begins): a running download has no place in the queue to
-                // take. Anything else is the caller's to know.
-                guard try await startedAlready(record.id) else {
-                    throw error
-                }
-            }
-        }
-        return record.id
+        return PreparedAdd(request: request, placement: AddPlacement(startsPaused: options["pause"]?.string == "true", index: position))
     }
 
     /// `changeUri(gid, fileIndex, delUris, addUris[, position])`: removes each of `delUris` once,
@@ -252,21 +228,10 @@ extension Aria2RPC {
         let now = Aria2Cookies.now()
         let jar = try await Aria2Cookies.jar(options, policy: defaults.policy, now: now)
         for index in requests.indices { Aria2Cookies.attach(jar, to: &requests[index], now: now) }
-        let records = try await manager.add(requests)
-        if options["pause"]?.string == "true" { try await manager.pause(records.map(\.id)) }
-        if let position {
-            for (offset, record) in records.enumerated() {
-                do {
-                    try await manager.move(record.id, toIndex: position + offset)
-                } catch let error as HaulError where error.code == .conflict {
-                    // It started already: a running download has no place in the queue to take.
-                    guard try await startedAlready(record.id) else {
-                        throw error
-                    }
-                }
-            }
-        }
-        return records.map(\.id)
+        // Each file at its own index, in order, as aria2 inserts them.
+        let paused = options["pause"]?.string == "true"
+        let placements = requests.indices.map { offset in AddPlacement(startsPaused: paused, index: position.map { $0 + offset }) }
+        return try await manager.add(requests, placements: placements).map(\.id)
     }
 
     private func changePosition(_ params: Params) async throws -> Int {

@@ -69,7 +69,7 @@ extension Aria2RPC {
         }
         var records: [DownloadRecord]?
         do {
-            records = try await manager.add(ready.map(\.request))
+            records = try await manager.add(ready.map(\.request), placements: ready.map(\.placement))
         } catch {
             // Added one by one below, so the call that cannot be added gets the error alone.
             records = nil
@@ -84,10 +84,10 @@ extension Aria2RPC {
                     record = records[next]
                     next += 1
                 } else {
-                    record = try await self.manager.add(add.request)
+                    record = try await self.manager.add([add.request], placements: [add.placement])[0]
                 }
                 var json = JSONWriter()
-                json.string(try await self.finishAdd(add, record).rawValue)
+                json.string(record.id.rawValue)
                 return json.bytes
             })
         }

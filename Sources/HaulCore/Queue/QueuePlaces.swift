@@ -1,0 +1,97 @@
+/// Where a download goes in the waiting list, as arithmetic on the list as it stands (queued
+/// and paused entries in queue order): the place between its new neighbours that puts it at an
+/// index, one write (`moving`, `inserting`), and, only when they leave no room, positions spread
+/// evenly over a few entries around that index (`spread`).
+public enum QueuePlaces {
+    public typealias Entry = WaitingQueue.Entry
+    public typealias Place = (priority: Int, position: Int64)
+
+    /// The least distance between the positions of downloads added one after another, and the
+    /// least a spread leaves between neighbours.
+    public static let gap: Int64 = 64
+
+    /// The priority and position that put the entry at `current` at `target` (both indices of
+    /// the list as it is), between the neighbours it will have there, taking their priority as
+    /// moving past them one by one would; nil when no position lies strictly between them.
+    public static func moving(in list: [Entry], from current: Int, to target: Int) -> Place? {
+        // Indices in the list without the moved entry.
+        func other(_ index: Int) -> Entry? {
+            let index = index < current ? index : index + 1
+            return index >= 0 && index < list.count && index != current ? list[index] : nil
+        }
+        let previous = target > 0 ? other(target - 1) : nil
+        let next = other(target)
+        if target > current, let previous {
+            guard let next, next.priority == previous.priority else { return (previous.priority, previous.position + 1) }
+            return between(previous.position, next.position).map { (previous.priority, $0) }
+        }
+        guard let next else { return nil }
+        guard let previous, previous.priority == next.priority else { return (next.priority, next.position - 1) }
+        return between(previous.position, next.position).map { (next.priority, $0) }
+    }
+
+    /// What puts a new entry at `index` of `list` (aria2's `addUri` at a position): as if it
+    /// were last and moved there. `.keep` when it goes last anyway (its own place, at the end of
+    /// its priority), `.none` when its new neighbours leave no room (spread first).
+    public static func inserting(_ entry: Entry, in list: [Entry], at index: Int) -> Insertion {
+        let target = min(max(0, index), list.count)
+        if target == list.count { return .keep }
+        return moving(in: list + [entry], from: list.count, to: target).map { .place($0.priority, $0.position) } ?? .none
+    }
+
+    public enum Insertion: Sendable, Hashable {
+        case keep
+        case place(Int, Int64)
+        case none
+    }
+
+    /// Makes room around `index`: the smallest window of entries of its priority around it whose
+    /// outer neighbours leave at least `gap` between each gets positions evenly spread between
+    /// them (a window at either end of its priority is open on that side). The window doubles
+    /// until it fits, so repeated moves to one place cost a few writes each, not one per waiting
+    /// download. Returns the list with its new positions and the indices that changed.
+    public static func spread(_ list: [Entry], around index: Int) -> (list: [Entry], changed: Range<Int>) {
+        guard !list.isEmpty else { return (list, 0..<0) }
+        let center = min(max(0, index), list.count - 1)
+        let priority = list[center].priority
+        var runStart = center, runEnd = center + 1
+        while runStart > 0, list[runStart - 1].priority == priority { runStart -= 1 }
+        while runEnd < list.count, list[runEnd].priority == priority { runEnd += 1 }
+        var half = 4
+        while true {
+            let low = max(runStart, center - half), high = min(runEnd, center + half + 1)
+            let slots = Int64(high - low + 1)
+            let below = low > runStart ? list[low - 1].position : list[low].position - slots * gap * 16
+            let above = high < runEnd ? list[high].position : list[high - 1].position + slots * gap * 16
+            let step = (above - below) / slots
+            if step >= gap || (low == runStart && high == runEnd) {
+                var list = list
+                for index in low..<high {
+                    list[index].position = below + Int64(index - low + 1) * step
+                }
+                return (list, low..<high)
+            }
+            half *= 2
+        }
+    }
+
+    /// A position strictly between two, nil when they are adjacent.
+    public static func between(_ low: Int64, _ high: Int64) -> Int64? {
+        high - low >= 2 ? low + (high - low) / 2 : nil
+    }
+}
+
+/// Where an added download goes: paused from the start (aria2's `pause`), and at an index of the
+/// waiting list (aria2's position; nil: the end of its priority). Both are decided in the add's
+/// own step, before any slot can be given.
+public struct AddPlacement: Sendable, Hashable {
+    public var startsPaused: Bool
+    public var index: Int?
+
+    public init(startsPaused: Bool = false, index: Int? = nil) {
+        self.startsPaused = startsPaused
+        self.index = index
+    }
+
+    public var isDefault: Bool { !startsPaused && index == nil }
+}

@@ -1,0 +1,75 @@
+/// The queue's scheduling decision and nothing else: which waiting download a slot goes to,
+/// and when. Pure: the manager tells it every change to the waiting list, the running runs and
+/// the limit, and starts exactly the downloads it answers, in that order.
+///
+/// The rule, after every event: either every slot is taken or nothing waits, and each slot
+/// given went to the head of the waiting list as the list stands after the event. A change to
+/// the list is one event, applied whole before any slot is given: an add arrives with the place
+/// it was given (an `addUri` at a position never passes through the tail), and a move or a
+/// spread of positions moves every entry it touches at once (a slot freed while a move is being
+/// stored goes to the head the move made, not to the one it replaced).
+public struct QueueSlots: Sendable {
+    public private(set) var waiting = WaitingQueue()
+    /// The runs this queue started that have not ended.
+    public private(set) var running: Set<DownloadID> = []
+    /// Downloads at once (`-j`, aria2's `max-concurrent-downloads`), at least 1.
+    public private(set) var limit: Int
+    /// After shutdown nothing starts; what waits stays waiting.
+    public private(set) var isClosed = false
+
+    public enum Event: Sendable, Hashable {
+        /// Downloads join the waiting list, each at the place it was given.
+        case added([WaitingQueue.Entry])
+        /// Waiting downloads take new places, all at once (a move, and any positions spread to
+        /// make room for it). An entry no longer waiting (its run began) is left alone.
+        case placed([WaitingQueue.Entry])
+        /// Waiting downloads leave the list without running: paused, removed, or taken out to be
+        /// queued again with new URLs.
+        case left([DownloadID])
+        /// A run this queue started ended, whatever its outcome.
+        case runEnded(DownloadID)
+        case limitChanged(Int)
+        /// Shutdown: nothing more starts.
+        case closed
+    }
+
+    public init(limit: Int) {
+        self.limit = max(1, limit)
+    }
+
+    /// Applies `event`; returns the downloads to start now, in order, each already counted as
+    /// running.
+    @discardableResult
+    public mutating func handle(_ event: Event) -> [DownloadID] {
+        switch event {
+        case .added(let entries):
+            for entry in entries where !running.contains(entry.id) { waiting.insert(entry) }
+        case .placed(let entries):
+            for entry in entries where waiting.contains(entry.id) { waiting.insert(entry) }
+        case .left(let ids):
+            for id in ids { waiting.remove(id) }
+        case .runEnded(let id):
+            running.remove(id)
+        case .limitChanged(let count):
+            limit = max(1, count)
+        case .closed:
+            isClosed = true
+        }
+        return fill()
+    }
+
+    /// Empties the waiting list (shutdown, pause-all): returns what waited, in order.
+    public mutating func takeWaiting() -> [WaitingQueue.Entry] {
+        waiting.removeAll()
+    }
+
+    private mutating func fill() -> [DownloadID] {
+        var starts: [DownloadID] = []
+        while !isClosed, running.count < limit, !waiting.isEmpty {
+            let head = waiting.removeFirst()
+            running.insert(head.id)
+            starts.append(head.id)
+        }
+        return starts
+    }
+}

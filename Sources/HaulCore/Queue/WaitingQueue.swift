@@ -1,0 +1,91 @@
+/// The downloads waiting for a slot, in queue order (higher priority first, then lower
+/// position, then id: `QueueOrder`), with an index by id: with ten thousand waiting, "is it
+/// already queued?" must not be a scan.
+public struct WaitingQueue: Sendable {
+    /// A waiting download's place.
+    public struct Entry: Sendable, Hashable {
+        public var id: DownloadID
+        public var priority: Int
+        public var position: Int64
+
+        public init(id: DownloadID, priority: Int, position: Int64) {
+            (self.id, self.priority, self.position) = (id, priority, position)
+        }
+
+        public init(_ record: DownloadRecord) {
+            self.init(id: record.id, priority: record.request.priority, position: record.position)
+        }
+
+        public func runsBefore(_ other: Entry) -> Bool {
+            QueueOrder.runsBefore((priority, position, id), (other.priority, other.position, other.id))
+        }
+    }
+
+    /// Entries before `head` are gone: taking the first is O(1), not a shift of the whole
+    /// array (with 100,000 waiting, that shift per start cost seconds).
+    private var storage: [Entry] = []
+    private var head = 0
+    private var ids: Set<DownloadID> = []
+
+    public init() {}
+
+    public var isEmpty: Bool { head == storage.count }
+    public var count: Int { storage.count - head }
+    /// The download a free slot goes to.
+    public var first: Entry? { isEmpty ? nil : storage[head] }
+
+    public func contains(_ id: DownloadID) -> Bool { ids.contains(id) }
+
+    public func index(of id: DownloadID) -> Int? {
+        guard ids.contains(id), let found = storage[head...].firstIndex(where: { $0.id == id }) else { return nil }
+        return found - head
+    }
+
+    public subscript(index: Int) -> Entry { storage[head + index] }
+
+    /// Every entry, in order.
+    public var entries: ArraySlice<Entry> { storage[head...] }
+
+    /// Inserts in order. Inserting an id already here replaces its entry (it takes the new place).
+    public mutating func insert(_ entry: Entry) {
+        if ids.contains(entry.id) { remove(entry.id) }
+        var low = head, high = storage.count
+        if let last = storage.last, head < storage.count, !entry.runsBefore(last) {
+            low = high  // the common case: the newest goes last
+        }
+        while low < high {
+            let middle = (low + high) / 2
+            if entry.runsBefore(storage[middle]) { high = middle } else { low = middle + 1 }
+        }
+        storage.insert(entry, at: low)
+        ids.insert(entry.id)
+    }
+
+    public mutating func removeFirst() -> Entry {
+        let entry = storage[head]
+        head += 1
+        ids.remove(entry.id)
+        if head > 1024, head * 2 > storage.count {
+            storage.removeFirst(head)
+            head = 0
+        }
+        return entry
+    }
+
+    @discardableResult
+    public mutating func remove(_ id: DownloadID) -> Entry? {
+        guard let index = index(of: id) else { return nil }
+        ids.remove(id)
+        return storage.remove(at: head + index)
+    }
+
+    /// Empties the queue, returning what was in it.
+    public mutating func removeAll() -> [Entry] {
+        defer {
+            storage = []
+            head = 0
+            ids = []
+        }
+        return Array(storage[head...])
+    }
+}
