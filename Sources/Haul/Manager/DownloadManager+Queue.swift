@@ -150,14 +150,23 @@ extension DownloadManager {
                 // Places a spread gave to downloads of this batch before they were saved.
                 for index in fresh.indices { places.update(&fresh[index]) }
                 for index in results.indices { places.update(&results[index]) }
-                try await store.save(fresh)
+                // They take their places now; a slot freed during the save waits for them.
+                if fleet == nil { schedule(.adding(fresh.filter { $0.status == .queued }.map(WaitingQueue.Entry.init))) }
+                do {
+                    try await store.save(fresh)
+                } catch {
+                    schedule(.saveFailed(fresh.map(\.id)))
+                    throw error
+                }
             } catch {
                 // Nothing new was saved: give back the names the new records claimed.
                 for record in fresh { await names.release(directory: record.request.directory, name: record.fileName) }
                 throw error
             }
-            // The new ones join the waiting list at their places in one step.
-            enqueue(fresh.filter { $0.status == .queued })
+            // Saved: a slot may go to them now.
+            let queued = fresh.filter { $0.status == .queued }
+            for record in queued { hub.publish(DownloadEvent(id: record.id, kind: .queued)) }
+            if fleet == nil { schedule(.saved(queued.map(\.id))) } else if !queued.isEmpty { wakeFleet() }
             for record in fresh where record.status == .paused {
                 hub.publish(DownloadEvent(id: record.id, kind: .paused))
                 settle(DownloadOutcome(record))

@@ -2,12 +2,16 @@
 /// and when. Pure: the manager tells it every change to the waiting list, the running runs and
 /// the limit, and starts exactly the downloads it answers, in that order.
 ///
-/// The rule, after every event: either every slot is taken or nothing waits, and each slot
-/// given went to the head of the waiting list as the list stands after the event. A change to
-/// the list is one event, applied whole before any slot is given: an add arrives with the place
-/// it was given (an `addUri` at a position never passes through the tail), and a move or a
-/// spread of positions moves every entry it touches at once (a slot freed while a move is being
-/// stored goes to the head the move made, not to the one it replaced).
+/// The rule, after every event: every slot is taken, or nothing waits, or the head of the
+/// waiting list is an add not yet saved; and each slot given went to the head of the waiting
+/// list as the list stands after the event. A change to the list is one event, applied whole
+/// before any slot is given:
+/// - an add takes its place (an `addUri` at a position never passes through the tail) as soon
+///   as the place is decided, before its record is saved: a slot freed while the save is under
+///   way waits for it rather than go to a download behind it (`adding`, then `saved` or
+///   `saveFailed`);
+/// - a move or a spread of positions moves every entry it touches at once (a slot freed while
+///   a move is being stored goes to the head the move made, not to the one it replaced).
 public struct QueueSlots: Sendable {
     public private(set) var waiting = WaitingQueue()
     /// The runs this queue started that have not ended.
@@ -16,10 +20,19 @@ public struct QueueSlots: Sendable {
     public private(set) var limit: Int
     /// After shutdown nothing starts; what waits stays waiting.
     public private(set) var isClosed = false
+    /// Added and placed, their records not saved yet: a slot does not go to them, nor past them.
+    public private(set) var unsaved: Set<DownloadID> = []
 
     public enum Event: Sendable, Hashable {
-        /// Downloads join the waiting list, each at the place it was given.
+        /// Downloads join the waiting list, each at the place it was given (their records are
+        /// stored: downloads queued again, or restored at start).
         case added([WaitingQueue.Entry])
+        /// New downloads take their places while their records are being saved.
+        case adding([WaitingQueue.Entry])
+        /// Their records are saved: a slot may go to them.
+        case saved([DownloadID])
+        /// Their records could not be saved: they leave the list.
+        case saveFailed([DownloadID])
         /// Waiting downloads take new places, all at once (a move, and any positions spread to
         /// make room for it). An entry no longer waiting (its run began) is left alone.
         case placed([WaitingQueue.Entry])
@@ -44,10 +57,22 @@ public struct QueueSlots: Sendable {
         switch event {
         case .added(let entries):
             for entry in entries where !running.contains(entry.id) { waiting.insert(entry) }
+        case .adding(let entries):
+            for entry in entries where !running.contains(entry.id) {
+                waiting.insert(entry)
+                unsaved.insert(entry.id)
+            }
+        case .saved(let ids):
+            unsaved.subtract(ids)
+        case .saveFailed(let ids):
+            for id in ids where unsaved.remove(id) != nil { waiting.remove(id) }
         case .placed(let entries):
             for entry in entries where waiting.contains(entry.id) { waiting.insert(entry) }
         case .left(let ids):
-            for id in ids { waiting.remove(id) }
+            for id in ids {
+                waiting.remove(id)
+                unsaved.remove(id)
+            }
         case .runEnded(let id):
             running.remove(id)
         case .limitChanged(let count):
@@ -60,13 +85,14 @@ public struct QueueSlots: Sendable {
 
     /// Empties the waiting list (shutdown, pause-all): returns what waited, in order.
     public mutating func takeWaiting() -> [WaitingQueue.Entry] {
-        waiting.removeAll()
+        unsaved = []
+        return waiting.removeAll()
     }
 
     private mutating func fill() -> [DownloadID] {
         var starts: [DownloadID] = []
-        while !isClosed, running.count < limit, !waiting.isEmpty {
-            let head = waiting.removeFirst()
+        while !isClosed, running.count < limit, let head = waiting.first, !unsaved.contains(head.id) {
+            _ = waiting.removeFirst()
             running.insert(head.id)
             starts.append(head.id)
         }

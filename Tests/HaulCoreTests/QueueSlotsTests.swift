@@ -1,0 +1,205 @@
+import HaulCore
+import Testing
+
+/// The queue's scheduling decision (issue 30): a freed slot goes to the head of the waiting list
+/// as it stands at that moment, whatever arrives at the same time. The events that met in the
+/// daemon (a run's end, an add at position 0, a move, a pause, a larger limit, an add at the
+/// tail) are applied here in every order, each checked against a plain sorted array.
+@Suite struct QueueSlotsTests {
+    typealias Entry = WaitingQueue.Entry
+
+    static func id(_ name: String) -> DownloadID { DownloadID(rawValue: name) }
+    static func entry(_ name: String, _ position: Int64, priority: Int = 0) -> Entry {
+        Entry(id: id(name), priority: priority, position: position)
+    }
+
+    /// Limit 3: two slow downloads and the ring's big one run; the ring's reserve waits at the
+    /// head, slow ones behind it.
+    static func loaded() -> QueueSlots {
+        var slots = QueueSlots(limit: 3)
+        #expect(slots.handle(.added([entry("slow1", 1), entry("slow2", 2), entry("ring", 3)])).map(\.rawValue) == ["slow1", "slow2", "ring"])
+        #expect(slots.handle(.added([entry("reserve", 10)] + (1...5).map { entry("wait\($0)", 100 + Int64($0)) })).isEmpty)
+        return slots
+    }
+
+    /// What arrives together. Adds and moves are given their places on the list as it stands
+    /// when they are applied, as the manager does (`QueuePlaces`).
+    enum Arrival: CaseIterable {
+        case ringEnded, addAtZero, moveToOne, pauseOne, raiseLimit, addAtTail
+
+        func event(on slots: QueueSlots) -> QueueSlots.Event {
+            let list = Array(slots.waiting.entries)
+            switch self {
+            case .ringEnded: return .runEnded(QueueSlotsTests.id("ring"))
+            case .addAtZero:
+                let fresh = QueueSlotsTests.entry("next", 1_000)
+                guard case .place(let priority, let position) = QueuePlaces.inserting(fresh, in: list, at: 0) else {
+                    return .added([fresh])
+                }
+                return .added([Entry(id: fresh.id, priority: priority, position: position)])
+            case .moveToOne:
+                guard let current = list.firstIndex(where: { $0.id.rawValue == "wait3" }), list.count > 1,
+                      let place = QueuePlaces.moving(in: list, from: current, to: 1) else { return .placed([]) }
+                return .placed([Entry(id: QueueSlotsTests.id("wait3"), priority: place.priority, position: place.position)])
+            case .pauseOne: return .left([QueueSlotsTests.id("wait1")])
+            case .raiseLimit: return .limitChanged(4)
+            case .addAtTail: return .added([QueueSlotsTests.entry("late", 2_000)])
+            }
+        }
+    }
+
+    /// The same events on a plain array sorted by `QueueOrder`: the starts it expects.
+    struct Model {
+        var waiting: [Entry]
+        var running: Set<DownloadID>
+        var limit: Int
+
+        mutating func apply(_ event: QueueSlots.Event) -> [DownloadID] {
+            switch event {
+            case .added(let entries), .adding(let entries): waiting += entries
+            case .saved, .saveFailed: break
+            case .placed(let entries):
+                for entry in entries {
+                    if let index = waiting.firstIndex(where: { $0.id == entry.id }) { waiting[index] = entry }
+                }
+            case .left(let ids): waiting.removeAll { ids.contains($0.id) }
+            case .runEnded(let id): running.remove(id)
+            case .limitChanged(let count): limit = count
+            case .closed: return []
+            }
+            waiting.sort { $0.runsBefore($1) }
+            var starts: [DownloadID] = []
+            while running.count < limit, !waiting.isEmpty {
+                let head = waiting.removeFirst()
+                running.insert(head.id)
+                starts.append(head.id)
+            }
+            return starts
+        }
+    }
+
+    static func orders<T>(_ items: [T]) -> [[T]] {
+        guard items.count > 1 else { return [items] }
+        return items.indices.flatMap { index in
+            var rest = items
+            let first = rest.remove(at: index)
+            return orders(rest).map { [first] + $0 }
+        }
+    }
+
+    @Test func everyOrderGivesEachFreedSlotToTheHead() {
+        let orders = Self.orders(Arrival.allCases)
+        #expect(orders.count == 720)
+        for order in orders {
+            var slots = Self.loaded()
+            var model = Model(waiting: Array(slots.waiting.entries), running: slots.running, limit: slots.limit)
+            var started: [DownloadID] = []
+            var addedAtZero = false
+            for arrival in order {
+                let event = arrival.event(on: slots)
+                let starts = slots.handle(event)
+                #expect(starts == model.apply(event), "\(order): \(arrival)")
+                #expect(Array(slots.waiting.entries) == model.waiting, "\(order): \(arrival)")
+                // Either every slot is taken or nothing waits.
+                #expect(slots.running.count == slots.limit || slots.waiting.isEmpty, "\(order): \(arrival)")
+                // Once added at position 0, nothing from behind it starts before it.
+                if addedAtZero, !started.contains(Self.id("next")), let first = starts.first {
+                    #expect(first == Self.id("next"), "\(order): \(arrival) started \(first) past the download at position 0")
+                }
+                if arrival == .addAtZero { addedAtZero = true }
+                started += starts
+            }
+            // Two slots are freed (the ring's end, the larger limit): the reserve at the head
+            // has one of them in every order.
+            #expect(started.count == 2 && started.contains(Self.id("reserve")), "\(order): \(started)")
+        }
+    }
+
+    /// The interleaving the daemon had: `addUri` at position 0 was an add at the tail, then a
+    /// move. A run that ended between the two gave its slot to the download at the head then,
+    /// a slow one, and the ring's download waited at position 0 for good. Added with its place,
+    /// the same end starts it.
+    @Test func anAddAtPositionZeroNeverPassesThroughTheTail() {
+        var slots = QueueSlots(limit: 2)
+        slots.handle(.added([Self.entry("slow", 1), Self.entry("ring", 2), Self.entry("behind", 100)]))
+        // The old steps: at the tail first.
+        var old = slots
+        old.handle(.added([Self.entry("next", 1_000)]))
+        #expect(old.handle(.runEnded(Self.id("ring"))) == [Self.id("behind")])
+        // In one step, with the place that puts it at index 0.
+        let fresh = Self.entry("next", 1_000)
+        guard case .place(let priority, let position) = QueuePlaces.inserting(fresh, in: Array(slots.waiting.entries), at: 0) else {
+            Issue.record("no place at index 0")
+            return
+        }
+        #expect(slots.handle(.added([Entry(id: fresh.id, priority: priority, position: position)])).isEmpty)
+        #expect(slots.handle(.runEnded(Self.id("ring"))) == [Self.id("next")])
+        #expect(Array(slots.waiting.entries).map(\.id) == [Self.id("behind")])
+    }
+
+    /// A move that spreads positions changes every place it touches at once: the head never
+    /// leaves the front while the places are being stored.
+    @Test func aSpreadMovesItsEntriesAtOnce() {
+        var slots = QueueSlots(limit: 1)
+        slots.handle(.added([Self.entry("running", 0)]))
+        let crowded = (1...12).map { Self.entry("w\($0)", 100 + Int64($0)) }
+        slots.handle(.added(crowded))
+        let list = Array(slots.waiting.entries)
+        #expect(QueuePlaces.moving(in: list, from: 9, to: 1) == nil)
+        let spread = QueuePlaces.spread(list, around: 1)
+        let changed = spread.changed.map { spread.list[$0] }
+        #expect(!changed.isEmpty)
+        slots.handle(.placed(changed))
+        #expect(Array(slots.waiting.entries).map(\.id) == list.map(\.id), "a spread keeps the order")
+        var moving = Array(slots.waiting.entries)
+        guard let place = QueuePlaces.moving(in: moving, from: 9, to: 1) else {
+            Issue.record("no room after the spread")
+            return
+        }
+        moving[9].priority = place.priority
+        moving[9].position = place.position
+        slots.handle(.placed([moving[9]]))
+        #expect(slots.waiting.first?.id == Self.id("w1"))
+        #expect(slots.waiting[1].id == Self.id("w10"))
+        #expect(slots.handle(.runEnded(Self.id("running"))) == [Self.id("w1")])
+    }
+
+    /// A larger limit gives its slots to the head; a smaller one starts nothing, and a slot freed
+    /// over the new limit is not refilled.
+    @Test func limitChangesFillFromTheHead() {
+        var slots = QueueSlots(limit: 1)
+        slots.handle(.added([Self.entry("a", 1), Self.entry("b", 2), Self.entry("c", 3), Self.entry("d", 4)]))
+        #expect(slots.handle(.limitChanged(3)) == [Self.id("b"), Self.id("c")])
+        #expect(slots.handle(.limitChanged(1)).isEmpty)
+        #expect(slots.handle(.runEnded(Self.id("a"))).isEmpty)
+        #expect(slots.handle(.runEnded(Self.id("b"))).isEmpty)
+        #expect(slots.handle(.runEnded(Self.id("c"))) == [Self.id("d")])
+        slots.handle(.closed)
+        slots.handle(.added([Self.entry("e", 5)]))
+        #expect(slots.handle(.runEnded(Self.id("d"))).isEmpty, "nothing starts after shutdown")
+    }
+
+    /// An add at position 0 takes its place before its record is saved; a slot freed during the
+    /// save (a run ending while the fsync is under way) waits for it instead of going to the
+    /// download behind it, and goes on down the list if the save fails.
+    @Test func aSlotFreedDuringAnAddsSaveWaitsForIt() {
+        var slots = QueueSlots(limit: 2)
+        slots.handle(.added([Self.entry("slow", 1), Self.entry("ring", 2), Self.entry("behind", 100), Self.entry("further", 101)]))
+        let fresh = Self.entry("next", 1_000)
+        guard case .place(let priority, let position) = QueuePlaces.inserting(fresh, in: Array(slots.waiting.entries), at: 0) else {
+            Issue.record("no place at index 0")
+            return
+        }
+        var failing = slots
+        #expect(slots.handle(.adding([Entry(id: fresh.id, priority: priority, position: position)])).isEmpty)
+        #expect(slots.handle(.runEnded(Self.id("ring"))).isEmpty, "the slot waits for the add being saved")
+        #expect(slots.running.count == 1 && slots.waiting.first?.id == fresh.id)
+        #expect(slots.handle(.limitChanged(3)).isEmpty, "nor does a new slot pass it")
+        #expect(slots.handle(.saved([fresh.id])) == [fresh.id, Self.id("behind")])
+
+        failing.handle(.adding([Entry(id: fresh.id, priority: priority, position: position)]))
+        #expect(failing.handle(.runEnded(Self.id("ring"))).isEmpty)
+        #expect(failing.handle(.saveFailed([fresh.id])) == [Self.id("behind")])
+        #expect(!failing.waiting.contains(fresh.id))
+    }
+}
