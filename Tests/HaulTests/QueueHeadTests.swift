@@ -1,0 +1,99 @@
+import AsyncHTTPClient
+import Foundation
+@testable import Haul
+import HaulCore
+import HaulStore
+import HaulTesting
+import NIOCore
+import Testing
+
+/// Issue 30: a freed slot goes to the head of the waiting list as it stands at that moment. An
+/// add at position 0 takes its place in the add's own step, before its record is saved: a run
+/// that ends while the save is under way leaves its slot to it, not to the download behind it.
+@Suite(.timeLimit(.minutes(2))) struct QueueHeadTests {
+    @Test func aSlotFreedWhileAnAddAtPositionZeroIsSavedGoesToIt() async throws {
+        try await withHarness(maxConcurrent: 2) { harness in
+            let (store, manager) = harness.countingManager()
+            harness.server.setRoute("/slow", Route(payload: Payload(seed: 43, length: 100_000_000), throttle: 20_000))
+            // The ring's download: its body waits until a second request to its path arrives
+            // (the test's own), so the test says when it ends.
+            harness.server.setRoute("/ring", Route(payload: Payload(seed: 44, length: 64_000),
+                                                   bodyGate: BodyGate(requests: 2, atMost: .seconds(60))))
+            harness.server.setRoute("/behind", Route(payload: Payload(seed: 45, length: 1_000)))
+            harness.server.setRoute("/next", Route(payload: Payload(seed: 46, length: 1_000)))
+            let slow = try await manager.add(harness.request("/slow"))
+            let ring = try await manager.add(harness.request("/ring"))
+            #expect(try await eventually { harness.server.requests(to: "/ring").count == 1 })
+            let behind = try await manager.add(harness.request("/behind"))
+            #expect(await manager.queuedIDs == [behind.id])
+
+            // The add at position 0 is held in its save; the ring's download ends meanwhile.
+            let hold = AsyncHold()
+            store.hold = hold
+            let next = Task { try await manager.add([harness.request("/next")], placements: [AddPlacement(index: 0)]) }
+            #expect(try await eventually { await hold.arrivals == 1 })
+            let ended = Task { try await manager.outcome(of: ring.id) }
+            let release = try await HTTPClient.shared.execute(HTTPClientRequest(url: harness.server.url("/ring")), timeout: .seconds(60))
+            _ = try await release.body.collect(upTo: 1 << 20)
+            #expect(try await ended.value.status == .completed)
+
+            // The slot waits for the add being saved: the download behind it has not started.
+            #expect(await manager.isRunningHere(behind.id) == false)
+            #expect(harness.server.requests(to: "/behind").isEmpty)
+            await hold.open()
+            let added = try #require(try await next.value.first)
+            #expect(try await manager.outcome(of: added.id).status == .completed)
+            #expect(harness.server.requests(to: "/behind").isEmpty, "the slot went to the head, the add at position 0")
+            #expect(try await manager.outcome(of: behind.id).status == .completed)
+            try await manager.pause(slow.id)
+            await manager.shutdown()
+        }
+    }
+
+    /// An `addUri` with `pause` is saved paused and never starts, even with slots free: no
+    /// request reaches the server (it used to start, then be paused).
+    @Test func anAddThatStartsPausedSendsNoRequest() async throws {
+        try await withHarness(maxConcurrent: 3) { harness in
+            harness.server.setRoute("/paused", Route(payload: Payload(seed: 47, length: 10_000)))
+            let requests = try (0..<20).map { try harness.request("/paused?n=\($0)", output: "p\($0).bin") }
+            let records = try await harness.manager.add(requests, placements: requests.map { _ in AddPlacement(startsPaused: true) })
+            #expect(records.allSatisfy { $0.status == .paused })
+            #expect(try await harness.store.records(status: .paused).count == 20)
+            #expect(await harness.manager.queuedIDs.isEmpty)
+            // A download added after them without pause runs: the server has seen only it.
+            harness.server.setRoute("/after", Route(payload: Payload(seed: 48, length: 10_000)))
+            let after = try await harness.manager.add(harness.request("/after"))
+            #expect(try await harness.manager.outcome(of: after.id).status == .completed)
+            #expect(harness.server.requests(to: "/paused").isEmpty)
+            // Resumed, they keep the order they were added in.
+            try await harness.manager.resume(records.map(\.id))
+            for record in records { #expect(try await harness.manager.outcome(of: record.id).status == .completed) }
+        }
+    }
+
+    /// Adds at indices of the waiting list land there (the waiting list as aria2 shows it, paused
+    /// downloads included), in the batch's order, spreading positions where neighbours are
+    /// adjacent.
+    @Test func addsAtIndicesLandThere() async throws {
+        try await withHarness(maxConcurrent: 1) { harness in
+            harness.server.setRoute("/slow", Route(payload: Payload(seed: 43, length: 100_000_000), throttle: 20_000))
+            let slow = try await harness.manager.add(harness.request("/slow"))
+            #expect(try await eventually { harness.server.requests(to: "/slow").count == 1 })
+            var expected = try await harness.manager.add((0..<6).map { try harness.request("/w\($0)") }).map(\.id)
+            try await harness.manager.pause(expected[4])
+            // Moves to index 0 give adjacent positions; the add at 1 between them needs a spread.
+            try await harness.manager.move(expected[3], toIndex: 0)
+            expected.insert(expected.remove(at: 3), at: 0)
+            try await harness.manager.move(expected[5], toIndex: 0)
+            expected.insert(expected.remove(at: 5), at: 0)
+            #expect(try await harness.manager.waitingIDs() == expected)
+            let adds = try (0..<4).map { try harness.request("/n\($0)") }
+            let indices = [1, 0, 7, 100]
+            let added = try await harness.manager.add(adds, placements: indices.map { AddPlacement(index: $0) }).map(\.id)
+            for (id, index) in zip(added, indices) { expected.insert(id, at: min(index, expected.count)) }
+            #expect(try await harness.manager.waitingIDs() == expected)
+            #expect(try await harness.store.ids(status: nil).filter { $0 != slow.id } == expected, "the store keeps the same order")
+            try await harness.manager.pause(slow.id)
+        }
+    }
+}
