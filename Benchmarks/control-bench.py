@@ -62,6 +62,7 @@ LAT_WINDOW = setting("LAT_WINDOW", 5.0, 2.0)  # seconds per method and client co
 SETTLE = setting("SETTLE", 5.0, 2.0)
 BIG_MB = setting("BIG_MB", 1024, 512)
 RING_DEPTH = setting("RING_DEPTH", 3, 3)    # unfinished big downloads: one running, the rest next in line
+RING_ADD = setting("RING_ADD", "position", "position")  # position: addUri(..., 0); move: addUri, then changePosition 0
 ADDS_WITH_RING = setting("ADDS_WITH_RING", 0, 0)  # 1: time the adds while the big download runs too
 BIG_OPTIONS = {"split": "16", "max-connection-per-server": "16", "min-split-size": "1M"}
 STATUS_KEYS = ["status", "completedLength", "totalLength", "errorMessage"]
@@ -345,19 +346,24 @@ class Ring(threading.Thread):
         self.live, self.next, self.done, self.finished, self.refused_moves = [], 0, 0, 0, []
         self.stopping, self.failure = threading.Event(), None
         self.stalled, self.last_poll, self.last_active, self.warned = 0.0, None, True, False
+        self.add_ms, self.slow_took_slot = [], 0
         self.live += [self.add() for _ in range(RING_DEPTH)]
         self.latest = (0, time.perf_counter())
 
     def add(self):
         name = f"big-{self.next}"
         self.next += 1
-        gid = self.rpc.call("aria2.addUri", [f"{self.url}?n={name}"], {"out": f"{name}.bin", **BIG_OPTIONS})
-        # Moved in a call of its own: an add at position 0 that a free slot starts at once is
-        # refused by haul (the move), and the gid would be lost with the error.
-        try:
-            self.rpc.call("aria2.changePosition", gid, 0, "POS_SET")
-        except RuntimeError as error:  # started already: nothing to move
-            self.refused_moves.append(str(error))
+        started = time.perf_counter()
+        if RING_ADD == "position":
+            # As a front-end does it: one call, placed at position 0 before any slot is given.
+            gid = self.rpc.call("aria2.addUri", [f"{self.url}?n={name}"], {"out": f"{name}.bin", **BIG_OPTIONS}, 0)
+        else:
+            gid = self.rpc.call("aria2.addUri", [f"{self.url}?n={name}"], {"out": f"{name}.bin", **BIG_OPTIONS})
+            try:
+                self.rpc.call("aria2.changePosition", gid, 0, "POS_SET")
+            except RuntimeError as error:  # started already: nothing to move
+                self.refused_moves.append(str(error))
+        self.add_ms.append((time.perf_counter() - started) * 1000)
         return gid, name
 
     def poll(self):
@@ -475,6 +481,11 @@ def ring_phase(name, binary, nginx, clients, phase, slow):
         r["waiting"] = int(d.rpc.call("aria2.getGlobalStat")["numWaiting"])
         r["rss_mib"], r["peak_rss_mib"] = proc_status(d.pid)
         r["big_finished"], r["big_stalled_s"], r["refused_moves"] = ring.finished, ring.stalled, ring.refused_moves[:5]
+        adds = sorted(ring.add_ms)
+        r["ring_add_ms"] = {"p50": adds[len(adds) // 2], "p99": adds[min(len(adds) - 1, int(len(adds) * 0.99))], "max": adds[-1]} if adds else {}
+        # At the end: the ring's downloads still waiting while every slot runs a slow one (the stall).
+        active = [x["files"][0]["path"].rsplit("/", 1)[-1] for x in d.rpc.call("aria2.tellActive", ["files"])]
+        r["ring_active_at_end"] = sum(1 for name in active if name.startswith("big-"))
         return r
     finally:
         if ring:

@@ -71,6 +71,8 @@ def report(results, daemons, versions, settings):
             f"{x:.2f}" for x in (r["alone"]["daemon_cpu"], m8(r)["tellStatus"]["big"]["daemon_cpu"])), "main")
         row("*big downloads finished / s with none of them active / downloads waiting at the end*",
             lambda r: f"{r['big_finished']} / {r['big_stalled_s']:.0f} s / {r['waiting']:,}", "main")
+        row("*the ring's add at position 0 (one `addUri`, or `addUri` and `changePosition`): p50 / p99 / max*",
+            lambda r: " / ".join(ms(r["ring_add_ms"][k]) for k in ("p50", "p99", "max")) + " ms", "main")
         a, h = ok("main", "aria2c"), ok("main", "haul")
         if h:
             one, batch = h["adds"]["one"]["rate"], max(h["adds"]["multicall"]["rate"], h["adds"]["rest"]["rate"])
