@@ -156,7 +156,7 @@ extension DownloadManager {
         if let known = places.list { list = known } else { list = try await waitingList() }
         let target = min(max(0, index), list.count)
         var answer = QueuePlaces.inserting(WaitingQueue.Entry(record), in: list.map(\.entry), at: target)
-        if answer == .none {
+        if answer == .noRoom {
             let spread = QueuePlaces.spread(list.map(\.entry), around: target)
             var stored: [WaitingQueue.Entry] = [], before: [WaitingQueue.Entry] = []
             for index in spread.changed {
@@ -175,7 +175,7 @@ extension DownloadManager {
         switch answer {
         case .keep: break
         case .place(let priority, let position): (record.request.priority, record.position) = (priority, position)
-        case .none: throw HaulError(.store, "no queue position is left at index \(target)")
+        case .noRoom: throw HaulError(.store, "no queue position is left at index \(target)")
         }
         list.insert(WaitingPlace(entry: WaitingQueue.Entry(record), paused: record.status == .paused, isNew: true), at: target)
         places.list = list

@@ -32,17 +32,17 @@ public enum QueuePlaces {
 
     /// What puts a new entry at `index` of `list` (aria2's `addUri` at a position): as if it
     /// were last and moved there. `.keep` when it goes last anyway (its own place, at the end of
-    /// its priority), `.none` when its new neighbours leave no room (spread first).
+    /// its priority), `.noRoom` when its new neighbours leave no room (spread first).
     public static func inserting(_ entry: Entry, in list: [Entry], at index: Int) -> Insertion {
         let target = min(max(0, index), list.count)
         if target == list.count { return .keep }
-        return moving(in: list + [entry], from: list.count, to: target).map { .place($0.priority, $0.position) } ?? .none
+        return moving(in: list + [entry], from: list.count, to: target).map { .place($0.priority, $0.position) } ?? .noRoom
     }
 
     public enum Insertion: Sendable, Hashable {
         case keep
         case place(Int, Int64)
-        case none
+        case noRoom
     }
 
     /// Makes room around `index`: the smallest window of entries of its priority around it whose
