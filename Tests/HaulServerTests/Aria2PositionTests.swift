@@ -10,27 +10,13 @@ import HaulAPI
 /// place in the queue to take, and the call still answers its gid (it used to answer "not found
 /// in the waiting queue" whenever the run had not stored `running` yet).
 @Suite(.timeLimit(.minutes(2))) struct Aria2PositionTests {
-    /// A daemon in this process (downloads at once: `jobs`, else the daemon's default) and a test
-    /// server with `route` at `path`; both stopped when `body` returns or throws, the daemon by
-    /// its own shutdown.
+    /// `withDaemon` with `route` at `path` on its test server.
     private func withDaemon(_ path: String, _ route: Route, jobs: Int? = nil,
                             _ body: (DaemonAPI, TestServer) async throws -> Void) async throws {
-        let root = NSTemporaryDirectory() + "haul-position-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: root) }
-        let server = try await TestServer.start()
-        server.setRoute(path, route)
-        var configuration = Daemon.Configuration(port: 0, home: root + "/home", downloadDirectory: root + "/downloads")
-        if let jobs { configuration.manager.maxConcurrentDownloads = jobs }
-        let api = try await DaemonAPI.start(configuration)
-        do {
+        try await HaulServerTests.withDaemon(jobs: jobs) { api, server in
+            server.setRoute(path, route)
             try await body(api, server)
-            try await api.stop()
-        } catch {
-            try? await api.stop()
-            try await server.shutdown()
-            throw error
         }
-        try await server.shutdown()
     }
 
     @Test func anAddThatStartsAtOnceAnswersItsGid() async throws {

@@ -1,11 +1,13 @@
 import AsyncHTTPClient
 import Foundation
+import Haul
 import HaulAPI
 import HaulServer
 import NIOCore
 import NIOHTTP1
 import Testing
 import HaulCore
+import HaulTesting
 
 /// `Daemon.run` in this process, and its HTTP API and aria2 RPC called over a real socket.
 struct DaemonAPI {
@@ -78,4 +80,24 @@ func eventually(_ condition: () throws -> Bool) async throws -> Bool {
         try await Task.sleep(for: .milliseconds(5))
     }
     return try condition()
+}
+
+/// A daemon in this process (downloads at once: `jobs`, else the daemon's default) and a test
+/// server; both stopped when `body` returns or throws, the daemon by its own shutdown.
+func withDaemon(jobs: Int? = nil, _ body: (DaemonAPI, TestServer) async throws -> Void) async throws {
+    let root = NSTemporaryDirectory() + "haul-daemon-\(UUID().uuidString)"
+    defer { try? FileManager.default.removeItem(atPath: root) }
+    let server = try await TestServer.start()
+    var configuration = Daemon.Configuration(port: 0, home: root + "/home", downloadDirectory: root + "/downloads")
+    if let jobs { configuration.manager.maxConcurrentDownloads = jobs }
+    let api = try await DaemonAPI.start(configuration)
+    do {
+        try await body(api, server)
+        try await api.stop()
+    } catch {
+        try? await api.stop()
+        try await server.shutdown()
+        throw error
+    }
+    try await server.shutdown()
 }

@@ -18,22 +18,10 @@ import Testing
     static let ringFiles = 200
 
     @Test func everyFreedSlotGoesToTheRingAtTheHead() async throws {
-        let root = NSTemporaryDirectory() + "haul-ring-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: root) }
-        let server = try await TestServer.start()
-        server.setRoute("/slow", Route(payload: Payload(seed: 61, length: 100_000_000), throttle: 20_000))
-        var configuration = Daemon.Configuration(port: 0, home: root + "/home", downloadDirectory: root + "/downloads")
-        configuration.manager.maxConcurrentDownloads = 3
-        let api = try await DaemonAPI.start(configuration)
-        do {
+        try await withDaemon(jobs: 3) { api, server in
+            server.setRoute("/slow", Route(payload: Payload(seed: 61, length: 100_000_000), throttle: 20_000))
             try await ring(api, server)
-            try await api.stop()
-        } catch {
-            try? await api.stop()
-            try await server.shutdown()
-            throw error
         }
-        try await server.shutdown()
     }
 
     /// The ring's file `index`: its own path, whose body waits until a second request to it
