@@ -481,8 +481,9 @@ def ring_phase(name, binary, nginx, clients, phase, slow):
         r["waiting"] = int(d.rpc.call("aria2.getGlobalStat")["numWaiting"])
         r["rss_mib"], r["peak_rss_mib"] = proc_status(d.pid)
         r["big_finished"], r["big_stalled_s"], r["refused_moves"] = ring.finished, ring.stalled, ring.refused_moves[:5]
-        adds = sorted(ring.add_ms)
-        r["ring_add_ms"] = {"p50": adds[len(adds) // 2], "p99": adds[min(len(adds) - 1, int(len(adds) * 0.99))], "max": adds[-1]} if adds else {}
+        times = sorted(ring.add_ms)
+        r["ring_add_ms"] = {"p50": times[len(times) // 2], "p99": times[min(len(times) - 1, int(len(times) * 0.99))],
+                            "max": times[-1]} if times else {}
         # At the end: the ring's downloads still waiting while every slot runs a slow one (the stall).
         active = [x["files"][0]["path"].rsplit("/", 1)[-1] for x in d.rpc.call("aria2.tellActive", ["files"])]
         r["ring_active_at_end"] = sum(1 for name in active if name.startswith("big-"))

@@ -28,10 +28,15 @@ def main():
     collected = []
     for run in range(1, runs + 1):
         print(f"==> run {run} of {runs}", file=sys.stderr, flush=True)
+        path = os.path.join(RESULTS, "control-bench.json")
+        if os.path.exists(path):
+            os.remove(path)
         code = subprocess.call([sys.executable, os.path.join(BENCH, "control-bench.py"), "--phases", "main", "--daemons", daemons])
-        with open(os.path.join(RESULTS, "control-bench.json")) as f:
-            data = json.load(f)
-        collected.append({"run": run, "exit": code, "main": data["results"].get("main", {})})
+        main_results = {}
+        if os.path.exists(path):
+            with open(path) as f:
+                main_results = json.load(f)["results"].get("main", {})
+        collected.append({"run": run, "exit": code, "main": main_results})
         with open(os.path.join(RESULTS, "control-runs.json"), "w") as f:
             json.dump(collected, f, indent=1)
     names = daemons.split(",")
