@@ -42,7 +42,7 @@ def main():
     names = daemons.split(",")
     lines = ["| run | " + " | ".join(f"{n}: big MiB/s alone / 1 client / 8 clients | {n}: none active | {n}: finished"
                                        + (f" | {n}: ring add p99 / max ms" if n == "haul" else "") for n in names) + " |",
-             "|---:|" + "|".join("---:|---:|---:|" + ("---:|" if n == "haul" else "") for n in names)]
+             "|---:|" + "".join("---:|---:|---:|" + ("---:|" if n == "haul" else "") for n in names)]
     stalls = 0
     for entry in collected:
         cells = []
