@@ -346,7 +346,7 @@ class Ring(threading.Thread):
         self.live, self.next, self.done, self.finished, self.refused_moves = [], 0, 0, 0, []
         self.stopping, self.failure = threading.Event(), None
         self.stalled, self.last_poll, self.last_active, self.warned = 0.0, None, True, False
-        self.add_ms, self.slow_took_slot = [], 0
+        self.add_ms, self.cycle_ms = [], []
         self.live += [self.add() for _ in range(RING_DEPTH)]
         self.latest = (0, time.perf_counter())
 
@@ -378,9 +378,14 @@ class Ring(threading.Thread):
                     self.done += int(status["totalLength"])
                     self.finished += 1
                     self.live.remove(entry)
+                    t0 = time.perf_counter()
                     self.rpc.call("aria2.removeDownloadResult", gid)
+                    t1 = time.perf_counter()
                     os.remove(os.path.join(self.d.dir, name + ".bin"))
+                    t2 = time.perf_counter()
                     self.live.append(self.add())
+                    # How long the client took to put the next one in line, step by step.
+                    self.cycle_ms.append(((t1 - t0) * 1000, (t2 - t1) * 1000, (time.perf_counter() - t2) * 1000))
                     active = True
                 elif status["status"] in ("error", "removed"):
                     raise RuntimeError(f"big download {name} {status['status']}: {status.get('errorMessage')}")
@@ -484,6 +489,8 @@ def ring_phase(name, binary, nginx, clients, phase, slow):
         times = sorted(ring.add_ms)
         r["ring_add_ms"] = {"p50": times[len(times) // 2], "p99": times[min(len(times) - 1, int(len(times) * 0.99))],
                             "max": times[-1]} if times else {}
+        if ring.cycle_ms:
+            r["ring_cycle_max_ms"] = {k: max(c[i] for c in ring.cycle_ms) for i, k in enumerate(("removeDownloadResult", "delete_file", "add"))}
         # At the end: the ring's downloads still waiting while every slot runs a slow one (the stall).
         active = [x["files"][0]["path"].rsplit("/", 1)[-1] for x in d.rpc.call("aria2.tellActive", ["files"])]
         r["ring_active_at_end"] = sum(1 for name in active if name.startswith("big-"))

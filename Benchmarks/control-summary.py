@@ -73,6 +73,8 @@ def report(results, daemons, versions, settings):
             lambda r: f"{r['big_finished']} / {r['big_stalled_s']:.0f} s / {r['waiting']:,}", "main")
         row("*the ring's add at position 0 (one `addUri`, or `addUri` and `changePosition`): p50 / p99 / max*",
             lambda r: " / ".join(ms(r["ring_add_ms"][k]) for k in ("p50", "p99", "max")) + " ms", "main")
+        row("*the ring's client from a completion to the next add, longest: removeDownloadResult / delete the file / add*",
+            lambda r: " / ".join(ms(r["ring_cycle_max_ms"][k]) for k in ("removeDownloadResult", "delete_file", "add")) + " ms", "main")
         a, h = ok("main", "aria2c"), ok("main", "haul")
         if h:
             one, batch = h["adds"]["one"]["rate"], max(h["adds"]["multicall"]["rate"], h["adds"]["rest"]["rate"])
