@@ -63,6 +63,7 @@ SETTLE = setting("SETTLE", 5.0, 2.0)
 BIG_MB = setting("BIG_MB", 1024, 512)
 RING_DEPTH = setting("RING_DEPTH", 3, 3)    # unfinished big downloads: one running, the rest next in line
 RING_ADD = setting("RING_ADD", "position", "position")  # position: addUri(..., 0); move: addUri, then changePosition 0
+RING_ADD_FIRST = setting("RING_ADD_FIRST", 0, 0)  # 1: the ring adds the next download before it deletes the finished file
 ADDS_WITH_RING = setting("ADDS_WITH_RING", 0, 0)  # 1: time the adds while the big download runs too
 BIG_OPTIONS = {"split": "16", "max-connection-per-server": "16", "min-split-size": "1M"}
 STATUS_KEYS = ["status", "completedLength", "totalLength", "errorMessage"]
@@ -378,12 +379,15 @@ class Ring(threading.Thread):
                     self.done += int(status["totalLength"])
                     self.finished += 1
                     self.live.remove(entry)
+                    if RING_ADD_FIRST:
+                        self.live.append(self.add())
                     t0 = time.perf_counter()
                     self.rpc.call("aria2.removeDownloadResult", gid)
                     t1 = time.perf_counter()
                     os.remove(os.path.join(self.d.dir, name + ".bin"))
                     t2 = time.perf_counter()
-                    self.live.append(self.add())
+                    if not RING_ADD_FIRST:
+                        self.live.append(self.add())
                     # How long the client took to put the next one in line, step by step.
                     self.cycle_ms.append(((t1 - t0) * 1000, (t2 - t1) * 1000, (time.perf_counter() - t2) * 1000))
                     active = True
