@@ -96,4 +96,36 @@ import Testing
             try await harness.manager.pause(slow.id)
         }
     }
+
+    /// A move takes effect in the waiting list before it is stored; when the store refuses it,
+    /// the list goes back to what it was, a spread's neighbours included.
+    @Test func aMoveTheStoreRefusesIsUndone() async throws {
+        try await withHarness(maxConcurrent: 1) { harness in
+            let (store, manager) = harness.countingManager()
+            harness.server.setRoute("/slow", Route(payload: Payload(seed: 43, length: 100_000_000), throttle: 20_000))
+            let slow = try await manager.add(harness.request("/slow"))
+            #expect(try await eventually { harness.server.requests(to: "/slow").count == 1 })
+            var order = try await manager.add((0..<8).map { try harness.request("/w\($0)") }).map(\.id)
+            // Two moves to the front leave adjacent positions there: a move between them spreads.
+            for _ in 0..<2 {
+                try await manager.move(order[7], toIndex: 0)
+                order.insert(order.removeLast(), at: 0)
+            }
+            #expect(await manager.queuedIDs == order)
+            store.failsPlaces = true
+            for (from, to) in [(5, 1), (6, 0), (0, 7)] {
+                await #expect(throws: HaulError.self) { try await manager.move(order[from], toIndex: to) }
+                #expect(await manager.queuedIDs == order, "\(from) to \(to) was undone")
+            }
+            // Memory holds the places the store holds, not the spread's that never reached it.
+            let inMemory = await manager.slots.waiting.entries.map { [$0.id.rawValue: $0.position] }
+            let stored = try await harness.store.records(status: .queued).map { [$0.id.rawValue: $0.position] }
+            #expect(inMemory == stored)
+            store.failsPlaces = false
+            #expect(try await manager.waitingIDs() == order)
+            #expect(try await harness.store.ids(status: .queued) == order, "the store kept the order too")
+            try await manager.pause(slow.id)
+            await manager.shutdown()
+        }
+    }
 }

@@ -208,7 +208,11 @@ final class CountingStore: DownloadStore, @unchecked Sendable {
     /// Holds batch saves back until opened.
     var hold: AsyncHold?
 
+    /// Every `setPlace` fails, as on a full disk.
+    var failsPlaces = false
+
     func setPlace(_ id: DownloadID, priority: Int, position: Int64) async throws {
+        if failsPlaces { throw HaulError(.store, "database or disk is full") }
         wrote([id])
         try await base.setPlace(id, priority: priority, position: position)
     }

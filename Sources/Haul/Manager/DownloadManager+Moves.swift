@@ -99,6 +99,7 @@ extension DownloadManager {
     private func place(_ id: DownloadID, at index: Int, from current: Int, in list: [WaitingPlace]) async throws -> Int {
         let target = min(max(0, index), list.count - 1)
         if target == current { return current }
+        let before = list.map(\.entry)
         var list = list
         var changed: [WaitingQueue.Entry] = []
         var place = QueuePlaces.moving(in: list.map(\.entry), from: current, to: target)
@@ -117,7 +118,7 @@ extension DownloadManager {
         (moved.priority, moved.position) = place
         changed.removeAll { $0.id == id }
         changed.append(moved)
-        try await setPlaces(changed, before: list.map(\.entry))
+        try await setPlaces(changed, before: before)
         return target
     }
 
