@@ -17,8 +17,8 @@ import Testing
     /// head, slow ones behind it.
     static func loaded() -> QueueSlots {
         var slots = QueueSlots(limit: 3)
-        #expect(slots.handle(.added([entry("slow1", 1), entry("slow2", 2), entry("ring", 3)])).map(\.rawValue) == ["slow1", "slow2", "ring"])
-        #expect(slots.handle(.added([entry("reserve", 10)] + (1...5).map { entry("wait\($0)", 100 + Int64($0)) })).isEmpty)
+        #expect(slots.ids(.added([entry("slow1", 1), entry("slow2", 2), entry("ring", 3)])).map(\.rawValue) == ["slow1", "slow2", "ring"])
+        #expect(slots.ids(.added([entry("reserve", 10)] + (1...5).map { entry("wait\($0)", 100 + Int64($0)) })).isEmpty)
         return slots
     }
 
@@ -97,7 +97,7 @@ import Testing
             var addedAtZero = false
             for arrival in order {
                 let event = arrival.event(on: slots)
-                let starts = slots.handle(event)
+                let starts = slots.ids(event)
                 #expect(starts == model.apply(event), "\(order): \(arrival)")
                 #expect(Array(slots.waiting.entries) == model.waiting, "\(order): \(arrival)")
                 // Either every slot is taken or nothing waits.
@@ -121,19 +121,19 @@ import Testing
     /// the same end starts it.
     @Test func anAddAtPositionZeroNeverPassesThroughTheTail() {
         var slots = QueueSlots(limit: 2)
-        slots.handle(.added([Self.entry("slow", 1), Self.entry("ring", 2), Self.entry("behind", 100)]))
+        slots.ids(.added([Self.entry("slow", 1), Self.entry("ring", 2), Self.entry("behind", 100)]))
         // The old steps: at the tail first.
         var old = slots
-        old.handle(.added([Self.entry("next", 1_000)]))
-        #expect(old.handle(.runEnded(Self.id("ring"))) == [Self.id("behind")])
+        old.ids(.added([Self.entry("next", 1_000)]))
+        #expect(old.ids(.runEnded(Self.id("ring"))) == [Self.id("behind")])
         // In one step, with the place that puts it at index 0.
         let fresh = Self.entry("next", 1_000)
         guard case .place(let priority, let position) = QueuePlaces.inserting(fresh, in: Array(slots.waiting.entries), at: 0) else {
             Issue.record("no place at index 0")
             return
         }
-        #expect(slots.handle(.added([Entry(id: fresh.id, priority: priority, position: position)])).isEmpty)
-        #expect(slots.handle(.runEnded(Self.id("ring"))) == [Self.id("next")])
+        #expect(slots.ids(.added([Entry(id: fresh.id, priority: priority, position: position)])).isEmpty)
+        #expect(slots.ids(.runEnded(Self.id("ring"))) == [Self.id("next")])
         #expect(Array(slots.waiting.entries).map(\.id) == [Self.id("behind")])
     }
 
@@ -141,15 +141,15 @@ import Testing
     /// leaves the front while the places are being stored.
     @Test func aSpreadMovesItsEntriesAtOnce() {
         var slots = QueueSlots(limit: 1)
-        slots.handle(.added([Self.entry("running", 0)]))
+        slots.ids(.added([Self.entry("running", 0)]))
         let crowded = (1...12).map { Self.entry("w\($0)", 100 + Int64($0)) }
-        slots.handle(.added(crowded))
+        slots.ids(.added(crowded))
         let list = Array(slots.waiting.entries)
         #expect(QueuePlaces.moving(in: list, from: 9, to: 1) == nil)
         let spread = QueuePlaces.spread(list, around: 1)
         let changed = spread.changed.map { spread.list[$0] }
         #expect(!changed.isEmpty)
-        slots.handle(.placed(changed))
+        slots.ids(.placed(changed))
         #expect(Array(slots.waiting.entries).map(\.id) == list.map(\.id), "a spread keeps the order")
         var moving = Array(slots.waiting.entries)
         guard let place = QueuePlaces.moving(in: moving, from: 9, to: 1) else {
@@ -158,25 +158,36 @@ import Testing
         }
         moving[9].priority = place.priority
         moving[9].position = place.position
-        slots.handle(.placed([moving[9]]))
+        slots.ids(.placed([moving[9]]))
         #expect(slots.waiting.first?.id == Self.id("w1"))
         #expect(slots.waiting[1].id == Self.id("w10"))
-        #expect(slots.handle(.runEnded(Self.id("running"))) == [Self.id("w1")])
+        #expect(slots.ids(.runEnded(Self.id("running"))) == [Self.id("w1")])
+    }
+
+    /// An add at the last index goes after the last entry even when that one has a lower
+    /// priority (or a place a move gave it), taking its priority; its own place otherwise.
+    @Test func anAddAtTheEndGoesLast() {
+        let list = [Self.entry("a", 1), Self.entry("low", 2, priority: -1)]
+        #expect(QueuePlaces.inserting(Self.entry("new", 1_000), in: list, at: 2) == .place(-1, 3))
+        #expect(QueuePlaces.inserting(Self.entry("new", 1_000), in: list, at: 9) == .place(-1, 3))
+        #expect(QueuePlaces.inserting(Self.entry("new", 1_000, priority: -1), in: list, at: 2) == .keep)
+        #expect(QueuePlaces.inserting(Self.entry("new", 1_000), in: [], at: 0) == .keep)
+        #expect(QueuePlaces.inserting(Self.entry("new", 1_000), in: list, at: 0) == .place(0, 0))
     }
 
     /// A larger limit gives its slots to the head; a smaller one starts nothing, and a slot freed
     /// over the new limit is not refilled.
     @Test func limitChangesFillFromTheHead() {
         var slots = QueueSlots(limit: 1)
-        slots.handle(.added([Self.entry("a", 1), Self.entry("b", 2), Self.entry("c", 3), Self.entry("d", 4)]))
-        #expect(slots.handle(.limitChanged(3)) == [Self.id("b"), Self.id("c")])
-        #expect(slots.handle(.limitChanged(1)).isEmpty)
-        #expect(slots.handle(.runEnded(Self.id("a"))).isEmpty)
-        #expect(slots.handle(.runEnded(Self.id("b"))).isEmpty)
-        #expect(slots.handle(.runEnded(Self.id("c"))) == [Self.id("d")])
-        slots.handle(.closed)
-        slots.handle(.added([Self.entry("e", 5)]))
-        #expect(slots.handle(.runEnded(Self.id("d"))).isEmpty, "nothing starts after shutdown")
+        slots.ids(.added([Self.entry("a", 1), Self.entry("b", 2), Self.entry("c", 3), Self.entry("d", 4)]))
+        #expect(slots.ids(.limitChanged(3)) == [Self.id("b"), Self.id("c")])
+        #expect(slots.ids(.limitChanged(1)).isEmpty)
+        #expect(slots.ids(.runEnded(Self.id("a"))).isEmpty)
+        #expect(slots.ids(.runEnded(Self.id("b"))).isEmpty)
+        #expect(slots.ids(.runEnded(Self.id("c"))) == [Self.id("d")])
+        slots.ids(.closed)
+        slots.ids(.added([Self.entry("e", 5)]))
+        #expect(slots.ids(.runEnded(Self.id("d"))).isEmpty, "nothing starts after shutdown")
     }
 
     /// An add at position 0 takes its place before its record is saved; a slot freed during the
@@ -184,22 +195,28 @@ import Testing
     /// download behind it, and goes on down the list if the save fails.
     @Test func aSlotFreedDuringAnAddsSaveWaitsForIt() {
         var slots = QueueSlots(limit: 2)
-        slots.handle(.added([Self.entry("slow", 1), Self.entry("ring", 2), Self.entry("behind", 100), Self.entry("further", 101)]))
+        slots.ids(.added([Self.entry("slow", 1), Self.entry("ring", 2), Self.entry("behind", 100), Self.entry("further", 101)]))
         let fresh = Self.entry("next", 1_000)
         guard case .place(let priority, let position) = QueuePlaces.inserting(fresh, in: Array(slots.waiting.entries), at: 0) else {
             Issue.record("no place at index 0")
             return
         }
         var failing = slots
-        #expect(slots.handle(.adding([Entry(id: fresh.id, priority: priority, position: position)])).isEmpty)
-        #expect(slots.handle(.runEnded(Self.id("ring"))).isEmpty, "the slot waits for the add being saved")
+        #expect(slots.ids(.adding([Entry(id: fresh.id, priority: priority, position: position)])).isEmpty)
+        #expect(slots.ids(.runEnded(Self.id("ring"))).isEmpty, "the slot waits for the add being saved")
         #expect(slots.running.count == 1 && slots.waiting.first?.id == fresh.id)
-        #expect(slots.handle(.limitChanged(3)).isEmpty, "nor does a new slot pass it")
-        #expect(slots.handle(.saved([fresh.id])) == [fresh.id, Self.id("behind")])
+        #expect(slots.ids(.limitChanged(3)).isEmpty, "nor does a new slot pass it")
+        #expect(slots.ids(.saved([fresh.id])) == [fresh.id, Self.id("behind")])
 
-        failing.handle(.adding([Entry(id: fresh.id, priority: priority, position: position)]))
-        #expect(failing.handle(.runEnded(Self.id("ring"))).isEmpty)
-        #expect(failing.handle(.saveFailed([fresh.id])) == [Self.id("behind")])
+        failing.ids(.adding([Entry(id: fresh.id, priority: priority, position: position)]))
+        #expect(failing.ids(.runEnded(Self.id("ring"))).isEmpty)
+        #expect(failing.ids(.saveFailed([fresh.id])) == [Self.id("behind")])
         #expect(!failing.waiting.contains(fresh.id))
     }
+}
+
+extension QueueSlots {
+    /// `handle`, answering the ids to start.
+    @discardableResult
+    mutating func ids(_ event: Event) -> [DownloadID] { handle(event).map(\.id) }
 }

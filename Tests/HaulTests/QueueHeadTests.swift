@@ -128,4 +128,26 @@ import Testing
             await manager.shutdown()
         }
     }
+
+    /// The same download twice in a batch, the second paused (a multicall of two `addUri`): it
+    /// ends paused, as the calls one after another would leave it. Added paused again, a paused
+    /// download stays paused and sends no request.
+    @Test func aPausedAddOfTheSameDownloadPausesIt() async throws {
+        try await withHarness(maxConcurrent: 1) { harness in
+            harness.server.setRoute("/slow", Route(payload: Payload(seed: 43, length: 100_000_000), throttle: 20_000))
+            harness.server.setRoute("/x", Route(payload: Payload(seed: 49, length: 10_000)))
+            let slow = try await harness.manager.add(harness.request("/slow"))
+            #expect(try await eventually { harness.server.requests(to: "/slow").count == 1 })
+            let request = try harness.request("/x")
+            let records = try await harness.manager.add([request, request], placements: [AddPlacement(), AddPlacement(startsPaused: true)])
+            #expect(records[0].id == records[1].id)
+            #expect(try await harness.manager.download(records[0].id).status == .paused)
+            #expect(await harness.manager.queuedIDs.isEmpty)
+            try await harness.manager.pause(slow.id)
+            let again = try await harness.manager.add([request], placements: [AddPlacement(startsPaused: true)])
+            #expect(again[0].id == records[0].id)
+            #expect(try await harness.manager.download(records[0].id).status == .paused)
+            #expect(harness.server.requests(to: "/x").isEmpty)
+        }
+    }
 }

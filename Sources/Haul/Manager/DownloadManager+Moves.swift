@@ -11,8 +11,6 @@ extension DownloadManager {
     struct WaitingPlace: Sendable {
         var entry: WaitingQueue.Entry
         var paused: Bool
-        /// Added in the batch being saved: not in the store yet.
-        var isNew = false
     }
 
     /// The queued downloads in the order they will start (this process's queue, in memory).
@@ -37,9 +35,11 @@ extension DownloadManager {
 
     /// The queued entries (from memory) merged with the paused ones (from the store), in the
     /// order of `WaitingQueue.Entry.runsBefore`; a tie keeps the queued one first.
-    func waitingList() async throws -> [WaitingPlace] {
-        let paused = try await store.records(status: .paused).filter { !isScheduled($0.id) }
-            .map { WaitingPlace(entry: WaitingQueue.Entry($0), paused: true) }
+    func waitingList(adding pausedNew: [WaitingQueue.Entry] = []) async throws -> [WaitingPlace] {
+        // Paused ones not saved yet (new in the batch being added) take their places among them.
+        let paused = (try await store.records(status: .paused).filter { !isScheduled($0.id) }.map(WaitingQueue.Entry.init) + pausedNew)
+            .sorted { $0.runsBefore($1) }
+            .map { WaitingPlace(entry: $0, paused: true) }
         var list: [WaitingPlace] = []
         list.reserveCapacity(slots.waiting.count + paused.count)
         var next = 0
@@ -123,54 +123,50 @@ extension DownloadManager {
     }
 
     /// New places for waiting entries: in memory at once, then in the store one by one. When a
-    /// write fails, the entries still waiting go back to their places in `before`.
+    /// write fails, the entries not written yet go back to their places in `before`, so memory
+    /// and the store agree.
     func setPlaces(_ entries: [WaitingQueue.Entry], before: [WaitingQueue.Entry]) async throws {
         schedule(.placed(entries))
+        var written = 0
         do {
             for entry in entries {
                 try await store.setPlace(entry.id, priority: entry.priority, position: entry.position)
+                written += 1
             }
         } catch {
-            let ids = Set(entries.map(\.id))
-            schedule(.placed(before.filter { ids.contains($0.id) }))
+            // Memory goes back to what the store holds: the places written stay.
+            let unwritten = Set(entries[written...].map(\.id))
+            schedule(.placed(before.filter { unwritten.contains($0.id) }))
             throw error
         }
     }
 
-    /// The places of one batch's new downloads that go to an index, worked out on the waiting
-    /// list as it stands with the batch's earlier ones in it (`givePlace`).
-    struct NewPlaces {
-        var list: [WaitingPlace]?
-        /// Places a spread gave to new downloads of the batch after theirs was decided.
-        var spread: [DownloadID: (priority: Int, position: Int64)] = [:]
-
-        func update(_ record: inout DownloadRecord) {
-            guard let place = spread[record.id] else { return }
-            (record.request.priority, record.position) = place
-        }
-    }
-
     /// Gives a new download (not yet saved) the place that puts it at `index` of the waiting
-    /// list, spreading the positions around it first when its neighbours leave no room.
-    func givePlace(_ record: inout DownloadRecord, index: Int, places: inout NewPlaces) async throws {
-        var list: [WaitingPlace]
-        if let known = places.list { list = known } else { list = try await waitingList() }
+    /// list as it stands (the batch's new ones placed before it included), spreading the
+    /// positions around it first when its neighbours leave no room; a queued one takes its place
+    /// in the list at once (`adding`), so a slot freed from here on waits for it.
+    func givePlace(_ record: inout DownloadRecord, index: Int, fresh: inout [DownloadRecord]) async throws {
+        let pausedNew = fresh.filter { $0.status == .paused }.map(WaitingQueue.Entry.init)
+        var list = try await waitingList(adding: pausedNew)
         let target = min(max(0, index), list.count)
         var answer = QueuePlaces.inserting(WaitingQueue.Entry(record), in: list.map(\.entry), at: target)
         if answer == .noRoom {
             let spread = QueuePlaces.spread(list.map(\.entry), around: target)
-            var stored: [WaitingQueue.Entry] = [], before: [WaitingQueue.Entry] = []
+            var stored: [WaitingQueue.Entry] = [], before: [WaitingQueue.Entry] = [], unsaved: [WaitingQueue.Entry] = []
             for index in spread.changed {
                 let entry = spread.list[index]
-                if list[index].isNew {
-                    places.spread[entry.id] = (entry.priority, entry.position)
+                if let new = fresh.firstIndex(where: { $0.id == entry.id }) {
+                    // One of this batch's, not in the store yet: its record takes the place.
+                    (fresh[new].request.priority, fresh[new].position) = (entry.priority, entry.position)
+                    unsaved.append(entry)
                 } else {
                     stored.append(entry)
                     before.append(list[index].entry)
                 }
-                list[index].entry = entry
             }
+            schedule(.placed(unsaved))
             try await setPlaces(stored, before: before)
+            list = try await waitingList(adding: fresh.filter { $0.status == .paused }.map(WaitingQueue.Entry.init))
             answer = QueuePlaces.inserting(WaitingQueue.Entry(record), in: list.map(\.entry), at: target)
         }
         switch answer {
@@ -178,7 +174,6 @@ extension DownloadManager {
         case .place(let priority, let position): (record.request.priority, record.position) = (priority, position)
         case .noRoom: throw HaulError(.store, "no queue position is left at index \(target)")
         }
-        list.insert(WaitingPlace(entry: WaitingQueue.Entry(record), paused: record.status == .paused, isNew: true), at: target)
-        places.list = list
+        if record.status == .queued, fleet == nil { schedule(.adding([WaitingQueue.Entry(record)])) }
     }
 }

@@ -42,9 +42,16 @@ extension DownloadManager {
                 Task { await self.drainAdds() }
             }
         }
+        // Each one's placement, whatever became of the others'; the first failure is the answer.
+        var failure: (any Error)?
         for offset in existing where !placements[offset].isDefault {
-            try await place(existing: records[offset].id, placements[offset])
+            do {
+                try await place(existing: records[offset].id, placements[offset])
+            } catch {
+                failure = failure ?? error
+            }
         }
+        if let failure { throw failure }
         return records
     }
 
@@ -113,7 +120,6 @@ extension DownloadManager {
             var fresh: [DownloadRecord] = []
             var existed: [Int] = []
             var byIdentity: [String: DownloadRecord] = [:]
-            var places = NewPlaces()
             do {
                 let known = try await store.records(matching: requests)
                 // The explicit names' disk and store state, read once for the batch.
@@ -121,13 +127,20 @@ extension DownloadManager {
                 for (offset, request) in requests.enumerated() {
                     if let seen = byIdentity[request.identity] {
                         results.append(seen)
+                        // Its placement is carried out after the batch, as an existing one's.
+                        if !placements[offset].isDefault { existed.append(offset) }
                         continue
                     }
                     let record: DownloadRecord
                     if let existing = known[request.identity] {
                         // Before readd: it may start the run at once, which takes them.
                         give(request, to: existing.id)
-                        record = try await readd(existing, request: request)
+                        if placements[offset].startsPaused, existing.status == .paused {
+                            // Added paused again: it stays as it is (readd would queue it first).
+                            record = existing
+                        } else {
+                            record = try await readd(existing, request: request)
+                        }
                         existed.append(offset)
                     } else if let existing = try await sameDestination(as: request, facts: facts) {
                         // The same `-o` with another URL: the download goes on from its bytes.
@@ -139,7 +152,10 @@ extension DownloadManager {
                     } else {
                         var new = try await newRecord(for: request, facts: facts)
                         if placements[offset].startsPaused { new.status = .paused }
-                        if let index = placements[offset].index { try await givePlace(&new, index: index, places: &places) }
+                        if let index = placements[offset].index {
+                            // Decided on the list as it stands, and taken at once.
+                            try await givePlace(&new, index: index, fresh: &fresh)
+                        }
                         record = new
                         fresh.append(record)
                     }
@@ -147,19 +163,16 @@ extension DownloadManager {
                     results.append(record)
                     give(request, to: record.id)
                 }
-                // Places a spread gave to downloads of this batch before they were saved.
-                for index in fresh.indices { places.update(&fresh[index]) }
-                for index in results.indices { places.update(&results[index]) }
-                // They take their places now; a slot freed during the save waits for them.
+                // A spread may have moved new ones placed earlier in the batch.
+                let placed = Dictionary(fresh.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
+                for index in results.indices { results[index] = placed[results[index].id] ?? results[index] }
+                // The rest take their places now (at the end of their priority); a slot freed
+                // during the save waits for them.
                 if fleet == nil { schedule(.adding(fresh.filter { $0.status == .queued }.map(WaitingQueue.Entry.init))) }
-                do {
-                    try await store.save(fresh)
-                } catch {
-                    schedule(.saveFailed(fresh.map(\.id)))
-                    throw error
-                }
+                try await store.save(fresh)
             } catch {
-                // Nothing new was saved: give back the names the new records claimed.
+                // Nothing new was saved: they leave the list, and give back their names.
+                schedule(.saveFailed(fresh.map(\.id)))
                 for record in fresh { await names.release(directory: record.request.directory, name: record.fileName) }
                 throw error
             }
@@ -167,6 +180,8 @@ extension DownloadManager {
             let queued = fresh.filter { $0.status == .queued }
             for record in queued { hub.publish(DownloadEvent(id: record.id, kind: .queued)) }
             if fleet == nil { schedule(.saved(queued.map(\.id))) } else if !queued.isEmpty { wakeFleet() }
+            // A shutdown that began during the save left them queued for the next start.
+            if isShuttingDown { for record in queued { settle(DownloadOutcome(id: record.id, status: .queued)) } }
             for record in fresh where record.status == .paused {
                 hub.publish(DownloadEvent(id: record.id, kind: .paused))
                 settle(DownloadOutcome(record))

@@ -32,17 +32,20 @@ extension DownloadManager {
 
     /// Tells the slots what changed and starts what they give a slot to: each the head of the
     /// waiting list as it stands after the change (`QueueSlots`).
-    func schedule(_ change: QueueSlots.Event) {
+    /// `signalsIdle`: false while the caller still has to settle what it changed.
+    func schedule(_ change: QueueSlots.Event, signalsIdle: Bool = true) {
         if fleet != nil { wakeFleet() }
-        for id in slots.handle(change) {
+        for entry in slots.handle(change) {
             configuration.logger.debug("a slot goes to the head of the queue", metadata: [
-                "id": "\(id)", "running": "\(slots.running.count)", "limit": "\(slots.limit)", "waiting": "\(slots.waiting.count)"])
-            start(id)
+                "id": "\(entry.id)", "running": "\(slots.running.count)", "limit": "\(slots.limit)", "waiting": "\(slots.waiting.count)"])
+            start(entry.id, place: entry)
         }
-        signalIdleIfNeeded()
+        if signalsIdle { signalIdleIfNeeded() }
     }
 
-    func start(_ id: DownloadID) {
+    /// Starts a run of `id`; `place`, the place it had in the waiting list, is the one its run
+    /// stores (a move made just before may still be on its way to the store).
+    func start(_ id: DownloadID, place: WaitingQueue.Entry? = nil) {
         let stop = StopSignal()
         let limiter = RateLimiter(rate: nil, clock: clock)
         var settings = configuration.machineSettings
@@ -68,7 +71,7 @@ extension DownloadManager {
         let generation = generations
         let task = Task {
             let launch = await Self.launch(id, store: store, hub: hub, locks: locks, credentials: credentials, timestamps: timestamps,
-                                           runner: runner)
+                                           place: place, runner: runner)
             await self.finished(id, generation: generation, launch)
         }
         active[id] = Active(task: task, stop: stop, limiter: limiter, generation: generation)
@@ -88,7 +91,7 @@ extension DownloadManager {
     /// Loads the record, takes the download's lock for as long as it runs, and runs it.
     nonisolated static func launch(
         _ id: DownloadID, store: any DownloadStore, hub: EventHub, locks: Result<DownloadLocks, HaulError>,
-        credentials: Credentials?, timestamps: GivenTimestamps?, runner: DownloadRunner
+        credentials: Credentials?, timestamps: GivenTimestamps?, place: WaitingQueue.Entry?, runner: DownloadRunner
     ) async -> Launch {
         var record: DownloadRecord
         do {
@@ -96,6 +99,7 @@ extension DownloadManager {
             record = stored
             // The latest given win over stored ones (a changed password).
             if let credentials { record.request.credentials = credentials }
+            if let place { (record.request.priority, record.position) = (place.priority, place.position) }
             timestamps?.apply(to: &record.request)
             runner.limiters.first?.setRate(stored.request.maxBytesPerSecond.flatMap(ByteRate.limit))
         } catch {
@@ -127,8 +131,9 @@ extension DownloadManager {
             active[id] = nil
             live.ended(id)
             // The slot is freed and given to the head of the queue in one step, before anything
-            // here awaits: no other change ever sees a free slot with downloads waiting.
-            schedule(.runEnded(id))
+            // here awaits: no other change ever sees a free slot with downloads waiting. Idle is
+            // told once its outcome is settled, below.
+            schedule(.runEnded(id), signalsIdle: false)
         }
         if current { await fleetRunEnded(id, launch) }
         switch launch {
@@ -148,6 +153,7 @@ extension DownloadManager {
         }
         // A fleet host claims for the freed slot once its lease is settled.
         if fleet != nil { wakeFleet() }
+        signalIdleIfNeeded()
     }
 
     /// The cross-process locks, opened at the first start.

@@ -31,11 +31,16 @@ public enum QueuePlaces {
     }
 
     /// What puts a new entry at `index` of `list` (aria2's `addUri` at a position): as if it
-    /// were last and moved there. `.keep` when it goes last anyway (its own place, at the end of
-    /// its priority), `.noRoom` when its new neighbours leave no room (spread first).
+    /// were last and moved there. `.keep` when its own place is last anyway, `.noRoom` when its
+    /// new neighbours leave no room (spread first).
     public static func inserting(_ entry: Entry, in list: [Entry], at index: Int) -> Insertion {
         let target = min(max(0, index), list.count)
-        if target == list.count { return .keep }
+        if target == list.count {
+            // Last: its own place, unless that is ahead of the last one (of a lower priority,
+            // or a position given by a move); then right after it, in its priority.
+            guard let last = list.last, entry.runsBefore(last) else { return .keep }
+            return .place(last.priority, last.position + 1)
+        }
         return moving(in: list + [entry], from: list.count, to: target).map { .place($0.priority, $0.position) } ?? .noRoom
     }
 

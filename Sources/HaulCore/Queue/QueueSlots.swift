@@ -51,14 +51,15 @@ public struct QueueSlots: Sendable {
     }
 
     /// Applies `event`; returns the downloads to start now, in order, each already counted as
-    /// running.
+    /// running, with the place it had (a run stores it: a move just made may not be stored yet).
     @discardableResult
-    public mutating func handle(_ event: Event) -> [DownloadID] {
+    public mutating func handle(_ event: Event) -> [WaitingQueue.Entry] {
         switch event {
         case .added(let entries):
-            for entry in entries where !running.contains(entry.id) { waiting.insert(entry) }
+            // After shutdown they stay queued in the store for the next start.
+            for entry in entries where !isClosed && !running.contains(entry.id) { waiting.insert(entry) }
         case .adding(let entries):
-            for entry in entries where !running.contains(entry.id) {
+            for entry in entries where !isClosed && !running.contains(entry.id) {
                 waiting.insert(entry)
                 unsaved.insert(entry.id)
             }
@@ -89,12 +90,12 @@ public struct QueueSlots: Sendable {
         return waiting.removeAll()
     }
 
-    private mutating func fill() -> [DownloadID] {
-        var starts: [DownloadID] = []
+    private mutating func fill() -> [WaitingQueue.Entry] {
+        var starts: [WaitingQueue.Entry] = []
         while !isClosed, running.count < limit, let head = waiting.first, !unsaved.contains(head.id) {
             _ = waiting.removeFirst()
             running.insert(head.id)
-            starts.append(head.id)
+            starts.append(head)
         }
         return starts
     }
