@@ -16,14 +16,16 @@ Model, per accepted connection (t0 = the moment the relay accepts it):
     earlier than t0 + RTT (when a real client learns its connect succeeded) and reach the server D
     after that; server bytes reach the client no earlier than t0 + 2 RTT. A plain HTTP request thus
     sees its first response byte after 2 RTT, as on a real link, though curl's time_connect is ~0.
-  * --conn-rate caps each connection in each direction; --shared-rate caps the sum of all
-    connections' server-to-client traffic. Both are token buckets kept as virtual clocks (the time at
-    which the link is next free): a chunk's departure is when its last byte has been serialised, and
-    its arrival is D later. Chunks are cut into slices of ~10 ms at the cap, so the pacing is smooth.
-  * Backpressure: a direction stops reading from its source while its queue holds more than its limit
-    (--max-queue; default max(4 MiB, 2 x cap x RTT/2), or 512 MiB/s x RTT/2 when uncapped) or, when
-    capped, while more than 50 ms of data waits for the cap. Memory stays bounded and TCP flow
-    control reaches the sender, and shared-rate connections take turns fairly.
+  * --conn-rate caps each connection in each direction: a token bucket kept as a virtual clock (the
+    time at which the connection's link is next free); a chunk departs when its last byte has been
+    serialised and arrives D later. Chunks are cut into slices of ~10 ms at the cap, so pacing is
+    smooth. --shared-rate caps the sum of all connections' server-to-client traffic: one scheduler
+    serves the connections round robin, a ~10 ms quantum of bytes each turn (byte-fair), at that
+    rate (and within each connection's own --conn-rate).
+  * Backpressure: a direction stops reading from its source while its delay queue holds more than
+    its limit (--max-queue; default max(4 MiB, 2 x cap x RTT/2), or 512 MiB/s x RTT/2 uncapped) or,
+    when capped, while more than ~50 ms of data (one quantum, with --shared-rate) waits for the cap.
+    Memory stays bounded and TCP flow control reaches the sender.
   * EOF from one side becomes a write_eof to the other once the data queued before it is delivered
     (also D later). When both directions have ended, both sockets are closed. A reset or error on
     either side (or a failed upstream connect) resets both.
@@ -584,11 +586,11 @@ async def amain(args: argparse.Namespace) -> int:
         print(f"relay.py: error: cannot listen on {host}:{port}: {e.strerror or e}",
               file=sys.stderr, flush=True)
         return 2
-    bound = server.sockets[0].getsockname()
-    print(f"relay listening on {bound[0]}:{bound[1]}", flush=True)
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    bound = server.sockets[0].getsockname()
+    print(f"relay listening on {bound[0]}:{bound[1]}", flush=True)
     await stop.wait()
     server.close()
     for conn in list(relay.conns):
