@@ -150,4 +150,26 @@ import Testing
             #expect(harness.server.requests(to: "/x").isEmpty)
         }
     }
+
+    /// aria2's `removeDownloadResult` sent as soon as `tellStatus` says `complete`: the run has
+    /// stored its end but not returned yet. The result is forgotten once the run returns, not
+    /// refused as a download still scheduled (it failed one control-bench run in ten).
+    @Test func aResultIsForgottenWhileItsRunReturns() async throws {
+        try await withHarness(maxConcurrent: 1) { harness in
+            let (store, manager) = harness.countingManager()
+            harness.server.setRoute("/f", Route(payload: Payload(seed: 50, length: 10_000)))
+            let hold = AsyncHold()
+            store.holdCompleted = hold
+            let record = try await manager.add(harness.request("/f"))
+            #expect(try await eventually { await hold.arrivals == 1 })
+            #expect(try await harness.store.record(record.id)?.status == .completed)
+            #expect(await manager.isRunningHere(record.id))
+            let forgetting = Task { try await manager.forget(record.id) }
+            #expect(try await eventually { await manager.isRunningHere(record.id) })
+            await hold.open()
+            try await forgetting.value
+            #expect(try await harness.store.record(record.id) == nil)
+            await manager.shutdown()
+        }
+    }
 }

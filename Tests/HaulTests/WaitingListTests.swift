@@ -194,7 +194,12 @@ final class CountingStore: DownloadStore, @unchecked Sendable {
     func save(_ record: DownloadRecord) async throws {
         wrote([record.id])
         try await base.save(record)
+        // Stored: the run stays in this save until the hold opens.
+        if record.status == .completed { await holdCompleted?.arrive() }
     }
+
+    /// Holds a run in its save of `completed`, after the store has it.
+    var holdCompleted: AsyncHold?
 
     func save(_ records: [DownloadRecord]) async throws {
         wrote(records.map(\.id))

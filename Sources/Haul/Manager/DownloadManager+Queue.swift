@@ -244,6 +244,11 @@ extension DownloadManager {
     /// Deletes the record of a finished download (completed, failed or removed), leaving its
     /// file alone: aria2's `removeDownloadResult`. Anything else is a conflict.
     public func forget(_ id: DownloadID) async throws {
+        // A run that has stored its end (a status read already says `complete`) but has not
+        // returned yet: its result is finished, so wait for the run rather than refuse.
+        if let running = active[id], try await store.record(id)?.status.isTerminal == true {
+            await running.task.value
+        }
         try await serialized {
             guard let record = try await store.record(id) else { throw HaulError(.notFound, "no download with id \(id)") }
             guard record.status.isTerminal, !isScheduled(id) else {
