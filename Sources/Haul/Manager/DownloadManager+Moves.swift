@@ -127,6 +127,8 @@ extension DownloadManager {
     /// and the store agree.
     func setPlaces(_ entries: [WaitingQueue.Entry], before: [WaitingQueue.Entry]) async throws {
         schedule(.placed(entries))
+        // A spread open at the end may give places past the last add's: the next add goes after.
+        lastPosition = max(lastPosition, entries.map(\.position).max() ?? lastPosition)
         var written = 0
         do {
             for entry in entries {
@@ -143,8 +145,8 @@ extension DownloadManager {
 
     /// Gives a new download (not yet saved) the place that puts it at `index` of the waiting
     /// list as it stands (the batch's new ones placed before it included), spreading the
-    /// positions around it first when its neighbours leave no room; a queued one takes its place
-    /// in the list at once (`adding`), so a slot freed from here on waits for it.
+    /// positions around it first when its neighbours leave no room. The caller puts it in the list
+    /// (`adding`) in the same step.
     func givePlace(_ record: inout DownloadRecord, index: Int, fresh: inout [DownloadRecord]) async throws {
         let pausedNew = fresh.filter { $0.status == .paused }.map(WaitingQueue.Entry.init)
         var list = try await waitingList(adding: pausedNew)
@@ -165,6 +167,7 @@ extension DownloadManager {
                 }
             }
             schedule(.placed(unsaved))
+            lastPosition = max(lastPosition, unsaved.map(\.position).max() ?? lastPosition)
             try await setPlaces(stored, before: before)
             list = try await waitingList(adding: fresh.filter { $0.status == .paused }.map(WaitingQueue.Entry.init))
             answer = QueuePlaces.inserting(WaitingQueue.Entry(record), in: list.map(\.entry), at: target)
@@ -174,6 +177,5 @@ extension DownloadManager {
         case .place(let priority, let position): (record.request.priority, record.position) = (priority, position)
         case .noRoom: throw HaulError(.store, "no queue position is left at index \(target)")
         }
-        if record.status == .queued, fleet == nil { schedule(.adding([WaitingQueue.Entry(record)])) }
     }
 }

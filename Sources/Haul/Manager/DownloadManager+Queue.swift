@@ -158,6 +158,9 @@ extension DownloadManager {
                         }
                         record = new
                         fresh.append(record)
+                        // In the list from now on (at the end of its priority, or where it was
+                        // placed): the batch's later adds at an index count it.
+                        if new.status == .queued, fleet == nil { schedule(.adding([WaitingQueue.Entry(new)])) }
                     }
                     byIdentity[request.identity] = record
                     results.append(record)
@@ -166,9 +169,7 @@ extension DownloadManager {
                 // A spread may have moved new ones placed earlier in the batch.
                 let placed = Dictionary(fresh.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
                 for index in results.indices { results[index] = placed[results[index].id] ?? results[index] }
-                // The rest take their places now (at the end of their priority); a slot freed
-                // during the save waits for them.
-                if fleet == nil { schedule(.adding(fresh.filter { $0.status == .queued }.map(WaitingQueue.Entry.init))) }
+                // Each is in the list already; a slot freed during the save waits for them.
                 try await store.save(fresh)
             } catch {
                 // Nothing new was saved: they leave the list, and give back their names.

@@ -54,7 +54,7 @@ public actor DownloadManager {
     /// so ten thousand queued cost about 100 bytes each), the runs it started, and the limit.
     var slots: QueueSlots
     /// The last queue position handed out: positions only grow, so the newest goes last.
-    private var lastPosition: Int64 = 0
+    var lastPosition: Int64 = 0
     var idleWaiters: [CheckedContinuation<Void, Never>] = []
     var isShuttingDown = false
     var generations: UInt64 = 0
