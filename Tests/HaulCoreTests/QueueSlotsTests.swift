@@ -5,7 +5,7 @@ import Testing
 /// as it stands at that moment, whatever arrives at the same time. The events that met in the
 /// daemon (a run's end, an add at position 0, a move, a pause, a larger limit, an add at the
 /// tail) are applied here in every order, each checked against a plain sorted array.
-@Suite struct QueueSlotsTests {
+@Suite(.timeLimit(.minutes(1))) struct QueueSlotsTests {
     typealias Entry = WaitingQueue.Entry
 
     static func id(_ name: String) -> DownloadID { DownloadID(rawValue: name) }

@@ -127,8 +127,7 @@ extension DownloadManager {
     /// and the store agree.
     func setPlaces(_ entries: [WaitingQueue.Entry], before: [WaitingQueue.Entry]) async throws {
         schedule(.placed(entries))
-        // A spread open at the end may give places past the last add's: the next add goes after.
-        lastPosition = max(lastPosition, entries.map(\.position).max() ?? lastPosition)
+        keepAddsLast(after: entries)
         var written = 0
         do {
             for entry in entries {
@@ -143,13 +142,19 @@ extension DownloadManager {
         }
     }
 
+    /// A spread open at the end may give places past the last add's: the next add still goes after.
+    private func keepAddsLast(after entries: [WaitingQueue.Entry]) {
+        lastPosition = max(lastPosition, entries.map(\.position).max() ?? lastPosition)
+    }
+
     /// Gives a new download (not yet saved) the place that puts it at `index` of the waiting
     /// list as it stands (the batch's new ones placed before it included), spreading the
     /// positions around it first when its neighbours leave no room. The caller puts it in the list
     /// (`adding`) in the same step.
     func givePlace(_ record: inout DownloadRecord, index: Int, fresh: inout [DownloadRecord]) async throws {
-        let pausedNew = fresh.filter { $0.status == .paused }.map(WaitingQueue.Entry.init)
-        var list = try await waitingList(adding: pausedNew)
+        // The batch's paused ones are in no list yet; a spread may move them.
+        func pausedNew() -> [WaitingQueue.Entry] { fresh.filter { $0.status == .paused }.map(WaitingQueue.Entry.init) }
+        var list = try await waitingList(adding: pausedNew())
         let target = min(max(0, index), list.count)
         var answer = QueuePlaces.inserting(WaitingQueue.Entry(record), in: list.map(\.entry), at: target)
         if answer == .noRoom {
@@ -167,9 +172,9 @@ extension DownloadManager {
                 }
             }
             schedule(.placed(unsaved))
-            lastPosition = max(lastPosition, unsaved.map(\.position).max() ?? lastPosition)
+            keepAddsLast(after: unsaved)
             try await setPlaces(stored, before: before)
-            list = try await waitingList(adding: fresh.filter { $0.status == .paused }.map(WaitingQueue.Entry.init))
+            list = try await waitingList(adding: pausedNew())
             answer = QueuePlaces.inserting(WaitingQueue.Entry(record), in: list.map(\.entry), at: target)
         }
         switch answer {
