@@ -47,7 +47,7 @@ struct MetalinkFetcher: Sendable {
     private func download(_ url: RemoteURL, transport: AsyncHTTPTransport) async throws(HaulError) -> [UInt8] {
         let shown = url.absoluteString
         let plan = RequestPlan(url: url, range: nil, ifRange: nil, headers: headers, credentials: credentials.credentials(for: url),
-                               allowsHTTP2: httpVersions.allowsHTTP2(requestLength: nil))
+                               allowsHTTP2: httpVersions.allowsHTTP2)
         let head: ResponseHead
         let body: any ResponseBodyStream
         do {

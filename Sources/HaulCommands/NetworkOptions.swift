@@ -107,14 +107,14 @@ struct CredentialSources: Sendable {
     }
 }
 
-/// curl's `--http1.1` and `--http2`, for `haul get` and `haul serve`. Neither: HTTP/2 for a
-/// download over one connection when the server offers it, HTTP/1.1 for several.
+/// curl's `--http1.1` and `--http2`, for `haul get` and `haul serve`. Neither: HTTP/1.1, one TCP
+/// connection for each connection a download runs over (`HTTPVersionPolicy.automatic` says why).
 struct HTTPVersionOptions: ParsableArguments {
     @Flag(name: .customLong("http1.1"), help: "Use HTTP/1.1 only, even where the server offers HTTP/2.")
     var http1_1 = false
 
     @Flag(name: .customLong("http2"), help: ArgumentHelp(
-        "Use HTTP/2 whenever an https server offers it, also for a file over several connections (as streams of one connection). Default: HTTP/2 only for a file over one connection."))
+        "Use HTTP/2 whenever an https server offers it; a file over several connections then takes them as streams of one TCP connection. Default: HTTP/1.1, one TCP connection for each connection (-x)."))
     var http2 = false
 
     func validate() throws {

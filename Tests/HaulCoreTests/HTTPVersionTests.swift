@@ -22,30 +22,21 @@ import Testing
         ResponseHead(status: 206, headers: ["Content-Range": "bytes \(start)-\(end)/\(total)", "ETag": "\"a\""], url: url.absoluteString)
     }
 
-    @Test func thePolicyByRequestLength() {
-        let small = HTTPVersionPolicy.smallRequest
-        #expect(HTTPVersionPolicy.automatic.allowsHTTP2(requestLength: small))
-        #expect(!HTTPVersionPolicy.automatic.allowsHTTP2(requestLength: small + 1))
-        #expect(!HTTPVersionPolicy.automatic.allowsHTTP2(requestLength: nil))
-        #expect(!HTTPVersionPolicy.http1_1.allowsHTTP2(requestLength: 1))
-        #expect(HTTPVersionPolicy.http2.allowsHTTP2(requestLength: nil))
-        #expect(HTTPVersionPolicy.automatic.boundsFirstRequest(scheme: "https"))
-        #expect(!HTTPVersionPolicy.automatic.boundsFirstRequest(scheme: "http"))
-        #expect(!HTTPVersionPolicy.http2.boundsFirstRequest(scheme: "https"))
+    @Test func onlyHTTP2AllowsHTTP2() {
+        #expect(!HTTPVersionPolicy.automatic.allowsHTTP2)
+        #expect(!HTTPVersionPolicy.http1_1.allowsHTTP2)
+        #expect(HTTPVersionPolicy.http2.allowsHTTP2)
     }
 
-    /// One connection over https: a first piece may go over HTTP/2 (a small file is whole in
-    /// it), the rest of a large file goes over HTTP/1.1, through a retry too.
-    @Test func oneConnectionTakesAFirstPieceOverHTTP2AndTheRestOverHTTP1() throws {
+    /// One connection over https by default: one request for the whole file over HTTP/1.1 (no
+    /// first piece that would need a second connection for the rest), and a retry resumes on it.
+    @Test func oneConnectionAsksForTheWholeFileOverHTTP1() throws {
         var machine = try machine(connections: 1, .automatic)
         let first = plans(machine.start(.init(partSize: nil, published: false), now: 0))
-        #expect(first.count == 1 && first[0].allowsHTTP2 && first[0].range == ByteRange(start: 0, end: 99), "\(first)")
-        _ = machine.responseReceived(0, partial(0, 99, of: 10 << 20), nowSecondsSince1970: 0, jitter: 0)
-        _ = machine.received(0, count: 100)
-        let rest = plans(machine.bodyEnded(0, jitter: 0))
-        #expect(rest.count == 1 && !rest[0].allowsHTTP2 && rest[0].range == ByteRange(start: 100, end: (10 << 20) - 1), "\(rest)")
-        _ = machine.responseReceived(0, partial(100, (10 << 20) - 1, of: 10 << 20), nowSecondsSince1970: 0, jitter: 0)
-        _ = machine.received(0, count: 400)
+        #expect(first.count == 1 && !first[0].allowsHTTP2 && first[0].range == nil, "\(first)")
+        _ = machine.responseReceived(0, ResponseHead(status: 200, headers: ["Content-Length": "\(10 << 20)", "ETag": "\"a\""],
+                                                     url: url.absoluteString), nowSecondsSince1970: 0, jitter: 0)
+        _ = machine.received(0, count: 500)
         _ = machine.transferFailed(0, HaulError(.network, "reset"), jitter: 0)
         let retry = plans(machine.timerFired(.retry(0)))
         #expect(retry.count == 1 && retry.first?.allowsHTTP2 == false)
@@ -53,8 +44,8 @@ import Testing
         #expect(retry.first?.ifRange == "\"a\"")
     }
 
-    /// A server that ignores the first piece's range sends the whole file, which is taken.
-    @Test func aWholeAnswerToTheFirstPieceIsTheFile() throws {
+    /// A whole answer to a whole-file request ends the download with its body.
+    @Test func aWholeAnswerIsTheFile() throws {
         var machine = try machine(connections: 1, .automatic)
         _ = machine.start(.init(partSize: nil, published: false), now: 0)
         let actions = machine.responseReceived(0, ResponseHead(status: 200, headers: ["Content-Length": "1000"], url: url.absoluteString),
@@ -65,19 +56,21 @@ import Testing
         #expect(machine.record.totalLength == 1000)
     }
 
-    /// An empty file answered with 416 `*/0` to the first piece is complete, not an error.
+    /// An empty file answered with 416 `*/0` to a first range request (several connections) is
+    /// complete, not an error.
     @Test func anEmptyFileAnsweredWith416IsComplete() throws {
-        var machine = try machine(connections: 1, .automatic)
-        _ = machine.start(.init(partSize: nil, published: false), now: 0)
+        var machine = try machine(connections: 2, .automatic)
+        let first = plans(machine.start(.init(partSize: nil, published: false), now: 0))
+        #expect(first.first?.range?.start == 0, "\(first)")
         let actions = machine.responseReceived(0, ResponseHead(status: 416, headers: ["Content-Range": "bytes */0"], url: url.absoluteString),
                                                nowSecondsSince1970: 0, jitter: 0)
         #expect(machine.record.totalLength == 0)
         #expect(machine.state == .verifying(.part, stop: nil), "\(actions)")
     }
 
-    /// Over plain http, and under `--http1.1` or `--http2`, one connection asks for the whole file.
+    /// Over plain http, and under `--http1.1` or `--http2`, one connection asks for the whole file too.
     @Test(arguments: [("http://h/file", HTTPVersionPolicy.automatic), ("https://h/file", .http1_1), ("https://h/file", .http2)])
-    func oneConnectionAsksForTheWholeFileOtherwise(url: String, policy: HTTPVersionPolicy) throws {
+    func oneConnectionAsksForTheWholeFileUnderEveryPolicy(url: String, policy: HTTPVersionPolicy) throws {
         let request = try DownloadRequest(url: RemoteURL(url), destination: .directory("/tmp"))
         var record = DownloadRecord(id: DownloadID(rawValue: "1"), request: request, createdAt: 0)
         record.fileName = "file"
@@ -86,30 +79,21 @@ import Testing
         #expect(first.count == 1 && first[0].range == nil && first[0].allowsHTTP2 == (policy == .http2), "\(first)")
     }
 
-    /// Several connections of a large file: the first piece may share an HTTP/2 connection, the
-    /// large pieces go over HTTP/1.1 on TCP connections of their own, unless `--http2` asks for
-    /// HTTP/2 everywhere; `--http1.1` holds even a single connection to it.
-    @Test(arguments: [(4, HTTPVersionPolicy.automatic, true, false), (4, .http2, true, true), (1, .http1_1, false, false),
-                      (2, .http1_1, false, false)])
-    func theFirstPieceAndTheLargeOnes(connections: Int, policy: HTTPVersionPolicy, first: Bool, extra: Bool) throws {
+    /// Several connections: every request, the first one's and the ranges', goes over HTTP/1.1
+    /// (each on a TCP connection of its own) unless `--http2` asks for HTTP/2, whatever the size
+    /// of the file: a small file's pieces do not collapse into streams of one connection either.
+    @Test(arguments: [(4, HTTPVersionPolicy.automatic, Int64(1) << 30), (4, .automatic, 10_000), (4, .http2, 1 << 30),
+                      (1, .http1_1, 1 << 30), (2, .http1_1, 1 << 30)])
+    func everyRequestOfADownloadUsesOneVersion(connections: Int, policy: HTTPVersionPolicy, total: Int64) throws {
         var machine = try machine(connections: connections, policy)
         let opening = plans(machine.start(.init(partSize: nil, published: false), now: 0))
         var extras: [RequestPlan] = []
         if connections > 1 {
             // The first range answered opens the others.
-            extras = plans(machine.responseReceived(0, partial(0, 99, of: 1 << 30), nowSecondsSince1970: 0, jitter: 0))
+            extras = plans(machine.responseReceived(0, partial(0, 99, of: total), nowSecondsSince1970: 0, jitter: 0))
         }
         #expect(opening.count == 1 && extras.count == connections - 1, "\(opening) \(extras)")
-        #expect(opening.allSatisfy { $0.allowsHTTP2 == first }, "\(opening)")
-        #expect(extras.allSatisfy { $0.allowsHTTP2 == extra }, "\(extras)")
-    }
-
-    /// The pieces of a small file are small requests: they may all share the HTTP/2 connection.
-    @Test func aSmallFilesPiecesMayAllUseHTTP2() throws {
-        var machine = try machine(connections: 4, .automatic)
-        _ = machine.start(.init(partSize: nil, published: false), now: 0)
-        let extras = plans(machine.responseReceived(0, partial(0, 99, of: 10_000), nowSecondsSince1970: 0, jitter: 0))
-        #expect(extras.count == 3 && extras.allSatisfy(\.allowsHTTP2), "\(extras)")
+        #expect((opening + extras).allSatisfy { $0.allowsHTTP2 == (policy == .http2) }, "\(opening) \(extras)")
     }
 
     @Test func transferStatsCountRedirectsAndDistinctConnections() {

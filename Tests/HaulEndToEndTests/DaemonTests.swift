@@ -212,7 +212,8 @@ import NIOCore
         let done = try await daemon.wait(for: added.id, status: .completed)
         #expect(mostConnections > 1, "the listing never showed more than \(mostConnections) connection(s)")
         #expect(world.server.peakConcurrentResponses(to: "/split.bin") > 1)
-        #expect(world.sha256(of: world.directory + "/split.bin") == split.sha256)
+        #expect(world.sha256(of: world.directory + "/split.bin") == split.sha256,
+                "path \(done.path ?? "-"), files \(world.files()), daemon: \(daemon.process.stderr.suffix(2000))")
         #expect(done.connections == 0 && done.maxConnections == 4)
         #expect(changedLimit)
         let limit = try await daemon.download(added.id).maxBytesPerSecond

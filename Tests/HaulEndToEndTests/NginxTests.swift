@@ -87,7 +87,8 @@ struct Nginx {
     var accessLog: String { root + "/access.log" }
 
     /// `tls`: HTTPS with that certificate, offering HTTP/2 through ALPN. The access log has one
-    /// line per request: status, `Range`, `If-Range` and the protocol (`HTTP/1.1`, `HTTP/2.0`).
+    /// line per request: status, `Range`, `If-Range`, the protocol (`HTTP/1.1`, `HTTP/2.0`), the
+    /// serial number of the TCP connection it came over, and the body bytes sent.
     static func start(payload: Payload, name: String, rateLimit: String = "0", tls: TLSFiles? = nil) async throws -> Nginx {
         let root = NSTemporaryDirectory() + "haul-nginx-\(UUID().uuidString)"
         for directory in ["www", "downloads", "tmp", "logs"] {
@@ -104,7 +105,7 @@ struct Nginx {
             error_log \(root)/logs/error.log warn;
             events { worker_connections 16; }
             http {
-                log_format ranges '$status $http_range $http_if_range $server_protocol';
+                log_format ranges '$status $http_range $http_if_range $server_protocol $connection $body_bytes_sent';
                 access_log \(root)/access.log ranges;
                 client_body_temp_path \(root)/tmp/body;
                 proxy_temp_path \(root)/tmp/proxy;

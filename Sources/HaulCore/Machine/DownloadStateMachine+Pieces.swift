@@ -199,9 +199,8 @@ extension DownloadStateMachine {
             }
             range = ByteRange(start: start, end: SegmentPlanner.pieceEnd(next: part.next, partEnd: part.end, size: size))
         } else if start == 0, part.end == nil, record.request.connections == 1 {
-            // The whole file, unless a first piece may go over HTTP/2 (see `HTTPVersionPolicy`).
-            range = settings.httpVersions.boundsFirstRequest(scheme: record.request.url.scheme)
-                ? ByteRange(start: 0, end: min(settings.minimumSegment, HTTPVersionPolicy.smallRequest) - 1) : nil
+            // The whole file in one request, over one connection for the whole download.
+            range = nil
         } else {
             // One request for the rest of the part; with several connections the first one asks
             // for `bytes=0-`: a 206 proves ranges.
@@ -213,7 +212,7 @@ extension DownloadStateMachine {
             ifRange: range == nil ? nil : ifRangeValue(source.validator),
             headers: record.request.headers(for: source.url),
             credentials: source.credentials,
-            allowsHTTP2: settings.httpVersions.allowsHTTP2(requestLength: range?.count),
+            allowsHTTP2: settings.httpVersions.allowsHTTP2,
             ifModifiedSince: modifiedSince.map(HTTPDate.format))
         connections[id]?.phase = .requesting(plan)
         connections[id]?.requestedEnd = range?.end

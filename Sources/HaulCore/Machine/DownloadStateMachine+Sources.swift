@@ -129,7 +129,7 @@ extension DownloadStateMachine {
         let source = sourceRequest(connection.source)
         let plan = RequestPlan(url: source.url, range: region, ifRange: nil, headers: record.request.headers(for: source.url),
                                credentials: source.credentials,
-                               allowsHTTP2: settings.httpVersions.allowsHTTP2(requestLength: region.count))
+                               allowsHTTP2: settings.httpVersions.allowsHTTP2)
         connections[id]?.phase = .requesting(plan)
         connections[id]?.probing = true
         connections[id]?.requestedEnd = region.end
