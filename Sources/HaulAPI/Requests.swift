@@ -59,13 +59,16 @@ public struct AddRequest: Codable, Sendable {
                 throw HaulError(error.code, "mirrors[\(index)]: \(error.message)")
             }
         }
-        return try DownloadRequest(
+        var request = try DownloadRequest(
             url: RemoteURL(url), destination: destination,
             checksum: try checksum.map { text throws(HaulError) in try Checksum(parsing: text) },
             headers: HTTPHeaderList((headers ?? [:]).sorted { $0.key < $1.key }.map { .init(name: $0.key, value: $0.value) }),
             priority: priority ?? 0,
             connections: connections ?? defaultConnections,
             maxBytesPerSecond: maxBytesPerSecond, mirrors: mirrorURLs)
+        // No count named: the download starts at the daemon's `-x` and finds its count from there.
+        request.growsConnections = connections == nil
+        return request
     }
 }
 

@@ -74,7 +74,8 @@ extension GetCommand {
         var checksum: Checksum?
         var headers: HTTPHeaderList
         var retries: Int
-        var connections: Int
+        /// `-x`; nil: none named, the download finds its count (`ConnectionGrowth`).
+        var connections: Int?
         /// Per URL: its own `user:password@`, else `--user`, else netrc. Kept in memory only.
         var credentials: CredentialSources
         var timestamps = TimestampOptions()
@@ -136,8 +137,10 @@ extension GetCommand.RequestTemplate {
             destination = .directory(base)
         }
         var request = try DownloadRequest(url: url, destination: destination, range: range, checksum: checksum,
-                                          headers: headers, maxAttempts: retries, connections: connections,
+                                          headers: headers, maxAttempts: retries,
+                                          connections: connections ?? GetCommand.defaultConnections,
                                           credentials: credentials.credentials(for: url), mirrors: mirrors)
+        request.growsConnections = connections == nil
         request.timestamping = timestamps.timestamping
         request.remoteTime = timestamps.remoteTime || timestamps.timestamping
         return request

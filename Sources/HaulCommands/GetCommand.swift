@@ -43,8 +43,11 @@ struct GetCommand: AsyncParsableCommand {
     var jobs: Int = 3
 
     @Option(name: [.customShort("x"), .customShort("n"), .customLong("connections")],
-            help: "Connections per file (1 to 64): one file over several connections when the server allows ranges, fewer for a small file or a server that refuses some.")
-    var connections: Int = 4
+            help: ArgumentHelp("Connections per file (1 to 64), a fixed count: one file over several connections when the server allows ranges, fewer for a small file or a server that refuses some. Default: 4, then more (up to 16) while each step raises the download's speed by 10 % or more.", valueName: "N"))
+    var connections: Int?
+
+    /// Where a download starts when `-x` is absent (it grows from there).
+    static let defaultConnections = 4
 
     @Option(name: .customLong("max-connections-per-host"),
             help: ArgumentHelp("At most N connections to one host at once, shared fairly by every download to it (1 to 1024; default: each download's -x). A host that refuses a connection (429, 503) gets fewer for a while either way.", valueName: "N"))
@@ -121,7 +124,7 @@ struct GetCommand: AsyncParsableCommand {
 
     func validate() throws {
         try Limits.validate(jobs: jobs)
-        if !(1...DownloadRequest.maxConnections).contains(connections) {
+        if let connections, !(1...DownloadRequest.maxConnections).contains(connections) {
             throw ValidationError("-x must be between 1 and \(DownloadRequest.maxConnections) (got \(connections))")
         }
         if let refreshCommand, refreshCommand.allSatisfy(\.isWhitespace) {

@@ -9,7 +9,7 @@ struct RecordRow {
         "max_attempts", "priority", "status", "file_name", "final_url", "etag", "last_modified", "total_length",
         "segments", "completed_length", "error_code", "error_message", "error_http_status", "error_cause",
         "created_at", "updated_at", "position", "connections", "max_bytes_per_second", "credentials",
-        "mirrors", "server_digest", "piece_hashes", "cookies",
+        "mirrors", "server_digest", "piece_hashes", "cookies", "grows_connections",
     ]
 
     /// One statement that inserts or updates `rows` records: atomic, and one fsync for all.
@@ -64,6 +64,7 @@ struct RecordRow {
             Self.text(record.serverDigest.map { "\($0.field.rawValue) \($0.checksum)" }),
             Self.text(request.pieceHashes.map(Self.encodePieceHashes)),
             Self.text(request.cookies.isEmpty ? nil : request.cookies.storedForm),
+            .integer(request.growsConnections ? 1 : 0),
         ]
     }
 
@@ -98,6 +99,7 @@ struct RecordRow {
         record.totalLength = int("total_length")
         record.serverDigest = try string("server_digest").map(decodeServerDigest)
         record.request.pieceHashes = try string("piece_hashes").map(decodePieceHashes)
+        record.request.growsConnections = (int("grows_connections") ?? 0) != 0
         record.segments = segments
         if let code = string("error_code") {
             record.error = HaulError(HaulError.Code(rawValue: code), string("error_message") ?? code,

@@ -113,6 +113,11 @@ enum StoreSchema {
                 AND json_type(credentials, '$[0]') = 'text' AND json_type(credentials, '$[1]') = 'text'
             """,
         ],
+        [
+            // No connection count named (`haul get` without `-x`): `connections` is where the
+            // download starts, and it finds its count from there (`ConnectionGrowth`).
+            "ALTER TABLE downloads ADD COLUMN grows_connections INTEGER NOT NULL DEFAULT 0",
+        ],
     ]
 
     /// Two processes may open a new database at once: the version is read inside the write

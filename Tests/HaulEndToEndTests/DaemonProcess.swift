@@ -64,8 +64,11 @@ final class DaemonProcess: @unchecked Sendable {
         return Answer(status: Int(response.status.code), body: Data(buffer.readableBytesView))
     }
 
-    func add(_ url: String, priority: Int = 0) async throws -> DownloadView {
-        let answer = try await call(.POST, "/api/v1/downloads", body: #"{"url": "\#(url)", "priority": \#(priority)}"#)
+    /// `connections`: a fixed count by default (1, the daemon's `-x`), so what a test counts on
+    /// the server does not depend on growth; nil names none, and the download finds its count.
+    func add(_ url: String, priority: Int = 0, connections: Int? = 1) async throws -> DownloadView {
+        let count = connections.map { #", "connections": \#($0)"# } ?? ""
+        let answer = try await call(.POST, "/api/v1/downloads", body: #"{"url": "\#(url)", "priority": \#(priority)\#(count)}"#)
         #expect(answer.status == 201, "\(answer.text)")
         return try answer.decode(DownloadView.self)
     }

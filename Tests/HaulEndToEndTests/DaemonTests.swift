@@ -174,7 +174,7 @@ import NIOCore
         #expect(options.connections == 2 && options.maxBytesPerSecond == nil && options.maxConcurrentDownloads == 3)
 
         // Left out, `connections` is the daemon's default.
-        let plain = try await daemon.add(world.server.url("/small.bin"))
+        let plain = try await daemon.add(world.server.url("/small.bin"), connections: nil)
         #expect(plain.maxConnections == 2 && plain.maxBytesPerSecond == nil)
         try await daemon.wait(for: plain.id, status: .completed)
         // A download's own limit: stored and shown (PUT is the same as PATCH); null removes it.

@@ -35,7 +35,8 @@ import Testing
         let original = try record("old", headers: headers)
         try await store.save([original, try record("plain"), try record("odd")])
         try await store.close()
-        // As version 9 wrote them: headers as [[name, value]], credentials as [user, password];
+        // As version 9 wrote them (without the later columns): headers as [[name, value]],
+        // credentials as [user, password];
         // one row holds headers the old reader emptied in silence (a pair of one).
         try await python("""
             c = sqlite3.connect(path)
@@ -44,6 +45,7 @@ import Testing
             c.execute("UPDATE downloads SET headers = ?, credentials = ? WHERE id = 'old'", (old_headers, old_credentials))
             c.execute("UPDATE downloads SET headers = '[]', credentials = ? WHERE id = 'plain'", (old_credentials,))
             c.execute("UPDATE downloads SET headers = '[[\\"only-one\\"]]', credentials = ? WHERE id = 'odd'", (old_credentials,))
+            c.execute("ALTER TABLE downloads DROP COLUMN grows_connections")
             c.execute("PRAGMA user_version = 9")
             c.commit()
             """, path: path)

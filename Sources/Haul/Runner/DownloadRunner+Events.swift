@@ -19,6 +19,10 @@ extension RunSession {
             runner.budgets?.refused(host: host, seconds: max(retryIn.seconds, Self.refusalMemory))
             runner.logger.info("server refused a connection", metadata: [
                 "id": "\(id)", "connection": "\(connection)", "error": "\(error)", "next try in": "\(retryIn)"])
+        case .connectionsGrown(let count):
+            runner.logger.info("more connections: the last ones raised the speed", metadata: ["id": "\(id)", "connections": "\(count)"])
+        case .connectionsSettled(let count):
+            runner.logger.info("connections settled", metadata: ["id": "\(id)", "connections": "\(count)"])
         case .validatorDistrusted(let reason):
             runner.logger.info("validator", metadata: ["id": "\(id)", "reason": "\(reason)"])
         case .sourceDropped(let url, let reason):

@@ -168,7 +168,8 @@ final class RunSession {
         if let budgets = runner.budgets {
             // With no connection to spare on its host, the machine waits for one before its first
             // request (`setAllowance`): a download never fails for getting fewer than it asked for.
-            let allowance = budgets.join(id, host: host, wants: record.request.connections) { post.yield(.allowance($0)) }
+            let wants = record.request.growsConnections ? max(record.request.connections, ConnectionGrowth.ceiling) : record.request.connections
+            let allowance = budgets.join(id, host: host, wants: wants) { post.yield(.allowance($0)) }
             _ = machine.withLockedValue { $0.setAllowance(allowance) }
         }
         let now = runner.clock.seconds()

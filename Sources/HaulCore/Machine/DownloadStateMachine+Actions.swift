@@ -7,6 +7,11 @@ extension DownloadStateMachine {
         case retrying(attempt: Int, delay: Duration, error: HaulError)
         case restarted(reason: String, cause: RestartCause)
         case connectionRefused(ConnectionID, HaulError, retryIn: Duration)
+        /// No count was named, and the last one paid: the download now runs over up to this many.
+        case connectionsGrown(Int)
+        /// No count was named: the download keeps this many (the last step up did not pay, or
+        /// the host's budget or a refusal ended the growth).
+        case connectionsSettled(Int)
         /// The server's validators are trusted less from now on (a CDN that ignores `If-Range`
         /// with an ETag, an ETag that changes with every request).
         case validatorDistrusted(reason: String)

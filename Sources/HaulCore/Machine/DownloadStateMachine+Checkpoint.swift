@@ -20,7 +20,7 @@ extension DownloadStateMachine {
             }
         }
         measureSources(bySource, elapsed: elapsed)
-        let slow = enforceSpeedLimit(now: now) + leaveSlowSources()
+        let slow = enforceSpeedLimit(now: now) + leaveSlowSources() + growConnections(now: now)
         let completed = completedLength
         let due = now - lastCheckpoint >= settings.checkpointInterval
             || completed - completedAtLastCheckpoint >= settings.checkpointBytes

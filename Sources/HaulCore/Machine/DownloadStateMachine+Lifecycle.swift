@@ -31,6 +31,7 @@ extension DownloadStateMachine {
             return actions + beginVerify()
         }
         state = .downloading
+        growth = record.request.growsConnections ? ConnectionGrowth(start: record.request.connections) : nil
         return actions + openFirstConnection()
     }
 

@@ -26,38 +26,47 @@ extension DownloadStateMachine {
     }
 
     /// Opens connections up to the limit while there is work for them: parts nobody works on
-    /// first, then an even split of the largest remaining part.
+    /// first, then even splits of the largest remaining part, the next largest, and so on.
     mutating func openMoreConnections() -> [Action] {
         guard rangesProven, isFetching, record.totalLength != nil else { return [] }
         var actions: [Action] = []
         while connections.count < limit, let index = parts.firstIndex(where: { $0.owner == nil && !$0.isComplete }) {
             actions += request(newConnection(part: index, isExtra: true))
         }
-        let wanted = limit - connections.count
-        guard wanted > 0, let largest = largestRunningPart(), let end = parts[largest].end else { return actions }
-        var points = SegmentPlanner.splitPoints(next: parts[largest].next, end: end, pieces: wanted + 1,
-                                                minimum: settings.minimumSegment)
+        while connections.count < limit, let opened = splitLargestPart(into: limit - connections.count + 1) {
+            actions += opened
+        }
+        // The new parts reach the store with the next checkpoint, in the same write as the
+        // shortened part (DESIGN rule 2). Until then the stored layout is the old one, which
+        // claims only durable bytes: a crash re-fetches the new parts' bytes, nothing worse.
+        // Not storing here keeps an fsync of the store off the path of every new request.
+        return actions
+    }
+
+    /// Splits the largest running part into at most `pieces` (the owner keeps the first) and
+    /// opens a connection on each new one; nil when it cannot be split.
+    mutating func splitLargestPart(into pieces: Int) -> [Action]? {
+        guard let largest = largestRunningPart(), let end = parts[largest].end else { return nil }
+        var points = SegmentPlanner.splitPoints(next: parts[largest].next, end: end, pieces: pieces, minimum: settings.minimumSegment)
         // The owner keeps the piece it asked for: if an even split would cut it, what is still
         // to be asked for is split instead. (A request for a whole part is cut where the split
-        // says.)
+        // says; so is one whose unasked rest is too small to split while the whole could be.)
         let unrequested = unrequestedStart(largest)
         if settings.piecesPerConnection > 0, let first = points.first, first < unrequested {
-            points = SegmentPlanner.splitPoints(next: unrequested, end: end, pieces: wanted + 1, minimum: settings.minimumSegment)
+            let rest = SegmentPlanner.splitPoints(next: unrequested, end: end, pieces: pieces, minimum: settings.minimumSegment)
+            if !rest.isEmpty { points = rest }
         }
-        guard !points.isEmpty else { return actions }
+        guard !points.isEmpty else { return nil }
         let bounds = points + [end + 1]
         parts[largest].end = points[0] - 1
         for (start, next) in zip(bounds, bounds.dropFirst()) {
             parts.append(Part(start: start, end: next - 1, appended: 0, durable: 0, owner: nil))
         }
         parts.sort { $0.start < $1.start }
+        var actions: [Action] = []
         for start in points {
             actions += request(newConnection(part: partIndex(start)!, isExtra: true))
         }
-        // The new parts reach the store with the next checkpoint, in the same write as the
-        // shortened part (DESIGN rule 2). Until then the stored layout is the old one, which
-        // claims only durable bytes: a crash re-fetches the new parts' bytes, nothing worse.
-        // Not storing here keeps an fsync of the store off the path of every new request.
         return actions
     }
 
@@ -186,8 +195,10 @@ extension DownloadStateMachine {
             start -= min(settings.overlap, part.appended)
         }
         let range: ByteRange?
-        if record.request.connections > 1, var size = SegmentPlanner.pieceSize(
-            total: record.totalLength, connections: record.request.connections, perConnection: settings.piecesPerConnection,
+        // A download that may grow asks in pieces from its first connection on, as one over
+        // several does: the first 206 proves ranges, and later connections take what is unasked.
+        if record.request.connections > 1 || record.request.growsConnections, var size = SegmentPlanner.pieceSize(
+            total: record.totalLength, connections: max(record.request.connections, limit), perConnection: settings.piecesPerConnection,
             minimum: settings.minimumSegment, maximum: settings.maximumPiece) {
             // A piece of the part (the first one proves, with a 206, that the server serves
             // ranges), so the request ends by itself and the connection carries the next one.
@@ -198,7 +209,7 @@ extension DownloadStateMachine {
                 size = min(size, settings.firstPieceWithMirrors)
             }
             range = ByteRange(start: start, end: SegmentPlanner.pieceEnd(next: part.next, partEnd: part.end, size: size))
-        } else if start == 0, part.end == nil, record.request.connections == 1 {
+        } else if start == 0, part.end == nil, record.request.connections == 1, !record.request.growsConnections {
             // The whole file in one request, over one connection for the whole download.
             range = nil
         } else {

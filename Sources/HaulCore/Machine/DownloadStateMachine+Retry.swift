@@ -95,6 +95,7 @@ extension DownloadStateMachine {
     /// every refusal: never hammer.
     mutating func refused(_ id: ConnectionID, _ error: HaulError, retryAfter: Duration?) -> [Action] {
         refusals += 1
+        stopGrowing()
         var actions = dropConnection(id)
         connectionLimit = max(1, activeConnections)
         let delay = connectionBackoff(retryAfter: retryAfter)

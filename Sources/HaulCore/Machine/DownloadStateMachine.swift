@@ -116,6 +116,8 @@ public struct DownloadStateMachine: Sendable {
     var allowance = Int.max
     /// The most connections this download may have now.
     var limit: Int { min(connectionLimit, allowance) }
+    /// No count named: the count is found by trying (`+Growth`); nil for a fixed count.
+    var growth: ConnectionGrowth?
     var refusals = 0
     var moreConnectionsScheduled = false
     /// Bumped on every start-over: checkpoints taken before it are ignored.

@@ -31,6 +31,9 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
     public var priority: Int
     /// Connections this download may use at once (`-x`); 1 unless the user asks for more.
     public var connections: Int
+    /// No count was named (`haul get` without `-x`): the download starts at `connections` and
+    /// takes more while each step raises its speed (`ConnectionGrowth`).
+    public var growsConnections = false
     /// Bytes per second this download may use, over all its connections; nil for no limit.
     public var maxBytesPerSecond: Int64?
     /// Sent as `Authorization: Basic` to the URL's origin only (from the URL's userinfo,
@@ -98,7 +101,7 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
 
     private enum CodingKeys: String, CodingKey {
         case url, mirrors, directory, fileName, range, checksum, headers, maxAttempts, priority, connections, maxBytesPerSecond
-        case timestamping, remoteTime, pieceHashes, cookies
+        case timestamping, remoteTime, pieceHashes, cookies, growsConnections
     }
 
     /// Gives the download new URLs (a new URL that keeps the bytes, a refreshed signed URL).
@@ -137,7 +140,7 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
             && lhs.checksum == rhs.checksum && lhs.headers == rhs.headers && lhs.maxAttempts == rhs.maxAttempts
             && lhs.priority == rhs.priority && lhs.connections == rhs.connections && lhs.maxBytesPerSecond == rhs.maxBytesPerSecond
             && lhs.timestamping == rhs.timestamping && lhs.remoteTime == rhs.remoteTime && lhs.pieceHashes == rhs.pieceHashes
-            && lhs.cookies == rhs.cookies
+            && lhs.cookies == rhs.cookies && lhs.growsConnections == rhs.growsConnections
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -156,6 +159,7 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
         hasher.combine(remoteTime)
         hasher.combine(pieceHashes)
         hasher.combine(cookies)
+        hasher.combine(growsConnections)
     }
 
     /// More connections than this to one server is abuse, not speed.
@@ -207,6 +211,7 @@ extension DownloadRequest {
         remoteTime = try container.decodeIfPresent(Bool.self, forKey: .remoteTime) ?? false
         pieceHashes = try container.decodeIfPresent(PieceHashes.self, forKey: .pieceHashes)
         cookies = try container.decodeIfPresent(SourceCookies.self, forKey: .cookies) ?? SourceCookies()
+        growsConnections = try container.decodeIfPresent(Bool.self, forKey: .growsConnections) ?? false
         credentials = nil
     }
 }

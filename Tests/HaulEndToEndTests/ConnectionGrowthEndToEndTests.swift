@@ -1,0 +1,65 @@
+import Foundation
+import HaulAPI
+import HaulCore
+import HaulTesting
+import Testing
+
+/// `haul get` without `-x` finds the count: it grows while the server paces each connection, and
+/// gives back a step that brought nothing. Counted on the server, never timed.
+@Suite(.timeLimit(.minutes(2))) struct ConnectionGrowthEndToEndTests {
+    /// Every response paced to 256 KiB/s: each step pays, so the download reaches the ceiling of
+    /// 16 connections at once on the server; `-x 4` holds 4.
+    @Test(arguments: [([String](), ConnectionGrowth.ceiling), (["-x", "4"], 4)])
+    func aPacedServerGetsMoreConnectionsUnlessACountIsNamed(flags: [String], peak: Int) async throws {
+        let world = try await World.make()
+        let payload = Payload(seed: 3101, length: 12 << 20)
+        world.server.setRoute("/paced.bin", Route(payload: payload, throttle: 256 << 10))
+        let result = try await HaulProcess.run(["get", world.server.url("/paced.bin"), "-k", "256K", "-v"] + flags, in: world)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(payload.mismatch(inFileAt: world.directory + "/paced.bin") == nil)
+        #expect(world.server.peakConcurrentResponses(to: "/paced.bin") == peak, "\(result.stderr)")
+        #expect(result.stderr.contains("more connections") == flags.isEmpty, "\(result.stderr)")
+        try await world.close()
+    }
+
+    /// The fifth connection and those after it get 2 KiB/s: the probe (one more) brings nothing,
+    /// so it is the only one opened beyond the start, and the count settles back at 4. The file
+    /// is byte-exact: the probe's slow part is taken over by the others.
+    @Test func aStepThatDoesNotPayIsTakenBack() async throws {
+        let world = try await World.make()
+        let payload = Payload(seed: 3102, length: 12 << 20)
+        let fast = 512 << 10
+        world.server.setRoute("/capped.bin", Route(payload: payload, connectionThrottles: [fast, fast, fast, fast] + Array(repeating: 2 << 10, count: 60)))
+        let result = try await HaulProcess.run(["get", world.server.url("/capped.bin"), "-k", "256K", "-v"], in: world)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(payload.mismatch(inFileAt: world.directory + "/capped.bin") == nil)
+        #expect(world.server.peakConcurrentResponses(to: "/capped.bin") == 5, "\(result.stderr)")
+        #expect(result.stderr.contains("more connections"), "\(result.stderr)")
+        #expect(result.stderr.contains("connections settled"), "\(result.stderr)")
+        try await world.close()
+    }
+
+    /// `haul serve`: an add that names no count starts at the daemon's `-x` (1) and grows the
+    /// same way; one that names a count keeps it.
+    @Test func theDaemonGrowsAnAddThatNamesNoCount() async throws {
+        let world = try await World.make()
+        // Room for 16 connections at the daemon's 1 MiB minimum segment.
+        let payload = Payload(seed: 3103, length: 32 << 20)
+        let small = Payload(seed: 3104, length: 4 << 20)
+        world.server.setRoute("/grown.bin", Route(payload: payload, throttle: 256 << 10))
+        world.server.setRoute("/fixed.bin", Route(payload: small, throttle: 1 << 20))
+        let daemon = try await DaemonProcess.start(world)
+        defer { daemon.process.signal(SIGKILL) }
+        let grown = try await daemon.add(world.server.url("/grown.bin"), connections: nil)
+        let fixed = try await daemon.add(world.server.url("/fixed.bin"), connections: 2)
+        #expect(grown.maxConnections == 1 && fixed.maxConnections == 2)
+        try await daemon.wait(for: grown.id, status: .completed)
+        try await daemon.wait(for: fixed.id, status: .completed)
+        #expect(payload.mismatch(inFileAt: world.directory + "/grown.bin") == nil)
+        #expect(small.mismatch(inFileAt: world.directory + "/fixed.bin") == nil)
+        #expect(world.server.peakConcurrentResponses(to: "/grown.bin") == ConnectionGrowth.ceiling)
+        #expect(world.server.peakConcurrentResponses(to: "/fixed.bin") == 2)
+        #expect(await daemon.terminate() == 0)
+        try await world.close()
+    }
+}
