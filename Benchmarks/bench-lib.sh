@@ -312,3 +312,76 @@ stop_nginx() {
     kill -KILL "$NGINX_PID" 2>/dev/null || true
     wait "$NGINX_PID" 2>/dev/null || true
 }
+
+# What tls-bench.sh and relay-bench.sh share: reading a run off the access log, naming its
+# status, quoting a command, rotating the tools per round.
+
+# server_view FIRST_LINE: what the access log says about a run's lines from FIRST_LINE on: sets
+# REQS (requests), CONNS (distinct connections), RESUMED (of those, TLS-resumed), PROTO
+# (protocols, e.g. HTTP/1.1 or HTTP/2.0), NON2XX (requests answered other than 200/206) and
+# SENT (bytes nginx sent, headers included) and TLSV (TLS versions, "-" on plain HTTP).
+server_view() {
+    wait_server_idle
+    read -r REQS CONNS RESUMED PROTO NON2XX SENT TLSV < <(tail -n "+$1" "$ALOG" | awk -F'\t' '
+        function join(set,   k, s) { s = ""; for (k in set) s = s (s == "" ? "" : "+") k; return s == "" ? "-" : s }
+        { reqs++; sent += $7
+          if (!($1 in conn)) { conn[$1] = 1; conns++; if ($10 == "r") resumed++ }
+          proto[$3] = 1
+          if ($9 != "-") tls[$9] = 1
+          if ($4 != 200 && $4 != 206) bad++ }
+        END { printf "%d %d %d %s %d %d %s\n", reqs, conns, resumed, join(proto), bad, sent, join(tls) }')
+}
+
+# status_of RC CHECK: ok, or TIMEOUT-<check> / FAILED-<check> / <check> (exit 0, bad output).
+status_of() {
+    if (($1 == 124 || $1 == 137)); then echo "TIMEOUT-$2"
+    elif (($1 != 0)); then echo "FAILED-$2"
+    else echo "$2"
+    fi
+}
+
+# shell_words WORD...: the words as one shell command line, quoted only where needed.
+shell_words() {
+    local w line=
+    for w in "$@"; do
+        [[ $w =~ ^[][A-Za-z0-9_./:=,+@%-]+$ ]] || w="'${w//\'/\'\\\'\'}'"
+        line+="$w "
+    done
+    echo "${line% }"
+}
+
+# rotated ROUND WORD...: the words, starting one further along each round, so no tool is always
+# first (right after a sync) or always last.
+rotated() {
+    local r=$1; shift
+    local words=("$@") n=$# i
+    for ((i = 0; i < n; i++)); do echo "${words[(r - 1 + i) % n]}"; done
+}
+
+# start_bench_nginx PLAIN_PROBE_URL TLS_PROBE_URL: nginx serving $WORK on $PORT and, offering h2
+# and http/1.1, on $TLS_PORT (the certificates in $CERTS), with the access log $ALOG: one
+# tab-separated line per request (see the format), written when nginx finishes it (a request whose
+# client went away: when nginx notices; wait_server_idle waits for that). $connection is the
+# connection's serial number, so the distinct values among a run's lines are the connections it
+# opened, which on the TLS port are its TLS handshakes ($ssl_session_reused: r = resumed).
+start_bench_nginx() {
+    ALOG=$NGX/logs/access.log
+    rm -f "$ALOG"
+    T=$'\t'
+    LOG_FORMAT="\$connection$T\$connection_requests$T\$server_protocol$T\$status$T\$http_range$T\$request_time$T\$bytes_sent$T\$server_port$T\$ssl_protocol$T\$ssl_session_reused$T\$request_method$T\$uri"
+    start_nginx "$PORT" "$1" 1024 "    log_format bench '$LOG_FORMAT';
+        access_log $ALOG bench;
+        keepalive_requests 1000000;      # one connection may carry a whole list (h2 counts streams here)
+        keepalive_timeout 75s;
+        $(open_file_cache_directive)
+        $(status_server_block "$STATUS_PORT")
+        server {
+            $(nginx_h2_tls_listen "$TLS_PORT")
+            ssl_protocols       TLSv1.2 TLSv1.3;   # nginx before 1.23.4 leaves TLSv1.3 out by default
+            ssl_certificate     $CERTS/server.pem;
+            ssl_certificate_key $CERTS/server.key;
+            root $WORK;
+            location / { }
+        }" " backlog=1024"
+    curl -s -o /dev/null --cacert "$CA" "$2" || die "nginx does not answer on $2"
+}

@@ -12,6 +12,8 @@ import argparse
 import statistics
 from collections import OrderedDict
 
+from summary_lib import md_table
+
 CASES = OrderedDict([("two", "A B"), ("slow-last", "A B S"), ("slow-first", "S A B")])
 TARGET = 1.5
 MIB = 1048576
@@ -36,13 +38,6 @@ def good(runs):
 
 def med(runs, key):
     return statistics.median(r[key] for r in runs)
-
-
-def md_table(header, rows, right):
-    out = ["| " + " | ".join(header) + " |",
-           "|" + "|".join("---:" if i in right else "---" for i in range(len(header))) + "|"]
-    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return out
 
 
 def main():

@@ -181,29 +181,8 @@ if [[ -n $COUNTS ]]; then
 fi
 ((MAX_FILES > 0)) && make_small_files "$SMALL_SRC" "$MAX_FILES" "$FILE_SIZE"
 
-# The access log, one tab-separated line per request, written when nginx finishes it (a request
-# whose client went away: when nginx notices; wait_server_idle waits for that). $connection is
-# the connection's serial number, so the distinct values among a run's lines are the connections
-# it opened, which on the TLS port are its TLS handshakes ($ssl_session_reused: r = resumed).
-ALOG=$NGX/logs/access.log
-rm -f "$ALOG"
-T=$'\t'
-LOG_FORMAT="\$connection$T\$connection_requests$T\$server_protocol$T\$status$T\$http_range$T\$request_time$T\$bytes_sent$T\$server_port$T\$ssl_protocol$T\$ssl_session_reused$T\$request_method$T\$uri"
-start_nginx "$PORT" "$(base_url http)/" 1024 "    log_format bench '$LOG_FORMAT';
-    access_log $ALOG bench;
-    keepalive_requests 1000000;      # one connection may carry a whole list (h2 counts streams here)
-    keepalive_timeout 75s;
-    $(open_file_cache_directive)
-    $(status_server_block "$STATUS_PORT")
-    server {
-        $(nginx_h2_tls_listen "$TLS_PORT")
-        ssl_protocols       TLSv1.2 TLSv1.3;   # nginx before 1.23.4 leaves TLSv1.3 out by default
-        ssl_certificate     $CERTS/server.pem;
-        ssl_certificate_key $CERTS/server.key;
-        root $WORK;
-        location / { }
-    }" " backlog=1024"
-curl -s -o /dev/null --cacert "$CA" "$(base_url https)/" || die "nginx does not answer on $(base_url https)"
+# nginx with the access log every run is read from (bench-lib.sh).
+start_bench_nginx "$(base_url http)/" "$(base_url https)/"
 log "nginx $(nginx_version) serving $WORK on $(base_url http) and $(base_url https) (h2 offered; pid $NGINX_PID)"
 
 # --- measuring ----------------------------------------------------------------------
@@ -296,15 +275,6 @@ small_cmd() {
     esac
 }
 
-# shell_words WORD...: the words as one shell command line, quoted only where needed.
-shell_words() {
-    local w line=
-    for w in "$@"; do
-        [[ $w =~ ^[][A-Za-z0-9_./:=,+@%-]+$ ]] || w="'${w//\'/\'\\\'\'}'"
-        line+="$w "
-    done
-    echo "${line% }"
-}
 
 # remember_cmd PART SCHEME K TOOL: CMD as run, once per scenario, for the report (paths shortened).
 remember_cmd() {
@@ -328,29 +298,7 @@ fresh_state() {
     sync
 }
 
-# server_view FIRST_LINE: what the access log says about a run's lines from FIRST_LINE on: sets
-# REQS (requests), CONNS (distinct connections), RESUMED (of those, TLS-resumed), PROTO
-# (protocols, e.g. HTTP/1.1 or HTTP/2.0), NON2XX (requests answered other than 200/206) and
-# SENT (bytes nginx sent, headers included) and TLSV (TLS versions, "-" on plain HTTP).
-server_view() {
-    wait_server_idle
-    read -r REQS CONNS RESUMED PROTO NON2XX SENT TLSV < <(tail -n "+$1" "$ALOG" | awk -F'\t' '
-        function join(set,   k, s) { s = ""; for (k in set) s = s (s == "" ? "" : "+") k; return s == "" ? "-" : s }
-        { reqs++; sent += $7
-          if (!($1 in conn)) { conn[$1] = 1; conns++; if ($10 == "r") resumed++ }
-          proto[$3] = 1
-          if ($9 != "-") tls[$9] = 1
-          if ($4 != 200 && $4 != 206) bad++ }
-        END { printf "%d %d %d %s %d %d %s\n", reqs, conns, resumed, join(proto), bad, sent, join(tls) }')
-}
 
-# status_of RC CHECK: ok, or TIMEOUT-<check> / FAILED-<check> / <check> (exit 0, bad output).
-status_of() {
-    if (($1 == 124 || $1 == 137)); then echo "TIMEOUT-$2"
-    elif (($1 != 0)); then echo "FAILED-$2"
-    else echo "$2"
-    fi
-}
 
 # record PART SCHEME K TOOL ROUND STATUS: one line of $RUNS, one line on stderr; a bad run is
 # shown between !!!! markers with the end of the tool's output.
@@ -412,13 +360,6 @@ measure_small() {
     rm -rf "$OUT" "$HAUL_HOME_DIR"
 }
 
-# rotated ROUND WORD...: the words, starting one further along each round, so no tool is always
-# first (right after a sync) or always last.
-rotated() {
-    local r=$1; shift
-    local words=("$@") n=$# i
-    for ((i = 0; i < n; i++)); do echo "${words[(r - 1 + i) % n]}"; done
-}
 
 # The small lists: names (in sort order, for the check), URL lists, curl config files.
 declare -A SMALL_DIGEST

@@ -11,8 +11,9 @@ Medians over the runs whose status is "ok"; any other status is listed loudly an
 (a short or wrong file is no speed record).
 """
 import argparse
-import statistics
 from collections import OrderedDict
+
+from summary_lib import md_table, run_summary
 
 
 def load_runs(path):
@@ -38,29 +39,7 @@ def load_keyed(path):
 
 
 def summary(runs):
-    good = [r for r in runs if r["status"] == "ok"]
-    bad = [r["status"] for r in runs if r["status"] != "ok"]
-    flag = f"{len(good)}/{len(runs)}" + (" !!! " + ", ".join(bad) if bad else "")
-    if not good:
-        return None, flag
-    med = lambda key: statistics.median(r[key] for r in good)
-    st = dict(e=med("e"), cpu=med("cpu"), rss=med("rss"), reqs=med("reqs"), conns=med("conns"),
-              resumed=med("resumed"), non2xx=max(r["non2xx"] for r in good),
-              proto=", ".join(sorted({p for r in good for p in r["proto"].split("+")} |
-                                 {t for r in good for t in r["tls"].split("+") if t != "-"})),
-              says=next((r["says"] for r in reversed(good) if r["says"] != "-"), None))
-    for key in ("reqs", "conns"):
-        lo, hi = min(r[key] for r in good), max(r[key] for r in good)
-        st[key + "_text"] = f"{st[key]:g}" if lo == hi else f"{st[key]:g} ({lo}-{hi})"
-    return st, flag
-
-
-def md_table(header, rows, right):
-    """Markdown table; columns whose index is in `right` are right-aligned."""
-    out = ["| " + " | ".join(header) + " |",
-           "|" + "|".join("---:" if i in right else "---" for i in range(len(header))) + "|"]
-    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return out
+    return run_summary(runs)
 
 
 def main():
