@@ -72,4 +72,35 @@ import Testing
         #expect(budget.budget(host, now: 0) == 1)
         #expect(budget.allowance(id(1), host: host, now: 0) == 1)
     }
+
+    /// Without a budget, a download that finds its count may grow to its ceiling only while it
+    /// is its host's only download: with others it keeps its start, and grows again once alone.
+    /// One with a fixed count keeps what it asked for either way.
+    @Test func withoutABudgetADownloadGrowsOnlyWhileAloneOnItsHost() {
+        var budget = ConnectionBudget(limit: nil)
+        #expect(budget.join(id(1), host: host, wants: 16, growsFrom: 4, now: 0) == [id(1): 16])
+        #expect(budget.allowance(id(1), host: host, now: 0) == 16)
+        // A second download to the host: the first falls back to its start.
+        let joined = budget.join(id(2), host: host, wants: 16, growsFrom: 1, now: 0)
+        #expect(joined == [id(1): 4, id(2): 1])
+        let fixed = budget.join(id(3), host: host, wants: 8, now: 0)
+        #expect(fixed == [id(3): 8])
+        #expect(budget.allowance(id(2), host: host, now: 0) == 1)
+        // Another host is another budget.
+        #expect(budget.join(id(4), host: "http://other:80", wants: 16, growsFrom: 4, now: 0) == [id(4): 16])
+        // Alone again: the ceiling.
+        _ = budget.leave(id(3), host: host, now: 0)
+        #expect(budget.leave(id(1), host: host, now: 0) == [id(2): 16])
+    }
+
+    /// With a budget, a growing download wants its ceiling and gets its fair share like any other.
+    @Test func withABudgetAGrowingDownloadTakesItsShare() {
+        var budget = ConnectionBudget(limit: 10)
+        _ = budget.join(id(1), host: host, wants: 16, growsFrom: 4, now: 0)
+        #expect(budget.allowance(id(1), host: host, now: 0) == 10)
+        _ = budget.join(id(2), host: host, wants: 16, growsFrom: 4, now: 0)
+        _ = budget.using(id(1), host: host, count: 5, now: 0)
+        #expect(budget.allowance(id(1), host: host, now: 0) == 5)
+        #expect(budget.allowance(id(2), host: host, now: 0) == 5)
+    }
 }

@@ -97,4 +97,21 @@ import Testing
         #expect(growth.tick(receiving: 7, open: 7, completed: 17 << 20, remaining: 1 << 30, now: 4.5) == .settle(at: 7))
         #expect(growth.isDone)
     }
+
+    /// A step the host's budget has no room for waits, measured once taken; nothing is measured
+    /// while it is held.
+    @Test func aHeldStepIsTakenOnRelease() {
+        var growth = Growth(start: 4)
+        _ = growth.tick(receiving: 4, open: 4, completed: 0, remaining: 1 << 30, now: 0)
+        #expect(growth.tick(receiving: 4, open: 4, completed: 4 << 20, remaining: 1 << 30, now: 1) == .grow(to: 5))
+        growth.hold(5)
+        #expect(growth.tick(receiving: 4, open: 4, completed: 8 << 20, remaining: 1 << 30, now: 2) == .wait)
+        #expect(growth.tick(receiving: 4, open: 4, completed: 40 << 20, remaining: 1 << 30, now: 10) == .wait)
+        #expect(!growth.isDone)
+        #expect(growth.release() == 5)
+        #expect(growth.release() == nil)
+        _ = growth.tick(receiving: 5, open: 5, completed: 40 << 20, remaining: 1 << 30, now: 10.5)
+        #expect(growth.tick(receiving: 5, open: 5, completed: 45 << 20, remaining: 1 << 30, now: 11.5) == .grow(to: 10))
+    }
 }
+

@@ -40,7 +40,9 @@ import Testing
     }
 
     /// `haul serve`: an add that names no count starts at the daemon's `-x` (1) and grows the
-    /// same way; one that names a count keeps it.
+    /// same way, but only while it is its host's only download (no `--max-connections-per-host`):
+    /// it waits at 1 while the fixed one runs beside it, then grows to the ceiling alone. One
+    /// that names a count keeps it.
     @Test func theDaemonGrowsAnAddThatNamesNoCount() async throws {
         let world = try await World.make()
         // Room for 16 connections at the daemon's 1 MiB minimum segment.

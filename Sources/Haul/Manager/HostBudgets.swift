@@ -21,11 +21,12 @@ final class HostBudgets: Sendable {
 
     /// `id` starts on `host`, wanting `wants` connections; `listener` hears every later change of
     /// its allowance. Returns its allowance now (0: wait for one).
-    func join(_ id: DownloadID, host: String, wants: Int, listener: @escaping @Sendable (Int) -> Void) -> Int {
+    func join(_ id: DownloadID, host: String, wants: Int, growsFrom start: Int? = nil,
+              listener: @escaping @Sendable (Int) -> Void) -> Int {
         let now = clock.seconds()
         return update { state in
             state.listeners[id] = listener
-            let changes = state.budget.join(id, host: host, wants: wants, now: now)
+            let changes = state.budget.join(id, host: host, wants: wants, growsFrom: start, now: now)
             return (changes.filter { $0.key != id }, state.budget.allowance(id, host: host, now: now))
         }
     }

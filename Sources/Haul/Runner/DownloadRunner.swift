@@ -168,8 +168,13 @@ final class RunSession {
         if let budgets = runner.budgets {
             // With no connection to spare on its host, the machine waits for one before its first
             // request (`setAllowance`): a download never fails for getting fewer than it asked for.
-            let wants = record.request.growsConnections ? max(record.request.connections, ConnectionGrowth.ceiling) : record.request.connections
-            let allowance = budgets.join(id, host: host, wants: wants) { post.yield(.allowance($0)) }
+            // A download that finds its count wants the ceiling; without a budget it may grow
+            // only while it is its host's only download (`ConnectionBudget.Member.start`).
+            let request = record.request
+            let allowance = request.growsConnections
+                ? budgets.join(id, host: host, wants: max(request.connections, ConnectionGrowth.ceiling),
+                               growsFrom: request.connections) { post.yield(.allowance($0)) }
+                : budgets.join(id, host: host, wants: request.connections) { post.yield(.allowance($0)) }
             _ = machine.withLockedValue { $0.setAllowance(allowance) }
         }
         let now = runner.clock.seconds()

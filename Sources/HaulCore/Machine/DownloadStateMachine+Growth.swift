@@ -14,19 +14,33 @@ extension DownloadStateMachine {
         case .wait:
             return []
         case .grow(let count):
-            // The host's budget is where growth ends.
-            let allowed = min(count, allowance)
-            guard allowed > connectionLimit else {
-                growth.stop()
-                return [.notify(.connectionsSettled(connectionLimit))]
+            // No room in the host's budget now (other downloads to it): the step waits for it.
+            guard min(count, allowance) > connectionLimit else {
+                growth.hold(count)
+                return []
             }
-            if allowed < count { growth.stop() }
-            connectionLimit = allowed
-            return [.notify(.connectionsGrown(allowed))] + openMoreConnections()
+            return step(to: count)
         case .settle(let count):
             connectionLimit = min(connectionLimit, count)
             return [.notify(.connectionsSettled(connectionLimit))]
         }
+    }
+
+    /// Raises the limit to `count`, or as far as the host's budget allows (a step that opens
+    /// fewer is measured with those, and is the last).
+    private mutating func step(to count: Int) -> [Action] {
+        connectionLimit = min(count, allowance)
+        return [.notify(.connectionsGrown(connectionLimit))] + openMoreConnections()
+    }
+
+    /// The host's budget grew: a step held for want of room is taken now.
+    mutating func releaseGrowth() -> [Action] {
+        guard let count = growth?.release() else { return [] }
+        guard min(count, allowance) > connectionLimit else {
+            growth?.hold(count)
+            return []
+        }
+        return step(to: count)
     }
 
     /// A refusal or a 429/503 ends growth: the refusal rule takes the count from there.

@@ -12,7 +12,7 @@ extension DownloadStateMachine {
         guard grew, isFetching else { return [] }
         // Started with none to spare: the first connection opens now.
         if connections.isEmpty { return openFirstConnection() }
-        return openMoreConnections()
+        return releaseGrowth() + openMoreConnections()
     }
 
     // MARK: Planning

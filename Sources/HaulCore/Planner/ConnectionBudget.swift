@@ -21,6 +21,17 @@ public struct ConnectionBudget: Sendable {
         var wants: Int
         var held = 0
         let order: Int
+        /// A download that finds its count (`ConnectionGrowth`): `wants` is the ceiling, this the
+        /// count it starts at. Without a budget it may grow only while alone on its host: twenty
+        /// such downloads to one server must not open twenty times the ceiling.
+        var start: Int? = nil
+
+        /// What it may have on a host without a budget, where `alone` says whether it is the
+        /// host's only download.
+        func unbudgeted(alone: Bool) -> Int {
+            guard let start, !alone else { return wants }
+            return min(start, wants)
+        }
     }
 
     struct Host: Sendable {
@@ -43,11 +54,13 @@ public struct ConnectionBudget: Sendable {
     /// Allowances that changed: the download's new allowance.
     public typealias Changes = [DownloadID: Int]
 
-    /// `id` starts, wanting `wants` connections to `host`.
-    public mutating func join(_ id: DownloadID, host: String, wants: Int, now: Double) -> Changes {
+    /// `id` starts, wanting `wants` connections to `host`; `growsFrom`: it finds its count,
+    /// starting there, and `wants` is its ceiling.
+    public mutating func join(_ id: DownloadID, host: String, wants: Int, growsFrom start: Int? = nil, now: Double) -> Changes {
         changing(host, now: now) { budget in
             budget.joined += 1
-            budget.hosts[host, default: Host()].members[id] = Member(wants: max(1, wants), order: budget.joined)
+            budget.hosts[host, default: Host()].members[id] = Member(wants: max(1, wants), order: budget.joined,
+                                                                     start: start.map { max(1, $0) })
         }
     }
 
@@ -109,7 +122,7 @@ public struct ConnectionBudget: Sendable {
     public func allowance(_ id: DownloadID, host: String, now: Double) -> Int {
         guard let member = hosts[host]?.members[id] else { return 0 }
         // No budget: every download's share is what it wants (no need to deal them all).
-        if budget(host, now: now) == nil { return min(member.held, member.wants) }
+        if budget(host, now: now) == nil { return min(member.held, member.unbudgeted(alone: hosts[host]?.members.count == 1)) }
         return min(member.held, targets(host, now: now)[id] ?? 0)
     }
 
@@ -154,13 +167,17 @@ public struct ConnectionBudget: Sendable {
             change(&self)
             guard budget(host, now: now) == nil else {
                 // The change lowered it: deal as usual, against the allowances from before.
-                return dealt(host, now: now, before: previous.mapValues { min($0.held, $0.wants) })
+                let alone = previous.count == 1
+                return dealt(host, now: now, before: previous.mapValues { min($0.held, $0.unbudgeted(alone: alone)) })
             }
             guard var state = hosts[host] else { return [:] }
+            let alone = state.members.count == 1
             var changes: Changes = [:]
-            for (id, member) in state.members where member.held != member.wants || previous[id] == nil {
-                state.members[id]?.held = member.wants
-                changes[id] = member.wants
+            for (id, member) in state.members {
+                let share = member.unbudgeted(alone: alone)
+                guard member.held != share || previous[id] == nil else { continue }
+                state.members[id]?.held = share
+                changes[id] = share
             }
             hosts[host] = state
             return changes

@@ -9,7 +9,8 @@
 /// falls to the last one that paid, its extra connections leaving at their piece ends) and the
 /// growth ends. It also ends where the caller stops it: at the host's budget, at a refusal or a
 /// 429/503 (the machine's refusal rule then shrinks the count as for any download), or when
-/// what is left would be done before another step could be measured.
+/// what is left would be done before another step could be measured. A step the host's budget
+/// has no room for is held until it has (other downloads to the host ended).
 ///
 /// A server that paces each connection (a CDN, a per-connection cap) makes every step pay, so
 /// the count climbs to the ceiling in a few windows. On an uncapped link the probe shows no
@@ -38,6 +39,9 @@ public struct ConnectionGrowth: Hashable, Sendable {
         case waiting(count: Int)
         /// `short`: fewer than asked for could open (too little left to split): no step after.
         case measuring(count: Int, since: Double, bytes: Int64, short: Bool)
+        /// The host's budget has no room for the step to `count` now (`hold`); `release` takes it
+        /// once there is.
+        case held(count: Int)
         case done
     }
 
@@ -65,7 +69,7 @@ public struct ConnectionGrowth: Hashable, Sendable {
     /// split), `completed` the download's bytes so far, `remaining` what is left (nil: unknown).
     public mutating func tick(receiving: Int, open: Int, completed: Int64, remaining: Int64?, now: Double) -> Decision {
         switch phase {
-        case .done:
+        case .done, .held:
             return .wait
         case .waiting(let target):
             let count = min(target, open)
@@ -94,8 +98,23 @@ public struct ConnectionGrowth: Hashable, Sendable {
         }
     }
 
-    /// Growth ends where the caller says (a refusal, the host's budget).
+    /// Growth ends where the caller says (a refusal).
     public mutating func stop() {
         phase = .done
+    }
+
+    /// The step to `count` that `tick` just asked for cannot be taken now (the host's budget is
+    /// shared with other downloads): it waits for `release`.
+    public mutating func hold(_ count: Int) {
+        guard case .waiting = phase else { return }
+        phase = .held(count: count)
+    }
+
+    /// The step held back, if any: the caller opens connections up to it now, and it is measured
+    /// as any step.
+    public mutating func release() -> Int? {
+        guard case .held(let count) = phase else { return nil }
+        phase = .waiting(count: count)
+        return count
     }
 }
