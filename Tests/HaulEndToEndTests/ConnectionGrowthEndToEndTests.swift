@@ -8,7 +8,9 @@ import Testing
 /// gives back a step that brought nothing. Counted on the server, never timed.
 @Suite(.timeLimit(.minutes(2))) struct ConnectionGrowthEndToEndTests {
     /// Every response paced to 256 KiB/s: each step pays, so the download reaches the ceiling of
-    /// 16 connections at once on the server; `-x 4` holds 4.
+    /// 16 connections (haul says so, and the server saw 16 responses at once); `-x 4` holds 4.
+    /// (A request cut near the end by a steal may still be sending on the server's side while its
+    /// replacement starts: the server's peak can be one above the count, never below it.)
     @Test(arguments: [([String](), ConnectionGrowth.ceiling), (["-x", "4"], 4)])
     func aPacedServerGetsMoreConnectionsUnlessACountIsNamed(flags: [String], peak: Int) async throws {
         let world = try await World.make()
@@ -17,8 +19,10 @@ import Testing
         let result = try await HaulProcess.run(["get", world.server.url("/paced.bin"), "-k", "256K", "-v"] + flags, in: world)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(payload.mismatch(inFileAt: world.directory + "/paced.bin") == nil)
-        #expect(world.server.peakConcurrentResponses(to: "/paced.bin") == peak, "\(result.stderr)")
+        let seen = world.server.peakConcurrentResponses(to: "/paced.bin")
+        #expect(seen >= peak && seen <= peak + 1, "\(result.stderr)")
         #expect(result.stderr.contains("more connections") == flags.isEmpty, "\(result.stderr)")
+        #expect(result.stderr.contains("connections=\(ConnectionGrowth.ceiling)") == flags.isEmpty, "\(result.stderr)")
         try await world.close()
     }
 
@@ -59,8 +63,10 @@ import Testing
         try await daemon.wait(for: fixed.id, status: .completed)
         #expect(payload.mismatch(inFileAt: world.directory + "/grown.bin") == nil)
         #expect(small.mismatch(inFileAt: world.directory + "/fixed.bin") == nil)
-        #expect(world.server.peakConcurrentResponses(to: "/grown.bin") == ConnectionGrowth.ceiling)
-        #expect(world.server.peakConcurrentResponses(to: "/fixed.bin") == 2)
+        // The daemon logs each step at info; the server's peak may be one above (see above).
+        #expect(daemon.process.stderr.contains("connections=\(ConnectionGrowth.ceiling)"), "\(daemon.process.stderr.suffix(3000))")
+        #expect((ConnectionGrowth.ceiling...ConnectionGrowth.ceiling + 1).contains(world.server.peakConcurrentResponses(to: "/grown.bin")))
+        #expect((2...3).contains(world.server.peakConcurrentResponses(to: "/fixed.bin")))
         #expect(await daemon.terminate() == 0)
         try await world.close()
     }
