@@ -274,8 +274,8 @@ extension DownloadManager {
         }
     }
 
-    /// Changes how many connections a download may use; a running one keeps its connections
-    /// until its next start.
+    /// Changes how many connections a download may use, a fixed count from now on; a running
+    /// one keeps its connections until its next start.
     public func setConnections(_ connections: Int, for id: DownloadID) async throws {
         guard (1...DownloadRequest.maxConnections).contains(connections) else {
             throw HaulError(.usage, "connections must be between 1 and \(DownloadRequest.maxConnections) (got \(connections))")
@@ -287,6 +287,8 @@ extension DownloadManager {
                 throw HaulError(.conflict, "download \(id) is running; its connections can change while it is paused or queued")
             }
             record.request.connections = connections
+            // A count named now is a fixed count.
+            record.request.growsConnections = false
             try await store.save(record)
         }
     }
