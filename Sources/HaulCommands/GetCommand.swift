@@ -337,36 +337,6 @@ struct GetCommand: AsyncParsableCommand {
         }
     }
 
-    /// Builds and adds the requests in batches, so a list of 100,000 URLs never holds 100,000
-    /// requests at once and the first downloads start at once.
-    func add(_ entries: [Entry], template: RequestTemplate, to manager: DownloadManager,
-             post: AsyncStream<Input>.Continuation) async {
-        var seen: Set<String> = []
-        var start = 0
-        while start < entries.count, !Task.isCancelled {
-            let end = min(entries.count, start + 1000)
-            var batch: [DownloadRequest] = []
-            for entry in entries[start..<end] {
-                do {
-                    let request = try template.request(for: entry)
-                    // The same URL twice is one download (as within one `add`).
-                    if seen.insert(request.identity).inserted { batch.append(request) }
-                } catch {
-                    post.yield(.rejected(url: nil, error))
-                }
-            }
-            start = end
-            do {
-                post.yield(.added(try await manager.add(batch)))
-            } catch {
-                let haulError = (error as? HaulError) ?? HaulError(.internal, "\(error)")
-                // Interrupted: these were never added, so nothing waits for them.
-                if haulError.code == .interrupted { return }
-                for request in batch { post.yield(.rejected(url: request.url.absoluteString, haulError)) }
-            }
-        }
-    }
-
     struct Outcome {
         var failures: [HaulError] = []
         var interrupted = false
