@@ -195,7 +195,8 @@ time_cmd() {
         </dev/null >"$out" 2>&1 || RC=$?
     t1=$EPOCHREALTIME
     # On failure GNU time first prints "Command exited with non-zero status N": take the last line.
-    read -r _ U S M < <(tail -n 1 "$tf" 2>/dev/null || true)
+    # A tool killed by timeout's -k leaves the file empty: read fails, which set -e must not see.
+    read -r _ U S M < <(tail -n 1 "$tf" 2>/dev/null || true) || true
     U=${U:-0} S=${S:-0} M=${M:-0}
     E=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
 }

@@ -486,9 +486,7 @@ measure() {
     [[ $path == relay ]] && start_relay "$c"
     lines0=$(($(wc -l < "$ALOG") + 1))
     cd "$RUN_DIR"
-    # || true: when the tool had to be killed (SIGKILL 10 s after SIGINT), GNU time writes nothing
-    # and time_cmd's `read` fails; under set -e that would end the script. RC says what happened.
-    time_cmd "$(timeout_of "$c")" INT "$WORK/tool.log" || true
+    time_cmd "$(timeout_of "$c")" INT "$WORK/tool.log"
     cd "$WORK"
     stop_relay
     server_view "$lines0"
