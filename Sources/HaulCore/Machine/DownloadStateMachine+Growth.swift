@@ -5,10 +5,10 @@ extension DownloadStateMachine {
     /// budget), a step that did not pay lowers the limit again (the extra connections leave at
     /// their piece ends: no running request is cut for a limit).
     mutating func growConnections(now: Double) -> [Action] {
-        guard var growth, !growth.isDone, isFetching, rangesProven, let total = record.totalLength else { return [] }
+        guard var growth, !growth.isDone, isFetching, rangesProven, let expected = expectedLength else { return [] }
         let receiving = connections.values.filter { $0.phase == .receiving }.count
         let decision = growth.tick(receiving: receiving, open: connections.count, completed: completedLength,
-                                   remaining: total - (record.request.range?.start ?? 0) - completedLength, now: now)
+                                   remaining: expected - completedLength, now: now)
         defer { self.growth = growth }
         switch decision {
         case .wait:
