@@ -386,3 +386,24 @@ start_bench_nginx() {
         }" " backlog=1024"
     curl -s -o /dev/null --cacert "$CA" "$2" || die "nginx does not answer on $2"
 }
+
+# machine_line: the machine and its load (LOAD_START from warn_if_loaded), for a report's header.
+machine_line() {
+    echo "$(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)), Linux $(uname -r), load average $LOAD_START at start, $(cut -d' ' -f1-3 /proc/loadavg) at end"
+}
+
+# nginx_line: nginx's version and the OpenSSL it runs with (start_bench_nginx's setup).
+nginx_line() {
+    echo "nginx	$(nginx_version), 1 worker, $(nginx -V 2>&1 | sed -n 's/.*running with \(OpenSSL [^ ]*\).*/\1/p; s/^built with \(OpenSSL [^ ]*\)[^(]*$/\1/p' | head -n 1), ECDSA P-256 certificate"
+}
+
+# tool_version TOOL: "TOOL<TAB>its version" for the common downloaders; nothing for another.
+tool_version() {
+    case $1 in
+        curl)   echo "curl	$(curl --version | head -n 1 | cut -d' ' -f1-2,5-6)" ;;
+        aria2c) echo "aria2c	$(aria2c --version | head -n 1)" ;;
+        axel)   echo "axel	$(axel --version | head -n 1)" ;;
+        wget2)  echo "wget2	$(wget2 --version | head -n 1 | cut -d' ' -f1-3)" ;;
+        lftp)   echo "lftp	$(lftp --version | head -n 1 | cut -d'|' -f2 | xargs)" ;;
+    esac
+}

