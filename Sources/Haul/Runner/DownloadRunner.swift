@@ -171,10 +171,9 @@ final class RunSession {
             // A download that finds its count wants the ceiling; without a budget it may grow
             // only while it is its host's only download (`ConnectionBudget.Member.start`).
             let request = record.request
-            let allowance = request.growsConnections
-                ? budgets.join(id, host: host, wants: max(request.connections, ConnectionGrowth.ceiling),
-                               growsFrom: request.connections) { post.yield(.allowance($0)) }
-                : budgets.join(id, host: host, wants: request.connections) { post.yield(.allowance($0)) }
+            let grows = request.growsConnections
+            let allowance = budgets.join(id, host: host, wants: grows ? max(request.connections, ConnectionGrowth.ceiling) : request.connections,
+                                         growsFrom: grows ? request.connections : nil) { post.yield(.allowance($0)) }
             _ = machine.withLockedValue { $0.setAllowance(allowance) }
         }
         let now = runner.clock.seconds()

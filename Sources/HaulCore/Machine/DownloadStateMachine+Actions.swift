@@ -10,7 +10,7 @@ extension DownloadStateMachine {
         /// No count was named, and the last one paid: the download now runs over up to this many.
         case connectionsGrown(Int)
         /// No count was named: the download keeps this many (the last step up did not pay, or
-        /// the host's budget or a refusal ended the growth).
+        /// too little is left to measure another).
         case connectionsSettled(Int)
         /// The server's validators are trusted less from now on (a CDN that ignores `If-Range`
         /// with an ETag, an ETag that changes with every request).

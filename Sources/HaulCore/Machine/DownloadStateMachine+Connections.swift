@@ -295,7 +295,7 @@ extension DownloadStateMachine {
         guard state == .restarting, connections.isEmpty else { return [] }
         state = .downloading
         connectionLimit = max(1, record.request.connections)
-        growth = record.request.growsConnections ? ConnectionGrowth(start: record.request.connections) : nil
+        beginGrowth()
         // Stored before the file is cut: the store never claims bytes the file lacks.
         return [.persist, .truncate(to: 0)] + openFirstConnection()
     }

@@ -31,7 +31,7 @@ extension DownloadStateMachine {
             return actions + beginVerify()
         }
         state = .downloading
-        growth = record.request.growsConnections ? ConnectionGrowth(start: record.request.connections) : nil
+        beginGrowth()
         return actions + openFirstConnection()
     }
 

@@ -7,9 +7,9 @@
 /// each time, up to `ceiling`. A step is kept while it raised the download's speed by at least
 /// `minimumGain` over the step before; the first step that did not is taken back (the count
 /// falls to the last one that paid, its extra connections leaving at their piece ends) and the
-/// growth ends. It also ends where the caller stops it: at the host's budget, at a refusal or a
-/// 429/503 (the machine's refusal rule then shrinks the count as for any download), or when
-/// what is left would be done before another step could be measured. A step the host's budget
+/// growth ends. It also ends where the caller stops it, at a refusal or a 429/503 (the machine's
+/// refusal rule then shrinks the count as for any download), and when what is left would be done
+/// before another step could be measured. A step the host's budget
 /// has no room for is held until it has (other downloads to the host ended).
 ///
 /// A server that paces each connection (a CDN, a per-connection cap) makes every step pay, so
@@ -54,11 +54,12 @@ public struct ConnectionGrowth: Hashable, Sendable {
 
     /// The speed measured at the last count that paid, and that count.
     private(set) var best: Measure?
-    /// Steps taken up (kept or taken back), for what the user is told.
-    public private(set) var steps = 0
+    /// Steps taken up (kept or taken back): the first is the probe of one more connection.
+    private(set) var steps = 0
 
-    public init(start: Int, ceiling: Int = Self.ceiling) {
-        self.ceiling = max(start, ceiling)
+    /// `ceiling`: the class's, or `start` when that is above it (a daemon whose `-x` is 32).
+    public init(start: Int) {
+        ceiling = max(start, Self.ceiling)
         phase = .waiting(count: start)
     }
 
