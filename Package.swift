@@ -141,7 +141,9 @@ let package = Package(
         .testTarget(name: "HaulCoreTests", dependencies: ["HaulCore"]),
         .testTarget(name: "HaulTestingTests", dependencies: ["HaulTesting"]),
         .testTarget(name: "HaulStoreTests", dependencies: ["HaulStore", "HaulCore"]),
-        .testTarget(name: "HaulFleetTests", dependencies: ["HaulFleet", "HaulCore", "HaulTesting", "Haul"]),
+        .testTarget(name: "HaulFleetTests", dependencies: [
+            "HaulFleet", "HaulCore", "HaulTesting", "Haul", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+        ]),
         .testTarget(
             name: "HaulCommandsTests",
             dependencies: ["HaulCommands", "HaulCore", "HaulAPI", .product(name: "ArgumentParser", package: "swift-argument-parser")]

@@ -28,25 +28,26 @@ extension PostgresDownloadStore {
         try await timed(what) { [client, logger] in _ = try await client.query(query, logger: logger) }
     }
 
-    /// Runs `body` within the query time limit; every failure comes out as a `HaulError`.
+    /// Runs `body` within the query time limit; every failure comes out as a `HaulError`. Past
+    /// the limit the caller goes on (`storeUnavailable`) even if the query never answers
+    /// (`TimeLimit`); such a query may still land later, which its lease fence makes harmless:
+    /// a save under a lease no longer held changes nothing, and one that lands while it is held
+    /// carries offsets the disk already has.
     func timed<T: Sendable>(_ what: String, limit: Duration? = nil, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        let limit = limit ?? queryTimeout
+        try await Self.timed(what, limit: limit ?? queryTimeout, body)
+    }
+
+    static func timed<T: Sendable>(_ what: String, limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        let answer: T?
         do {
-            return try await withThrowingTaskGroup(of: T?.self) { group in
-                group.addTask { try await body() }
-                group.addTask {
-                    try await Task.sleep(for: limit)
-                    return nil
-                }
-                defer { group.cancelAll() }
-                guard let first = try await group.next(), let value = first else {
-                    throw HaulError(.storeUnavailable, "the fleet database did not answer within \(limit) (\(what))")
-                }
-                return value
-            }
+            answer = try await TimeLimit.run(limit, body)
         } catch {
             throw Self.classify(error)
         }
+        guard let answer else {
+            throw HaulError(.storeUnavailable, "the fleet database did not answer within \(limit) (\(what))")
+        }
+        return answer
     }
 
     /// Any error from PostgresNIO, the pool or a time limit as the `HaulError` the engine acts on.

@@ -56,7 +56,9 @@ import NIOHTTP1
             try await Task.sleep(for: .milliseconds(100))
         }
         let counts = Dictionary(grouping: last, by: \.status).mapValues(\.count)
-        throw TestFailure("the fleet never had \(count) \(status): \(counts)")
+        let others = last.filter { $0.status != status }.prefix(5)
+            .map { "\($0.id) \($0.status) on \($0.host ?? "no host") at \($0.completedLength)" }
+        throw TestFailure("the fleet never had \(count) \(status): \(counts); \(others)")
     }
 
     func completedCount(_ host: DaemonProcess) async throws -> Int {
@@ -166,7 +168,15 @@ import NIOHTTP1
         try await Task.sleep(for: .seconds(10))
         try await fleet.database.resume()
 
-        try await waitUntilAll(fleet.hosts[0], 6, are: .completed)
+        do {
+            try await waitUntilAll(fleet.hosts[0], 6, are: .completed)
+        } catch {
+            // Each host's own account of the outage, for a fleet that stays stuck.
+            let logs = fleet.hosts.enumerated().map { "host-\($0): \($1.process.stderr.suffix(3000))" }
+            let rows = try await fleet.database.psql(
+                "SELECT id, status, lease_owner, lease_generation, lease_expires > now(), command FROM haul_downloads")
+            throw TestFailure("\(error)\nrows:\n\(rows)\n\(logs.joined(separator: "\n"))")
+        }
         for (index, payload) in payloads.enumerated() {
             #expect(payload.mismatch(inFileAt: fleet.world.directory + "/\(index).bin") == nil, "file \(index)")
             #expect(fleet.world.server.peakConcurrentResponses(to: "/long/\(index).bin") == 1)
