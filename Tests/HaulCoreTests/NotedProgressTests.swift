@@ -45,6 +45,21 @@ import Testing
         }
     }
 
+    @Test func aFastDownloadNotesAboutTwentyTimesASecondAtMost() throws {
+        var machine = try machine(notes: true, totalLength: 100_000_000)
+        _ = machine.start(.init(partSize: nil, published: false), now: 0)
+        _ = machine.responseReceived(0, ResponseHead(status: 200, headers: ["Content-Length": "100000000", "ETag": "\"a\""], url: "http://h/file"),
+                                     nowSecondsSince1970: 0, jitter: 0)
+        // 400,000 bytes in the first quarter second: 1.6 MB/s, so 80,000 bytes make a note due.
+        _ = machine.received(0, count: 400_000)
+        _ = machine.tick(now: 0.25, elapsed: 0.25)
+        #expect(machine.received(0, count: 79_000).noteDue == false)
+        #expect(machine.received(0, count: 1_000).noteDue == true)
+        // Slow again (the speed is a moving average): back towards `noteBytes` at the next ticks.
+        for tick in 2...12 { _ = machine.tick(now: 0.25 * Double(tick), elapsed: 0.25) }
+        #expect(machine.received(0, count: 250).noteDue == true)
+    }
+
     @Test func aStartTakesNotedBytesWithinThePartAndTheFile() throws {
         // Two parts of a 1,000-byte file, checkpointed at 100 and 600 (of 500...999).
         var machine = try machine(notes: true, segments: [Segment(start: 0, end: 499, written: 100),

@@ -20,6 +20,7 @@ extension DownloadStateMachine {
             }
         }
         measureSources(bySource, elapsed: elapsed)
+        measureNoteThreshold()
         let slow = enforceSpeedLimit(now: now) + leaveSlowSources() + growConnections(now: now)
         let completed = completedLength
         let due = now - lastCheckpoint >= settings.checkpointInterval

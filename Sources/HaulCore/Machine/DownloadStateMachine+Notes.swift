@@ -5,9 +5,18 @@ extension DownloadStateMachine {
     mutating func noteDue(after keep: Int64) -> Bool {
         guard settings.notesProgress else { return false }
         bytesSinceNote += keep
-        guard bytesSinceNote >= settings.noteBytes else { return false }
+        guard bytesSinceNote >= max(noteThreshold, settings.noteBytes) else { return false }
         bytesSinceNote = 0
         return true
+    }
+
+    /// Measured at each tick from the connections' speeds: a slow download notes every
+    /// `settings.noteBytes` (a server's burst at the start of each request is noted as it
+    /// arrives, not a tick later), a fast one about twenty times a second at most (a note
+    /// flushes the writer and rewrites a small file).
+    mutating func measureNoteThreshold() {
+        let speed = connections.values.reduce(0) { $0 + ($1.speed ?? 0) }
+        noteThreshold = max(settings.noteBytes, Int64(min(speed / 20, Double(Int64.max / 2))))
     }
 
     /// A body task handed over the chunk that made a note due (`Accepted.noteDue`).

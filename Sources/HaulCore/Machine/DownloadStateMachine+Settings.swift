@@ -31,8 +31,9 @@ extension DownloadStateMachine {
         /// Note progress at every tick between checkpoints (`.noteProgress`): written without
         /// fsync, so a killed process loses a tick of transfer instead of a checkpoint interval.
         public var notesProgress: Bool
-        /// ...and as soon as this many bytes came since the last note, so a burst (a server's
-        /// first second, a fast link) is noted before the tick.
+        /// ...and as soon as this many bytes came since the last note (or a twentieth of a
+        /// second's worth, when that is more), so a burst (a server's first second, a paced
+        /// server's block) is noted as it arrives, before the tick.
         public var noteBytes: Int64
         /// Which HTTP versions the download's requests may use (`RequestPlan.allowsHTTP2`).
         public var httpVersions: HTTPVersionPolicy
@@ -52,7 +53,7 @@ extension DownloadStateMachine {
         public init(retry: RetryPolicy = .init(), minimumSegment: Int64 = 1 << 20, minimumSteal: Int64 = 128 << 10,
                     checkpointInterval: Double = 1, checkpointBytes: Int64 = 32 << 20, overlap: Int64 = 64 << 10,
                     maxConnectionBackoff: Duration = .seconds(60), tickInterval: Double = 0.25,
-                    minimumStealSeconds: Double = 0.5, notesProgress: Bool = false, noteBytes: Int64 = 2 << 20,
+                    minimumStealSeconds: Double = 0.5, notesProgress: Bool = false, noteBytes: Int64 = 256 << 10,
                     piecesPerConnection: Int64 = 4, maximumPiece: Int64 = 64 << 20,
                     httpVersions: HTTPVersionPolicy = .automatic, refreshesURL: Bool = false, slowSourceRatio: Double = 4,
                     firstPieceWithMirrors: Int64 = 64 << 10, sourceSpeedLifetime: Double = 10) {

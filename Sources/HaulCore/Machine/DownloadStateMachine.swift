@@ -132,6 +132,9 @@ public struct DownloadStateMachine: Sendable {
     var completedAtLastNote: Int64 = 0
     /// Bytes accepted since the last note (or its request by `noteDue`), counted on the hot path.
     var bytesSinceNote: Int64 = 0
+    /// Bytes that make a note due before the tick: `settings.noteBytes`, or a twentieth of a
+    /// second's worth once the download is faster than that (`measureNoteThreshold`).
+    var noteThreshold: Int64 = 0
     /// What the last response stored about the entity; a response that tells nothing new is
     /// not stored again (a steal's request costs no fsync of the store).
     var storedEntity: StoredEntity?
