@@ -56,7 +56,7 @@ import Testing
         #expect(machine.persistentRecord.serverDigest == sha256(hello, .contentDigest))
         #expect(machine.digestToVerify == ExpectedDigest(sha256(hello).checksum, from: .server(.contentDigest)))
         _ = machine.received(0, count: 1000)
-        #expect(machine.bodyEnded(0, jitter: 0) == [.checkpoint(epoch: machine.epoch), .verify(.part)])
+        #expect(machine.bodyEnded(0, jitter: 0) == [.notify(.transferEnded), .checkpoint(epoch: machine.epoch), .verify(.part)])
         let failed = machine.verified(HaulError(.digestMismatch, "wrong"))
         #expect(Array(failed.prefix(2)) == [.persist, .truncate(to: 0)])
         #expect(failed.last == .finish(.failed(HaulError(.digestMismatch, "wrong"))))

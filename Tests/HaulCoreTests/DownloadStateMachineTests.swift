@@ -73,7 +73,7 @@ import Testing
         #expect(accepted.map(\.writeOffset) == Array(stride(from: 0, to: 100, by: 10)))
         // The body ends where the file does: it is read to its end, so its connection is kept.
         #expect(accepted.last?.partComplete == false)
-        #expect(machine.bodyEnded(0, jitter: 0) == [.checkpoint(epoch: machine.epoch), .verify(.part)])
+        #expect(machine.bodyEnded(0, jitter: 0) == [.notify(.transferEnded), .checkpoint(epoch: machine.epoch), .verify(.part)])
         #expect(machine.verified(nil) == [.publish(.part)])
         #expect(machine.published(nil) == [.persist, .finish(.completed)])
         #expect(machine.record.status == .completed)

@@ -208,7 +208,7 @@ import Testing
 
     @Test func aPauseDuringVerificationIsKeptInTheStateAndARemoveCancelsIt() throws {
         var machine = try receiving(1000)
-        #expect(machine.bodyEnded(0, jitter: 0) == [.checkpoint(epoch: machine.epoch), .verify(.part)])
+        #expect(machine.bodyEnded(0, jitter: 0) == [.notify(.transferEnded), .checkpoint(epoch: machine.epoch), .verify(.part)])
         #expect(machine.state == .verifying(.part, stop: nil))
         #expect(machine.stopRequested(status: .paused) == [])
         #expect(machine.state == .verifying(.part, stop: .paused))

@@ -63,7 +63,7 @@ import Testing
                     if let index = waiting.firstIndex(where: { $0.id == entry.id }) { waiting[index] = entry }
                 }
             case .left(let ids): waiting.removeAll { ids.contains($0.id) }
-            case .runEnded(let id): running.remove(id)
+            case .runEnded(let id), .transferEnded(let id): running.remove(id)
             case .limitChanged(let count): limit = count
             case .closed: return []
             }
@@ -113,6 +113,42 @@ import Testing
             // has one of them in every order.
             #expect(started.count == 2 && started.contains(Self.id("reserve")), "\(order): \(started)")
         }
+    }
+
+    /// A run whose bytes are all in gives its slot to the head while it verifies, publishes and
+    /// saves; its end then frees nothing more.
+    @Test func aFinishedTransferGivesItsSlotToTheHead() {
+        var slots = QueueSlots(limit: 1)
+        #expect(slots.ids(.added([Self.entry("a", 1), Self.entry("b", 2), Self.entry("c", 3)])) == [Self.id("a")])
+        #expect(slots.ids(.transferEnded(Self.id("a"))) == [Self.id("b")])
+        #expect(slots.running == [Self.id("b")] && slots.finishing == [Self.id("a")])
+        #expect(slots.ids(.runEnded(Self.id("a"))).isEmpty, "its slot was given already")
+        #expect(slots.finishing.isEmpty)
+        // A run that ends without finishing its transfer (failed, paused) frees its slot then.
+        #expect(slots.ids(.runEnded(Self.id("b"))) == [Self.id("c")])
+        // A transfer end of a run that is not the queue's changes nothing.
+        #expect(slots.ids(.transferEnded(Self.id("elsewhere"))).isEmpty)
+        #expect(slots.ids(.transferEnded(Self.id("c"))).isEmpty)
+        #expect(slots.ids(.transferEnded(Self.id("c"))).isEmpty, "told twice: still one finishing run")
+        #expect(slots.finishing == [Self.id("c")] && slots.running.isEmpty)
+    }
+
+    /// A disk that cannot keep up holds the queue back: at most `finishingLimit` runs finish at
+    /// once, and the next download starts when one of them ends.
+    @Test func finishingRunsAreCapped() {
+        var slots = QueueSlots(limit: 1)
+        let names = (0..<20).map { "f\($0)" }
+        slots.ids(.added(names.enumerated().map { Self.entry($1, Int64($0)) }))
+        #expect(slots.finishingLimit == 16)
+        for index in 0..<15 {
+            #expect(slots.ids(.transferEnded(Self.id(names[index]))) == [Self.id(names[index + 1])])
+        }
+        #expect(slots.ids(.transferEnded(Self.id(names[15]))).isEmpty, "sixteen finishing: nothing starts")
+        #expect(slots.running.isEmpty && slots.finishing.count == 16)
+        #expect(slots.ids(.runEnded(Self.id(names[3]))) == [Self.id(names[16])])
+        // A larger limit allows as many finishing runs as slots.
+        #expect(slots.ids(.limitChanged(20)).count == 3)
+        #expect(slots.finishingLimit == 20)
     }
 
     /// The interleaving the daemon had: `addUri` at position 0 was an add at the tail, then a

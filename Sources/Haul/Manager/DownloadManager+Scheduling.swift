@@ -50,7 +50,7 @@ extension DownloadManager {
         let limiter = RateLimiter(rate: nil, clock: clock)
         var settings = configuration.machineSettings
         settings.notesProgress = notes != nil
-        let runner = DownloadRunner(
+        var runner = DownloadRunner(
             store: store, transport: transport, clock: clock, names: names, settings: settings,
             limiters: [limiter, globalLimiter], roots: configuration.downloadRoots, notes: notes, budgets: budgets,
             makeWriter: { directory, name, exclusive, connections, io in
@@ -69,12 +69,21 @@ extension DownloadManager {
         let timestamps = timestampOptions[id]
         generations += 1
         let generation = generations
+        runner.transferEnded = { Task { await self.transferEnded(id, generation: generation) } }
         let task = Task {
             let launch = await Self.launch(id, store: store, hub: hub, locks: locks, credentials: credentials, timestamps: timestamps,
                                            place: place, runner: runner)
             await self.finished(id, generation: generation, launch)
         }
         active[id] = Active(task: task, stop: stop, limiter: limiter, generation: generation)
+    }
+
+    /// A run's transfer ended: its slot goes to the next download while it verifies, publishes
+    /// and saves (`QueueSlots.finishing`). A fleet host's runs are not the queue's: its claims
+    /// count every run until it ends.
+    func transferEnded(_ id: DownloadID, generation: UInt64) {
+        guard fleet == nil, active[id]?.generation == generation else { return }
+        schedule(.transferEnded(id))
     }
 
     /// What became of one start.

@@ -17,7 +17,7 @@ extension DownloadStateMachine {
         let claimed = parts.filter { $0.durable > 0 }.map { $0.start - fileBase + $0.durable }.max() ?? 0
         if local.published, parts.allSatisfy(\.isComplete), expectedLength != nil {
             state = .verifying(.published, stop: nil)
-            return [.persist, .notify(.started(offset: completedLength)), .verify(.published)]
+            return [.persist, .notify(.started(offset: completedLength)), .notify(.transferEnded), .verify(.published)]
         }
         var actions: [Action] = []
         if parts.contains(where: { $0.durable > 0 }), (local.partSize ?? 0) < claimed {
@@ -160,7 +160,7 @@ extension DownloadStateMachine {
     mutating func beginVerify() -> [Action] {
         state = .verifying(.part, stop: stopRequest)
         lastCheckpoint = 0
-        return [.checkpoint(epoch: epoch), .verify(.part)]
+        return [.notify(.transferEnded), .checkpoint(epoch: epoch), .verify(.part)]
     }
 
     /// Forgets every byte and fact about the remote entity: it changed, or it cannot be resumed.

@@ -14,8 +14,13 @@
 ///   a move is being stored goes to the head the move made, not to the one it replaced).
 public struct QueueSlots: Sendable {
     public private(set) var waiting = WaitingQueue()
-    /// The runs this queue started that have not ended.
+    /// The runs this queue started that still transfer: each holds a slot.
     public private(set) var running: Set<DownloadID> = []
+    /// Runs that let their slot go once every byte was in (`transferEnded`): what is left of
+    /// them is the disk's and the store's (verify, publish, the final save), so the next download
+    /// transfers meanwhile. At most `finishingLimit` at once: a disk that cannot keep up holds
+    /// the queue back instead of piling up finished transfers.
+    public private(set) var finishing: Set<DownloadID> = []
     /// Downloads at once (`-j`, aria2's `max-concurrent-downloads`), at least 1.
     public private(set) var limit: Int
     /// After shutdown nothing starts; what waits stays waiting.
@@ -39,6 +44,8 @@ public struct QueueSlots: Sendable {
         /// Waiting downloads leave the list without running: paused, removed, or taken out to be
         /// queued again with new URLs.
         case left([DownloadID])
+        /// A run's transfer ended (every byte in, every connection closed): its slot is free.
+        case transferEnded(DownloadID)
         /// A run this queue started ended, whatever its outcome.
         case runEnded(DownloadID)
         case limitChanged(Int)
@@ -74,8 +81,11 @@ public struct QueueSlots: Sendable {
                 waiting.remove(id)
                 unsaved.remove(id)
             }
+        case .transferEnded(let id):
+            if running.remove(id) != nil { finishing.insert(id) }
         case .runEnded(let id):
             running.remove(id)
+            finishing.remove(id)
         case .limitChanged(let count):
             limit = max(1, count)
         case .closed:
@@ -90,9 +100,14 @@ public struct QueueSlots: Sendable {
         return waiting.removeAll()
     }
 
+    /// Finishing runs at once: as many as slots, and at least 16 (small files finish by the
+    /// dozen while one `-j 1` transfer runs).
+    public var finishingLimit: Int { max(limit, 16) }
+
     private mutating func fill() -> [WaitingQueue.Entry] {
         var starts: [WaitingQueue.Entry] = []
-        while !isClosed, running.count < limit, let head = waiting.first, !unsaved.contains(head.id) {
+        while !isClosed, running.count < limit, finishing.count < finishingLimit,
+              let head = waiting.first, !unsaved.contains(head.id) {
             _ = waiting.removeFirst()
             running.insert(head.id)
             starts.append(head)
