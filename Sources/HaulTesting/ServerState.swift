@@ -44,6 +44,9 @@ final class ServerState: Sendable {
         /// Payload responses per path whose body is still being streamed.
         var inFlight: [String: Int] = [:]
         var peakInFlight: [String: Int] = [:]
+        /// Payload responses to any path in flight at once, now and at most.
+        var allInFlight = 0
+        var peakAllInFlight = 0
         var connectionsByPath: [String: Set<Int>] = [:]
         /// Connections a ``Fault/holdAfter(_:)`` held.
         var held = 0
@@ -117,6 +120,8 @@ final class ServerState: Sendable {
                 let count = storage.inFlight[path, default: 0] + 1
                 storage.inFlight[path] = count
                 storage.peakInFlight[path] = max(storage.peakInFlight[path] ?? 0, count)
+                storage.allInFlight += 1
+                storage.peakAllInFlight = max(storage.peakAllInFlight, storage.allInFlight)
             }
             let response = ServedResponse(
                 path: path,
@@ -144,6 +149,7 @@ final class ServerState: Sendable {
             guard storage.responses[id].inFlight else { return }
             storage.responses[id].inFlight = false
             storage.inFlight[storage.responses[id].response.path, default: 1] -= 1
+            storage.allInFlight -= 1
         }
     }
 
@@ -159,6 +165,10 @@ final class ServerState: Sendable {
 
     func peakInFlight(to path: String) -> Int {
         storage.withLockedValue { $0.peakInFlight[path] ?? 0 }
+    }
+
+    func peakInFlight() -> Int {
+        storage.withLockedValue { $0.peakAllInFlight }
     }
 
     /// The path's body gate, while it is still closed; nil once open or when there is none.

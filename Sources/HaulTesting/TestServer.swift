@@ -133,6 +133,11 @@ public final class TestServer: Sendable {
         state.peakInFlight(to: path)
     }
 
+    /// The highest number of payload responses to any path that were in flight at once.
+    public func peakConcurrentResponses() -> Int {
+        state.peakInFlight()
+    }
+
     /// How many distinct TCP connections sent at least one request for `path`.
     public func connectionCount(to path: String) -> Int {
         state.connectionCount(to: path)

@@ -91,19 +91,14 @@ import Testing
             let events = harness.manager.events()
             var ids: Set<DownloadID> = []
             for request in requests { ids.insert(try await harness.manager.add(request).id) }
-            var running: Set<DownloadID> = []
-            var peak = 0
             var finished = 0
             for await event in events where ids.contains(event.id) {
-                if case .started = event.kind { running.insert(event.id) }
-                if event.isFinal {
-                    running.remove(event.id)
-                    finished += 1
-                }
-                peak = max(peak, running.count)
+                if event.isFinal { finished += 1 }
                 if finished == 5 { break }
             }
-            #expect(peak == 2)
+            // -j counts transfers: a download whose bytes are all in gives its slot to the next
+            // one while it is verified and published, so the server never sees three at once.
+            #expect(harness.server.peakConcurrentResponses() == 2)
             for index in 0..<5 {
                 #expect(Payload(seed: UInt64(index), length: 100_000).mismatch(inFileAt: harness.directory + "/f\(index)") == nil)
             }
