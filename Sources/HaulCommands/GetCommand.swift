@@ -39,7 +39,7 @@ struct GetCommand: AsyncParsableCommand {
                                valueName: "FILE|URL"))
     var metalink: [String] = []
 
-    @Option(name: [.customShort("j"), .customLong("jobs")], help: "Downloads transferring at once (1 to 1000). One whose bytes are all in, or whose answer shows a body of at most 1 MiB left, lets the next start (at most max(N, 100) such at once).")
+    @Option(name: [.customShort("j"), .customLong("jobs")], help: "Downloads transferring at once (1 to 1000). One whose bytes are all in lets the next start while it is verified and published (at most max(N, 16) such at once).")
     var jobs: Int = 3
 
     @Option(name: [.customShort("x"), .customShort("n"), .customLong("connections")],

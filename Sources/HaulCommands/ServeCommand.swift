@@ -34,7 +34,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("allow-dir"), help: ArgumentHelp("Also allow downloads into DIR (repeatable); by default only under -d.", valueName: "DIR"))
     var allowedDirectories: [String] = []
 
-    @Option(name: [.customShort("j"), .customLong("jobs")], help: "Downloads transferring at once (changeable through the API). One whose bytes are all in, or whose answer shows a body of at most 1 MiB left, lets the next start (at most max(N, 100) such at once).")
+    @Option(name: [.customShort("j"), .customLong("jobs")], help: "Downloads transferring at once (changeable through the API). One whose bytes are all in lets the next start while it is verified and published (at most max(N, 16) such at once).")
     var jobs = 3
 
     @Option(name: [.customShort("x"), .customLong("connections")],

@@ -68,7 +68,7 @@ import Testing
         let start = machine.start(noFiles, now: 0)
         #expect(start == [.persist, .notify(.started(offset: 0)), .request(0, RequestPlan(url: url, range: nil, ifRange: nil, headers: [:]))])
         let actions = machine.responseReceived(0, head(200, ["Content-Length": "100", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
-        #expect(actions == [.persist, .truncate(to: 0), .receive(0), .notify(.smallBodyLeft)])
+        #expect(actions == [.persist, .truncate(to: 0), .receive(0)])
         let accepted = feed(&machine, 0, 100)
         #expect(accepted.map(\.writeOffset) == Array(stride(from: 0, to: 100, by: 10)))
         // The body ends where the file does: it is read to its end, so its connection is kept.
@@ -125,7 +125,7 @@ import Testing
                            .schedule(.retry(0), after: .milliseconds(500))])
         #expect(machine.timerFired(.retry(0)) == [.request(0, RequestPlan(url: url, range: ByteRange(start: 40, end: 99), ifRange: "\"a\"", headers: [:]))])
         // Same validator, length and URL as stored: nothing new to store before the bytes.
-        #expect(machine.responseReceived(0, partial(40, 99, of: 100), nowSecondsSince1970: 0, jitter: 0) == [.receive(0), .notify(.smallBodyLeft)])
+        #expect(machine.responseReceived(0, partial(40, 99, of: 100), nowSecondsSince1970: 0, jitter: 0) == [.receive(0)])
         #expect(feed(&machine, 0, 10).first?.writeOffset == 40)
     }
 

@@ -63,7 +63,7 @@ import Testing
                     if let index = waiting.firstIndex(where: { $0.id == entry.id }) { waiting[index] = entry }
                 }
             case .left(let ids): waiting.removeAll { ids.contains($0.id) }
-            case .runEnded(let id), .finishing(let id): running.remove(id)
+            case .runEnded(let id), .transferEnded(let id): running.remove(id)
             case .limitChanged(let count): limit = count
             case .closed: return []
             }
@@ -120,16 +120,16 @@ import Testing
     @Test func aFinishedTransferGivesItsSlotToTheHead() {
         var slots = QueueSlots(limit: 1)
         #expect(slots.ids(.added([Self.entry("a", 1), Self.entry("b", 2), Self.entry("c", 3)])) == [Self.id("a")])
-        #expect(slots.ids(.finishing(Self.id("a"))) == [Self.id("b")])
+        #expect(slots.ids(.transferEnded(Self.id("a"))) == [Self.id("b")])
         #expect(slots.running == [Self.id("b")] && slots.finishing == [Self.id("a")])
         #expect(slots.ids(.runEnded(Self.id("a"))).isEmpty, "its slot was given already")
         #expect(slots.finishing.isEmpty)
         // A run that ends without finishing its transfer (failed, paused) frees its slot then.
         #expect(slots.ids(.runEnded(Self.id("b"))) == [Self.id("c")])
         // A transfer end of a run that is not the queue's changes nothing.
-        #expect(slots.ids(.finishing(Self.id("elsewhere"))).isEmpty)
-        #expect(slots.ids(.finishing(Self.id("c"))).isEmpty)
-        #expect(slots.ids(.finishing(Self.id("c"))).isEmpty, "told twice: still one finishing run")
+        #expect(slots.ids(.transferEnded(Self.id("elsewhere"))).isEmpty)
+        #expect(slots.ids(.transferEnded(Self.id("c"))).isEmpty)
+        #expect(slots.ids(.transferEnded(Self.id("c"))).isEmpty, "told twice: still one finishing run")
         #expect(slots.finishing == [Self.id("c")] && slots.running.isEmpty)
     }
 
@@ -137,18 +137,18 @@ import Testing
     /// once, and the next download starts when one of them ends.
     @Test func finishingRunsAreCapped() {
         var slots = QueueSlots(limit: 1)
-        let names = (0..<104).map { "f\($0)" }
+        let names = (0..<20).map { "f\($0)" }
         slots.ids(.added(names.enumerated().map { Self.entry($1, Int64($0)) }))
-        #expect(slots.finishingLimit == 100)
-        for index in 0..<99 {
-            #expect(slots.ids(.finishing(Self.id(names[index]))) == [Self.id(names[index + 1])])
+        #expect(slots.finishingLimit == 16)
+        for index in 0..<15 {
+            #expect(slots.ids(.transferEnded(Self.id(names[index]))) == [Self.id(names[index + 1])])
         }
-        #expect(slots.ids(.finishing(Self.id(names[99]))).isEmpty, "a hundred finishing: nothing starts")
-        #expect(slots.running.isEmpty && slots.finishing.count == 100)
-        #expect(slots.ids(.runEnded(Self.id(names[3]))) == [Self.id(names[100])])
+        #expect(slots.ids(.transferEnded(Self.id(names[15]))).isEmpty, "sixteen finishing: nothing starts")
+        #expect(slots.running.isEmpty && slots.finishing.count == 16)
+        #expect(slots.ids(.runEnded(Self.id(names[3]))) == [Self.id(names[16])])
         // A larger limit allows as many finishing runs as slots.
-        #expect(slots.ids(.limitChanged(104)).count == 3)
-        #expect(slots.finishingLimit == 104)
+        #expect(slots.ids(.limitChanged(20)).count == 3)
+        #expect(slots.finishingLimit == 20)
     }
 
     /// The interleaving the daemon had: `addUri` at position 0 was an add at the tail, then a
@@ -255,48 +255,4 @@ extension QueueSlots {
     /// `handle`, answering the ids to start.
     @discardableResult
     mutating func ids(_ event: Event) -> [DownloadID] { handle(event).map(\.id) }
-}
-
-/// When a download says it needs its queue slot no more because only a small body is left
-/// (`.smallBodyLeft`): the whole of a small file in one answer, and nothing else.
-@Suite struct SmallBodyTests {
-    typealias Machine = DownloadStateMachine
-    let url = try! RemoteURL("http://h/file")
-
-    func started(connections: Int = 1, smallBody: Int64 = 1000) throws -> Machine {
-        let request = try DownloadRequest(url: url, destination: .directory("/tmp"), connections: connections)
-        var record = DownloadRecord(id: DownloadID(rawValue: "1"), request: request, createdAt: 0)
-        record.fileName = "file"
-        var machine = Machine(record: record, settings: .init(minimumSegment: 100, smallBody: smallBody))
-        _ = machine.start(.init(partSize: nil, published: false), now: 0)
-        return machine
-    }
-
-    /// The whole file as a 200 (one connection asks without a range), or the first piece asked
-    /// as a 206 (several connections ask for `bytes=0-99` first).
-    func answer(_ machine: inout Machine, length: Int, ranged: Bool = false) -> [Machine.Action] {
-        let headers: HTTPHeaderList = ranged
-            ? ["Content-Range": "bytes 0-99/\(length)", "ETag": "\"a\""]
-            : ["Content-Length": "\(length)", "ETag": "\"a\""]
-        return machine.responseReceived(0, ResponseHead(status: ranged ? 206 : 200, headers: headers, url: "http://h/file"),
-                                        nowSecondsSince1970: 0, jitter: 0)
-    }
-
-    @Test func aSmallFileInOneAnswerNeedsNoSlot() throws {
-        var machine = try started()
-        #expect(answer(&machine, length: 1000).contains(.notify(.smallBodyLeft)))
-    }
-
-    @Test func aLargerFileKeepsItsSlot() throws {
-        var machine = try started()
-        #expect(!answer(&machine, length: 1001).contains(.notify(.smallBodyLeft)))
-    }
-
-    @Test func aSmallFileSplitOverConnectionsKeepsItsSlot() throws {
-        // 1,000 bytes may be split in pieces of 100 over four connections: more requests follow.
-        var machine = try started(connections: 4)
-        let actions = answer(&machine, length: 1000, ranged: true)
-        #expect(actions.contains { if case .request = $0 { true } else { false } })
-        #expect(!actions.contains(.notify(.smallBodyLeft)))
-    }
 }

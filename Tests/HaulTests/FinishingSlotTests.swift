@@ -4,10 +4,9 @@ import HaulCore
 import HaulTesting
 import Testing
 
-/// A download gives its `-j` slot to the next one once it needs it no more
-/// (`QueueSlots.finishing`): when its bytes are all in, while it verifies, publishes and saves
-/// (a disk slow to make one file durable does not hold the queue's only slot), and when all that
-/// is left is a small body whose answer came (a far server's small files are asked for together).
+/// A download whose bytes are all in gives its `-j` slot to the next one while it verifies,
+/// publishes and saves (`QueueSlots.finishing`): a disk slow to make one file durable does not
+/// hold the queue's only slot.
 @Suite(.timeLimit(.minutes(2))) struct FinishingSlotTests {
     /// The real system calls, except that syncing the file named `first` waits at `gate`.
     static func holdingSync(_ gate: Gate) -> FileCalls {
@@ -42,38 +41,5 @@ import Testing
             #expect(first.mismatch(inFileAt: harness.directory + "/first") == nil)
         }
         #expect(!gate.expired, "the held sync had to be let go by the gate's own limit")
-    }
-
-    @Test func smallFilesAreAskedForPastTheLimitOnceTheirAnswersCame() async throws {
-        let payload = Payload(seed: 43, length: 16 << 10)
-        try await withHarness(maxConcurrent: 1) { harness in
-            // Heads go out at once; the bodies wait until all five requests have come (or 5 s).
-            var route = Route(payload: payload)
-            route.bodyGate = BodyGate(requests: 5, atMost: .seconds(5))
-            harness.server.setRoute("/small", route)
-            var ids: [DownloadID] = []
-            for index in 0..<5 {
-                ids.append(try await harness.manager.add(harness.request("/small", output: "small-\(index)")).id)
-            }
-            for id in ids { #expect(try await harness.manager.outcome(of: id).status == .completed) }
-            // With -j 1 all five were in flight at once: each gave its slot to the next one as
-            // soon as its answer said 16 KiB.
-            #expect(harness.server.peakConcurrentResponses(to: "/small") == 5)
-            for index in 0..<5 { #expect(payload.mismatch(inFileAt: harness.directory + "/small-\(index)") == nil) }
-        }
-    }
-
-    @Test func aLargeFileKeepsItsSlotUntilItsBytesAreIn() async throws {
-        let payload = Payload(seed: 44, length: 2 << 20)
-        try await withHarness(maxConcurrent: 1) { harness in
-            var route = Route(payload: payload)
-            route.bodyGate = BodyGate(requests: 2, atMost: .seconds(1))
-            harness.server.setRoute("/large", route)
-            let first = try await harness.manager.add(harness.request("/large", output: "large-0"))
-            let second = try await harness.manager.add(harness.request("/large", output: "large-1"))
-            #expect(try await harness.manager.outcome(of: first.id).status == .completed)
-            #expect(try await harness.manager.outcome(of: second.id).status == .completed)
-            #expect(harness.server.peakConcurrentResponses(to: "/large") == 1, "2 MiB is no small body")
-        }
     }
 }

@@ -69,7 +69,7 @@ extension DownloadManager {
         let timestamps = timestampOptions[id]
         generations += 1
         let generation = generations
-        runner.slotNotNeeded = { Task { await self.slotNotNeeded(id, generation: generation) } }
+        runner.transferEnded = { Task { await self.transferEnded(id, generation: generation) } }
         let task = Task {
             let launch = await Self.launch(id, store: store, hub: hub, locks: locks, credentials: credentials, timestamps: timestamps,
                                            place: place, runner: runner)
@@ -78,12 +78,12 @@ extension DownloadManager {
         active[id] = Active(task: task, stop: stop, limiter: limiter, generation: generation)
     }
 
-    /// A run needs its slot no more (its bytes are in, or only a small body is left): the slot
-    /// goes to the next download (`QueueSlots.finishing`). A fleet host's runs are not the
-    /// queue's: its claims count every run until it ends.
-    func slotNotNeeded(_ id: DownloadID, generation: UInt64) {
+    /// A run's transfer ended: its slot goes to the next download while it verifies, publishes
+    /// and saves (`QueueSlots.finishing`). A fleet host's runs are not the queue's: its claims
+    /// count every run until it ends.
+    func transferEnded(_ id: DownloadID, generation: UInt64) {
         guard fleet == nil, active[id]?.generation == generation else { return }
-        schedule(.finishing(id))
+        schedule(.transferEnded(id))
     }
 
     /// What became of one start.

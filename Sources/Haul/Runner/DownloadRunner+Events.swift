@@ -34,8 +34,8 @@ extension RunSession {
         case .urlRefreshed(let url):
             // A signed URL's query is a credential: only where it leads is logged.
             runner.logger.warning("continuing from a refreshed URL", metadata: ["id": "\(id)", "host": "\(url.scheme)://\(url.host)"])
-        case .transferEnded, .smallBodyLeft:
-            runner.slotNotNeeded()
+        case .transferEnded:
+            runner.transferEnded()
         case .notModified:
             notModified = true
             runner.logger.info("not modified on the server", metadata: ["id": "\(id)"])

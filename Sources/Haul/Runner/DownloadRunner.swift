@@ -46,10 +46,9 @@ struct DownloadRunner: Sendable {
     /// Told every record the run has just stored (the manager's `LiveProgress`, which answers
     /// status reads of running downloads from memory).
     var saved: @Sendable (DownloadRecord) -> Void = { _ in }
-    /// Told once the run needs its queue slot no more: every byte is in and every connection
-    /// has closed, or all that is left is one small body whose answer came. The manager's queue
-    /// gives the slot to the next download meanwhile.
-    var slotNotNeeded: @Sendable () -> Void = {}
+    /// Told once every byte is in and every connection has closed (the manager's queue gives
+    /// the download's slot to the next one while this one verifies, publishes and saves).
+    var transferEnded: @Sendable () -> Void = {}
 
     /// Runs until the download completes, fails or is stopped; returns the record as persisted.
     func run(_ record: DownloadRecord) async -> DownloadRecord {

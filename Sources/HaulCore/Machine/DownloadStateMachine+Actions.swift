@@ -12,10 +12,6 @@ extension DownloadStateMachine {
         /// store's (verify, publish, the final save). The queue gives the download's slot to the
         /// next one meanwhile.
         case transferEnded
-        /// All that is left of the download is one body of at most `Settings.smallBody` bytes,
-        /// whose answer has come: it needs no queue slot either (a far server's small files then
-        /// cost a few round trips, not one per file per slot).
-        case smallBodyLeft
         case connectionsGrown(Int)
         /// No count was named: the download keeps this many (the last step up did not pay, or
         /// too little is left to measure another).

@@ -62,7 +62,7 @@ extension DownloadStateMachine {
                 moreConnectionsScheduled = true
                 actions.append(.schedule(.moreConnections, after: connectionBackoff(retryAfter: nil)))
             }
-            return actions + smallBodyLeft(id, after: actions)
+            return actions
 
         case .whole(let length, let validator):
             if let again = ifRangeMishandled(id, plan: plan, length: length, validator: validator) { return again }
@@ -113,7 +113,7 @@ extension DownloadStateMachine {
                 rangesProven = true
                 actions += openMoreConnections()
             }
-            return actions + smallBodyLeft(id, after: actions)
+            return actions
 
         case .alreadyComplete(let total):
             if record.totalLength == nil { learnTotal(total) }
@@ -372,19 +372,6 @@ extension DownloadStateMachine {
         guard entity != storedEntity else { return [] }
         storedEntity = entity
         return [.persist]
-    }
-
-    /// `.smallBodyLeft` when the body connection `id` has just begun is all that is left of the
-    /// download and at most `settings.smallBody` bytes: no other connection, none about to be
-    /// asked for, and its body reaches the end of the only part not yet complete.
-    func smallBodyLeft(_ id: ConnectionID, after actions: [Action]) -> [Action] {
-        guard connections.count == 1, let connection = connections[id], connection.phase == .receiving,
-              let expected = expectedLength, expected - completedLength <= settings.smallBody,
-              !actions.contains(where: { if case .request = $0 { true } else { false } }) else { return [] }
-        let open = parts.filter { !$0.isComplete }
-        guard open.count == 1, let part = open.first, part.start == connection.part else { return [] }
-        if let asked = connection.requestedEnd, asked < (part.end ?? Int64.max) { return [] }
-        return [.notify(.smallBodyLeft)]
     }
 
     func othersReceiving(besides id: ConnectionID) -> Bool {

@@ -35,9 +35,6 @@ extension DownloadStateMachine {
         /// second's worth, when that is more), so a burst (a server's first second, a paced
         /// server's block) is noted as it arrives, before the tick.
         public var noteBytes: Int64
-        /// A download whose only body left is at most this long, its answer in, says so
-        /// (`.smallBodyLeft`): it gives its queue slot to the next one.
-        public var smallBody: Int64
         /// Which HTTP versions the download's requests may use (`RequestPlan.allowsHTTP2`).
         public var httpVersions: HTTPVersionPolicy
         /// An expired URL is refreshed by the runner (`.refreshURL`): a refresh command is set.
@@ -59,8 +56,7 @@ extension DownloadStateMachine {
                     minimumStealSeconds: Double = 0.5, notesProgress: Bool = false, noteBytes: Int64 = 256 << 10,
                     piecesPerConnection: Int64 = 4, maximumPiece: Int64 = 64 << 20,
                     httpVersions: HTTPVersionPolicy = .automatic, refreshesURL: Bool = false, slowSourceRatio: Double = 4,
-                    firstPieceWithMirrors: Int64 = 64 << 10, sourceSpeedLifetime: Double = 10, smallBody: Int64 = 1 << 20) {
-            self.smallBody = smallBody
+                    firstPieceWithMirrors: Int64 = 64 << 10, sourceSpeedLifetime: Double = 10) {
             self.refreshesURL = refreshesURL
             self.slowSourceRatio = slowSourceRatio
             self.sourceSpeedLifetime = sourceSpeedLifetime

@@ -16,10 +16,10 @@ public struct QueueSlots: Sendable {
     public private(set) var waiting = WaitingQueue()
     /// The runs this queue started that still transfer: each holds a slot.
     public private(set) var running: Set<DownloadID> = []
-    /// Runs that let their slot go (`finishing`): every byte is in, and what is left is the
-    /// disk's and the store's (verify, publish, the final save), or all that is left is one small
-    /// body whose answer came. The next download transfers meanwhile. At most `finishingLimit` at
-    /// once: a disk or a server that cannot keep up holds the queue back.
+    /// Runs that let their slot go once every byte was in (`transferEnded`): what is left of
+    /// them is the disk's and the store's (verify, publish, the final save), so the next download
+    /// transfers meanwhile. At most `finishingLimit` at once: a disk that cannot keep up holds
+    /// the queue back instead of piling up finished transfers.
     public private(set) var finishing: Set<DownloadID> = []
     /// Downloads at once (`-j`, aria2's `max-concurrent-downloads`), at least 1.
     public private(set) var limit: Int
@@ -44,9 +44,8 @@ public struct QueueSlots: Sendable {
         /// Waiting downloads leave the list without running: paused, removed, or taken out to be
         /// queued again with new URLs.
         case left([DownloadID])
-        /// A run needs its slot no more (every byte in, or only a small body left): the slot
-        /// is free; the run counts among the finishing ones until it ends.
-        case finishing(DownloadID)
+        /// A run's transfer ended (every byte in, every connection closed): its slot is free.
+        case transferEnded(DownloadID)
         /// A run this queue started ended, whatever its outcome.
         case runEnded(DownloadID)
         case limitChanged(Int)
@@ -82,7 +81,7 @@ public struct QueueSlots: Sendable {
                 waiting.remove(id)
                 unsaved.remove(id)
             }
-        case .finishing(let id):
+        case .transferEnded(let id):
             if running.remove(id) != nil { finishing.insert(id) }
         case .runEnded(let id):
             running.remove(id)
@@ -101,10 +100,9 @@ public struct QueueSlots: Sendable {
         return waiting.removeAll()
     }
 
-    /// Finishing runs at once: as many as slots, and at least 100, the most HTTP/2 streams
-    /// `haul` keeps in flight on one connection (small files finish by the dozen while one `-j 1`
-    /// transfer runs, and a far server's small files wait a round trip each).
-    public var finishingLimit: Int { max(limit, 100) }
+    /// Finishing runs at once: as many as slots, and at least 16 (small files finish by the
+    /// dozen while one `-j 1` transfer runs).
+    public var finishingLimit: Int { max(limit, 16) }
 
     private mutating func fill() -> [WaitingQueue.Entry] {
         var starts: [WaitingQueue.Entry] = []
