@@ -240,7 +240,9 @@ import Testing
             let scrape = try await daemon.call(.GET, "/metrics")
             #expect(scrape.status == 200)
             samples = Self.parsePrometheus(scrape.text)
-            if samples["haul_downloaded_bytes_total"] == Double(payload.length) { break }
+            // The metrics hear events on their own task: the API may say completed first.
+            if samples["haul_downloaded_bytes_total"] == Double(payload.length),
+               samples[#"haul_downloads_finished_total{result="completed"}"#] == 1 { break }
             try await Task.sleep(for: .milliseconds(25))
         }
         #expect(samples[#"haul_downloads{status="completed"}"#] == 1)
