@@ -23,10 +23,19 @@ final class DownloadDirectory: Sendable {
     /// The directory as the record names it, for messages.
     let path: String
     let descriptor: Int32
+    /// The directory itself (device and inode), as it was opened; nil if it could not be stat'ed.
+    let identity: Identity?
+
+    struct Identity: Hashable, Sendable {
+        var device: UInt64
+        var inode: UInt64
+    }
 
     private init(path: String, descriptor: Int32) {
         self.path = path
         self.descriptor = descriptor
+        var info = stat()
+        identity = fstat(descriptor, &info) == 0 ? Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) : nil
     }
 
     deinit { close(descriptor) }
@@ -153,6 +162,13 @@ final class DownloadDirectory: Sendable {
     /// the final name is the very file that was verified: a `.part` swapped for a link between
     /// the two is refused and its new name taken back.
     func publish(part: String, final: String) throws {
+        try link(part: part, final: final)
+        try sync()
+    }
+
+    /// `publish` without the fsync of the directory: the caller makes the new entry durable
+    /// (`DirectorySyncs`, one fsync for every file published meanwhile) before anyone is told.
+    func link(part: String, final: String) throws {
         let finalPath = Paths.join(path, final)
         let partPath = Paths.join(path, part)
         guard let before = status(of: part), before.fileType == S_IFREG else {
@@ -178,7 +194,6 @@ final class DownloadDirectory: Sendable {
                 throw FileSystemErrors.error(errno, "cannot rename \(partPath) to", finalPath)
             }
         }
-        try sync()
     }
 
     /// `-N`: gives the verified `.part` the final name over the older file there, in one

@@ -69,6 +69,7 @@ extension DownloadManager {
         let timestamps = timestampOptions[id]
         generations += 1
         let generation = generations
+        runner.directorySyncs = directorySyncs
         runner.transferEnded = { Task { await self.transferEnded(id, generation: generation) } }
         let task = Task {
             let launch = await Self.launch(id, store: store, hub: hub, locks: locks, credentials: credentials, timestamps: timestamps,

@@ -45,6 +45,8 @@ public actor DownloadManager {
     public nonisolated let globalLimiter: RateLimiter
     /// The connection budget of each host, shared by every download of this manager.
     let budgets: HostBudgets
+    /// One fsync of a directory for the files its runs publish into it meanwhile.
+    let directorySyncs = DirectorySyncs()
     /// The latest progress of every running download, for listings and the summary.
     nonisolated let live = LiveProgress()
     /// The runs of this process, by download.

@@ -46,6 +46,9 @@ struct DownloadRunner: Sendable {
     /// Told every record the run has just stored (the manager's `LiveProgress`, which answers
     /// status reads of running downloads from memory).
     var saved: @Sendable (DownloadRecord) -> Void = { _ in }
+    /// Where a publish makes its new name durable together with the others published into the
+    /// same directory meanwhile (the manager's); nil: each publish syncs its directory itself.
+    var directorySyncs: DirectorySyncs? = nil
     /// Told once every byte is in and every connection has closed (the manager's queue gives
     /// the download's slot to the next one while this one verifies, publishes and saves).
     var transferEnded: @Sendable () -> Void = {}
