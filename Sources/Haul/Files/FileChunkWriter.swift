@@ -59,15 +59,17 @@ final class FileChunkWriter: ChunkWriter {
     /// `.part` was there at the start of the run: then the file is created here or the open
     /// fails, so two downloads (or two hosts of a fleet) can never share one `.part`. A new
     /// file's directory entry is synced, so a crash cannot lose the `.part` while the store
-    /// claims its bytes.
+    /// claims its bytes: through `syncs` when given (one fsync of the directory for every file
+    /// created or published in it meanwhile), else on its own.
     static func open(in directory: DownloadDirectory, name: String, exclusive: Bool,
-                     batchSize: Int = FileChunkWriter.batchSize(connections: 1), io: DiskIO) async throws -> FileChunkWriter {
+                     batchSize: Int = FileChunkWriter.batchSize(connections: 1), io: DiskIO,
+                     syncs: DirectorySyncs? = nil) async throws -> FileChunkWriter {
         let calls = io.calls
         let path = Paths.join(directory.path, name)
-        let descriptor = try await io.run {
+        let (descriptor, created) = try await io.run {
             let existed = directory.status(of: name) != nil
             let descriptor = try directory.openFile(name, flags: O_RDWR | O_CREAT, exclusive: exclusive)
-            if !existed {
+            if !existed, syncs == nil {
                 do {
                     try directory.sync()
                 } catch {
@@ -76,7 +78,15 @@ final class FileChunkWriter: ChunkWriter {
                     throw error
                 }
             }
-            return descriptor
+            return (descriptor, !existed)
+        }
+        if created, let syncs {
+            do {
+                try await syncs.sync(directory, io: io)
+            } catch {
+                _ = calls.close(descriptor, path)
+                throw error
+            }
         }
         return FileChunkWriter(descriptor: descriptor, path: path, batchSize: batchSize, io: io)
     }

@@ -53,9 +53,10 @@ extension DownloadManager {
         var runner = DownloadRunner(
             store: store, transport: transport, clock: clock, names: names, settings: settings,
             limiters: [limiter, globalLimiter], roots: configuration.downloadRoots, notes: notes, budgets: budgets,
-            makeWriter: { directory, name, exclusive, connections, io in
+            makeWriter: { [directorySyncs] directory, name, exclusive, connections, io in
                 try await FileChunkWriter.open(in: directory, name: name, exclusive: exclusive,
-                                               batchSize: FileChunkWriter.batchSize(connections: connections), io: io)
+                                               batchSize: FileChunkWriter.batchSize(connections: connections), io: io,
+                                               syncs: directorySyncs)
             },
             logger: configuration.logger, metrics: metrics, stop: stop, emit: { [hub, live] event in
                 live.note(event)
