@@ -28,9 +28,9 @@ enum TimeLimit {
                     timer.cancel()
                     answer.give(result.map { $0 })
                 }
-                if Task.isCancelled { answer.give(.failure(CancellationError())) }
             }
         } onCancel: {
+            // Also called at once, before the operation, for a caller cancelled already.
             work.cancel()
             answer.give(.failure(CancellationError()))
         }

@@ -7,11 +7,11 @@ extension DownloadStateMachine {
         case retrying(attempt: Int, delay: Duration, error: HaulError)
         case restarted(reason: String, cause: RestartCause)
         case connectionRefused(ConnectionID, HaulError, retryIn: Duration)
-        /// No count was named, and the last one paid: the download now runs over up to this many.
         /// Every byte is in and every connection has closed: what is left is the disk's and the
         /// store's (verify, publish, the final save). The queue gives the download's slot to the
         /// next one meanwhile.
         case transferEnded
+        /// No count was named, and the last one paid: the download now runs over up to this many.
         case connectionsGrown(Int)
         /// No count was named: the download keeps this many (the last step up did not pay, or
         /// too little is left to measure another).
