@@ -110,16 +110,16 @@ import Testing
         let directory = try #require(try DownloadDirectory.resolve(tree.allowed, roots: [tree.allowed], create: true))
         // The .part was swapped for a link to a file outside before publishing.
         try tree.link(tree.allowed + "/a.part", to: "../outside/victim.txt")
-        #expect { try directory.publish(part: "a.part", final: "a") } throws: { forbidden($0) }
+        #expect { try directory.link(part: "a.part", final: "a") } throws: { forbidden($0) }
         #expect(directory.status(of: "a") == nil, "no final name links out")
         // A final name planted as a link is never replaced or followed.
         try Data("mine".utf8).write(to: URL(fileURLWithPath: tree.allowed + "/b.part"))
         try tree.link(tree.allowed + "/b", to: "../outside/victim.txt")
-        #expect { try directory.publish(part: "b.part", final: "b") } throws: { ($0 as? HaulError)?.code == .fileExists }
+        #expect { try directory.link(part: "b.part", final: "b") } throws: { ($0 as? HaulError)?.code == .fileExists }
         #expect(tree.victimIntact)
         // The ordinary case: the .part takes its name and leaves.
         try Data("ok".utf8).write(to: URL(fileURLWithPath: tree.allowed + "/c.part"))
-        try directory.publish(part: "c.part", final: "c")
+        try directory.link(part: "c.part", final: "c")
         #expect(try String(contentsOfFile: tree.allowed + "/c", encoding: .utf8) == "ok")
         #expect(directory.status(of: "c.part") == nil)
     }

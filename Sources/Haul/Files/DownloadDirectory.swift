@@ -160,14 +160,8 @@ final class DownloadDirectory: Sendable {
     /// Gives the verified `.part` its final name without replacing anything already there
     /// (`linkat` fails on an existing name where `rename` would overwrite it), then checks that
     /// the final name is the very file that was verified: a `.part` swapped for a link between
-    /// the two is refused and its new name taken back.
-    func publish(part: String, final: String) throws {
-        try link(part: part, final: final)
-        try sync()
-    }
-
-    /// `publish` without the fsync of the directory: the caller makes the new entry durable
-    /// (`DirectorySyncs`, one fsync for every file published meanwhile) before anyone is told.
+    /// the two is refused and its new name taken back. The new entry is not synced here: the
+    /// caller makes it durable (`DirectorySyncs`) before anyone is told.
     func link(part: String, final: String) throws {
         let finalPath = Paths.join(path, final)
         let partPath = Paths.join(path, part)
@@ -198,7 +192,7 @@ final class DownloadDirectory: Sendable {
 
     /// `-N`: gives the verified `.part` the final name over the older file there, in one
     /// `rename` (a reader sees the old file or the new one, never neither). Only a regular file
-    /// is replaced: a link or a directory there is refused.
+    /// is replaced: a link or a directory there is refused. Not synced here, as `link`.
     func replace(part: String, final: String) throws {
         let finalPath = Paths.join(path, final)
         let partPath = Paths.join(path, part)
@@ -211,7 +205,6 @@ final class DownloadDirectory: Sendable {
         guard renameat(descriptor, part, descriptor, final) == 0 else {
             throw FileSystemErrors.error(errno, "cannot rename \(partPath) to", finalPath)
         }
-        try sync()
     }
 
     /// The modification time (seconds since 1970) of the regular file `name`; nil when missing.
@@ -228,7 +221,7 @@ final class DownloadDirectory: Sendable {
         }
     }
 
-    /// Whether `publish` already ran although the record was never stored as completed (a crash
+    /// Whether a publish (`link`) already ran although the record was never stored as completed (a crash
     /// between the two): the final file is the `.part` itself (linked, the `.part` name not yet
     /// removed), or the `.part` is gone and a regular final file of exactly `length` stands.
     func wasPublished(part: String, final: String, length: Int64) -> Bool {
@@ -238,12 +231,12 @@ final class DownloadDirectory: Sendable {
         return partInfo.st_ino == finalInfo.st_ino && partInfo.st_dev == finalInfo.st_dev
     }
 
-    /// Finishes an interrupted `publish`: drops a `.part` name still linked to the final file.
+    /// Finishes an interrupted publish: drops a `.part` name still linked to the final file.
+    /// Not synced here, as `link`.
     func finishPublish(part: String, final: String) throws {
         if let length = size(of: final), wasPublished(part: part, final: final, length: length), status(of: part) != nil {
             try remove(part)
         }
-        try sync()
     }
 
     /// Removes the name `name` (a link itself, never what it points to); a missing one is fine.

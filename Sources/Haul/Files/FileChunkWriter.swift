@@ -59,31 +59,22 @@ final class FileChunkWriter: ChunkWriter {
     /// `.part` was there at the start of the run: then the file is created here or the open
     /// fails, so two downloads (or two hosts of a fleet) can never share one `.part`. A new
     /// file's directory entry is synced, so a crash cannot lose the `.part` while the store
-    /// claims its bytes: through `syncs` when given (one fsync of the directory for every file
-    /// created or published in it meanwhile), else on its own.
+    /// claims its bytes: through `syncs` (one fsync of the directory for every file created or
+    /// published in it meanwhile; by default one of its own).
     static func open(in directory: DownloadDirectory, name: String, exclusive: Bool,
                      batchSize: Int = FileChunkWriter.batchSize(connections: 1), io: DiskIO,
-                     syncs: DirectorySyncs? = nil) async throws -> FileChunkWriter {
+                     syncs: DirectorySyncs = DirectorySyncs()) async throws -> FileChunkWriter {
         let calls = io.calls
         let path = Paths.join(directory.path, name)
         let (descriptor, created) = try await io.run {
             let existed = directory.status(of: name) != nil
-            let descriptor = try directory.openFile(name, flags: O_RDWR | O_CREAT, exclusive: exclusive)
-            if !existed, syncs == nil {
-                do {
-                    try directory.sync()
-                } catch {
-                    // The error that matters is the sync's; the descriptor goes either way.
-                    _ = calls.close(descriptor, path)
-                    throw error
-                }
-            }
-            return (descriptor, !existed)
+            return (try directory.openFile(name, flags: O_RDWR | O_CREAT, exclusive: exclusive), !existed)
         }
-        if created, let syncs {
+        if created {
             do {
                 try await syncs.sync(directory, io: io)
             } catch {
+                // The error that matters is the sync's; the descriptor goes either way.
                 _ = calls.close(descriptor, path)
                 throw error
             }

@@ -43,21 +43,18 @@ extension RunSession {
         do {
             try await written?.close()
             let directory = try await resolvedDirectory()
-            let syncs = runner.directorySyncs
             try await io.run {
                 if target == .published {
                     try directory.finishPublish(part: part, final: final)
                 } else if replacing {
                     try directory.replace(part: part, final: final)
-                } else if syncs != nil {
-                    try directory.link(part: part, final: final)
                 } else {
-                    try directory.publish(part: part, final: final)
+                    try directory.link(part: part, final: final)
                 }
             }
             // The new name is durable before the machine hears of it: one fsync of the
             // directory for every file published into it meanwhile.
-            if let syncs, target == .part, !replacing { try await syncs.sync(directory, io: io) }
+            try await runner.directorySyncs.sync(directory, io: io)
         } catch {
             failure = diskError(error)
         }

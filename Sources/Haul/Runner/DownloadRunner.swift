@@ -47,8 +47,8 @@ struct DownloadRunner: Sendable {
     /// status reads of running downloads from memory).
     var saved: @Sendable (DownloadRecord) -> Void = { _ in }
     /// Where a publish makes its new name durable together with the others published into the
-    /// same directory meanwhile (the manager's); nil: each publish syncs its directory itself.
-    var directorySyncs: DirectorySyncs? = nil
+    /// same directory meanwhile (the manager's, shared by its runs; by default the run's own).
+    var directorySyncs = DirectorySyncs()
     /// Told once every byte is in and every connection has closed (the manager's queue gives
     /// the download's slot to the next one while this one verifies, publishes and saves).
     var transferEnded: @Sendable () -> Void = {}
