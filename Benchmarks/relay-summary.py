@@ -18,7 +18,7 @@ import re
 import statistics
 from collections import OrderedDict
 
-from summary_lib import md_table, run_summary
+from summary_lib import md_table, run_summary, versions_table
 
 
 def rate_mib(text):
@@ -124,13 +124,8 @@ def main():
            "(exit 0, exact size and SHA-256 of the file, or of every small file). nginx on "
            "127.0.0.1 with one worker, HTTP/2 offered on the TLS port (ALPN), a private CA every "
            "tool trusts. *relay*: through a fresh `relay.py` per run with the case's settings (RTT, "
-           "caps); *loopback*: straight to nginx.", "",
-           "| program | version |", "|---|---|"]
-    with open(args.versions) as f:
-        for line in f:
-            name, version = line.rstrip("\n").split("\t", 1)
-            out.append(f"| {name} | {version} |")
-    out.append("")
+           "caps); *loopback*: straight to nginx.", ""]
+    out += versions_table(args.versions)
 
     out += ["## Cases", ""]
     rows = []

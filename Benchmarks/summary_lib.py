@@ -34,3 +34,13 @@ def md_table(header, rows, right):
            "|" + "|".join("---:" if i in right else "---" for i in range(len(header))) + "|"]
     out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return out
+
+
+def versions_table(path):
+    """The versions file (one `program<TAB>version` line each) as a Markdown table, and a blank line."""
+    out = ["| program | version |", "|---|---|"]
+    with open(path) as f:
+        for line in f:
+            name, version = line.rstrip("\n").split("\t", 1)
+            out.append(f"| {name} | {version} |")
+    return out + [""]

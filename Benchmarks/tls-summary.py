@@ -13,7 +13,7 @@ Medians over the runs whose status is "ok"; any other status is listed loudly an
 import argparse
 from collections import OrderedDict
 
-from summary_lib import md_table, run_summary
+from summary_lib import md_table, run_summary, versions_table
 
 
 def load_runs(path):
@@ -61,13 +61,8 @@ def main():
            "tool once per round, the first tool rotating), over the runs that passed the check "
            "(exit 0, exact size, SHA-256 of the file, or of every small file, equal to the source's). "
            "nginx on 127.0.0.1 with one worker, HTTP/2 offered on the TLS port (ALPN), a private CA "
-           "every tool trusts (axel and hf_transfer through SSL_CERT_FILE).", "",
-           "| program | version |", "|---|---|"]
-    with open(args.versions) as f:
-        for line in f:
-            name, version = line.rstrip("\n").split("\t", 1)
-            out.append(f"| {name} | {version} |")
-    out.append("")
+           "every tool trusts (axel and hf_transfer through SSL_CERT_FILE).", ""]
+    out += versions_table(args.versions)
 
     scenarios = OrderedDict()  # (part, scheme, k) -> None, in run order, notes included
     for key in list(groups) + list(notes):
