@@ -38,6 +38,7 @@ let package = Package(
             name: "Haul",
             dependencies: [
                 "HaulCore",
+                "CProcessMemory",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -125,7 +126,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .executableTarget(name: "haul", dependencies: ["HaulCommands"]),
+        // glibc's mallopt(3), which Swift's Glibc module does not show (Haul's ProcessMemory).
+        .target(name: "CProcessMemory"),
+        .executableTarget(name: "haul", dependencies: ["Haul", "HaulCommands"]),
         // Shipped test support: fault-injecting HTTP server, deterministic payloads, manual clock.
         .target(
             name: "HaulTesting",

@@ -5,8 +5,9 @@ import NIOCore
 import NIOPosix
 import Testing
 
-/// A connection starts with one receive buffer of at most 16 KiB and gets NIO's four reads of
-/// 64 KiB once it shows it is fast (`ReceiveBuffers`), over real loopback sockets.
+/// A connection starts with one receive buffer of at most 16 KiB and gets four reads of 64 KiB
+/// once it shows it is fast, or of 256 KiB while it holds one of the process's large reads
+/// (`ReceiveBuffers`), over real loopback sockets.
 @Suite(.timeLimit(.minutes(1))) struct ReceiveBuffersTests {
     @Test func eightFullReadsInARowMakeAConnectionFast() {
         var pace = ReceiveBuffers.Pace()
@@ -22,24 +23,46 @@ import Testing
     }
 
     @Test func aFastConnectionGetsFourReadsOfUpTo64KiB() async throws {
-        let (options, watching) = try await readAll(4 << 20)
+        // None of the process's large reads left.
+        let (options, watching) = try await readAll(4 << 20, largeReads: ReceiveBuffers.LargeReads(limit: 0))
         #expect(options.reads == ReceiveBuffers.fastReads)
         #expect(options.largest == ReceiveBuffers.fastReadSize)
         #expect(!watching)
     }
 
+    @Test func aFastConnectionHoldingALargeReadReadsUpTo256KiBAndGivesItBackWhenClosed() async throws {
+        let largeReads = ReceiveBuffers.LargeReads(limit: 1)
+        let (options, watching) = try await readAll(4 << 20, largeReads: largeReads)
+        #expect(options.reads == ReceiveBuffers.fastReads)
+        #expect(options.largest == ReceiveBuffers.largeReadSize)
+        #expect(!watching)
+        #expect(largeReads.inUse == 0)
+    }
+
+    @Test func largeReadsAreHandedOutUpToTheirLimit() {
+        let largeReads = ReceiveBuffers.LargeReads(limit: 2)
+        #expect([largeReads.take(), largeReads.take(), largeReads.take()] == [true, true, false])
+        largeReads.give()
+        #expect(largeReads.take())
+        #expect(largeReads.inUse == 2)
+    }
+
     @Test func aBurstShorterThanEightFullReadsLeavesItSlow() async throws {
         // A throttled server's first second at once and then some: however the bytes arrive,
         // fewer than eight full reads.
-        let (options, watching) = try await readAll(ReceiveBuffers.Pace.fullReads * ReceiveBuffers.Pace.fullRead - 1)
+        let largeReads = ReceiveBuffers.LargeReads(limit: 1)
+        let (options, watching) = try await readAll(ReceiveBuffers.Pace.fullReads * ReceiveBuffers.Pace.fullRead - 1,
+                                                    largeReads: largeReads)
         #expect(options.reads == ReceiveBuffers.slowReads)
         #expect(options.largest == ReceiveBuffers.slowReadSize)
         #expect(watching)
+        #expect(largeReads.inUse == 0)
     }
 
     /// Sends `count` bytes at once to a client channel set up by `ReceiveBuffers.limit`; returns
-    /// the client's options and whether the watcher is still in its pipeline once all came.
-    private func readAll(_ count: Int) async throws -> ((reads: UInt, largest: Int), Bool) {
+    /// the client's options and whether the watcher is still in its pipeline once all came; the
+    /// client is closed when it returns.
+    private func readAll(_ count: Int, largeReads: ReceiveBuffers.LargeReads) async throws -> ((reads: UInt, largest: Int), Bool) {
         let group = MultiThreadedEventLoopGroup.singleton
         let server = try await ServerBootstrap(group: group)
             .childChannelInitializer { channel in
@@ -50,7 +73,7 @@ import Testing
         let client = try await ClientBootstrap(group: group)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try ReceiveBuffers.limit(channel, logger: Logger(label: "test"))
+                    try ReceiveBuffers.limit(channel, logger: Logger(label: "test"), largeReads: largeReads)
                     try channel.pipeline.syncOperations.addHandler(Counter(arrived: arrived))
                 }
             }
@@ -74,6 +97,8 @@ import Testing
             return ((reads, allocator.maximum), watching)
         }.get()
         try await client.close()
+        // Its callbacks, the large read given back among them, ran before this one.
+        try await client.closeFuture.get()
         try await server.close()
         return result
     }
