@@ -139,7 +139,7 @@ extension DownloadManager {
         }
         let wasQueued = slots.waiting.contains(id)
         schedule(.left([id]))
-        secrets[id] = nil
+        given[id] = nil
         await removeFiles(of: record, deleteFile: deleteFile, status: record.status)
         await names.release(directory: record.request.directory, name: record.fileName)
         let runnerSaidSo = runnerStopped && record.status == .removed

@@ -189,7 +189,7 @@ extension DownloadManager {
         if case .applied(let applied, let before) = try await fleet.request(command, for: id) {
             if command != .pause {
                 await removeFiles(of: applied, deleteFile: command == .removeWithFile, status: before)
-                secrets[id] = nil
+                given[id] = nil
             }
             hub.publish(DownloadEvent(id: id, kind: command == .pause ? .paused : .removed))
             return applied

@@ -315,7 +315,8 @@ extension DownloadManager {
     /// Keeps what a request carries that the store may not (credentials, `-N`, `--remote-time`)
     /// for the runs of download `id`. Called before anything that may start the run.
     func give(_ request: DownloadRequest, to id: DownloadID) {
-        if let credentials = request.credentials { secrets[id] = credentials }
-        timestampOptions[id] = GivenTimestamps(request)
+        // A request without credentials (a re-add by id) leaves those given before.
+        if let credentials = request.credentials { given[id, default: GivenOptions()].credentials = credentials }
+        given[id, default: GivenOptions()].timestamps = GivenTimestamps(request)
     }
 }

@@ -66,8 +66,8 @@ extension DownloadManager {
         let store = store
         let hub = hub
         let locks = Result { () throws(HaulError) -> DownloadLocks in try downloadLocks() }
-        let credentials = secrets[id]
-        let timestamps = timestampOptions[id]
+        let credentials = given[id]?.credentials
+        let timestamps = given[id]?.timestamps
         generations += 1
         let generation = generations
         runner.directorySyncs = directorySyncs
@@ -152,10 +152,7 @@ extension DownloadManager {
             // From here the store's record (and, once complete, the file itself) guards the name.
             await names.release(directory: record.request.directory, name: record.fileName)
             // Done with: a re-add after its file went missing supplies them again.
-            if record.status == .completed {
-                secrets[id] = nil
-                timestampOptions[id] = nil
-            }
+            if record.status == .completed { given[id] = nil }
             if current { settle(DownloadOutcome(record, alreadyComplete: notModified, transfer: transfer)) }
         case .gone:
             if current { settle(DownloadOutcome(id: id, status: .removed)) }

@@ -28,7 +28,7 @@ extension DownloadManager {
             if record.status == .completed { throw HaulError(.conflict, "download \(id) is already complete; nothing was changed") }
             var request = record.request
             // The credentials kept in memory for the runs follow the same rule.
-            if try !request.replaceSources(url: first, mirrors: mirrors) { secrets[id] = request.credentials }
+            if try !request.replaceSources(url: first, mirrors: mirrors) { given[id, default: GivenOptions()].credentials = request.credentials }
             record = Self.withNewSources(record, request: request)
             try await store.save(record)
             if record.status == .paused { return record }

@@ -61,12 +61,9 @@ public actor DownloadManager {
     var isShuttingDown = false
     var generations: UInt64 = 0
     var locks: DownloadLocks?
-    /// Credentials given with requests, for their runs: a store that keeps none (`haul get`)
-    /// returns records without them.
-    var secrets: [DownloadID: Credentials] = [:]
-    /// `-N` and `--remote-time` given with requests, for their runs: like credentials, a property
-    /// of the command (run again, it gives them again), in no store.
-    var timestampOptions: [DownloadID: GivenTimestamps] = [:]
+    /// Credentials, `-N` and `--remote-time` given with requests, for their runs (`GivenOptions`):
+    /// in no store that keeps none.
+    var given: [DownloadID: GivenOptions] = [:]
     /// Queue changes (add, pause, resume, move, remove, restore) run one at a time: the actor
     /// alone does not serialise them, since every await lets another call in between a check
     /// and the write that depends on it.

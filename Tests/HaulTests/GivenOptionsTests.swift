@@ -1,0 +1,55 @@
+import HaulCore
+import HaulTesting
+import Testing
+
+@testable import Haul
+
+/// What a request carries that the store may not keep (credentials, `-N`, `--remote-time`) is
+/// held by the manager for the download's runs, and dropped with the download.
+@Suite(.timeLimit(.minutes(1))) struct GivenOptionsTests {
+    let payload = Payload(seed: 32, length: 200_000)
+
+    @Test func aRemovedDownloadLeavesNothingGivenBehind() async throws {
+        try await withHarness(maxConcurrent: 1) { harness in
+            // Holds the only slot: the second download stays queued until it is removed.
+            harness.server.setRoute("/slow", Route(payload: payload, throttle: 50_000, then: .stallAfter(100_000)))
+            harness.server.setRoute("/file", Route(payload: payload))
+            let events = harness.manager.events()
+            let running = try await harness.manager.add(harness.request("/slow"))
+            await harness.waitForProgress(of: running.id, beyond: 0, in: events)
+            var request = try harness.request("/file")
+            request.credentials = Credentials(user: "user", password: "secret")
+            request.timestamping = true
+            let queued = try await harness.manager.add(request)
+            #expect(await harness.manager.given[queued.id]?.credentials != nil)
+            #expect(await harness.manager.given[queued.id]?.timestamps?.timestamping == true)
+
+            try await harness.manager.remove(queued.id, deleteFile: true)
+            #expect(await harness.manager.given[queued.id] == nil)
+            try await harness.manager.remove(running.id, deleteFile: true)
+            #expect(await harness.manager.given[running.id] == nil)
+        }
+    }
+
+    @Test func aPausedDownloadKeepsWhatWasGivenAndACompletedOneDropsIt() async throws {
+        try await withHarness(maxConcurrent: 1) { harness in
+            harness.server.setRoute("/slow", Route(payload: payload, throttle: 50_000, then: .stallAfter(100_000)))
+            harness.server.setRoute("/file", Route(payload: payload))
+            let events = harness.manager.events()
+            let running = try await harness.manager.add(harness.request("/slow"))
+            await harness.waitForProgress(of: running.id, beyond: 0, in: events)
+            var request = try harness.request("/file")
+            request.credentials = Credentials(user: "user", password: "secret")
+            let queued = try await harness.manager.add(request)
+            try await harness.manager.pause(queued.id)
+            #expect(await harness.manager.given[queued.id]?.credentials != nil)
+
+            // The slot freed, the paused one resumed: it runs with what was given, then drops it.
+            try await harness.manager.remove(running.id, deleteFile: true)
+            try await harness.manager.resume(queued.id)
+            let outcome = try await harness.manager.outcome(of: queued.id)
+            #expect(outcome.status == .completed)
+            #expect(await harness.manager.given[queued.id] == nil)
+        }
+    }
+}
