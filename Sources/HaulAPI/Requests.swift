@@ -72,34 +72,6 @@ public struct AddRequest: Codable, Sendable {
     }
 }
 
-/// The checks shared by adds, options and per-download changes: `bad-request`, naming the field.
-public enum Limits {
-    /// Downloads running at once: `-j`, the API's `maxConcurrentDownloads`, aria2's
-    /// `max-concurrent-downloads` (and the web page's field, which says the same in HTML).
-    public static let concurrentDownloads = 1...1000
-
-    public static func check(maxConcurrentDownloads count: Int?, field: String = "maxConcurrentDownloads") throws(HaulError) {
-        guard let count else { return }
-        guard concurrentDownloads.contains(count) else {
-            throw HaulError(.badRequest, "\(field) must be between \(concurrentDownloads.lowerBound) and \(concurrentDownloads.upperBound), not \(count)")
-        }
-    }
-
-    public static func check(connections: Int?, field: String = "connections") throws(HaulError) {
-        guard let connections else { return }
-        guard (1...DownloadRequest.maxConnections).contains(connections) else {
-            throw HaulError(.badRequest, "\(field) must be between 1 and \(DownloadRequest.maxConnections), not \(connections)")
-        }
-    }
-
-    public static func check(maxBytesPerSecond: Int64?) throws(HaulError) {
-        guard let maxBytesPerSecond else { return }
-        guard maxBytesPerSecond > 0 else {
-            throw HaulError(.badRequest, "maxBytesPerSecond must be a positive number of bytes per second, or null for no limit, not \(maxBytesPerSecond)")
-        }
-    }
-}
-
 extension AddRequest {
     /// Absolute, without `.`, `..`, repeated or trailing slashes.
     public static func normalized(_ path: String) -> String {

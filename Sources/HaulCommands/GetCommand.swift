@@ -123,16 +123,12 @@ struct GetCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
-        try Limits.validate(jobs: jobs)
-        if let connections, !(1...DownloadRequest.maxConnections).contains(connections) {
-            throw ValidationError("-x must be between 1 and \(DownloadRequest.maxConnections) (got \(connections))")
-        }
+        try Limits.validate(jobs, in: Limits.concurrentDownloads, option: "-j")
+        try Limits.validate(connections, in: Limits.connections, option: "-x")
         if let refreshCommand, refreshCommand.allSatisfy(\.isWhitespace) {
             throw ValidationError("--refresh-command needs a command")
         }
-        if let maxConnectionsPerHost, !(1...1024).contains(maxConnectionsPerHost) {
-            throw ValidationError("--max-connections-per-host must be between 1 and 1024 (got \(maxConnectionsPerHost))")
-        }
+        try Limits.validate(maxConnectionsPerHost, in: Limits.connectionsPerHost, option: "--max-connections-per-host")
         if let limitRate { _ = try Self.rate(limitRate) }
         _ = try Self.size(minSplitSize)
         if retries < 1 { throw ValidationError("--retries must be at least 1") }

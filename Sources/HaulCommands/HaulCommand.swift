@@ -81,12 +81,9 @@ enum ProcessSignals {
 }
 
 extension Limits {
-    /// `-j` of `haul get` and `haul serve`: the API's bounds, as a usage error.
-    static func validate(jobs: Int) throws {
-        do {
-            try check(maxConcurrentDownloads: jobs, field: "-j")
-        } catch {
-            throw ValidationError(error.message)
-        }
+    /// An option's value outside `bounds`, as a usage error naming the option (`-x`, `-j`).
+    static func validate(_ value: Int?, in bounds: ClosedRange<Int>, option: String) throws {
+        guard let value, let problem = problem(value, in: bounds, field: option) else { return }
+        throw ValidationError(problem)
     }
 }

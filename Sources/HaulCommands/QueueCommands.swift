@@ -32,9 +32,7 @@ struct AddCommand: AsyncParsableCommand {
     @OptionGroup var daemon: DaemonOptions
 
     func validate() throws {
-        if let connections, !(1...DownloadRequest.maxConnections).contains(connections) {
-            throw ValidationError("-x must be between 1 and \(DownloadRequest.maxConnections) (got \(connections))")
-        }
+        try Limits.validate(connections, in: Limits.connections, option: "-x")
         if let limitRate { _ = try GetCommand.rate(limitRate) }
     }
 

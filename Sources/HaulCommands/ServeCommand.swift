@@ -111,13 +111,9 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func validate() throws {
-        try Limits.validate(jobs: jobs)
-        if !(1...DownloadRequest.maxConnections).contains(connections) {
-            throw ValidationError("-x must be between 1 and \(DownloadRequest.maxConnections) (got \(connections))")
-        }
-        if let maxConnectionsPerHost, !(1...1024).contains(maxConnectionsPerHost) {
-            throw ValidationError("--max-connections-per-host must be between 1 and 1024 (got \(maxConnectionsPerHost))")
-        }
+        try Limits.validate(jobs, in: Limits.concurrentDownloads, option: "-j")
+        try Limits.validate(connections, in: Limits.connections, option: "-x")
+        try Limits.validate(maxConnectionsPerHost, in: Limits.connectionsPerHost, option: "--max-connections-per-host")
         if let limitRate { _ = try GetCommand.rate(limitRate) }
         if let refreshCommand, refreshCommand.allSatisfy(\.isWhitespace) { throw ValidationError("--refresh-command needs a command") }
         if checkpointInterval <= 0 { throw ValidationError("--checkpoint-interval must be positive") }

@@ -105,9 +105,7 @@ public struct Daemon: Sendable {
         guard (0...65535).contains(configuration.port) else {
             throw HaulError(.usage, "--port must be between 0 and 65535, not \(configuration.port)")
         }
-        guard (1...DownloadRequest.maxConnections).contains(configuration.defaultConnections) else {
-            throw HaulError(.usage, "-x must be between 1 and \(DownloadRequest.maxConnections), not \(configuration.defaultConnections)")
-        }
+        try Limits.check(configuration.defaultConnections, in: Limits.connections, field: "-x", code: .usage)
         if let rate = configuration.manager.maxBytesPerSecond, rate <= 0 {
             throw HaulError(.usage, "--limit-rate must be positive, not \(rate)")
         }

@@ -12,9 +12,31 @@ import Testing
                 _ = try GetCommand.parse(["-x", count, "http://127.0.0.1:9/f"])
                 Issue.record("haul get -x \(count) was taken")
             } catch {
-                #expect(GetCommand.message(for: error) == "-x must be between 1 and 64 (got \(count))")
+                #expect(GetCommand.message(for: error) == "-x must be between 1 and 64, not \(count)")
             }
         }
+    }
+
+    @Test func everyCommandAndTheEngineRefuseACountInTheSameWords() throws {
+        let commands: [(String, (String) throws -> Void)] = [
+            ("haul serve", { _ = try ServeCommand.parse(["-x", $0]) }),
+            ("haul add", { _ = try AddCommand.parse(["-x", $0, "http://127.0.0.1:9/f"]) }),
+        ]
+        for (name, parse) in commands {
+            do {
+                try parse("65")
+                Issue.record("\(name) -x 65 was taken")
+            } catch {
+                #expect(GetCommand.message(for: error) == "-x must be between 1 and 64, not 65", "\(name)")
+            }
+        }
+        #expect(throws: HaulError(.usage, "connections must be between 1 and 64, not 65")) {
+            _ = try DownloadRequest(url: RemoteURL("http://127.0.0.1:9/f"), destination: .directory("/tmp"), connections: 65)
+        }
+        #expect(throws: HaulError(.badRequest, "connections must be between 1 and 64, not 0")) {
+            try Limits.check(connections: 0)
+        }
+        #expect(Limits.problem(1024, in: Limits.connectionsPerHost, field: "--max-connections-per-host") == nil)
     }
 
     @Test func absentItGrowsFromFourGivenItIsFixed() throws {

@@ -277,9 +277,7 @@ extension DownloadManager {
     /// Changes how many connections a download may use, a fixed count from now on; a running
     /// one keeps its connections until its next start.
     public func setConnections(_ connections: Int, for id: DownloadID) async throws {
-        guard (1...DownloadRequest.maxConnections).contains(connections) else {
-            throw HaulError(.usage, "connections must be between 1 and \(DownloadRequest.maxConnections) (got \(connections))")
-        }
+        try Limits.check(connections, in: Limits.connections, field: "connections", code: .usage)
         try await serialized {
             var record = try await existing(id)
             // Its runner owns a running record: a change now would be overwritten at the next checkpoint.

@@ -64,9 +64,7 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
         credentials: Credentials? = nil,
         mirrors: [RemoteURL] = []
     ) throws(HaulError) {
-        guard (1...Self.maxConnections).contains(connections) else {
-            throw HaulError(.usage, "connections must be between 1 and \(Self.maxConnections) (got \(connections))")
-        }
+        try Limits.check(connections, in: Limits.connections, field: "connections", code: .usage)
         if let maxBytesPerSecond, maxBytesPerSecond <= 0 {
             throw HaulError(.usage, "a download's rate limit must be positive (got \(maxBytesPerSecond))")
         }

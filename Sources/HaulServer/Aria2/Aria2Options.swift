@@ -58,7 +58,7 @@ enum Aria2Options {
 
     static func connections(_ options: [String: JSONValue], _ name: String) throws -> Int? {
         guard let text = text(options, name) else { return nil }
-        guard let value = Int(text), (1...DownloadRequest.maxConnections).contains(value) else { throw problem(name) }
+        guard let value = Int(text), Limits.connections.contains(value) else { throw problem(name) }
         return value
     }
 
