@@ -52,7 +52,7 @@ public struct ServeFile: Codable, Sendable, Hashable {
             data = try encoder.encode(self) + Data("\n".utf8)
         } catch {
             unlink(temporary)
-            throw HaulError(.internal, "cannot encode \(path)", cause: "\(error)")
+            throw HaulError(.internal, "cannot encode \(path)", underlying: error)
         }
         let written = data.withUnsafeBytes { posixWrite(descriptor, $0.baseAddress, $0.count) }
         guard written == data.count, fchmod(descriptor, 0o600) == 0, rename(temporary, path) == 0 else {

@@ -65,7 +65,7 @@ struct DaemonClient: Sendable {
         do {
             return try JSONDecoder().decode(Response.self, from: data)
         } catch {
-            throw HaulError(.internal, "unexpected answer from the daemon at \(baseURL)", cause: "\(error)")
+            throw HaulError(.internal, "unexpected answer from the daemon at \(baseURL)", underlying: error)
         }
     }
 
@@ -97,9 +97,9 @@ struct DaemonClient: Sendable {
     func transportFailure(_ error: any Error) -> HaulError {
         if let error = error as? HTTPClientError, error == .deadlineExceeded || error == .readTimeout {
             return HaulError(.network, "the haul daemon at \(baseURL) accepted the request but did not answer within "
-                             + "\(timeout) (it may be busy; try again)", cause: "\(error)")
+                             + "\(timeout) (it may be busy; try again)", underlying: error)
         }
-        return HaulError(.noDaemon, "no haul daemon answers at \(baseURL) (start one with 'haul serve')", cause: "\(error)")
+        return HaulError(.noDaemon, "no haul daemon answers at \(baseURL) (start one with 'haul serve')", underlying: error)
     }
 
     /// The event stream, one decoded event at a time, until the daemon closes it.
@@ -129,7 +129,7 @@ struct DaemonClient: Sendable {
                     continuation.finish()
                 } catch {
                     continuation.finish(throwing: HaulError(.noDaemon, "the haul daemon at \(baseURL) broke off its event stream",
-                                                            cause: "\(error)"))
+                                                            underlying: error))
                 }
             }
             continuation.onTermination = { _ in task.cancel() }
@@ -142,7 +142,7 @@ struct DaemonClient: Sendable {
             return HaulError(HaulError.Code(rawValue: body.error.code), body.error.message, httpStatus: Int(status.code))
         } catch {
             return HaulError(.internal, "the daemon answered \(status.code) \(status.reasonPhrase)",
-                             httpStatus: Int(status.code), cause: "\(error)")
+                             httpStatus: Int(status.code), underlying: error)
         }
     }
 }

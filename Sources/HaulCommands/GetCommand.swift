@@ -190,7 +190,7 @@ struct GetCommand: AsyncParsableCommand {
         do {
             manager = try await DownloadManager(configuration: configuration)
         } catch {
-            let haulError = (error as? HaulError) ?? HaulError(.store, "cannot open state in \(configuration.stateDirectory)", cause: "\(error)")
+            let haulError = (error as? HaulError) ?? HaulError(.store, "cannot open state in \(configuration.stateDirectory)", underlying: error)
             reporter.failure(url: nil, haulError)
             throw ExitCode(ExitCodes.code(for: haulError))
         }

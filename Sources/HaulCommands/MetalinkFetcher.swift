@@ -82,7 +82,7 @@ struct MetalinkFetcher: Sendable {
     /// connect to HOST:PORT"), said to be the Metalink's.
     static func failure(_ error: any Error, url: String) -> HaulError {
         guard let error = error as? HaulError else {
-            return HaulError(.network, "cannot fetch the Metalink \(url): \(error)", cause: String(reflecting: error))
+            return HaulError(.network, "cannot fetch the Metalink \(url): \(error)", cause: String(reflecting: error), underlying: error)
         }
         let message = error.message.hasPrefix(url) ? error.message : "\(url): \(error.message)"
         return HaulError(error.code, "cannot fetch the Metalink \(message)", httpStatus: error.httpStatus, cause: error.cause)

@@ -34,7 +34,7 @@ struct APIErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         case let error as DecodingError:
             return HaulError(.badRequest, "invalid JSON: \(describe(error))")
         default:
-            return HaulError(.internal, "internal error", cause: "\(error)")
+            return HaulError(.internal, "internal error", underlying: error)
         }
     }
 

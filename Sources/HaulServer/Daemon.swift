@@ -273,7 +273,7 @@ public struct Daemon: Sendable {
         if let error = error as? SocketAddressError {
             return HaulError(.usage, "cannot listen on \(host):\(port): the address does not resolve (\(error))")
         }
-        return HaulError(.internal, "the daemon stopped: \(describe(error))", cause: "\(error)")
+        return HaulError(.internal, "the daemon stopped: \(describe(error))", underlying: error)
     }
 
     /// Whether `host` is a loopback address (or `localhost`), judged by the address it parses

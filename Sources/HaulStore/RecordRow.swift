@@ -151,7 +151,7 @@ struct RecordRow {
         do {
             return try JSONDecoder().decode(PieceHashes.self, from: Data(text.utf8))
         } catch {
-            throw HaulError(.store, "unreadable piece hashes", cause: "\(error)")
+            throw HaulError(.store, "unreadable piece hashes", underlying: error)
         }
     }
 

@@ -49,7 +49,7 @@ public final class SQLiteDownloadStore: DownloadStore {
                                                          logger: logger, on: MultiThreadedEventLoopGroup.singleton.any())
         } catch {
             await shutDown(pool, logger: logger, what: "after a failed open")
-            throw HaulError(.store, "cannot open the state database \(path)", cause: "\(error)")
+            throw HaulError(.store, "cannot open the state database \(path)", underlying: error)
         }
         let store = SQLiteDownloadStore(connection: connection, pool: pool, path: path, keepsCredentials: keepsCredentials,
                                         logger: logger)
@@ -81,10 +81,10 @@ public final class SQLiteDownloadStore: DownloadStore {
                     continue
                 }
                 await store.closeAfterFailure()
-                throw HaulError(.store, "the state database \(path) stays locked by another process", cause: "\(error)")
+                throw HaulError(.store, "the state database \(path) stays locked by another process", underlying: error)
             } catch {
                 await store.closeAfterFailure()
-                throw HaulError(.store, "cannot use the state database \(path)", cause: "\(error)")
+                throw HaulError(.store, "cannot use the state database \(path)", underlying: error)
             }
         }
     }

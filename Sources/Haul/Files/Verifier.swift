@@ -38,7 +38,7 @@ enum Verifier {
         } catch let error as HaulError {
             return Verdict(error: error)
         } catch {
-            return Verdict(error: HaulError(.fileSystem, "cannot read \(path) to verify it", cause: "\(error)"))
+            return Verdict(error: HaulError(.fileSystem, "cannot read \(path) to verify it", underlying: error))
         }
     }
 

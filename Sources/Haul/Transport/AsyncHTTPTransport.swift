@@ -267,21 +267,21 @@ public final class AsyncHTTPTransport: HTTPTransport {
         if let error = error as? HTTPClientError {
             switch error {
             case .redirectLimitReached, .redirectCycleDetected:
-                return HaulError(.tooManyRedirects, "\(url): too many redirects", cause: "\(error)")
+                return HaulError(.tooManyRedirects, "\(url): too many redirects", underlying: error)
             case .readTimeout:
-                return HaulError(.network, "\(url): no data received before the read timeout", cause: "\(error)")
+                return HaulError(.network, "\(url): no data received before the read timeout", underlying: error)
             case .connectTimeout:
-                return HaulError(.network, "\(url): connection timed out", cause: "\(error)")
+                return HaulError(.network, "\(url): connection timed out", underlying: error)
             case .remoteConnectionClosed:
-                return HaulError(.network, "\(url): connection closed by the server", cause: "\(error)")
+                return HaulError(.network, "\(url): connection closed by the server", underlying: error)
             case .cancelled:
                 return HaulError(.interrupted, "\(url): stopped")
             case .invalidURL, .emptyHost, .emptyScheme:
-                return HaulError(.badURL, "\(url): \(error)", cause: "\(error)")
+                return HaulError(.badURL, "\(url): \(error)", underlying: error)
             case .proxyAuthenticationRequired:
                 let what = proxy?.credentials == nil ? "wants credentials" : "refused the credentials"
                 return HaulError(.httpStatus, "\(url): the proxy \(proxy.map { "\($0)" } ?? "") \(what) (HTTP 407 Proxy Authentication Required)",
-                                 httpStatus: 407, cause: "\(error)")
+                                 httpStatus: 407, underlying: error)
             case .invalidProxyResponse:
                 // AsyncHTTPClient tunnels http:// through CONNECT too, and many proxies allow
                 // CONNECT only to port 443; it does not tell which status the proxy answered.
@@ -289,28 +289,28 @@ public final class AsyncHTTPTransport: HTTPTransport {
                     ? "the proxy may allow CONNECT only to some ports, such as 443"
                     : "wrong proxy credentials, or the proxy allows CONNECT only to some ports, such as 443"
                 return HaulError(.network, "\(url): the proxy \(proxy.map { "\($0)" } ?? "") refused the CONNECT tunnel (\(hint))",
-                                 cause: "\(error)")
+                                 underlying: error)
             default:
-                return HaulError(.network, "\(url): \(error)", cause: "\(error)")
+                return HaulError(.network, "\(url): \(error)", underlying: error)
             }
         }
         if let error = error as? NIOConnectionError {
             let target = proxy.map { $0.host == error.host && $0.port == error.port ? "the proxy \(error.host):\(error.port)" : nil }
                 ?? nil
             if error.connectionErrors.isEmpty, error.dnsAError != nil || error.dnsAAAAError != nil {
-                return HaulError(.network, "\(url): cannot resolve host \(target ?? error.host)", cause: "\(error)")
+                return HaulError(.network, "\(url): cannot resolve host \(target ?? error.host)", underlying: error)
             }
             let reasons = error.connectionErrors.map { "\($0.error)" }.joined(separator: ", ")
             return HaulError(.network, "\(url): cannot connect to \(target ?? "\(error.host):\(error.port)")", cause: reasons)
         }
         if let error = error as? IOError {
-            return HaulError(.network, "\(url): \(String(cString: strerror(error.errnoCode)))", cause: "\(error)")
+            return HaulError(.network, "\(url): \(String(cString: strerror(error.errnoCode)))", underlying: error)
         }
         if let error = error as? NIOSSLError {
             let detail = "\(error)".contains("CERTIFICATE_VERIFY_FAILED") ? "handshake failed: the server's certificate is not trusted" : "handshake failed"
-            return HaulError(.network, "\(url): TLS \(detail)", cause: "\(error)")
+            return HaulError(.network, "\(url): TLS \(detail)", underlying: error)
         }
-        return HaulError(.network, "\(url): \(error)", cause: String(reflecting: error))
+        return HaulError(.network, "\(url): \(error)", cause: String(reflecting: error), underlying: error)
     }
 }
 

@@ -100,12 +100,48 @@ public struct HaulError: Error, Hashable, Codable, Sendable, CustomStringConvert
     public var httpStatus: Int?
     /// A description of the underlying error, for logs and `--json`.
     public var cause: String?
+    /// The error this one was made from, as it was thrown, for logs and for code that wants
+    /// more than `cause`'s text. Neither stored, encoded nor compared: an error read back from
+    /// a store or the API has its `cause` and no `underlying`, and equals the one written.
+    public var underlying: (any Error)?
 
-    public init(_ code: Code, _ message: String, httpStatus: Int? = nil, cause: String? = nil) {
+    /// `cause` defaults to `underlying`'s description.
+    public init(_ code: Code, _ message: String, httpStatus: Int? = nil, cause: String? = nil, underlying: (any Error)? = nil) {
         self.code = code
         self.message = message
         self.httpStatus = httpStatus
-        self.cause = cause
+        self.cause = cause ?? underlying.map { "\($0)" }
+        self.underlying = underlying
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case code, message, httpStatus, cause
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(try container.decode(Code.self, forKey: .code), try container.decode(String.self, forKey: .message),
+                  httpStatus: try container.decodeIfPresent(Int.self, forKey: .httpStatus),
+                  cause: try container.decodeIfPresent(String.self, forKey: .cause))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(code, forKey: .code)
+        try container.encode(message, forKey: .message)
+        try container.encodeIfPresent(httpStatus, forKey: .httpStatus)
+        try container.encodeIfPresent(cause, forKey: .cause)
+    }
+
+    public static func == (lhs: HaulError, rhs: HaulError) -> Bool {
+        lhs.code == rhs.code && lhs.message == rhs.message && lhs.httpStatus == rhs.httpStatus && lhs.cause == rhs.cause
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(message)
+        hasher.combine(httpStatus)
+        hasher.combine(cause)
     }
 
     public var description: String {
