@@ -79,7 +79,9 @@ public struct HostCheck: Sendable {
     }
 
     private static func isAddress(_ name: String) -> Bool {
-        var v4 = in_addr(), v6 = in6_addr()
+        // Bytes rather than in_addr/in6_addr: which C module declares those depends on the
+        // order clang meets the headers in.
+        var v4 = [UInt8](repeating: 0, count: 4), v6 = [UInt8](repeating: 0, count: 16)
         return inet_pton(AF_INET, name, &v4) == 1 || inet_pton(AF_INET6, name, &v6) == 1
     }
 }
