@@ -53,6 +53,32 @@ import HaulAPI
         }
     }
 
+    /// Issue 32, requirement 8: one download running at 64 KiB/s with the concurrency at 1, then
+    /// two more added, one of them paused: the running one's speed still shows.
+    @Test func globalStatShowsTheSpeedWithDownloadsWaitingBehind() async throws {
+        try await withDaemon("/slow", Route(payload: Payload(seed: 12, length: 50_000_000), throttle: 65_536), jobs: 1) { api, server in
+            _ = try await api.rpc("aria2.addUri", #"["\#(server.url("/slow"))?n=0"], {"out": "r0.bin"}"#)
+            _ = try await api.rpc("aria2.addUri", #"["\#(server.url("/slow"))?n=1"], {"out": "r1.bin"}"#)
+            _ = try await api.rpc("aria2.addUri", #"["\#(server.url("/slow"))?n=2"], {"out": "r2.bin", "pause": "true"}"#)
+            var stat = ""
+            for _ in 0..<1_000 {
+                stat = try await api.rpc("aria2.getGlobalStat")
+                if stat.contains(#""numActive":"1""#), !stat.contains(#""downloadSpeed":"0""#) { break }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(stat.contains(#""numActive":"1""#) && stat.contains(#""numWaiting":"2""#), "\(stat)")
+            #expect(!stat.contains(#""downloadSpeed":"0""#), "\(stat)")
+            // And at every call while it runs, not only once.
+            var zeros: [String] = []
+            for _ in 0..<100 {
+                stat = try await api.rpc("aria2.getGlobalStat")
+                if stat.contains(#""downloadSpeed":"0""#) { zeros.append(stat) }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(zeros.isEmpty, "\(zeros.count) of 100 calls said 0: \(zeros.first ?? "")")
+        }
+    }
+
     /// A position that cannot be taken is an RPC error, not an OK with the gid (it was dropped by
     /// a `try?`): the URL of a download already complete is not queued again, so it has no place.
     @Test func aPositionThatCannotBeTakenIsAnError() async throws {
