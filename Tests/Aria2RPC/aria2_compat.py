@@ -45,6 +45,7 @@ try:  # aria2p logs through loguru; keep the output to one line per case
 except Exception:  # pragma: no cover
     pass
 
+
 # ----------------------------------------------------------------------------------------------------------------
 # Accepted differences. Keep this list short; every entry says why it is harmless for AriaNg / aria2p.
 # ----------------------------------------------------------------------------------------------------------------
@@ -703,8 +704,9 @@ class Notifications:
         self.stop = False
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
-        # haul sends notifications only to a socket that has shown the token (AriaNg's first
-        # requests do); aria2 sends them to any. One tokened call first serves both.
+        # A round trip first, so the socket is open before the case adds anything. (haul sends
+        # notifications to a browser's socket only once it has shown the token; this one,
+        # websocket-client's from loopback, hears them at once, as aria2p's listener does.)
         self.sync(t)
 
     def run(self):
@@ -1225,6 +1227,47 @@ def c_aria2p_remove(t):
     out["purge"] = a.purge()
     out["stopped after purge"] = len(a.client.tell_stopped(0, 100))
     return out
+
+
+@case("aria2p: listen_to_notifications hears start and complete without a call with the token first")
+def c_aria2p_listen(t):
+    # aria2p's listener opens its own WebSocket (websocket-client: Origin of the daemon's own
+    # address) and only listens. Its socket may open after an add: add small files until one
+    # is heard complete, then a slow one, heard starting.
+    t.cleanup()
+    a = api(t)
+    heard = []
+    lock = threading.Lock()
+
+    def note(kind):
+        def callback(_api, gid):
+            with lock:
+                heard.append((kind, gid))
+        return callback
+
+    a.listen_to_notifications(threaded=True, on_download_start=note("start"),
+                              on_download_complete=note("complete"), timeout=1)
+    try:
+        completed = None
+        for _ in range(6):
+            gid = t.add("small")
+            try:
+                wait_for(lambda: ("complete", gid) in heard, f"onDownloadComplete for {gid}", 5)
+                completed = gid
+                break
+            except Exception:
+                continue
+        # Connected now: a download that runs a while is heard starting.
+        slow = t.add("slow")
+        try:
+            wait_for(lambda: ("start", slow) in heard, f"onDownloadStart for {slow}", 15)
+            started = True
+        except Exception:
+            started = False
+        t.ok("aria2.forceRemove", slow)
+        return {"a completion heard": completed is not None, "a start heard": started}
+    finally:
+        a.stop_listening()
 
 
 @case("aria2p: add_metalink (a file with its sha-256 -> complete; a wrong sha-256 -> error, and with haul no file under its name)")

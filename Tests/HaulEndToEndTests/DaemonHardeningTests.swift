@@ -168,6 +168,35 @@ import NIOHTTP1
         try await world.close()
     }
 
+    /// Issue 32, requirement 8: aria2p's `listen_to_notifications` connects from loopback
+    /// without an `Origin` and only listens. It hears every download's notifications (gids and
+    /// event names) without the token; its calls still need it.
+    @Test func aLoopbackListenerWithoutAnOriginHearsNotificationsButItsCallsNeedTheToken() async throws {
+        let world = try await World.make()
+        world.server.setRoute("/c.bin", Route(payload: Payload(seed: 93, length: 10_000)))
+        let daemon = try await DaemonProcess.start(world)
+        defer { daemon.process.signal(SIGKILL) }
+
+        let socket = try RawSocket(port: daemon.port)
+        let head = upgrade(socket, port: daemon.port, origin: nil)
+        #expect(head?.hasPrefix("HTTP/1.1 101") == true, "\(head ?? "no answer")")
+        let added = try await daemon.add(world.server.url("/c.bin"))
+        var heard: [String] = []
+        for _ in 0..<20 {
+            guard let message = socket.receiveWebSocketText() else { break }
+            heard.append(message)
+            if message.contains("aria2.onDownloadComplete") { break }
+        }
+        #expect(heard.contains { $0.contains("aria2.onDownloadStart") && $0.contains(added.id) }, "\(heard)")
+        #expect(heard.contains { $0.contains("aria2.onDownloadComplete") && $0.contains(added.id) }, "\(heard)")
+        #expect(!heard.contains { $0.contains(world.server.url("/c.bin")) }, "a notification named the URL: \(heard)")
+        #expect(socket.sendWebSocketText(#"{"jsonrpc":"2.0","id":"untokened","method":"aria2.tellStopped","params":[0,10]}"#))
+        let refusal = socket.receiveWebSocketText() ?? ""
+        #expect(refusal.contains("untokened") && refusal.contains("Unauthorized"), "\(refusal)")
+        #expect(await daemon.terminate() == 0)
+        try await world.close()
+    }
+
     // MARK: Web page headers (item 5)
 
     @Test func theWebPageForbidsInlineScriptFramingAndSniffing() async throws {

@@ -3,6 +3,7 @@ import Haul
 import HaulAPI
 import HaulCore
 import Hummingbird
+import HTTPTypes
 import HummingbirdWebSocket
 import NIOConcurrencyHelpers
 import NIOCore
@@ -62,18 +63,24 @@ enum Aria2Routes {
     }
 
     /// `ws://HOST:PORT/jsonrpc`: the same requests as text (or binary) messages, answered as
-    /// text, and aria2's notifications pushed to every socket as downloads start, pause, stop,
-    /// complete or fail, once that socket has sent a request with the valid token (before that
-    /// it learns nothing: not even which ids exist and when they change). Unlike the HTTP
-    /// endpoint, an upgrade from a page of another origin is refused: a browser lets any page
-    /// open a WebSocket to localhost.
+    /// text, and aria2's notifications pushed as downloads start, pause, stop, complete or fail:
+    /// to a socket once it has sent a request with the valid token, and from the start to a
+    /// listener (`listensWithoutToken`). Any other socket learns nothing before the token: not
+    /// even which ids exist and when they change. Unlike the HTTP endpoint, an upgrade from a
+    /// page of another origin is refused: a browser lets any page open a WebSocket to localhost.
     static func registerWebSocket(_ rpc: Aria2RPC, events: @escaping @Sendable () -> AsyncStream<DownloadEvent>,
                                   outcomes: @escaping @Sendable () -> AsyncStream<DownloadOutcome>,
                                   hosts: HostCheck, connections: ConnectionGuard, on router: Router<DaemonWebSocketContext>) {
         router.ws("jsonrpc", shouldUpgrade: { request, _ in
             hosts.allows(origin: request.headers[.origin], authority: request.head.authority) ? .upgrade([:]) : .dontUpgrade
         }) { inbound, outbound, context in
+            let listener = listensWithoutToken(origin: context.request.headers[.origin], authority: context.request.head.authority,
+                                               fetchSite: context.request.headers[fetchSite],
+                                               peer: context.requestContext.channel.remoteAddress)
+            // Whether the socket hears notifications: a listener at once, any other once it
+            // has shown the token.
             let shown = NIOLockedValueBox(false)
+            let hears = NIOLockedValueBox(listener)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 // Starts come from the event stream (which keeps only the newest events); how a
                 // download ended comes from the outcome stream, which never drops one: a
@@ -81,12 +88,12 @@ enum Aria2Routes {
                 group.addTask {
                     for await event in events() {
                         guard case .started = event.kind else { continue }
-                        try await notify(event, shown: shown, outbound: outbound)
+                        try await notify(event, hears: hears, outbound: outbound)
                     }
                 }
                 group.addTask {
                     for await outcome in outcomes() {
-                        try await notify(outcome.finalEvent, shown: shown, outbound: outbound)
+                        try await notify(outcome.finalEvent, hears: hears, outbound: outbound)
                     }
                 }
                 for try await message in inbound.messages(maxSize: Aria2RPC.maxRequestSize) {
@@ -97,6 +104,7 @@ enum Aria2Routes {
                     let reply = await rpc.answer(bytes)
                     if reply.authenticated, !shown.withLockedValue({ $0 }) {
                         shown.withLockedValue { $0 = true }
+                        hears.withLockedValue { $0 = true }
                         connections.authenticated(context.requestContext.channel)
                     }
                     try await outbound.write(.text(String(decoding: reply.body, as: UTF8.self)))
@@ -106,9 +114,32 @@ enum Aria2Routes {
         }
     }
 
-    /// Sends aria2's notification for `event`, if it has one, once the socket has shown the token.
-    static func notify(_ event: DownloadEvent, shown: NIOLockedValueBox<Bool>, outbound: WebSocketOutboundWriter) async throws {
-        guard shown.withLockedValue({ $0 }), let method = notification(for: event.kind) else { return }
+    /// Whether a socket hears notifications before it shows the token: a listener, as aria2p's
+    /// `listen_to_notifications` is, which connects and only listens. That is an upgrade
+    /// - from this machine (a loopback peer),
+    /// - not made by a browser: without `Sec-Fetch-Site`, which every current browser sends with
+    ///   a WebSocket handshake and no page can leave out,
+    /// - with no `Origin`, or one naming the very host the request was sent to
+    ///   (websocket-client, which aria2p uses, sends `Origin: http://HOST:PORT` of the URL it
+    ///   opens).
+    ///
+    /// Such a socket hears gids and event names, nothing a call could not be refused; its calls
+    /// still need the token. A browser's socket (the daemon's own page included) and one from
+    /// another host hear nothing before the token.
+    static func listensWithoutToken(origin: String?, authority: String?, fetchSite: String?, peer: SocketAddress?) -> Bool {
+        guard fetchSite == nil, let address = peer?.ipAddress,
+              address.hasPrefix("127.") || address == "::1" || address.hasPrefix("::ffff:127.") else { return false }
+        guard let origin else { return true }
+        guard let authority, !authority.isEmpty else { return false }
+        return origin == "http://\(authority)" || origin == "https://\(authority)"
+    }
+
+    /// The field every current browser sends with a WebSocket handshake (`listensWithoutToken`).
+    static let fetchSite = HTTPField.Name("Sec-Fetch-Site")!
+
+    /// Sends aria2's notification for `event`, if it has one, once the socket hears them.
+    static func notify(_ event: DownloadEvent, hears: NIOLockedValueBox<Bool>, outbound: WebSocketOutboundWriter) async throws {
+        guard hears.withLockedValue({ $0 }), let method = notification(for: event.kind) else { return }
         var json = JSONWriter()
         json.object { json in
             json.field("jsonrpc", "2.0")
