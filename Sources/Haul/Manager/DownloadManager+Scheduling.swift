@@ -182,6 +182,7 @@ extension DownloadManager {
     }
 
     func signalIdleIfNeeded() {
+        if active.isEmpty { runsEnded?.finish() }
         guard active.isEmpty, slots.waiting.isEmpty else { return }
         let waiters = idleWaiters
         idleWaiters = []

@@ -73,6 +73,9 @@ public actor DownloadManager {
     var addsDraining = false
     private var queueWaiters: [CheckedContinuation<Void, Never>] = []
     private var shutdownTask: Task<Void, Never>?
+    /// Finished once no run is left, after the last one's outcome is settled: what a shutdown
+    /// with a deadline waits on (`signalIdleIfNeeded`).
+    var runsEnded: AsyncStream<Void>.Continuation?
 
     /// Uses `store` with AsyncHTTPClient; the state directory keeps the download locks. The
     /// manager owns the store: `shutdown()` calls `closeStore` (given: the SQLite store's, see
@@ -259,10 +262,18 @@ public actor DownloadManager {
             download.stop.request(.running)
         }
         if let deadline {
-            // `finished` empties `active` while this sleeps.
-            let end = ContinuousClock.now + deadline
-            // A sleep (never cancelled: this task is the manager's own).
-            while !active.isEmpty, ContinuousClock.now < end { try? await Task.sleep(for: .milliseconds(5)) }
+            // The runs' ends (each once its outcome is settled) race the deadline.
+            let (ended, signal) = AsyncStream.makeStream(of: Void.self)
+            runsEnded = signal
+            if active.isEmpty { signal.finish() }
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { for await _ in ended {} }
+                // Ends early only when the race is over (cancelled below): nothing to lose.
+                group.addTask { try? await Task.sleep(for: deadline) }
+                await group.next()
+                group.cancelAll()
+            }
+            runsEnded = nil
         } else {
             for download in running { await download.task.value }
         }
