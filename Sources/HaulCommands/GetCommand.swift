@@ -39,26 +39,19 @@ struct GetCommand: AsyncParsableCommand {
                                valueName: "FILE|URL"))
     var metalink: [String] = []
 
-    @Option(name: [.customShort("j"), .customLong("jobs")], help: "Downloads transferring at once (1 to 1000). One whose bytes are all in lets the next start while it is verified and published (at most max(N, 16) such at once).")
-    var jobs: Int = 3
-
-    @Option(name: [.customShort("x"), .customShort("n"), .customLong("connections")],
-            help: ArgumentHelp("Connections per file (1 to 64), a fixed count: one file over several connections when the server allows ranges, fewer for a small file or a server that refuses some. Default: 4, then more (up to 16) while each step raises the download's speed by 10 % or more.", valueName: "N"))
-    var connections: Int?
+    @OptionGroup var engine: EngineOptions<GetCommand>
+    var jobs: Int { engine.jobs ?? 3 }
+    var connections: Int? { engine.connections }
+    var maxConnectionsPerHost: Int? { engine.maxConnectionsPerHost }
+    var refreshCommand: String? { engine.refreshCommand }
 
     /// Where a download starts when `-x` is absent (it grows from there).
     static let defaultConnections = 4
-
-    @Option(name: .customLong("max-connections-per-host"),
-            help: ArgumentHelp("At most N connections to one host at once, shared fairly by every download to it (1 to 1024; default: each download's -x). A host that refuses a connection (429, 503) gets fewer for a while either way.", valueName: "N"))
-    var maxConnectionsPerHost: Int?
 
     @Option(name: [.customShort("k"), .customLong("min-split-size")],
             help: "Never split off a segment smaller than SIZE for another connection (K, M suffixes).")
     var minSplitSize: String = "1M"
 
-    @Option(name: .customLong("limit-rate"), help: "At most RATE bytes per second for the whole command (K, M, G suffixes).")
-    var limitRate: String?
 
     @Flag(name: .shortAndLong, help: "Log retries, restarts, refused connections and failed checkpoints on stderr, and the requests, connections and TLS handshakes each download took.")
     var verbose = false
@@ -93,11 +86,6 @@ struct GetCommand: AsyncParsableCommand {
     @Option(name: .customLong("cacert"), help: "Also trust this PEM certificate authority for HTTPS (repeatable).")
     var caCertificates: [String] = []
 
-    @Option(name: .customLong("refresh-command"), help: ArgumentHelp(
-        "When a URL expires midway (401/403/410 or a redirect to a web page), run CMD with sh -c for a new one (HAUL_URL, HAUL_ID, HAUL_PATH in its environment; it prints the URL). The bytes are kept.",
-        valueName: "CMD"))
-    var refreshCommand: String?
-
     @OptionGroup(title: "Network")
     var network: NetworkOptions
 
@@ -110,7 +98,6 @@ struct GetCommand: AsyncParsableCommand {
     @OptionGroup(title: "HTTP version")
     var httpVersion: HTTPVersionOptions
 
-    @Option(help: .hidden)
     var checkpointInterval: Double = 1
 
     @Option(help: .hidden)
@@ -123,13 +110,6 @@ struct GetCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
-        try Limits.validate(jobs, in: Limits.concurrentDownloads, option: "-j")
-        try Limits.validate(connections, in: Limits.connections, option: "-x")
-        if let refreshCommand, refreshCommand.allSatisfy(\.isWhitespace) {
-            throw ValidationError("--refresh-command needs a command")
-        }
-        try Limits.validate(maxConnectionsPerHost, in: Limits.connectionsPerHost, option: "--max-connections-per-host")
-        if let limitRate { _ = try Self.rate(limitRate) }
         _ = try Self.size(minSplitSize)
         if retries < 1 { throw ValidationError("--retries must be at least 1") }
         if timeout <= 0 { throw ValidationError("--timeout must be positive") }
@@ -141,7 +121,6 @@ struct GetCommand: AsyncParsableCommand {
         if timestamps.timestamping, range != nil {
             throw ValidationError("-N compares whole files; it cannot be used with --range")
         }
-        if checkpointInterval <= 0 { throw ValidationError("--checkpoint-interval must be positive") }
         for path in caCertificates where !FileManager.default.isReadableFile(atPath: path) {
             throw ValidationError("cannot read --cacert \(path)")
         }
@@ -171,7 +150,7 @@ struct GetCommand: AsyncParsableCommand {
         var configuration = DownloadManager.Configuration(
             stateDirectory: HaulHome.path(),
             maxConcurrentDownloads: jobs,
-            checkpointInterval: .milliseconds(Int64(checkpointInterval * 1000)),
+            checkpointInterval: engine.checkpoint,
             retry: RetryPolicy(maxAttempts: retries, baseDelay: .milliseconds(Int64(retryDelay * 1000)),
                                maxRetryAfter: .milliseconds(Int64(retryMaxWait * 1000)), waitsForLongRetryAfter: false,
                                speedLimit: try Self.speed(speedLimit), speedTime: .milliseconds(Int64(speedTime * 1000))),
@@ -179,7 +158,7 @@ struct GetCommand: AsyncParsableCommand {
                         additionalTrustRoots: caCertificates.map(HaulHome.absolute), proxies: proxies,
                         userAgent: network.userAgent ?? HaulVersion.userAgent, cookies: cookies),
             minimumSegmentSize: try Self.size(minSplitSize),
-            maxBytesPerSecond: try limitRate.map { try Self.rate($0) },
+            maxBytesPerSecond: try engine.maxBytesPerSecond(),
             logger: logger, maxConnectionsPerHost: maxConnectionsPerHost, httpVersions: httpVersion.policy)
         configuration.refreshCommand = refreshCommand
         // After the transport's settings: a `--metalink URL` is fetched with them.
@@ -376,4 +355,15 @@ struct GetCommand: AsyncParsableCommand {
             throw ValidationError("-k must be a size such as 512K or 1M (got '\(text)': \(error.message))")
         }
     }
+}
+
+extension GetCommand: EngineOptionsRole {
+    static let jobsHelp = ArgumentHelp("Downloads transferring at once (1 to 1000, default 3). One whose bytes are all in lets the next start while it is verified and published (at most max(N, 16) such at once).")
+    static let connectionsNames: NameSpecification = [.customShort("x"), .customShort("n"), .customLong("connections")]
+    static let connectionsHelp = ArgumentHelp("Connections per file (1 to 64), a fixed count: one file over several connections when the server allows ranges, fewer for a small file or a server that refuses some. Default: 4, then more (up to 16) while each step raises the download's speed by 10 % or more.", valueName: "N")
+    static let connectionsPerHostHelp = ArgumentHelp("At most N connections to one host at once, shared fairly by every download to it (1 to 1024; default: each download's -x). A host that refuses a connection (429, 503) gets fewer for a while either way.", valueName: "N")
+    static let limitRateHelp = ArgumentHelp("At most RATE bytes per second for the whole command (K, M, G suffixes).", valueName: "RATE")
+    static let refreshCommandHelp = ArgumentHelp(
+        "When a URL expires midway (401/403/410 or a redirect to a web page), run CMD with sh -c for a new one (HAUL_URL, HAUL_ID, HAUL_PATH in its environment; it prints the URL). The bytes are kept.",
+        valueName: "CMD")
 }

@@ -34,25 +34,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("allow-dir"), help: ArgumentHelp("Also allow downloads into DIR (repeatable); by default only under -d.", valueName: "DIR"))
     var allowedDirectories: [String] = []
 
-    @Option(name: [.customShort("j"), .customLong("jobs")], help: "Downloads transferring at once (changeable through the API). One whose bytes are all in lets the next start while it is verified and published (at most max(N, 16) such at once).")
-    var jobs = 3
-
-    @Option(name: [.customShort("x"), .customLong("connections")],
-            help: ArgumentHelp("Connections per file for new downloads that do not say (1 to 64; changeable through the API).", valueName: "N"))
-    var connections = 1
-
-    @Option(name: .customLong("max-connections-per-host"),
-            help: ArgumentHelp("At most N connections to one host at once, shared fairly by every download to it (1 to 1024; default: each download's own). A host that refuses a connection (429, 503) gets fewer for a while either way.", valueName: "N"))
-    var maxConnectionsPerHost: Int?
-
-    @Option(name: .customLong("refresh-command"), help: ArgumentHelp(
-        "When a download's URL expires midway, run CMD with sh -c for a new one (HAUL_URL, HAUL_ID, HAUL_PATH in its environment; it prints the URL). Only here: never settable over the API.",
-        valueName: "CMD"))
-    var refreshCommand: String?
-
-    @Option(name: .customLong("limit-rate"),
-            help: ArgumentHelp("At most RATE bytes per second for all downloads together (K, M, G suffixes; changeable through the API).", valueName: "RATE"))
-    var limitRate: String?
+    @OptionGroup var engine: EngineOptions<ServeCommand>
+    var jobs: Int { engine.jobs ?? 3 }
+    var connections: Int { engine.connections ?? 1 }
 
     @Flag(name: .shortAndLong, help: "Log at debug level on stderr (failed connections, ...), not only at info.")
     var verbose = false
@@ -96,9 +80,6 @@ struct ServeCommand: AsyncParsableCommand {
     @OptionGroup(title: "Hooks and speed schedule")
     var hookOptions: ServeHookOptions
 
-    @Option(help: .hidden)
-    var checkpointInterval: Double = 1
-
     var storeLocation: StoreLocation {
         get throws {
             let text = store ?? ProcessInfo.processInfo.environment["HAUL_STORE"].flatMap { $0.isEmpty ? nil : $0 } ?? "sqlite"
@@ -111,12 +92,6 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func validate() throws {
-        try Limits.validate(jobs, in: Limits.concurrentDownloads, option: "-j")
-        try Limits.validate(connections, in: Limits.connections, option: "-x")
-        try Limits.validate(maxConnectionsPerHost, in: Limits.connectionsPerHost, option: "--max-connections-per-host")
-        if let limitRate { _ = try GetCommand.rate(limitRate) }
-        if let refreshCommand, refreshCommand.allSatisfy(\.isWhitespace) { throw ValidationError("--refresh-command needs a command") }
-        if checkpointInterval <= 0 { throw ValidationError("--checkpoint-interval must be positive") }
         if !(headerTimeout > 0 && headerTimeout <= 3600) { throw ValidationError("--header-timeout must be between 0 and 3600 seconds") }
         if !(idleTimeout > 0 && idleTimeout <= 86_400) { throw ValidationError("--idle-timeout must be more than 0 and at most 86400 seconds") }
         if (tlsCertificate == nil) != (tlsKey == nil) { throw ValidationError("--tls-certificate and --tls-key go together") }
@@ -133,12 +108,12 @@ struct ServeCommand: AsyncParsableCommand {
         var configuration = Daemon.Configuration(
             host: host, port: port, secret: secret ?? environmentSecret, home: HaulHome.path(),
             downloadDirectory: HaulHome.absolute(directory ?? "."), maxConcurrentDownloads: jobs,
-            defaultConnections: connections, maxBytesPerSecond: try limitRate.map { try GetCommand.rate($0) },
+            defaultConnections: connections, maxBytesPerSecond: try engine.maxBytesPerSecond(),
             logger: logger)
         configuration.allowedDirectories = allowedDirectories.map { HaulHome.absolute($0) }
-        configuration.manager.checkpointInterval = .milliseconds(Int64(checkpointInterval * 1000))
-        configuration.manager.maxConnectionsPerHost = maxConnectionsPerHost
-        configuration.manager.refreshCommand = refreshCommand
+        configuration.manager.checkpointInterval = engine.checkpoint
+        configuration.manager.maxConnectionsPerHost = engine.maxConnectionsPerHost
+        configuration.manager.refreshCommand = engine.refreshCommand
         configuration.manager.httpVersions = httpVersion.policy
         configuration.store = try storeLocation
         configuration.leaseTimeout = .milliseconds(Int64(leaseTimeout * 1000))
@@ -164,4 +139,15 @@ struct ServeCommand: AsyncParsableCommand {
         }
         print("haul serve: stopped")
     }
+}
+
+extension ServeCommand: EngineOptionsRole {
+    static let jobsHelp = ArgumentHelp("Downloads transferring at once (1 to 1000, default 3; changeable through the API). One whose bytes are all in lets the next start while it is verified and published (at most max(N, 16) such at once).")
+    static let connectionsNames: NameSpecification = [.customShort("x"), .customLong("connections")]
+    static let connectionsHelp = ArgumentHelp("Connections per file for new downloads that do not say (1 to 64, default 1; changeable through the API).", valueName: "N")
+    static let connectionsPerHostHelp = ArgumentHelp("At most N connections to one host at once, shared fairly by every download to it (1 to 1024; default: each download's own). A host that refuses a connection (429, 503) gets fewer for a while either way.", valueName: "N")
+    static let limitRateHelp = ArgumentHelp("At most RATE bytes per second for all downloads together (K, M, G suffixes; changeable through the API).", valueName: "RATE")
+    static let refreshCommandHelp = ArgumentHelp(
+        "When a download's URL expires midway, run CMD with sh -c for a new one (HAUL_URL, HAUL_ID, HAUL_PATH in its environment; it prints the URL). Only here: never settable over the API.",
+        valueName: "CMD")
 }
