@@ -9,18 +9,23 @@ import Testing
 @Suite(.timeLimit(.minutes(1))) struct GivenOptionsTests {
     let payload = Payload(seed: 32, length: 200_000)
 
+    /// With `-j 1`: a download that holds the only slot (running, stalled), and one behind it
+    /// added with credentials and `-N`, queued.
+    private func slotHeld(_ harness: Harness) async throws -> (running: DownloadRecord, queued: DownloadRecord) {
+        harness.server.setRoute("/slow", Route(payload: payload, throttle: 50_000, then: .stallAfter(100_000)))
+        harness.server.setRoute("/file", Route(payload: payload))
+        let events = harness.manager.events()
+        let running = try await harness.manager.add(harness.request("/slow"))
+        await harness.waitForProgress(of: running.id, beyond: 0, in: events)
+        var request = try harness.request("/file")
+        request.credentials = Credentials(user: "user", password: "secret")
+        request.timestamping = true
+        return (running, try await harness.manager.add(request))
+    }
+
     @Test func aRemovedDownloadLeavesNothingGivenBehind() async throws {
         try await withHarness(maxConcurrent: 1) { harness in
-            // Holds the only slot: the second download stays queued until it is removed.
-            harness.server.setRoute("/slow", Route(payload: payload, throttle: 50_000, then: .stallAfter(100_000)))
-            harness.server.setRoute("/file", Route(payload: payload))
-            let events = harness.manager.events()
-            let running = try await harness.manager.add(harness.request("/slow"))
-            await harness.waitForProgress(of: running.id, beyond: 0, in: events)
-            var request = try harness.request("/file")
-            request.credentials = Credentials(user: "user", password: "secret")
-            request.timestamping = true
-            let queued = try await harness.manager.add(request)
+            let (running, queued) = try await slotHeld(harness)
             #expect(await harness.manager.given[queued.id]?.credentials != nil)
             #expect(await harness.manager.given[queued.id]?.timestamps?.timestamping == true)
 
@@ -33,14 +38,7 @@ import Testing
 
     @Test func aPausedDownloadKeepsWhatWasGivenAndACompletedOneDropsIt() async throws {
         try await withHarness(maxConcurrent: 1) { harness in
-            harness.server.setRoute("/slow", Route(payload: payload, throttle: 50_000, then: .stallAfter(100_000)))
-            harness.server.setRoute("/file", Route(payload: payload))
-            let events = harness.manager.events()
-            let running = try await harness.manager.add(harness.request("/slow"))
-            await harness.waitForProgress(of: running.id, beyond: 0, in: events)
-            var request = try harness.request("/file")
-            request.credentials = Credentials(user: "user", password: "secret")
-            let queued = try await harness.manager.add(request)
+            let (running, queued) = try await slotHeld(harness)
             try await harness.manager.pause(queued.id)
             #expect(await harness.manager.given[queued.id]?.credentials != nil)
 
