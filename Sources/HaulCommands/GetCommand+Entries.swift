@@ -171,7 +171,7 @@ extension GetCommand {
             do {
                 post.yield(.added(try await manager.add(batch)))
             } catch {
-                let haulError = (error as? HaulError) ?? HaulError(.internal, "\(error)")
+                let haulError = HaulError.from(error, otherwise: .internal)
                 // Interrupted: these were never added, so nothing waits for them.
                 if haulError.code == .interrupted { return }
                 for request in batch { post.yield(.rejected(url: request.url.absoluteString, haulError)) }

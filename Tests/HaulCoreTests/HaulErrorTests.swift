@@ -31,4 +31,13 @@ import Testing
         let old = Data(#"{"code":"network","message":"cannot connect","cause":"refused"}"#.utf8)
         #expect(try JSONDecoder().decode(HaulError.self, from: old) == HaulError(.network, "cannot connect", cause: "refused"))
     }
+
+    @Test func fromKeepsAHaulErrorAndWrapsAnyOther() {
+        let own = HaulError(.diskFull, "no space")
+        #expect(HaulError.from(own, otherwise: .fileSystem) == own)
+        let wrapped = HaulError.from(Refused(port: 9), otherwise: .network)
+        #expect(wrapped == HaulError(.network, "connection refused on port 9"))
+        #expect((wrapped.underlying as? Refused)?.port == 9)
+        #expect(HaulError.from(Refused(port: 9), otherwise: .store, "cannot open").message == "cannot open")
+    }
 }

@@ -256,7 +256,7 @@ final class FileChunkWriter: ChunkWriter {
                 try next.write(descriptor: descriptor, path: path, calls: io.calls)
                 finished = (next, nil)
             } catch {
-                finished = (next, (error as? HaulError) ?? HaulError(.fileSystem, "\(error)"))
+                finished = (next, HaulError.from(error, otherwise: .fileSystem))
             }
         }
     }

@@ -114,7 +114,7 @@ extension DownloadManager {
             timestamps?.apply(to: &record.request)
             runner.limiters.first?.setRate(stored.request.maxBytesPerSecond.flatMap(ByteRate.limit))
         } catch {
-            return refuse(id, error as? HaulError ?? HaulError(.store, "\(error)"), hub: hub)
+            return refuse(id, HaulError.from(error, otherwise: .store), hub: hub)
         }
         let lock: DownloadLocks.Lease
         do {
@@ -124,7 +124,7 @@ extension DownloadManager {
             }
             lock = acquired
         } catch {
-            return refuse(id, error as? HaulError ?? HaulError(.fileSystem, "\(error)"), hub: hub)
+            return refuse(id, HaulError.from(error, otherwise: .fileSystem), hub: hub)
         }
         defer { withExtendedLifetime(lock) {} }
         let (ended, transfer, notModified) = await runner.runCounting(record)
@@ -172,7 +172,7 @@ extension DownloadManager {
             locks = opened
             return opened
         } catch {
-            throw (error as? HaulError) ?? HaulError(.fileSystem, "\(error)")
+            throw HaulError.from(error, otherwise: .fileSystem)
         }
     }
 

@@ -110,7 +110,7 @@ extension RunSession {
             do {
                 post.yield(.synced(epoch: epoch, .success(try await metrics.time(metrics.sync) { try await writer.checkpoint() })))
             } catch {
-                post.yield(.synced(epoch: epoch, .failure((error as? HaulError) ?? HaulError(.fileSystem, "\(error)"))))
+                post.yield(.synced(epoch: epoch, .failure(HaulError.from(error, otherwise: .fileSystem))))
             }
         }
     }

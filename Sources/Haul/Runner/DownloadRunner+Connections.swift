@@ -53,7 +53,7 @@ extension RunSession {
                         do {
                             try await writer.write(slice, at: accepted.writeOffset, part: accepted.part)
                         } catch {
-                            post.yield(.diskFailed(connection, (error as? HaulError) ?? HaulError(.fileSystem, "\(error)")))
+                            post.yield(.diskFailed(connection, HaulError.from(error, otherwise: .fileSystem)))
                             return
                         }
                     }

@@ -67,6 +67,6 @@ extension RunSession {
 
     /// `error` as a `HaulError`; one of another kind gets `code` (a file system's, unless told).
     func diskError(_ error: any Error, code: HaulError.Code = .fileSystem) -> HaulError {
-        (error as? HaulError) ?? HaulError(code, "\(error)")
+        HaulError.from(error, otherwise: code)
     }
 }

@@ -149,3 +149,15 @@ public struct HaulError: Error, Hashable, Codable, Sendable, CustomStringConvert
         return "\(message) (\(cause))"
     }
 }
+
+extension HaulError {
+    /// `error` itself when it is a `HaulError`; otherwise one of `code`, with `message` (or the
+    /// error's own description) and the error kept as `underlying` (no `cause`: the message
+    /// already says it).
+    public static func from(_ error: any Error, otherwise code: Code, _ message: String? = nil) -> HaulError {
+        if let error = error as? HaulError { return error }
+        var wrapped = HaulError(code, message ?? "\(error)")
+        wrapped.underlying = error
+        return wrapped
+    }
+}
