@@ -63,7 +63,7 @@ extension RunSession {
                 }
                 try await openWriter()?.truncate(to: length)
             } catch {
-                await execute(machine.withLockedValue { $0.diskFailed(diskError(error)) })
+                await execute(machine.withLockedValue { $0.diskFailed(HaulError.from(error, otherwise: .fileSystem)) })
             }
         case .checkpoint(let epoch):
             await checkpoint(epoch: epoch)

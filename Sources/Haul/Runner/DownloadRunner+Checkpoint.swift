@@ -17,7 +17,7 @@ extension RunSession {
             runner.logger.warning("the store cannot be reached: stopping at this checkpoint", metadata: ["id": "\(record.id)"])
             await execute(machine.withLockedValue { $0.storeUnavailable() })
         } catch {
-            await execute(machine.withLockedValue { $0.persistFailed(diskError(error, code: .store)) })
+            await execute(machine.withLockedValue { $0.persistFailed(HaulError.from(error, otherwise: .store)) })
         }
     }
 
@@ -30,7 +30,7 @@ extension RunSession {
             await execute(machine.withLockedValue { $0.synced(epoch: epoch, written: written) })
         } catch {
             runner.logger.error("checkpoint failed", metadata: ["id": "\(id)", "error": "\(error)"])
-            await execute(machine.withLockedValue { $0.diskFailed(diskError(error)) })
+            await execute(machine.withLockedValue { $0.diskFailed(HaulError.from(error, otherwise: .fileSystem)) })
         }
     }
 
@@ -44,7 +44,7 @@ extension RunSession {
         do {
             written = try await writer.flush()
         } catch {
-            await execute(machine.withLockedValue { $0.diskFailed(diskError(error)) })
+            await execute(machine.withLockedValue { $0.diskFailed(HaulError.from(error, otherwise: .fileSystem)) })
             return
         }
         let (id, record) = (id, record)
@@ -102,7 +102,7 @@ extension RunSession {
             }
             writer = opened
         } catch {
-            post.yield(.synced(epoch: epoch, .failure(diskError(error))))
+            post.yield(.synced(epoch: epoch, .failure(HaulError.from(error, otherwise: .fileSystem))))
             return
         }
         let metrics = runner.metrics

@@ -28,7 +28,7 @@ extension RunSession {
             guard let opened = try await openWriter() else { throw HaulError(.internal, "no file name before the body") }
             writer = opened
         } catch {
-            post.yield(.diskFailed(connection, diskError(error)))
+            post.yield(.diskFailed(connection, HaulError.from(error, otherwise: .fileSystem)))
             return
         }
         let (machine, post, limiters, url) = (machine, post, limiters, record.request.url.absoluteString)

@@ -58,15 +58,10 @@ extension RunSession {
         } catch let error as HaulError where error.code == .leaseLost {
             await execute(machine.withLockedValue { $0.leaseLost() })
         } catch {
-            await execute(machine.withLockedValue { $0.diskFailed(diskError(error)) })
+            await execute(machine.withLockedValue { $0.diskFailed(HaulError.from(error, otherwise: .fileSystem)) })
         }
     }
 
     /// How many names a run tries when each is taken on disk between its claim and its `.part`.
     static let nameAttempts = 100
-
-    /// `error` as a `HaulError`; one of another kind gets `code` (a file system's, unless told).
-    func diskError(_ error: any Error, code: HaulError.Code = .fileSystem) -> HaulError {
-        HaulError.from(error, otherwise: code)
-    }
 }

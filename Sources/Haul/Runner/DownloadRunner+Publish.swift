@@ -13,7 +13,7 @@ extension RunSession {
         do {
             directory = .success(try await resolvedDirectory())
         } catch {
-            directory = .failure(diskError(error))
+            directory = .failure(HaulError.from(error, otherwise: .fileSystem))
         }
         verifyTask = Task {
             guard let name else {
@@ -56,7 +56,7 @@ extension RunSession {
             // directory for every file published into it meanwhile.
             try await runner.directorySyncs.sync(directory, io: io)
         } catch {
-            failure = diskError(error)
+            failure = HaulError.from(error, otherwise: .fileSystem)
         }
         await execute(machine.withLockedValue { $0.published(failure) })
     }

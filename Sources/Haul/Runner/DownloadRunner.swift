@@ -197,7 +197,7 @@ final class RunSession {
         } catch {
             // The directory cannot be used (a link where a directory was, outside the roots):
             // the download fails before any request, its stored progress untouched.
-            await execute(machine.withLockedValue { $0.diskFailed(diskError(error)) })
+            await execute(machine.withLockedValue { $0.diskFailed(HaulError.from(error, otherwise: .fileSystem)) })
         }
         if !finished {
             for await input in inbox {
