@@ -42,8 +42,6 @@ struct GetCommand: AsyncParsableCommand {
     @OptionGroup var engine: EngineOptions<GetCommand>
     var jobs: Int { engine.jobs ?? 3 }
     var connections: Int? { engine.connections }
-    var maxConnectionsPerHost: Int? { engine.maxConnectionsPerHost }
-    var refreshCommand: String? { engine.refreshCommand }
 
     /// Where a download starts when `-x` is absent (it grows from there).
     static let defaultConnections = 4
@@ -159,8 +157,8 @@ struct GetCommand: AsyncParsableCommand {
                         userAgent: network.userAgent ?? HaulVersion.userAgent, cookies: cookies),
             minimumSegmentSize: try Self.size(minSplitSize),
             maxBytesPerSecond: try engine.maxBytesPerSecond(),
-            logger: logger, maxConnectionsPerHost: maxConnectionsPerHost, httpVersions: httpVersion.policy)
-        configuration.refreshCommand = refreshCommand
+            logger: logger, maxConnectionsPerHost: engine.maxConnectionsPerHost, httpVersions: httpVersion.policy)
+        configuration.refreshCommand = engine.refreshCommand
         // After the transport's settings: a `--metalink URL` is fetched with them.
         let entries = try await entries(reporter: reporter, metalinks: MetalinkFetcher(
             http: configuration.http, headers: template.headers, credentials: template.credentials,

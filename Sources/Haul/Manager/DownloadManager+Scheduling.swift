@@ -66,14 +66,13 @@ extension DownloadManager {
         let store = store
         let hub = hub
         let locks = Result { () throws(HaulError) -> DownloadLocks in try downloadLocks() }
-        let credentials = given[id]?.credentials
-        let timestamps = given[id]?.timestamps
+        let given = self.given[id]
         generations += 1
         let generation = generations
         runner.directorySyncs = directorySyncs
         runner.transferEnded = { Task { await self.transferEnded(id, generation: generation) } }
         let task = Task {
-            let launch = await Self.launch(id, store: store, hub: hub, locks: locks, credentials: credentials, timestamps: timestamps,
+            let launch = await Self.launch(id, store: store, hub: hub, locks: locks, given: given,
                                            place: place, runner: runner)
             await self.finished(id, generation: generation, launch)
         }
@@ -102,16 +101,16 @@ extension DownloadManager {
     /// Loads the record, takes the download's lock for as long as it runs, and runs it.
     nonisolated static func launch(
         _ id: DownloadID, store: any DownloadStore, hub: EventHub, locks: Result<DownloadLocks, HaulError>,
-        credentials: Credentials?, timestamps: GivenTimestamps?, place: WaitingQueue.Entry?, runner: DownloadRunner
+        given: GivenOptions?, place: WaitingQueue.Entry?, runner: DownloadRunner
     ) async -> Launch {
         var record: DownloadRecord
         do {
             guard let stored = try await store.record(id), stored.status != .removed else { return .gone }
             record = stored
             // The latest given win over stored ones (a changed password).
-            if let credentials { record.request.credentials = credentials }
+            if let credentials = given?.credentials { record.request.credentials = credentials }
             if let place { (record.request.priority, record.position) = (place.priority, place.position) }
-            timestamps?.apply(to: &record.request)
+            given?.timestamps?.apply(to: &record.request)
             runner.limiters.first?.setRate(stored.request.maxBytesPerSecond.flatMap(ByteRate.limit))
         } catch {
             return refuse(id, HaulError.from(error, otherwise: .store), hub: hub)
