@@ -17,6 +17,8 @@ import Testing
     @Test func aScriptOnThisMachineListens() throws {
         #expect(listens(origin: nil, peer: loopback))
         #expect(listens(origin: nil, peer: try SocketAddress(ipAddress: "::1", port: 50_000)))
+        // An IPv4 peer as a socket bound to :: sees it.
+        #expect(listens(origin: nil, peer: try SocketAddress(ipAddress: "::ffff:127.0.0.1", port: 50_000)))
         // websocket-client's default: the URL's own scheme and host.
         #expect(listens(origin: "http://127.0.0.1:6800", peer: loopback))
     }
@@ -29,6 +31,7 @@ import Testing
         #expect(!listens(origin: "null", peer: loopback))
         #expect(!listens(origin: nil, peer: try SocketAddress(ipAddress: "192.0.2.7", port: 50_000)))
         #expect(!listens(origin: nil, peer: try SocketAddress(ipAddress: "2001:db8::7", port: 50_000)))
+        #expect(!listens(origin: nil, peer: try SocketAddress(ipAddress: "::ffff:192.0.2.7", port: 50_000)))
         #expect(!listens(origin: nil, peer: nil))
     }
 }

@@ -77,10 +77,7 @@ enum Aria2Routes {
             let listener = listensWithoutToken(origin: context.request.headers[.origin], authority: context.request.head.authority,
                                                fetchSite: context.request.headers[fetchSite],
                                                peer: context.requestContext.channel.remoteAddress)
-            // Whether the socket hears notifications: a listener at once, any other once it
-            // has shown the token.
             let shown = NIOLockedValueBox(false)
-            let hears = NIOLockedValueBox(listener)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 // Starts come from the event stream (which keeps only the newest events); how a
                 // download ended comes from the outcome stream, which never drops one: a
@@ -88,12 +85,12 @@ enum Aria2Routes {
                 group.addTask {
                     for await event in events() {
                         guard case .started = event.kind else { continue }
-                        try await notify(event, hears: hears, outbound: outbound)
+                        try await notify(event, listener: listener, shown: shown, outbound: outbound)
                     }
                 }
                 group.addTask {
                     for await outcome in outcomes() {
-                        try await notify(outcome.finalEvent, hears: hears, outbound: outbound)
+                        try await notify(outcome.finalEvent, listener: listener, shown: shown, outbound: outbound)
                     }
                 }
                 for try await message in inbound.messages(maxSize: Aria2RPC.maxRequestSize) {
@@ -104,7 +101,6 @@ enum Aria2Routes {
                     let reply = await rpc.answer(bytes)
                     if reply.authenticated, !shown.withLockedValue({ $0 }) {
                         shown.withLockedValue { $0 = true }
-                        hears.withLockedValue { $0 = true }
                         connections.authenticated(context.requestContext.channel)
                     }
                     try await outbound.write(.text(String(decoding: reply.body, as: UTF8.self)))
@@ -127,8 +123,10 @@ enum Aria2Routes {
     /// still need the token. A browser's socket (the daemon's own page included) and one from
     /// another host hear nothing before the token.
     static func listensWithoutToken(origin: String?, authority: String?, fetchSite: String?, peer: SocketAddress?) -> Bool {
+        // A peer's address as a socket bound to `::` reports an IPv4 one: `::ffff:127.0.0.1`
+        // (which `Daemon.isLoopback`, judging names a user gives, does not take).
         guard fetchSite == nil, let address = peer?.ipAddress,
-              address.hasPrefix("127.") || address == "::1" || address.hasPrefix("::ffff:127.") else { return false }
+              Daemon.isLoopback(address) || address.hasPrefix("::ffff:127.") else { return false }
         guard let origin else { return true }
         guard let authority, !authority.isEmpty else { return false }
         return origin == "http://\(authority)" || origin == "https://\(authority)"
@@ -137,9 +135,11 @@ enum Aria2Routes {
     /// The field every current browser sends with a WebSocket handshake (`listensWithoutToken`).
     static let fetchSite = HTTPField.Name("Sec-Fetch-Site")!
 
-    /// Sends aria2's notification for `event`, if it has one, once the socket hears them.
-    static func notify(_ event: DownloadEvent, hears: NIOLockedValueBox<Bool>, outbound: WebSocketOutboundWriter) async throws {
-        guard hears.withLockedValue({ $0 }), let method = notification(for: event.kind) else { return }
+    /// Sends aria2's notification for `event`, if it has one: to a listener at once, to any other
+    /// socket once it has shown the token.
+    static func notify(_ event: DownloadEvent, listener: Bool, shown: NIOLockedValueBox<Bool>,
+                       outbound: WebSocketOutboundWriter) async throws {
+        guard listener || shown.withLockedValue({ $0 }), let method = notification(for: event.kind) else { return }
         var json = JSONWriter()
         json.object { json in
             json.field("jsonrpc", "2.0")
