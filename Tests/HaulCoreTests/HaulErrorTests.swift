@@ -4,7 +4,7 @@ import Testing
 
 /// `HaulError.underlying`: the error a HaulError was made from, kept for logs, never stored,
 /// encoded or compared.
-@Suite struct HaulErrorTests {
+@Suite(.timeLimit(.minutes(1))) struct HaulErrorTests {
     struct Refused: Error, CustomStringConvertible {
         var port: Int
         var description: String { "connection refused on port \(port)" }

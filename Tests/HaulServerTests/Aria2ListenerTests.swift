@@ -6,7 +6,7 @@ import Testing
 /// (`Aria2Routes.listensWithoutToken`): a loopback peer that is not a browser, with no `Origin`
 /// or one naming the daemon's own address (aria2p's listener, through websocket-client), and no
 /// other.
-@Suite struct Aria2ListenerTests {
+@Suite(.timeLimit(.minutes(1))) struct Aria2ListenerTests {
     let loopback = try! SocketAddress(ipAddress: "127.0.0.1", port: 50_000)
     let authority = "127.0.0.1:6800"
 

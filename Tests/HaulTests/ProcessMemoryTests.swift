@@ -5,7 +5,7 @@ import Testing
 
 /// `ProcessMemory.keepFreedBuffers`: a buffer of a read's size, freed while others are held,
 /// comes back without fresh pages from the kernel.
-@Suite struct ProcessMemoryTests {
+@Suite(.timeLimit(.minutes(1))) struct ProcessMemoryTests {
     @Test func buffersFreedWhileOthersAreHeldComeBackWithoutPageFaults() throws {
         #expect(ProcessMemory.keepFreedBuffers())
         let size = ReceiveBuffers.largeReadSize
