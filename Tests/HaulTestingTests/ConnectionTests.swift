@@ -2,19 +2,6 @@ import Foundation
 import HaulTesting
 import Testing
 
-/// Polls `condition` every 10 ms for up to 20 s; true once it holds. Used only to sequence
-/// requests (wait until the server has seen one before sending the next), never to time them.
-private func eventually(_ condition: () -> Bool) async throws -> Bool {
-    let deadline = ContinuousClock.now + .seconds(20)
-    while ContinuousClock.now < deadline {
-        if condition() {
-            return true
-        }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-    return condition()
-}
-
 /// Connection caps, per-connection throttles and the response log.
 ///
 /// Throttled responses here last seconds (a lower bound the throttle guarantees), while the
@@ -55,7 +42,7 @@ private func eventually(_ condition: () -> Bool) async throws -> Bool {
             #expect(log.filter(\.refused).map(\.range) == [nil])
             #expect(Set(log.filter { !$0.refused }.compactMap(\.range)) == [0..<30_000, 30_000..<60_000])
             #expect(server.peakConcurrentResponses(to: "/f") == 2)
-            #expect(server.bodyBytesSent(to: "/f") == 60_000)
+            #expect(try await eventually { server.bodyBytesSent(to: "/f") == 60_000 })
         }
     }
 

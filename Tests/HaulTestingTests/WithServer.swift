@@ -18,3 +18,17 @@ func withServer(
     try await server.shutdown()
 }
 
+/// Polls `condition` every 10 ms for up to 20 s; true once it holds. Used to sequence requests
+/// (wait until the server has seen one before sending the next) and to wait for the server's
+/// count of body bytes, which is taken once a write completes and may trail the client's
+/// receiving them; never to time anything.
+func eventually(_ condition: () -> Bool) async throws -> Bool {
+    let deadline = ContinuousClock.now + .seconds(20)
+    while ContinuousClock.now < deadline {
+        if condition() {
+            return true
+        }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    return condition()
+}
