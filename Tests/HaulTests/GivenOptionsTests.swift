@@ -26,13 +26,13 @@ import Testing
     @Test func aRemovedDownloadLeavesNothingGivenBehind() async throws {
         try await withHarness(maxConcurrent: 1) { harness in
             let (running, queued) = try await slotHeld(harness)
-            #expect(await harness.manager.given[queued.id]?.credentials != nil)
-            #expect(await harness.manager.given[queued.id]?.timestamps?.timestamping == true)
+            #expect(await harness.manager.queue.given(queued.id)?.credentials != nil)
+            #expect(await harness.manager.queue.given(queued.id)?.timestamps?.timestamping == true)
 
             try await harness.manager.remove(queued.id, deleteFile: true)
-            #expect(await harness.manager.given[queued.id] == nil)
+            #expect(await harness.manager.queue.given(queued.id) == nil)
             try await harness.manager.remove(running.id, deleteFile: true)
-            #expect(await harness.manager.given[running.id] == nil)
+            #expect(await harness.manager.queue.given(running.id) == nil)
         }
     }
 
@@ -40,14 +40,14 @@ import Testing
         try await withHarness(maxConcurrent: 1) { harness in
             let (running, queued) = try await slotHeld(harness)
             try await harness.manager.pause(queued.id)
-            #expect(await harness.manager.given[queued.id]?.credentials != nil)
+            #expect(await harness.manager.queue.given(queued.id)?.credentials != nil)
 
             // The slot freed, the paused one resumed: it runs with what was given, then drops it.
             try await harness.manager.remove(running.id, deleteFile: true)
             try await harness.manager.resume(queued.id)
             let outcome = try await harness.manager.outcome(of: queued.id)
             #expect(outcome.status == .completed)
-            #expect(await harness.manager.given[queued.id] == nil)
+            #expect(await harness.manager.queue.given(queued.id) == nil)
         }
     }
 }

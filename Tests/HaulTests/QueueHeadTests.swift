@@ -121,7 +121,7 @@ import Testing
                 #expect(await manager.queuedIDs == order, "\(from) to \(to) was undone")
             }
             // Memory holds the places the store holds, not the spread's that never reached it.
-            let inMemory = await manager.slots.waiting.entries.map { [$0.id.rawValue: $0.position] }
+            let inMemory = await manager.queue.waiting.entries.map { [$0.id.rawValue: $0.position] }
             let stored = try await harness.store.records(status: .queued).map { [$0.id.rawValue: $0.position] }
             #expect(inMemory == stored)
             store.failsPlaces = false

@@ -21,7 +21,7 @@ import Testing
             await harness.waitForProgress(of: ids[0], beyond: 0, in: events)
             // A deadline far beyond what stopping takes: it returns when the runs end.
             await harness.manager.shutdown(deadline: .seconds(50))
-            #expect(await harness.manager.active.isEmpty)
+            #expect(await harness.manager.handles.isEmpty)
             var seen: [DownloadID: DownloadStatus] = [:]
             for await outcome in outcomes { seen[outcome.id] = outcome.status }
             // Two ran and were stopped (left to resume), one waited (left queued).

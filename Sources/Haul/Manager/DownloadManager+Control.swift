@@ -17,23 +17,17 @@ extension DownloadManager {
     public func pause(_ ids: [DownloadID]) async throws -> Int {
         var remote: [DownloadID] = []
         let stopping: [Task<Void, Never>] = try await serialized {
-            var records: [DownloadRecord] = []
-            for id in ids {
-                let record = try await existing(id)
-                if record.status.isTerminal, active[id] == nil {
-                    throw HaulError(.conflict, "download \(id) is \(record.status.rawValue): there is nothing to pause; nothing was changed")
-                }
-                records.append(record)
-            }
-            var stopping: [Task<Void, Never>] = []
+            var records: [(id: DownloadID, status: DownloadStatus)] = []
+            for id in ids { records.append((id, try await existing(id).status)) }
             if let fleet {
+                if let refusal = queue.pauseRefusal(records) { throw refusal }
                 // One statement decides for all of them, wherever they run (their hosts hear it
                 // at once); those running here stop now.
-                let results = try await fleet.pause(ids)
-                for (id, result) in results {
-                    if let running = active[id] {
-                        running.stop.request(.paused)
-                        stopping.append(running.task)
+                var stopping: [Task<Void, Never>] = []
+                for (id, result) in try await fleet.pause(ids) {
+                    if queue.isRunning(id) {
+                        await perform(queue.stop(id, as: .paused))
+                        if let task = handles[id]?.task { stopping.append(task) }
                     } else if case .applied(_, let before) = result {
                         if before != .paused { hub.publish(DownloadEvent(id: id, kind: .paused)) }
                     } else {
@@ -42,27 +36,12 @@ extension DownloadManager {
                 }
                 return stopping
             }
-            var paused: [DownloadRecord] = []
-            for var record in records {
-                if let running = active[record.id] {
-                    running.stop.request(.paused)
-                    stopping.append(running.task)
-                } else if fleet != nil {
-                    // Wherever it runs: its host, or at once when none holds it.
-                    if record.status == .queued || record.status == .running {
-                        remote.append(record.id)
-                    }
-                } else if record.status != .paused {
-                    schedule(.left([record.id]))
-                    record.status = .paused
-                    paused.append(record)
-                }
+            // A running one stops at a checkpoint; a waiting one leaves the list and is saved paused.
+            let actions = try queue.pause(records).get()
+            let stopping = actions.compactMap { action -> Task<Void, Never>? in
+                if case .stopRun(let id, _) = action { handles[id]?.task } else { nil }
             }
-            try await store.save(paused)
-            for record in paused {
-                hub.publish(DownloadEvent(id: record.id, kind: .paused))
-                settle(DownloadOutcome(record))
-            }
+            try await performSaving(actions)
             signalIdleIfNeeded()
             return stopping
         }
@@ -114,8 +93,8 @@ extension DownloadManager {
     public func remove(_ id: DownloadID, deleteFile: Bool) async throws {
         let stopping: Task<Void, Never>? = try await serialized {
             _ = try await existing(id)
-            guard let running = active[id] else { return nil }
-            running.stop.request(.removed)
+            guard let running = handles[id] else { return nil }
+            await perform(queue.stop(id, as: .removed))
             return running.task
         }
         if stopping == nil, fleet != nil {
@@ -131,22 +110,21 @@ extension DownloadManager {
     private func removeNow(_ id: DownloadID, deleteFile: Bool, runnerStopped: Bool) async throws {
         guard var record = try await store.record(id) else { throw HaulError(.notFound, "no download with id \(id)") }
         if record.status == .removed, !runnerStopped { throw HaulError(.notFound, "no download with id \(id)") }
-        if let running = active[id] {
+        if let running = handles[id] {
             // Started again while the queue was free: stop it too.
-            running.stop.request(.removed)
+            await perform(queue.stop(id, as: .removed))
             await running.task.value
             record = try await store.record(id) ?? record
         }
-        let wasQueued = slots.waiting.contains(id)
-        schedule(.left([id]))
-        given[id] = nil
+        // Out of the list before anything awaits: no slot goes to it meanwhile.
+        let wasWaiting = queue.waiting.contains(id)
+        await perform(queue.left([id]))
         await removeFiles(of: record, deleteFile: deleteFile, status: record.status)
         await names.release(directory: record.request.directory, name: record.fileName)
         let runnerSaidSo = runnerStopped && record.status == .removed
         record.status = .removed
         try await store.save(record)
-        if !runnerSaidSo { hub.publish(DownloadEvent(id: id, kind: .removed)) }
-        if wasQueued { settle(DownloadOutcome(record)) }
+        await perform(queue.removed(record, runnerSaidSo: runnerSaidSo, wasWaiting: wasWaiting))
         signalIdleIfNeeded()
     }
 
@@ -175,6 +153,6 @@ extension DownloadManager {
             return record
         }
         try await store.save(queued)
-        enqueue(queued)
+        await enqueue(queued)
     }
 }

@@ -3,9 +3,6 @@ import Logging
 
 /// What a manager that is one host of a fleet keeps beside its runs.
 struct FleetState {
-    /// Downloads this host holds but stopped because the database could not be reached: they
-    /// start again here once a renewal proves the lease is still this host's.
-    var suspended: Set<DownloadID> = []
     /// The loop that renews leases, hears commands and claims work.
     var loop: Task<Void, Never>?
     var wake: AsyncStream<Void>.Continuation?
@@ -92,25 +89,25 @@ extension DownloadManager {
         fleetState.wake?.yield()
     }
 
-    /// One turn of the loop: renew when due, then fill free slots.
+    /// One turn of the loop: renew when due, then fill free slots (`DownloadQueue.claimRequest`).
     func fleetTick() async {
-        guard let fleet, !isShuttingDown else { return }
+        guard let fleet, !queue.isShuttingDown else { return }
         let now = ContinuousClock.now
-        if now - fleetState.lastRenewalAttempt >= renewInterval || !fleetState.suspended.isEmpty || fleetState.renewNow {
+        let anySuspended = queue.entries.values.contains(where: \.suspended)
+        if now - fleetState.lastRenewalAttempt >= renewInterval || anySuspended || fleetState.renewNow {
             fleetState.lastRenewalAttempt = now
             fleetState.renewNow = false
             guard await renewLeases(fleet) else { return }
         }
-        let free = slots.limit - active.count - fleetState.suspended.count
-        guard free > 0 else { return }
+        if let claim = queue.claimRequest() { await perform([claim]) }
+    }
+
+    /// Claims downloads for free slots; the queue starts them.
+    func claim(limit: Int, excluding: Set<DownloadID>) async {
+        guard let fleet else { return }
         do {
-            let claimed = try await fleet.claim(limit: free, excluding: Array(active.keys) + Array(fleetState.suspended))
-            for record in claimed where !isShuttingDown && active[record.id] == nil {
-                hub.publish(DownloadEvent(id: record.id, kind: .queued))
-                start(record.id)
-            }
-            // More may be waiting than one claim took.
-            if claimed.count == free { wakeFleet() }
+            let claimed = try await fleet.claim(limit: limit, excluding: Array(excluding))
+            await perform(queue.claimed(claimed.map(\.id), limit: limit))
         } catch {
             configuration.logger.warning("cannot claim downloads", metadata: ["error": "\(error)"])
         }
@@ -123,32 +120,11 @@ extension DownloadManager {
             report = try await fleet.renew(live.all())
         } catch {
             configuration.logger.warning("cannot renew leases", metadata: ["error": "\(error)"])
-            // Half the lease without a renewal: stop writing well before another host may take
-            // the downloads over. They keep their leases and go on once the database is back.
-            if ContinuousClock.now - fleetState.lastRenewal > fleet.leaseTimeout / 2 {
-                for download in active.values { download.stop.request(.running) }
-            }
+            await perform(queue.renewalFailed(outage: ContinuousClock.now - fleetState.lastRenewal, leaseTimeout: fleet.leaseTimeout))
             return false
         }
         fleetState.lastRenewal = .now
-        for id in report.lost {
-            configuration.logger.notice("another host took the download over", metadata: ["id": "\(id)"])
-            fleetState.suspended.remove(id)
-            active[id]?.stop.leaseLost()
-        }
-        for (id, command) in report.commands where active[id] != nil {
-            switch command {
-            case .pause:
-                active[id]?.stop.request(.paused)
-            case .remove, .removeWithFile:
-                Task { await self.removeForAnotherHost(id, deleteFile: command == .removeWithFile) }
-            }
-        }
-        // Still ours after the outage: go on here.
-        for id in fleetState.suspended where !isShuttingDown {
-            fleetState.suspended.remove(id)
-            start(id)
-        }
+        await perform(queue.renewed(report))
         return true
     }
 
@@ -166,13 +142,9 @@ extension DownloadManager {
         }
     }
 
-    /// A run here ended: keep the lease of one the database's loss stopped, end the others'.
-    func fleetRunEnded(_ id: DownloadID, _ launch: Launch) async {
+    /// The queue is done with a run here: its lease ends.
+    func releaseLease(_ id: DownloadID) async {
         guard let fleet else { return }
-        if case .ran(let record, _, _) = launch, record.status == .running, !isShuttingDown, fleet.holds(id) {
-            fleetState.suspended.insert(id)
-            return
-        }
         do {
             try await fleet.release(id)
         } catch {
@@ -189,7 +161,7 @@ extension DownloadManager {
         if case .applied(let applied, let before) = try await fleet.request(command, for: id) {
             if command != .pause {
                 await removeFiles(of: applied, deleteFile: command == .removeWithFile, status: before)
-                given[id] = nil
+                queue.forgetGiven(id)
             }
             hub.publish(DownloadEvent(id: id, kind: command == .pause ? .paused : .removed))
             return applied

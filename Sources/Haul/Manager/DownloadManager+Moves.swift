@@ -15,12 +15,12 @@ extension DownloadManager {
 
     /// The queued downloads in the order they will start (this process's queue, in memory).
     public var queuedIDs: [DownloadID] {
-        slots.waiting.entries.map(\.id)
+        queue.waiting.entries.map(\.id)
     }
 
     /// Whether this process runs the download now (its run may not have stored `running` yet).
     public func isRunningHere(_ id: DownloadID) -> Bool {
-        active[id] != nil
+        queue.isRunning(id)
     }
 
     /// aria2's waiting list: queued and paused downloads in queue order.
@@ -41,9 +41,9 @@ extension DownloadManager {
             .sorted { $0.runsBefore($1) }
             .map { WaitingPlace(entry: $0, paused: true) }
         var list: [WaitingPlace] = []
-        list.reserveCapacity(slots.waiting.count + paused.count)
+        list.reserveCapacity(queue.waiting.count + paused.count)
         var next = 0
-        for queued in slots.waiting.entries {
+        for queued in queue.waiting.entries {
             while next < paused.count, paused[next].entry.runsBefore(queued) {
                 list.append(paused[next])
                 next += 1
@@ -126,7 +126,7 @@ extension DownloadManager {
     /// write fails, the entries not written yet go back to their places in `before`, so memory
     /// and the store agree.
     func setPlaces(_ entries: [WaitingQueue.Entry], before: [WaitingQueue.Entry]) async throws {
-        schedule(.placed(entries))
+        await perform(queue.placed(entries))
         keepAddsLast(after: entries)
         var written = 0
         do {
@@ -137,7 +137,7 @@ extension DownloadManager {
         } catch {
             // Memory goes back to what the store holds: the places written stay.
             let unwritten = Set(entries[written...].map(\.id))
-            schedule(.placed(before.filter { unwritten.contains($0.id) }))
+            await perform(queue.placed(before.filter { unwritten.contains($0.id) }))
             throw error
         }
     }
@@ -171,7 +171,7 @@ extension DownloadManager {
                     before.append(list[index].entry)
                 }
             }
-            schedule(.placed(unsaved))
+            await perform(queue.placed(unsaved))
             keepAddsLast(after: unsaved)
             try await setPlaces(stored, before: before)
             list = try await waitingList(adding: pausedNew())

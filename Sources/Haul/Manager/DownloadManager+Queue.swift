@@ -115,7 +115,7 @@ extension DownloadManager {
     private func addNow(_ requests: [DownloadRequest], placements: [AddPlacement]) async throws -> ([DownloadRecord], [Int]) {
         try await serialized {
             // Nothing added now would ever start or settle.
-            if isShuttingDown { throw HaulError(.interrupted, "the download manager is shutting down") }
+            if queue.isShuttingDown { throw HaulError(.interrupted, "the download manager is shutting down") }
             var results: [DownloadRecord] = []
             var fresh: [DownloadRecord] = []
             var existed: [Int] = []
@@ -134,7 +134,7 @@ extension DownloadManager {
                     let record: DownloadRecord
                     if let existing = known[request.identity] {
                         // Before readd: it may start the run at once, which takes them.
-                        give(request, to: existing.id)
+                        queue.give(request, to: existing.id)
                         if placements[offset].startsPaused, existing.status == .paused {
                             // Added paused again: it stays as it is (readd would queue it first).
                             record = existing
@@ -145,7 +145,7 @@ extension DownloadManager {
                     } else if let existing = try await sameDestination(as: request, facts: facts) {
                         // The same `-o` with another URL: the download goes on from its bytes.
                         let renewed = Self.withNewSources(existing, request: request)
-                        give(request, to: existing.id)
+                        queue.give(request, to: existing.id)
                         try await store.save(renewed)
                         record = try await readd(renewed, request: request)
                         existed.append(offset)
@@ -160,11 +160,11 @@ extension DownloadManager {
                         fresh.append(record)
                         // In the list from now on (at the end of its priority, or where it was
                         // placed): the batch's later adds at an index count it.
-                        if new.status == .queued, fleet == nil { schedule(.adding([WaitingQueue.Entry(new)])) }
+                        if new.status == .queued { await perform(queue.adding([WaitingQueue.Entry(new)])) }
                     }
                     byIdentity[request.identity] = record
                     results.append(record)
-                    give(request, to: record.id)
+                    queue.give(request, to: record.id)
                 }
                 // A spread may have moved new ones placed earlier in the batch.
                 let placed = Dictionary(fresh.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
@@ -173,19 +173,19 @@ extension DownloadManager {
                 try await store.save(fresh)
             } catch {
                 // Nothing new was saved: they leave the list, and give back their names.
-                schedule(.saveFailed(fresh.map(\.id)))
+                await perform(queue.saveFailed(fresh.map(\.id)))
                 for record in fresh { await names.release(directory: record.request.directory, name: record.fileName) }
                 throw error
             }
             // Saved: a slot may go to them now.
             let queued = fresh.filter { $0.status == .queued }
             for record in queued { hub.publish(DownloadEvent(id: record.id, kind: .queued)) }
-            if fleet == nil { schedule(.saved(queued.map(\.id))) } else if !queued.isEmpty { wakeFleet() }
+            if !queued.isEmpty { await perform(queue.saved(queued.map(\.id))) }
             // A shutdown that began during the save left them queued for the next start.
-            if isShuttingDown { for record in queued { settle(DownloadOutcome(id: record.id, status: .queued)) } }
+            if queue.isShuttingDown { for record in queued { outcomeHub.publish(DownloadOutcome(id: record.id, status: .queued)) } }
             for record in fresh where record.status == .paused {
                 hub.publish(DownloadEvent(id: record.id, kind: .paused))
-                settle(DownloadOutcome(record))
+                outcomeHub.publish(DownloadOutcome(record))
             }
             return (results, existed)
         }
@@ -212,21 +212,14 @@ extension DownloadManager {
         let (count, stopping): (Int, [Task<Void, Never>]) = try await serialized {
             // Decided from memory, in one step: a queued entry cannot start once it is out of
             // the waiting list, so its stored record is not being written by anyone else.
-            let waiting = slots.takeWaiting().map(\.id)
-            var stopping: [Task<Void, Never>] = []
-            for running in active.values {
-                running.stop.request(.paused)
-                stopping.append(running.task)
+            let stopping = handles.values.map(\.task)
+            let actions = queue.pauseAll()
+            let waiting = actions.reduce(0) { count, action in
+                if case .savePaused(let ids) = action { count + ids.count } else { count }
             }
-            var paused = try await store.records(waiting)
-            for index in paused.indices { paused[index].status = .paused }
-            try await store.save(paused)
-            for record in paused {
-                hub.publish(DownloadEvent(id: record.id, kind: .paused))
-                settle(DownloadOutcome(record))
-            }
+            try await performSaving(actions)
             signalIdleIfNeeded()
-            return (paused.count + stopping.count, stopping)
+            return (waiting + stopping.count, stopping)
         }
         for task in stopping { await task.value }
         return count
@@ -247,7 +240,7 @@ extension DownloadManager {
     public func forget(_ id: DownloadID) async throws {
         // A run that has stored its end (a status read already says `complete`) but has not
         // returned yet: its result is finished, so wait for the run rather than refuse.
-        if let running = active[id], try await store.record(id)?.status.isTerminal == true {
+        if let running = handles[id], try await store.record(id)?.status.isTerminal == true {
             await running.task.value
         }
         try await serialized {
@@ -281,7 +274,7 @@ extension DownloadManager {
         try await serialized {
             var record = try await existing(id)
             // Its runner owns a running record: a change now would be overwritten at the next checkpoint.
-            guard active[id] == nil else {
+            guard !queue.isRunning(id) else {
                 throw HaulError(.conflict, "download \(id) is running; its connections can change while it is paused or queued")
             }
             record.request.connections = connections
@@ -305,16 +298,6 @@ extension DownloadManager {
         QueueSummary(
             counts: try await store.counts(),
             downloadSpeed: live.all().values.reduce(0) { $0 + $1.bytesPerSecond },
-            maxConcurrentDownloads: slots.limit)
-    }
-}
-
-extension DownloadManager {
-    /// Keeps what a request carries that the store may not (credentials, `-N`, `--remote-time`)
-    /// for the runs of download `id`. Called before anything that may start the run.
-    func give(_ request: DownloadRequest, to id: DownloadID) {
-        // A request without credentials (a re-add by id) leaves those given before.
-        if let credentials = request.credentials { given[id, default: GivenOptions()].credentials = credentials }
-        given[id, default: GivenOptions()].timestamps = GivenTimestamps(request)
+            maxConcurrentDownloads: queue.limit)
     }
 }

@@ -14,8 +14,8 @@ extension DownloadManager {
             var record = try await existing(id)
             if let rate, rate <= 0 { throw HaulError(.usage, "a download's rate limit must be positive (got \(rate))") }
             record.request.maxBytesPerSecond = rate
-            active[id]?.limiter.setRate(rate.flatMap(ByteRate.limit))
-            active[id]?.stop.changeRate(rate)
+            handles[id]?.limiter.setRate(rate.flatMap(ByteRate.limit))
+            handles[id]?.stop.changeRate(rate)
             try await store.save(record)
             live.update(id) { $0.request.maxBytesPerSecond = rate }
         }
@@ -55,10 +55,10 @@ extension DownloadManager {
         try await store.records(status: status)
     }
 
-    public var maxConcurrentDownloads: Int { slots.limit }
+    public var maxConcurrentDownloads: Int { queue.limit }
 
     /// More slots go to the head of the queue at once; fewer let running downloads finish.
-    public func setMaxConcurrentDownloads(_ count: Int) {
-        schedule(.limitChanged(count))
+    public func setMaxConcurrentDownloads(_ count: Int) async {
+        await perform(queue.limitChanged(count))
     }
 }

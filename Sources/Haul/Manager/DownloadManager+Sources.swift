@@ -18,8 +18,8 @@ extension DownloadManager {
         let stopping: Task<Void, Never>? = try await serialized {
             let record = try await existing(id)
             if record.status == .completed { throw HaulError(.conflict, "download \(id) is already complete; nothing was changed") }
-            guard let running = active[id] else { return nil }
-            running.stop.request(.queued)
+            guard let running = handles[id] else { return nil }
+            await perform(queue.stop(id, as: .queued))
             return running.task
         }
         await stopping?.value
@@ -28,11 +28,11 @@ extension DownloadManager {
             if record.status == .completed { throw HaulError(.conflict, "download \(id) is already complete; nothing was changed") }
             var request = record.request
             // The credentials kept in memory for the runs follow the same rule.
-            if try !request.replaceSources(url: first, mirrors: mirrors) { given[id, default: GivenOptions()].credentials = request.credentials }
+            if try !request.replaceSources(url: first, mirrors: mirrors) { queue.giveCredentials(request.credentials, to: id) }
             record = Self.withNewSources(record, request: request)
             try await store.save(record)
             if record.status == .paused { return record }
-            schedule(.left([id]))
+            await perform(queue.left([id]))
             return try await readd(record, request: record.request)
         }
     }

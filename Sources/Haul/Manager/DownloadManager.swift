@@ -14,13 +14,13 @@ import Logging
 /// `events()` carries progress for display and may drop old events when its reader falls
 /// behind; `outcomes()` and `outcome(of:)` never drop anything.
 public actor DownloadManager {
-    struct Active {
+    /// What the manager holds to carry out the queue's actions on one run: its task, the
+    /// signal that stops it, and its own rate limit (changeable while it runs). Which run is
+    /// current, and what it was asked, is the queue's (`DownloadQueue.Run`).
+    struct RunHandle {
         var task: Task<Void, Never>
         var stop: StopSignal
-        /// The download's own rate limit, changeable while it runs.
         var limiter: RateLimiter
-        /// Which start this is: only the task that started it may clear it.
-        var generation: UInt64
     }
 
     public let configuration: Configuration
@@ -49,21 +49,17 @@ public actor DownloadManager {
     let directorySyncs = DirectorySyncs()
     /// The latest progress of every running download, for listings and the summary.
     nonisolated let live = LiveProgress()
-    /// The runs of this process, by download.
-    var active: [DownloadID: Active] = [:]
-    /// Which download a free slot goes to (`HaulCore/Queue/QueueSlots.swift`): the waiting
-    /// downloads (ids and places only; a record stays in the store until its download starts,
-    /// so ten thousand queued cost about 100 bytes each), the runs it started, and the limit.
-    var slots: QueueSlots
+    /// The queue's decisions (`HaulCore/Queue/DownloadQueue.swift`): every download it knows
+    /// by id (waiting with its place, running with its generation, suspended), with what its
+    /// request gave; the slots and the waiting list (ids and places only; a record stays in the
+    /// store until its download starts, so ten thousand queued cost about 100 bytes each).
+    var queue: DownloadQueue
+    /// The runs of this process, by download: the handles the queue's actions need.
+    var handles: [DownloadID: RunHandle] = [:]
     /// The last queue position handed out: positions only grow, so the newest goes last.
     var lastPosition: Int64 = 0
     var idleWaiters: [CheckedContinuation<Void, Never>] = []
-    var isShuttingDown = false
-    var generations: UInt64 = 0
     var locks: DownloadLocks?
-    /// Credentials, `-N` and `--remote-time` given with requests, for their runs (`GivenOptions`):
-    /// in no store that keeps none.
-    var given: [DownloadID: GivenOptions] = [:]
     /// Queue changes (add, pause, resume, move, remove, restore) run one at a time: the actor
     /// alone does not serialise them, since every await lets another call in between a check
     /// and the write that depends on it.
@@ -95,7 +91,7 @@ public actor DownloadManager {
         do {
             // The store keeps request headers (cookies, tokens): a new state directory is private.
             try Directories.create(path, isPrivate: true)
-        } catch let error as HaulError {
+        } catch {
             throw HaulError(error.code, "cannot use state directory \(path): \(error.message)")
         }
     }
@@ -115,7 +111,7 @@ public actor DownloadManager {
         self.transport = transport
         self.clock = clock
         self.names = FileNameClaims(store: store)
-        self.slots = QueueSlots(limit: configuration.maxConcurrentDownloads)
+        self.queue = fleet == nil ? .local(limit: configuration.maxConcurrentDownloads) : .fleet(limit: configuration.maxConcurrentDownloads)
         self.metrics = EngineMetrics(factory: configuration.metricsFactory)
         let boot = configuration.bootID ?? ProgressNotes.systemBootID()
         self.notes = fleet == nil && boot != nil
@@ -199,7 +195,7 @@ public actor DownloadManager {
             // `-N` asks the server instead (If-Modified-Since): its run ends at once on a 304.
             if let path, let size, record.expectedLength == nil || record.expectedLength == size, !request.timestamping {
                 hub.publish(DownloadEvent(id: record.id, kind: .alreadyComplete(path: path)))
-                settle(DownloadOutcome(record, alreadyComplete: true))
+                outcomeHub.publish(DownloadOutcome(record, alreadyComplete: true))
                 return record
             }
             // The finished file is gone or changed: fetch it again.
@@ -216,7 +212,7 @@ public actor DownloadManager {
             record.error = nil
             try await store.save(record)
         }
-        enqueue([record])
+        await enqueue([record])
         return record
     }
 
@@ -227,13 +223,13 @@ public actor DownloadManager {
             return
         }
         try await serialized {
-            enqueue(try await store.records(status: nil).filter(\.status.resumesAfterRestart))
+            await enqueue(try await store.records(status: nil).filter(\.status.resumesAfterRestart))
         }
     }
 
     /// Returns once nothing is running or queued in this process.
     public func waitUntilIdle() async {
-        if active.isEmpty && slots.waiting.isEmpty { return }
+        if queue.isIdle { return }
         await withCheckedContinuation { idleWaiters.append($0) }
     }
 
@@ -252,20 +248,15 @@ public actor DownloadManager {
     }
 
     private func stopEverything(deadline: Duration?) async {
-        isShuttingDown = true
         stopFleet()
-        slots.handle(.closed)
-        // Left queued: the next start picks them up.
-        for entry in slots.takeWaiting() { settle(DownloadOutcome(id: entry.id, status: .queued)) }
-        let running = active.values
-        for download in running {
-            download.stop.request(.running)
-        }
+        let running = handles.values
+        // What waits is left queued and every run stops as running: the next start picks them up.
+        await perform(queue.shutdown())
         if let deadline {
             // The runs' ends (each once its outcome is settled) race the deadline.
             let (ended, signal) = AsyncStream.makeStream(of: Void.self)
             runsEnded = signal
-            if active.isEmpty { signal.finish() }
+            if handles.isEmpty { signal.finish() }
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { for await _ in ended {} }
                 // Ends early only when the race is over (cancelled below): nothing to lose.
@@ -278,7 +269,7 @@ public actor DownloadManager {
             for download in running { await download.task.value }
         }
         // Past the deadline: still running here, resumed by the next start.
-        for id in active.keys { settle(DownloadOutcome(id: id, status: .running)) }
+        await perform(queue.abandonedAtDeadline())
         hub.finishAll()
         outcomeHub.finishAll()
         await ownedTransport?.shutdown()

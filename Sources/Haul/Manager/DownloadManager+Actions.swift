@@ -1,0 +1,63 @@
+import HaulCore
+import Logging
+
+/// The manager carries out the queue's actions (`DownloadQueue.Action`), in the order given:
+/// it decides nothing here. A start is made before anything awaits, so a slot the queue gives is
+/// taken in the same step as the event that freed it.
+extension DownloadManager {
+    func perform(_ actions: [DownloadQueue.Action]) async {
+        for action in actions {
+            do {
+                try await perform(action)
+            } catch {
+                // Only a save of paused downloads throws, and `performSaving` is what asks for one.
+                configuration.logger.error("cannot save paused downloads", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// The same, for the steps that save (a pause): the first failure is the caller's answer,
+    /// after the actions before it were carried out.
+    func performSaving(_ actions: [DownloadQueue.Action]) async throws {
+        for action in actions { try await perform(action) }
+    }
+
+    private func perform(_ action: DownloadQueue.Action) async throws {
+        switch action {
+        case .startRun(let id, let generation, let place, let given):
+            start(id, generation: generation, place: place, given: given)
+        case .stopRun(let id, let status):
+            handles[id]?.stop.request(status)
+        case .abandonRun(let id):
+            configuration.logger.notice("another host took the download over", metadata: ["id": "\(id)"])
+            handles[id]?.stop.leaseLost()
+        case .publish(let event):
+            hub.publish(event)
+        case .settle(let outcome):
+            outcomeHub.publish(outcome)
+        case .releaseName(let directory, let name):
+            await names.release(directory: directory, name: name)
+        case .savePaused(let ids):
+            try await savePaused(ids)
+        case .releaseLease(let id):
+            await releaseLease(id)
+        case .claim(let limit, let excluding):
+            await claim(limit: limit, excluding: excluding)
+        case .wakeClaims:
+            wakeFleet()
+        case .removeForAnotherHost(let id, let deleteFile):
+            Task { await self.removeForAnotherHost(id, deleteFile: deleteFile) }
+        }
+    }
+
+    /// Waiting downloads the queue took out of its list: saved paused, then published and settled.
+    private func savePaused(_ ids: [DownloadID]) async throws {
+        var paused = try await store.records(ids)
+        for index in paused.indices { paused[index].status = .paused }
+        try await store.save(paused)
+        for record in paused {
+            hub.publish(DownloadEvent(id: record.id, kind: .paused))
+            outcomeHub.publish(DownloadOutcome(record))
+        }
+    }
+}

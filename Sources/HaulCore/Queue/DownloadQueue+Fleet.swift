@@ -1,0 +1,52 @@
+/// One host of a fleet: it claims downloads from the database for its free slots, and its
+/// renewals' reports say which leases it lost and what other hosts asked of its runs.
+extension DownloadQueue {
+    /// The claim for this host's free slots, or nil when it has none (or is shutting down).
+    /// Running and suspended downloads hold slots and are not claimed again.
+    public func claimRequest() -> Action? {
+        guard case .fleet(let slots) = backend, !isShuttingDown else { return nil }
+        let held = Set(entries.filter { $0.value.run != nil || $0.value.suspended }.keys)
+        let free = slots.limit - held.count
+        return free > 0 ? .claim(limit: free, excluding: held) : nil
+    }
+
+    /// The database gave this host these downloads (at most the claim's `limit`): each starts.
+    /// When it gave as many as asked, more may be waiting: look again at once.
+    public mutating func claimed(_ ids: [DownloadID], limit: Int) -> [Action] {
+        var actions: [Action] = []
+        for id in ids where !isShuttingDown && !isRunning(id) {
+            actions.append(.publish(DownloadEvent(id: id, kind: .queued)))
+            actions.append(begin(id, place: nil))
+        }
+        if ids.count == limit, limit > 0 { actions.append(.wakeClaims) }
+        return actions
+    }
+
+    /// A renewal answered: leases lost stop without writing, other hosts' commands apply to the
+    /// runs here, and downloads held through an outage start again (still ours).
+    public mutating func renewed(_ report: LeaseReport) -> [Action] {
+        var actions: [Action] = []
+        for id in report.lost.sorted(by: { $0.rawValue < $1.rawValue }) {
+            entries[id]?.suspended = false
+            if isRunning(id) { actions.append(.abandonRun(id)) }
+            tidy(id)
+        }
+        for (id, command) in report.commands.sorted(by: { $0.key.rawValue < $1.key.rawValue }) where isRunning(id) {
+            switch command {
+            case .pause: actions += stop(id, as: .paused)
+            case .remove, .removeWithFile: actions.append(.removeForAnotherHost(id, deleteFile: command == .removeWithFile))
+            }
+        }
+        let suspended = entries.filter { $0.value.suspended }.keys.sorted { $0.rawValue < $1.rawValue }
+        for id in suspended where !isShuttingDown { actions.append(begin(id, place: nil)) }
+        return actions
+    }
+
+    /// A renewal failed, `outage` after the last one that succeeded. Past half the lease, every
+    /// run stops at a checkpoint, well before another host may take it over; each keeps its
+    /// lease and goes on once the database is back (`runEnded` with `holdsLease`).
+    public mutating func renewalFailed(outage: Duration, leaseTimeout: Duration) -> [Action] {
+        guard outage > leaseTimeout / 2 else { return [] }
+        return runs.keys.sorted { $0.rawValue < $1.rawValue }.flatMap { stop($0, as: .running) }
+    }
+}

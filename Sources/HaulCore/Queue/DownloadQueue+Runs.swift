@@ -1,0 +1,64 @@
+/// The life of one run, as the queue sees it: its transfer ends (its slot goes on), then the
+/// run ends, with what became of it.
+extension DownloadQueue {
+    /// What became of one start.
+    public enum RunEnding: Sendable, Hashable {
+        /// It ran; the record as persisted when it stopped, and what the run cost on the wire.
+        /// `notModified`: `-N` got a 304; nothing was downloaded.
+        case ran(DownloadRecord, TransferStats, notModified: Bool)
+        /// Its record is gone or removed: nothing to run.
+        case gone
+        /// It could not run here: another process holds it, or the store or the lock failed.
+        case refused(HaulError)
+    }
+
+    /// A run's transfer ended (every byte in, every connection closed): locally its slot goes
+    /// to the next download while it verifies, publishes and saves (`QueueSlots.finishing`). A
+    /// fleet host's claims count every run until it ends.
+    public mutating func transferEnded(_ id: DownloadID, generation: UInt64) -> [Action] {
+        guard case .local = backend, entries[id]?.run?.generation == generation else { return [] }
+        return schedule(.transferEnded(id))
+    }
+
+    /// A run ended. `holdsLease`: a fleet host still holds the download's lease (a run stopped
+    /// by the database's loss keeps it). A run that is not the current one (a start that
+    /// replaced it) changes nothing but its name.
+    ///
+    /// The slot is freed and given to the head of the queue first, in the same step: no other
+    /// change ever sees a free slot with downloads waiting.
+    public mutating func runEnded(_ id: DownloadID, generation: UInt64, _ ending: RunEnding, holdsLease: Bool = false) -> [Action] {
+        let current = entries[id]?.run?.generation == generation
+        var actions: [Action] = []
+        if current {
+            entries[id]?.run = nil
+            if isFleet {
+                if case .ran(let record, _, _) = ending, record.status == .running, !isShuttingDown, holdsLease {
+                    // Stopped by the outage: held here, started again once a renewal proves it ours.
+                    entries[id]?.suspended = true
+                } else {
+                    actions.append(.releaseLease(id))
+                }
+            } else {
+                actions += schedule(.runEnded(id))
+            }
+        }
+        switch ending {
+        case .ran(let record, let transfer, let notModified):
+            actions.append(.releaseName(directory: record.request.directory, name: record.fileName))
+            // Done with: a re-add after its file went missing supplies them again.
+            if record.status == .completed { entries[id]?.given = GivenOptions() }
+            if current { actions.append(.settle(DownloadOutcome(record, alreadyComplete: notModified, transfer: transfer))) }
+        case .gone:
+            if current { actions.append(.settle(DownloadOutcome(id: id, status: .removed))) }
+        case .refused(let error):
+            // This start failed (the event says so); the record is left as it is, queued or
+            // running for the process that holds it, and the outcome says so.
+            actions.append(.publish(DownloadEvent(id: id, kind: .failed(error))))
+            if current { actions.append(.settle(DownloadOutcome(id: id, status: .queued, error: error))) }
+        }
+        // A fleet host claims for the freed slot once its lease is settled.
+        if isFleet, current { actions.append(.wakeClaims) }
+        tidy(id)
+        return actions
+    }
+}

@@ -1,0 +1,204 @@
+/// The queue's decisions, as `DownloadStateMachine` holds one download's: a value with no I/O
+/// that the manager (`Haul/Manager`) tells every event and whose actions it carries out, in
+/// order. Which download a slot goes to, when a run starts and how it is stopped, what a pause,
+/// a remove or a shutdown does to a waiting or a running download, what a run's end settles,
+/// what a fleet host claims, and what a renewal's report changes: all of it is here, and a test
+/// drives it with plain values (`DownloadQueueTests`).
+///
+/// Every download the queue knows has one `Entry`, by id: its state (waiting, running with its
+/// generation and any stop asked, suspended, or idle) and what its request gave that the store
+/// may not keep (`GivenOptions`: credentials, `-N`). No other map keeps per-download facts.
+///
+/// The backend is chosen once, as AsyncHTTPClient's pool holds `http1` or `http2`:
+/// - `.local`: this process's queue, in memory (`QueueSlots`: the waiting list, its slots, and
+///   adds not yet saved);
+/// - `.fleet`: one host of a fleet; the queue is the database's and a free slot is filled by a
+///   claim (`FleetSlots`), downloads stopped by an outage are held as suspended.
+public struct DownloadQueue: Sendable {
+    public enum Backend: Sendable {
+        case local(QueueSlots)
+        case fleet(FleetSlots)
+    }
+
+    /// One run of a download in this process.
+    public struct Run: Sendable, Hashable {
+        /// Which start this is: only the end of this start clears it (a run ended late after a
+        /// new start must not free the new one's slot).
+        public var generation: UInt64
+        /// What the run was asked to end as (paused, removed, or running for a shutdown); nil
+        /// while nobody asked.
+        public var stop: DownloadStatus?
+
+        public init(generation: UInt64, stop: DownloadStatus? = nil) {
+            self.generation = generation
+            self.stop = stop
+        }
+    }
+
+    /// Where a download stands in this process.
+    public enum State: Sendable, Hashable {
+        /// Not scheduled here; known for what its request gave (a paused download keeps its
+        /// credentials for when it is resumed).
+        case idle
+        /// In the waiting list (local backend), at this place.
+        case waiting(WaitingQueue.Entry)
+        case running(Run)
+        /// A fleet host holds its lease but stopped it because the database could not be
+        /// reached: it starts again here once a renewal proves the lease is still this host's.
+        case suspended
+    }
+
+    public struct Entry: Sendable, Hashable {
+        public var run: Run?
+        public var suspended = false
+        public var given = GivenOptions()
+    }
+
+    public internal(set) var backend: Backend
+    /// The downloads with a run, a suspension or given options; waiting ones are in the
+    /// backend's list, and have an entry when their request gave anything.
+    public internal(set) var entries: [DownloadID: Entry] = [:]
+    var generations: UInt64 = 0
+    /// After `shutdown()` nothing starts, nothing is claimed, and adds are refused.
+    public internal(set) var isShuttingDown = false
+
+    public init(_ backend: Backend) {
+        self.backend = backend
+    }
+
+    /// A queue of this process, `limit` downloads at once.
+    public static func local(limit: Int) -> DownloadQueue { DownloadQueue(.local(QueueSlots(limit: limit))) }
+
+    /// One host of a fleet, `limit` downloads at once.
+    public static func fleet(limit: Int) -> DownloadQueue { DownloadQueue(.fleet(FleetSlots(limit: limit))) }
+
+    public var isFleet: Bool {
+        if case .fleet = backend { return true }
+        return false
+    }
+
+    // MARK: Reads
+
+    public func state(of id: DownloadID) -> State {
+        if let entry = entries[id] {
+            if let run = entry.run { return .running(run) }
+            if entry.suspended { return .suspended }
+        }
+        if case .local(let slots) = backend, slots.waiting.contains(id), let index = slots.waiting.index(of: id) {
+            return .waiting(slots.waiting[index])
+        }
+        return .idle
+    }
+
+    /// Running or waiting in this process (in a fleet: held here, running or suspended).
+    public func isScheduled(_ id: DownloadID) -> Bool {
+        if let entry = entries[id], entry.run != nil || entry.suspended { return true }
+        if case .local(let slots) = backend { return slots.waiting.contains(id) }
+        return false
+    }
+
+    public func isRunning(_ id: DownloadID) -> Bool { entries[id]?.run != nil }
+
+    /// The downloads running here, with their runs.
+    public var runs: [DownloadID: Run] { entries.compactMapValues(\.run) }
+
+    public var runCount: Int { entries.values.count { $0.run != nil } }
+
+    /// The waiting list, in the order a slot goes to it (empty for a fleet host: the queue is
+    /// the database's).
+    public var waiting: WaitingQueue {
+        if case .local(let slots) = backend { return slots.waiting }
+        return WaitingQueue()
+    }
+
+    public var limit: Int {
+        switch backend {
+        case .local(let slots): slots.limit
+        case .fleet(let slots): slots.limit
+        }
+    }
+
+    /// Nothing runs, and nothing waits here (a fleet host's suspended downloads wait for the
+    /// database, not for this process).
+    public var isIdle: Bool {
+        entries.values.allSatisfy { $0.run == nil } && waiting.isEmpty
+    }
+
+    public func given(_ id: DownloadID) -> GivenOptions? { entries[id]?.given }
+
+    // MARK: Actions
+
+    public enum Action: Sendable, Hashable {
+        /// Start a run of this download: load its record, apply `given`, and take the place
+        /// (a move just made may not be stored yet); report `runEnded` with this generation,
+        /// and `transferEnded` when every byte is in.
+        case startRun(DownloadID, generation: UInt64, place: WaitingQueue.Entry?, given: GivenOptions?)
+        /// Ask this run to stop at a checkpoint, its record ending as this status.
+        case stopRun(DownloadID, as: DownloadStatus)
+        /// Another host holds the download now: stop writing at once, no checkpoint.
+        case abandonRun(DownloadID)
+        case publish(DownloadEvent)
+        /// Tell whoever waits for the download that it left this process's schedule.
+        case settle(DownloadOutcome)
+        /// Its name is guarded by the store's record from now on (`FileNameClaims`).
+        case releaseName(directory: String, name: String?)
+        /// Save these waiting downloads as paused (taken out of the list already), then publish
+        /// `.paused` and settle each.
+        case savePaused([DownloadID])
+        /// Fleet: end this host's lease of the download.
+        case releaseLease(DownloadID)
+        /// Fleet: claim up to `limit` downloads, none of `excluding`; report `claimed`.
+        case claim(limit: Int, excluding: Set<DownloadID>)
+        /// Fleet: look for work soon (something was queued, or a slot freed).
+        case wakeClaims
+        /// Fleet: carry out a remove another host asked for a download running here.
+        case removeForAnotherHost(DownloadID, deleteFile: Bool)
+    }
+
+    // MARK: Shared steps
+
+    mutating func withLocal<T>(_ body: (inout QueueSlots) -> T) -> T? {
+        guard case .local(var slots) = backend else { return nil }
+        backend = .local(QueueSlots(limit: 1))  // keeps `slots` unique while it changes
+        defer { backend = .local(slots) }
+        return body(&slots)
+    }
+
+    mutating func withFleet<T>(_ body: (inout FleetSlots) -> T) -> T? {
+        guard case .fleet(var slots) = backend else { return nil }
+        defer { backend = .fleet(slots) }
+        return body(&slots)
+    }
+
+    /// Tells the local slots of a change and starts each download they give a slot to; a fleet
+    /// host looks for work instead.
+    mutating func schedule(_ change: QueueSlots.Event) -> [Action] {
+        guard let starts = withLocal({ $0.handle(change) }) else { return [.wakeClaims] }
+        return starts.map { begin($0.id, place: $0) }
+    }
+
+    /// A new run of `id`: a new generation, recorded in its entry.
+    mutating func begin(_ id: DownloadID, place: WaitingQueue.Entry?) -> Action {
+        generations += 1
+        entries[id, default: Entry()].run = Run(generation: generations)
+        entries[id]?.suspended = false
+        let given = entries[id]?.given
+        return .startRun(id, generation: generations, place: place, given: given == GivenOptions() ? nil : given)
+    }
+
+    /// Drops an entry that holds nothing any more.
+    mutating func tidy(_ id: DownloadID) {
+        if let entry = entries[id], entry.run == nil, !entry.suspended, entry.given == GivenOptions() {
+            entries[id] = nil
+        }
+    }
+}
+
+/// A fleet host's slots: how many downloads it runs at once; a free one is filled by a claim.
+public struct FleetSlots: Sendable, Hashable {
+    public var limit: Int
+
+    public init(limit: Int) {
+        self.limit = max(1, limit)
+    }
+}

@@ -1,0 +1,196 @@
+import HaulCore
+import Testing
+
+/// The queue's decisions as exact action lists (issue 32): a freed slot and its refusal, a pause
+/// during a start, a stale run's end, adds not yet saved, what each download was given, the
+/// shutdown, and a fleet host's claims, lease loss and outage. No store, no socket, no clock.
+@Suite(.timeLimit(.minutes(1))) struct DownloadQueueTests {
+    typealias Queue = DownloadQueue
+
+    static func id(_ name: String) -> DownloadID { DownloadID(rawValue: name) }
+    static func place(_ name: String, _ position: Int64) -> WaitingQueue.Entry {
+        WaitingQueue.Entry(id: id(name), priority: 0, position: position)
+    }
+
+    static func record(_ name: String, _ status: DownloadStatus) throws -> DownloadRecord {
+        let request = try DownloadRequest(url: RemoteURL("http://h/\(name)"), destination: .directory("/d"))
+        var record = DownloadRecord(id: id(name), request: request, createdAt: 0)
+        record.fileName = name
+        record.status = status
+        return record
+    }
+
+    static func ran(_ record: DownloadRecord) -> Queue.RunEnding { .ran(record, TransferStats(), notModified: false) }
+
+    /// Limit 1: `a` runs (generation 1), `b` and `c` wait behind it.
+    static func oneRunning() -> Queue {
+        var queue = Queue.local(limit: 1)
+        let actions = queue.queued([place("a", 1), place("b", 2), place("c", 3)])
+        #expect(actions == [
+            .publish(DownloadEvent(id: id("a"), kind: .queued)), .publish(DownloadEvent(id: id("b"), kind: .queued)),
+            .publish(DownloadEvent(id: id("c"), kind: .queued)),
+            .startRun(id("a"), generation: 1, place: place("a", 1), given: nil)])
+        return queue
+    }
+
+    @Test func aRunsEndGivesItsSlotToTheHeadFirstThenSettles() throws {
+        var queue = Self.oneRunning()
+        let done = try Self.record("a", .completed)
+        #expect(queue.runEnded(Self.id("a"), generation: 1, Self.ran(done)) == [
+            .startRun(Self.id("b"), generation: 2, place: Self.place("b", 2), given: nil),
+            .releaseName(directory: "/d", name: "a"),
+            .settle(DownloadOutcome(done, transfer: TransferStats()))])
+        #expect(queue.state(of: Self.id("a")) == .idle)
+        #expect(queue.state(of: Self.id("c")) == .waiting(Self.place("c", 3)))
+    }
+
+    @Test func aRefusedStartIsPublishedFailedAndSettledQueuedWhileItsSlotGoesOn() {
+        var queue = Self.oneRunning()
+        let refusal = HaulError(.inUse, "another haul process")
+        #expect(queue.runEnded(Self.id("a"), generation: 1, .refused(refusal)) == [
+            .startRun(Self.id("b"), generation: 2, place: Self.place("b", 2), given: nil),
+            .publish(DownloadEvent(id: Self.id("a"), kind: .failed(refusal))),
+            .settle(DownloadOutcome(id: Self.id("a"), status: .queued, error: refusal))])
+        // Not scheduled here any more: a resume tries again.
+        #expect(!queue.isScheduled(Self.id("a")))
+    }
+
+    @Test func aPauseDuringAStartStopsTheRunAndAStaleEndChangesNothing() throws {
+        var queue = Self.oneRunning()
+        // Paused while its start loads the record: the run is asked to stop, nothing else.
+        #expect(try queue.pause([(Self.id("a"), .queued)]).get() == [.stopRun(Self.id("a"), as: .paused)])
+        #expect(queue.state(of: Self.id("a")) == .running(Queue.Run(generation: 1, stop: .paused)))
+        // A remove wins over the pause; a second pause asks again but changes nothing.
+        #expect(queue.stop(Self.id("a"), as: .removed) == [.stopRun(Self.id("a"), as: .removed)])
+        #expect(queue.stop(Self.id("a"), as: .paused) == [.stopRun(Self.id("a"), as: .paused)])
+        #expect(queue.runs[Self.id("a")]?.stop == .removed)
+        // The end of an older start of the same download frees no slot and settles nothing.
+        let stale = try Self.record("a", .paused)
+        #expect(queue.runEnded(Self.id("a"), generation: 0, Self.ran(stale)) == [.releaseName(directory: "/d", name: "a")])
+        #expect(queue.isRunning(Self.id("a")))
+    }
+
+    @Test func aPauseOfWaitingDownloadsTakesThemOutInOneSaveAndAFinishedOneRefusesAll() throws {
+        var queue = Self.oneRunning()
+        #expect(queue.pause([(Self.id("b"), .queued), (Self.id("z"), .completed)]).refusal?.code == .conflict)
+        // Refused whole: `b` still waits.
+        #expect(queue.waiting.contains(Self.id("b")))
+        #expect(try queue.pause([(Self.id("b"), .queued), (Self.id("c"), .queued), (Self.id("p"), .paused)]).get()
+            == [.savePaused([Self.id("b"), Self.id("c")])])
+        #expect(queue.waiting.isEmpty)
+    }
+
+    @Test func anAddNotYetSavedHoldsTheSlotItWouldGetAndAFailedSaveLetsItGo() throws {
+        var queue = Self.oneRunning()
+        // Added at the head while saving: the freed slot waits for it, not for `b` behind it.
+        #expect(queue.adding([Self.place("new", 0)]) == [])
+        let done = try Self.record("a", .completed)
+        #expect(!queue.runEnded(Self.id("a"), generation: 1, Self.ran(done)).contains { if case .startRun = $0 { true } else { false } })
+        #expect(queue.saved([Self.id("new")]) == [.startRun(Self.id("new"), generation: 2, place: Self.place("new", 0), given: nil)])
+
+        var failing = Self.oneRunning()
+        _ = failing.adding([Self.place("new", 0)])
+        _ = failing.runEnded(Self.id("a"), generation: 1, Self.ran(done))
+        #expect(failing.saveFailed([Self.id("new")]) == [.startRun(Self.id("b"), generation: 2, place: Self.place("b", 2), given: nil)])
+        #expect(failing.state(of: Self.id("new")) == .idle)
+    }
+
+    @Test func whatARequestGaveRidesWithEachStartAndGoesWithTheDownload() throws {
+        var queue = Queue.local(limit: 1)
+        var request = try DownloadRequest(url: RemoteURL("http://h/a"), destination: .directory("/d"))
+        request.credentials = Credentials(user: "u", password: "p")
+        request.timestamping = true
+        queue.give(request, to: Self.id("a"))
+        let given = GivenOptions(credentials: request.credentials, timestamps: GivenTimestamps(request))
+        #expect(queue.queued([Self.place("a", 1)]).last == .startRun(Self.id("a"), generation: 1, place: Self.place("a", 1), given: given))
+        // A re-add by id (no credentials) keeps those given before.
+        request.credentials = nil
+        queue.give(request, to: Self.id("a"))
+        #expect(queue.given(Self.id("a")) == given)
+        // Completed: nothing is kept.
+        _ = queue.runEnded(Self.id("a"), generation: 1, Self.ran(try Self.record("a", .completed)))
+        #expect(queue.given(Self.id("a")) == nil)
+        #expect(queue.entries.isEmpty)
+    }
+
+    @Test func aRemovedWaitingDownloadIsSettledAndForgotten() throws {
+        var queue = Self.oneRunning()
+        var request = try DownloadRequest(url: RemoteURL("http://h/b"), destination: .directory("/d"))
+        request.credentials = Credentials(user: "u", password: "p")
+        queue.give(request, to: Self.id("b"))
+        #expect(queue.left([Self.id("b")]) == [])
+        let removed = try Self.record("b", .removed)
+        #expect(queue.removed(removed, runnerSaidSo: false, wasWaiting: true) == [
+            .publish(DownloadEvent(id: Self.id("b"), kind: .removed)), .settle(DownloadOutcome(removed))])
+        #expect(queue.given(Self.id("b")) == nil)
+    }
+
+    @Test func aShutdownLeavesTheWaitingQueuedAndStopsRunsAsRunning() {
+        var queue = Self.oneRunning()
+        #expect(queue.shutdown() == [
+            .settle(DownloadOutcome(id: Self.id("b"), status: .queued)), .settle(DownloadOutcome(id: Self.id("c"), status: .queued)),
+            .stopRun(Self.id("a"), as: .running)])
+        #expect(queue.shutdown() == [])
+        // Nothing starts after it.
+        #expect(queue.queued([Self.place("d", 4)]).allSatisfy { if case .startRun = $0 { false } else { true } })
+        #expect(queue.abandonedAtDeadline() == [.settle(DownloadOutcome(id: Self.id("a"), status: .running))])
+    }
+
+    @Test func aLargerLimitStartsTheNextInOrder() {
+        var queue = Self.oneRunning()
+        #expect(queue.limitChanged(3) == [
+            .startRun(Self.id("b"), generation: 2, place: Self.place("b", 2), given: nil),
+            .startRun(Self.id("c"), generation: 3, place: Self.place("c", 3), given: nil)])
+    }
+
+    // MARK: A fleet host
+
+    @Test func aFleetHostClaimsForItsFreeSlotsAndLooksAgainWhenTheClaimWasFull() {
+        var queue = Queue.fleet(limit: 2)
+        // Queued rows are the database's: a host only looks for work.
+        #expect(queue.queued([Self.place("x", 1)]) == [.publish(DownloadEvent(id: Self.id("x"), kind: .queued)), .wakeClaims])
+        #expect(queue.claimRequest() == .claim(limit: 2, excluding: []))
+        #expect(queue.claimed([Self.id("x"), Self.id("y")], limit: 2) == [
+            .publish(DownloadEvent(id: Self.id("x"), kind: .queued)), .startRun(Self.id("x"), generation: 1, place: nil, given: nil),
+            .publish(DownloadEvent(id: Self.id("y"), kind: .queued)), .startRun(Self.id("y"), generation: 2, place: nil, given: nil),
+            .wakeClaims])
+        #expect(queue.claimRequest() == nil)
+    }
+
+    @Test func aLostLeaseStopsWithoutWritingAndAnOutageSuspendsUntilARenewalSaysItIsStillOurs() throws {
+        var queue = Queue.fleet(limit: 2)
+        _ = queue.claimed([Self.id("x"), Self.id("y")], limit: 3)
+        #expect(queue.renewed(LeaseReport(lost: [Self.id("x")], commands: [Self.id("y"): .pause])) == [
+            .abandonRun(Self.id("x")), .stopRun(Self.id("y"), as: .paused)])
+        var outage = Queue.fleet(limit: 2)
+        _ = outage.claimed([Self.id("y")], limit: 2)
+        // A short outage changes nothing; past half the lease every run stops at a checkpoint.
+        #expect(outage.renewalFailed(outage: .seconds(4), leaseTimeout: .seconds(10)) == [])
+        #expect(outage.renewalFailed(outage: .seconds(6), leaseTimeout: .seconds(10)) == [.stopRun(Self.id("y"), as: .running)])
+        // It ended running with its lease still held: suspended, its slot still taken, no release.
+        let stopped = try Self.record("y", .running)
+        #expect(outage.runEnded(Self.id("y"), generation: 1, Self.ran(stopped), holdsLease: true) == [
+            .releaseName(directory: "/d", name: "y"), .settle(DownloadOutcome(stopped, transfer: TransferStats())),
+            .wakeClaims])
+        #expect(outage.state(of: Self.id("y")) == .suspended)
+        #expect(outage.claimRequest() == .claim(limit: 1, excluding: [Self.id("y")]))
+        // The database is back and the lease is still this host's: it goes on here.
+        #expect(outage.renewed(LeaseReport()) == [.startRun(Self.id("y"), generation: 2, place: nil, given: nil)])
+    }
+
+    @Test func aFleetRunThatEndsWithoutItsLeaseReleasesIt() throws {
+        var queue = Queue.fleet(limit: 1)
+        _ = queue.claimed([Self.id("x")], limit: 1)
+        let done = try Self.record("x", .completed)
+        #expect(queue.runEnded(Self.id("x"), generation: 1, Self.ran(done)) == [
+            .releaseLease(Self.id("x")), .releaseName(directory: "/d", name: "x"),
+            .settle(DownloadOutcome(done, transfer: TransferStats())), .wakeClaims])
+    }
+}
+
+extension Result {
+    var refusal: Failure? {
+        if case .failure(let failure) = self { return failure }
+        return nil
+    }
+}
