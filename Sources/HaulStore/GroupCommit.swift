@@ -1,6 +1,5 @@
 import HaulCore
 import Logging
-import NIOConcurrencyHelpers
 import SQLiteNIO
 
 /// Group commit: every write waits in one line, and whatever waits when the connection comes
@@ -15,78 +14,26 @@ final class GroupCommit: Sendable {
         case statement(String, [SQLiteData])
     }
 
-    private struct Waiting {
-        var write: Write
-        var continuation: CheckedContinuation<Void, any Error>
-    }
-
-    private struct State {
-        var waiting: [Waiting] = []
-        var draining = false
-    }
-
-    private let state = NIOLockedValueBox(State())
-    private let connection: SQLiteConnection
-    private let keepCredentials: Bool
-    private let logger: Logger
+    private let line: BatchLine<Write, Void>
 
     init(connection: SQLiteConnection, keepCredentials: Bool, logger: Logger) {
-        self.connection = connection
-        self.keepCredentials = keepCredentials
-        self.logger = logger
+        line = BatchLine(perform: { writes in
+            try await Self.commit(writes, connection: connection, keepCredentials: keepCredentials, logger: logger)
+            return writes.map { _ in () }
+        }, onSplit: { count, error in
+            // One refused write (a name the unique index keeps for another download) must not
+            // fail the others with it: each is tried alone, and hears its own answer.
+            logger.debug("a batch of writes failed; each is written alone", metadata: ["writes": "\(count)", "error": "\(error)"])
+        })
     }
 
     /// Returns once `write` is committed; throws if its transaction failed.
     func perform(_ write: Write) async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let start = state.withLockedValue { state -> Bool in
-                state.waiting.append(Waiting(write: write, continuation: continuation))
-                defer { state.draining = true }
-                return !state.draining
-            }
-            // The line is drained by a task of its own, not by the caller that found it idle:
-            // that caller would otherwise also wait for every batch that queued behind its own.
-            // (Being unstructured, it is never cancelled with a caller either: sqlite-nio
-            // drops queued work of a cancelled task.)
-            if start { Task { await self.drain() } }
-        }
-    }
-
-    private func drain() async {
-        while true {
-            let batch = state.withLockedValue { state -> [Waiting] in
-                let batch = state.waiting
-                state.waiting = []
-                if batch.isEmpty { state.draining = false }
-                return batch
-            }
-            if batch.isEmpty { return }
-            do {
-                try await commit(batch.map(\.write))
-                for waiting in batch { waiting.continuation.resume() }
-            } catch {
-                guard batch.count > 1 else {
-                    batch[0].continuation.resume(throwing: error)
-                    continue
-                }
-                // One refused write (a name the unique index keeps for another download) must
-                // not fail the others with it: each is tried alone, and hears its own answer.
-                logger.debug("a batch of writes failed; each is written alone", metadata: [
-                    "writes": "\(batch.count)", "error": "\(error)"])
-                for waiting in batch {
-                    do {
-                        try await commit([waiting.write])
-                        waiting.continuation.resume()
-                    } catch {
-                        waiting.continuation.resume(throwing: error)
-                    }
-                }
-            }
-        }
+        try await line.submit(write)
     }
 
     /// One statement runs alone (it is atomic by itself); more run in one transaction.
-    private func commit(_ writes: [Write]) async throws {
+    private static func commit(_ writes: [Write], connection: SQLiteConnection, keepCredentials: Bool, logger: Logger) async throws {
         let statements = Self.statements(for: writes, keepCredentials: keepCredentials)
         if statements.isEmpty { return }
         if statements.count == 1 {

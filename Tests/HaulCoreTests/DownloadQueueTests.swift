@@ -143,6 +143,54 @@ import Testing
             .startRun(Self.id("c"), generation: 3, place: Self.place("c", 3), given: nil)])
     }
 
+    // MARK: Re-adds
+
+    @Test func aReaddIsDecidedFromTheRecordTheRequestAndTheFileOnDisk() throws {
+        var queue = Self.oneRunning()
+        let completed = try Self.record("done", .completed)
+        let request = completed.request
+        func readd(_ record: DownloadRecord, _ file: Queue.FinalFile? = nil, paused: Bool = false) -> Queue.Readd {
+            queue.readd(record, request: record.request, finalFile: file, startsPaused: paused, createdAt: 7)
+        }
+        // Running or waiting here: not started twice.
+        #expect(readd(try Self.record("a", .running)) == .scheduled)
+        #expect(readd(try Self.record("b", .queued)) == .scheduled)
+        // Completed, its file intact: reported complete.
+        #expect(readd(completed, Queue.FinalFile(path: "/d/done", size: 0)) == .alreadyComplete(completed, path: "/d/done"))
+        #expect(queue.alreadyComplete(completed, path: "/d/done") == [
+            .publish(DownloadEvent(id: completed.id, kind: .alreadyComplete(path: "/d/done"))),
+            .settle(DownloadOutcome(completed, alreadyComplete: true))])
+        // Completed, its file gone: a fresh record at its old place, queued, its name checked again.
+        var fresh = DownloadRecord(id: completed.id, request: request, createdAt: 7)
+        fresh.position = completed.position
+        fresh.status = .queued
+        #expect(readd(completed, Queue.FinalFile(path: "/d/done", size: nil)) == .again(fresh, save: true, checkName: true))
+        // Added paused, the same: saved paused, and it never joins the queue.
+        fresh.status = .paused
+        #expect(readd(completed, Queue.FinalFile(path: "/d/done", size: nil), paused: true) == .again(fresh, save: true, checkName: true))
+        #expect(queue.readded(fresh, wasPaused: false) == [
+            .publish(DownloadEvent(id: fresh.id, kind: .paused)), .settle(DownloadOutcome(fresh))])
+        #expect(!queue.isScheduled(fresh.id))
+        // Failed: queued again with its error cleared; added paused, saved paused.
+        var failed = try Self.record("f", .failed)
+        failed.error = HaulError(.network, "reset")
+        var requeued = failed
+        (requeued.status, requeued.error) = (.queued, nil)
+        #expect(readd(failed) == .again(requeued, save: true, checkName: false))
+        requeued.status = .paused
+        #expect(readd(failed, paused: true) == .again(requeued, save: true, checkName: false))
+        // Paused and added paused again: left exactly as it is, and nothing is published.
+        let paused = try Self.record("p", .paused)
+        #expect(readd(paused, paused: true) == .again(paused, save: false, checkName: false))
+        #expect(queue.readded(paused, wasPaused: true) == [])
+        // Queued in the store but not here (another process holds its lock): its record is left
+        // alone, and it joins this queue.
+        let elsewhere = try Self.record("q", .queued)
+        #expect(readd(elsewhere) == .again(elsewhere, save: false, checkName: false))
+        #expect(queue.readded(elsewhere, wasPaused: false) == [.publish(DownloadEvent(id: elsewhere.id, kind: .queued))])
+        #expect(queue.waiting.contains(elsewhere.id))
+    }
+
     // MARK: A fleet host
 
     @Test func aFleetHostClaimsForItsFreeSlotsAndLooksAgainWhenTheClaimWasFull() {

@@ -74,6 +74,36 @@ import Testing
         }
     }
 
+    /// A download that exists (failed, or completed with its file gone) added again with `pause`
+    /// is saved paused in the add's own step: no request reaches the server (it used to be
+    /// queued, started by a free slot, then paused).
+    @Test func anExistingDownloadAddedAgainPausedSendsNoRequest() async throws {
+        try await withHarness(maxConcurrent: 3) { harness in
+            let failed = try await harness.manager.add(harness.request("/missing"))
+            #expect(try await harness.manager.outcome(of: failed.id).status == .failed)
+            harness.server.setRoute("/done", Route(payload: Payload(seed: 49, length: 10_000)))
+            let done = try await harness.manager.add(harness.request("/done"))
+            let completed = try #require(try await harness.manager.outcome(of: done.id).record)
+            #expect(completed.status == .completed)
+            try FileManager.default.removeItem(atPath: try #require(DestinationFiles.finalPath(completed)))
+            let asked = (harness.server.requests(to: "/missing").count, harness.server.requests(to: "/done").count)
+
+            let again = try await harness.manager.add([harness.request("/missing"), harness.request("/done")],
+                                                      placements: [AddPlacement(startsPaused: true), AddPlacement(startsPaused: true)])
+            #expect(again.map(\.id) == [failed.id, done.id])
+            #expect(again.allSatisfy { $0.status == .paused })
+            #expect(try await harness.store.records(status: .paused).map(\.id).sorted { $0.rawValue < $1.rawValue }
+                == [failed.id, done.id].sorted { $0.rawValue < $1.rawValue })
+            #expect(await harness.manager.queuedIDs.isEmpty)
+            #expect(await harness.manager.isRunningHere(failed.id) == false)
+            #expect(await harness.manager.isRunningHere(done.id) == false)
+            #expect((harness.server.requests(to: "/missing").count, harness.server.requests(to: "/done").count) == asked)
+            // Resumed, the one whose file went missing fetches it again.
+            try await harness.manager.resume(done.id)
+            #expect(try await harness.manager.outcome(of: done.id).status == .completed)
+        }
+    }
+
     /// Adds at indices of the waiting list land there (the waiting list as aria2 shows it, paused
     /// downloads included), in the batch's order, spreading positions where neighbours are
     /// adjacent.

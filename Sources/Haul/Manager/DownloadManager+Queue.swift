@@ -8,7 +8,7 @@ extension DownloadManager {
     /// `add(_:)`), and the same request twice in one batch is one download.
     ///
     /// Adds that arrive while another is being saved wait in one line and are added together
-    /// (`drainAdds`): eight clients adding one download each cost one transaction and one
+    /// (`addLine`, a `BatchLine`): eight clients adding one download each cost one transaction and one
     /// fsync, not eight, and each caller still returns only once its own are committed.
     public func add(_ requests: [DownloadRequest]) async throws -> [DownloadRecord] {
         try await add(requests, placements: requests.map { _ in AddPlacement() })
@@ -34,14 +34,7 @@ extension DownloadManager {
             throw HaulError(.conflict, "a fleet's queue cannot be reordered yet; add the download again with another priority")
         }
         if requests.isEmpty { return [] }
-        let (records, existing): ([DownloadRecord], [Int]) = try await withCheckedThrowingContinuation { continuation in
-            addLine.append(WaitingAdd(requests: requests, placements: placements, continuation: continuation))
-            if !addsDraining {
-                addsDraining = true
-                // An unstructured task: the line is drained whoever of its callers is cancelled.
-                Task { await self.drainAdds() }
-            }
-        }
+        let (records, existing) = try await addLine.submit(AddBatch(requests: requests, placements: placements))
         // Each one's placement, whatever became of the others'; the first failure is the answer.
         var failure: (any Error)?
         for offset in existing where !placements[offset].isDefault {
@@ -55,8 +48,9 @@ extension DownloadManager {
         return records
     }
 
-    /// A download that existed before its add: paused, then moved to its index, each a queue
-    /// step of its own (as `pause` and `move` are).
+    /// A download that existed before its add: one that was not scheduled here was saved paused
+    /// in the add's own step (`DownloadQueue.readd`); one running or waiting here is paused now,
+    /// then moved to its index, each a queue step of its own (as `pause` and `move` are).
     private func place(existing id: DownloadID, _ placement: AddPlacement) async throws {
         if placement.startsPaused { try await pause([id]) }
         guard let index = placement.index else { return }
@@ -70,44 +64,28 @@ extension DownloadManager {
         }
     }
 
-    /// One caller's adds, waiting in the line.
-    struct WaitingAdd {
+    /// One caller's adds, waiting in the line (`addLine`).
+    struct AddBatch: Sendable {
         var requests: [DownloadRequest]
         var placements: [AddPlacement]
-        /// The records, and the offsets of those that existed before.
-        var continuation: CheckedContinuation<([DownloadRecord], [Int]), any Error>
     }
 
-    /// Adds everything waiting in the line as one batch. When that fails, each caller's batch is
-    /// tried alone, so one caller's bad request (a name already taken) fails only that caller,
-    /// as it would have without the line.
-    func drainAdds() async {
-        while !addLine.isEmpty {
-            let waiting = addLine
-            addLine = []
-            do {
-                let (records, existing) = try await addNow(waiting.flatMap(\.requests), placements: waiting.flatMap(\.placements))
-                var start = 0
-                for add in waiting {
-                    let range = start..<start + add.requests.count
-                    add.continuation.resume(returning: (Array(records[range]), existing.filter(range.contains).map { $0 - start }))
-                    start += add.requests.count
-                }
-            } catch {
-                if waiting.count == 1 {
-                    waiting[0].continuation.resume(throwing: error)
-                    continue
-                }
-                for add in waiting {
-                    do {
-                        add.continuation.resume(returning: try await addNow(add.requests, placements: add.placements))
-                    } catch {
-                        add.continuation.resume(throwing: error)
-                    }
-                }
-            }
+    /// The records of one caller's adds, and the offsets of those that existed before.
+    typealias AddedBatch = ([DownloadRecord], [Int])
+
+    /// Adds what waited in the line as one batch: one answer per caller. (When it fails, the
+    /// line tries each caller's alone, so one caller's bad request, a name already taken, fails
+    /// only that caller, as it would have without the line.)
+    func addTogether(_ batches: [AddBatch]) async throws -> [AddedBatch] {
+        let (records, existing) = try await addNow(batches.flatMap(\.requests), placements: batches.flatMap(\.placements))
+        var answers: [AddedBatch] = []
+        var start = 0
+        for batch in batches {
+            let range = start..<start + batch.requests.count
+            answers.append((Array(records[range]), existing.filter(range.contains).map { $0 - start }))
+            start += batch.requests.count
         }
-        addsDraining = false
+        return answers
     }
 
     /// One batch of adds, as one queue change. Returns the records, and the offsets of those
@@ -135,19 +113,14 @@ extension DownloadManager {
                     if let existing = known[request.identity] {
                         // Before readd: it may start the run at once, which takes them.
                         queue.give(request, to: existing.id)
-                        if placements[offset].startsPaused, existing.status == .paused {
-                            // Added paused again: it stays as it is (readd would queue it first).
-                            record = existing
-                        } else {
-                            record = try await readd(existing, request: request)
-                        }
+                        record = try await readd(existing, request: request, startsPaused: placements[offset].startsPaused)
                         existed.append(offset)
                     } else if let existing = try await sameDestination(as: request, facts: facts) {
                         // The same `-o` with another URL: the download goes on from its bytes.
                         let renewed = Self.withNewSources(existing, request: request)
                         queue.give(request, to: existing.id)
                         try await store.save(renewed)
-                        record = try await readd(renewed, request: request)
+                        record = try await readd(renewed, request: request, startsPaused: placements[offset].startsPaused)
                         existed.append(offset)
                     } else {
                         var new = try await newRecord(for: request, facts: facts)

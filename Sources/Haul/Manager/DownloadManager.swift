@@ -64,9 +64,11 @@ public actor DownloadManager {
     /// alone does not serialise them, since every await lets another call in between a check
     /// and the write that depends on it.
     private var queueBusy = false
-    /// Adds waiting to be saved together (`drainAdds`), and whether a task is draining them.
-    var addLine: [WaitingAdd] = []
-    var addsDraining = false
+    /// Adds waiting to be saved together (`addTogether`): group commit, as the store's writes.
+    lazy var addLine = BatchLine<AddBatch, AddedBatch>(perform: { [weak self] batches in
+        guard let self else { throw HaulError(.interrupted, "the download manager is gone") }
+        return try await self.addTogether(batches)
+    })
     private var queueWaiters: [CheckedContinuation<Void, Never>] = []
     private var shutdownTask: Task<Void, Never>?
     /// Finished once no run is left, after the last one's outcome is settled: what a shutdown
@@ -184,36 +186,26 @@ public actor DownloadManager {
         return record
     }
 
-    func readd(_ existing: DownloadRecord, request: DownloadRequest) async throws -> DownloadRecord {
-        if isScheduled(existing.id) { return existing }
-        var record = existing
-        record.request = request
-        if record.status == .completed {
-            var size: Int64?
-            let path = DestinationFiles.finalPath(record)
-            if let path { size = try await BlockingIO.run { DestinationFiles.size(path) } }
-            // `-N` asks the server instead (If-Modified-Since): its run ends at once on a 304.
-            if let path, let size, record.expectedLength == nil || record.expectedLength == size, !request.timestamping {
-                hub.publish(DownloadEvent(id: record.id, kind: .alreadyComplete(path: path)))
-                outcomeHub.publish(DownloadOutcome(record, alreadyComplete: true))
-                return record
-            }
-            // The finished file is gone or changed: fetch it again.
-            record = DownloadRecord(id: record.id, request: request, createdAt: record.createdAt)
-            record.position = existing.position
-            // `-N` compares with the file this download published, under the name it had.
-            if request.timestamping, size != nil { record.fileName = record.fileName ?? existing.fileName }
-            try await names.checkExplicit(record)
+    /// Picks up a download that exists (`DownloadQueue.readd` decides); `startsPaused`: saved
+    /// paused instead of queued, in the same step.
+    func readd(_ existing: DownloadRecord, request: DownloadRequest, startsPaused: Bool = false) async throws -> DownloadRecord {
+        var finalFile: DownloadQueue.FinalFile?
+        if existing.status == .completed, !queue.isScheduled(existing.id), let path = DestinationFiles.finalPath(existing) {
+            finalFile = DownloadQueue.FinalFile(path: path, size: try await BlockingIO.run { DestinationFiles.size(path) })
         }
-        if !existing.status.resumesAfterRestart || record.request != existing.request {
-            // Left alone otherwise: the record may belong to another process running it right
-            // now (the download lock decides), and its checkpoints must not be overwritten.
-            record.status = .queued
-            record.error = nil
-            try await store.save(record)
+        switch queue.readd(existing, request: request, finalFile: finalFile, startsPaused: startsPaused,
+                           createdAt: existing.createdAt) {
+        case .scheduled:
+            return existing
+        case .alreadyComplete(let record, let path):
+            await perform(queue.alreadyComplete(record, path: path))
+            return record
+        case .again(let record, let save, let checkName):
+            if checkName { try await names.checkExplicit(record) }
+            if save { try await store.save(record) }
+            await perform(queue.readded(record, wasPaused: existing.status == .paused))
+            return record
         }
-        await enqueue([record])
-        return record
     }
 
     /// Puts back in the queue what was queued or running when the last process stopped.

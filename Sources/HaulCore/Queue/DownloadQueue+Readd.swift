@@ -1,0 +1,77 @@
+/// Adding a download that already exists (the same URL and destination, or the same `-o`):
+/// what becomes of its record, decided from the record, the request and what is on disk.
+extension DownloadQueue {
+    /// What a re-add does.
+    public enum Readd: Sendable, Hashable {
+        /// Running or waiting here already: left as it is (not started twice).
+        case scheduled
+        /// Its completed file is intact: reported complete, nothing runs.
+        case alreadyComplete(DownloadRecord, path: String)
+        /// It goes on from `record`: queued again, or (added paused) saved paused without ever
+        /// joining the queue. `save`: its stored record must change first. `checkName`: its
+        /// file went missing, so it starts over under a name checked again.
+        case again(DownloadRecord, save: Bool, checkName: Bool)
+    }
+
+    /// The completed file of a download, where its record says it is: its path, and its size
+    /// (nil when it is gone).
+    public struct FinalFile: Sendable, Hashable {
+        public var path: String
+        public var size: Int64?
+
+        public init(path: String, size: Int64?) {
+            self.path = path
+            self.size = size
+        }
+    }
+
+    /// Decides a re-add of `existing` with `request`. `finalFile`: a completed download's file
+    /// as found on disk (nil for any other, or when it has no name yet). `startsPaused`: the
+    /// add asked for it paused (aria2's `pause`): one that is not scheduled here is saved paused
+    /// and never starts, requests or creates a `.part` on the way.
+    public func readd(_ existing: DownloadRecord, request: DownloadRequest, finalFile: FinalFile?,
+                      startsPaused: Bool, createdAt: Int64) -> Readd {
+        if isScheduled(existing.id) { return .scheduled }
+        // Added paused again: it stays as it is.
+        if startsPaused, existing.status == .paused { return .again(existing, save: false, checkName: false) }
+        var record = existing
+        record.request = request
+        var checkName = false
+        if existing.status == .completed {
+            // `-N` asks the server instead (If-Modified-Since): its run ends at once on a 304.
+            if let finalFile, let size = finalFile.size, existing.expectedLength == nil || existing.expectedLength == size,
+               !request.timestamping {
+                return .alreadyComplete(existing, path: finalFile.path)
+            }
+            // The finished file is gone or changed: fetch it again.
+            record = DownloadRecord(id: existing.id, request: request, createdAt: createdAt)
+            record.position = existing.position
+            // `-N` compares with the file this download published, under the name it had.
+            if request.timestamping, finalFile?.size != nil { record.fileName = record.fileName ?? existing.fileName }
+            checkName = true
+        }
+        let status: DownloadStatus = startsPaused ? .paused : .queued
+        if startsPaused || !existing.status.resumesAfterRestart || record.request != existing.request {
+            // Left alone otherwise: the record may belong to another process running it right
+            // now (the download lock decides), and its checkpoints must not be overwritten.
+            record.status = status
+            record.error = nil
+            return .again(record, save: true, checkName: checkName)
+        }
+        return .again(record, save: false, checkName: checkName)
+    }
+
+    /// A re-add's record is saved (when it had to be): it joins the queue, or, paused, is
+    /// published paused once.
+    public mutating func readded(_ record: DownloadRecord, wasPaused: Bool) -> [Action] {
+        guard record.status == .paused else { return queued([WaitingQueue.Entry(record)]) }
+        if wasPaused { return [] }
+        return [.publish(DownloadEvent(id: record.id, kind: .paused)), .settle(DownloadOutcome(record))]
+    }
+
+    /// Reports a completed download whose file is intact.
+    public func alreadyComplete(_ record: DownloadRecord, path: String) -> [Action] {
+        [.publish(DownloadEvent(id: record.id, kind: .alreadyComplete(path: path))),
+         .settle(DownloadOutcome(record, alreadyComplete: true))]
+    }
+}
