@@ -75,6 +75,9 @@ public struct AddRequest: Codable, Sendable {
 extension AddRequest {
     /// Absolute, without `.`, `..`, repeated or trailing slashes.
     public static func normalized(_ path: String) -> String {
+        // Most paths are normal already (absolute, no empty, `.` or `..` part, no trailing
+        // slash): checked in one pass over the bytes, without splitting.
+        if isNormal(path) { return path }
         var parts: [Substring] = []
         for part in path.split(separator: "/", omittingEmptySubsequences: true) {
             switch part {
@@ -84,6 +87,23 @@ extension AddRequest {
             }
         }
         return "/" + parts.joined(separator: "/")
+    }
+
+    private static func isNormal(_ path: String) -> Bool {
+        let bytes = Array(path.utf8)
+        guard bytes.first == UInt8(ascii: "/") else { return false }
+        if bytes.count == 1 { return true }
+        if bytes.last == UInt8(ascii: "/") { return false }
+        var partStart = 1
+        for index in 1...bytes.count {
+            guard index == bytes.count || bytes[index] == UInt8(ascii: "/") else { continue }
+            let part = bytes[partStart..<index]
+            if part.isEmpty || part.elementsEqual([UInt8(ascii: ".")]) || part.elementsEqual([UInt8(ascii: "."), UInt8(ascii: ".")]) {
+                return false
+            }
+            partStart = index + 1
+        }
+        return true
     }
 }
 

@@ -28,11 +28,8 @@ final class HTTPFaultHandler: ChannelInboundHandler, RemovableChannelHandler {
         var end: Int64
         var ending: ResponsePlan.Ending
         var keepAlive: Bool
-        var throttle: Int?
-        /// Throttled bodies: bytes that may be written now, earned at `throttle` bytes per second
-        /// since `lastTick`. Working from the clock rather than counting ticks keeps the rate
-        /// accurate when timers fire late on a busy event loop.
-        var credit: Double = 0
+        /// Throttled bodies: what may be written now (`ThrottleCredit`), and when it last earned.
+        var throttle: ThrottleCredit?
         var lastTick = NIODeadline.now()
         /// Completes when the last thing written so far has been handed to the kernel.
         var lastWrite: EventLoopFuture<Void>
@@ -171,8 +168,9 @@ final class HTTPFaultHandler: ChannelInboundHandler, RemovableChannelHandler {
                 end: end,
                 ending: plan.ending,
                 keepAlive: keepAlive,
-                throttle: plan.throttle,
-                credit: plan.throttle.map { Double($0) * Self.tickInterval.seconds } ?? 0,
+                throttle: plan.throttle.map {
+                    ThrottleCredit(rate: $0, tick: Self.tickInterval.seconds, maxCatchUp: Self.maxCatchUpSeconds)
+                },
                 lastWrite: lastWrite
             )
             if let gate = state.closedGate(for: path) {
@@ -235,19 +233,17 @@ final class HTTPFaultHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// Throttled bodies: every tick, write what the rate has earned since the last one.
     private func throttledTick(context: ChannelHandlerContext) {
         tick = nil
-        guard var transfer, let throttle = transfer.throttle else { return }
+        guard var transfer, transfer.throttle != nil else { return }
         let now = NIODeadline.now()
-        let rate = Double(throttle)
-        let earned = rate * (now - transfer.lastTick).seconds
-        let ceiling = max(rate * Self.maxCatchUpSeconds, rate * Self.tickInterval.seconds, 1)
-        transfer.credit = min(transfer.credit + earned, ceiling)
+        transfer.throttle?.earn((now - transfer.lastTick).seconds)
         transfer.lastTick = now
         self.transfer = transfer
 
         var wrote = false
-        while context.channel.isWritable, let current = self.transfer, current.remaining > 0, current.credit >= 1 {
-            let count = writeChunk(size: min(Int64(current.credit), Self.chunkSize), context: context)
-            self.transfer?.credit -= Double(count)
+        while context.channel.isWritable, let current = self.transfer, current.remaining > 0,
+              let available = current.throttle?.available, available >= 1 {
+            let count = writeChunk(size: min(available, Self.chunkSize), context: context)
+            self.transfer?.throttle?.spend(count)
             wrote = true
         }
         if wrote {

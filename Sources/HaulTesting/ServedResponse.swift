@@ -20,6 +20,9 @@ public struct ServedResponse: Sendable, Equatable {
     public var bodyBytesSent: Int64
     /// True when a ``ConnectionCap`` refused the request.
     public var refused: Bool
+    /// The bytes per second its body was held to (the route's throttle, or its connection's
+    /// from ``Route/connectionThrottles``); nil when it went at full speed.
+    public var throttle: Int?
 
     public init(
         path: String,
@@ -27,7 +30,8 @@ public struct ServedResponse: Sendable, Equatable {
         connection: Int,
         range: Range<Int64>?,
         bodyBytesSent: Int64 = 0,
-        refused: Bool = false
+        refused: Bool = false,
+        throttle: Int? = nil
     ) {
         self.path = path
         self.status = status
@@ -35,5 +39,6 @@ public struct ServedResponse: Sendable, Equatable {
         self.range = range
         self.bodyBytesSent = bodyBytesSent
         self.refused = refused
+        self.throttle = throttle
     }
 }

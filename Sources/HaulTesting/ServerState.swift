@@ -128,7 +128,8 @@ final class ServerState: Sendable {
                 status: Int(plan.status.code),
                 connection: connection,
                 range: range,
-                refused: decision.refusal != nil
+                refused: decision.refusal != nil,
+                throttle: range == nil ? nil : plan.throttle
             )
             storage.responses.append(LogEntry(response: response, inFlight: range != nil))
             return (plan, storage.responses.count - 1)

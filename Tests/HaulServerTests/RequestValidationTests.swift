@@ -7,6 +7,17 @@ import Testing
 
 /// What the daemon refuses before the manager sees it, and how each refusal reaches the client.
 @Suite(.timeLimit(.minutes(1))) struct RequestValidationTests {
+    /// A directory as the daemon checks and stores it: absolute, no empty, `.` or `..` part, no
+    /// trailing slash; a path that is so already comes back as it is.
+    @Test(arguments: [
+        ("/", "/"), ("/a", "/a"), ("/a/b.c", "/a/b.c"), ("/a/.b/..c/c.", "/a/.b/..c/c."), ("/a/", "/a"), ("//a", "/a"),
+        ("/a//b", "/a/b"), ("/a/./b", "/a/b"), ("/a/../b", "/b"), ("/..", "/"), ("/a/b/..", "/a"), ("/a/.", "/a"),
+        ("a/b", "/a/b"), ("", "/"), ("/a/b/../../..", "/"),
+    ])
+    func directoriesAreNormalized(path: String, expected: String) {
+        #expect(AddRequest.normalized(path) == expected)
+    }
+
     @Test(arguments: [
         (HaulError.Code.badRequest, 400), (.usage, 400), (.badURL, 400), (.unauthorized, 401), (.forbidden, 403),
         (.notFound, 404), (.conflict, 409), (.fileExists, 409), (.tooLarge, 413), (.misdirected, 421), (.store, 500), (.internal, 500),

@@ -101,16 +101,19 @@ extension DownloadManager {
             do {
                 let known = try await store.records(matching: requests)
                 // The explicit names' disk and store state, read once for the batch.
-                let facts = try await names.facts(for: requests.filter { known[$0.identity] == nil })
+                // Each request's identity, made once (it is a string built from four).
+                let identities = requests.map(\.identity)
+                let facts = try await names.facts(for: requests.indices.filter { known[identities[$0]] == nil }.map { requests[$0] })
                 for (offset, request) in requests.enumerated() {
-                    if let seen = byIdentity[request.identity] {
+                    let identity = identities[offset]
+                    if let seen = byIdentity[identity] {
                         results.append(seen)
                         // Its placement is carried out after the batch, as an existing one's.
                         if !placements[offset].isDefault { existed.append(offset) }
                         continue
                     }
                     let record: DownloadRecord
-                    if let existing = known[request.identity] {
+                    if let existing = known[identity] {
                         // Before readd: it may start the run at once, which takes them.
                         queue.give(request, to: existing.id)
                         record = try await readd(existing, request: request, startsPaused: placements[offset].startsPaused)
@@ -135,7 +138,7 @@ extension DownloadManager {
                         // placed): the batch's later adds at an index count it.
                         if new.status == .queued { await perform(queue.adding([WaitingQueue.Entry(new)])) }
                     }
-                    byIdentity[request.identity] = record
+                    byIdentity[identity] = record
                     results.append(record)
                     queue.give(request, to: record.id)
                 }

@@ -181,14 +181,16 @@ public struct RemoteURL: Hashable, Codable, Sendable, CustomStringConvertible {
         return nil
     }
 
-    private static func checkPort(_ text: Substring.UTF8View, in url: String) throws(HaulError) -> Int? {
+    /// `url`: the URL as errors show it, made only for an error (redacting costs more than parsing).
+    private static func checkPort(_ text: Substring.UTF8View, in shown: @autoclosure () -> String) throws(HaulError) -> Int? {
         guard !text.isEmpty else { return nil }
-        guard text.first == UInt8(ascii: ":") else { throw HaulError(.badURL, "bad host in \(url)") }
+        guard text.first == UInt8(ascii: ":") else { throw HaulError(.badURL, "bad host in \(shown())") }
         let digits = text.dropFirst()
         let value = Int(Substring(digits))
         guard digits.isEmpty || (digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) && (value.map { $0 > 0 && $0 < 65536 } ?? false)) else {
             // The text read as a port is named only if the URL shown has it: when it was the
             // start of a password, it is not.
+            let url = shown()
             let named = url.contains(String(Substring(digits))) ? " '\(Substring(digits))'" : ""
             throw HaulError(.badURL, "bad port\(named) in \(url)")
         }

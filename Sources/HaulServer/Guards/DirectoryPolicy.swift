@@ -5,6 +5,7 @@ import Darwin
 #endif
 import HaulAPI
 import HaulCore
+import NIOConcurrencyHelpers
 
 /// Where the daemon may write: under its download directory (`-d`) and the directories given
 /// with `--allow-dir`, nowhere else. Anyone holding the token could otherwise have files written
@@ -13,12 +14,21 @@ import HaulCore
 /// A path is checked twice: as written (normalised, so `..` cannot climb out) and as the
 /// filesystem resolves it (the deepest existing ancestor through `realpath`), so a symbolic
 /// link inside an allowed directory cannot lead out of it either.
+///
+/// A resolution is reused for `ResolvedPaths.lifetime` (a batch of a thousand adds into one
+/// directory costs one `realpath` per root and directory, not two per add); a run resolves its
+/// directory beneath its root again whenever it uses it, so a link changed meanwhile still
+/// leads nowhere.
 public struct DirectoryPolicy: Sendable, Hashable {
     public let roots: [String]
+    private let resolutions = ResolvedPaths()
 
     public init(roots: [String]) {
         self.roots = roots.map(AddRequest.normalized)
     }
+
+    public static func == (a: DirectoryPolicy, b: DirectoryPolicy) -> Bool { a.roots == b.roots }
+    public func hash(into hasher: inout Hasher) { hasher.combine(roots) }
 
     /// Throws `forbidden` unless `directory` (absolute) is inside one of the roots.
     public func check(_ directory: String) throws(HaulError) {
@@ -44,8 +54,9 @@ public struct DirectoryPolicy: Sendable, Hashable {
 
     /// Inside a root as written (normalised) and as the filesystem resolves it.
     func allows(_ normalized: String) -> Bool {
-        roots.contains { Paths.isInside(normalized, $0) }
-            && roots.contains { root in Paths.isInside(Self.resolved(normalized), Self.resolved(root)) }
+        guard roots.contains(where: { Paths.isInside(normalized, $0) }) else { return false }
+        let real = resolutions.resolve(normalized)
+        return roots.contains { root in Paths.isInside(real, resolutions.resolve(root)) }
     }
 
     /// The real path of the deepest existing ancestor, with the rest appended.
@@ -62,5 +73,23 @@ public struct DirectoryPolicy: Sendable, Hashable {
             rest.append(existing[existing.index(after: slash)...])
             existing = slash == existing.startIndex ? "/" : String(existing[..<slash])
         }
+    }
+}
+
+/// Paths as `realpath` resolved them, each reused for `lifetime`.
+final class ResolvedPaths: Sendable {
+    static let lifetime = Duration.milliseconds(100)
+    private let entries = NIOLockedValueBox([String: (real: String, at: ContinuousClock.Instant)]())
+
+    func resolve(_ path: String) -> String {
+        let now = ContinuousClock.now
+        if let entry = entries.withLockedValue({ $0[path] }), now - entry.at < Self.lifetime { return entry.real }
+        let real = DirectoryPolicy.resolved(path)
+        entries.withLockedValue { entries in
+            // Old entries go once there are many: a daemon sees few directories.
+            if entries.count >= 256 { entries = entries.filter { now - $0.value.at < Self.lifetime } }
+            entries[path] = (real, now)
+        }
+        return real
     }
 }
