@@ -1,11 +1,13 @@
 import HaulCore
 
 /// The engine's access to time: monotonic readings and sleeps, and the calendar. Injected, so
-/// that retry delays, checkpoint cadence and the server's dates (an HTTP-date `Retry-After`) can
-/// be driven by a manual clock in tests. Three things keep real time on purpose: the run's
-/// ticker (a manual clock counts only the machine's timers), a fleet's lease renewals (a lease
-/// is a promise to other hosts) and the shutdown's deadline (a wait a manual clock would never
-/// end).
+/// that everything the engine times can be driven by a manual clock in tests: retry delays,
+/// checkpoint cadence, the server's dates (an HTTP-date `Retry-After`), the run's ticker
+/// (speeds, progress, periodic checkpoints), a fleet host's renewals and claims, and the
+/// shutdown's deadline. In production it is `ContinuousClock`: a lease is a promise to other
+/// hosts, and the clock that keeps it is the real one; its expiry is the database's `now()`
+/// anyway. A test on a manual clock advances it to make time pass, past a shutdown's deadline
+/// too (nothing waits on real time behind its back).
 public protocol HaulClock: Sendable {
     /// Monotonic time in seconds on an arbitrary scale.
     func seconds() -> Double

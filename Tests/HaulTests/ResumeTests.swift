@@ -153,8 +153,10 @@ import HaulStore
             harness.server.setRoute("/file", Route(payload: payload, script: [.status(503, headers: [("Retry-After", "120")])]))
             let events = harness.manager.events()
             let record = try await harness.manager.add(harness.request("/file"))
-            await clock.waitForSleepers(count: 1)
-            #expect(clock.sleepers == [clock.now.advanced(by: .seconds(120))])
+            // The retry's wait, on the injected clock; the run's ticker sleeps on it too, shorter.
+            let retry = clock.now.advanced(by: .seconds(120))
+            #expect(try await eventually { clock.sleepers.contains(retry) })
+            #expect(clock.sleepers.last == retry)
             #expect(harness.server.requests(to: "/file").count == 1, "nothing is sent before the server's time")
             clock.advance(by: .seconds(120))
             let outcome = try await harness.waitForEnd(of: record.id, in: events)

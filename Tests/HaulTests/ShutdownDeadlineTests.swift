@@ -1,5 +1,6 @@
 import HaulCore
 import HaulTesting
+import NIOConcurrencyHelpers
 import Testing
 
 @testable import Haul
@@ -27,6 +28,40 @@ import Testing
             // Two ran and were stopped (left to resume), one waited (left queued).
             #expect(Set(seen.keys) == Set(ids), "\(seen)")
             #expect(seen.values.filter { $0 == .queued }.count == 1, "\(seen)")
+        }
+    }
+
+    /// The deadline is on the injected clock: with a manual one, a shutdown whose run cannot end
+    /// (its fsync held) returns only once the test advances the clock past the deadline, and the
+    /// run is left `running` for the next start.
+    @Test func theDeadlineFollowsTheInjectedClock() async throws {
+        let clock = ManualClock()
+        let gate = Gate()
+        var calls = FileCalls.system
+        calls.sync = { descriptor, path in
+            if path.contains("/held") { gate.pass(path, limit: 30) }
+            return FileCalls.system.sync(descriptor, path)
+        }
+        try await withHarness(maxConcurrent: 1, clock: ClockAdapter(clock), fileCalls: calls) { harness in
+            harness.server.setRoute("/held", Route(payload: Payload(seed: 34, length: 64 << 10)))
+            let outcomes = harness.manager.outcomes()
+            let held = try await harness.manager.add(harness.request("/held", output: "held"))
+            #expect(try await eventually { !gate.arrivals.isEmpty })
+            let returned = NIOLockedValueBox(false)
+            let shutdown = Task {
+                await harness.manager.shutdown(deadline: .seconds(5))
+                returned.withLockedValue { $0 = true }
+            }
+            let deadline = clock.now.advanced(by: .seconds(5))
+            #expect(try await eventually { clock.sleepers.contains(deadline) })
+            // Nothing but the clock can end the wait: the run is held in its fsync.
+            #expect(returned.withLockedValue { $0 } == false)
+            clock.advance(by: .seconds(5))
+            await shutdown.value
+            var seen: [DownloadID: DownloadStatus] = [:]
+            for await outcome in outcomes { seen[outcome.id] = outcome.status }
+            #expect(seen == [held.id: .running])
+            gate.open()
         }
     }
 }

@@ -6,9 +6,10 @@ struct FleetState {
     /// The loop that renews leases, hears commands and claims work.
     var loop: Task<Void, Never>?
     var wake: AsyncStream<Void>.Continuation?
-    /// When a renewal last succeeded (or the fleet started).
-    var lastRenewal = ContinuousClock.now
-    var lastRenewalAttempt = ContinuousClock.now - .seconds(3600)
+    /// When a renewal last succeeded (or the fleet started), in the manager's clock's seconds.
+    var lastRenewal: Double = 0
+    /// When a renewal was last tried; nil before the first.
+    var lastRenewalAttempt: Double?
     /// Another host notified a command for this one: renew at the next turn, due or not.
     var renewNow = false
     /// Hears those notifications.
@@ -46,7 +47,7 @@ extension DownloadManager {
         guard fleetState.loop == nil else { return }
         let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         fleetState.wake = wake
-        fleetState.lastRenewal = .now
+        fleetState.lastRenewal = clock.seconds()
         // Claims look for work every second whatever the renewal's pace.
         let interval = min(.seconds(1), renewInterval)
         if let fleet {
@@ -56,10 +57,14 @@ extension DownloadManager {
                 }
             }
         }
-        let ticker = Task {
+        let ticker = Task { [clock] in
             while !Task.isCancelled {
                 wake.yield()
-                try? await Task.sleep(for: interval) // cancelled only when the loop stops
+                do {
+                    try await clock.sleep(for: interval)
+                } catch {
+                    return  // cancelled: the loop stopped
+                }
             }
         }
         fleetState.loop = Task {
@@ -92,9 +97,10 @@ extension DownloadManager {
     /// One turn of the loop: renew when due, then fill free slots (`DownloadQueue.claimRequest`).
     func fleetTick() async {
         guard let fleet, !queue.isShuttingDown else { return }
-        let now = ContinuousClock.now
+        let now = clock.seconds()
         let anySuspended = queue.entries.values.contains(where: \.suspended)
-        if now - fleetState.lastRenewalAttempt >= renewInterval || anySuspended || fleetState.renewNow {
+        let due = fleetState.lastRenewalAttempt.map { now - $0 >= renewInterval.seconds } ?? true
+        if due || anySuspended || fleetState.renewNow {
             fleetState.lastRenewalAttempt = now
             fleetState.renewNow = false
             guard await renewLeases(fleet) else { return }
@@ -120,10 +126,11 @@ extension DownloadManager {
             report = try await fleet.renew(live.all())
         } catch {
             configuration.logger.warning("cannot renew leases", metadata: ["error": "\(error)"])
-            await perform(queue.renewalFailed(outage: ContinuousClock.now - fleetState.lastRenewal, leaseTimeout: fleet.leaseTimeout))
+            let outage = Duration.milliseconds(Int64((clock.seconds() - fleetState.lastRenewal) * 1000))
+            await perform(queue.renewalFailed(outage: outage, leaseTimeout: fleet.leaseTimeout))
             return false
         }
-        fleetState.lastRenewal = .now
+        fleetState.lastRenewal = clock.seconds()
         await perform(queue.renewed(report))
         return true
     }
@@ -174,7 +181,7 @@ extension DownloadManager {
     func fleetAwait(_ wanted: DownloadStatus, of id: DownloadID) async throws -> DownloadRecord {
         var record = try await existingOrRemoved(id)
         for _ in 0..<500 where record.status != wanted && !record.status.isTerminal {
-            try await Task.sleep(for: .milliseconds(20))
+            try await clock.sleep(for: .milliseconds(20))
             record = try await existingOrRemoved(id)
         }
         return record

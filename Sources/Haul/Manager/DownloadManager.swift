@@ -251,8 +251,9 @@ public actor DownloadManager {
             if handles.isEmpty { signal.finish() }
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { for await _ in ended {} }
-                // Ends early only when the race is over (cancelled below): nothing to lose.
-                group.addTask { try? await Task.sleep(for: deadline) }
+                // On the injected clock (a test's manual clock: the test advances it past the
+                // deadline). Ends early only when the race is over (cancelled below): nothing to lose.
+                group.addTask { [clock] in try? await clock.sleep(for: deadline) }
                 await group.next()
                 group.cancelAll()
             }

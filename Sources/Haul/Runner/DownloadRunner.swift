@@ -161,12 +161,17 @@ final class RunSession {
         runner.stop.attach { status in post.yield(.stop(status)) }
         runner.stop.attachLeaseLost { post.yield(.leaseLost) }
         runner.stop.attachRate { rate in post.yield(.rateChanged(rate)) }
-        // Speeds, progress and checkpoint decisions, also while every connection waits. Real
-        // time, not the injected clock: a test's manual clock counts only the machine's timers.
+        // Speeds, progress and checkpoint decisions, also while every connection waits, on the
+        // injected clock (a test's manual clock ticks when the test advances it).
         let interval = Duration.milliseconds(Int64(max(runner.settings.tickInterval, 0.001) * 1000))
+        let clock = runner.clock
         let ticker = Task {
             while !Task.isCancelled {
-                try? await Task.sleep(for: interval)
+                do {
+                    try await clock.sleep(for: interval)
+                } catch {
+                    return  // cancelled: the run is over
+                }
                 post.yield(.tick)
             }
         }
