@@ -31,7 +31,7 @@ import Testing
                 stateDirectory: state, maxConcurrentDownloads: jobs, checkpointInterval: .milliseconds(100),
                 progressInterval: .milliseconds(50), retry: RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50)))
             configuration.fleetRenewInterval = renewInterval
-            let manager = try await DownloadManager(configuration: configuration, store: store)
+            let manager = try await DownloadManager(configuration: configuration, fleet: store)
             try await manager.restore()
             return manager
         }

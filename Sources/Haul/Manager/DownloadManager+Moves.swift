@@ -82,9 +82,7 @@ extension DownloadManager {
     }
 
     private func index(of id: DownloadID, in list: [WaitingPlace]) async throws -> Int {
-        if fleet != nil {
-            throw HaulError(.conflict, "a fleet's queue cannot be reordered yet; add the download again with another priority")
-        }
+        if let refusal = queue.reorderRefusal { throw refusal }
         guard let index = list.firstIndex(where: { $0.entry.id == id }) else {
             let record = try await existing(id)
             throw HaulError(.conflict, "download \(id) is \(record.status.rawValue); only waiting (queued or paused) downloads can be moved")

@@ -30,9 +30,7 @@ extension DownloadManager {
         if let index = placements.compactMap(\.index).first(where: { $0 < 0 }) {
             throw HaulError(.usage, "a queue index must be 0 or more (got \(index))")
         }
-        if fleet != nil, placements.contains(where: { $0.index != nil }) {
-            throw HaulError(.conflict, "a fleet's queue cannot be reordered yet; add the download again with another priority")
-        }
+        if let refusal = queue.reorderRefusal, placements.contains(where: { $0.index != nil }) { throw refusal }
         if requests.isEmpty { return [] }
         let (records, existing) = try await addLine.submit(AddBatch(requests: requests, placements: placements))
         // Each one's placement, whatever became of the others'; the first failure is the answer.

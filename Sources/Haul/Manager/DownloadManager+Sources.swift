@@ -13,7 +13,7 @@ extension DownloadManager {
     public func setSources(_ urls: [RemoteURL], for id: DownloadID) async throws -> DownloadRecord {
         guard let first = urls.first else { throw HaulError(.usage, "a download needs at least one URL") }
         let mirrors = try DownloadRequest.checkedMirrors(Array(urls.dropFirst()), besides: first)
-        if fleet != nil { throw HaulError(.conflict, "a fleet's downloads cannot change their URLs yet; add the download again") }
+        if let refusal = queue.sourcesRefusal { throw refusal }
         // A running download stops first, with its checkpoint: its runner owns the record.
         let stopping: Task<Void, Never>? = try await serialized {
             let record = try await existing(id)

@@ -75,16 +75,38 @@ public actor DownloadManager {
     /// with a deadline waits on (`signalIdleIfNeeded`).
     var runsEnded: AsyncStream<Void>.Continuation?
 
-    /// Uses `store` with AsyncHTTPClient; the state directory keeps the download locks. The
-    /// manager owns the store: `shutdown()` calls `closeStore` (given: the SQLite store's, see
-    /// HaulStore's `DownloadManager(configuration:)`), or closes a fleet's shared store.
+    /// Where the queue lives, chosen by whoever builds the manager (as AsyncHTTPClient's pool
+    /// holds `http1` or `http2`): this process's store, or a fleet's shared database, whose
+    /// queue is claimed with leases (`DownloadManager+Fleet.swift`).
+    public enum Backend: Sendable {
+        case local(any DownloadStore)
+        case fleet(any SharedQueueStore)
+
+        var store: any DownloadStore {
+            switch self {
+            case .local(let store): store
+            case .fleet(let fleet): fleet
+            }
+        }
+    }
+
+    /// A queue of this process on `store`, with AsyncHTTPClient; the state directory keeps the
+    /// download locks. The manager owns the store: `shutdown()` calls `closeStore` (given: the
+    /// SQLite store's, see HaulStore's `DownloadManager(configuration:)`).
     public init(configuration: Configuration, store: any DownloadStore,
                 closeStore: (@Sendable () async -> Void)? = nil) async throws {
+        try await self.init(configuration: configuration, backend: .local(store), closeStore: closeStore)
+    }
+
+    /// One host of a fleet on its shared store, which `shutdown()` closes.
+    public init(configuration: Configuration, fleet: any SharedQueueStore) async throws {
+        try await self.init(configuration: configuration, backend: .fleet(fleet), closeStore: { await fleet.close() })
+    }
+
+    private init(configuration: Configuration, backend: Backend, closeStore: (@Sendable () async -> Void)?) async throws {
         try Self.prepareStateDirectory(configuration.stateDirectory)
         let transport = AsyncHTTPTransport(configuration: configuration.http, logger: configuration.logger)
-        var closeStore = closeStore
-        if closeStore == nil, let fleet = store as? any SharedQueueStore { closeStore = { await fleet.close() } }
-        self.init(configuration: configuration, store: store, transport: transport, clock: ClockAdapter(ContinuousClock()),
+        self.init(configuration: configuration, backend: backend, transport: transport, clock: ClockAdapter(ContinuousClock()),
                   ownedTransport: transport, closeStore: closeStore)
     }
 
@@ -100,20 +122,27 @@ public actor DownloadManager {
 
     /// Injects every dependency: tests use their own store, transport or clock.
     public init(configuration: Configuration, store: any DownloadStore, transport: any HTTPTransport, clock: any HaulClock) {
-        self.init(configuration: configuration, store: store, transport: transport, clock: clock, ownedTransport: nil, closeStore: nil)
+        self.init(configuration: configuration, backend: .local(store), transport: transport, clock: clock, ownedTransport: nil, closeStore: nil)
     }
 
     private init(
-        configuration: Configuration, store: any DownloadStore, transport: any HTTPTransport, clock: any HaulClock,
+        configuration: Configuration, backend: Backend, transport: any HTTPTransport, clock: any HaulClock,
         ownedTransport: AsyncHTTPTransport?, closeStore: (@Sendable () async -> Void)?
     ) {
         self.configuration = configuration
+        let store = backend.store
         self.store = store
-        self.fleet = store as? any SharedQueueStore
+        switch backend {
+        case .local:
+            self.fleet = nil
+            self.queue = .local(limit: configuration.maxConcurrentDownloads)
+        case .fleet(let fleet):
+            self.fleet = fleet
+            self.queue = .fleet(limit: configuration.maxConcurrentDownloads)
+        }
         self.transport = transport
         self.clock = clock
         self.names = FileNameClaims(store: store)
-        self.queue = fleet == nil ? .local(limit: configuration.maxConcurrentDownloads) : .fleet(limit: configuration.maxConcurrentDownloads)
         self.metrics = EngineMetrics(factory: configuration.metricsFactory)
         let boot = configuration.bootID ?? ProgressNotes.systemBootID()
         self.notes = fleet == nil && boot != nil

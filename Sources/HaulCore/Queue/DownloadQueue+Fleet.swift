@@ -1,6 +1,18 @@
 /// One host of a fleet: it claims downloads from the database for its free slots, and its
 /// renewals' reports say which leases it lost and what other hosts asked of its runs.
 extension DownloadQueue {
+    /// Why a move, or an add at an index, is refused: a fleet's order is the database's, and
+    /// moving a download in it is not built yet. Nil for this process's queue.
+    public var reorderRefusal: HaulError? {
+        isFleet ? HaulError(.conflict, "a fleet's queue cannot be reordered yet; add the download again with another priority") : nil
+    }
+
+    /// Why new URLs for a download are refused: not built for a fleet yet. Nil for this
+    /// process's queue.
+    public var sourcesRefusal: HaulError? {
+        isFleet ? HaulError(.conflict, "a fleet's downloads cannot change their URLs yet; add the download again") : nil
+    }
+
     /// The claim for this host's free slots, or nil when it has none (or is shutting down).
     /// Running and suspended downloads hold slots and are not claimed again.
     public func claimRequest() -> Action? {

@@ -141,7 +141,7 @@ public struct Daemon: Sendable {
                 location, host: configuration.fleetName ?? Self.defaultFleetName(), leaseTimeout: configuration.leaseTimeout,
                 keepsCredentials: true, logger: configuration.logger)
             do {
-                manager = try await DownloadManager(configuration: managerConfiguration, store: store)
+                manager = try await DownloadManager(configuration: managerConfiguration, fleet: store)
             } catch {
                 await store.close()
                 throw error
