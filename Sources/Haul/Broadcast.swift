@@ -29,8 +29,24 @@ extension Broadcast where Element == DownloadOutcome {
 /// oldest values; without one, it keeps everything until it reads it.
 final class Broadcast<Element: AboutOneDownload>: Sendable {
     private struct Subscriber {
-        var filter: DownloadID?
+        var filter: Filter
         var continuation: AsyncStream<Element>.Continuation
+    }
+
+    /// Which downloads a subscriber hears about.
+    enum Filter: Sendable {
+        case all
+        case one(DownloadID)
+        /// Those of a batch of adds, as the add decides them (`FollowedIDs`).
+        case followed(FollowedIDs)
+
+        func matches(_ id: DownloadID) -> Bool {
+            switch self {
+            case .all: true
+            case .one(let one): one == id
+            case .followed(let ids): ids.contains(id)
+            }
+        }
     }
 
     private struct State {
@@ -47,18 +63,23 @@ final class Broadcast<Element: AboutOneDownload>: Sendable {
     }
 
     func publish(_ value: Element) {
-        let targets = state.withLockedValue { $0.subscribers.values.filter { $0.filter == nil || $0.filter == value.id } }
+        let targets = state.withLockedValue { $0.subscribers.values.filter { $0.filter.matches(value.id) } }
         for target in targets { target.continuation.yield(value) }
     }
 
     /// Every value from now on, or only one download's.
     func stream(filter id: DownloadID? = nil) -> AsyncStream<Element> {
+        stream(id.map(Filter.one) ?? .all)
+    }
+
+    /// The values of the downloads `filter` lets through, from now on.
+    func stream(_ filter: Filter) -> AsyncStream<Element> {
         let (stream, continuation) = AsyncStream<Element>.makeStream(
             bufferingPolicy: bufferLimit.map { .bufferingNewest($0) } ?? .unbounded)
         let key = state.withLockedValue { state -> Int? in
             guard !state.finished else { return nil }
             defer { state.next += 1 }
-            state.subscribers[state.next] = Subscriber(filter: id, continuation: continuation)
+            state.subscribers[state.next] = Subscriber(filter: filter, continuation: continuation)
             return state.next
         }
         guard let key else {
@@ -79,5 +100,19 @@ final class Broadcast<Element: AboutOneDownload>: Sendable {
             return Array(state.subscribers.values)
         }
         for subscriber in all { subscriber.continuation.finish() }
+    }
+}
+
+/// The downloads one batch of adds is about, filled in by the add as it decides each one, before
+/// anything about it can be published (`DownloadManager.addFollowing`).
+final class FollowedIDs: Sendable {
+    private let ids = NIOLockedValueBox(Set<DownloadID>())
+
+    func insert(_ id: DownloadID) {
+        _ = ids.withLockedValue { $0.insert(id) }
+    }
+
+    func contains(_ id: DownloadID) -> Bool {
+        ids.withLockedValue { $0.contains(id) }
     }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Haul
 import HaulCore
+import NIOConcurrencyHelpers
 
 /// What `haul get` was asked to download: URLs (several on one line are mirrors of one file)
 /// and the files of Metalink documents (local, or fetched by `MetalinkFetcher`); and the
@@ -151,31 +152,59 @@ extension GetCommand.RequestTemplate {
 extension GetCommand {
     /// Builds and adds the requests in batches, so a list of 100,000 URLs never holds 100,000
     /// requests at once and the first downloads start at once.
-    func add(_ entries: [Entry], template: RequestTemplate, to manager: DownloadManager,
+    /// Adds the entries a thousand at a time, each batch once the previous one is committed,
+    /// and follows every batch to its end; returns once all have ended. Stops adding when
+    /// `stop` is set (a signal): the batches already added are still followed.
+    func add(_ entries: [Entry], template: RequestTemplate, to manager: DownloadManager, until stop: StopFlag,
              post: AsyncStream<Input>.Continuation) async {
         var seen: Set<String> = []
         var start = 0
-        while start < entries.count, !Task.isCancelled {
-            let end = min(entries.count, start + 1000)
-            var batch: [DownloadRequest] = []
-            for entry in entries[start..<end] {
-                do {
-                    let request = try template.request(for: entry)
-                    // The same URL twice is one download (as within one `add`).
-                    if seen.insert(request.identity).inserted { batch.append(request) }
-                } catch {
-                    post.yield(.rejected(url: nil, error))
+        await withTaskGroup(of: Void.self) { group in
+            while start < entries.count, !stop.isSet {
+                let end = min(entries.count, start + 1000)
+                var batch: [DownloadRequest] = []
+                for entry in entries[start..<end] {
+                    do throws(HaulError) {
+                        let request = try template.request(for: entry)
+                        // The same URL twice is one download (as within one `add`).
+                        if seen.insert(request.identity).inserted { batch.append(request) }
+                    } catch {
+                        post.yield(.rejected(url: nil, error))
+                    }
                 }
-            }
-            start = end
-            do {
-                post.yield(.added(try await manager.add(batch)))
-            } catch {
-                let haulError = HaulError.from(error, otherwise: .internal)
-                // Interrupted: these were never added, so nothing waits for them.
-                if haulError.code == .interrupted { return }
-                for request in batch { post.yield(.rejected(url: request.url.absoluteString, haulError)) }
+                start = end
+                let (committed, commit) = AsyncStream<Void>.makeStream()
+                let requests = batch
+                group.addTask {
+                    do {
+                        for try await item in manager.addFollowing(requests) {
+                            post.yield(.followed(item))
+                            if case .added = item { commit.finish() }
+                        }
+                    } catch {
+                        let haulError = HaulError.from(error, otherwise: .internal)
+                        // Interrupted: these were never added, so nothing waits for them.
+                        if haulError.code != .interrupted {
+                            for request in requests { post.yield(.rejected(url: request.url.absoluteString, haulError)) }
+                        }
+                    }
+                    commit.finish()
+                }
+                // The next batch goes in once this one is committed (or refused).
+                for await _ in committed {}
             }
         }
     }
+}
+
+/// Set once, read from anywhere: a signal asks the adding loop to stop.
+final class StopFlag: Sendable {
+    private let flag = NIOLockedValueBox(false)
+
+    var isSet: Bool { flag.withLockedValue { $0 } }
+
+    func set() {
+        flag.withLockedValue { $0 = true }
+    }
+
 }

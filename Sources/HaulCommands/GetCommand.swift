@@ -184,36 +184,27 @@ struct GetCommand: AsyncParsableCommand {
 
     /// What the command's one loop hears about.
     enum Input: Sendable {
-        case added([DownloadRecord])
+        /// One batch of adds, and what follows it (`DownloadManager.addFollowing`).
+        case followed(DownloadManager.Followed)
         case rejected(url: String?, HaulError)
+        /// Every batch is added and followed to its end (or the manager shut down).
         case addingDone
-        case event(DownloadEvent)
-        case outcome(DownloadOutcome)
-        case outcomesEnded
         case tick
         /// File names read for the display (`Reporter.namesWanted`).
         case named([DownloadID: String], asked: [DownloadID])
         case signal
     }
 
-    /// Adds the URLs a thousand at a time while it listens: outcomes (never dropped) say when
-    /// each download is done; events and ticks only feed the display. Ctrl-C or SIGTERM
-    /// checkpoints everything, and every waiting download then settles as interrupted.
+    /// Adds the URLs a thousand at a time, each batch followed to its downloads' outcomes
+    /// (never dropped): nothing about a download arrives before its batch is added. Events and
+    /// ticks only feed the display. Ctrl-C or SIGTERM checkpoints everything, and every waiting
+    /// download then counts as interrupted.
     func drive(_ manager: DownloadManager, entries: [Entry], template: RequestTemplate, reporter: Reporter) async -> Outcome {
-        // Subscribed before the first add, so no outcome can come before its listener.
-        let outcomes = manager.outcomes()
-        let events = manager.events()
         let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
         let (inputs, post) = AsyncStream<Input>.makeStream()
         let interval = Duration.milliseconds(Int64(reporter.drawInterval * 1000))
+        let stopAdding = StopFlag()
         return await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for await outcome in outcomes { post.yield(.outcome(outcome)) }
-                post.yield(.outcomesEnded)
-            }
-            group.addTask {
-                for await event in events where !event.isFinal { post.yield(.event(event)) }
-            }
             group.addTask {
                 while !Task.isCancelled {
                     try? await Task.sleep(for: interval) // cancelled only when the loop ends
@@ -223,56 +214,31 @@ struct GetCommand: AsyncParsableCommand {
             group.addTask {
                 for await _ in signals { post.yield(.signal) }
             }
-            let adding = Task {
-                await add(entries, template: template, to: manager, post: post)
+            group.addTask {
+                await add(entries, template: template, to: manager, until: stopAdding, post: post)
                 post.yield(.addingDone)
             }
 
             var outcome = Outcome()
             var waiting: Set<DownloadID> = []
-            // Outcomes and events can come before `add` returns the record (`queued` always
-            // does; a file found complete, a tiny download): kept until their record arrives.
-            // Events held when a batch arrives are that batch's, or late ones of downloads that
-            // already ended (dropped): each batch is added only after the previous one arrived.
-            // Once every batch has arrived, an event of no waiting download is a late one.
-            var early: [DownloadID: DownloadOutcome] = [:]
-            var earlyEvents: [DownloadEvent] = []
-            var addingDone = false
             loop: for await input in inputs {
                 switch input {
-                case .added(let records):
+                case .followed(.added(let records)):
                     for record in records { reporter.added(record) }
-                    let batch = Set(records.map(\.id))
-                    for event in earlyEvents where batch.contains(event.id) { reporter.handle(event) }
-                    earlyEvents = []
-                    for record in records {
-                        if let settled = early.removeValue(forKey: record.id) {
-                            outcome.note(settled)
-                            reporter.settled(settled)
-                        } else {
-                            waiting.insert(record.id)
-                        }
+                    waiting.formUnion(records.map(\.id))
+                case .followed(.event(let event)):
+                    // Late progress of a download already settled is dropped.
+                    if !event.isFinal, waiting.contains(event.id) { reporter.handle(event) }
+                case .followed(.outcome(let settled)):
+                    if waiting.remove(settled.id) != nil {
+                        outcome.note(settled)
+                        reporter.settled(settled)
                     }
                 case .rejected(let url, let error):
                     outcome.failures.append(error)
                     reporter.rejected(url: url, error)
                 case .addingDone:
-                    addingDone = true
-                case .event(let event):
-                    if waiting.contains(event.id) {
-                        reporter.handle(event)
-                    } else if !addingDone {
-                        earlyEvents.append(event)
-                    }
-                case .outcome(let settled):
-                    if waiting.remove(settled.id) != nil {
-                        outcome.note(settled)
-                        reporter.settled(settled)
-                    } else {
-                        early[settled.id] = settled
-                    }
-                case .outcomesEnded:
-                    // The manager shut down: nothing more will settle.
+                    // Every batch was followed to its end: one still waiting was cut off by a shutdown.
                     outcome.interrupted = outcome.interrupted || !waiting.isEmpty
                     break loop
                 case .tick:
@@ -297,13 +263,11 @@ struct GetCommand: AsyncParsableCommand {
                     reporter.named(found, asked: asked)
                 case .signal:
                     outcome.interrupted = true
-                    adding.cancel()
-                    // Every running download checkpoints; each waiting one then settles.
+                    stopAdding.set()
+                    // Every running download checkpoints; the batches' streams then end.
                     Task { await manager.shutdown() }
                 }
-                if addingDone, waiting.isEmpty { break }
             }
-            adding.cancel()
             group.cancelAll()
             reporter.finish()
             return outcome

@@ -21,6 +21,12 @@ extension DownloadManager {
     /// that cannot take its index (complete) is a conflict, and one that a free slot started at
     /// once has no place to take.
     public func add(_ requests: [DownloadRequest], placements: [AddPlacement]) async throws -> [DownloadRecord] {
+        try await add(requests, placements: placements, following: nil)
+    }
+
+    /// The same; each download's id goes into `following` as soon as the add decides it,
+    /// before anything about it is published (`addFollowing`).
+    func add(_ requests: [DownloadRequest], placements: [AddPlacement], following: FollowedIDs?) async throws -> [DownloadRecord] {
         for request in requests where !request.directory.hasPrefix("/") {
             throw HaulError(.usage, "destination directory must be an absolute path: \(request.directory)")
         }
@@ -32,7 +38,7 @@ extension DownloadManager {
         }
         if let refusal = queue.reorderRefusal, placements.contains(where: { $0.index != nil }) { throw refusal }
         if requests.isEmpty { return [] }
-        let (records, existing) = try await addLine.submit(AddBatch(requests: requests, placements: placements))
+        let (records, existing) = try await addLine.submit(AddBatch(requests: requests, placements: placements, following: following))
         // Each one's placement, whatever became of the others'; the first failure is the answer.
         var failure: (any Error)?
         for offset in existing where !placements[offset].isDefault {
@@ -66,6 +72,7 @@ extension DownloadManager {
     struct AddBatch: Sendable {
         var requests: [DownloadRequest]
         var placements: [AddPlacement]
+        var following: FollowedIDs?
     }
 
     /// The records of one caller's adds, and the offsets of those that existed before.
@@ -75,7 +82,8 @@ extension DownloadManager {
     /// line tries each caller's alone, so one caller's bad request, a name already taken, fails
     /// only that caller, as it would have without the line.)
     func addTogether(_ batches: [AddBatch]) async throws -> [AddedBatch] {
-        let (records, existing) = try await addNow(batches.flatMap(\.requests), placements: batches.flatMap(\.placements))
+        let (records, existing) = try await addNow(batches.flatMap(\.requests), placements: batches.flatMap(\.placements),
+                                                   following: batches.flatMap { batch in batch.requests.map { _ in batch.following } })
         var answers: [AddedBatch] = []
         var start = 0
         for batch in batches {
@@ -88,7 +96,9 @@ extension DownloadManager {
 
     /// One batch of adds, as one queue change. Returns the records, and the offsets of those
     /// that existed before (their placements are carried out after it).
-    private func addNow(_ requests: [DownloadRequest], placements: [AddPlacement]) async throws -> ([DownloadRecord], [Int]) {
+    /// `following[i]`: where `requests[i]`'s download's id goes once decided.
+    private func addNow(_ requests: [DownloadRequest], placements: [AddPlacement],
+                        following: [FollowedIDs?]) async throws -> ([DownloadRecord], [Int]) {
         try await serialized {
             // Nothing added now would ever start or settle.
             if queue.isShuttingDown { throw HaulError(.interrupted, "the download manager is shutting down") }
@@ -102,9 +112,15 @@ extension DownloadManager {
                 // Each request's identity, made once (it is a string built from four).
                 let identities = requests.map(\.identity)
                 let facts = try await names.facts(for: requests.indices.filter { known[identities[$0]] == nil }.map { requests[$0] })
+                // Followers hear about the downloads that exist before anything in the batch can
+                // settle one (a file found complete is settled within its readd).
+                for (offset, identity) in identities.enumerated() {
+                    if let existing = known[identity] { following[offset]?.insert(existing.id) }
+                }
                 for (offset, request) in requests.enumerated() {
                     let identity = identities[offset]
                     if let seen = byIdentity[identity] {
+                        following[offset]?.insert(seen.id)
                         results.append(seen)
                         // Its placement is carried out after the batch, as an existing one's.
                         if !placements[offset].isDefault { existed.append(offset) }
@@ -119,12 +135,14 @@ extension DownloadManager {
                     } else if let existing = try await sameDestination(as: request, facts: facts) {
                         // The same `-o` with another URL: the download goes on from its bytes.
                         let renewed = Self.withNewSources(existing, request: request)
+                        following[offset]?.insert(existing.id)
                         queue.give(request, to: existing.id)
                         try await store.save(renewed)
                         record = try await readd(renewed, request: request, startsPaused: placements[offset].startsPaused)
                         existed.append(offset)
                     } else {
                         var new = try await newRecord(for: request, facts: facts)
+                        following[offset]?.insert(new.id)
                         if placements[offset].startsPaused { new.status = .paused }
                         if let index = placements[offset].index {
                             // Decided on the list as it stands, and taken at once.
