@@ -156,6 +156,7 @@ let package = Package(
             dependencies: [
                 "HaulServer", "HaulAPI", "HaulCore", "Haul", "HaulStore", "HaulTesting",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

@@ -79,6 +79,27 @@ public struct Daemon: Sendable {
             self.logger = logger
             self.shutdownDeadline = shutdownDeadline
         }
+
+        /// The daemon's own rules, checked once before anything starts (`haul serve` checks its
+        /// flags' forms; these hold for any caller of `Daemon`).
+        public func check() throws(HaulError) {
+            if secret == nil, !Daemon.isLoopback(host) {
+                throw HaulError(.usage, "refusing to listen on \(host) without --secret: anyone who reaches it could fill your disk")
+            }
+            if let secret, secret.count < 8 || secret.contains(where: { $0.isWhitespace }) {
+                throw HaulError(.usage, "--secret must be at least 8 characters, without spaces")
+            }
+            guard (0...65535).contains(port) else {
+                throw HaulError(.usage, "--port must be between 0 and 65535, not \(port)")
+            }
+            try Limits.check(defaultConnections, in: Limits.connections, field: "-x", code: .usage)
+            if let rate = manager.maxBytesPerSecond, rate <= 0 {
+                throw HaulError(.usage, "--limit-rate must be positive, not \(rate)")
+            }
+            if case .postgres = store, leaseTimeout < .seconds(1) {
+                throw HaulError(.usage, "--lease-timeout must be at least 1 second")
+            }
+        }
     }
 
     public let configuration: Configuration
@@ -96,19 +117,7 @@ public struct Daemon: Sendable {
     /// Runs until SIGTERM or SIGINT. `ready` gets the address and secret once the socket listens.
     public func run(ready: @escaping @Sendable (ServeFile) -> Void = { _ in }) async throws {
         let configuration = self.configuration
-        if configuration.secret == nil, !Self.isLoopback(configuration.host) {
-            throw HaulError(.usage, "refusing to listen on \(configuration.host) without --secret: anyone who reaches it could fill your disk")
-        }
-        if let secret = configuration.secret, secret.count < 8 || secret.contains(where: { $0.isWhitespace }) {
-            throw HaulError(.usage, "--secret must be at least 8 characters, without spaces")
-        }
-        guard (0...65535).contains(configuration.port) else {
-            throw HaulError(.usage, "--port must be between 0 and 65535, not \(configuration.port)")
-        }
-        try Limits.check(configuration.defaultConnections, in: Limits.connections, field: "-x", code: .usage)
-        if let rate = configuration.manager.maxBytesPerSecond, rate <= 0 {
-            throw HaulError(.usage, "--limit-rate must be positive, not \(rate)")
-        }
+        try configuration.check()
         let tlsConfiguration = try configuration.tls.map { tls throws(HaulError) in try tls.configuration() }
         DaemonTLS.warnIfPlain(host: configuration.host, tls: configuration.tls, logger: configuration.logger)
         // Idle sockets must not be what stops the daemon from accepting its owner's requests.
@@ -134,9 +143,6 @@ public struct Daemon: Sendable {
         case .sqlite:
             manager = try await DownloadManager(configuration: managerConfiguration)
         case .postgres(let location):
-            guard configuration.leaseTimeout >= .seconds(1) else {
-                throw HaulError(.usage, "--lease-timeout must be at least 1 second")
-            }
             let store = try await PostgresDownloadStore.open(
                 location, host: configuration.fleetName ?? Self.defaultFleetName(), leaseTimeout: configuration.leaseTimeout,
                 keepsCredentials: true, logger: configuration.logger)
@@ -147,96 +153,13 @@ public struct Daemon: Sendable {
                 throw error
             }
         }
-        let counting = Task { await metrics.observe(manager.events()) }
-        let countingEnds = Task { await metrics.observe(outcomes: manager.outcomes()) }
-        let logger = configuration.logger
-        let hooks = configuration.hooks.isEmpty ? nil
-            : HookDispatcher(hooks: configuration.hooks, clock: ClockAdapter(ContinuousClock()), logger: logger)
-        let hooking = hooks.map { hooks in
-            let outcomes = manager.outcomes()  // subscribed now: the queue restored later runs no download unseen
-            return Task { await hooks.observe(outcomes: outcomes) }
-        }
-        let scheduling = configuration.limitSchedule.map { schedule in
-            let scheduler = SpeedScheduler(
-                schedule: schedule, fallback: configuration.manager.maxBytesPerSecond.flatMap(ByteRate.limit),
-                clock: ClockAdapter(ContinuousClock()), now: { Date() }, timeZone: .current, logger: logger,
-                apply: { manager.globalLimiter.setRate($0) })
-            return Task { await scheduler.run() }
-        }
-        defer {
-            counting.cancel()
-            countingEnds.cancel()
-            hooking?.cancel()
-            scheduling?.cancel()
-        }
-        let defaults = DaemonDefaults(directory: configuration.downloadDirectory, connections: configuration.defaultConnections,
-                                      allowedDirectories: configuration.allowedDirectories, limitSchedule: configuration.limitSchedule)
-        let settings = DownloadSettingsCache(manager: manager)
-        let stopper = ShutdownTrigger()
-        let rpc = Aria2RPC(manager: manager, defaults: defaults, secret: secret, logger: logger, shutdown: { stopper.trigger() })
-
-        let connections = ConnectionGuard(configuration: configuration.connections, descriptorLimit: descriptorLimit, logger: logger)
-        let hosts = HostCheck(host: configuration.host, allowedNames: configuration.allowedHosts)
-        let router = Router(context: DaemonRequestContext.self)
-        router.add(middleware: APIErrorMiddleware())
-        router.add(middleware: HostCheckMiddleware(check: hosts))
-        WebPageRoutes.register(on: router)
-        let api = router.group("api/v1").add(middleware: BearerAuthMiddleware(secret: secret, connections: connections))
-        APIRoutes(manager: manager, defaults: defaults, settings: settings, logger: logger).register(on: api)
-        // The same token as the API: the figures name no download, but the queue's size is the owner's business.
-        router.group("metrics").add(middleware: BearerAuthMiddleware(secret: secret, connections: connections)).get { _, _ in try await metrics.scrape(manager) }
-        Aria2Routes.register(rpc, connections: connections, on: router)
-        let webSockets = Router(context: DaemonWebSocketContext.self)
-        webSockets.add(middleware: HostCheckMiddleware(check: hosts))
-        Aria2Routes.registerWebSocket(rpc, events: { manager.events() }, outcomes: { manager.outcomes() }, hosts: hosts, connections: connections, on: webSockets)
-        let webSocketResponder = webSockets.buildResponder()
-        let channelConfiguration = HTTP1WebSocketUpgradeChannel.Configuration(
-            http1: .init(idleTimeout: TimeAmount(configuration.connections.idleTimeout)),
-            ws: .init(maxFrameSize: Aria2RPC.maxRequestSize))
-
+        let built = Self.buildApplication(
+            configuration: configuration, manager: manager, metrics: metrics, secret: secret, tls: tlsConfiguration,
+            descriptorLimit: descriptorLimit, ready: ready)
         let pid = getpid()
         let home = configuration.home
-        let app = Application(
-            router: router,
-            server: HTTPServerBuilder { responder in
-                try DaemonTLS.wrap(
-                    GuardedChildChannel(base: HTTP1WebSocketUpgradeChannel(responder: responder, webSocketResponder: webSocketResponder,
-                                                                           configuration: channelConfiguration),
-                                        connectionGuard: connections),
-                    in: tlsConfiguration)
-            },
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "haul"),
-            onServerRunning: { [logger] channel in
-                let port = channel.localAddress?.port ?? configuration.port
-                let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
-                let file = ServeFile(url: "\(tlsConfiguration == nil ? "http" : "https")://\(host):\(port)", pid: pid, secret: secret)
-                // Listening first, then the queue (a daemon that cannot bind starts nothing),
-                // then the address for the CLI: its first command finds the queue restored.
-                do {
-                    try await manager.restore()
-                    logger.info("ready", metadata: [
-                        "descriptors": "\(descriptorLimit)", "unauthenticatedConnections": "\(connections.maxUnauthenticated)",
-                        "url": "\(file.url)", "directory": "\(configuration.downloadDirectory)",
-                        "jobs": "\(configuration.manager.maxConcurrentDownloads)", "connections": "\(configuration.defaultConnections)",
-                        "maxBytesPerSecond": "\(configuration.manager.maxBytesPerSecond.map(String.init) ?? "none")",
-                    ])
-                } catch {
-                    logger.error("cannot restore the queue: \(error)")
-                }
-                do {
-                    try file.write(home: home)
-                } catch {
-                    logger.error("\(error)")
-                }
-                ready(file)
-            },
-            logger: logger)
-        var group = ServiceGroupConfiguration(
-            // Stopped in reverse: first the server (no new requests; event streams end), then the
-            // manager (checkpoints, store closed) within what is left of the deadline.
-            services: [.init(service: ManagerService(manager: manager, deadline: .milliseconds(400))), .init(service: app)],
-            gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger)
+        let logger = configuration.logger
+        var group = ServiceGroupConfiguration(services: built.services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         group.maximumGracefulShutdownDuration = configuration.shutdownDeadline
         defer {
             do throws(HaulError) {
@@ -247,7 +170,7 @@ public struct Daemon: Sendable {
             }
         }
         let serviceGroup = ServiceGroup(configuration: group)
-        stopper.set(serviceGroup)
+        built.stopper.set(serviceGroup)
         do {
             try await serviceGroup.run()
         } catch let error as HaulError {
@@ -294,39 +217,6 @@ public struct Daemon: Sendable {
     private static func describe(_ error: any Error) -> String {
         if let error = error as? IOError { return String(cString: strerror(error.errnoCode)) }
         return "\(error)"
-    }
-}
-
-/// Lets `aria2.shutdown` stop the daemon as SIGTERM would: the service group is created after
-/// the routes that need it, so it is handed over once it exists.
-final class ShutdownTrigger: Sendable {
-    private let group = NIOLockedValueBox<ServiceGroup?>(nil)
-
-    func set(_ serviceGroup: ServiceGroup) {
-        group.withLockedValue { $0 = serviceGroup }
-    }
-
-    /// Shortly after the answer has gone out.
-    func trigger() {
-        guard let serviceGroup = group.withLockedValue({ $0 }) else { return }
-        Task {
-            try? await Task.sleep(for: .milliseconds(100)) // a sleep in a task no one cancels
-            await serviceGroup.triggerGracefulShutdown()
-        }
-    }
-}
-
-/// Owns the manager's lifetime inside the service group: on graceful shutdown it checkpoints and
-/// stops every download (leaving them `running`, so the next start resumes them) and ends the
-/// event streams, which lets the HTTP server finish its open responses and stop too.
-struct ManagerService: Service {
-    let manager: DownloadManager
-    let deadline: Duration
-
-    func run() async throws {
-        // Returns on graceful shutdown or throws on cancellation: either way the manager stops.
-        try? await gracefulShutdown()
-        await manager.shutdown(deadline: deadline)
     }
 }
 
