@@ -191,6 +191,19 @@ import Testing
         #expect(queue.waiting.contains(elsewhere.id))
     }
 
+    @Test func aReaddSavedAtTheHeadHoldsTheSlotUntilItsSave() throws {
+        var queue = Self.oneRunning()
+        var again = try Self.record("f", .queued)
+        again.position = 0
+        #expect(queue.readding(again) == [])
+        // The slot freed during its save waits for it.
+        let done = try Self.record("a", .completed)
+        #expect(!queue.runEnded(Self.id("a"), generation: 1, Self.ran(done)).contains { if case .startRun = $0 { true } else { false } })
+        #expect(queue.readdSaved(again.id) == [
+            .publish(DownloadEvent(id: again.id, kind: .queued)),
+            .startRun(again.id, generation: 2, place: WaitingQueue.Entry(again), given: nil)])
+    }
+
     // MARK: A fleet host
 
     @Test func aFleetHostClaimsForItsFreeSlotsAndLooksAgainWhenTheClaimWasFull() {

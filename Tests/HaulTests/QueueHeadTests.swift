@@ -74,6 +74,45 @@ import Testing
         }
     }
 
+    /// A download that exists and is not scheduled (failed) added again at position 0 takes its
+    /// place before its record is saved, as a new one does: a slot freed during that save waits
+    /// for it instead of going to the download behind.
+    @Test func aSlotFreedWhileAnExistingDownloadIsReaddedAtPositionZeroGoesToIt() async throws {
+        try await withHarness(maxConcurrent: 2) { harness in
+            let (store, manager) = harness.countingManager()
+            let failed = try await manager.add(harness.request("/missing"))
+            #expect(try await manager.outcome(of: failed.id).status == .failed)
+            harness.server.setRoute("/slow", Route(payload: Payload(seed: 43, length: 100_000_000), throttle: 20_000))
+            harness.server.setRoute("/ring", Route(payload: Payload(seed: 44, length: 64_000),
+                                                   bodyGate: BodyGate(requests: 2, atMost: .seconds(60))))
+            harness.server.setRoute("/behind", Route(payload: Payload(seed: 45, length: 1_000)))
+            let slow = try await manager.add(harness.request("/slow"))
+            let ring = try await manager.add(harness.request("/ring"))
+            #expect(try await eventually { harness.server.requests(to: "/ring").count == 1 })
+            let behind = try await manager.add(harness.request("/behind"))
+
+            // The re-add at position 0 is held in its save; the ring's download ends meanwhile.
+            let hold = AsyncHold()
+            store.holdOne = (failed.id, hold)
+            let again = Task { try await manager.add([harness.request("/missing")], placements: [AddPlacement(index: 0)]) }
+            #expect(try await eventually { await hold.arrivals == 1 })
+            let ended = Task { try await manager.outcome(of: ring.id) }
+            let release = try await HTTPClient.shared.execute(HTTPClientRequest(url: harness.server.url("/ring")), timeout: .seconds(60))
+            _ = try await release.body.collect(upTo: 1 << 20)
+            #expect(try await ended.value.status == .completed)
+            #expect(await manager.isRunningHere(behind.id) == false)
+            #expect(harness.server.requests(to: "/behind").isEmpty, "the slot waited for the re-add being saved")
+            store.holdOne = nil
+            await hold.open()
+            #expect(try await again.value.map(\.id) == [failed.id])
+            #expect(try await manager.outcome(of: behind.id).status == .completed)
+            let order = harness.server.requests.map(\.path).filter { $0 == "/missing" || $0 == "/behind" }
+            #expect(order == ["/missing", "/missing", "/behind"], "the slot went to the head, the re-add at position 0")
+            try await manager.pause(slow.id)
+            await manager.shutdown()
+        }
+    }
+
     /// A download that exists (failed, or completed with its file gone) added again with `pause`
     /// is saved paused in the add's own step: no request reaches the server (it used to be
     /// queued, started by a free slot, then paused).

@@ -193,10 +193,14 @@ final class CountingStore: DownloadStore, @unchecked Sendable {
 
     func save(_ record: DownloadRecord) async throws {
         wrote([record.id])
+        if let holdOne, holdOne.id == record.id { await holdOne.hold.arrive() }
         try await base.save(record)
         // Stored: the run stays in this save until the hold opens.
         if record.status == .completed { await holdCompleted?.arrive() }
     }
+
+    /// Holds every single save of one download back until opened.
+    var holdOne: (id: DownloadID, hold: AsyncHold)?
 
     /// Holds a run in its save of `completed`, after the store has it.
     var holdCompleted: AsyncHold?

@@ -149,10 +149,14 @@ extension DownloadManager {
     /// list as it stands (the batch's new ones placed before it included), spreading the
     /// positions around it first when its neighbours leave no room. The caller puts it in the list
     /// (`adding`) in the same step.
-    func givePlace(_ record: inout DownloadRecord, index: Int, fresh: inout [DownloadRecord]) async throws {
+    /// `excluding`: a download that exists, placed anew (not counted where it stands now).
+    func givePlace(_ record: inout DownloadRecord, index: Int, fresh: inout [DownloadRecord], excluding: DownloadID? = nil) async throws {
         // The batch's paused ones are in no list yet; a spread may move them.
         func pausedNew() -> [WaitingQueue.Entry] { fresh.filter { $0.status == .paused }.map(WaitingQueue.Entry.init) }
-        var list = try await waitingList(adding: pausedNew())
+        func currentList() async throws -> [WaitingPlace] {
+            try await waitingList(adding: pausedNew()).filter { $0.entry.id != excluding }
+        }
+        var list = try await currentList()
         let target = min(max(0, index), list.count)
         var answer = QueuePlaces.inserting(WaitingQueue.Entry(record), in: list.map(\.entry), at: target)
         if answer == .noRoom {
@@ -172,7 +176,7 @@ extension DownloadManager {
             await perform(queue.placed(unsaved))
             keepAddsLast(after: unsaved)
             try await setPlaces(stored, before: before)
-            list = try await waitingList(adding: pausedNew())
+            list = try await currentList()
             answer = QueuePlaces.inserting(WaitingQueue.Entry(record), in: list.map(\.entry), at: target)
         }
         switch answer {

@@ -17,9 +17,10 @@ extension DownloadManager {
     /// Adds many downloads, each where its placement says (`placements[i]` for `requests[i]`):
     /// a new download is saved paused or with the place that puts it at its index, and joins
     /// the waiting list there in the same step, so no slot is given while it is anywhere else.
-    /// A download that already exists is picked up as `add(_:)` does, then paused or moved; one
-    /// that cannot take its index (complete) is a conflict, and one that a free slot started at
-    /// once has no place to take.
+    /// A download that already exists and is not scheduled here is picked up as `add(_:)` does,
+    /// saved paused or at its index in the same step; one running or waiting here is paused or
+    /// moved after. One that cannot take its index (complete) is a conflict, and one that a free
+    /// slot started at once has no place to take.
     public func add(_ requests: [DownloadRequest], placements: [AddPlacement]) async throws -> [DownloadRecord] {
         try await add(requests, placements: placements, following: nil)
     }
@@ -130,16 +131,18 @@ extension DownloadManager {
                     if let existing = known[identity] {
                         // Before readd: it may start the run at once, which takes them.
                         queue.give(request, to: existing.id)
-                        record = try await readd(existing, request: request, startsPaused: placements[offset].startsPaused)
-                        existed.append(offset)
+                        let (readded, placed) = try await readd(existing, request: request, placement: placements[offset])
+                        record = readded
+                        if !placed { existed.append(offset) }
                     } else if let existing = try await sameDestination(as: request, facts: facts) {
                         // The same `-o` with another URL: the download goes on from its bytes.
                         let renewed = Self.withNewSources(existing, request: request)
                         following[offset]?.insert(existing.id)
                         queue.give(request, to: existing.id)
                         try await store.save(renewed)
-                        record = try await readd(renewed, request: request, startsPaused: placements[offset].startsPaused)
-                        existed.append(offset)
+                        let (readded, placed) = try await readd(renewed, request: request, placement: placements[offset])
+                        record = readded
+                        if !placed { existed.append(offset) }
                     } else {
                         var new = try await newRecord(for: request, facts: facts)
                         following[offset]?.insert(new.id)

@@ -33,7 +33,7 @@ extension DownloadManager {
             try await store.save(record)
             if record.status == .paused { return record }
             await perform(queue.left([id]))
-            return try await readd(record, request: record.request)
+            return try await readd(record, request: record.request).0
         }
     }
 

@@ -215,25 +215,49 @@ public actor DownloadManager {
         return record
     }
 
-    /// Picks up a download that exists (`DownloadQueue.readd` decides); `startsPaused`: saved
-    /// paused instead of queued, in the same step.
-    func readd(_ existing: DownloadRecord, request: DownloadRequest, startsPaused: Bool = false) async throws -> DownloadRecord {
+    /// Picks up a download that exists (`DownloadQueue.readd` decides). `placement`: saved
+    /// paused instead of queued, and at its index of the waiting list, in the same step, when
+    /// it is not scheduled here. Returns the record, and whether the placement is carried out
+    /// (a download running or waiting here is paused or moved after, as `pause` and `move` do).
+    func readd(_ existing: DownloadRecord, request: DownloadRequest,
+               placement: AddPlacement = AddPlacement()) async throws -> (DownloadRecord, placed: Bool) {
         var finalFile: DownloadQueue.FinalFile?
         if existing.status == .completed, !queue.isScheduled(existing.id), let path = DestinationFiles.finalPath(existing) {
             finalFile = DownloadQueue.FinalFile(path: path, size: try await BlockingIO.run { DestinationFiles.size(path) })
         }
-        switch queue.readd(existing, request: request, finalFile: finalFile, startsPaused: startsPaused,
+        switch queue.readd(existing, request: request, finalFile: finalFile, startsPaused: placement.startsPaused,
                            createdAt: existing.createdAt) {
         case .scheduled:
-            return existing
+            return (existing, placement.isDefault)
         case .alreadyComplete(let record, let path):
             await perform(queue.alreadyComplete(record, path: path))
-            return record
-        case .again(let record, let save, let checkName):
+            // Complete: it has no place to take (the move after says so).
+            return (record, placement.index == nil)
+        case .again(var record, var save, let checkName):
             if checkName { try await names.checkExplicit(record) }
-            if save { try await store.save(record) }
-            await perform(queue.readded(record, wasPaused: existing.status == .paused))
-            return record
+            if let index = placement.index {
+                // Its place decided on the list as it stands without it, and taken before any
+                // slot can go to it.
+                var none: [DownloadRecord] = []
+                let before = (record.request.priority, record.position)
+                try await givePlace(&record, index: index, fresh: &none, excluding: record.id)
+                if (record.request.priority, record.position) != before { save = true }
+            }
+            guard save, record.status == .queued, !queue.isFleet else {
+                if save { try await store.save(record) }
+                await perform(queue.readded(record, wasPaused: existing.status == .paused))
+                return (record, true)
+            }
+            // In the list at its place before the save, as a new download is.
+            await perform(queue.readding(record))
+            do {
+                try await store.save(record)
+            } catch {
+                await perform(queue.saveFailed([record.id]))
+                throw error
+            }
+            await perform(queue.readdSaved(record.id))
+            return (record, true)
         }
     }
 

@@ -61,6 +61,18 @@ extension DownloadQueue {
         return .again(record, save: false, checkName: checkName)
     }
 
+    /// A re-add to be queued whose record must be saved first takes its place now, as a new
+    /// download does (`adding`): a slot freed during the save waits for it. Then `readdSaved`,
+    /// or `saveFailed`.
+    public mutating func readding(_ record: DownloadRecord) -> [Action] {
+        adding([WaitingQueue.Entry(record)])
+    }
+
+    /// That save is done: it is queued, and a slot may go to it.
+    public mutating func readdSaved(_ id: DownloadID) -> [Action] {
+        [.publish(DownloadEvent(id: id, kind: .queued))] + saved([id])
+    }
+
     /// A re-add's record is saved (when it had to be): it joins the queue, or, paused, is
     /// published paused once.
     public mutating func readded(_ record: DownloadRecord, wasPaused: Bool) -> [Action] {
