@@ -7,6 +7,33 @@ import HaulTesting
 import NIOCore
 import Testing
 
+    /// Limit 2: a slow download and the ring's run, whose body waits until the test's own
+    /// request to its path arrives (so the test says when it ends), and one download behind them.
+    struct Ring {
+        var slow: DownloadRecord, ring: DownloadRecord, behind: DownloadRecord
+
+        static func start(_ harness: Harness, _ manager: DownloadManager) async throws -> Ring {
+            harness.server.setRoute("/slow", Route(payload: Payload(seed: 43, length: 100_000_000), throttle: 20_000))
+            harness.server.setRoute("/ring", Route(payload: Payload(seed: 44, length: 64_000),
+                                                   bodyGate: BodyGate(requests: 2, atMost: .seconds(60))))
+            harness.server.setRoute("/behind", Route(payload: Payload(seed: 45, length: 1_000)))
+            let slow = try await manager.add(harness.request("/slow"))
+            let ring = try await manager.add(harness.request("/ring"))
+            #expect(try await eventually { harness.server.requests(to: "/ring").count == 1 })
+            let behind = try await manager.add(harness.request("/behind"))
+            #expect(await manager.queuedIDs == [behind.id])
+            return Ring(slow: slow, ring: ring, behind: behind)
+        }
+
+        /// Lets the ring's download end; returns once it has, its slot given on.
+        func end(_ harness: Harness, _ manager: DownloadManager) async throws {
+            let ended = Task { try await manager.outcome(of: ring.id) }
+            let release = try await HTTPClient.shared.execute(HTTPClientRequest(url: harness.server.url("/ring")), timeout: .seconds(60))
+            _ = try await release.body.collect(upTo: 1 << 20)
+            #expect(try await ended.value.status == .completed)
+        }
+    }
+
 /// Issue 30: a freed slot goes to the head of the waiting list as it stands at that moment. An
 /// add at position 0 takes its place in the add's own step, before its record is saved: a run
 /// that ends while the save is under way leaves its slot to it, not to the download behind it.
@@ -14,28 +41,16 @@ import Testing
     @Test func aSlotFreedWhileAnAddAtPositionZeroIsSavedGoesToIt() async throws {
         try await withHarness(maxConcurrent: 2) { harness in
             let (store, manager) = harness.countingManager()
-            harness.server.setRoute("/slow", Route(payload: Payload(seed: 43, length: 100_000_000), throttle: 20_000))
-            // The ring's download: its body waits until a second request to its path arrives
-            // (the test's own), so the test says when it ends.
-            harness.server.setRoute("/ring", Route(payload: Payload(seed: 44, length: 64_000),
-                                                   bodyGate: BodyGate(requests: 2, atMost: .seconds(60))))
-            harness.server.setRoute("/behind", Route(payload: Payload(seed: 45, length: 1_000)))
             harness.server.setRoute("/next", Route(payload: Payload(seed: 46, length: 1_000)))
-            let slow = try await manager.add(harness.request("/slow"))
-            let ring = try await manager.add(harness.request("/ring"))
-            #expect(try await eventually { harness.server.requests(to: "/ring").count == 1 })
-            let behind = try await manager.add(harness.request("/behind"))
-            #expect(await manager.queuedIDs == [behind.id])
+            let ring = try await Ring.start(harness, manager)
+            let (slow, behind) = (ring.slow, ring.behind)
 
             // The add at position 0 is held in its save; the ring's download ends meanwhile.
             let hold = AsyncHold()
             store.hold = hold
             let next = Task { try await manager.add([harness.request("/next")], placements: [AddPlacement(index: 0)]) }
             #expect(try await eventually { await hold.arrivals == 1 })
-            let ended = Task { try await manager.outcome(of: ring.id) }
-            let release = try await HTTPClient.shared.execute(HTTPClientRequest(url: harness.server.url("/ring")), timeout: .seconds(60))
-            _ = try await release.body.collect(upTo: 1 << 20)
-            #expect(try await ended.value.status == .completed)
+            try await ring.end(harness, manager)
 
             // The slot waits for the add being saved: the download behind it has not started.
             #expect(await manager.isRunningHere(behind.id) == false)
@@ -82,24 +97,15 @@ import Testing
             let (store, manager) = harness.countingManager()
             let failed = try await manager.add(harness.request("/missing"))
             #expect(try await manager.outcome(of: failed.id).status == .failed)
-            harness.server.setRoute("/slow", Route(payload: Payload(seed: 43, length: 100_000_000), throttle: 20_000))
-            harness.server.setRoute("/ring", Route(payload: Payload(seed: 44, length: 64_000),
-                                                   bodyGate: BodyGate(requests: 2, atMost: .seconds(60))))
-            harness.server.setRoute("/behind", Route(payload: Payload(seed: 45, length: 1_000)))
-            let slow = try await manager.add(harness.request("/slow"))
-            let ring = try await manager.add(harness.request("/ring"))
-            #expect(try await eventually { harness.server.requests(to: "/ring").count == 1 })
-            let behind = try await manager.add(harness.request("/behind"))
+            let ring = try await Ring.start(harness, manager)
+            let (slow, behind) = (ring.slow, ring.behind)
 
             // The re-add at position 0 is held in its save; the ring's download ends meanwhile.
             let hold = AsyncHold()
             store.holdOne = (failed.id, hold)
             let again = Task { try await manager.add([harness.request("/missing")], placements: [AddPlacement(index: 0)]) }
             #expect(try await eventually { await hold.arrivals == 1 })
-            let ended = Task { try await manager.outcome(of: ring.id) }
-            let release = try await HTTPClient.shared.execute(HTTPClientRequest(url: harness.server.url("/ring")), timeout: .seconds(60))
-            _ = try await release.body.collect(upTo: 1 << 20)
-            #expect(try await ended.value.status == .completed)
+            try await ring.end(harness, manager)
             #expect(await manager.isRunningHere(behind.id) == false)
             #expect(harness.server.requests(to: "/behind").isEmpty, "the slot waited for the re-add being saved")
             store.holdOne = nil
