@@ -205,6 +205,16 @@ public final class SQLiteDownloadStore: DownloadStore {
         try await records(where: "id", in: ids.map(\.rawValue))
     }
 
+    public func places(status: DownloadStatus) async throws -> [WaitingQueue.Entry] {
+        let rows = try await read("SELECT id, priority, position FROM downloads WHERE status = ? \(QueueOrder.sqlite)",
+                                  [.text(status.rawValue)])
+        return rows.compactMap { row in
+            guard let id = row.column("id")?.string else { return nil }
+            return WaitingQueue.Entry(id: DownloadID(rawValue: id), priority: row.column("priority")?.integer ?? 0,
+                                      position: Int64(row.column("position")?.integer ?? 0))
+        }
+    }
+
     /// The rows whose `column` is one of `values`, 500 values per query (SQLite's bind limit),
     /// each page in `order`.
     private func records(where column: String, in values: [String], _ condition: String = "",

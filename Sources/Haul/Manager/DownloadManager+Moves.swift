@@ -37,7 +37,7 @@ extension DownloadManager {
     /// order of `WaitingQueue.Entry.runsBefore`; a tie keeps the queued one first.
     func waitingList(adding pausedNew: [WaitingQueue.Entry] = []) async throws -> [WaitingPlace] {
         // Paused ones not saved yet (new in the batch being added) take their places among them.
-        let paused = (try await store.records(status: .paused).filter { !isScheduled($0.id) }.map(WaitingQueue.Entry.init) + pausedNew)
+        let paused = (try await store.places(status: .paused).filter { !isScheduled($0.id) } + pausedNew)
             .sorted { $0.runsBefore($1) }
             .map { WaitingPlace(entry: $0, paused: true) }
         var list: [WaitingPlace] = []

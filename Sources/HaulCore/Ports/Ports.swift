@@ -32,6 +32,9 @@ public protocol DownloadStore: Sendable {
     func records(_ ids: [DownloadID]) async throws -> [DownloadRecord]
     /// Changes only a record's place in the queue.
     func setPlace(_ id: DownloadID, priority: Int, position: Int64) async throws
+    /// The places (id, priority, position) of the records with `status`, in queue order: what
+    /// the waiting list needs of the paused downloads, without reading whole records.
+    func places(status: DownloadStatus) async throws -> [WaitingQueue.Entry]
 }
 
 /// A file name in a directory: what `-o` names, and what two downloads may not share.
@@ -85,6 +88,10 @@ extension DownloadStore {
         var found: [DownloadRecord] = []
         for id in ids { if let record = try await record(id) { found.append(record) } }
         return found
+    }
+
+    public func places(status: DownloadStatus) async throws -> [WaitingQueue.Entry] {
+        try await records(status: status).map(WaitingQueue.Entry.init).sorted { $0.runsBefore($1) }
     }
 
     public func setPlace(_ id: DownloadID, priority: Int, position: Int64) async throws {
