@@ -19,6 +19,26 @@ import Testing
         return DownloadRecord(id: .random(), request: request, createdAt: createdAt)
     }
 
+    /// The waiting list's read of paused downloads: their places in queue order, the same as
+    /// the records'.
+    @Test func placesAreThoseOfTheRecordsInQueueOrder() async throws {
+        let store = try await SQLiteDownloadStore.open(path: databasePath)
+        var saved: [DownloadRecord] = []
+        for (index, priority) in [0, 2, 0, 1, 2].enumerated() {
+            var paused = try record("http://h/\(index)", priority: priority)
+            paused.status = .paused
+            paused.position = Int64(100 - index * 10)
+            saved.append(paused)
+        }
+        var queued = try record("http://h/q")
+        queued.status = .queued
+        try await store.save(saved + [queued])
+        let places = try await store.places(status: .paused)
+        #expect(places == saved.map(WaitingQueue.Entry.init).sorted { $0.runsBefore($1) })
+        #expect(places.map(\.id) == (try await store.ids(status: .paused)))
+        try await store.close()
+    }
+
     @Test func everyFieldSurvivesAReopen() async throws {
         var original = try record("http://h/a.iso")
         original.status = .paused
