@@ -10,6 +10,24 @@ import HaulStore
 /// asks the command and goes on in the same run. A redirect to a login page counts as expiry.
 /// Byte-exact, and the new server's bytes counted.
 @Suite(.timeLimit(.minutes(2))) struct ExpiryTests {
+    /// A refresh command that outlives its time is killed, and the refresh fails saying so; a
+    /// command that prints a URL and exits gives it. (Its output is read on the blocking pool.)
+    @Test func aRefreshCommandPastItsTimeIsKilledAndOneThatAnswersGivesItsURL() async throws {
+        let request = try DownloadRequest(url: RemoteURL("http://h/expired"), destination: .directory("/tmp"))
+        let record = DownloadRecord(id: DownloadID(rawValue: "r"), request: request, createdAt: 0)
+        // `exec`: killing the shell kills what holds its output. (A command whose children keep
+        // the output open ends only with them: Foundation's `Process` reports the shell's end
+        // once its output closes.)
+        let slow = await URLRefresher(command: "exec sleep 30", timeout: .milliseconds(300)).refresh(record)
+        guard case .failure(let error) = slow else {
+            Issue.record("a command killed at its timeout gave \(slow)")
+            return
+        }
+        #expect(error.message.contains("refresh command"), "\(error)")
+        let quick = await URLRefresher(command: "echo \"$HAUL_URL?renewed\"").refresh(record)
+        #expect(try quick.get() == RemoteURL("http://h/expired?renewed"))
+    }
+
     let payload = Payload(seed: 2130, length: 1_000_000)
 
     /// A script that prints `url` (and records that it ran, with the environment it got).

@@ -19,6 +19,27 @@ public struct URLRefresher: Sendable {
     /// The most output read from the command.
     static let maxOutput = 64 << 10
 
+    /// Reads until the command closes its output (past `maxOutput` the rest is drained), on a
+    /// thread of its own: a blocking read that lasts as long as the command must hold neither
+    /// one of the few threads every task runs on nor one of the blocking pool's.
+    static func readAll(_ handle: FileHandle) async -> Result<Data, any Error> {
+        await withCheckedContinuation { continuation in
+            let thread = Thread {
+                var data = Data()
+                do {
+                    while let chunk = try handle.read(upToCount: 4096), !chunk.isEmpty {
+                        if data.count < maxOutput { data.append(chunk) }
+                    }
+                    continuation.resume(returning: .success(data))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+            thread.name = "haul refresh command output"
+            thread.start()
+        }
+    }
+
     /// Runs the command for `record` and returns the URL it printed, or why there is none.
     public func refresh(_ record: DownloadRecord) async -> Result<RemoteURL, HaulError> {
         var environment = ProcessInfo.processInfo.environment
@@ -38,19 +59,14 @@ public struct URLRefresher: Sendable {
         } catch {
             return .failure(HaulError(.usage, "cannot run the refresh command: \(error)"))
         }
-        let reader = Task.detached { () -> Result<Data, any Error> in
-            var data = Data()
-            do {
-                // Until the command closes its output; past `maxOutput` the rest is drained.
-                while let chunk = try output.fileHandleForReading.read(upToCount: 4096), !chunk.isEmpty {
-                    if data.count < Self.maxOutput { data.append(chunk) }
-                }
-                return .success(data)
-            } catch {
-                return .failure(error)
-            }
-        }
+        let reader = Task { await Self.readAll(output.fileHandleForReading) }
         let cancelled = await !child.wait(timeout: timeout)
+        if process.terminationReason == .uncaughtSignal {
+            // Killed (its timeout, or a stop): what it started may still hold its output open, so
+            // its reader is not waited for; it ends with them.
+            return .failure(cancelled ? HaulError(.interrupted, "the refresh command was stopped")
+                                      : HaulError(.usage, "the refresh command was killed by a signal (its time limit is \(timeout))"))
+        }
         let data: Data
         switch await reader.value {
         case .success(let read): data = read
