@@ -239,6 +239,18 @@ import Testing
         #expect(outage.renewed(LeaseReport()) == [.startRun(Self.id("y"), generation: 2, place: nil, given: nil)])
     }
 
+    @Test func aFleetPauseStopsRunsHereAndLeavesOthersToTheirHosts() throws {
+        var queue = Queue.fleet(limit: 2)
+        _ = queue.claimed([Self.id("here")], limit: 2)
+        let paused = try Self.record("free", .paused)
+        let (actions, elsewhere) = queue.fleetPaused([
+            Self.id("here"): .leftForHolder, Self.id("free"): .applied(paused, before: .queued),
+            Self.id("again"): .applied(try Self.record("again", .paused), before: .paused), Self.id("other"): .leftForHolder,
+        ])
+        #expect(actions == [.publish(DownloadEvent(id: Self.id("free"), kind: .paused)), .stopRun(Self.id("here"), as: .paused)])
+        #expect(elsewhere == [Self.id("other")])
+    }
+
     @Test func aFleetRunThatEndsWithoutItsLeaseReleasesIt() throws {
         var queue = Queue.fleet(limit: 1)
         _ = queue.claimed([Self.id("x")], limit: 1)

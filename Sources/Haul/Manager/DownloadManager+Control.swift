@@ -21,19 +21,13 @@ extension DownloadManager {
             for id in ids { records.append((id, try await existing(id).status)) }
             if let fleet {
                 if let refusal = queue.pauseRefusal(records) { throw refusal }
-                // One statement decides for all of them, wherever they run (their hosts hear it
-                // at once); those running here stop now.
-                var stopping: [Task<Void, Never>] = []
-                for (id, result) in try await fleet.pause(ids) {
-                    if queue.isRunning(id) {
-                        await perform(queue.stop(id, as: .paused))
-                        if let task = handles[id]?.task { stopping.append(task) }
-                    } else if case .applied(_, let before) = result {
-                        if before != .paused { hub.publish(DownloadEvent(id: id, kind: .paused)) }
-                    } else {
-                        remote.append(id)
-                    }
+                // One statement decides for all of them, wherever they run (`fleetPaused`).
+                let (actions, elsewhere) = queue.fleetPaused(try await fleet.pause(ids))
+                remote = elsewhere
+                let stopping = actions.compactMap { action -> Task<Void, Never>? in
+                    if case .stopRun(let id, _) = action { handles[id]?.task } else { nil }
                 }
+                await perform(actions)
                 return stopping
             }
             // A running one stops at a checkpoint; a waiting one leaves the list and is saved paused.

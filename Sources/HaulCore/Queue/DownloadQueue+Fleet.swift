@@ -54,6 +54,25 @@ extension DownloadQueue {
         return actions
     }
 
+    /// A fleet's pause, decided by the database for all of `results`' downloads in one statement
+    /// (their hosts hear it at once): one running here is asked to stop; one no host held was
+    /// paused by the statement itself and is published paused (unless it was already); one held
+    /// by another host is that host's to stop, and is returned to be waited for.
+    public mutating func fleetPaused(_ results: [DownloadID: FleetRequestResult]) -> (actions: [Action], elsewhere: [DownloadID]) {
+        var actions: [Action] = []
+        var elsewhere: [DownloadID] = []
+        for (id, result) in results.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            if isRunning(id) {
+                actions += stop(id, as: .paused)
+            } else if case .applied(_, let before) = result {
+                if before != .paused { actions.append(.publish(DownloadEvent(id: id, kind: .paused))) }
+            } else {
+                elsewhere.append(id)
+            }
+        }
+        return (actions, elsewhere)
+    }
+
     /// A renewal failed, `outage` after the last one that succeeded. Past half the lease, every
     /// run stops at a checkpoint, well before another host may take it over; each keeps its
     /// lease and goes on once the database is back (`runEnded` with `holdsLease`).
