@@ -150,17 +150,16 @@ extension GetCommand.RequestTemplate {
 }
 
 extension GetCommand {
-    /// Builds and adds the requests in batches, so a list of 100,000 URLs never holds 100,000
-    /// requests at once and the first downloads start at once.
-    /// Adds the entries a thousand at a time, each batch once the previous one is committed,
-    /// and follows every batch to its end; returns once all have ended. Stops adding when
-    /// `stop` is set (a signal): the batches already added are still followed.
-    func add(_ entries: [Entry], template: RequestTemplate, to manager: DownloadManager, until stop: StopFlag,
+    /// Builds and adds the requests a thousand at a time, so a list of 100,000 URLs never holds
+    /// 100,000 requests at once and the first downloads start at once: each batch once the
+    /// previous one is committed, each followed to its end; returns once all have ended. Stops
+    /// adding when `stop` is set (a signal): the batches already added are still followed.
+    func add(_ entries: [Entry], template: RequestTemplate, to manager: DownloadManager, until stop: NIOLockedValueBox<Bool>,
              post: AsyncStream<Input>.Continuation) async {
         var seen: Set<String> = []
         var start = 0
         await withTaskGroup(of: Void.self) { group in
-            while start < entries.count, !stop.isSet {
+            while start < entries.count, !stop.withLockedValue({ $0 }) {
                 let end = min(entries.count, start + 1000)
                 var batch: [DownloadRequest] = []
                 for entry in entries[start..<end] {
@@ -195,16 +194,4 @@ extension GetCommand {
             }
         }
     }
-}
-
-/// Set once, read from anywhere: a signal asks the adding loop to stop.
-final class StopFlag: Sendable {
-    private let flag = NIOLockedValueBox(false)
-
-    var isSet: Bool { flag.withLockedValue { $0 } }
-
-    func set() {
-        flag.withLockedValue { $0 = true }
-    }
-
 }

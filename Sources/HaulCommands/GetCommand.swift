@@ -5,6 +5,7 @@ import HaulAPI
 import HaulCore
 import HaulStore
 import Logging
+import NIOConcurrencyHelpers
 import UnixSignals
 
 /// `haul get`: download one or many URLs in the foreground, resuming whatever an earlier run
@@ -203,7 +204,7 @@ struct GetCommand: AsyncParsableCommand {
         let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
         let (inputs, post) = AsyncStream<Input>.makeStream()
         let interval = Duration.milliseconds(Int64(reporter.drawInterval * 1000))
-        let stopAdding = StopFlag()
+        let stopAdding = NIOLockedValueBox(false)
         return await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 while !Task.isCancelled {
@@ -263,7 +264,7 @@ struct GetCommand: AsyncParsableCommand {
                     reporter.named(found, asked: asked)
                 case .signal:
                     outcome.interrupted = true
-                    stopAdding.set()
+                    stopAdding.withLockedValue { $0 = true }
                     // Every running download checkpoints; the batches' streams then end.
                     Task { await manager.shutdown() }
                 }

@@ -63,7 +63,7 @@ import Testing
         // A remove wins over the pause; a second pause asks again but changes nothing.
         #expect(queue.stop(Self.id("a"), as: .removed) == [.stopRun(Self.id("a"), as: .removed)])
         #expect(queue.stop(Self.id("a"), as: .paused) == [.stopRun(Self.id("a"), as: .paused)])
-        #expect(queue.runs[Self.id("a")]?.stop == .removed)
+        #expect(queue.state(of: Self.id("a")) == .running(Queue.Run(generation: 1, stop: .removed)))
         // The end of an older start of the same download frees no slot and settles nothing.
         let stale = try Self.record("a", .paused)
         #expect(queue.runEnded(Self.id("a"), generation: 0, Self.ran(stale)) == [.releaseName(directory: "/d", name: "a")])
@@ -150,7 +150,7 @@ import Testing
         let completed = try Self.record("done", .completed)
         let request = completed.request
         func readd(_ record: DownloadRecord, _ file: Queue.FinalFile? = nil, paused: Bool = false) -> Queue.Readd {
-            queue.readd(record, request: record.request, finalFile: file, startsPaused: paused, createdAt: 7)
+            queue.readd(record, request: record.request, finalFile: file, startsPaused: paused)
         }
         // Running or waiting here: not started twice.
         #expect(readd(try Self.record("a", .running)) == .scheduled)
@@ -161,7 +161,7 @@ import Testing
             .publish(DownloadEvent(id: completed.id, kind: .alreadyComplete(path: "/d/done"))),
             .settle(DownloadOutcome(completed, alreadyComplete: true))])
         // Completed, its file gone: a fresh record at its old place, queued, its name checked again.
-        var fresh = DownloadRecord(id: completed.id, request: request, createdAt: 7)
+        var fresh = DownloadRecord(id: completed.id, request: request, createdAt: completed.createdAt)
         fresh.position = completed.position
         fresh.status = .queued
         #expect(readd(completed, Queue.FinalFile(path: "/d/done", size: nil)) == .again(fresh, save: true, checkName: true))

@@ -24,17 +24,13 @@ extension DownloadManager {
                 // One statement decides for all of them, wherever they run (`fleetPaused`).
                 let (actions, elsewhere) = queue.fleetPaused(try await fleet.pause(ids))
                 remote = elsewhere
-                let stopping = actions.compactMap { action -> Task<Void, Never>? in
-                    if case .stopRun(let id, _) = action { handles[id]?.task } else { nil }
-                }
+                let stopping = tasks(stoppedBy: actions)
                 await perform(actions)
                 return stopping
             }
             // A running one stops at a checkpoint; a waiting one leaves the list and is saved paused.
             let actions = try queue.pause(records).get()
-            let stopping = actions.compactMap { action -> Task<Void, Never>? in
-                if case .stopRun(let id, _) = action { handles[id]?.task } else { nil }
-            }
+            let stopping = tasks(stoppedBy: actions)
             try await performSaving(actions)
             signalIdleIfNeeded()
             return stopping
@@ -42,6 +38,13 @@ extension DownloadManager {
         for task in stopping { await task.value }
         for id in remote { _ = try await fleetAwait(.paused, of: id) }
         return ids.count
+    }
+
+    /// The runs `actions` ask to stop: what a pause returns only once they have.
+    private func tasks(stoppedBy actions: [DownloadQueue.Action]) -> [Task<Void, Never>] {
+        actions.compactMap { action in
+            if case .stopRun(let id, _) = action { handles[id]?.task } else { nil }
+        }
     }
 
     /// Puts a paused or failed download back in the queue at its old place; a queued or

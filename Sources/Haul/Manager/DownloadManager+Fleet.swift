@@ -98,9 +98,8 @@ extension DownloadManager {
     func fleetTick() async {
         guard let fleet, !queue.isShuttingDown else { return }
         let now = clock.seconds()
-        let anySuspended = queue.entries.values.contains(where: \.suspended)
         let due = fleetState.lastRenewalAttempt.map { now - $0 >= renewInterval.seconds } ?? true
-        if due || anySuspended || fleetState.renewNow {
+        if due || queue.holdsSuspended || fleetState.renewNow {
             fleetState.lastRenewalAttempt = now
             fleetState.renewNow = false
             guard await renewLeases(fleet) else { return }

@@ -95,7 +95,7 @@ extension DownloadManager {
 
     /// A run ended: the queue frees its slot and gives it on, and says what to settle.
     func finished(_ id: DownloadID, generation: UInt64, _ ending: DownloadQueue.RunEnding) async {
-        if queue.runs[id]?.generation == generation {
+        if queue.entries[id]?.run?.generation == generation {
             handles[id] = nil
             live.ended(id)
         }

@@ -225,8 +225,7 @@ public actor DownloadManager {
         if existing.status == .completed, !queue.isScheduled(existing.id), let path = DestinationFiles.finalPath(existing) {
             finalFile = DownloadQueue.FinalFile(path: path, size: try await BlockingIO.run { DestinationFiles.size(path) })
         }
-        switch queue.readd(existing, request: request, finalFile: finalFile, startsPaused: placement.startsPaused,
-                           createdAt: existing.createdAt) {
+        switch queue.readd(existing, request: request, finalFile: finalFile, startsPaused: placement.startsPaused) {
         case .scheduled:
             return (existing, placement.isDefault)
         case .alreadyComplete(let record, let path):
@@ -243,7 +242,7 @@ public actor DownloadManager {
                 try await givePlace(&record, index: index, fresh: &none, excluding: record.id)
                 if (record.request.priority, record.position) != before { save = true }
             }
-            guard save, record.status == .queued, !queue.isFleet else {
+            guard save, record.status == .queued else {
                 if save { try await store.save(record) }
                 await perform(queue.readded(record, wasPaused: existing.status == .paused))
                 return (record, true)

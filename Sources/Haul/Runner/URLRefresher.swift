@@ -73,9 +73,9 @@ public struct URLRefresher: Sendable {
         case .failure(let error): return .failure(HaulError(.usage, "cannot read the refresh command's output: \(error)"))
         }
         if cancelled { return .failure(HaulError(.interrupted, "the refresh command was stopped")) }
-        guard process.terminationReason == .exit, process.terminationStatus == 0 else {
-            let how = process.terminationReason == .exit ? "exited with status \(process.terminationStatus)" : "was killed (timeout \(timeout))"
-            return .failure(HaulError(.usage, "the refresh command \(how)"))
+        // Killed by a signal was answered above: it exited.
+        guard process.terminationStatus == 0 else {
+            return .failure(HaulError(.usage, "the refresh command exited with status \(process.terminationStatus)"))
         }
         let line = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
             .map { $0.trimmingCharacters(in: .whitespaces) }.first { !$0.isEmpty }

@@ -91,7 +91,7 @@ extension DownloadQueue {
     public mutating func pauseAll() -> [Action] {
         let waiting = withLocal { $0.takeWaiting() } ?? []
         var actions: [Action] = []
-        for id in runs.keys.sorted(by: { $0.rawValue < $1.rawValue }) { actions += stop(id, as: .paused) }
+        for id in runningIDs { actions += stop(id, as: .paused) }
         actions.append(.savePaused(waiting.map(\.id)))
         return actions
     }
@@ -134,13 +134,13 @@ extension DownloadQueue {
             return slots.takeWaiting()
         } ?? []
         var actions = waiting.map { Action.settle(DownloadOutcome(id: $0.id, status: .queued)) }
-        for id in runs.keys.sorted(by: { $0.rawValue < $1.rawValue }) { actions += stop(id, as: .running) }
+        for id in runningIDs { actions += stop(id, as: .running) }
         return actions
     }
 
     /// Past the shutdown's deadline: the runs still here keep their status `running` and are
     /// resumed by the next start.
     public func abandonedAtDeadline() -> [Action] {
-        runs.keys.sorted { $0.rawValue < $1.rawValue }.map { .settle(DownloadOutcome(id: $0, status: .running)) }
+        runningIDs.map { .settle(DownloadOutcome(id: $0, status: .running)) }
     }
 }

@@ -78,6 +78,6 @@ extension DownloadQueue {
     /// lease and goes on once the database is back (`runEnded` with `holdsLease`).
     public mutating func renewalFailed(outage: Duration, leaseTimeout: Duration) -> [Action] {
         guard outage > leaseTimeout / 2 else { return [] }
-        return runs.keys.sorted { $0.rawValue < $1.rawValue }.flatMap { stop($0, as: .running) }
+        return runningIDs.flatMap { stop($0, as: .running) }
     }
 }

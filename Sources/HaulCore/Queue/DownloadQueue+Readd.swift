@@ -30,7 +30,7 @@ extension DownloadQueue {
     /// add asked for it paused (aria2's `pause`): one that is not scheduled here is saved paused
     /// and never starts, requests or creates a `.part` on the way.
     public func readd(_ existing: DownloadRecord, request: DownloadRequest, finalFile: FinalFile?,
-                      startsPaused: Bool, createdAt: Int64) -> Readd {
+                      startsPaused: Bool) -> Readd {
         if isScheduled(existing.id) { return .scheduled }
         // Added paused again: it stays as it is.
         if startsPaused, existing.status == .paused { return .again(existing, save: false, checkName: false) }
@@ -44,7 +44,7 @@ extension DownloadQueue {
                 return .alreadyComplete(existing, path: finalFile.path)
             }
             // The finished file is gone or changed: fetch it again.
-            record = DownloadRecord(id: existing.id, request: request, createdAt: createdAt)
+            record = DownloadRecord(id: existing.id, request: request, createdAt: existing.createdAt)
             record.position = existing.position
             // `-N` compares with the file this download published, under the name it had.
             if request.timestamping, finalFile?.size != nil { record.fileName = record.fileName ?? existing.fileName }

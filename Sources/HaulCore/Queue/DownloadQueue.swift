@@ -84,7 +84,7 @@ public struct DownloadQueue: Sendable {
             if let run = entry.run { return .running(run) }
             if entry.suspended { return .suspended }
         }
-        if case .local(let slots) = backend, slots.waiting.contains(id), let index = slots.waiting.index(of: id) {
+        if case .local(let slots) = backend, let index = slots.waiting.index(of: id) {
             return .waiting(slots.waiting[index])
         }
         return .idle
@@ -99,10 +99,15 @@ public struct DownloadQueue: Sendable {
 
     public func isRunning(_ id: DownloadID) -> Bool { entries[id]?.run != nil }
 
-    /// The downloads running here, with their runs.
-    public var runs: [DownloadID: Run] { entries.compactMapValues(\.run) }
-
     public var runCount: Int { entries.values.count { $0.run != nil } }
+
+    /// The downloads running here, in one order (by id), for actions on all of them.
+    var runningIDs: [DownloadID] {
+        entries.compactMap { $0.value.run == nil ? nil : $0.key }.sorted { $0.rawValue < $1.rawValue }
+    }
+
+    /// A fleet host holds downloads stopped by an outage: its next turn renews, due or not.
+    public var holdsSuspended: Bool { entries.values.contains(where: \.suspended) }
 
     /// The waiting list, in the order a slot goes to it (empty for a fleet host: the queue is
     /// the database's).
