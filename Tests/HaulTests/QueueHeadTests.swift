@@ -126,7 +126,8 @@ import Testing
         try await withHarness(maxConcurrent: 3) { harness in
             let failed = try await harness.manager.add(harness.request("/missing"))
             #expect(try await harness.manager.outcome(of: failed.id).status == .failed)
-            harness.server.setRoute("/done", Route(payload: Payload(seed: 49, length: 10_000)))
+            let donePayload = Payload(seed: 49, length: 10_000)
+            harness.server.setRoute("/done", Route(payload: donePayload))
             let done = try await harness.manager.add(harness.request("/done"))
             let completed = try #require(try await harness.manager.outcome(of: done.id).record)
             #expect(completed.status == .completed)
@@ -145,7 +146,9 @@ import Testing
             #expect((harness.server.requests(to: "/missing").count, harness.server.requests(to: "/done").count) == asked)
             // Resumed, the one whose file went missing fetches it again.
             try await harness.manager.resume(done.id)
-            #expect(try await harness.manager.outcome(of: done.id).status == .completed)
+            let fetched = try #require(try await harness.manager.outcome(of: done.id).record)
+            #expect(fetched.status == .completed)
+            #expect(donePayload.mismatch(inFileAt: try #require(DestinationFiles.finalPath(fetched))) == nil)
         }
     }
 
