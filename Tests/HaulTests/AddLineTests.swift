@@ -19,7 +19,7 @@ import NIOConcurrencyHelpers
             #expect(try await eventually { await hold.arrivals == 1 })
             let requests = try (0..<8).map { try harness.request("/a\($0)") }
             let later = requests.map { request in Task { try await manager.add(request) } }
-            #expect(try await eventually { await manager.addLine.waitingCount == 8 })
+            #expect(try await eventually { await manager.waitingAdds == 8 })
             await hold.open()
             let firstID = try await first.value.id
             var ids: [DownloadID] = []
@@ -45,7 +45,7 @@ import NIOConcurrencyHelpers
             let good = try (0..<3).map { try harness.request("/g\($0)") }
             let goodTasks = good.map { request in Task { try await manager.add(request) } }
             let bad = Task { try await manager.add(harness.request("/other", output: "taken.bin")) }
-            #expect(try await eventually { await manager.addLine.waitingCount == 4 })
+            #expect(try await eventually { await manager.waitingAdds == 4 })
             await hold.open()
             _ = try await first.value
             for task in goodTasks { _ = try await task.value }

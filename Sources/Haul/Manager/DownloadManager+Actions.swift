@@ -46,7 +46,8 @@ extension DownloadManager {
         case .wakeClaims:
             wakeFleet()
         case .removeForAnotherHost(let id, let deleteFile):
-            Task { await self.removeForAnotherHost(id, deleteFile: deleteFile) }
+            // No caller waits for it: a child of the manager's task group, logged if it fails.
+            spawn { await self.removeForAnotherHost(id, deleteFile: deleteFile) }
         }
     }
 

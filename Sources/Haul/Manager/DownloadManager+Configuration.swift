@@ -52,6 +52,9 @@ extension DownloadManager {
         /// brought them (`haul_commands`): every second by default, and never less often than
         /// a quarter of the lease. A test sets it long to show that notifications deliver.
         public var fleetRenewInterval: Duration?
+        /// How long a graceful shutdown of the service group that runs the manager (`run()`)
+        /// waits for running downloads to checkpoint and stop; nil: as long as they take.
+        public var shutdownDeadline: Duration?
         /// The system calls that write, sync and close each `.part`; a test's can hold one
         /// download's writes back.
         var fileCalls = FileCalls.system

@@ -15,35 +15,34 @@ extension DownloadManager {
     /// paused). Already paused ones count and stay paused.
     @discardableResult
     public func pause(_ ids: [DownloadID]) async throws -> Int {
-        var remote: [DownloadID] = []
-        let stopping: [Task<Void, Never>] = try await serialized {
+        // The runs here that stop, and the downloads another host of a fleet pauses.
+        let (stopping, remote): ([Completion], [DownloadID]) = try await inTurn { [self] in
             var records: [(id: DownloadID, status: DownloadStatus)] = []
             for id in ids { records.append((id, try await existing(id).status)) }
             if let fleet {
                 if let refusal = queue.pauseRefusal(records) { throw refusal }
                 // One statement decides for all of them, wherever they run (`fleetPaused`).
                 let (actions, elsewhere) = queue.fleetPaused(try await fleet.pause(ids))
-                remote = elsewhere
-                let stopping = tasks(stoppedBy: actions)
+                let stopping = runs(stoppedBy: actions)
                 await perform(actions)
-                return stopping
+                return (stopping, elsewhere)
             }
             // A running one stops at a checkpoint; a waiting one leaves the list and is saved paused.
             let actions = try queue.pause(records).get()
-            let stopping = tasks(stoppedBy: actions)
+            let stopping = runs(stoppedBy: actions)
             try await performSaving(actions)
             signalIdleIfNeeded()
-            return stopping
+            return (stopping, [])
         }
-        for task in stopping { await task.value }
+        for run in stopping { await run.wait() }
         for id in remote { _ = try await fleetAwait(.paused, of: id) }
         return ids.count
     }
 
     /// The runs `actions` ask to stop: what a pause returns only once they have.
-    private func tasks(stoppedBy actions: [DownloadQueue.Action]) -> [Task<Void, Never>] {
+    private func runs(stoppedBy actions: [DownloadQueue.Action]) -> [Completion] {
         actions.compactMap { action in
-            if case .stopRun(let id, _) = action { handles[id]?.task } else { nil }
+            if case .stopRun(let id, _) = action { handles[id]?.ended } else { nil }
         }
     }
 
@@ -56,7 +55,7 @@ extension DownloadManager {
     /// Resumes these downloads, all or none (see `pause(_:)`). Returns how many it was given.
     @discardableResult
     public func resume(_ ids: [DownloadID]) async throws -> Int {
-        try await serialized {
+        try await inTurn { [self] in
             var records: [DownloadRecord] = []
             for id in ids {
                 let record = try await existing(id)
@@ -88,11 +87,11 @@ extension DownloadManager {
     /// `deleteFile` is true. The queue is not held while a running download stops (a remove
     /// interrupts even a long checksum verification).
     public func remove(_ id: DownloadID, deleteFile: Bool) async throws {
-        let stopping: Task<Void, Never>? = try await serialized {
+        let stopping: Completion? = try await inTurn { [self] in
             _ = try await existing(id)
             guard let running = handles[id] else { return nil }
             await perform(queue.stop(id, as: .removed))
-            return running.task
+            return running.ended
         }
         if stopping == nil, fleet != nil {
             // Not running here: its host removes it, or this one at once when none holds it.
@@ -100,8 +99,8 @@ extension DownloadManager {
             await names.release(directory: record.request.directory, name: record.fileName)
             return
         }
-        await stopping?.value
-        try await serialized { try await removeNow(id, deleteFile: deleteFile, runnerStopped: stopping != nil) }
+        await stopping?.wait()
+        try await inTurn { [self] in try await removeNow(id, deleteFile: deleteFile, runnerStopped: stopping != nil) }
     }
 
     private func removeNow(_ id: DownloadID, deleteFile: Bool, runnerStopped: Bool) async throws {
@@ -110,7 +109,7 @@ extension DownloadManager {
         if let running = handles[id] {
             // Started again while the queue was free: stop it too.
             await perform(queue.stop(id, as: .removed))
-            await running.task.value
+            await running.ended.wait()
             record = try await store.record(id) ?? record
         }
         // Out of the list before anything awaits: no slot goes to it meanwhile.

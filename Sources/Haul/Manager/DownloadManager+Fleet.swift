@@ -3,8 +3,9 @@ import Logging
 
 /// What a manager that is one host of a fleet keeps beside its runs.
 struct FleetState {
-    /// The loop that renews leases, hears commands and claims work.
-    var loop: Task<Void, Never>?
+    /// Whether the loop that renews leases, hears commands and claims work was started.
+    var started = false
+    /// Wakes the loop; finished to end it.
     var wake: AsyncStream<Void>.Continuation?
     /// When a renewal last succeeded (or the fleet started), in the manager's clock's seconds.
     var lastRenewal: Double = 0
@@ -12,8 +13,6 @@ struct FleetState {
     var lastRenewalAttempt: Double?
     /// Another host notified a command for this one: renew at the next turn, due or not.
     var renewNow = false
-    /// Hears those notifications.
-    var notices: Task<Void, Never>?
 }
 
 /// One host of a fleet (a `SharedQueueStore`): instead of a queue in memory, the manager claims
@@ -44,43 +43,42 @@ extension DownloadManager {
     }
 
     func startFleet() {
-        guard fleetState.loop == nil else { return }
+        guard let fleet, !fleetState.started else { return }
+        fleetState.started = true
         let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         fleetState.wake = wake
         fleetState.lastRenewal = clock.seconds()
         // Claims look for work every second whatever the renewal's pace.
         let interval = min(.seconds(1), renewInterval)
-        if let fleet {
-            fleetState.notices = Task {
-                for await _ in fleet.commandNotices {
-                    self.commandNoticed()
+        spawn { await self.fleetLoop(fleet, wakes: wakes, wake: wake, interval: interval) }
+    }
+
+    /// The loop, a child of the manager's task group: it renews and claims at each wake (a
+    /// tick of `interval`, a notice of another host's command, a freed slot) until `stopFleet`
+    /// ends its wakes; the ticker and the notices' listener end with it.
+    private nonisolated func fleetLoop(_ fleet: any SharedQueueStore, wakes: AsyncStream<Void>,
+                                       wake: AsyncStream<Void>.Continuation, interval: Duration) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await _ in fleet.commandNotices { await self.commandNoticed() }
+            }
+            group.addTask { [clock] in
+                while !Task.isCancelled {
+                    wake.yield()
+                    do {
+                        try await clock.sleep(for: interval)
+                    } catch {
+                        return  // cancelled: the loop stopped
+                    }
                 }
             }
-        }
-        let ticker = Task { [clock] in
-            while !Task.isCancelled {
-                wake.yield()
-                do {
-                    try await clock.sleep(for: interval)
-                } catch {
-                    return  // cancelled: the loop stopped
-                }
-            }
-        }
-        fleetState.loop = Task {
-            for await _ in wakes {
-                if Task.isCancelled { break }
-                await self.fleetTick()
-            }
-            ticker.cancel()
+            for await _ in wakes { await self.fleetTick() }
+            group.cancelAll()
         }
     }
 
     func stopFleet() {
-        fleetState.notices?.cancel()
-        fleetState.loop?.cancel()
         fleetState.wake?.finish()
-        fleetState.loop = nil
     }
 
     /// Another host left a command for this one: the loop renews at once, which hears it.

@@ -57,7 +57,7 @@ extension DownloadManager {
     /// Moves a waiting download one place, or to either end.
     @discardableResult
     public func move(_ id: DownloadID, _ move: QueueMove) async throws -> DownloadRecord {
-        try await serialized {
+        try await inTurn { [self] in
             let list = try await waitingList()
             let current = try await index(of: id, in: list)
             let target = switch move {
@@ -75,7 +75,7 @@ extension DownloadManager {
     /// clamped to the list). Returns the index it ended at.
     @discardableResult
     public func move(_ id: DownloadID, toIndex index: Int) async throws -> Int {
-        try await serialized {
+        try await inTurn { [self] in
             let list = try await waitingList()
             return try await place(id, at: index, from: try await self.index(of: id, in: list), in: list)
         }

@@ -7,9 +7,9 @@ extension DownloadManager {
     /// in order; a request for a download that already exists gets the existing record (see
     /// `add(_:)`), and the same request twice in one batch is one download.
     ///
-    /// Adds that arrive while another is being saved wait in one line and are added together
-    /// (`addLine`, a `BatchLine`): eight clients adding one download each cost one transaction and one
-    /// fsync, not eight, and each caller still returns only once its own are committed.
+    /// Adds that arrive while another queue change is made wait for one add turn and are added
+    /// together (`submitAdd`): eight clients adding one download each cost one transaction and
+    /// one fsync, not eight, and each caller still returns only once its own are committed.
     public func add(_ requests: [DownloadRequest]) async throws -> [DownloadRecord] {
         try await add(requests, placements: requests.map { _ in AddPlacement() })
     }
@@ -39,7 +39,7 @@ extension DownloadManager {
         }
         if let refusal = queue.reorderRefusal, placements.contains(where: { $0.index != nil }) { throw refusal }
         if requests.isEmpty { return [] }
-        let (records, existing) = try await addLine.submit(AddBatch(requests: requests, placements: placements, following: following))
+        let (records, existing) = try await submitAdd(AddBatch(requests: requests, placements: placements, following: following))
         // Each one's placement, whatever became of the others'; the first failure is the answer.
         var failure: (any Error)?
         for offset in existing where !placements[offset].isDefault {
@@ -69,7 +69,7 @@ extension DownloadManager {
         }
     }
 
-    /// One caller's adds, waiting in the line (`addLine`).
+    /// One caller's adds, waiting for their add turn (`submitAdd`).
     struct AddBatch: Sendable {
         var requests: [DownloadRequest]
         var placements: [AddPlacement]
@@ -95,95 +95,93 @@ extension DownloadManager {
         return answers
     }
 
-    /// One batch of adds, as one queue change. Returns the records, and the offsets of those
-    /// that existed before (their placements are carried out after it).
+    /// One batch of adds, as one queue change (in its add turn). Returns the records, and the
+    /// offsets of those that existed before (their placements are carried out after it).
     /// `following[i]`: where `requests[i]`'s download's id goes once decided.
     private func addNow(_ requests: [DownloadRequest], placements: [AddPlacement],
                         following: [FollowedIDs?]) async throws -> ([DownloadRecord], [Int]) {
-        try await serialized {
-            // Nothing added now would ever start or settle.
-            if queue.isShuttingDown { throw HaulError(.interrupted, "the download manager is shutting down") }
-            var results: [DownloadRecord] = []
-            var fresh: [DownloadRecord] = []
-            var existed: [Int] = []
-            var byIdentity: [String: DownloadRecord] = [:]
-            do {
-                let known = try await store.records(matching: requests)
-                // The explicit names' disk and store state, read once for the batch.
-                // Each request's identity, made once (it is a string built from four).
-                let identities = requests.map(\.identity)
-                let facts = try await names.facts(for: requests.indices.filter { known[identities[$0]] == nil }.map { requests[$0] })
-                // Followers hear about the downloads that exist before anything in the batch can
-                // settle one (a file found complete is settled within its readd).
-                for (offset, identity) in identities.enumerated() {
-                    if let existing = known[identity] { following[offset]?.insert(existing.id) }
-                }
-                for (offset, request) in requests.enumerated() {
-                    let identity = identities[offset]
-                    if let seen = byIdentity[identity] {
-                        following[offset]?.insert(seen.id)
-                        results.append(seen)
-                        // Its placement is carried out after the batch, as an existing one's.
-                        if !placements[offset].isDefault { existed.append(offset) }
-                        continue
-                    }
-                    let record: DownloadRecord
-                    if let existing = known[identity] {
-                        // Before readd: it may start the run at once, which takes them.
-                        queue.give(request, to: existing.id)
-                        let (readded, placed) = try await readd(existing, request: request, placement: placements[offset])
-                        record = readded
-                        if !placed { existed.append(offset) }
-                    } else if let existing = try await sameDestination(as: request, facts: facts) {
-                        // The same `-o` with another URL: the download goes on from its bytes.
-                        let renewed = Self.withNewSources(existing, request: request)
-                        following[offset]?.insert(existing.id)
-                        queue.give(request, to: existing.id)
-                        try await store.save(renewed)
-                        let (readded, placed) = try await readd(renewed, request: request, placement: placements[offset])
-                        record = readded
-                        if !placed { existed.append(offset) }
-                    } else {
-                        var new = try await newRecord(for: request, facts: facts)
-                        following[offset]?.insert(new.id)
-                        if placements[offset].startsPaused { new.status = .paused }
-                        if let index = placements[offset].index {
-                            // Decided on the list as it stands, and taken at once.
-                            try await givePlace(&new, index: index, fresh: &fresh)
-                        }
-                        record = new
-                        fresh.append(record)
-                        // In the list from now on (at the end of its priority, or where it was
-                        // placed): the batch's later adds at an index count it.
-                        if new.status == .queued { await perform(queue.adding([WaitingQueue.Entry(new)])) }
-                    }
-                    byIdentity[identity] = record
-                    results.append(record)
-                    queue.give(request, to: record.id)
-                }
-                // A spread may have moved new ones placed earlier in the batch.
-                let placed = Dictionary(fresh.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
-                for index in results.indices { results[index] = placed[results[index].id] ?? results[index] }
-                // Each is in the list already; a slot freed during the save waits for them.
-                try await store.save(fresh)
-            } catch {
-                // Nothing new was saved: they leave the list, and give back their names.
-                await perform(queue.saveFailed(fresh.map(\.id)))
-                for record in fresh { await names.release(directory: record.request.directory, name: record.fileName) }
-                throw error
+        // Nothing added now would ever start or settle.
+        if queue.isShuttingDown { throw HaulError(.interrupted, "the download manager is shutting down") }
+        var results: [DownloadRecord] = []
+        var fresh: [DownloadRecord] = []
+        var existed: [Int] = []
+        var byIdentity: [String: DownloadRecord] = [:]
+        do {
+            let known = try await store.records(matching: requests)
+            // The explicit names' disk and store state, read once for the batch.
+            // Each request's identity, made once (it is a string built from four).
+            let identities = requests.map(\.identity)
+            let facts = try await names.facts(for: requests.indices.filter { known[identities[$0]] == nil }.map { requests[$0] })
+            // Followers hear about the downloads that exist before anything in the batch can
+            // settle one (a file found complete is settled within its readd).
+            for (offset, identity) in identities.enumerated() {
+                if let existing = known[identity] { following[offset]?.insert(existing.id) }
             }
-            // Saved: a slot may go to them now.
-            let queued = fresh.filter { $0.status == .queued }
-            for record in queued { hub.publish(DownloadEvent(id: record.id, kind: .queued)) }
-            if !queued.isEmpty { await perform(queue.saved(queued.map(\.id))) }
-            // A shutdown that began during the save left them queued for the next start.
-            if queue.isShuttingDown { for record in queued { outcomeHub.publish(DownloadOutcome(id: record.id, status: .queued)) } }
-            for record in fresh where record.status == .paused {
-                hub.publish(DownloadEvent(id: record.id, kind: .paused))
-                outcomeHub.publish(DownloadOutcome(record))
+            for (offset, request) in requests.enumerated() {
+                let identity = identities[offset]
+                if let seen = byIdentity[identity] {
+                    following[offset]?.insert(seen.id)
+                    results.append(seen)
+                    // Its placement is carried out after the batch, as an existing one's.
+                    if !placements[offset].isDefault { existed.append(offset) }
+                    continue
+                }
+                let record: DownloadRecord
+                if let existing = known[identity] {
+                    // Before readd: it may start the run at once, which takes them.
+                    queue.give(request, to: existing.id)
+                    let (readded, placed) = try await readd(existing, request: request, placement: placements[offset])
+                    record = readded
+                    if !placed { existed.append(offset) }
+                } else if let existing = try await sameDestination(as: request, facts: facts) {
+                    // The same `-o` with another URL: the download goes on from its bytes.
+                    let renewed = Self.withNewSources(existing, request: request)
+                    following[offset]?.insert(existing.id)
+                    queue.give(request, to: existing.id)
+                    try await store.save(renewed)
+                    let (readded, placed) = try await readd(renewed, request: request, placement: placements[offset])
+                    record = readded
+                    if !placed { existed.append(offset) }
+                } else {
+                    var new = try await newRecord(for: request, facts: facts)
+                    following[offset]?.insert(new.id)
+                    if placements[offset].startsPaused { new.status = .paused }
+                    if let index = placements[offset].index {
+                        // Decided on the list as it stands, and taken at once.
+                        try await givePlace(&new, index: index, fresh: &fresh)
+                    }
+                    record = new
+                    fresh.append(record)
+                    // In the list from now on (at the end of its priority, or where it was
+                    // placed): the batch's later adds at an index count it.
+                    if new.status == .queued { await perform(queue.adding([WaitingQueue.Entry(new)])) }
+                }
+                byIdentity[identity] = record
+                results.append(record)
+                queue.give(request, to: record.id)
             }
-            return (results, existed)
+            // A spread may have moved new ones placed earlier in the batch.
+            let placed = Dictionary(fresh.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
+            for index in results.indices { results[index] = placed[results[index].id] ?? results[index] }
+            // Each is in the list already; a slot freed during the save waits for them.
+            try await store.save(fresh)
+        } catch {
+            // Nothing new was saved: they leave the list, and give back their names.
+            await perform(queue.saveFailed(fresh.map(\.id)))
+            for record in fresh { await names.release(directory: record.request.directory, name: record.fileName) }
+            throw error
         }
+        // Saved: a slot may go to them now.
+        let queued = fresh.filter { $0.status == .queued }
+        for record in queued { hub.publish(DownloadEvent(id: record.id, kind: .queued)) }
+        if !queued.isEmpty { await perform(queue.saved(queued.map(\.id))) }
+        // A shutdown that began during the save left them queued for the next start.
+        if queue.isShuttingDown { for record in queued { outcomeHub.publish(DownloadOutcome(id: record.id, status: .queued)) } }
+        for record in fresh where record.status == .paused {
+            hub.publish(DownloadEvent(id: record.id, kind: .paused))
+            outcomeHub.publish(DownloadOutcome(record))
+        }
+        return (results, existed)
     }
 
     /// Pauses every download that is queued or running here. Returns how many it paused, once
@@ -204,10 +202,10 @@ extension DownloadManager {
                 }
             }
         }
-        let (count, stopping): (Int, [Task<Void, Never>]) = try await serialized {
+        let (count, stopping): (Int, [Completion]) = try await inTurn { [self] in
             // Decided from memory, in one step: a queued entry cannot start once it is out of
             // the waiting list, so its stored record is not being written by anyone else.
-            let stopping = handles.values.map(\.task)
+            let stopping = handles.values.map(\.ended)
             let actions = queue.pauseAll()
             let waiting = actions.reduce(0) { count, action in
                 if case .savePaused(let ids) = action { count + ids.count } else { count }
@@ -216,14 +214,14 @@ extension DownloadManager {
             signalIdleIfNeeded()
             return (waiting + stopping.count, stopping)
         }
-        for task in stopping { await task.value }
+        for run in stopping { await run.wait() }
         return count
     }
 
     /// Puts every paused download back in the queue, in its old order. Returns how many.
     @discardableResult
     public func resumeAll() async throws -> Int {
-        try await serialized {
+        try await inTurn { [self] in
             let paused = try await store.records(status: .paused).filter { !isScheduled($0.id) }
             try await requeue(paused)
             return paused.count
@@ -236,9 +234,9 @@ extension DownloadManager {
         // A run that has stored its end (a status read already says `complete`) but has not
         // returned yet: its result is finished, so wait for the run rather than refuse.
         if let running = handles[id], try await store.record(id)?.status.isTerminal == true {
-            await running.task.value
+            await running.ended.wait()
         }
-        try await serialized {
+        try await inTurn { [self] in
             guard let record = try await store.record(id) else { throw HaulError(.notFound, "no download with id \(id)") }
             guard record.status.isTerminal, !isScheduled(id) else {
                 throw HaulError(.conflict, "download \(id) is \(record.status.rawValue); only finished downloads can be forgotten")
@@ -250,7 +248,7 @@ extension DownloadManager {
     /// Deletes the records of every finished download (aria2's `purgeDownloadResult`). Returns how many.
     @discardableResult
     public func forgetFinished() async throws -> Int {
-        try await serialized {
+        try await inTurn { [self] in
             var count = 0
             for status in [DownloadStatus.completed, .failed, .removed] {
                 for id in try await store.ids(status: status) where !isScheduled(id) {
@@ -266,7 +264,7 @@ extension DownloadManager {
     /// one keeps its connections until its next start.
     public func setConnections(_ connections: Int, for id: DownloadID) async throws {
         try Limits.check(connections, in: Limits.connections, field: "connections", code: .usage)
-        try await serialized {
+        try await inTurn { [self] in
             var record = try await existing(id)
             // Its runner owns a running record: a change now would be overwritten at the next checkpoint.
             guard !queue.isRunning(id) else {

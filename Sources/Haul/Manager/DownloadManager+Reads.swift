@@ -10,7 +10,7 @@ extension DownloadManager {
 
     /// Changes one download's rate limit, stored and, if it runs, applied at once.
     public func setMaxBytesPerSecond(_ rate: Int64?, for id: DownloadID) async throws {
-        try await serialized {
+        try await inTurn { [self] in
             var record = try await existing(id)
             if let rate, rate <= 0 { throw HaulError(.usage, "a download's rate limit must be positive (got \(rate))") }
             record.request.maxBytesPerSecond = rate

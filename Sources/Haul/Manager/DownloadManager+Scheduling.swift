@@ -48,12 +48,16 @@ extension DownloadManager {
         let store = store
         let locks = Result { () throws(HaulError) -> DownloadLocks in try downloadLocks() }
         runner.directorySyncs = directorySyncs
-        runner.transferEnded = { Task { await self.transferEnded(id, generation: generation) } }
-        let task = Task {
-            let ending = await Self.launch(id, store: store, locks: locks, given: given, place: place, runner: runner)
+        runner.transferEnded = { self.spawnRunning { await self.transferEnded(id, generation: generation) } }
+        let ended = Completion()
+        let started = runner
+        // A child of the manager's task group (`run()`).
+        spawn {
+            let ending = await Self.launch(id, store: store, locks: locks, given: given, place: place, runner: started)
             await self.finished(id, generation: generation, ending)
+            ended.finish()
         }
-        handles[id] = RunHandle(task: task, stop: stop, limiter: limiter)
+        handles[id] = RunHandle(ended: ended, stop: stop, limiter: limiter)
     }
 
     /// A run's transfer ended: the queue may give its slot to the next download while it

@@ -15,15 +15,15 @@ extension DownloadManager {
         let mirrors = try DownloadRequest.checkedMirrors(Array(urls.dropFirst()), besides: first)
         if let refusal = queue.sourcesRefusal { throw refusal }
         // A running download stops first, with its checkpoint: its runner owns the record.
-        let stopping: Task<Void, Never>? = try await serialized {
+        let stopping: Completion? = try await inTurn { [self] in
             let record = try await existing(id)
             if record.status == .completed { throw HaulError(.conflict, "download \(id) is already complete; nothing was changed") }
             guard let running = handles[id] else { return nil }
             await perform(queue.stop(id, as: .queued))
-            return running.task
+            return running.ended
         }
-        await stopping?.value
-        return try await serialized {
+        await stopping?.wait()
+        return try await inTurn { [self] in
             var record = try await existing(id)
             if record.status == .completed { throw HaulError(.conflict, "download \(id) is already complete; nothing was changed") }
             var request = record.request

@@ -18,7 +18,8 @@ public actor DownloadManager {
     /// signal that stops it, and its own rate limit (changeable while it runs). Which run is
     /// current, and what it was asked, is the queue's (`DownloadQueue.Run`).
     struct RunHandle {
-        var task: Task<Void, Never>
+        /// Finished once the run has returned and its end is settled.
+        var ended: Completion
         var stop: StopSignal
         var limiter: RateLimiter
     }
@@ -60,17 +61,12 @@ public actor DownloadManager {
     var lastPosition: Int64 = 0
     var idleWaiters: [CheckedContinuation<Void, Never>] = []
     var locks: DownloadLocks?
-    /// Queue changes (add, pause, resume, move, remove, restore) run one at a time: the actor
-    /// alone does not serialise them, since every await lets another call in between a check
-    /// and the write that depends on it.
-    private var queueBusy = false
-    /// Adds waiting to be saved together (`addTogether`): group commit, as the store's writes.
-    lazy var addLine = BatchLine<AddBatch, AddedBatch>(perform: { [weak self] batches in
-        guard let self else { throw HaulError(.interrupted, "the download manager is gone") }
-        return try await self.addTogether(batches)
-    })
-    private var queueWaiters: [CheckedContinuation<Void, Never>] = []
-    private var shutdownTask: Task<Void, Never>?
+    /// What `run()` runs and where it stands (`DownloadManager+Service.swift`).
+    var service = ServiceState()
+    /// Work for `run()`'s task group: runs, a fleet host's loop, the shutdown.
+    let jobs = AsyncStream.makeStream(of: Work.self)
+    /// Wakes the turns (`inTurn`): a queue change is waiting.
+    let turnWakes = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     /// Finished once no run is left, after the last one's outcome is settled: what a shutdown
     /// with a deadline waits on (`signalIdleIfNeeded`).
     var runsEnded: AsyncStream<Void>.Continuation?
@@ -192,17 +188,6 @@ public actor DownloadManager {
         try await add([request])[0]
     }
 
-    /// Runs `body` when no other queue change is running.
-    func serialized<T>(_ body: () async throws -> T) async rethrows -> T {
-        while queueBusy { await withCheckedContinuation { queueWaiters.append($0) } }
-        queueBusy = true
-        defer {
-            queueBusy = false
-            if !queueWaiters.isEmpty { queueWaiters.removeFirst().resume() }
-        }
-        return try await body()
-    }
-
     /// A fresh queued record at the end of its priority, its explicit file name checked.
     func newRecord(for request: DownloadRequest, facts: FileNameClaims.Facts? = nil) async throws -> DownloadRecord {
         var record = DownloadRecord(id: .random(), request: request, createdAt: clock.secondsSince1970())
@@ -266,8 +251,8 @@ public actor DownloadManager {
             startFleet()
             return
         }
-        try await serialized {
-            await enqueue(try await store.records(status: nil).filter(\.status.resumesAfterRestart))
+        try await inTurn {
+            await self.enqueue(try await self.store.records(status: nil).filter(\.status.resumesAfterRestart))
         }
     }
 
@@ -280,15 +265,26 @@ public actor DownloadManager {
     /// Checkpoints every running download and stops it with its status left as running, so the
     /// next start resumes it; then releases the store and the HTTP client.
     /// Safe to call more than once and from a cancelled task: every call waits for the one
-    /// shutdown, which runs in a task of its own.
+    /// shutdown, which runs in the manager's task group (`run()`), and ends it.
     ///
     /// With a `deadline`, stops waiting for downloads after it: one still verifying a large
     /// file keeps its status `running` and is verified again on the next start.
     public func shutdown(deadline: Duration? = nil) async {
-        if shutdownTask == nil {
-            shutdownTask = Task { await self.stopEverything(deadline: deadline) }
+        if service.shutdown == nil {
+            let done = Completion()
+            service.shutdown = done
+            if case .ended = service.loop {
+                // The group was cancelled: what is left to stop and close is stopped here.
+                await stopEverything(deadline: deadline)
+                done.finish()
+            } else {
+                spawn {
+                    await self.stopEverything(deadline: deadline)
+                    done.finish()
+                }
+            }
         }
-        await shutdownTask?.value
+        await service.shutdown?.wait()
     }
 
     private func stopEverything(deadline: Duration?) async {
@@ -311,7 +307,7 @@ public actor DownloadManager {
             }
             runsEnded = nil
         } else {
-            for download in running { await download.task.value }
+            for download in running { await download.ended.wait() }
         }
         // Past the deadline: still running here, resumed by the next start.
         await perform(queue.abandonedAtDeadline())
@@ -320,5 +316,6 @@ public actor DownloadManager {
         await ownedTransport?.shutdown()
         await closeStore?()
         signalIdleIfNeeded()
+        endTurns()
     }
 }

@@ -4,17 +4,23 @@
 /// with its own answer. A batch that fails is carried out again request by request, so one
 /// refused request (a name the store keeps for another download) fails only its caller.
 ///
-/// The store's writes (`GroupCommit`) and the manager's adds (`DownloadManager.add`) wait in one
-/// of these.
+/// The store's writes (`GroupCommit`) wait in one of these. The manager's adds wait for its
+/// next add turn instead, drained by its own task group, and are answered by `answer`.
 ///
 /// An actor, so HaulCore needs no lock: one hop per request, against a transaction per batch.
 public actor BatchLine<Request: Sendable, Answer: Sendable> {
     /// Carries out a batch: one answer per request, in order.
     public typealias Perform = @Sendable ([Request]) async throws -> [Answer]
 
-    private struct Waiting {
-        var request: Request
-        var continuation: CheckedContinuation<Answer, any Error>
+    /// A request and the caller waiting for its answer.
+    public struct Waiting: Sendable {
+        public var request: Request
+        public var continuation: CheckedContinuation<Answer, any Error>
+
+        public init(request: Request, continuation: CheckedContinuation<Answer, any Error>) {
+            self.request = request
+            self.continuation = continuation
+        }
     }
 
     private var waiting: [Waiting] = []
@@ -55,28 +61,36 @@ public actor BatchLine<Request: Sendable, Answer: Sendable> {
                 draining = false
                 return
             }
-            do {
-                let answers = try await perform(batch.map(\.request))
-                guard answers.count == batch.count else {
-                    throw HaulError(.internal, "a batch of \(batch.count) gave \(answers.count) answers")
-                }
-                for (waiting, answer) in zip(batch, answers) { waiting.continuation.resume(returning: answer) }
-            } catch {
-                guard batch.count > 1 else {
-                    batch[0].continuation.resume(throwing: error)
-                    continue
-                }
-                onSplit(batch.count, error)
-                for waiting in batch {
-                    do {
-                        let answers = try await perform([waiting.request])
-                        guard let answer = answers.first, answers.count == 1 else {
-                            throw HaulError(.internal, "a batch of 1 gave \(answers.count) answers")
-                        }
-                        waiting.continuation.resume(returning: answer)
-                    } catch {
-                        waiting.continuation.resume(throwing: error)
+            await Self.answer(batch, perform: perform, onSplit: onSplit)
+        }
+    }
+
+    /// Carries out `batch` as one and answers each caller; when it fails, each request is
+    /// carried out alone and hears its own answer. The line's own drain, and an owner that
+    /// drains its batches in a loop of its own (the download manager's queue turns).
+    public static func answer(_ batch: [Waiting], perform: Perform, onSplit: @Sendable (Int, any Error) -> Void = { _, _ in }) async {
+        if batch.isEmpty { return }
+        do {
+            let answers = try await perform(batch.map(\.request))
+            guard answers.count == batch.count else {
+                throw HaulError(.internal, "a batch of \(batch.count) gave \(answers.count) answers")
+            }
+            for (waiting, answer) in zip(batch, answers) { waiting.continuation.resume(returning: answer) }
+        } catch {
+            guard batch.count > 1 else {
+                batch[0].continuation.resume(throwing: error)
+                return
+            }
+            onSplit(batch.count, error)
+            for waiting in batch {
+                do {
+                    let answers = try await perform([waiting.request])
+                    guard let answer = answers.first, answers.count == 1 else {
+                        throw HaulError(.internal, "a batch of 1 gave \(answers.count) answers")
                     }
+                    waiting.continuation.resume(returning: answer)
+                } catch {
+                    waiting.continuation.resume(throwing: error)
                 }
             }
         }

@@ -149,7 +149,8 @@ extension Daemon {
             },
             logger: logger)
         var services = observers.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) }
-        services.append(.init(service: ManagerService(manager: manager, deadline: .milliseconds(400))))
+        // A graceful shutdown stops its runs at a checkpoint (`configuration.manager.shutdownDeadline`).
+        services.append(.init(service: manager))
         if let schedule { services.append(.init(service: schedule)) }
         services.append(.init(service: application))
         return Built(services: services, stopper: stopper)

@@ -138,6 +138,10 @@ public struct Daemon: Sendable {
         managerConfiguration.keepsCredentials = true
         // Every run resolves its directory beneath these, following no link (issue 19).
         managerConfiguration.downloadRoots = ([configuration.downloadDirectory] + configuration.allowedDirectories).map(AddRequest.normalized)
+        // A graceful shutdown (SIGTERM, aria2.shutdown) stops the runs at a checkpoint within this,
+        // inside the service group's own limit (`shutdownDeadline`); one still verifying resumes
+        // at the next start.
+        managerConfiguration.shutdownDeadline = managerConfiguration.shutdownDeadline ?? .milliseconds(400)
         let manager: DownloadManager
         switch configuration.store {
         case .sqlite:

@@ -6,20 +6,6 @@ import ServiceLifecycle
 /// What `haul serve` runs beside its HTTP server, each a `Service` in the daemon's one
 /// `ServiceGroup` (`Daemon.buildApplication`): nothing runs as a task of its own.
 
-/// Owns the manager's lifetime inside the service group: on graceful shutdown it checkpoints and
-/// stops every download (leaving them `running`, so the next start resumes them) and ends the
-/// event streams, which lets the HTTP server finish its open responses and stop too.
-struct ManagerService: Service {
-    let manager: DownloadManager
-    let deadline: Duration
-
-    func run() async throws {
-        // Returns on graceful shutdown or throws on cancellation: either way the manager stops.
-        try? await gracefulShutdown()
-        await manager.shutdown(deadline: deadline)
-    }
-}
-
 /// Reads a stream of the manager's to its end (metrics, hooks): the stream ends when the
 /// manager shuts down, so it is listed before the manager, and stopped after it. It then waits
 /// for its own turn to stop (a service of a group that returns before it is asked to is a
