@@ -137,6 +137,9 @@ extension DownloadManager: Service {
         }
     }
 
+    /// Queue changes waiting for their turn.
+    var waitingTurns: Int { service.turns.count }
+
     private func queueTurn(_ turn: Turn) {
         guard !service.turnsEnded else {
             turn.refuse(Self.shutDown)
