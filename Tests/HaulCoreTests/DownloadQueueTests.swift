@@ -204,6 +204,37 @@ import Testing
             .startRun(again.id, generation: 2, place: WaitingQueue.Entry(again), given: nil)])
     }
 
+    /// Where a restore, a pause, a resume, a remove and a pause of everything go is the
+    /// backend's answer: this process's list, or the fleet's database.
+    @Test func whereAChangeGoesIsTheBackendsAnswer() throws {
+        var local = Self.oneRunning()
+        var fleet = Queue.fleet(limit: 1)
+        _ = fleet.claimed([Self.id("here")], limit: 1)
+        #expect(local.restore() == [.restoreQueued])
+        #expect(fleet.restore() == [.startClaiming])
+        // A pause: the machine's actions here, one statement for all of them in a fleet.
+        #expect(try local.pausing([(Self.id("b"), .queued)]).get() == .here([.savePaused([Self.id("b")])]))
+        #expect(try fleet.pausing([(Self.id("here"), .running), (Self.id("x"), .queued)]).get()
+            == .everywhere([Self.id("here"), Self.id("x")]))
+        #expect(fleet.pausing([(Self.id("x"), .queued), (Self.id("z"), .completed)]).refusal?.code == .conflict)
+        // A resume: here each one not scheduled is picked up again; in a fleet those not queued
+        // or running are queued in one transaction; a completed one refuses them all.
+        let (paused, failed) = (try Self.record("p", .paused), try Self.record("f", .failed))
+        let (waiting, running) = (try Self.record("c", .queued), try Self.record("r", .running))
+        #expect(try local.resuming([paused, waiting]).get() == .readd([paused]))
+        #expect(try fleet.resuming([paused, failed, running]).get() == .requeue([paused, failed]))
+        #expect(local.resuming([paused, try Self.record("done", .completed)]).refusal?.code == .conflict)
+        // A remove: here, or through the host that holds it when it does not run here.
+        #expect(local.removing(Self.id("c")) == .here)
+        #expect(fleet.removing(Self.id("here")) == .here)
+        #expect(fleet.removing(Self.id("x")) == .throughItsHost)
+        // A pause of everything: from memory here (`b` left the list with its pause above).
+        #expect(local.pausingAll() == .here([.stopRun(Self.id("a"), as: .paused), .savePaused([Self.id("c")])]))
+        #expect(fleet.pausingAll() == .everywhere)
+        #expect(local.holdsWaitingList && !fleet.holdsWaitingList)
+        #expect(local.trustsProgressNotes && !fleet.trustsProgressNotes)
+    }
+
     // MARK: A fleet host
 
     @Test func aFleetHostClaimsForItsFreeSlotsAndLooksAgainWhenTheClaimWasFull() {

@@ -10,13 +10,14 @@ extension DownloadManager {
             do {
                 try await perform(action)
             } catch {
-                // Only a save of paused downloads throws, and `performSaving` is what asks for one.
-                configuration.logger.error("cannot save paused downloads", metadata: ["error": "\(error)"])
+                // Only a save of paused downloads and the restore's read throw, and both are
+                // asked for through `performSaving`.
+                configuration.logger.error("cannot carry out a queue action", metadata: ["action": "\(action)", "error": "\(error)"])
             }
         }
     }
 
-    /// The same, for the steps that save (a pause): the first failure is the caller's answer,
+    /// The same, for the steps that save (a pause) or read (a restore): the first failure is the caller's answer,
     /// after the actions before it were carried out.
     func performSaving(_ actions: [DownloadQueue.Action]) async throws {
         for action in actions { try await perform(action) }
@@ -48,6 +49,10 @@ extension DownloadManager {
         case .removeForAnotherHost(let id, let deleteFile):
             // No caller waits for it: a child of the manager's task group, logged if it fails.
             spawn { await self.removeForAnotherHost(id, deleteFile: deleteFile) }
+        case .restoreQueued:
+            await enqueue(try await store.records(status: nil).filter(\.status.resumesAfterRestart))
+        case .startClaiming:
+            startFleet()
         }
     }
 

@@ -19,20 +19,20 @@ extension DownloadManager {
         let (stopping, remote): ([Completion], [DownloadID]) = try await inTurn { [self] in
             var records: [(id: DownloadID, status: DownloadStatus)] = []
             for id in ids { records.append((id, try await existing(id).status)) }
-            if let fleet {
-                if let refusal = queue.pauseRefusal(records) { throw refusal }
+            switch try queue.pausing(records).get() {
+            case .here(let actions):
+                // A running one stops at a checkpoint; a waiting one leaves the list and is saved paused.
+                let stopping = runs(stoppedBy: actions)
+                try await performSaving(actions)
+                signalIdleIfNeeded()
+                return (stopping, [])
+            case .everywhere(let ids):
                 // One statement decides for all of them, wherever they run (`fleetPaused`).
-                let (actions, elsewhere) = queue.fleetPaused(try await fleet.pause(ids))
+                let (actions, elsewhere) = queue.fleetPaused(try await sharedStore().pause(ids))
                 let stopping = runs(stoppedBy: actions)
                 await perform(actions)
                 return (stopping, elsewhere)
             }
-            // A running one stops at a checkpoint; a waiting one leaves the list and is saved paused.
-            let actions = try queue.pause(records).get()
-            let stopping = runs(stoppedBy: actions)
-            try await performSaving(actions)
-            signalIdleIfNeeded()
-            return (stopping, [])
         }
         for run in stopping { await run.wait() }
         for id in remote { _ = try await fleetAwait(.paused, of: id) }
@@ -57,22 +57,12 @@ extension DownloadManager {
     public func resume(_ ids: [DownloadID]) async throws -> Int {
         try await inTurn { [self] in
             var records: [DownloadRecord] = []
-            for id in ids {
-                let record = try await existing(id)
-                if record.status == .completed {
-                    throw HaulError(.conflict, "download \(id) is already complete; nothing was changed")
-                }
-                records.append(record)
-            }
-            if fleet != nil {
-                // All saved in one transaction or none (one running on another host refuses it).
-                try await requeue(records.filter { !$0.status.resumesAfterRestart })
-                return ids.count
-            }
-            // Queued or running but not scheduled here: its start found it locked by another
-            // process; try again.
-            for record in records where !isScheduled(record.id) {
-                _ = try await readd(record, request: record.request)
+            for id in ids { records.append(try await existing(id)) }
+            switch try queue.resuming(records).get() {
+            case .readd(let records):
+                for record in records { _ = try await readd(record, request: record.request) }
+            case .requeue(let records):
+                try await requeue(records)
             }
             return ids.count
         }
@@ -93,7 +83,7 @@ extension DownloadManager {
             await perform(queue.stop(id, as: .removed))
             return running.ended
         }
-        if stopping == nil, fleet != nil {
+        if stopping == nil, queue.removing(id) == .throughItsHost {
             // Not running here: its host removes it, or this one at once when none holds it.
             let record = try await fleetRequest(deleteFile ? .removeWithFile : .remove, for: id)
             await names.release(directory: record.request.directory, name: record.fileName)

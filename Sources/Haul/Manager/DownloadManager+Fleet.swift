@@ -157,12 +157,18 @@ extension DownloadManager {
         }
     }
 
+    /// The fleet's shared store, for the steps the queue sends there (`DownloadQueue.PauseStep`,
+    /// `RemoveStep`): a local manager is never sent there.
+    func sharedStore() throws(HaulError) -> any SharedQueueStore {
+        guard let fleet else { throw HaulError(.internal, "not part of a fleet") }
+        return fleet
+    }
+
     /// Pauses or removes a download that does not run here: at once when no host holds it,
     /// else through a command its host applies at its next renewal; waits (a few seconds at
     /// most) until the record says it happened. Returns the record as it ended up.
     func fleetRequest(_ command: FleetCommand, for id: DownloadID) async throws -> DownloadRecord {
-        guard let fleet else { throw HaulError(.internal, "not part of a fleet") }
-        if case .applied(let applied, let before) = try await fleet.request(command, for: id) {
+        if case .applied(let applied, let before) = try await sharedStore().request(command, for: id) {
             if command != .pause {
                 await removeFiles(of: applied, deleteFile: command == .removeWithFile, status: before)
                 queue.forgetGiven(id)

@@ -25,7 +25,7 @@ extension DownloadManager {
 
     /// aria2's waiting list: queued and paused downloads in queue order.
     public func waitingIDs() async throws -> [DownloadID] {
-        if fleet != nil {
+        if !queue.holdsWaitingList {
             // The queue is the database's; no host holds it in memory.
             let wanted = Set(try await store.ids(status: .queued) + store.ids(status: .paused))
             return try await store.ids(status: nil).filter(wanted.contains)

@@ -188,25 +188,11 @@ extension DownloadManager {
     /// the running ones have checkpointed.
     @discardableResult
     public func pauseAll() async throws -> Int {
-        if fleet != nil {
-            // The fleet's queue: every download queued or running on any host, in one statement.
-            // One that finished between the listing and the statement refuses it: list again.
-            var attempt = 0
-            while true {
-                attempt += 1
-                let ids = try await store.ids(status: .queued) + store.ids(status: .running)
-                do {
-                    return try await pause(ids)
-                } catch let error as HaulError where error.code == .conflict && attempt < 3 {
-                    continue
-                }
-            }
-        }
-        let (count, stopping): (Int, [Completion]) = try await inTurn { [self] in
+        let here: (count: Int, stopping: [Completion])? = try await inTurn { [self] in
+            guard case .here(let actions) = queue.pausingAll() else { return nil }
             // Decided from memory, in one step: a queued entry cannot start once it is out of
             // the waiting list, so its stored record is not being written by anyone else.
             let stopping = handles.values.map(\.ended)
-            let actions = queue.pauseAll()
             let waiting = actions.reduce(0) { count, action in
                 if case .savePaused(let ids) = action { count + ids.count } else { count }
             }
@@ -214,8 +200,22 @@ extension DownloadManager {
             signalIdleIfNeeded()
             return (waiting + stopping.count, stopping)
         }
-        for run in stopping { await run.wait() }
-        return count
+        if let here {
+            for run in here.stopping { await run.wait() }
+            return here.count
+        }
+        // The fleet's queue: every download queued or running on any host, in one statement.
+        // One that finished between the listing and the statement refuses it: list again.
+        var attempt = 0
+        while true {
+            attempt += 1
+            let ids = try await store.ids(status: .queued) + store.ids(status: .running)
+            do {
+                return try await pause(ids)
+            } catch let error as HaulError where error.code == .conflict && attempt < 3 {
+                continue
+            }
+        }
     }
 
     /// Puts every paused download back in the queue, in its old order. Returns how many.

@@ -141,7 +141,7 @@ public actor DownloadManager {
         self.names = FileNameClaims(store: store)
         self.metrics = EngineMetrics(factory: configuration.metricsFactory)
         let boot = configuration.bootID ?? ProgressNotes.systemBootID()
-        self.notes = fleet == nil && boot != nil
+        self.notes = queue.trustsProgressNotes && boot != nil
             ? ProgressNotes(directory: Paths.join(configuration.stateDirectory, "progress"), boot: boot) : nil
         self.globalLimiter = RateLimiter(rate: configuration.maxBytesPerSecond.flatMap(ByteRate.limit), clock: clock)
         self.budgets = HostBudgets(limit: configuration.maxConnectionsPerHost, clock: clock)
@@ -246,14 +246,9 @@ public actor DownloadManager {
     }
 
     /// Puts back in the queue what was queued or running when the last process stopped.
+    /// A fleet host starts claiming from the database instead (`DownloadQueue.restore`).
     public func restore() async throws {
-        if fleet != nil {
-            startFleet()
-            return
-        }
-        try await inTurn {
-            await self.enqueue(try await self.store.records(status: nil).filter(\.status.resumesAfterRestart))
-        }
+        try await inTurn { [self] in try await performSaving(queue.restore()) }
     }
 
     /// Returns once nothing is running or queued in this process.

@@ -158,6 +158,12 @@ public struct DownloadQueue: Sendable {
         case wakeClaims
         /// Fleet: carry out a remove another host asked for a download running here.
         case removeForAnotherHost(DownloadID, deleteFile: Bool)
+        /// At start: read the records the last process left queued or running, and report them
+        /// `queued`.
+        case restoreQueued
+        /// Fleet: start the loop that renews this host's leases, hears other hosts' commands
+        /// and claims work for free slots.
+        case startClaiming
     }
 
     // MARK: Shared steps
