@@ -105,7 +105,8 @@ public struct DownloadView: Codable, Sendable, Hashable {
     }
 }
 
-/// A failure as the API shows it: `HaulError`'s stable code and its one-line message. The code
+/// A failure as the API shows it: the stable code of a `HaulError` or a `DaemonError`, and its
+/// one-line message. The code
 /// stays a string: new codes are added over time, and an old client must still decode them.
 public struct ErrorView: Codable, Sendable, Hashable {
     public var code: String
@@ -116,13 +117,22 @@ public struct ErrorView: Codable, Sendable, Hashable {
         message = error.description
     }
 
+    public init(_ error: DaemonError) {
+        code = error.code.rawValue
+        message = error.description
+    }
+
     public init(code: String, message: String) {
         self.code = code
         self.message = message
     }
 
-    /// Back to the error it describes (the CLI's exit codes come from it).
-    public var haulError: HaulError { HaulError(HaulError.Code(rawValue: code), message) }
+    /// Back to the error it describes (the CLI's exit codes come from it): the daemon's own, or
+    /// the engine's (a code this haul does not know reads as `internal`, its message kept).
+    public func error(httpStatus: Int? = nil) -> any Error & Sendable {
+        if let code = DaemonError.Code(rawValue: code) { return DaemonError(code, message, httpStatus: httpStatus) }
+        return HaulError(HaulError.Code(reading: code), message, httpStatus: httpStatus)
+    }
 }
 
 /// `{"error": {...}}`: the body of every error answer.

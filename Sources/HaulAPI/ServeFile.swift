@@ -24,13 +24,13 @@ public struct ServeFile: Codable, Sendable, Hashable {
 
     public static func path(home: String) -> String { Paths.join(home, "serve.json") }
 
-    public static func read(home: String) throws(HaulError) -> ServeFile? {
+    public static func read(home: String) throws(DaemonError) -> ServeFile? {
         let path = path(home: home)
         guard let data = FileManager.default.contents(atPath: path) else { return nil }
         do {
             return try JSONDecoder().decode(ServeFile.self, from: data)
         } catch {
-            throw HaulError(.noDaemon, "\(path) is unreadable; restart 'haul serve'")
+            throw DaemonError(.noDaemon, "\(path) is unreadable; restart 'haul serve'")
         }
     }
 
@@ -64,7 +64,13 @@ public struct ServeFile: Codable, Sendable, Hashable {
     /// Deletes the file if it still describes this process. Throws when it cannot be read
     /// (then it is left alone: it may not be this process's) or deleted.
     public static func remove(home: String, pid: Int32) throws(HaulError) {
-        guard let current = try read(home: home), current.pid == pid else { return }
+        let current: ServeFile?
+        do {
+            current = try read(home: home)
+        } catch {
+            throw HaulError(.fileSystem, error.message)
+        }
+        guard let current, current.pid == pid else { return }
         let path = path(home: home)
         guard unlink(path) == 0 || errno == ENOENT else {
             throw HaulError(.fileSystem, "cannot remove \(path): \(String(cString: strerror(errno)))")

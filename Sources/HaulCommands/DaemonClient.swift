@@ -34,10 +34,10 @@ struct DaemonOptions: ParsableArguments {
             return DaemonClient(baseURL: server, secret: token)
         }
         guard let file = try ServeFile.read(home: home) else {
-            throw HaulError(.noDaemon, "no haul daemon is running (start one with 'haul serve')")
+            throw DaemonError(.noDaemon, "no haul daemon is running (start one with 'haul serve')")
         }
         if kill(file.pid, 0) != 0, errno == ESRCH {
-            throw HaulError(.noDaemon, "no haul daemon is running (pid \(file.pid) in \(ServeFile.path(home: home)) is gone; start one with 'haul serve')")
+            throw DaemonError(.noDaemon, "no haul daemon is running (pid \(file.pid) in \(ServeFile.path(home: home)) is gone; start one with 'haul serve')")
         }
         return DaemonClient(baseURL: file.url, secret: token ?? file.secret)
     }
@@ -94,12 +94,12 @@ struct DaemonClient: Sendable {
 
     /// A daemon that took the connection but did not answer in time is not "no daemon": it is
     /// there, busy or stuck, and starting another would be refused.
-    func transportFailure(_ error: any Error) -> HaulError {
+    func transportFailure(_ error: any Error) -> any Error & Sendable {
         if let error = error as? HTTPClientError, error == .deadlineExceeded || error == .readTimeout {
             return HaulError(.network, "the haul daemon at \(baseURL) accepted the request but did not answer within "
                              + "\(timeout) (it may be busy; try again)", underlying: error)
         }
-        return HaulError(.noDaemon, "no haul daemon answers at \(baseURL) (start one with 'haul serve')", underlying: error)
+        return DaemonError(.noDaemon, "no haul daemon answers at \(baseURL) (start one with 'haul serve')", underlying: error)
     }
 
     /// The event stream, one decoded event at a time, until the daemon closes it.
@@ -128,7 +128,7 @@ struct DaemonClient: Sendable {
                     }
                     continuation.finish()
                 } catch {
-                    continuation.finish(throwing: HaulError(.noDaemon, "the haul daemon at \(baseURL) broke off its event stream",
+                    continuation.finish(throwing: DaemonError(.noDaemon, "the haul daemon at \(baseURL) broke off its event stream",
                                                             underlying: error))
                 }
             }
@@ -136,10 +136,10 @@ struct DaemonClient: Sendable {
         }
     }
 
-    private static func error(_ status: HTTPResponseStatus, _ data: Data) -> HaulError {
+    private static func error(_ status: HTTPResponseStatus, _ data: Data) -> any Error & Sendable {
         do {
             let body = try JSONDecoder().decode(ErrorBody.self, from: data)
-            return HaulError(HaulError.Code(rawValue: body.error.code), body.error.message, httpStatus: Int(status.code))
+            return body.error.error(httpStatus: Int(status.code))
         } catch {
             return HaulError(.internal, "the daemon answered \(status.code) \(status.reasonPhrase)",
                              httpStatus: Int(status.code), underlying: error)

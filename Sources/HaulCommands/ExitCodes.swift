@@ -1,3 +1,4 @@
+import HaulAPI
 import HaulCore
 
 /// The documented exit statuses of `haul`. Scripts depend on them: never renumber.
@@ -44,10 +45,10 @@ public enum ExitCodes {
     /// Stopped by Ctrl-C or SIGTERM after checkpointing; run the same command again to resume.
     public static let interrupted: Int32 = 130
 
+    /// Every engine code has its status: a new code does not compile until it is given one.
     public static func code(for error: HaulError) -> Int32 {
         switch error.code {
         case .usage, .badURL, .unsupportedScheme, .badRequest, .tooLarge: usage
-        case .noDaemon, .unauthorized: noDaemon
         case .notFound: notFound
         case .conflict: conflict
         case .forbidden: forbidden
@@ -62,7 +63,14 @@ public enum ExitCodes {
         case .fleetNameInUse: fleetNameInUse
         case .urlExpired: urlExpired
         case .badCookieFile: cookieFile
-        default: `internal`
+        case .leaseLost, .internal: `internal`
+        }
+    }
+
+    /// The daemon's own errors: no daemon answers, or it refused the token or the name used.
+    public static func code(for error: DaemonError) -> Int32 {
+        switch error.code {
+        case .noDaemon, .unauthorized, .misdirected: noDaemon
         }
     }
 }

@@ -48,6 +48,9 @@ public struct HaulCommand: AsyncParsableCommand {
         } catch let error as HaulError {
             FileHandle.standardError.write(Data("haul: \(error.message)\n".utf8))
             return ExitCodes.code(for: error)
+        } catch let error as DaemonError {
+            FileHandle.standardError.write(Data("haul: \(error.message)\n".utf8))
+            return ExitCodes.code(for: error)
         } catch {
             guard let failure = failure(for: error) else {
                 print(fullMessage(for: error))

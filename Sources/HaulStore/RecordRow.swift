@@ -102,7 +102,7 @@ struct RecordRow {
         record.request.growsConnections = (int("grows_connections") ?? 0) != 0
         record.segments = segments
         if let code = string("error_code") {
-            record.error = HaulError(HaulError.Code(rawValue: code), string("error_message") ?? code,
+            record.error = HaulError(HaulError.Code(reading: code), string("error_message") ?? code,
                                      httpStatus: int("error_http_status").map(Int.init), cause: string("error_cause"))
         }
         readSecrets(of: &record, headers: string("headers"), credentials: string("credentials"), cookies: string("cookies"))

@@ -6,6 +6,7 @@ import Darwin
 import ArgumentParser
 import Foundation
 @testable import HaulCommands
+import HaulAPI
 import HaulCore
 import Testing
 
@@ -68,7 +69,7 @@ import Testing
         let (socket, port) = try Self.socket(listening: false)
         defer { close(socket) }
         let client = DaemonClient(baseURL: "http://127.0.0.1:\(port)", secret: "s", timeout: .seconds(30))
-        let error = await #expect(throws: HaulError.self) { () async throws -> [String: String] in
+        let error = await #expect(throws: DaemonError.self) { () async throws -> [String: String] in
             try await client.get("/downloads")
         }
         #expect(error?.code == .noDaemon)

@@ -19,11 +19,42 @@ import Testing
     }
 
     @Test(arguments: [
-        (HaulError.Code.badRequest, 400), (.usage, 400), (.badURL, 400), (.unauthorized, 401), (.forbidden, 403),
-        (.notFound, 404), (.conflict, 409), (.fileExists, 409), (.tooLarge, 413), (.misdirected, 421), (.store, 500), (.internal, 500),
+        (HaulError.Code.badRequest, 400), (.usage, 400), (.badURL, 400), (.forbidden, 403),
+        (.notFound, 404), (.conflict, 409), (.fileExists, 409), (.tooLarge, 413), (.store, 500), (.internal, 500),
     ])
     func everyErrorCodeHasItsStatus(code: HaulError.Code, status: Int) {
-        #expect(APIErrorMiddleware<BasicRequestContext>.status(for: HaulError(code, "x")).code == status)
+        let answer = APIErrorMiddleware<BasicRequestContext>.answer(for: HaulError(code, "x"))
+        #expect(answer.status.code == status && answer.view.code == code.rawValue)
+    }
+
+    /// The daemon's own errors (the token, the Host) keep their codes and statuses, Hummingbird's
+    /// 401 among them.
+    @Test func theDaemonsOwnErrorsHaveTheirCodesAndStatuses() {
+        typealias Middleware = APIErrorMiddleware<BasicRequestContext>
+        let refused = Middleware.answer(for: DaemonError(.unauthorized, "wrong token"))
+        #expect(refused.status == .unauthorized && refused.view == ErrorView(code: "unauthorized", message: "wrong token"))
+        let misdirected = Middleware.answer(for: DaemonError(.misdirected, "Host 'evil'"))
+        #expect(misdirected.status.code == 421 && misdirected.view.code == "misdirected-request")
+        let hummingbird = Middleware.answer(for: HTTPError(.unauthorized, message: "no"))
+        #expect(hummingbird.status == .unauthorized && hummingbird.view.code == "unauthorized")
+    }
+
+    /// Every code, the engine's and the daemon's, comes back from the wire as the error it was:
+    /// what the CLI's exit status is read from. A code this haul does not know reads as internal.
+    @Test func everyCodeComesBackFromTheWireAsTheErrorItWas() throws {
+        for code in HaulError.Code.allCases {
+            let back = ErrorView(HaulError(code, "m")).error(httpStatus: 500)
+            #expect((back as? HaulError)?.code == code, "\(code)")
+        }
+        for code in DaemonError.Code.allCases {
+            let back = ErrorView(DaemonError(code, "m")).error(httpStatus: 401)
+            #expect((back as? DaemonError)?.code == code, "\(code)")
+        }
+        let newer = try #require(ErrorView(code: "from-a-newer-haul", message: "m").error() as? HaulError)
+        #expect(newer.code == .internal && newer.message == "m")
+        // So does a stored error's code.
+        let stored = try JSONDecoder().decode(HaulError.self, from: Data(#"{"code":"from-a-newer-haul","message":"m"}"#.utf8))
+        #expect(stored.code == .internal && stored.message == "m")
     }
 
     @Test func decodingErrorsNameTheField() throws {

@@ -2,89 +2,105 @@
 /// optional underlying cause. The CLI maps codes to exit statuses and the daemon to HTTP statuses,
 /// so the code is API: add codes, never rename them.
 public struct HaulError: Error, Hashable, Codable, Sendable, CustomStringConvertible {
-    public struct Code: RawRepresentable, Hashable, Codable, Sendable, CustomStringConvertible {
-        public var rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
-
+    /// The engine's codes, closed: every place that maps them (exit statuses, HTTP statuses)
+    /// is exhaustive, and the compiler shows each one a new code must reach. What goes wrong
+    /// between the daemon and its clients (a refused token, no daemon) is the daemon's own
+    /// `DaemonError` (HaulAPI), whose codes join these on the wire. A code read back from a
+    /// store or an answer that this haul does not know (written by a newer one) reads as
+    /// `internal`, its message kept.
+    public enum Code: String, CaseIterable, Hashable, Codable, Sendable, CustomStringConvertible {
         /// Invalid arguments or options.
-        public static let usage = Code(rawValue: "usage")
+        case usage = "usage"
         /// A URL that cannot be parsed.
-        public static let badURL = Code(rawValue: "bad-url")
+        case badURL = "bad-url"
         /// A scheme other than http or https.
-        public static let unsupportedScheme = Code(rawValue: "unsupported-scheme")
+        case unsupportedScheme = "unsupported-scheme"
         /// The server answered with an error status that retrying will not fix.
-        public static let httpStatus = Code(rawValue: "http-status")
+        case httpStatus = "http-status"
         /// The server broke the protocol in a way that could corrupt the file (a `Content-Range`
         /// that is not what was asked for, a range past the end).
-        public static let badResponse = Code(rawValue: "bad-response")
+        case badResponse = "bad-response"
         /// The server broke HTTP/1.1's framing of a body (a chunk size that is not a number, a
         /// malformed chunk): bytes that came before are kept, but the attempt counts as failed
         /// whatever it brought.
-        public static let brokenFraming = Code(rawValue: "broken-framing")
+        case brokenFraming = "broken-framing"
         /// More redirects than allowed, or a redirect loop.
-        public static let tooManyRedirects = Code(rawValue: "too-many-redirects")
+        case tooManyRedirects = "too-many-redirects"
         /// Connection refused, reset, DNS, TLS, timeouts: after the retries ran out.
-        public static let network = Code(rawValue: "network")
+        case network = "network"
         /// The file's length is not what the server announced.
-        public static let lengthMismatch = Code(rawValue: "length-mismatch")
+        case lengthMismatch = "length-mismatch"
         /// The file's digest is not the one the user gave.
-        public static let checksumMismatch = Code(rawValue: "checksum-mismatch")
+        case checksumMismatch = "checksum-mismatch"
         /// The file's digest is not the one the server announced (`Repr-Digest`, `Content-Digest`,
         /// `Digest`): the bytes are not the server's representation, and are not published.
-        public static let digestMismatch = Code(rawValue: "digest-mismatch")
+        case digestMismatch = "digest-mismatch"
         /// Reading or writing the destination or the state directory failed.
-        public static let fileSystem = Code(rawValue: "file-system")
+        case fileSystem = "file-system"
         /// No space left, or the file-size limit was hit.
-        public static let diskFull = Code(rawValue: "disk-full")
+        case diskFull = "disk-full"
         /// The destination exists and belongs to someone else.
-        public static let fileExists = Code(rawValue: "file-exists")
+        case fileExists = "file-exists"
         /// Another process is running this download.
-        public static let inUse = Code(rawValue: "in-use")
+        case inUse = "in-use"
         /// Stopped by a signal or a shutdown before finishing.
-        public static let interrupted = Code(rawValue: "interrupted")
+        case interrupted = "interrupted"
         /// Cancelled by the user.
-        public static let cancelled = Code(rawValue: "cancelled")
+        case cancelled = "cancelled"
         /// No download with that id.
-        public static let notFound = Code(rawValue: "not-found")
+        case notFound = "not-found"
         /// The state store failed or is unreadable.
-        public static let store = Code(rawValue: "store")
+        case store = "store"
         /// A fleet host's lease on a download was taken over by another host: it may no longer
         /// write the record or the file.
-        public static let leaseLost = Code(rawValue: "lease-lost")
+        case leaseLost = "lease-lost"
         /// The shared store (PostgreSQL) cannot be reached: downloads stop at their checkpoints
         /// and go on when it is back.
-        public static let storeUnavailable = Code(rawValue: "store-unavailable")
+        case storeUnavailable = "store-unavailable"
         /// The store's schema was written by a newer haul.
-        public static let storeTooNew = Code(rawValue: "store-too-new")
+        case storeTooNew = "store-too-new"
         /// The store refused the login.
-        public static let storeLogin = Code(rawValue: "store-login")
+        case storeLogin = "store-login"
         /// Another live `haul serve` already is this host of the fleet (the same `--fleet-name`).
-        public static let fleetNameInUse = Code(rawValue: "fleet-name-in-use")
+        case fleetNameInUse = "fleet-name-in-use"
         /// The download's state does not allow the request (pausing a finished one, moving a
         /// running one).
-        public static let conflict = Code(rawValue: "conflict")
-        /// A request to the daemon that is not valid JSON, or has fields of the wrong type.
-        public static let badRequest = Code(rawValue: "bad-request")
-        /// A request to the daemon was larger than it accepts.
-        public static let tooLarge = Code(rawValue: "too-large")
-        /// A request to the daemon without the right token.
-        public static let unauthorized = Code(rawValue: "unauthorized")
-        /// A request to the daemon for something it does not allow (a directory outside its own).
-        public static let forbidden = Code(rawValue: "forbidden")
-        /// No daemon answers at the address the CLI knows.
-        public static let noDaemon = Code(rawValue: "no-daemon")
+        case conflict = "conflict"
+        /// Input that is not what it must be: a request to the daemon that is not valid JSON or
+        /// has fields of the wrong type, a Metalink document that cannot be read.
+        case badRequest = "bad-request"
+        /// Input larger than accepted: a request to the daemon, a small file read beneath the
+        /// download roots.
+        case tooLarge = "too-large"
+        /// A path haul refuses: a directory outside the allowed ones, a symbolic link, a `.part`
+        /// with other hard links.
+        case forbidden = "forbidden"
         /// The URL stopped serving the file after bytes had arrived (401, 403 or 410: a signed
         /// link that expired): the bytes are kept, and a new URL for the same file continues it.
-        public static let urlExpired = Code(rawValue: "url-expired")
+        case urlExpired = "url-expired"
         /// A cookie file (`--load-cookies`) that cannot be read or is not a Netscape cookie file.
-        public static let badCookieFile = Code(rawValue: "bad-cookie-file")
+        case badCookieFile = "bad-cookie-file"
         /// A bug: something Haul did not expect.
-        public static let `internal` = Code(rawValue: "internal")
+        case `internal` = "internal"
+
+        public var description: String { rawValue }
+
+        public init(from decoder: any Decoder) throws {
+            let raw = try decoder.singleValueContainer().decode(String.self)
+            self = Code(rawValue: raw) ?? .internal
+        }
+
+        /// The code named `raw`; one this haul does not know is `internal`.
+        public init(reading raw: String) {
+            self = Code(rawValue: raw) ?? .internal
+        }
 
         /// Failures that another attempt may not repeat.
         public var isTransient: Bool {
-            [Code.network, .httpStatus, .badResponse, .brokenFraming, .lengthMismatch].contains(self)
+            switch self {
+            case .network, .httpStatus, .badResponse, .brokenFraming, .lengthMismatch: true
+            default: false
+            }
         }
     }
 

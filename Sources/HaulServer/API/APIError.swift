@@ -5,17 +5,35 @@ import Hummingbird
 import NIOCore
 
 /// Maps every error a handler throws to a status and `{"error": {"code", "message"}}`, so an
-/// API client never has to parse text. The codes are `HaulError`'s, which are stable.
+/// API client never has to parse text. The codes are `HaulError`'s and `DaemonError`'s, both
+/// closed and stable; each has its status, decided exhaustively.
 struct APIErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
         } catch {
-            let haulError = Self.haulError(for: error)
-            return APIResponse.error(haulError, status: Self.status(for: haulError))
+            let answer = Self.answer(for: error)
+            return APIResponse.error(answer.view, status: answer.status)
         }
     }
 
+    /// What an error is answered with: its code and message, and the status.
+    static func answer(for error: any Error) -> (view: ErrorView, status: HTTPResponse.Status) {
+        if let error = daemonError(for: error) { return (ErrorView(error), status(for: error.code)) }
+        let haulError = haulError(for: error)
+        return (ErrorView(haulError), status(for: haulError.code))
+    }
+
+    /// The daemon's own errors: its checks' (the token, the Host), and Hummingbird's 401.
+    static func daemonError(for error: any Error) -> DaemonError? {
+        switch error {
+        case let error as DaemonError: error
+        case let error as HTTPError where error.status == .unauthorized: DaemonError(.unauthorized, error.body ?? "unauthorized")
+        default: nil
+        }
+    }
+
+    /// Anything else as the engine's error.
     static func haulError(for error: any Error) -> HaulError {
         switch error {
         case let error as HaulError:
@@ -27,7 +45,6 @@ struct APIErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             case .notFound: return HaulError(.notFound, "no such endpoint")
             case .methodNotAllowed: return HaulError(.badRequest, "method not allowed here")
             case .contentTooLarge: return HaulError(.tooLarge, "request body is too large")
-            case .unauthorized: return HaulError(.unauthorized, error.body ?? "unauthorized")
             default:
                 return HaulError(error.status.code < 500 ? .badRequest : .internal, error.body ?? error.status.reasonPhrase)
             }
@@ -38,16 +55,26 @@ struct APIErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         }
     }
 
-    static func status(for error: HaulError) -> HTTPResponse.Status {
-        switch error.code {
+    static func status(for code: HaulError.Code) -> HTTPResponse.Status {
+        switch code {
         case .badRequest, .usage, .badURL, .unsupportedScheme: .badRequest
-        case .unauthorized: .unauthorized
         case .forbidden: .forbidden
         case .notFound: .notFound
         case .conflict, .fileExists, .inUse: .conflict
         case .tooLarge: .contentTooLarge
+        case .httpStatus, .badResponse, .brokenFraming, .tooManyRedirects, .network, .lengthMismatch, .checksumMismatch,
+             .digestMismatch, .fileSystem, .diskFull, .interrupted, .cancelled, .store, .leaseLost, .storeUnavailable,
+             .storeTooNew, .storeLogin, .fleetNameInUse, .urlExpired, .badCookieFile, .internal:
+            .internalServerError
+        }
+    }
+
+    static func status(for code: DaemonError.Code) -> HTTPResponse.Status {
+        switch code {
+        case .unauthorized: .unauthorized
         case .misdirected: .misdirectedRequest
-        default: .internalServerError
+        // The client's own (nothing answered it); never sent by a daemon.
+        case .noDaemon: .serviceUnavailable
         }
     }
 
@@ -89,11 +116,11 @@ struct BearerAuthMiddleware<Context: RequestContext & ConnectionContext>: Router
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let header = request.headers[.authorization] else {
-            throw HaulError(.unauthorized, "missing 'Authorization: Bearer TOKEN' header")
+            throw DaemonError(.unauthorized, "missing 'Authorization: Bearer TOKEN' header")
         }
         let prefix = "Bearer "
         guard header.hasPrefix(prefix), Token.matches(header.utf8.dropFirst(prefix.utf8.count), secret) else {
-            throw HaulError(.unauthorized, "wrong token")
+            throw DaemonError(.unauthorized, "wrong token")
         }
         connections.authenticated(context.channel)
         return try await next(request, context)
@@ -133,14 +160,14 @@ enum APIResponse {
         return Response(status: status, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: buffer))
     }
 
-    static func error(_ error: HaulError, status: HTTPResponse.Status) -> Response {
+    static func error(_ error: ErrorView, status: HTTPResponse.Status) -> Response {
         var response: Response
         do {
-            response = try json(ErrorBody(error: ErrorView(error)), status: status)
+            response = try json(ErrorBody(error: error), status: status)
         } catch let encoding {
             // Strings do not fail to encode; were it to happen, the error still goes out, as text.
             response = Response(status: status, headers: [.contentType: "text/plain; charset=utf-8"],
-                                body: .init(byteBuffer: ByteBuffer(string: "\(error.code.rawValue): \(error.message) (\(encoding))\n")))
+                                body: .init(byteBuffer: ByteBuffer(string: "\(error.code): \(error.message) (\(encoding))\n")))
         }
         if status == .unauthorized { response.headers[.wwwAuthenticate] = "Bearer" }
         return response

@@ -4,14 +4,9 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import HaulAPI
 import HaulCore
 import Hummingbird
-
-extension HaulError.Code {
-    /// The request's `Host` (or a WebSocket's `Origin`) is not a name of this daemon: a page
-    /// that rebound its own DNS name to 127.0.0.1 must not reach the API (HTTP 421).
-    public static let misdirected = HaulError.Code(rawValue: "misdirected-request")
-}
 
 /// Which `Host` headers and `Origin`s name this daemon. A browser sends the page's own host
 /// name in `Host`, so a DNS-rebinding page (evil.example resolving to 127.0.0.1) is told apart
@@ -98,7 +93,7 @@ struct HostCheckMiddleware<Context: RequestContext>: RouterMiddleware {
             throw HaulError(.badRequest, "more than one Host header")
         }
         if let authority = request.head.authority, !check.allows(authority: authority) {
-            throw HaulError(.misdirected, "Host '\(authority.prefix(100))' does not name this daemon: use its address, localhost, or start it with --allow-host NAME")
+            throw DaemonError(.misdirected, "Host '\(authority.prefix(100))' does not name this daemon: use its address, localhost, or start it with --allow-host NAME")
         }
         return try await next(request, context)
     }
