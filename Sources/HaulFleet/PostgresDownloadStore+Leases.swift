@@ -37,20 +37,6 @@ extension PostgresDownloadStore {
         for row in rows {
             let record = try Self.decode((row.0, row.1, row.2, row.3, row.4, row.5))
             held.withLockedValue { $0[record.id] = row.6 }
-            if record.status == .failed {
-                // Its credentials cannot be read (`markUnreadable`): stored failed, with why,
-                // under this lease (the column stays as it was), instead of run without them.
-                logger.error("download cannot be run", metadata: ["id": "\(record.id)", "error": "\(record.error?.message ?? "")"])
-                do {
-                    try await save(record)
-                    try await release(record.id)
-                } catch {
-                    // Not held any more: its lease runs out and a later claim tries again.
-                    held.withLockedValue { _ = $0.removeValue(forKey: record.id) }
-                    logger.error("cannot store the failure", metadata: ["id": "\(record.id)", "error": "\(error)"])
-                }
-                continue
-            }
             claimed.append(record)
         }
         return claimed.sorted { $0.runsBefore($1) }

@@ -249,6 +249,21 @@ import Testing
         #expect(queue.claimRequest() == nil)
     }
 
+    /// A claimed record that cannot be run (its credentials unreadable made it failed) is stored
+    /// so and its lease released, never started; it still counts toward a full claim.
+    @Test func aClaimedDownloadThatCannotBeRunIsStoredFailedAndReleased() throws {
+        var queue = Queue.fleet(limit: 2)
+        var unreadable = try Self.record("u", .queued)
+        unreadable.markUnreadable("credentials", detail: "not JSON")
+        #expect(unreadable.status == .failed)
+        let runnable = try Self.record("r", .queued)
+        #expect(queue.claimed([unreadable, runnable], limit: 2) == [
+            .storeFailed(unreadable), .releaseLease(Self.id("u")),
+            .publish(DownloadEvent(id: Self.id("r"), kind: .queued)), .startRun(Self.id("r"), generation: 1, place: nil, given: nil),
+            .wakeClaims])
+        #expect(!queue.isScheduled(Self.id("u")))
+    }
+
     @Test func aLostLeaseStopsWithoutWritingAndAnOutageSuspendsUntilARenewalSaysItIsStillOurs() throws {
         var queue = Queue.fleet(limit: 2)
         _ = queue.claimed([Self.id("x"), Self.id("y")], limit: 3)

@@ -1,4 +1,5 @@
 import Foundation
+import Haul
 import HaulCore
 import HaulFleet
 import HaulTesting
@@ -63,19 +64,41 @@ import Testing
         #expect(read.error?.message.contains("download \(records[0].id): its stored credentials cannot be read") == true)
         #expect(read.error?.cause == "not JSON")
         #expect(!"\(read.error!)".contains("hunter2"), "the reason never quotes the stored text")
-        // A claim runs only the readable one; the other is stored failed, with why, and let go.
-        let claimed = try await store.claim(limit: 5, excluding: [])
-        #expect(claimed.map(\.id) == [records[1].id])
-        #expect(claimed.first?.request.credentials == credentials)
-        #expect(!store.holds(records[0].id))
-        let row = try await server.psql("""
+        // A claim reads both: the unreadable one failed, with why, still held; what becomes of it
+        // is the queue's decision (a probe host claims and lets both go again).
+        let probe = try await PostgresDownloadStore.open(try location(server), host: "probe", leaseTimeout: .seconds(600))
+        let claimed = try await probe.claim(limit: 5, excluding: [])
+        #expect(Set(claimed.map(\.id)) == Set(records.map(\.id)))
+        #expect(claimed.first { $0.id == records[0].id }?.status == .failed)
+        #expect(claimed.first { $0.id == records[1].id }?.request.credentials == credentials)
+        for record in claimed { try await probe.release(record.id) }
+        await probe.close()
+        // A host's queue runs only the readable one; the other is stored failed, with why, and let go.
+        let state = NSTemporaryDirectory() + "haul-forms-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let manager = try await DownloadManager(
+            configuration: .init(stateDirectory: state, maxConcurrentDownloads: 5, retry: RetryPolicy(maxAttempts: 1)), fleet: store)
+        try await manager.restore()
+        let released = """
             SELECT status || ' ' || (lease_owner IS NULL)::text || ' ' || credentials FROM haul_downloads WHERE id = '\(records[0].id.rawValue)'
-            """)
+            """
+        var row = ""
+        for _ in 0..<600 where row != "failed true hunter2" {
+            row = try await server.psql(released)
+            try await Task.sleep(for: .milliseconds(50))
+        }
         #expect(row == "failed true hunter2", "failed, released, and the column left as it was")
-        let stored = try #require(try await store.record(records[0].id))
+        let stored = try #require(try await manager.record(records[0].id))
         #expect(stored.status == .failed && stored.error?.message.contains("credentials cannot be read") == true)
-        #expect(try await store.claim(limit: 5, excluding: []).isEmpty)
-        await store.close()
+        // The readable one ran (against a port where nothing listens): its end is its own.
+        var other = try await manager.record(records[1].id)
+        for _ in 0..<600 where other?.status != .failed {
+            try await Task.sleep(for: .milliseconds(50))
+            other = try await manager.record(records[1].id)
+        }
+        #expect(other?.status == .failed && other?.error?.code == .network, "\(String(describing: other?.error))")
+        await manager.shutdown()
         await server.destroy()
     }
 }

@@ -40,6 +40,14 @@ extension DownloadManager {
             await names.release(directory: directory, name: name)
         case .savePaused(let ids):
             try await savePaused(ids)
+        case .storeFailed(let record):
+            configuration.logger.error("download cannot be run", metadata: ["id": "\(record.id)", "error": "\(record.error?.message ?? "")"])
+            do {
+                try await store.save(record)
+            } catch {
+                // Its lease is released next: a later claim reads it again.
+                configuration.logger.error("cannot store the failure", metadata: ["id": "\(record.id)", "error": "\(error)"])
+            }
         case .releaseLease(let id):
             await releaseLease(id)
         case .claim(let limit, let excluding):

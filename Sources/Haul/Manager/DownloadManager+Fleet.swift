@@ -110,7 +110,7 @@ extension DownloadManager {
         guard let fleet else { return }
         do {
             let claimed = try await fleet.claim(limit: limit, excluding: Array(excluding))
-            await perform(queue.claimed(claimed.map(\.id), limit: limit))
+            await perform(queue.claimed(claimed, limit: limit))
         } catch {
             configuration.logger.warning("cannot claim downloads", metadata: ["error": "\(error)"])
         }

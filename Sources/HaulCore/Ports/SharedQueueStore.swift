@@ -20,7 +20,9 @@ public protocol SharedQueueStore: DownloadStore {
     /// How long a lease lasts without renewal.
     var leaseTimeout: Duration { get }
     /// Claims up to `limit` downloads for this host, in the fleet's order, none of `excluded`
-    /// (downloads whose run here is still stopping).
+    /// (downloads whose run here is still stopping). A record part of which cannot be read is
+    /// returned failed, with why (`markUnreadable`), held all the same: what becomes of it is
+    /// the queue's decision (`DownloadQueue.claimed`).
     func claim(limit: Int, excluding excluded: [DownloadID]) async throws -> [DownloadRecord]
     /// Whether this host still holds a lease on the download (as far as it knows).
     func holds(_ id: DownloadID) -> Bool

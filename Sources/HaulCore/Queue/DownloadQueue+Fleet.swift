@@ -34,6 +34,20 @@ extension DownloadQueue {
         return actions
     }
 
+    /// The same, with the records the claim read: one that cannot be run (a part of its stored
+    /// form is unreadable, its credentials say, and reading it made it failed, with why:
+    /// `markUnreadable`) is stored so, under this host's lease, and the lease released, instead
+    /// of being run without what it needs. It counts toward the claim's size all the same.
+    public mutating func claimed(_ records: [DownloadRecord], limit: Int) -> [Action] {
+        var unrunnable: [Action] = []
+        for record in records where record.status == .failed {
+            unrunnable += [.storeFailed(record), .releaseLease(record.id)]
+        }
+        var actions = claimed(records.filter { $0.status != .failed }.map(\.id), limit: limit)
+        if records.count == limit, limit > 0, !actions.contains(.wakeClaims) { actions.append(.wakeClaims) }
+        return unrunnable + actions
+    }
+
     /// A renewal answered: leases lost stop without writing, other hosts' commands apply to the
     /// runs here, and downloads held through an outage start again (still ours).
     public mutating func renewed(_ report: LeaseReport) -> [Action] {

@@ -152,6 +152,8 @@ public struct DownloadQueue: Sendable {
         case savePaused([DownloadID])
         /// Fleet: end this host's lease of the download.
         case releaseLease(DownloadID)
+        /// Fleet: store this claimed record as it is (failed, with why: it cannot be run).
+        case storeFailed(DownloadRecord)
         /// Fleet: claim up to `limit` downloads, none of `excluding`; report `claimed`.
         case claim(limit: Int, excluding: Set<DownloadID>)
         /// Fleet: look for work soon (something was queued, or a slot freed).
