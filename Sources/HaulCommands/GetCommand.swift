@@ -246,8 +246,8 @@ struct GetCommand: AsyncParsableCommand {
                     reporter.tick(manager.liveProgress())
                     let wanted = reporter.namesWanted()
                     if !wanted.isEmpty {
-                        // Read beside the loop: a busy store must not hold up the display.
-                        Task {
+                        // Read beside the loop, in its group: a busy store must not hold up the display.
+                        group.addTask {
                             let records: [DownloadRecord]
                             do {
                                 records = try await manager.records(wanted)
@@ -265,8 +265,9 @@ struct GetCommand: AsyncParsableCommand {
                 case .signal:
                     outcome.interrupted = true
                     stopAdding.withLockedValue { $0 = true }
-                    // Every running download checkpoints; the batches' streams then end.
-                    Task { await manager.shutdown() }
+                    // Every running download checkpoints; the batches' streams then end (the group
+                    // waits for the shutdown before it returns).
+                    group.addTask { await manager.shutdown() }
                 }
             }
             group.cancelAll()

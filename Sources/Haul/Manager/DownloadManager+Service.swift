@@ -48,22 +48,18 @@ extension DownloadManager: Service {
     /// Runs until the manager shuts down; a graceful shutdown of its service group shuts it
     /// down (with `configuration.shutdownDeadline`). Called once; a manager that already runs by
     /// itself (an operation came first) is stopped by this call's graceful shutdown as well.
-    public func run() async throws {
+    public func run() async {
         let deadline = configuration.shutdownDeadline
+        // Sent to the task group: the shutdown is one of its children.
+        let stopGracefully: @Sendable () -> Void = { [jobs] in
+            jobs.continuation.yield { await self.shutdown(deadline: deadline) }
+        }
         switch service.loop {
         case .idle:
             service.loop = .running
-            await withGracefulShutdownHandler {
-                await self.loop()
-            } onGracefulShutdown: { [jobs] in
-                jobs.continuation.yield { await self.shutdown(deadline: deadline) }
-            }
+            await withGracefulShutdownHandler { await self.loop() } onGracefulShutdown: { stopGracefully() }
         case .selfStarted(let task):
-            await withGracefulShutdownHandler {
-                await task.value
-            } onGracefulShutdown: { [jobs] in
-                jobs.continuation.yield { await self.shutdown(deadline: deadline) }
-            }
+            await withGracefulShutdownHandler { await task.value } onGracefulShutdown: { stopGracefully() }
         case .running, .ended:
             return
         }
