@@ -1002,9 +1002,13 @@ def c_remove(t):
 def c_tell_waiting(t):
     t.cleanup()
     t.set_jobs(1)
-    a = t.add("slow")
+    # One connection each (aria2's own default): the queue's cases up to getGlobalStat need A
+    # running for their whole length. Added without a count, haul's A grew to 4 connections and,
+    # in a clean-clone CI run on a loaded machine, finished before getGlobalStat counted it.
+    one = {"max_connection_per_server": "1"}
+    a = t.add("slow", **one)
     t.wait_status(a, "active")
-    names = {"A": a, "B": t.add("slow2"), "C": t.add("slow3"), "D": t.add("slow")}
+    names = {"A": a, "B": t.add("slow2", **one), "C": t.add("slow3", **one), "D": t.add("slow", **one)}
     t.state["queue"] = names
     k = ["gid", "status"]
     tw = lambda o, n: [f"{l}:{x['status']}" for l, x in zip(t.labels(t.ok("aria2.tellWaiting", o, n, k), names),
