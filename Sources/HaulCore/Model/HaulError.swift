@@ -86,8 +86,7 @@ public struct HaulError: Error, Hashable, Codable, Sendable, CustomStringConvert
         public var description: String { rawValue }
 
         public init(from decoder: any Decoder) throws {
-            let raw = try decoder.singleValueContainer().decode(String.self)
-            self = Code(rawValue: raw) ?? .internal
+            self.init(reading: try decoder.singleValueContainer().decode(String.self))
         }
 
         /// The code named `raw`; one this haul does not know is `internal`.

@@ -25,13 +25,7 @@ extension DownloadQueue {
     /// The database gave this host these downloads (at most the claim's `limit`): each starts.
     /// When it gave as many as asked, more may be waiting: look again at once.
     public mutating func claimed(_ ids: [DownloadID], limit: Int) -> [Action] {
-        var actions: [Action] = []
-        for id in ids where !isShuttingDown && !isRunning(id) {
-            actions.append(.publish(DownloadEvent(id: id, kind: .queued)))
-            actions.append(begin(id, place: nil))
-        }
-        if ids.count == limit, limit > 0 { actions.append(.wakeClaims) }
-        return actions
+        starting(ids, claimed: ids.count, limit: limit)
     }
 
     /// The same, with the records the claim read: one that cannot be run (a part of its stored
@@ -39,13 +33,23 @@ extension DownloadQueue {
     /// `markUnreadable`) is stored so, under this host's lease, and the lease released, instead
     /// of being run without what it needs. It counts toward the claim's size all the same.
     public mutating func claimed(_ records: [DownloadRecord], limit: Int) -> [Action] {
-        var unrunnable: [Action] = []
+        var actions: [Action] = []
         for record in records where record.status == .failed {
-            unrunnable += [.storeFailed(record), .releaseLease(record.id)]
+            actions += [.storeFailed(record), .releaseLease(record.id)]
         }
-        var actions = claimed(records.filter { $0.status != .failed }.map(\.id), limit: limit)
-        if records.count == limit, limit > 0, !actions.contains(.wakeClaims) { actions.append(.wakeClaims) }
-        return unrunnable + actions
+        return actions + starting(records.filter { $0.status != .failed }.map(\.id), claimed: records.count, limit: limit)
+    }
+
+    /// Starts the claimed downloads `ids` (of `claimed` the claim gave); a claim that gave as
+    /// many as it asked for may have left more: look again at once.
+    private mutating func starting(_ ids: [DownloadID], claimed: Int, limit: Int) -> [Action] {
+        var actions: [Action] = []
+        for id in ids where !isShuttingDown && !isRunning(id) {
+            actions.append(.publish(DownloadEvent(id: id, kind: .queued)))
+            actions.append(begin(id, place: nil))
+        }
+        if claimed == limit, limit > 0 { actions.append(.wakeClaims) }
+        return actions
     }
 
     /// A renewal answered: leases lost stop without writing, other hosts' commands apply to the
