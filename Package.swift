@@ -145,7 +145,10 @@ let package = Package(
         ),
         .testTarget(name: "HaulCoreTests", dependencies: ["HaulCore"]),
         .testTarget(name: "HaulTestingTests", dependencies: ["HaulTesting"]),
-        .testTarget(name: "HaulStoreTests", dependencies: ["HaulStore", "HaulCore"]),
+        .testTarget(name: "HaulStoreTests", dependencies: [
+            // SQLiteNIO: to write rows as schema 11 did (`LegacyWriter`), for the migration's tests.
+            "HaulStore", "HaulCore", .product(name: "SQLiteNIO", package: "sqlite-nio"),
+        ]),
         .testTarget(name: "HaulFleetTests", dependencies: [
             "HaulFleet", "HaulCore", "HaulTesting", "Haul", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
         ]),

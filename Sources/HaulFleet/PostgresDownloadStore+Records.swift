@@ -11,11 +11,11 @@ extension PostgresDownloadStore {
             try await save([record])
             return
         }
-        let fields = try Fields(record, keepCredentials: keepsCredentials)
+        let fields = StoredRecord(record, keepCredentials: keepsCredentials)
         let query: PostgresQuery = """
             UPDATE haul_downloads SET identity = \(fields.identity), status = \(fields.status), priority = \(fields.priority),
                 position = \(fields.position), directory = \(fields.directory), file_name = \(fields.fileName),
-                record = \(fields.json), credentials = COALESCE(\(fields.credentials), credentials),
+                record = \(fields.record), credentials = COALESCE(\(fields.credentials), credentials),
                 lease_expires = now() + make_interval(secs => \(leaseSeconds))
             WHERE id = \(fields.id) AND lease_owner = \(host) AND lease_generation = \(generation)
             RETURNING id
@@ -42,10 +42,10 @@ extension PostgresDownloadStore {
             var binds = PostgresBindings()
             var rows: [String] = []
             for record in batch {
-                let fields = try Fields(record, keepCredentials: keepsCredentials)
+                let fields = StoredRecord(record, keepCredentials: keepsCredentials)
                 let first = binds.count
                 fields.bind(into: &binds)
-                rows.append("(" + (1...Fields.count).map { "$\(first + $0)" }.joined(separator: ", ") + ")")
+                rows.append("(" + (1...StoredRecord.fleetColumnCount).map { "$\(first + $0)" }.joined(separator: ", ") + ")")
             }
             let sql = """
                 INSERT INTO haul_downloads (id, identity, status, priority, position, created_at, directory, file_name, record, credentials)

@@ -71,8 +71,10 @@ final class GroupCommit: Sendable {
             var start = 0
             while start < unique.count {
                 let rows = unique[start..<min(unique.count, start + rowsPerStatement)]
-                statements.append((RecordRow.upsertSQL(rows: rows.count),
-                                   rows.flatMap { RecordRow($0, keepCredentials: keepCredentials).binds }))
+                var binds: [SQLiteData] = []
+                binds.reserveCapacity(rows.count * RecordRow.columns.count)
+                for record in rows { RecordRow.binds(record, keepCredentials: keepCredentials, into: &binds) }
+                statements.append((RecordRow.upsertSQL(rows: rows.count), binds))
                 start += rows.count
             }
             records = []

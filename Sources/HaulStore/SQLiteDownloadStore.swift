@@ -39,6 +39,13 @@ public final class SQLiteDownloadStore: DownloadStore {
     public static func open(path: String, keepsCredentials: Bool = false,
                             logger: Logger = Logger(label: "haul.store", factory: { _ in SwiftLogNoOpLogHandler() }))
         async throws -> SQLiteDownloadStore {
+        try await open(path: path, keepsCredentials: keepsCredentials, logger: logger, schemaVersion: StoreSchema.steps.count)
+    }
+
+    /// Opened at an older schema: only for tests that write rows as an older haul did.
+    static func open(path: String, keepsCredentials: Bool,
+                     logger: Logger = Logger(label: "haul.store", factory: { _ in SwiftLogNoOpLogHandler() }),
+                     schemaVersion: Int) async throws -> SQLiteDownloadStore {
         // A thread of its own: a connection waiting on another process's lock must not occupy
         // the threads that file writes (or another connection holding that lock) need.
         let pool = NIOThreadPool(numberOfThreads: 1)
@@ -62,7 +69,7 @@ public final class SQLiteDownloadStore: DownloadStore {
         var attempt = 0
         while true {
             do {
-                try await store.prepare()
+                try await store.prepare(schemaVersion: schemaVersion)
                 await store.openReader()
                 logger.debug("opened the state database", metadata: [
                     "path": "\(path)", "reads": "\(store.reader.withLockedValue { $0 == nil } ? "on the writer's connection" : "on their own connection")"])
@@ -162,11 +169,11 @@ public final class SQLiteDownloadStore: DownloadStore {
         try await connection.query(sql, binds)
     }
 
-    private func prepare() async throws {
+    private func prepare(schemaVersion: Int) async throws {
         _ = try await query("PRAGMA busy_timeout = 10000")
         _ = try await query("PRAGMA journal_mode = WAL")
         _ = try await query("PRAGMA synchronous = FULL")
-        try await StoreSchema.migrate(self)
+        try await StoreSchema.migrate(self, to: schemaVersion)
     }
 
     // MARK: DownloadStore
@@ -224,7 +231,7 @@ public final class SQLiteDownloadStore: DownloadStore {
         while start < values.count {
             let page = values[start..<min(values.count, start + 500)]
             let placeholders = Array(repeating: "?", count: page.count).joined(separator: ", ")
-            let rows = try await read("SELECT * FROM downloads WHERE \(column) IN (\(placeholders)) \(condition) \(order)",
+            let rows = try await read("SELECT \(RecordRow.selectColumns) FROM downloads WHERE \(column) IN (\(placeholders)) \(condition) \(order)",
                                       page.map { .text($0) })
             records += try rows.map(RecordRow.decode)
             start += page.count
@@ -249,13 +256,13 @@ public final class SQLiteDownloadStore: DownloadStore {
     }
 
     public func record(_ id: DownloadID) async throws -> DownloadRecord? {
-        let rows = try await read("SELECT * FROM downloads WHERE id = ?", [.text(id.rawValue)])
+        let rows = try await read("SELECT \(RecordRow.selectColumns) FROM downloads WHERE id = ?", [.text(id.rawValue)])
         return try rows.first.map(RecordRow.decode)
     }
 
     public func record(matching request: DownloadRequest) async throws -> DownloadRecord? {
         let rows = try await read(
-            "SELECT * FROM downloads WHERE identity = ? AND status != 'removed' ORDER BY created_at DESC LIMIT 1",
+            "SELECT \(RecordRow.selectColumns) FROM downloads WHERE identity = ? AND status != 'removed' ORDER BY created_at DESC LIMIT 1",
             [.text(request.identity)])
         return try rows.first.map(RecordRow.decode)
     }
@@ -273,9 +280,9 @@ public final class SQLiteDownloadStore: DownloadStore {
         let order = QueueOrder.sqlite
         let rows: [SQLiteRow]
         if let status {
-            rows = try await read("SELECT * FROM downloads WHERE status = ? \(order)", [.text(status.rawValue)])
+            rows = try await read("SELECT \(RecordRow.selectColumns) FROM downloads WHERE status = ? \(order)", [.text(status.rawValue)])
         } else {
-            rows = try await read("SELECT * FROM downloads \(order)")
+            rows = try await read("SELECT \(RecordRow.selectColumns) FROM downloads \(order)")
         }
         return try rows.map(RecordRow.decode)
     }

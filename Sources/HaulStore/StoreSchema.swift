@@ -1,3 +1,4 @@
+import HaulCore
 import SQLiteNIO
 
 /// The schema as an ordered list of migrations; `PRAGMA user_version` records how many ran.
@@ -120,23 +121,96 @@ enum StoreSchema {
         ],
     ]
 
+    /// A step of the schema: statements, or the rewrite of every row in the stored form.
+    enum Step {
+        case sql([String])
+        /// Version 12: each row's 33 columns become the stored form both stores share
+        /// (HaulCore's `StoredRecord`: the record's JSON plus the indexed columns), read by the
+        /// old reader and written by the new writer, in the migration's transaction.
+        case storedForm
+    }
+
+    static let steps: [Step] = migrations.map(Step.sql) + [.storedForm]
+
     /// Two processes may open a new database at once: the version is read inside the write
     /// transaction, so the second one sees the first one's work instead of redoing it.
-    static func migrate(_ store: SQLiteDownloadStore) async throws {
+    /// - Parameter target: the version to bring it to; every step unless a test asks for an
+    ///   older schema, to write rows as an older haul did.
+    static func migrate(_ store: SQLiteDownloadStore, to target: Int = steps.count) async throws {
         let before = try await store.query("PRAGMA user_version")
-        guard (before.first?.columns.first?.data.integer ?? 0) < migrations.count else { return }
+        guard (before.first?.columns.first?.data.integer ?? 0) < target else { return }
         _ = try await store.query("BEGIN IMMEDIATE")
         do {
             let rows = try await store.query("PRAGMA user_version")
             let current = Int(rows.first?.columns.first?.data.integer ?? 0)
-            for version in current..<max(current, migrations.count) {
-                for statement in migrations[version] { _ = try await store.query(statement) }
+            for version in current..<max(current, target) {
+                switch steps[version] {
+                case .sql(let statements):
+                    for statement in statements { _ = try await store.query(statement) }
+                case .storedForm:
+                    try await rewriteInStoredForm(store)
+                }
                 _ = try await store.query("PRAGMA user_version = \(version + 1)")
             }
             _ = try await store.query("COMMIT")
         } catch {
             _ = try? await store.query("ROLLBACK")
             throw error
+        }
+    }
+
+    /// Every row read by the old reader (`LegacyRecordRow`) and written in the stored form, into a
+    /// new table that then takes the old one's name and indexes. The credentials column is
+    /// copied as it was (the stored form keeps it apart, in the same JSON), so one the old reader
+    /// could not read still fails its download with the reason. A header or cookie column it
+    /// could not read has already failed the record, which is stored so, with the reason.
+    private static func rewriteInStoredForm(_ store: SQLiteDownloadStore) async throws {
+        _ = try await store.query("""
+            CREATE TABLE downloads_stored (
+                id TEXT PRIMARY KEY NOT NULL,
+                identity TEXT NOT NULL,
+                status TEXT NOT NULL,
+                priority INTEGER NOT NULL,
+                position INTEGER NOT NULL,
+                created_at INTEGER NOT NULL,
+                directory TEXT NOT NULL,
+                file_name TEXT,
+                record TEXT NOT NULL,
+                credentials TEXT
+            )
+            """)
+        let old = try await store.query("SELECT * FROM downloads")
+        var rows: [StoredRecord] = []
+        rows.reserveCapacity(old.count)
+        for row in old {
+            var stored = StoredRecord(try LegacyRecordRow.decode(row), keepCredentials: false)
+            stored.credentials = row.column("credentials")?.string
+            rows.append(stored)
+        }
+        let perStatement = 32_000 / RecordRow.columns.count
+        var start = 0
+        while start < rows.count {
+            let page = rows[start..<min(rows.count, start + perStatement)]
+            start += page.count
+            let row = "(" + Array(repeating: "?", count: RecordRow.columns.count).joined(separator: ", ") + ")"
+            var binds: [SQLiteData] = []
+            for stored in page { RecordRow.binds(stored, into: &binds) }
+            _ = try await store.query("INSERT INTO downloads_stored (\(RecordRow.columns.joined(separator: ", "))) VALUES "
+                + Array(repeating: row, count: page.count).joined(separator: ", "), binds)
+        }
+        for statement in [
+            "DROP TABLE downloads",
+            "ALTER TABLE downloads_stored RENAME TO downloads",
+            "CREATE INDEX downloads_identity ON downloads (identity)",
+            "CREATE INDEX downloads_queue ON downloads (status, priority DESC, position)",
+            "CREATE INDEX downloads_order ON downloads (priority DESC, position)",
+            "CREATE INDEX downloads_file_name ON downloads (directory, file_name)",
+            """
+            CREATE UNIQUE INDEX downloads_live_file_name ON downloads (directory, file_name)
+            WHERE file_name IS NOT NULL AND status IN ('queued', 'running')
+            """,
+        ] {
+            _ = try await store.query(statement)
         }
     }
 }

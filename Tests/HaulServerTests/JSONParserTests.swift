@@ -1,3 +1,4 @@
+import HaulCore
 import Foundation
 import HaulAPI
 import Testing

@@ -3,9 +3,10 @@ import HaulCore
 import HaulStore
 import Testing
 
-/// Headers and credentials in the one form both stores use: rows written in the old form are
-/// converted by the migration and read back equal; a value that cannot be read fails its
-/// download with the reason instead of coming back empty.
+/// Headers and credentials in the one form both stores use: rows written in the old forms (by
+/// schema 9's and 11's writers) are converted by the migrations and read back equal; a value
+/// that cannot be read fails its download with the reason instead of coming back empty, and
+/// the migration to the stored form keeps that.
 @Suite(.timeLimit(.minutes(2))) struct StoredFormTests {
     let headers: HTTPHeaderList = ["Cookie": #"sid=1; q="x""#, "X-Token": "a:b", "x-token": "second, same name"]
     let credentials = Credentials(user: "ul:la%", password: #"p"w:%3A£"#)
@@ -31,10 +32,8 @@ import Testing
     @Test func rowsInTheOldFormAreMigratedAndReadBackEqual() async throws {
         let path = NSTemporaryDirectory() + "haul-stored-\(UUID().uuidString).sqlite"
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let store = try await SQLiteDownloadStore.open(path: path, keepsCredentials: true)
         let original = try record("old", headers: headers)
-        try await store.save([original, try record("plain"), try record("odd")])
-        try await store.close()
+        try await LegacyWriter.database(at: path, holding: [original, try record("plain"), try record("odd")])
         // As version 9 wrote them (without the later columns): headers as [[name, value]],
         // credentials as [user, password];
         // one row holds headers the old reader emptied in silence (a pair of one).
@@ -69,12 +68,10 @@ import Testing
     @Test func anUnreadableColumnFailsItsDownloadAndSparesTheOthers() async throws {
         let path = NSTemporaryDirectory() + "haul-stored-\(UUID().uuidString).sqlite"
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let store = try await SQLiteDownloadStore.open(path: path, keepsCredentials: true)
         var done = try record("done", headers: headers)
         done.status = .completed
-        try await store.save([try record("good", headers: headers), try record("badheaders", headers: headers),
-                              try record("badcredentials"), done])
-        try await store.close()
+        try await LegacyWriter.database(at: path, holding: [try record("good", headers: headers), try record("badheaders", headers: headers),
+                                                            try record("badcredentials"), done])
         try await python("""
             c = sqlite3.connect(path)
             c.execute("UPDATE downloads SET headers = 'Cookie: sid=hunter2' WHERE id IN ('badheaders', 'done')")

@@ -28,6 +28,11 @@ public struct SourceCookies: Hashable, Codable, Sendable, CustomStringConvertibl
         self.fields = fields
     }
 
+    /// Fields as a stored form holds them (`StoredRecord`).
+    init(fields: [String: String]) {
+        self.fields = fields
+    }
+
     public var isEmpty: Bool { fields.isEmpty }
 
     /// The `Cookie` field a request to `url` carries, nil when none was given for it.

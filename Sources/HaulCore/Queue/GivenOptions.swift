@@ -1,8 +1,9 @@
-/// What a request carries that the store may not keep, held by the queue in the download's
-/// entry for its runs (`DownloadQueue.Entry`): its credentials (a store opened without
-/// `keepsCredentials` returns records without them) and `-N` / `--remote-time` (a property of
-/// the command: run again, it gives them again). Dropped with the download (completed or
-/// removed), so a daemon keeps none for downloads it no longer has.
+/// What a request carries that the store may not keep, or that the latest command decides,
+/// held by the queue in the download's entry for its runs (`DownloadQueue.Entry`): its
+/// credentials (a store opened without `keepsCredentials` returns records without them) and
+/// `-N` / `--remote-time` (stored with the record, but a property of the command: run again
+/// without them, it runs without them). Dropped with the download (completed or removed), so a
+/// daemon keeps none for downloads it no longer has.
 public struct GivenOptions: Sendable, Hashable {
     public var credentials: Credentials?
     public var timestamps: GivenTimestamps?

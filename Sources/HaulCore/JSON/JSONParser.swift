@@ -16,6 +16,8 @@ public struct JSONParser {
 
     private let bytes: [UInt8]
     private var index = 0
+    /// Arrays and objects open around the reader (`readObject`, `readArray`).
+    private var depth = 0
 
     private init(_ bytes: [UInt8]) {
         self.bytes = bytes
@@ -35,8 +37,147 @@ public struct JSONParser {
         Failure(offset: index, reason: reason)
     }
 
+    // MARK: Reading a known shape, without the tree
+
+    /// A parser that reads a value of a known shape field by field (`readObject`, `readString`,
+    /// ...), with no `JSONValue` tree and no dictionary between the bytes and the result: how a
+    /// stored record is read (`StoredRecord`), a thousand per listing.
+    public init(bytes: [UInt8]) {
+        self.init(bytes)
+        skipWhitespace()
+    }
+
+    /// Reads an object: `field` is called with each key and must read (or `skipValue`) its value.
+    public mutating func readObject(_ field: (inout JSONParser, String) throws(Failure) -> Void) throws(Failure) {
+        try expect(UInt8(ascii: "{"), "expected an object")
+        depth += 1
+        guard depth <= Self.maxDepth else { throw failure("nested deeper than \(Self.maxDepth)") }
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+            index += 1
+            depth -= 1
+            skipWhitespace()
+            return
+        }
+        while true {
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw failure("expected a string key") }
+            let key = try string()
+            skipWhitespace()
+            try expect(UInt8(ascii: ":"), "expected ':'")
+            skipWhitespace()
+            try field(&self, key)
+            skipWhitespace()
+            guard index < bytes.count else { throw failure("unexpected end of input") }
+            index += 1
+            switch bytes[index - 1] {
+            case UInt8(ascii: ","): skipWhitespace()
+            case UInt8(ascii: "}"):
+                depth -= 1
+                skipWhitespace()
+                return
+            default:
+                index -= 1
+                throw failure("expected ',' or '}'")
+            }
+        }
+    }
+
+    /// Reads an array: `element` is called for each item and must read (or skip) it.
+    public mutating func readArray(_ element: (inout JSONParser) throws(Failure) -> Void) throws(Failure) {
+        try expect(UInt8(ascii: "["), "expected an array")
+        depth += 1
+        guard depth <= Self.maxDepth else { throw failure("nested deeper than \(Self.maxDepth)") }
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
+            index += 1
+            depth -= 1
+            skipWhitespace()
+            return
+        }
+        while true {
+            try element(&self)
+            skipWhitespace()
+            guard index < bytes.count else { throw failure("unexpected end of input") }
+            index += 1
+            switch bytes[index - 1] {
+            case UInt8(ascii: ","): skipWhitespace()
+            case UInt8(ascii: "]"):
+                depth -= 1
+                skipWhitespace()
+                return
+            default:
+                index -= 1
+                throw failure("expected ',' or ']'")
+            }
+        }
+    }
+
+    public mutating func readString() throws(Failure) -> String {
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw failure("expected a string") }
+        let text = try string()
+        skipWhitespace()
+        return text
+    }
+
+    /// An integer, as `parse` reads one (`1.0` is 1).
+    public mutating func readInteger() throws(Failure) -> Int64 {
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "-") || isDigit(bytes[index]) else {
+            throw failure("expected an integer")
+        }
+        let start = index
+        guard case .integer(let value) = try number() else { throw Failure(offset: start, reason: "expected an integer") }
+        skipWhitespace()
+        return value
+    }
+
+    public mutating func readBool() throws(Failure) -> Bool {
+        guard index < bytes.count else { throw failure("unexpected end of input") }
+        let value: Bool
+        switch bytes[index] {
+        case UInt8(ascii: "t"): try literal("true"); value = true
+        case UInt8(ascii: "f"): try literal("false"); value = false
+        default: throw failure("expected true or false")
+        }
+        skipWhitespace()
+        return value
+    }
+
+    /// Reads a `null` if one comes next: whether it did.
+    public mutating func readNull() throws(Failure) -> Bool {
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "n") else { return false }
+        try literal("null")
+        skipWhitespace()
+        return true
+    }
+
+    /// Reads past one value of any kind (a key this reader does not know).
+    public mutating func skipValue() throws(Failure) {
+        _ = try value(depth: depth)
+        skipWhitespace()
+    }
+
+    /// Where the reader is, in bytes from the start.
+    public var offset: Int { index }
+
+    /// Nothing but whitespace is left.
+    public func finish() throws(Failure) {
+        guard index == bytes.count else { throw failure("unexpected data after the value") }
+    }
+
+    private mutating func expect(_ byte: UInt8, _ reason: String) throws(Failure) {
+        guard index < bytes.count, bytes[index] == byte else { throw failure(reason) }
+        index += 1
+    }
+
+    // MARK: Scanning
+
     private mutating func skipWhitespace() {
-        while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index += 1
+            default: return
+            }
+        }
     }
 
     private mutating func value(depth: Int) throws(Failure) -> JSONValue {
@@ -89,11 +230,13 @@ public struct JSONParser {
     private mutating func object(depth: Int) throws(Failure) -> JSONValue {
         guard depth <= Self.maxDepth else { throw failure("nested deeper than \(Self.maxDepth)") }
         index += 1
-        var fields: [String: JSONValue] = [:]
+        // Pairs first, then one dictionary of the right size: growing it key by key rehashed
+        // every key several times.
+        var fields: [(String, JSONValue)] = []
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
-            return .object(fields)
+            return .object([:])
         }
         while true {
             skipWhitespace()
@@ -104,15 +247,14 @@ public struct JSONParser {
             index += 1
             skipWhitespace()
             // A repeated key: the first one wins, as with Foundation's decoder.
-            let value = try value(depth: depth)
-            if fields[key] == nil { fields[key] = value }
+            fields.append((key, try value(depth: depth)))
             skipWhitespace()
             guard index < bytes.count else { throw failure("unexpected end of input") }
             switch bytes[index] {
             case UInt8(ascii: ","): index += 1
             case UInt8(ascii: "}"):
                 index += 1
-                return .object(fields)
+                return .object(Dictionary(fields, uniquingKeysWith: { first, _ in first }))
             default: throw failure("expected ',' or '}'")
             }
         }
@@ -122,11 +264,20 @@ public struct JSONParser {
         index += 1
         let start = index
         // The common case: no escapes, so the bytes are the string's.
+        var ascii = true
         while index < bytes.count, bytes[index] != UInt8(ascii: "\""), bytes[index] != UInt8(ascii: "\\") {
             guard bytes[index] >= 0x20 else { throw failure("a control character in a string") }
+            if bytes[index] >= 0x80 { ascii = false }
             index += 1
         }
         guard index < bytes.count else { throw failure("unterminated string") }
+        if ascii, bytes[index] == UInt8(ascii: "\"") {
+            // ASCII is UTF-8 already: made from the input itself, with no copy and no check
+            // (the copy and the generic check were a third of reading a stored record).
+            let end = index
+            index += 1
+            return bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[start..<end]), as: UTF8.self) }
+        }
         var utf8 = Array(bytes[start..<index])
         while bytes[index] != UInt8(ascii: "\"") {
             if bytes[index] == UInt8(ascii: "\\") {
@@ -221,6 +372,12 @@ public struct JSONParser {
             if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
             guard index < bytes.count, isDigit(bytes[index]) else { throw failure("expected a digit in the exponent") }
             while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+        }
+        if isInteger, index - start <= 18 {
+            // Up to 18 digits always fit: read without making a string.
+            var value: Int64 = 0
+            for byte in bytes[start..<index] where byte != UInt8(ascii: "-") { value = value * 10 + Int64(byte - UInt8(ascii: "0")) }
+            return .integer(bytes[start] == UInt8(ascii: "-") ? -value : value)
         }
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
         if isInteger, let integer = Int64(text) { return .integer(integer) }
