@@ -1,4 +1,5 @@
 import HaulCore
+import NIOConcurrencyHelpers
 import SQLiteNIO
 
 /// A row of `downloads` and a `DownloadRecord`, through the stored form both stores share
@@ -41,17 +42,25 @@ enum RecordRow {
     }
 
     /// Read by position: the statements that read records select `selectColumns`, in this
-    /// order, which spares a lookup by name per column.
-    static func decode(_ row: SQLiteRow) throws -> DownloadRecord {
+    /// order, which spares a lookup by name per column. A row whose JSON is the text `cache`
+    /// parsed before is not parsed again.
+    static func decode(_ row: SQLiteRow, cache: NIOLockedValueBox<StoredRecordCache>) throws -> DownloadRecord {
         let values = row.columns
         guard values.count == 7, let id = values[0].data.string, let status = values[1].data.string,
               let priority = values[2].data.integer, let position = values[3].data.integer,
-              let record = values[5].data.string else {
+              let json = values[5].data.string else {
             throw HaulError(.store, "download \(values.first?.data.string ?? "without an id") in the store cannot be read",
                             cause: "a column is missing")
         }
-        return try StoredRecord.read(id: id, status: status, priority: priority, position: Int64(position),
-                                     fileName: values[4].data.string, record: record, credentials: values[6].data.string)
+        let parsed: DownloadRecord
+        if let cached = cache.withLockedValue({ $0.record(id: id, json: json) }) {
+            parsed = cached
+        } else {
+            parsed = try StoredRecord.parse(id: id, record: json)
+            cache.withLockedValue { $0.keep(parsed, id: id, json: json) }
+        }
+        return try StoredRecord.read(status: status, priority: priority, position: Int64(position),
+                                     fileName: values[4].data.string, parsed: parsed, credentials: values[6].data.string)
     }
 
     /// The columns a record is read from, in `decode`'s order.

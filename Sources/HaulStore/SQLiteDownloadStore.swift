@@ -19,6 +19,8 @@ public final class SQLiteDownloadStore: DownloadStore {
     /// running downloads' checkpoints (and they do not wait for it).
     private let reader = NIOLockedValueBox<(connection: SQLiteConnection, pool: NIOThreadPool)?>(nil)
     public let path: String
+    /// Records parsed from rows whose JSON has not changed since (`StoredRecordCache`).
+    private let parsed = NIOLockedValueBox(StoredRecordCache())
     /// The owner's logger (the manager's `configuration.logger`): what the store cannot throw
     /// to a caller (a reader that could not be opened or closed, a rollback that failed) is told here.
     let logger: Logger
@@ -233,7 +235,7 @@ public final class SQLiteDownloadStore: DownloadStore {
             let placeholders = Array(repeating: "?", count: page.count).joined(separator: ", ")
             let rows = try await read("SELECT \(RecordRow.selectColumns) FROM downloads WHERE \(column) IN (\(placeholders)) \(condition) \(order)",
                                       page.map { .text($0) })
-            records += try rows.map(RecordRow.decode)
+            records += try rows.map { try RecordRow.decode($0, cache: parsed) }
             start += page.count
         }
         return records
@@ -257,14 +259,14 @@ public final class SQLiteDownloadStore: DownloadStore {
 
     public func record(_ id: DownloadID) async throws -> DownloadRecord? {
         let rows = try await read("SELECT \(RecordRow.selectColumns) FROM downloads WHERE id = ?", [.text(id.rawValue)])
-        return try rows.first.map(RecordRow.decode)
+        return try rows.first.map { try RecordRow.decode($0, cache: parsed) }
     }
 
     public func record(matching request: DownloadRequest) async throws -> DownloadRecord? {
         let rows = try await read(
             "SELECT \(RecordRow.selectColumns) FROM downloads WHERE identity = ? AND status != 'removed' ORDER BY created_at DESC LIMIT 1",
             [.text(request.identity)])
-        return try rows.first.map(RecordRow.decode)
+        return try rows.first.map { try RecordRow.decode($0, cache: parsed) }
     }
 
     /// One query per 500 identities instead of one per request: a re-run of a finished list of
@@ -284,7 +286,7 @@ public final class SQLiteDownloadStore: DownloadStore {
         } else {
             rows = try await read("SELECT \(RecordRow.selectColumns) FROM downloads \(order)")
         }
-        return try rows.map(RecordRow.decode)
+        return try rows.map { try RecordRow.decode($0, cache: parsed) }
     }
 
     public func fileNameHolder(_ fileName: String, directory: String, except id: DownloadID) async throws -> DownloadID? {

@@ -120,4 +120,23 @@ import Testing
         #expect(try await store.places(status: .paused).map(\.position) == [-42])
         try await store.close()
     }
+
+    /// A row changed behind the store's back (another process's write) is read as it is now,
+    /// never from what the store parsed before.
+    @Test func aRowChangedByAnotherWriterIsReadAsItIsNow() async throws {
+        let path = NSTemporaryDirectory() + "haul-cache-\(UUID().uuidString).sqlite"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let store = try await SQLiteDownloadStore.open(path: path)
+        let record = try Self.samples()[1]
+        try await store.save(record)
+        #expect(try await store.record(record.id)?.finalURL == record.finalURL)
+        let other = try await SQLiteDownloadStore.open(path: path)
+        var changed = record
+        changed.finalURL = "https://elsewhere.example/now"
+        try await other.save(changed)
+        try await other.close()
+        #expect(try await store.record(record.id)?.finalURL == "https://elsewhere.example/now")
+        #expect(try await store.records(status: nil).first?.finalURL == "https://elsewhere.example/now")
+        try await store.close()
+    }
 }

@@ -46,26 +46,37 @@ public struct StoredRecord: Hashable, Sendable {
     /// differ from the JSON are read back (the others are the JSON's own values, kept for the
     /// indexes).
     ///
-    /// Credentials that cannot be read fail the record (`markUnreadable`), never the listing.
     /// - Parameter fileName: the column, which a name reservation may have set; nil leaves the
     ///   JSON's.
     /// - Throws: `.store` when the JSON is not a record's form or the status is unknown; the
     ///   reason names where, never the text (it holds headers and cookies).
     public static func read(id: String, status: String, priority: Int, position: Int64, fileName: String?,
                             record json: String, credentials: String?) throws(HaulError) -> DownloadRecord {
-        var record: DownloadRecord
+        try read(status: status, priority: priority, position: position, fileName: fileName,
+                 parsed: parse(id: id, record: json), credentials: credentials)
+    }
+
+    /// The record's JSON alone, as `read` parses it (what `StoredRecordCache` keeps).
+    public static func parse(id: String, record json: String) throws(HaulError) -> DownloadRecord {
         do {
-            record = try Self.record(fromJSON: json)
+            return try Self.record(fromJSON: json)
         } catch {
             throw HaulError(.store, "download \(id) in the store cannot be read", cause: error.reason)
         }
+    }
+
+    /// `parsed` (the row's JSON, parsed) with the row's columns applied.
+    public static func read(status: String, priority: Int, position: Int64, fileName: String?,
+                            parsed: DownloadRecord, credentials: String?) throws(HaulError) -> DownloadRecord {
+        var record = parsed
         guard let status = DownloadStatus(rawValue: status) else {
-            throw HaulError(.store, "download \(id) in the store cannot be read", cause: "an unknown status")
+            throw HaulError(.store, "download \(record.id) in the store cannot be read", cause: "an unknown status")
         }
         record.status = status
         record.request.priority = priority
         record.position = position
         if let fileName { record.fileName = fileName }
+        // Credentials that cannot be read fail the record (`markUnreadable`), never the listing.
         if let credentials {
             do {
                 record.request.credentials = try Self.credentials(fromJSON: credentials)
