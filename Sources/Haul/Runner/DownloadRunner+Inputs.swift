@@ -7,7 +7,8 @@ import NIOConcurrencyHelpers
 extension RunSession {
     // MARK: Inputs
 
-    func handle(_ input: RunInput) async -> [Action] {
+    /// Synchronous: it never waits (the machine answers under its lock).
+    func handle(_ input: RunInput) -> [Action] {
         let jitter = self.jitter
         switch input {
         case .response(let connection, let head, let body):

@@ -206,7 +206,7 @@ final class RunSession {
         }
         if !finished {
             for await input in inbox {
-                await execute(await handle(input))
+                await execute(handle(input))
                 if finished { break }
             }
         }
