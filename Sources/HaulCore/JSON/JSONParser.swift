@@ -27,7 +27,7 @@ public struct JSONParser {
     public static func parse(_ bytes: [UInt8]) throws(Failure) -> JSONValue {
         var parser = JSONParser(bytes)
         parser.skipWhitespace()
-        let value = try parser.value(depth: 0)
+        let value = try parser.value()
         parser.skipWhitespace()
         guard parser.index == bytes.count else { throw parser.failure("unexpected data after the value") }
         return value
@@ -49,67 +49,14 @@ public struct JSONParser {
 
     /// Reads an object: `field` is called with each key and must read (or `skipValue`) its value.
     public mutating func readObject(_ field: (inout JSONParser, String) throws(Failure) -> Void) throws(Failure) {
-        try expect(UInt8(ascii: "{"), "expected an object")
-        depth += 1
-        guard depth <= Self.maxDepth else { throw failure("nested deeper than \(Self.maxDepth)") }
+        try fields(field)
         skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
-            index += 1
-            depth -= 1
-            skipWhitespace()
-            return
-        }
-        while true {
-            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw failure("expected a string key") }
-            let key = try string()
-            skipWhitespace()
-            try expect(UInt8(ascii: ":"), "expected ':'")
-            skipWhitespace()
-            try field(&self, key)
-            skipWhitespace()
-            guard index < bytes.count else { throw failure("unexpected end of input") }
-            index += 1
-            switch bytes[index - 1] {
-            case UInt8(ascii: ","): skipWhitespace()
-            case UInt8(ascii: "}"):
-                depth -= 1
-                skipWhitespace()
-                return
-            default:
-                index -= 1
-                throw failure("expected ',' or '}'")
-            }
-        }
     }
 
     /// Reads an array: `element` is called for each item and must read (or skip) it.
     public mutating func readArray(_ element: (inout JSONParser) throws(Failure) -> Void) throws(Failure) {
-        try expect(UInt8(ascii: "["), "expected an array")
-        depth += 1
-        guard depth <= Self.maxDepth else { throw failure("nested deeper than \(Self.maxDepth)") }
+        try items(open: UInt8(ascii: "["), close: UInt8(ascii: "]"), element)
         skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
-            index += 1
-            depth -= 1
-            skipWhitespace()
-            return
-        }
-        while true {
-            try element(&self)
-            skipWhitespace()
-            guard index < bytes.count else { throw failure("unexpected end of input") }
-            index += 1
-            switch bytes[index - 1] {
-            case UInt8(ascii: ","): skipWhitespace()
-            case UInt8(ascii: "]"):
-                depth -= 1
-                skipWhitespace()
-                return
-            default:
-                index -= 1
-                throw failure("expected ',' or ']'")
-            }
-        }
     }
 
     public mutating func readString() throws(Failure) -> String {
@@ -152,7 +99,7 @@ public struct JSONParser {
 
     /// Reads past one value of any kind (a key this reader does not know).
     public mutating func skipValue() throws(Failure) {
-        _ = try value(depth: depth)
+        _ = try value()
         skipWhitespace()
     }
 
@@ -162,11 +109,6 @@ public struct JSONParser {
     /// Nothing but whitespace is left.
     public func finish() throws(Failure) {
         guard index == bytes.count else { throw failure("unexpected data after the value") }
-    }
-
-    private mutating func expect(_ byte: UInt8, _ reason: String) throws(Failure) {
-        guard index < bytes.count, bytes[index] == byte else { throw failure(reason) }
-        index += 1
     }
 
     // MARK: Scanning
@@ -180,17 +122,72 @@ public struct JSONParser {
         }
     }
 
-    private mutating func value(depth: Int) throws(Failure) -> JSONValue {
+    private mutating func value() throws(Failure) -> JSONValue {
         guard index < bytes.count else { throw failure("unexpected end of input") }
         switch bytes[index] {
-        case UInt8(ascii: "{"): return try object(depth: depth + 1)
-        case UInt8(ascii: "["): return try array(depth: depth + 1)
+        case UInt8(ascii: "{"):
+            // Pairs first, then one dictionary of the right size: growing it key by key rehashed
+            // every key several times.
+            var pairs: [(String, JSONValue)] = []
+            try fields { json, key throws(Failure) in pairs.append((key, try json.value())) }
+            // A repeated key: the first one wins, as with Foundation's decoder.
+            return .object(Dictionary(pairs, uniquingKeysWith: { first, _ in first }))
+        case UInt8(ascii: "["):
+            var values: [JSONValue] = []
+            try items(open: UInt8(ascii: "["), close: UInt8(ascii: "]")) { json throws(Failure) in values.append(try json.value()) }
+            return .array(values)
         case UInt8(ascii: "\""): return .string(try string())
         case UInt8(ascii: "t"): try literal("true"); return .bool(true)
         case UInt8(ascii: "f"): try literal("false"); return .bool(false)
         case UInt8(ascii: "n"): try literal("null"); return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try number()
         default: throw failure("unexpected character")
+        }
+    }
+
+    /// An object's members: each key read, then `field` reads its value.
+    private mutating func fields(_ field: (inout JSONParser, String) throws(Failure) -> Void) throws(Failure) {
+        try items(open: UInt8(ascii: "{"), close: UInt8(ascii: "}")) { json throws(Failure) in
+            guard json.index < json.bytes.count, json.bytes[json.index] == UInt8(ascii: "\"") else {
+                throw json.failure("expected a string key")
+            }
+            let key = try json.string()
+            json.skipWhitespace()
+            guard json.index < json.bytes.count, json.bytes[json.index] == UInt8(ascii: ":") else { throw json.failure("expected ':'") }
+            json.index += 1
+            json.skipWhitespace()
+            try field(&json, key)
+        }
+    }
+
+    /// An array's or object's items between `open` and `close`, separated by commas: the one
+    /// place that counts nesting (bounded at `maxDepth`) and checks the separators.
+    private mutating func items(open: UInt8, close: UInt8, _ item: (inout JSONParser) throws(Failure) -> Void) throws(Failure) {
+        guard index < bytes.count, bytes[index] == open else {
+            throw failure(open == UInt8(ascii: "{") ? "expected an object" : "expected an array")
+        }
+        guard depth < Self.maxDepth else { throw failure("nested deeper than \(Self.maxDepth)") }
+        depth += 1
+        index += 1
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == close {
+            index += 1
+            depth -= 1
+            return
+        }
+        while true {
+            skipWhitespace()
+            try item(&self)
+            skipWhitespace()
+            guard index < bytes.count else { throw failure("unexpected end of input") }
+            switch bytes[index] {
+            case UInt8(ascii: ","): index += 1
+            case close:
+                index += 1
+                depth -= 1
+                return
+            default: throw failure(close == UInt8(ascii: "}") ? "expected ',' or '}'" : "expected ',' or ']'")
+            }
         }
     }
 
@@ -201,63 +198,6 @@ public struct JSONParser {
             throw failure("unexpected character")
         }
         index += count
-    }
-
-    private mutating func array(depth: Int) throws(Failure) -> JSONValue {
-        guard depth <= Self.maxDepth else { throw failure("nested deeper than \(Self.maxDepth)") }
-        index += 1
-        var values: [JSONValue] = []
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
-            index += 1
-            return .array(values)
-        }
-        while true {
-            skipWhitespace()
-            values.append(try value(depth: depth))
-            skipWhitespace()
-            guard index < bytes.count else { throw failure("unexpected end of input") }
-            switch bytes[index] {
-            case UInt8(ascii: ","): index += 1
-            case UInt8(ascii: "]"):
-                index += 1
-                return .array(values)
-            default: throw failure("expected ',' or ']'")
-            }
-        }
-    }
-
-    private mutating func object(depth: Int) throws(Failure) -> JSONValue {
-        guard depth <= Self.maxDepth else { throw failure("nested deeper than \(Self.maxDepth)") }
-        index += 1
-        // Pairs first, then one dictionary of the right size: growing it key by key rehashed
-        // every key several times.
-        var fields: [(String, JSONValue)] = []
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
-            index += 1
-            return .object([:])
-        }
-        while true {
-            skipWhitespace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw failure("expected a string key") }
-            let key = try string()
-            skipWhitespace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw failure("expected ':'") }
-            index += 1
-            skipWhitespace()
-            // A repeated key: the first one wins, as with Foundation's decoder.
-            fields.append((key, try value(depth: depth)))
-            skipWhitespace()
-            guard index < bytes.count else { throw failure("unexpected end of input") }
-            switch bytes[index] {
-            case UInt8(ascii: ","): index += 1
-            case UInt8(ascii: "}"):
-                index += 1
-                return .object(Dictionary(fields, uniquingKeysWith: { first, _ in first }))
-            default: throw failure("expected ',' or '}'")
-            }
-        }
     }
 
     private mutating func string() throws(Failure) -> String {
