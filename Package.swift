@@ -73,6 +73,8 @@ let package = Package(
             dependencies: [
                 "HaulCore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                // The store is a `Service`: the daemon's service group runs its pool.
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -151,6 +153,7 @@ let package = Package(
         ]),
         .testTarget(name: "HaulFleetTests", dependencies: [
             "HaulFleet", "HaulCore", "HaulTesting", "Haul", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(
             name: "HaulCommandsTests",

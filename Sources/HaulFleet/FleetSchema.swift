@@ -71,25 +71,42 @@ enum FleetSchema {
         ],
     ]
 
-    /// Brings the database to `version`, or refuses one that is newer.
-    static func migrate(_ client: PostgresClient, logger: Logger) async throws {
-        try await client.withTransaction(logger: logger) { connection in
-            _ = try await connection.query("SELECT pg_advisory_xact_lock(7142007)", logger: logger)
-            _ = try await connection.query("CREATE TABLE IF NOT EXISTS haul_schema (version integer NOT NULL)", logger: logger)
-            var current = 0
-            for try await (value) in try await connection.query("SELECT version FROM haul_schema", logger: logger).decode(Int.self) {
-                current = max(current, value)
+    /// Brings the database to `version`, or refuses one that is newer: on a connection of its
+    /// own, in one transaction, so the store's pool need not run yet (the daemon's service group
+    /// runs it).
+    static func migrate(_ connection: PostgresConnection, logger: Logger) async throws {
+        _ = try await connection.query("BEGIN", logger: logger)
+        do {
+            try await bringUpToDate(connection, logger: logger)
+            _ = try await connection.query("COMMIT", logger: logger)
+        } catch {
+            do {
+                _ = try await connection.query("ROLLBACK", logger: logger)
+            } catch let rollback {
+                // The connection is closed next, which rolls back anyway: told, not thrown over
+                // the error that matters.
+                logger.debug("the fleet schema's rollback failed", metadata: ["error": "\(rollback)"])
             }
-            if current > version {
-                throw HaulError(.storeTooNew, "the fleet database's schema is version \(current), newer than this haul's (\(version)): upgrade haul; nothing was changed")
-            }
-            guard current < version else { return }
-            for step in steps[current..<version] {
-                for statement in step { _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
-            }
-            _ = try await connection.query("DELETE FROM haul_schema", logger: logger)
-            _ = try await connection.query("INSERT INTO haul_schema (version) VALUES (\(version))", logger: logger)
-            logger.info("fleet schema migrated", metadata: ["from": "\(current)", "to": "\(version)"])
+            throw error
         }
+    }
+
+    private static func bringUpToDate(_ connection: PostgresConnection, logger: Logger) async throws {
+        _ = try await connection.query("SELECT pg_advisory_xact_lock(7142007)", logger: logger)
+        _ = try await connection.query("CREATE TABLE IF NOT EXISTS haul_schema (version integer NOT NULL)", logger: logger)
+        var current = 0
+        for try await (value) in try await connection.query("SELECT version FROM haul_schema", logger: logger).decode(Int.self) {
+            current = max(current, value)
+        }
+        if current > version {
+            throw HaulError(.storeTooNew, "the fleet database's schema is version \(current), newer than this haul's (\(version)): upgrade haul; nothing was changed")
+        }
+        guard current < version else { return }
+        for step in steps[current..<version] {
+            for statement in step { _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
+        }
+        _ = try await connection.query("DELETE FROM haul_schema", logger: logger)
+        _ = try await connection.query("INSERT INTO haul_schema (version) VALUES (\(version))", logger: logger)
+        logger.info("fleet schema migrated", metadata: ["from": "\(current)", "to": "\(version)"])
     }
 }

@@ -117,7 +117,7 @@ final class FleetSession: Sendable {
     /// A close whose failure changes nothing (the server ends the session, and the name's lock
     /// with it, when the socket goes) but is still told, at debug level: a dropped connection
     /// usually refuses its close.
-    private static func close(_ connection: PostgresConnection, logger: Logger, after: String) async {
+    static func close(_ connection: PostgresConnection, logger: Logger, after: String) async {
         do {
             try await connection.close()
         } catch {

@@ -4,6 +4,7 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOSSL
 import PostgresNIO
+import ServiceLifecycle
 
 /// The fleet's store: one queue in PostgreSQL that several `haul serve` hosts share, each
 /// claiming downloads with leases (see `SharedQueueStore` for the protocol, and
@@ -13,11 +14,17 @@ import PostgresNIO
 /// columns (status, priority, position) win over the JSON when read, so the queue can change a
 /// status in SQL alone. Every query has a time limit: a database that does not answer is
 /// `storeUnavailable`, never a hang.
-public final class PostgresDownloadStore: SharedQueueStore {
+///
+/// A `Service`: its `run()` runs the pool of connections the queries use (postgres-nio's
+/// `PostgresClient.run()`), in the daemon's service group, listed first so that it stops last,
+/// after the manager's last saves. A store opened with `runsItsPool` (tests, a library user
+/// without a group) runs the pool itself, in a task it ends in `close()`.
+public final class PostgresDownloadStore: SharedQueueStore, Service {
     public let host: String
     public let leaseTimeout: Duration
     let client: PostgresClient
-    let runner: Task<Void, Never>
+    /// The pool's run, when the store runs it itself (`runsItsPool`).
+    let runner: Task<Void, Never>?
     let keepsCredentials: Bool
     let logger: Logger
     let queryTimeout: Duration
@@ -28,7 +35,7 @@ public final class PostgresDownloadStore: SharedQueueStore {
 
     static let columns = "id, status, priority, position, record, credentials"
 
-    private init(client: PostgresClient, runner: Task<Void, Never>, session: FleetSession, host: String,
+    private init(client: PostgresClient, runner: Task<Void, Never>?, session: FleetSession, host: String,
                  leaseTimeout: Duration, keepsCredentials: Bool, logger: Logger) {
         self.client = client
         self.session = session
@@ -43,10 +50,12 @@ public final class PostgresDownloadStore: SharedQueueStore {
 
     /// Connects (this host's own connection first, so a refused login or an unreachable server
     /// is one clear error, and a name another live host uses is refused), then creates or
-    /// migrates the schema.
+    /// migrates the schema on a connection of its own, before any pool runs.
+    /// - Parameter runsItsPool: false when a service group runs the store (`run()`); its
+    ///   queries wait (within their time limits) until the group starts it.
     public static func open(
         _ location: PostgresLocation, host: String, leaseTimeout: Duration = .seconds(15),
-        keepsCredentials: Bool = true, logger: Logger = Logger(label: "haul.fleet")
+        keepsCredentials: Bool = true, runsItsPool: Bool = true, logger: Logger = Logger(label: "haul.fleet")
     ) async throws -> PostgresDownloadStore {
         let tls: PostgresClient.Configuration.TLS
         switch location.tls {
@@ -60,18 +69,32 @@ public final class PostgresDownloadStore: SharedQueueStore {
         configuration.options.connectTimeout = .seconds(5)
         configuration.options.maximumConnections = 8
         let session = try await FleetSession.start(host: host, connect: { try await connect(location, logger: logger) }, logger: logger)
-        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        let runner = Task { await client.run() }
-        let store = PostgresDownloadStore(client: client, runner: runner, session: session, host: host, leaseTimeout: leaseTimeout,
-                                          keepsCredentials: keepsCredentials, logger: logger)
         do {
             // Creating the tables may wait for another host's migration (the advisory lock).
-            try await store.timed("migrate the schema", limit: .seconds(30)) { try await FleetSchema.migrate(client, logger: logger) }
+            try await timed("migrate the schema", limit: .seconds(30)) {
+                let connection = try await connect(location, logger: logger)
+                do {
+                    try await FleetSchema.migrate(connection, logger: logger)
+                } catch {
+                    await FleetSession.close(connection, logger: logger, after: "a failed migration")
+                    throw error
+                }
+                await FleetSession.close(connection, logger: logger, after: "the migration")
+            }
         } catch {
-            await store.close()
+            await session.close()
             throw error
         }
-        return store
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        return PostgresDownloadStore(client: client, runner: runsItsPool ? Task { await client.run() } : nil, session: session,
+                                     host: host, leaseTimeout: leaseTimeout, keepsCredentials: keepsCredentials, logger: logger)
+    }
+
+    /// Runs the pool until a graceful shutdown (or cancellation) reaches it: for a store opened
+    /// with `runsItsPool: false`, in a service group.
+    public func run() async {
+        guard runner == nil else { return }
+        await client.run()
     }
 
     /// One connection of its own, every failure as one clear error.
@@ -103,9 +126,11 @@ public final class PostgresDownloadStore: SharedQueueStore {
 
     public var commandNotices: AsyncStream<Void> { session.notices }
 
+    /// Ends the host's own connection (and its lock on the name), and the pool if the store
+    /// runs it itself; a pool run by a service group ends with the group.
     public func close() async {
         await session.close()
-        runner.cancel()
-        await runner.value
+        runner?.cancel()
+        await runner?.value
     }
 }

@@ -143,13 +143,16 @@ public struct Daemon: Sendable {
         // at the next start.
         managerConfiguration.shutdownDeadline = managerConfiguration.shutdownDeadline ?? .milliseconds(400)
         let manager: DownloadManager
+        // The fleet's pool of connections, run by the service group (first, so it stops last).
+        var fleetStore: PostgresDownloadStore?
         switch configuration.store {
         case .sqlite:
             manager = try await DownloadManager(configuration: managerConfiguration)
         case .postgres(let location):
             let store = try await PostgresDownloadStore.open(
                 location, host: configuration.fleetName ?? Self.defaultFleetName(), leaseTimeout: configuration.leaseTimeout,
-                keepsCredentials: true, logger: configuration.logger)
+                keepsCredentials: true, runsItsPool: false, logger: configuration.logger)
+            fleetStore = store
             do {
                 manager = try await DownloadManager(configuration: managerConfiguration, fleet: store)
             } catch {
@@ -163,7 +166,8 @@ public struct Daemon: Sendable {
         let pid = getpid()
         let home = configuration.home
         let logger = configuration.logger
-        var group = ServiceGroupConfiguration(services: built.services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        let services = (fleetStore.map { [ServiceGroupConfiguration.ServiceConfiguration(service: $0)] } ?? []) + built.services
+        var group = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         group.maximumGracefulShutdownDuration = configuration.shutdownDeadline
         defer {
             do throws(HaulError) {
