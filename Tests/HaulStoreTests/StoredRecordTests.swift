@@ -73,6 +73,11 @@ import Testing
                                           record: row.record, credentials: row.credentials)
         #expect(moved.status == .queued && moved.request.priority == 9 && moved.position == 1 && moved.fileName == "reserved.bin")
         #expect(moved.request.credentials == record.request.credentials)
+        var dumped = ""
+        dump(row, to: &dumped)
+        for shown in ["\(row)", String(reflecting: row), dumped] {
+            #expect(!shown.contains("%3A£") && !shown.contains("sid=1") && shown.contains(row.id), "printed: \(shown)")
+        }
 
         // A key it does not know (a newer haul's) is skipped, as JSONDecoder skips it.
         let newer = "{\"future\":{\"a\":[1,2.5,null,true]}," + row.record.dropFirst()

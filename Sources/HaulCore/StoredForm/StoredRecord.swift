@@ -12,7 +12,10 @@
 /// build), against a few for this codec, and a listing of ten thousand reads every one. It is the
 /// same form: `JSONDecoder` reads what this writes, and this reads what `JSONEncoder` wrote (the
 /// fleet's rows before this codec), which `StoredRecordTests` holds for every field.
-public struct StoredRecord: Hashable, Sendable {
+///
+/// Printed (`description`, `dump`), it shows its id and status only: the JSON holds headers and
+/// cookies, the credentials column a password.
+public struct StoredRecord: Hashable, Sendable, CustomStringConvertible, CustomReflectable {
     public var id: String
     public var identity: String
     public var status: String
@@ -26,6 +29,9 @@ public struct StoredRecord: Hashable, Sendable {
     /// `StoredCredentials` as JSON; nil when none, or when the store keeps none (a save with
     /// nil leaves those stored before alone).
     public var credentials: String?
+
+    public var description: String { "StoredRecord(\(id), \(status))" }
+    public var customMirror: Mirror { Mirror(self, children: ["id": id, "status": status]) }
 
     /// - Parameter keepCredentials: whether the request's credentials are written (the daemon's
     ///   private store, the fleet's) or left out (`haul get`: a re-run supplies them again).
