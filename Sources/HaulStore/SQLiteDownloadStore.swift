@@ -91,6 +91,9 @@ public final class SQLiteDownloadStore: DownloadStore {
                 }
                 await store.closeAfterFailure()
                 throw HaulError(.store, "the state database \(path) stays locked by another process", underlying: error)
+            } catch let error as HaulError where error.code == .storeTooNew {
+                await store.closeAfterFailure()
+                throw error
             } catch {
                 await store.closeAfterFailure()
                 throw HaulError(.store, "cannot use the state database \(path)", underlying: error)

@@ -137,12 +137,14 @@ enum StoreSchema {
     /// - Parameter target: the version to bring it to; every step unless a test asks for an
     ///   older schema, to write rows as an older haul did.
     static func migrate(_ store: SQLiteDownloadStore, to target: Int = steps.count) async throws {
-        let before = try await store.query("PRAGMA user_version")
-        guard (before.first?.columns.first?.data.integer ?? 0) < target else { return }
+        let before = Int(try await store.query("PRAGMA user_version").first?.columns.first?.data.integer ?? 0)
+        try refuseNewer(before, path: store.path)
+        guard before < target else { return }
         _ = try await store.query("BEGIN IMMEDIATE")
         do {
             let rows = try await store.query("PRAGMA user_version")
             let current = Int(rows.first?.columns.first?.data.integer ?? 0)
+            try refuseNewer(current, path: store.path)
             for version in current..<max(current, target) {
                 switch steps[version] {
                 case .sql(let statements):
@@ -157,6 +159,14 @@ enum StoreSchema {
             _ = try? await store.query("ROLLBACK")
             throw error
         }
+    }
+
+    /// A database a newer haul migrated is not this haul's to read or write: its rows may be in
+    /// a form this one does not know (schema 12 changed every row's form).
+    private static func refuseNewer(_ version: Int, path: String) throws(HaulError) {
+        guard version > steps.count else { return }
+        throw HaulError(.storeTooNew, "the state database \(path) has schema version \(version), newer than this haul's "
+            + "(\(steps.count)): upgrade haul; nothing was changed")
     }
 
     /// Every row read by the old reader (`LegacyRecordRow`) and written in the stored form, into a

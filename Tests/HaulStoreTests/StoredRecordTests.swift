@@ -144,4 +144,23 @@ import Testing
         #expect(try await store.records(status: nil).first?.finalURL == "https://elsewhere.example/now")
         try await store.close()
     }
+
+    /// A database a newer haul migrated is refused with its own code, and left as it was.
+    @Test func aNewerSchemaIsRefusedAndLeftAlone() async throws {
+        let path = NSTemporaryDirectory() + "haul-newer-\(UUID().uuidString).sqlite"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let store = try await SQLiteDownloadStore.open(path: path)
+        let record = try Self.samples()[0]
+        try await store.save(record)
+        let newer = StoreSchema.steps.count + 1
+        _ = try await store.query("PRAGMA user_version = \(newer)")
+        try await store.close()
+        let error = await #expect(throws: HaulError.self) { try await SQLiteDownloadStore.open(path: path) }
+        #expect(error?.code == .storeTooNew)
+        #expect(error?.message.contains("schema version \(newer), newer than this haul's") == true)
+        let raw = try await SQLiteConnection.open(storage: .file(path: path))
+        #expect(try await raw.query("PRAGMA user_version").first?.column("user_version")?.integer == newer)
+        #expect(try await raw.query("SELECT id FROM downloads").count == 1, "nothing was changed")
+        try await raw.close()
+    }
 }
