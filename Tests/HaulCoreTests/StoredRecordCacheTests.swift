@@ -2,7 +2,7 @@ import Foundation
 import HaulCore
 import Testing
 
-@Suite struct StoredRecordCacheTests {
+@Suite(.timeLimit(.minutes(1))) struct StoredRecordCacheTests {
     func record(_ name: String) throws -> DownloadRecord {
         DownloadRecord(id: DownloadID(rawValue: "a"),
                        request: try DownloadRequest(url: RemoteURL("http://h/x"), destination: .file("/tmp/\(name)")), createdAt: 1)
