@@ -13,9 +13,7 @@ extension PostgresDownloadStore {
 }
 
 extension StoredRecord {
-    /// Columns of `haul_downloads` a save writes, in this order.
-    static let fleetColumnCount = 10
-
+    /// Binds `StoredRecord.columns`, in that order.
     func bind(into binds: inout PostgresBindings) {
         binds.append(id)
         binds.append(identity)

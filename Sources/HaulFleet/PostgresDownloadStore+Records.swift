@@ -45,10 +45,10 @@ extension PostgresDownloadStore {
                 let fields = StoredRecord(record, keepCredentials: keepsCredentials)
                 let first = binds.count
                 fields.bind(into: &binds)
-                rows.append("(" + (1...StoredRecord.fleetColumnCount).map { "$\(first + $0)" }.joined(separator: ", ") + ")")
+                rows.append("(" + (1...StoredRecord.columns.count).map { "$\(first + $0)" }.joined(separator: ", ") + ")")
             }
             let sql = """
-                INSERT INTO haul_downloads (id, identity, status, priority, position, created_at, directory, file_name, record, credentials)
+                INSERT INTO haul_downloads (\(StoredRecord.columns.joined(separator: ", ")))
                 VALUES \(rows.joined(separator: ", "))
                 ON CONFLICT (id) DO UPDATE SET identity = excluded.identity, status = excluded.status,
                     priority = excluded.priority, position = excluded.position, directory = excluded.directory,

@@ -66,17 +66,10 @@ final class GroupCommit: Sendable {
             // A record saved twice in one batch: its later version wins, as it would one at a time.
             var latest: [DownloadID: Int] = [:]
             for (index, record) in records.enumerated() { latest[record.id] = index }
-            let unique = records.indices.filter { latest[records[$0].id] == $0 }.map { records[$0] }
-            let rowsPerStatement = 32_000 / RecordRow.columns.count
-            var start = 0
-            while start < unique.count {
-                let rows = unique[start..<min(unique.count, start + rowsPerStatement)]
-                var binds: [SQLiteData] = []
-                binds.reserveCapacity(rows.count * RecordRow.columns.count)
-                for record in rows { RecordRow.binds(record, keepCredentials: keepCredentials, into: &binds) }
-                statements.append((RecordRow.upsertSQL(rows: rows.count), binds))
-                start += rows.count
-            }
+            // `keepCredentials` false writes NULL, which leaves those stored before alone.
+            let unique = records.indices.filter { latest[records[$0].id] == $0 }
+                .map { StoredRecord(records[$0], keepCredentials: keepCredentials) }
+            statements += RecordRow.upserts(unique)
             records = []
         }
         for write in writes {

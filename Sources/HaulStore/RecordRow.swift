@@ -6,12 +6,26 @@ import SQLiteNIO
 /// (HaulCore's `StoredRecord`): the record's JSON plus the columns the queue is ordered,
 /// filtered and indexed by.
 enum RecordRow {
-    static let columns = [
-        "id", "identity", "status", "priority", "position", "created_at", "directory", "file_name", "record", "credentials",
-    ]
+    static let columns = StoredRecord.columns
+
+    /// The statements that insert or update `rows`, as few as SQLite's bind limit allows.
+    static func upserts(_ rows: [StoredRecord]) -> [(sql: String, binds: [SQLiteData])] {
+        let rowsPerStatement = 32_000 / columns.count
+        var statements: [(sql: String, binds: [SQLiteData])] = []
+        var start = 0
+        while start < rows.count {
+            let page = rows[start..<min(rows.count, start + rowsPerStatement)]
+            var binds: [SQLiteData] = []
+            binds.reserveCapacity(page.count * columns.count)
+            for row in page { Self.binds(row, into: &binds) }
+            statements.append((upsertSQL(rows: page.count), binds))
+            start += page.count
+        }
+        return statements
+    }
 
     /// One statement that inserts or updates `rows` records: atomic, and one fsync for all.
-    static func upsertSQL(rows: Int) -> String {
+    private static func upsertSQL(rows: Int) -> String {
         let row = "(" + Array(repeating: "?", count: columns.count).joined(separator: ", ") + ")"
         let values = Array(repeating: row, count: rows).joined(separator: ", ")
         // A store that keeps no credentials writes NULL, which leaves those stored before alone.
@@ -22,13 +36,7 @@ enum RecordRow {
             + "ON CONFLICT(id) DO UPDATE SET \(updates)"
     }
 
-    /// - Parameter keepCredentials: whether the request's credentials are written (the daemon's
-    ///   private store) or left out (`haul get`: a re-run supplies them again).
-    static func binds(_ record: DownloadRecord, keepCredentials: Bool, into binds: inout [SQLiteData]) {
-        Self.binds(StoredRecord(record, keepCredentials: keepCredentials), into: &binds)
-    }
-
-    static func binds(_ row: StoredRecord, into binds: inout [SQLiteData]) {
+    private static func binds(_ row: StoredRecord, into binds: inout [SQLiteData]) {
         binds.append(.text(row.id))
         binds.append(.text(row.identity))
         binds.append(.text(row.status))

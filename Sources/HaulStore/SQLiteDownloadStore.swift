@@ -238,10 +238,15 @@ public final class SQLiteDownloadStore: DownloadStore {
             let placeholders = Array(repeating: "?", count: page.count).joined(separator: ", ")
             let rows = try await read("SELECT \(RecordRow.selectColumns) FROM downloads WHERE \(column) IN (\(placeholders)) \(condition) \(order)",
                                       page.map { .text($0) })
-            records += try rows.map { try RecordRow.decode($0, cache: parsed) }
+            records += try decode(rows)
             start += page.count
         }
         return records
+    }
+
+    /// Rows read with `RecordRow.selectColumns`, as records.
+    private func decode(_ rows: [SQLiteRow]) throws -> [DownloadRecord] {
+        try rows.map { try RecordRow.decode($0, cache: parsed) }
     }
 
     public func setPlace(_ id: DownloadID, priority: Int, position: Int64) async throws {
@@ -262,14 +267,14 @@ public final class SQLiteDownloadStore: DownloadStore {
 
     public func record(_ id: DownloadID) async throws -> DownloadRecord? {
         let rows = try await read("SELECT \(RecordRow.selectColumns) FROM downloads WHERE id = ?", [.text(id.rawValue)])
-        return try rows.first.map { try RecordRow.decode($0, cache: parsed) }
+        return try decode(rows).first
     }
 
     public func record(matching request: DownloadRequest) async throws -> DownloadRecord? {
         let rows = try await read(
             "SELECT \(RecordRow.selectColumns) FROM downloads WHERE identity = ? AND status != 'removed' ORDER BY created_at DESC LIMIT 1",
             [.text(request.identity)])
-        return try rows.first.map { try RecordRow.decode($0, cache: parsed) }
+        return try decode(rows).first
     }
 
     /// One query per 500 identities instead of one per request: a re-run of a finished list of
@@ -289,7 +294,7 @@ public final class SQLiteDownloadStore: DownloadStore {
         } else {
             rows = try await read("SELECT \(RecordRow.selectColumns) FROM downloads \(order)")
         }
-        return try rows.map { try RecordRow.decode($0, cache: parsed) }
+        return try decode(rows)
     }
 
     public func fileNameHolder(_ fileName: String, directory: String, except id: DownloadID) async throws -> DownloadID? {

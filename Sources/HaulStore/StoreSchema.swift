@@ -169,14 +169,17 @@ enum StoreSchema {
             + "(\(steps.count)): upgrade haul; nothing was changed")
     }
 
-    /// Every row read by the old reader (`LegacyRecordRow`) and written in the stored form, into a
-    /// new table that then takes the old one's name and indexes. The credentials column is
-    /// copied as it was (the stored form keeps it apart, in the same JSON), so one the old reader
-    /// could not read still fails its download with the reason. A header or cookie column it
-    /// could not read has already failed the record, which is stored so, with the reason.
+    /// Every row read by the old reader (`LegacyRecordRow`) from the old table, set aside under
+    /// another name, and written in the stored form by the store's own upserts into a new
+    /// `downloads`; the old table and its indexes then go, and the new ones are made. The
+    /// credentials column is copied as it was (the stored form keeps it apart, in the same JSON),
+    /// so one the old reader could not read still fails its download with the reason. A header or
+    /// cookie column it could not read has already failed the record, which is stored so, with
+    /// the reason.
     private static func rewriteInStoredForm(_ store: SQLiteDownloadStore) async throws {
+        _ = try await store.query("ALTER TABLE downloads RENAME TO downloads_schema11")
         _ = try await store.query("""
-            CREATE TABLE downloads_stored (
+            CREATE TABLE downloads (
                 id TEXT PRIMARY KEY NOT NULL,
                 identity TEXT NOT NULL,
                 status TEXT NOT NULL,
@@ -189,28 +192,15 @@ enum StoreSchema {
                 credentials TEXT
             )
             """)
-        let old = try await store.query("SELECT * FROM downloads")
         var rows: [StoredRecord] = []
-        rows.reserveCapacity(old.count)
-        for row in old {
+        for row in try await store.query("SELECT * FROM downloads_schema11") {
             var stored = StoredRecord(try LegacyRecordRow.decode(row), keepCredentials: false)
             stored.credentials = row.column("credentials")?.string
             rows.append(stored)
         }
-        let perStatement = 32_000 / RecordRow.columns.count
-        var start = 0
-        while start < rows.count {
-            let page = rows[start..<min(rows.count, start + perStatement)]
-            start += page.count
-            let row = "(" + Array(repeating: "?", count: RecordRow.columns.count).joined(separator: ", ") + ")"
-            var binds: [SQLiteData] = []
-            for stored in page { RecordRow.binds(stored, into: &binds) }
-            _ = try await store.query("INSERT INTO downloads_stored (\(RecordRow.columns.joined(separator: ", "))) VALUES "
-                + Array(repeating: row, count: page.count).joined(separator: ", "), binds)
-        }
+        for (sql, binds) in RecordRow.upserts(rows) { _ = try await store.query(sql, binds) }
         for statement in [
-            "DROP TABLE downloads",
-            "ALTER TABLE downloads_stored RENAME TO downloads",
+            "DROP TABLE downloads_schema11",
             "CREATE INDEX downloads_identity ON downloads (identity)",
             "CREATE INDEX downloads_queue ON downloads (status, priority DESC, position)",
             "CREATE INDEX downloads_order ON downloads (priority DESC, position)",

@@ -30,6 +30,11 @@ public struct StoredRecord: Hashable, Sendable, CustomStringConvertible, CustomR
     /// nil leaves those stored before alone).
     public var credentials: String?
 
+    /// The columns a store writes, in this order, named alike in both stores.
+    public static let columns = [
+        "id", "identity", "status", "priority", "position", "created_at", "directory", "file_name", "record", "credentials",
+    ]
+
     public var description: String { "StoredRecord(\(id), \(status))" }
     public var customMirror: Mirror { Mirror(self, children: ["id": id, "status": status]) }
 
