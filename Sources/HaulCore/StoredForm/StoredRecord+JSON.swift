@@ -190,10 +190,10 @@ extension StoredRecord {
                 case "id": id = try json.readString()
                 case "request": request = try self.request(&json)
                 case "status": status = try json.readKnown(DownloadStatus.self)
-                case "fileName": fileName = try json.optional { json throws(JSONParser.Failure) in try json.readString() }
-                case "finalURL": finalURL = try json.optional { json throws(JSONParser.Failure) in try json.readString() }
+                case "fileName": fileName = try json.readOptionalString()
+                case "finalURL": finalURL = try json.readOptionalString()
                 case "validator": validator = try json.optional(self.validator)
-                case "totalLength": totalLength = try json.optional { json throws(JSONParser.Failure) in try json.readInteger() }
+                case "totalLength": totalLength = try json.readOptionalInteger()
                 case "serverDigest": serverDigest = try json.optional(self.serverDigest)
                 case "segments": segments = try self.segments(&json)
                 case "error": error = try json.optional(self.error)
@@ -234,19 +234,19 @@ extension StoredRecord {
             case "url": url = try self.url(&json)
             case "mirrors": mirrors = try json.optional { json throws(JSONParser.Failure) in try json.readList(self.url) } ?? []
             case "directory": directory = try json.readString()
-            case "fileName": fileName = try json.optional { json throws(JSONParser.Failure) in try json.readString() }
-            case "range": range = try json.optional(self.segment).map { ByteRange(start: $0.start, end: $0.end) }
+            case "fileName": fileName = try json.readOptionalString()
+            case "range": range = try json.optional(self.span).map { ByteRange(start: $0.start, end: $0.end) }
             case "checksum": checksum = try json.optional(self.checksum)
             case "headers": headers = try self.headers(&json)
-            case "maxAttempts": maxAttempts = try json.optional { json throws(JSONParser.Failure) in try json.readInteger() }
+            case "maxAttempts": maxAttempts = try json.readOptionalInteger()
             case "priority": priority = try json.readInteger()
             case "connections": connections = try json.readInteger()
-            case "maxBytesPerSecond": rate = try json.optional { json throws(JSONParser.Failure) in try json.readInteger() }
-            case "timestamping": timestamping = try json.optional { json throws(JSONParser.Failure) in try json.readBool() } ?? false
-            case "remoteTime": remoteTime = try json.optional { json throws(JSONParser.Failure) in try json.readBool() } ?? false
+            case "maxBytesPerSecond": rate = try json.readOptionalInteger()
+            case "timestamping": timestamping = try json.readOptionalBool() ?? false
+            case "remoteTime": remoteTime = try json.readOptionalBool() ?? false
             case "pieceHashes": pieces = try json.optional(self.pieceHashes)
             case "cookies": cookies = try json.optional(self.cookies) ?? SourceCookies()
-            case "growsConnections": growsConnections = try json.optional { json throws(JSONParser.Failure) in try json.readBool() } ?? false
+            case "growsConnections": growsConnections = try json.readOptionalBool() ?? false
             default: try json.skipValue()
             }
         }
@@ -291,35 +291,37 @@ extension StoredRecord {
         }
     }
 
-    /// A `Segment` (`start`, `end`, `written`) or, with no `written`, a `ByteRange`.
-    private static func segment(_ json: inout JSONParser) throws(JSONParser.Failure) -> Segment {
+    /// A `Segment`'s keys, or a `ByteRange`'s (no `written`).
+    private static func span(_ json: inout JSONParser) throws(JSONParser.Failure) -> (start: Int64, end: Int64?, written: Int64?) {
         let offset = json.offset
         var start: Int64?, end: Int64?, written: Int64?
         try json.readObject { json, key throws(JSONParser.Failure) in
             switch key {
             case "start": start = try json.readInteger()
-            case "end": end = try json.optional { json throws(JSONParser.Failure) in try json.readInteger() }
+            case "end": end = try json.readOptionalInteger()
             case "written": written = try json.readInteger()
             default: try json.skipValue()
             }
         }
         guard let start else { throw JSONParser.Failure(offset: offset, reason: "no start") }
-        return Segment(start: start, end: end, written: written ?? -1)
+        return (start, end, written)
     }
 
     private static func segments(_ json: inout JSONParser) throws(JSONParser.Failure) -> [Segment] {
-        let offset = json.offset
-        let segments = try json.readList(segment)
-        guard !segments.contains(where: { $0.written < 0 }) else { throw JSONParser.Failure(offset: offset, reason: "a segment without written") }
-        return segments
+        try json.readList { json throws(JSONParser.Failure) in
+            let offset = json.offset
+            let span = try self.span(&json)
+            guard let written = span.written else { throw JSONParser.Failure(offset: offset, reason: "a segment without written") }
+            return Segment(start: span.start, end: span.end, written: written)
+        }
     }
 
     private static func validator(_ json: inout JSONParser) throws(JSONParser.Failure) -> EntityValidator {
         var validator = EntityValidator()
         try json.readObject { json, key throws(JSONParser.Failure) in
             switch key {
-            case "etag": validator.etag = try json.optional { json throws(JSONParser.Failure) in try json.readString() }
-            case "lastModified": validator.lastModified = try json.optional { json throws(JSONParser.Failure) in try json.readString() }
+            case "etag": validator.etag = try json.readOptionalString()
+            case "lastModified": validator.lastModified = try json.readOptionalString()
             default: try json.skipValue()
             }
         }
@@ -361,8 +363,8 @@ extension StoredRecord {
             switch key {
             case "code": code = try json.readString()
             case "message": message = try json.readString()
-            case "httpStatus": httpStatus = try json.optional { json throws(JSONParser.Failure) in try json.readInteger() }
-            case "cause": cause = try json.optional { json throws(JSONParser.Failure) in try json.readString() }
+            case "httpStatus": httpStatus = try json.readOptionalInteger()
+            case "cause": cause = try json.readOptionalString()
             default: try json.skipValue()
             }
         }
@@ -447,6 +449,18 @@ extension JSONParser {
     mutating func optional<T>(_ read: (inout JSONParser) throws(Failure) -> T) throws(Failure) -> T? {
         if try readNull() { return nil }
         return try read(&self)
+    }
+
+    mutating func readOptionalString() throws(Failure) -> String? {
+        try optional { json throws(Failure) in try json.readString() }
+    }
+
+    mutating func readOptionalInteger() throws(Failure) -> Int64? {
+        try optional { json throws(Failure) in try json.readInteger() }
+    }
+
+    mutating func readOptionalBool() throws(Failure) -> Bool? {
+        try optional { json throws(Failure) in try json.readBool() }
     }
 
     /// An array whose items `read` reads.
