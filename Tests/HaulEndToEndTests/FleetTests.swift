@@ -46,12 +46,10 @@ import NIOHTTP1
 
     /// Polls until every listed download is `status`; bounded, so a stuck fleet fails instead of hanging.
     @discardableResult
-    func waitUntilAll(_ host: DaemonProcess, _ count: Int, are status: DownloadStatus,
-                      seeing: (([DownloadView]) -> Void)? = nil) async throws -> [DownloadView] {
+    func waitUntilAll(_ host: DaemonProcess, _ count: Int, are status: DownloadStatus) async throws -> [DownloadView] {
         var last: [DownloadView] = []
         for _ in 0..<3000 {
             last = try await host.list()
-            seeing?(last)
             if last.count == count, last.allSatisfy({ $0.status == status }) { return last }
             try await Task.sleep(for: .milliseconds(100))
         }
@@ -81,17 +79,17 @@ import NIOHTTP1
         #expect(added.status == 0, "\(added.stderr)")
         #expect(added.stdout.split(separator: "\n").count == 1000)
 
-        var hostsSeen: Set<String> = []
-        try await waitUntilAll(fleet.hosts[1], 1000, are: .completed) { views in
-            for view in views { if let host = view.host { hostsSeen.insert(host) } }
-        }
-        #expect(hostsSeen == ["host-0", "host-1", "host-2"])
+        try await waitUntilAll(fleet.hosts[1], 1000, are: .completed)
         for (index, payload) in payloads.enumerated() {
             #expect(payload.mismatch(inFileAt: fleet.world.directory + "/\(index).bin") == nil, "file \(index)")
             // One response at a time per file, and exactly one request: never two hosts at once, never twice.
             #expect(fleet.world.server.peakConcurrentResponses(to: "/f/\(index).bin") == 1)
             #expect(fleet.world.server.requests(to: "/f/\(index).bin").count == 1, "file \(index)")
         }
+        // Every host took a share (its own metrics count what it finished), and no file was
+        // finished twice. Which host a running download is on, as the list shows it, is
+        // aKilledHostsDownloadsResumeOnTheOthers's: sampling a list of 1,000 here could miss every run
+        // on a loaded machine, where one look took longer than the whole fleet's work.
         var perHost: [Int] = []
         for host in fleet.hosts { perHost.append(try await completedCount(host)) }
         #expect(perHost.allSatisfy { $0 > 0 } && perHost.reduce(0, +) == 1000, "\(perHost)")
