@@ -147,17 +147,26 @@ let package = Package(
         ),
         .testTarget(name: "HaulCoreTests", dependencies: ["HaulCore"]),
         .testTarget(name: "HaulTestingTests", dependencies: ["HaulTesting"]),
-        .testTarget(name: "HaulStoreTests", dependencies: [
-            // SQLiteNIO: to write rows as schema 11 did (`LegacyWriter`), for the migration's tests.
-            "HaulStore", "HaulCore", .product(name: "SQLiteNIO", package: "sqlite-nio"),
-        ]),
-        .testTarget(name: "HaulFleetTests", dependencies: [
-            "HaulFleet", "HaulCore", "HaulTesting", "Haul", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), .product(name: "Logging", package: "swift-log"),
-        ]),
+        .testTarget(
+            name: "HaulStoreTests",
+            dependencies: [
+                // SQLiteNIO: to write rows as schema 11 did (`LegacyWriter`), for the migration's tests.
+                "HaulStore", "HaulCore", .product(name: "SQLiteNIO", package: "sqlite-nio"),
+            ]),
+        .testTarget(
+            name: "HaulFleetTests",
+            dependencies: [
+                "HaulFleet", "HaulCore", "HaulTesting", "Haul",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .testTarget(
             name: "HaulCommandsTests",
-            dependencies: ["HaulCommands", "HaulCore", "HaulAPI", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "HaulCommands", "HaulCore", "HaulAPI",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         .testTarget(
             name: "HaulServerTests",
@@ -177,8 +186,10 @@ let package = Package(
             dependencies: [
                 "Haul", "HaulCore", "HaulStore", "HaulTesting", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
@@ -208,8 +219,9 @@ package.targets.append(
 // As Hummingbird: every existential type says `any`, and a file sees only the members of the
 // modules it imports itself (not those a dependency happens to import).
 for target in package.targets {
-    target.swiftSettings = (target.swiftSettings ?? []) + [
-        .enableUpcomingFeature("ExistentialAny"),
-        .enableUpcomingFeature("MemberImportVisibility"),
-    ]
+    target.swiftSettings =
+        (target.swiftSettings ?? []) + [
+            .enableUpcomingFeature("ExistentialAny"),
+            .enableUpcomingFeature("MemberImportVisibility"),
+        ]
 }

@@ -9,11 +9,14 @@ import NIOPosix
 /// cancellation is for the work to observe (see `Verifier`), not for the pool to drop. (NIO's
 /// `runIfActive(_:)` drops work still queued when its task is cancelled.)
 enum BlockingIO {
-    static func run<T: Sendable>(on pool: NIOThreadPool = .singleton, _ body: @escaping @Sendable () throws -> T) async throws -> T {
+    static func run<T: Sendable>(on pool: NIOThreadPool = .singleton, _ body: @escaping @Sendable () throws -> T)
+        async throws -> T
+    {
         try await withCheckedThrowingContinuation { continuation in
             pool.submit { state in
                 guard case .active = state else {
-                    continuation.resume(throwing: HaulError(.internal, "blocking file work after its threads were shut down"))
+                    continuation.resume(
+                        throwing: HaulError(.internal, "blocking file work after its threads were shut down"))
                     return
                 }
                 continuation.resume(with: Result(catching: body))

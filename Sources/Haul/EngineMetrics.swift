@@ -21,7 +21,8 @@ struct EngineMetrics: Sendable {
         let start = ContinuousClock.now
         defer {
             let elapsed = ContinuousClock.now - start
-            timer.recordNanoseconds(elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
+            timer.recordNanoseconds(
+                elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
         }
         return try await body()
     }

@@ -85,10 +85,14 @@ public struct DownloadView: Codable, Sendable, Hashable {
             json.field("connections", Int64(connections))
             json.field("createdAt", createdAt)
             json.field("directory", directory)
-            json.field("error", object: error.map { error in { json in
-                json.field("code", error.code)
-                json.field("message", error.message)
-            } })
+            json.field(
+                "error",
+                object: error.map { error in
+                    { json in
+                        json.field("code", error.code)
+                        json.field("message", error.message)
+                    }
+                })
             json.field("fileName", fileName)
             json.field("host", host)
             json.field("id", id)

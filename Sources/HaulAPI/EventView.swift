@@ -118,7 +118,8 @@ public struct EventView: Codable, Sendable, Hashable {
     public var carriesSettings: Bool { type == .started || type == .progress }
 
     private enum CodingKeys: String, CodingKey {
-        case type, id, status, url, completedLength, totalLength, speed, path, alreadyComplete, error, attempt, delay, reason
+        case type, id, status, url, completedLength, totalLength, speed, path, alreadyComplete, error, attempt, delay,
+            reason
         case connections, maxConnections, maxBytesPerSecond
         case requests, connectionsUsed, connectionsOpened, tlsHandshakes, httpVersions, verified
     }

@@ -17,9 +17,11 @@ public struct AddRequest: Codable, Sendable {
     /// More URLs of the same file (mirrors): the download takes bytes from all of them.
     public var mirrors: [String]?
 
-    public init(url: String, directory: String? = nil, fileName: String? = nil, priority: Int? = nil,
-                checksum: String? = nil, headers: [String: String]? = nil, connections: Int? = nil,
-                maxBytesPerSecond: Int64? = nil, mirrors: [String]? = nil) {
+    public init(
+        url: String, directory: String? = nil, fileName: String? = nil, priority: Int? = nil,
+        checksum: String? = nil, headers: [String: String]? = nil, connections: Int? = nil,
+        maxBytesPerSecond: Int64? = nil, mirrors: [String]? = nil
+    ) {
         self.url = url
         self.mirrors = mirrors
         self.directory = directory
@@ -32,7 +34,9 @@ public struct AddRequest: Codable, Sendable {
     }
 
     /// The engine's request, every field checked; errors name the field.
-    public func downloadRequest(defaultDirectory: String, defaultConnections: Int = 1) throws(HaulError) -> DownloadRequest {
+    public func downloadRequest(defaultDirectory: String, defaultConnections: Int = 1) throws(HaulError)
+        -> DownloadRequest
+    {
         try Limits.check(connections: connections)
         try Limits.check(maxBytesPerSecond: maxBytesPerSecond)
         guard (directory ?? defaultDirectory).hasPrefix("/") else {
@@ -43,14 +47,16 @@ public struct AddRequest: Codable, Sendable {
         for (name, value) in headers ?? [:] {
             // Bytes, not Characters: "\r\n" is one Character, equal to neither "\r" nor "\n".
             guard !name.isEmpty, !(name + value).utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }),
-                  !name.contains(where: { $0 == ":" || $0 == " " }) else {
+                !name.contains(where: { $0 == ":" || $0 == " " })
+            else {
                 throw HaulError(.usage, "header '\(name.prefix(40))' is not a valid HTTP header")
             }
         }
         if let fileName, fileName.contains("/") || FileNameSanitizer.sanitize(fileName) != fileName {
             throw HaulError(.usage, "fileName '\(fileName)' is not allowed: a plain file name, without '/'")
         }
-        let destination: DownloadRequest.Destination = fileName.map { .file(Paths.join(directory, $0)) } ?? .directory(directory)
+        let destination: DownloadRequest.Destination =
+            fileName.map { .file(Paths.join(directory, $0)) } ?? .directory(directory)
         var mirrorURLs: [RemoteURL] = []
         for (index, text) in (mirrors ?? []).enumerated() {
             do {
@@ -62,7 +68,8 @@ public struct AddRequest: Codable, Sendable {
         var request = try DownloadRequest(
             url: RemoteURL(url), destination: destination,
             checksum: try checksum.map { text throws(HaulError) in try Checksum(parsing: text) },
-            headers: HTTPHeaderList((headers ?? [:]).sorted { $0.key < $1.key }.map { .init(name: $0.key, value: $0.value) }),
+            headers: HTTPHeaderList(
+                (headers ?? [:]).sorted { $0.key < $1.key }.map { .init(name: $0.key, value: $0.value) }),
             priority: priority ?? 0,
             connections: connections ?? defaultConnections,
             maxBytesPerSecond: maxBytesPerSecond, mirrors: mirrorURLs)
@@ -98,7 +105,9 @@ extension AddRequest {
         for index in 1...bytes.count {
             guard index == bytes.count || bytes[index] == UInt8(ascii: "/") else { continue }
             let part = bytes[partStart..<index]
-            if part.isEmpty || part.elementsEqual([UInt8(ascii: ".")]) || part.elementsEqual([UInt8(ascii: "."), UInt8(ascii: ".")]) {
+            if part.isEmpty || part.elementsEqual([UInt8(ascii: ".")])
+                || part.elementsEqual([UInt8(ascii: "."), UInt8(ascii: ".")])
+            {
                 return false
             }
             partStart = index + 1
@@ -137,7 +146,9 @@ public struct URLsChange: Codable, Sendable {
 
     /// Every URL parsed; errors name the one that is not.
     public func remoteURLs() throws(HaulError) -> [RemoteURL] {
-        guard !urls.isEmpty else { throw HaulError(.badRequest, "expected {\"urls\": [URL, ...]} with at least one URL") }
+        guard !urls.isEmpty else {
+            throw HaulError(.badRequest, "expected {\"urls\": [URL, ...]} with at least one URL")
+        }
         var parsed: [RemoteURL] = []
         for (index, text) in urls.enumerated() {
             do {
@@ -169,8 +180,10 @@ public struct OptionsView: Codable, Sendable {
     /// boundaries; nil without one. Not changeable here.
     public var limitSchedule: String?
 
-    public init(maxConcurrentDownloads: Int, directory: String, connections: Int, maxBytesPerSecond: Int64?,
-                limitSchedule: String? = nil) {
+    public init(
+        maxConcurrentDownloads: Int, directory: String, connections: Int, maxBytesPerSecond: Int64?,
+        limitSchedule: String? = nil
+    ) {
         self.maxConcurrentDownloads = maxConcurrentDownloads
         self.directory = directory
         self.connections = connections
@@ -216,7 +229,8 @@ public struct OptionsChange: Codable, Sendable {
 
     public init(from decoder: any Decoder) throws {
         if let name = try decoder.container(keyedBy: AnyKey.self).allKeys.map(\.stringValue)
-            .filter(Self.commandLineOnly.contains).sorted().first {
+            .filter(Self.commandLineOnly.contains).sorted().first
+        {
             throw HaulError(.badRequest, "'\(name)' is set only on haul serve's command line, never through the API")
         }
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -281,11 +295,11 @@ public struct SummaryView: Codable, Sendable {
 
     public init(_ summary: QueueSummary) {
         downloadSpeed = summary.downloadSpeed
-        counts = Dictionary(uniqueKeysWithValues: DownloadStatus.allCases.map { ($0.rawValue, summary.counts[$0] ?? 0) })
+        counts = Dictionary(
+            uniqueKeysWithValues: DownloadStatus.allCases.map { ($0.rawValue, summary.counts[$0] ?? 0) })
         maxConcurrentDownloads = summary.maxConcurrentDownloads
     }
 }
-
 
 extension DownloadID {
     /// An id from a URL or a body: unknown shapes are simply not found.

@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import HaulCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// `$HAUL_HOME/serve.json`: how the CLI on this machine finds the daemon and proves it may talk
 /// to it. Mode 0600, since the secret in it is the key to the API. Written once the socket is
@@ -79,7 +80,7 @@ public struct ServeFile: Codable, Sendable, Hashable {
 }
 
 #if canImport(Glibc)
-private let posixWrite = Glibc.write
+    private let posixWrite = Glibc.write
 #elseif canImport(Darwin)
-private let posixWrite = Darwin.write
+    private let posixWrite = Darwin.write
 #endif

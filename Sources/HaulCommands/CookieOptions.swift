@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import ArgumentParser
 import Foundation
 import Haul
 import HaulCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// `haul get --load-cookies FILE` and `--save-cookies FILE`: a Netscape cookie file, as curl
 /// (`-b FILE`, `-c FILE`), wget and aria2 read and write it. The rules (which cookie goes where,
@@ -15,13 +16,21 @@ import HaulCore
 /// A resumed `haul get` (after Ctrl-C or kill -9) is the same command line again, so it reads
 /// the file again: the cookies are never kept in haul's state.
 struct CookieOptions: ParsableArguments {
-    @Option(name: .customLong("load-cookies"), help: ArgumentHelp(
-        "Send the cookies of this Netscape cookie file (as curl -b FILE, wget and aria2 read it) to the hosts and paths they belong to.",
-        valueName: "FILE"))
+    @Option(
+        name: .customLong("load-cookies"),
+        help: ArgumentHelp(
+            """
+            Send the cookies of this Netscape cookie file (as curl -b FILE, wget and aria2 read it) to the hosts \
+            and paths they belong to.
+            """,
+            valueName: "FILE"))
     var loadCookies: String?
 
-    @Option(name: .customLong("save-cookies"), help: ArgumentHelp(
-        "When the command ends, write every cookie (loaded and received) to this file, mode 0600.", valueName: "FILE"))
+    @Option(
+        name: .customLong("save-cookies"),
+        help: ArgumentHelp(
+            "When the command ends, write every cookie (loaded and received) to this file, mode 0600.",
+            valueName: "FILE"))
     var saveCookies: String?
 
     private enum CodingKeys: String, CodingKey {
@@ -42,7 +51,8 @@ struct CookieOptions: ParsableArguments {
         if let saveCookies {
             let directory = Paths.split(HaulHome.absolute(saveCookies)).directory
             var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue
+            else {
                 throw HaulError(.badCookieFile, "--save-cookies: no directory \(directory) to write \(saveCookies) in")
             }
         }
@@ -58,7 +68,8 @@ struct CookieOptions: ParsableArguments {
         let path = HaulHome.absolute(saveCookies)
         let temporary = path + ".haul-\(getpid()).tmp"
         func failed(_ what: String) -> HaulError {
-            HaulError(.badCookieFile, "--save-cookies: cannot \(what) \(saveCookies): \(String(cString: strerror(errno)))")
+            HaulError(
+                .badCookieFile, "--save-cookies: cannot \(what) \(saveCookies): \(String(cString: strerror(errno)))")
         }
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw failed("write") }

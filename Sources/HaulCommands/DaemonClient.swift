@@ -1,15 +1,16 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import ArgumentParser
 import AsyncHTTPClient
 import Foundation
-import HaulCore
 import HaulAPI
+import HaulCore
 import NIOCore
 import NIOHTTP1
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// How `haul add/ls/pause/resume/rm/watch` reach the daemon: the address and token from
 /// `$HAUL_HOME/serve.json`, unless `--server` and `--secret` say otherwise.
@@ -37,7 +38,13 @@ struct DaemonOptions: ParsableArguments {
             throw DaemonError(.noDaemon, "no haul daemon is running (start one with 'haul serve')")
         }
         if kill(file.pid, 0) != 0, errno == ESRCH {
-            throw DaemonError(.noDaemon, "no haul daemon is running (pid \(file.pid) in \(ServeFile.path(home: home)) is gone; start one with 'haul serve')")
+            throw DaemonError(
+                .noDaemon,
+                """
+                no haul daemon is running (pid \(file.pid) in \(ServeFile.path(home: home)) is gone; start one \
+                with 'haul serve')
+                """
+            )
         }
         return DaemonClient(baseURL: file.url, secret: token ?? file.secret)
     }
@@ -96,10 +103,13 @@ struct DaemonClient: Sendable {
     /// there, busy or stuck, and starting another would be refused.
     func transportFailure(_ error: any Error) -> any Error & Sendable {
         if let error = error as? HTTPClientError, error == .deadlineExceeded || error == .readTimeout {
-            return HaulError(.network, "the haul daemon at \(baseURL) accepted the request but did not answer within "
-                             + "\(timeout) (it may be busy; try again)", underlying: error)
+            return HaulError(
+                .network,
+                "the haul daemon at \(baseURL) accepted the request but did not answer within "
+                    + "\(timeout) (it may be busy; try again)", underlying: error)
         }
-        return DaemonError(.noDaemon, "no haul daemon answers at \(baseURL) (start one with 'haul serve')", underlying: error)
+        return DaemonError(
+            .noDaemon, "no haul daemon answers at \(baseURL) (start one with 'haul serve')", underlying: error)
     }
 
     /// The event stream, one decoded event at a time, until the daemon closes it.
@@ -123,13 +133,17 @@ struct DaemonClient: Sendable {
                         for data in parser.feed(buffer.readableBytesView) {
                             // Nothing lost that this haul could show: an event it cannot read is
                             // of a kind a newer daemon knows and it does not.
-                            if let event = try? JSONDecoder().decode(EventView.self, from: data) { continuation.yield(event) }
+                            if let event = try? JSONDecoder().decode(EventView.self, from: data) {
+                                continuation.yield(event)
+                            }
                         }
                     }
                     continuation.finish()
                 } catch {
-                    continuation.finish(throwing: DaemonError(.noDaemon, "the haul daemon at \(baseURL) broke off its event stream",
-                                                            underlying: error))
+                    continuation.finish(
+                        throwing: DaemonError(
+                            .noDaemon, "the haul daemon at \(baseURL) broke off its event stream",
+                            underlying: error))
                 }
             }
             continuation.onTermination = { _ in task.cancel() }
@@ -141,8 +155,9 @@ struct DaemonClient: Sendable {
             let body = try JSONDecoder().decode(ErrorBody.self, from: data)
             return body.error.error(httpStatus: Int(status.code))
         } catch {
-            return HaulError(.internal, "the daemon answered \(status.code) \(status.reasonPhrase)",
-                             httpStatus: Int(status.code), underlying: error)
+            return HaulError(
+                .internal, "the daemon answered \(status.code) \(status.reasonPhrase)",
+                httpStatus: Int(status.code), underlying: error)
         }
     }
 }

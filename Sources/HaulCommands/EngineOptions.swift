@@ -39,8 +39,12 @@ struct EngineOptions<Role: EngineOptionsRole>: ParsableArguments {
         try Limits.validate(connections, in: Limits.connections, option: "-x")
         try Limits.validate(maxConnectionsPerHost, in: Limits.connectionsPerHost, option: "--max-connections-per-host")
         if let limitRate { _ = try GetCommand.rate(limitRate) }
-        if let refreshCommand, refreshCommand.allSatisfy(\.isWhitespace) { throw ValidationError("--refresh-command needs a command") }
-        if let checkpointInterval, checkpointInterval <= 0 { throw ValidationError("--checkpoint-interval must be positive") }
+        if let refreshCommand, refreshCommand.allSatisfy(\.isWhitespace) {
+            throw ValidationError("--refresh-command needs a command")
+        }
+        if let checkpointInterval, checkpointInterval <= 0 {
+            throw ValidationError("--checkpoint-interval must be positive")
+        }
     }
 
     /// `--limit-rate` in bytes per second; nil: no limit.

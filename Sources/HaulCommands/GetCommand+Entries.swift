@@ -30,7 +30,8 @@ extension GetCommand {
         entries = texts.map(Entry.urls)
         for source in metalinks {
             do throws(HaulError) {
-                let document = MetalinkFetcher.isURL(source) ? try await fetcher.fetch(source) : try Self.readMetalink(source)
+                let document =
+                    MetalinkFetcher.isURL(source) ? try await fetcher.fetch(source) : try Self.readMetalink(source)
                 entries += document.files.map(Entry.metalinkFile)
             } catch {
                 reporter.failure(url: nil, error)
@@ -42,7 +43,8 @@ extension GetCommand {
             throw ExitCode(ExitCodes.usage)
         }
         if output != nil, entries.count > 1 {
-            reporter.failure(url: nil, HaulError(.usage, "-o names one file; it cannot be used with \(entries.count) files"))
+            reporter.failure(
+                url: nil, HaulError(.usage, "-o names one file; it cannot be used with \(entries.count) files"))
             throw ExitCode(ExitCodes.usage)
         }
         return entries
@@ -58,7 +60,9 @@ extension GetCommand {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw HaulError(.usage, "cannot read the Metalink \(path)")
         }
-        guard data.count <= Metalink.maxBytes else { throw HaulError(.usage, "\(path): larger than \(Metalink.maxBytes >> 20) MiB, not a Metalink") }
+        guard data.count <= Metalink.maxBytes else {
+            throw HaulError(.usage, "\(path): larger than \(Metalink.maxBytes >> 20) MiB, not a Metalink")
+        }
         do {
             return try Metalink.parse(String(decoding: data, as: UTF8.self))
         } catch {
@@ -87,12 +91,15 @@ extension GetCommand {
     func requestTemplate(reporter: Reporter) throws -> RequestTemplate {
         do {
             let parsedRange = try range.map { text throws(HaulError) in
-                guard let value = ByteRange(parsing: text) else { throw HaulError(.usage, "--range must look like A-B or A- (got '\(text)')") }
+                guard let value = ByteRange(parsing: text) else {
+                    throw HaulError(.usage, "--range must look like A-B or A- (got '\(text)')")
+                }
                 return value
             }
             return RequestTemplate(
                 base: HaulHome.absolute(directory ?? FileManager.default.currentDirectoryPath), output: output,
-                range: parsedRange, checksum: try checksum.map { text throws(HaulError) in try Checksum(parsing: text) },
+                range: parsedRange,
+                checksum: try checksum.map { text throws(HaulError) in try Checksum(parsing: text) },
                 headers: try parseHeaders(), retries: retries, connections: connections,
                 credentials: try network.credentialSources(), timestamps: timestamps)
         } catch {
@@ -115,21 +122,26 @@ extension GetCommand.RequestTemplate {
     func request(for entry: GetCommand.Entry) throws(HaulError) -> DownloadRequest {
         switch entry {
         case .urls(let text):
-            let fields = text.split(separator: "\t").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            let fields = text.split(separator: "\t").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                !$0.isEmpty
+            }
             let url = try RemoteURL(fields.first ?? text)
             var mirrors: [RemoteURL] = []
             for field in fields.dropFirst() { mirrors.append(try RemoteURL(field)) }
             return try request(url: url, mirrors: mirrors, name: nil, checksum: checksum)
         case .metalinkFile(let file):
             // `--checksum` wins over the document's digest.
-            var request = try request(url: file.urls[0], mirrors: Array(file.urls.dropFirst()), name: file.name,
-                                      checksum: checksum ?? file.checksums.first)
+            var request = try request(
+                url: file.urls[0], mirrors: Array(file.urls.dropFirst()), name: file.name,
+                checksum: checksum ?? file.checksums.first)
             request.pieceHashes = file.pieces
             return request
         }
     }
 
-    func request(url: RemoteURL, mirrors: [RemoteURL], name: String?, checksum: Checksum?) throws(HaulError) -> DownloadRequest {
+    func request(url: RemoteURL, mirrors: [RemoteURL], name: String?, checksum: Checksum?) throws(HaulError)
+        -> DownloadRequest
+    {
         let destination: DownloadRequest.Destination
         if let output {
             destination = .file(output.hasPrefix("/") ? output : base + "/" + output)
@@ -138,10 +150,11 @@ extension GetCommand.RequestTemplate {
         } else {
             destination = .directory(base)
         }
-        var request = try DownloadRequest(url: url, destination: destination, range: range, checksum: checksum,
-                                          headers: headers, maxAttempts: retries,
-                                          connections: connections ?? GetCommand.defaultConnections,
-                                          credentials: credentials.credentials(for: url), mirrors: mirrors)
+        var request = try DownloadRequest(
+            url: url, destination: destination, range: range, checksum: checksum,
+            headers: headers, maxAttempts: retries,
+            connections: connections ?? GetCommand.defaultConnections,
+            credentials: credentials.credentials(for: url), mirrors: mirrors)
         request.growsConnections = connections == nil
         request.timestamping = timestamps.timestamping
         request.remoteTime = timestamps.remoteTime || timestamps.timestamping
@@ -154,8 +167,10 @@ extension GetCommand {
     /// 100,000 requests at once and the first downloads start at once: each batch once the
     /// previous one is committed, each followed to its end; returns once all have ended. Stops
     /// adding when `stop` is set (a signal): the batches already added are still followed.
-    func add(_ entries: [Entry], template: RequestTemplate, to manager: DownloadManager, until stop: NIOLockedValueBox<Bool>,
-             post: AsyncStream<Input>.Continuation) async {
+    func add(
+        _ entries: [Entry], template: RequestTemplate, to manager: DownloadManager, until stop: NIOLockedValueBox<Bool>,
+        post: AsyncStream<Input>.Continuation
+    ) async {
         var seen: Set<String> = []
         var start = 0
         await withTaskGroup(of: Void.self) { group in
@@ -184,7 +199,9 @@ extension GetCommand {
                         let haulError = HaulError.from(error, otherwise: .internal)
                         // Interrupted: these were never added, so nothing waits for them.
                         if haulError.code != .interrupted {
-                            for request in requests { post.yield(.rejected(url: request.url.absoluteString, haulError)) }
+                            for request in requests {
+                                post.yield(.rejected(url: request.url.absoluteString, haulError))
+                            }
                         }
                     }
                     commit.finish()

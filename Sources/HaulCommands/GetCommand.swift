@@ -30,14 +30,29 @@ struct GetCommand: AsyncParsableCommand {
     @Option(name: [.customShort("d"), .customLong("dir")], help: "Save into this directory (default: current).")
     var directory: String?
 
-    @Flag(help: "The URLs given are mirrors of one file: it takes bytes from all of them, each checked against the others.")
+    @Flag(
+        help:
+            "The URLs given are mirrors of one file: it takes bytes from all of them, each checked against the others.")
     var mirrors = false
 
-    @Option(name: .shortAndLong, help: "Read URLs from this file, one per line ('-' for stdin); several tab-separated URLs on a line are mirrors of one file.")
+    @Option(
+        name: .shortAndLong,
+        help:
+            """
+            Read URLs from this file, one per line ('-' for stdin); several tab-separated URLs on a line are \
+            mirrors of one file.
+            """
+    )
     var inputFile: String?
 
-    @Option(help: ArgumentHelp("Download the files of this Metalink (v4 or v3), a local file or an http(s) URL fetched with the options below (a FILE.meta4 or FILE.metalink argument works too): each from all its URLs, checked by its digest.",
-                               valueName: "FILE|URL"))
+    @Option(
+        help: ArgumentHelp(
+            """
+            Download the files of this Metalink (v4 or v3), a local file or an http(s) URL fetched with the \
+            options below (a FILE.meta4 or FILE.metalink argument works too): each from all its URLs, checked by \
+            its digest.
+            """,
+            valueName: "FILE|URL"))
     var metalink: [String] = []
 
     @OptionGroup var engine: EngineOptions<GetCommand>
@@ -47,18 +62,31 @@ struct GetCommand: AsyncParsableCommand {
     /// Where a download starts when `-x` is absent (it grows from there).
     static let defaultConnections = 4
 
-    @Option(name: [.customShort("k"), .customLong("min-split-size")],
-            help: "Never split off a segment smaller than SIZE for another connection (K, M suffixes).")
+    @Option(
+        name: [.customShort("k"), .customLong("min-split-size")],
+        help: "Never split off a segment smaller than SIZE for another connection (K, M suffixes).")
     var minSplitSize: String = "1M"
 
-
-    @Flag(name: .shortAndLong, help: "Log retries, restarts, refused connections and failed checkpoints on stderr, and the requests, connections and TLS handshakes each download took.")
+    @Flag(
+        name: .shortAndLong,
+        help:
+            """
+            Log retries, restarts, refused connections and failed checkpoints on stderr, and the requests, \
+            connections and TLS handshakes each download took.
+            """
+    )
     var verbose = false
 
     @Option(help: "Only these bytes, inclusive: A-B or A-.")
     var range: String?
 
-    @Option(help: "Expected digest: sha-256=HEX, sha-512=HEX, sha-1=HEX or md5=HEX. Checked instead of the server's Repr-Digest/Digest.")
+    @Option(
+        help:
+            """
+            Expected digest: sha-256=HEX, sha-512=HEX, sha-1=HEX or md5=HEX. Checked instead of the server's \
+            Repr-Digest/Digest.
+            """
+    )
     var checksum: String?
 
     @Option(name: [.customShort("H"), .customLong("header")], help: "Extra request header 'Name: value' (repeatable).")
@@ -70,16 +98,26 @@ struct GetCommand: AsyncParsableCommand {
     @Option(help: "Seconds without data before a connection counts as dead (and, up to 10, to connect).")
     var timeout: Double = 60
 
-    @Option(name: .customLong("speed-limit"), help: ArgumentHelp(
-        "A connection slower than BYTES per second (K, M suffixes) for --speed-time seconds counts as a failed attempt; 0 turns it off.",
-        valueName: "BYTES"))
+    @Option(
+        name: .customLong("speed-limit"),
+        help: ArgumentHelp(
+            """
+            A connection slower than BYTES per second (K, M suffixes) for --speed-time seconds counts as a failed \
+            attempt; 0 turns it off.
+            """,
+            valueName: "BYTES"))
     var speedLimit: String = "1K"
 
-    @Option(name: .customLong("speed-time"), help: ArgumentHelp("Seconds a connection may stay under --speed-limit.", valueName: "SECONDS"))
+    @Option(
+        name: .customLong("speed-time"),
+        help: ArgumentHelp("Seconds a connection may stay under --speed-limit.", valueName: "SECONDS"))
     var speedTime: Double = 60
 
-    @Option(name: .customLong("retry-max-wait"), help: ArgumentHelp(
-        "The longest Retry-After to wait for; a server that asks for more fails the download at once.", valueName: "SECONDS"))
+    @Option(
+        name: .customLong("retry-max-wait"),
+        help: ArgumentHelp(
+            "The longest Retry-After to wait for; a server that asks for more fails the download at once.",
+            valueName: "SECONDS"))
     var retryMaxWait: Double = 60
 
     @Option(name: .customLong("cacert"), help: "Also trust this PEM certificate authority for HTTPS (repeatable).")
@@ -113,7 +151,9 @@ struct GetCommand: AsyncParsableCommand {
         if retries < 1 { throw ValidationError("--retries must be at least 1") }
         if timeout <= 0 { throw ValidationError("--timeout must be positive") }
         _ = try Self.speed(speedLimit)
-        if !(speedTime > 0 && speedTime <= 86_400) { throw ValidationError("--speed-time must be more than 0 and at most 86400 seconds (got \(speedTime))") }
+        if !(speedTime > 0 && speedTime <= 86_400) {
+            throw ValidationError("--speed-time must be more than 0 and at most 86400 seconds (got \(speedTime))")
+        }
         if !(retryMaxWait >= 0 && retryMaxWait <= 86_400 * 365) {
             throw ValidationError("--retry-max-wait must be between 0 and 31536000 seconds (got \(retryMaxWait))")
         }
@@ -126,8 +166,9 @@ struct GetCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let reporter = Reporter(mode: json ? .json : quiet ? .quiet : isatty(STDERR_FILENO) != 0 ? .terminal : .plain,
-                                verbose: verbose)
+        let reporter = Reporter(
+            mode: json ? .json : quiet ? .quiet : isatty(STDERR_FILENO) != 0 ? .terminal : .plain,
+            verbose: verbose)
         let template = try requestTemplate(reporter: reporter)
         let proxies: ProxySettings
         do {
@@ -150,25 +191,32 @@ struct GetCommand: AsyncParsableCommand {
             stateDirectory: HaulHome.path(),
             maxConcurrentDownloads: jobs,
             checkpointInterval: engine.checkpoint,
-            retry: RetryPolicy(maxAttempts: retries, baseDelay: .milliseconds(Int64(retryDelay * 1000)),
-                               maxRetryAfter: .milliseconds(Int64(retryMaxWait * 1000)), waitsForLongRetryAfter: false,
-                               speedLimit: try Self.speed(speedLimit), speedTime: .milliseconds(Int64(speedTime * 1000))),
-            http: .init(connectTimeout: .milliseconds(Int64(min(timeout, 10) * 1000)), readTimeout: .milliseconds(Int64(timeout * 1000)),
-                        additionalTrustRoots: caCertificates.map(HaulHome.absolute), proxies: proxies,
-                        userAgent: network.userAgent ?? HaulVersion.userAgent, cookies: cookies),
+            retry: RetryPolicy(
+                maxAttempts: retries, baseDelay: .milliseconds(Int64(retryDelay * 1000)),
+                maxRetryAfter: .milliseconds(Int64(retryMaxWait * 1000)), waitsForLongRetryAfter: false,
+                speedLimit: try Self.speed(speedLimit), speedTime: .milliseconds(Int64(speedTime * 1000))),
+            http: .init(
+                connectTimeout: .milliseconds(Int64(min(timeout, 10) * 1000)),
+                readTimeout: .milliseconds(Int64(timeout * 1000)),
+                additionalTrustRoots: caCertificates.map(HaulHome.absolute), proxies: proxies,
+                userAgent: network.userAgent ?? HaulVersion.userAgent, cookies: cookies),
             minimumSegmentSize: try Self.size(minSplitSize),
             maxBytesPerSecond: try engine.maxBytesPerSecond(),
             logger: logger, maxConnectionsPerHost: engine.maxConnectionsPerHost, httpVersions: httpVersion.policy)
         configuration.refreshCommand = engine.refreshCommand
         // After the transport's settings: a `--metalink URL` is fetched with them.
-        let entries = try await entries(reporter: reporter, metalinks: MetalinkFetcher(
-            http: configuration.http, headers: template.headers, credentials: template.credentials,
-            httpVersions: httpVersion.policy, logger: logger))
+        let entries = try await entries(
+            reporter: reporter,
+            metalinks: MetalinkFetcher(
+                http: configuration.http, headers: template.headers, credentials: template.credentials,
+                httpVersions: httpVersion.policy, logger: logger))
         let manager: DownloadManager
         do {
             manager = try await DownloadManager(configuration: configuration)
         } catch {
-            let haulError = (error as? HaulError) ?? HaulError(.store, "cannot open state in \(configuration.stateDirectory)", underlying: error)
+            let haulError =
+                (error as? HaulError)
+                ?? HaulError(.store, "cannot open state in \(configuration.stateDirectory)", underlying: error)
             reporter.failure(url: nil, haulError)
             throw ExitCode(ExitCodes.code(for: haulError))
         }
@@ -200,7 +248,9 @@ struct GetCommand: AsyncParsableCommand {
     /// (never dropped): nothing about a download arrives before its batch is added. Events and
     /// ticks only feed the display. Ctrl-C or SIGTERM checkpoints everything, and every waiting
     /// download then counts as interrupted.
-    func drive(_ manager: DownloadManager, entries: [Entry], template: RequestTemplate, reporter: Reporter) async -> Outcome {
+    func drive(_ manager: DownloadManager, entries: [Entry], template: RequestTemplate, reporter: Reporter) async
+        -> Outcome
+    {
         let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
         let (inputs, post) = AsyncStream<Input>.makeStream()
         let interval = Duration.milliseconds(Int64(reporter.drawInterval * 1000))
@@ -253,7 +303,8 @@ struct GetCommand: AsyncParsableCommand {
                                 records = try await manager.records(wanted)
                             } catch {
                                 // Only names for the display: asked for again at the next tick.
-                                await manager.configuration.logger.debug("cannot read downloads' names", metadata: ["error": "\(error)"])
+                                await manager.configuration.logger.debug(
+                                    "cannot read downloads' names", metadata: ["error": "\(error)"])
                                 records = []
                             }
                             let found = records.reduce(into: [DownloadID: String]()) { $0[$1.id] = $1.fileName }
@@ -322,12 +373,32 @@ struct GetCommand: AsyncParsableCommand {
 }
 
 extension GetCommand: EngineOptionsRole {
-    static let jobsHelp = ArgumentHelp("Downloads transferring at once (1 to 1000, default 3). One whose bytes are all in lets the next start while it is verified and published (at most max(N, 16) such at once).")
+    static let jobsHelp = ArgumentHelp(
+        """
+        Downloads transferring at once (1 to 1000, default 3). One whose bytes are all in lets the next start \
+        while it is verified and published (at most max(N, 16) such at once).
+        """
+    )
     static let connectionsNames: NameSpecification = [.customShort("x"), .customShort("n"), .customLong("connections")]
-    static let connectionsHelp = ArgumentHelp("Connections per file (1 to 64), a fixed count: one file over several connections when the server allows ranges, fewer for a small file or a server that refuses some. Default: 4, then more (up to 16) while each step raises the download's speed by 10 % or more.", valueName: "N")
-    static let connectionsPerHostHelp = ArgumentHelp("At most N connections to one host at once, shared fairly by every download to it (1 to 1024; default: each download's -x). A host that refuses a connection (429, 503) gets fewer for a while either way.", valueName: "N")
-    static let limitRateHelp = ArgumentHelp("At most RATE bytes per second for the whole command (K, M, G suffixes).", valueName: "RATE")
+    static let connectionsHelp = ArgumentHelp(
+        """
+        Connections per file (1 to 64), a fixed count: one file over several connections when the server allows \
+        ranges, fewer for a small file or a server that refuses some. Default: 4, then more (up to 16) while each \
+        step raises the download's speed by 10 % or more.
+        """,
+        valueName: "N")
+    static let connectionsPerHostHelp = ArgumentHelp(
+        """
+        At most N connections to one host at once, shared fairly by every download to it (1 to 1024; default: \
+        each download's -x). A host that refuses a connection (429, 503) gets fewer for a while either way.
+        """,
+        valueName: "N")
+    static let limitRateHelp = ArgumentHelp(
+        "At most RATE bytes per second for the whole command (K, M, G suffixes).", valueName: "RATE")
     static let refreshCommandHelp = ArgumentHelp(
-        "When a URL expires midway (401/403/410 or a redirect to a web page), run CMD with sh -c for a new one (HAUL_URL, HAUL_ID, HAUL_PATH in its environment; it prints the URL). The bytes are kept.",
+        """
+        When a URL expires midway (401/403/410 or a redirect to a web page), run CMD with sh -c for a new one \
+        (HAUL_URL, HAUL_ID, HAUL_PATH in its environment; it prints the URL). The bytes are kept.
+        """,
         valueName: "CMD")
 }

@@ -19,8 +19,10 @@ public struct HaulCommand: AsyncParsableCommand {
             16 another live haul serve uses this --fleet-name, 130 interrupted (run the same command again to resume).
             """,
         version: HaulVersion.current,
-        subcommands: [GetCommand.self, ServeCommand.self, AddCommand.self, ListCommand.self, PauseCommand.self,
-                      ResumeCommand.self, RemoveCommand.self, URLsCommand.self, WatchCommand.self, PageCommand.self]
+        subcommands: [
+            GetCommand.self, ServeCommand.self, AddCommand.self, ListCommand.self, PauseCommand.self,
+            ResumeCommand.self, RemoveCommand.self, URLsCommand.self, WatchCommand.self, PageCommand.self,
+        ]
     )
 
     public init() {}

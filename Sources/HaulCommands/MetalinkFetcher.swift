@@ -46,8 +46,9 @@ struct MetalinkFetcher: Sendable {
     /// The body of a 2xx answer, at most `Metalink.maxBytes`.
     private func download(_ url: RemoteURL, transport: AsyncHTTPTransport) async throws(HaulError) -> [UInt8] {
         let shown = url.absoluteString
-        let plan = RequestPlan(url: url, range: nil, ifRange: nil, headers: headers, credentials: credentials.credentials(for: url),
-                               allowsHTTP2: httpVersions.allowsHTTP2)
+        let plan = RequestPlan(
+            url: url, range: nil, ifRange: nil, headers: headers, credentials: credentials.credentials(for: url),
+            allowsHTTP2: httpVersions.allowsHTTP2)
         let head: ResponseHead
         let body: any ResponseBodyStream
         do {
@@ -56,11 +57,15 @@ struct MetalinkFetcher: Sendable {
             throw Self.failure(error, url: shown)
         }
         guard (200..<300).contains(head.status), head.status != 206 else {
-            throw HaulError(.httpStatus, "cannot fetch the Metalink \(shown): HTTP \(head.status)\(ResponseCheck.reason(head.status))",
-                            httpStatus: head.status)
+            throw HaulError(
+                .httpStatus,
+                "cannot fetch the Metalink \(shown): HTTP \(head.status)\(ResponseCheck.reason(head.status))",
+                httpStatus: head.status)
         }
         let tooLarge = HaulError(.usage, "\(shown): larger than \(Metalink.maxBytes >> 20) MiB, not a Metalink")
-        if let length = head.headers["Content-Length"].flatMap(Int64.init), length > Int64(Metalink.maxBytes) { throw tooLarge }
+        if let length = head.headers["Content-Length"].flatMap(Int64.init), length > Int64(Metalink.maxBytes) {
+            throw tooLarge
+        }
         var bytes: [UInt8] = []
         var exceeded = false
         do {
@@ -82,9 +87,12 @@ struct MetalinkFetcher: Sendable {
     /// connect to HOST:PORT"), said to be the Metalink's.
     static func failure(_ error: any Error, url: String) -> HaulError {
         guard let error = error as? HaulError else {
-            return HaulError(.network, "cannot fetch the Metalink \(url): \(error)", cause: String(reflecting: error), underlying: error)
+            return HaulError(
+                .network, "cannot fetch the Metalink \(url): \(error)", cause: String(reflecting: error),
+                underlying: error)
         }
         let message = error.message.hasPrefix(url) ? error.message : "\(url): \(error.message)"
-        return HaulError(error.code, "cannot fetch the Metalink \(message)", httpStatus: error.httpStatus, cause: error.cause)
+        return HaulError(
+            error.code, "cannot fetch the Metalink \(message)", httpStatus: error.httpStatus, cause: error.cause)
     }
 }

@@ -5,28 +5,44 @@ import HaulCore
 /// How `haul get` reaches servers: proxies, credentials and the user agent, as curl and wget
 /// take them.
 struct NetworkOptions: ParsableArguments {
-    @Option(name: .customLong("proxy"), help: ArgumentHelp(
-        "Use this proxy for http and https (http://[USER:PASSWORD@]HOST[:PORT] or socks5://HOST[:PORT]); '' for none. Overrides http_proxy, https_proxy and all_proxy.",
-        valueName: "URL"))
+    @Option(
+        name: .customLong("proxy"),
+        help: ArgumentHelp(
+            """
+            Use this proxy for http and https (http://[USER:PASSWORD@]HOST[:PORT] or socks5://HOST[:PORT]); '' \
+            for none. Overrides http_proxy, https_proxy and all_proxy.
+            """,
+            valueName: "URL"))
     var proxy: String?
 
-    @Option(name: .customLong("noproxy"), help: ArgumentHelp(
-        "Hosts to reach without the proxy, comma-separated (domains match their subdomains; IPs, CIDR ranges; '*' for all). Overrides no_proxy.",
-        valueName: "HOSTS"))
+    @Option(
+        name: .customLong("noproxy"),
+        help: ArgumentHelp(
+            """
+            Hosts to reach without the proxy, comma-separated (domains match their subdomains; IPs, CIDR ranges; \
+            '*' for all). Overrides no_proxy.
+            """,
+            valueName: "HOSTS"))
     var noProxy: String?
 
-    @Option(name: [.customShort("u"), .customLong("user")], help: ArgumentHelp(
-        "Send these credentials (HTTP Basic) to the URL's own server, never to another one it redirects to.",
-        valueName: "USER:PASSWORD"))
+    @Option(
+        name: [.customShort("u"), .customLong("user")],
+        help: ArgumentHelp(
+            "Send these credentials (HTTP Basic) to the URL's own server, never to another one it redirects to.",
+            valueName: "USER:PASSWORD"))
     var user: String?
 
-    @Option(name: .customLong("netrc-file"), help: ArgumentHelp("Read credentials from this netrc file instead of ~/.netrc.", valueName: "PATH"))
+    @Option(
+        name: .customLong("netrc-file"),
+        help: ArgumentHelp("Read credentials from this netrc file instead of ~/.netrc.", valueName: "PATH"))
     var netrcFile: String?
 
     @Flag(name: .customLong("no-netrc"), help: "Do not read credentials from ~/.netrc.")
     var noNetrc = false
 
-    @Option(name: .customLong("user-agent"), help: ArgumentHelp("Send this User-Agent (default: haul/\(HaulVersion.current)).", valueName: "STRING"))
+    @Option(
+        name: .customLong("user-agent"),
+        help: ArgumentHelp("Send this User-Agent (default: haul/\(HaulVersion.current)).", valueName: "STRING"))
     var userAgentOption: String?
 
     private enum CodingKeys: String, CodingKey {
@@ -53,7 +69,8 @@ struct NetworkOptions: ParsableArguments {
     /// - Throws: `.usage` for a `--user` without a password, a `--netrc-file` that cannot be read,
     ///   or a netrc file that cannot be parsed.
     func credentialSources() throws(HaulError) -> CredentialSources {
-        CredentialSources(user: try user.map { text throws(HaulError) in try Credentials(userOption: text) }, netrc: try netrc())
+        CredentialSources(
+            user: try user.map { text throws(HaulError) in try Credentials(userOption: text) }, netrc: try netrc())
     }
 
     /// The `User-Agent` the user asked for, or nil for the default (`HaulVersion.userAgent`).
@@ -71,14 +88,17 @@ struct NetworkOptions: ParsableArguments {
         let home = ProcessInfo.processInfo.environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
         let path = Paths.join(home, ".netrc")
         guard FileManager.default.fileExists(atPath: path) else { return nil }
-        guard let text = Self.read(path) else { throw HaulError(.usage, "cannot read \(path) (use --no-netrc to skip it)") }
+        guard let text = Self.read(path) else {
+            throw HaulError(.usage, "cannot read \(path) (use --no-netrc to skip it)")
+        }
         return try Self.parse(text, path: path)
     }
 
     private static func read(_ path: String) -> String? {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
-              let data = FileManager.default.contents(atPath: path) else { return nil }
+            let data = FileManager.default.contents(atPath: path)
+        else { return nil }
         return String(decoding: data, as: UTF8.self)
     }
 
@@ -110,11 +130,19 @@ struct CredentialSources: Sendable {
 /// curl's `--http1.1` and `--http2`, for `haul get` and `haul serve`. Neither: HTTP/1.1, one TCP
 /// connection for each connection a download runs over (`HTTPVersionPolicy.automatic` says why).
 struct HTTPVersionOptions: ParsableArguments {
+    // swift-format-ignore: AlwaysUseLowerCamelCase
+    // Named as the option and as NIO's `HTTPVersion.http1_1` spell it.
     @Flag(name: .customLong("http1.1"), help: "Use HTTP/1.1 only, even where the server offers HTTP/2.")
     var http1_1 = false
 
-    @Flag(name: .customLong("http2"), help: ArgumentHelp(
-        "Use HTTP/2 whenever an https server offers it; a file over several connections then takes them as streams of one TCP connection. Default: HTTP/1.1, one TCP connection for each connection (-x)."))
+    @Flag(
+        name: .customLong("http2"),
+        help: ArgumentHelp(
+            """
+            Use HTTP/2 whenever an https server offers it; a file over several connections then takes them as \
+            streams of one TCP connection. Default: HTTP/1.1, one TCP connection for each connection (-x).
+            """
+        ))
     var http2 = false
 
     func validate() throws {

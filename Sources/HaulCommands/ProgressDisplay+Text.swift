@@ -48,10 +48,10 @@ extension ProgressDisplay {
     static func isEastAsianWide(_ value: UInt32) -> Bool {
         switch value {
         case 0x1100...0x115F, 0x2329...0x232A, 0x2E80...0x303E, 0x3041...0x33FF, 0x3400...0x4DBF,
-             0x4E00...0x9FFF, 0xA000...0xA4CF, 0xA960...0xA97F, 0xAC00...0xD7A3, 0xF900...0xFAFF,
-             0xFE10...0xFE19, 0xFE30...0xFE6F, 0xFF00...0xFF60, 0xFFE0...0xFFE6, 0x16FE0...0x16FE4,
-             0x17000...0x18AFF, 0x1B000...0x1B2FF, 0x1F300...0x1F64F, 0x1F900...0x1F9FF,
-             0x20000...0x2FFFD, 0x30000...0x3FFFD:
+            0x4E00...0x9FFF, 0xA000...0xA4CF, 0xA960...0xA97F, 0xAC00...0xD7A3, 0xF900...0xFAFF,
+            0xFE10...0xFE19, 0xFE30...0xFE6F, 0xFF00...0xFF60, 0xFFE0...0xFFE6, 0x16FE0...0x16FE4,
+            0x17000...0x18AFF, 0x1B000...0x1B2FF, 0x1F300...0x1F64F, 0x1F900...0x1F9FF,
+            0x20000...0x2FFFD, 0x30000...0x3FFFD:
             return true
         default:
             return false
@@ -65,14 +65,16 @@ extension ProgressDisplay {
         guard width > 1 else { return width == 1 ? "…" : "" }
         let characters = Array(text)
         let budget = width - 1
-        var head = "", headWidth = 0
+        var head = ""
+        var headWidth = 0
         for character in characters {
             let cells = characterWidth(character)
             if headWidth + cells > budget / 2 { break }
             head.append(character)
             headWidth += cells
         }
-        var tail: [Character] = [], tailWidth = 0
+        var tail: [Character] = []
+        var tailWidth = 0
         for character in characters.reversed() {
             let cells = characterWidth(character)
             if tailWidth + cells > budget - headWidth { break }
@@ -86,7 +88,8 @@ extension ProgressDisplay {
     static func truncatedEnd(_ text: String, to width: Int) -> String {
         guard displayWidth(text) > width else { return text }
         guard width > 1 else { return width == 1 ? "…" : "" }
-        var result = "", used = 0
+        var result = ""
+        var used = 0
         for character in text {
             let cells = characterWidth(character)
             if used + cells > width - 1 { break }

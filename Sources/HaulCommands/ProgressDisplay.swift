@@ -65,8 +65,10 @@ enum ProgressDisplay {
         var connections: Int
         var state: State
 
-        init(name: String, completed: Int64, total: Int64?, bytesPerSecond: Double = 0,
-             connections: Int = 1, state: State = .running) {
+        init(
+            name: String, completed: Int64, total: Int64?, bytesPerSecond: Double = 0,
+            connections: Int = 1, state: State = .running
+        ) {
             self.name = name
             self.completed = completed
             self.total = total
@@ -77,8 +79,9 @@ enum ProgressDisplay {
 
         /// A running download from its live figures.
         init(name: String, progress: HaulCore.Progress, state: State = .running) {
-            self.init(name: name, completed: progress.completed, total: progress.total,
-                      bytesPerSecond: progress.bytesPerSecond, connections: progress.connections, state: state)
+            self.init(
+                name: name, completed: progress.completed, total: progress.total,
+                bytesPerSecond: progress.bytesPerSecond, connections: progress.connections, state: state)
         }
     }
 
@@ -110,8 +113,10 @@ enum ProgressDisplay {
         /// nil as soon as one is not (say, a queued download not yet asked for).
         var knownRemainingBytes: Int64?
 
-        init(done: Int, failed: Int, total: Int, stopped: Int = 0, running: Int, queued: Int, bytes: Int64,
-             bytesPerSecond: Double, filesPerSecond: Double, knownRemainingBytes: Int64?) {
+        init(
+            done: Int, failed: Int, total: Int, stopped: Int = 0, running: Int, queued: Int, bytes: Int64,
+            bytesPerSecond: Double, filesPerSecond: Double, knownRemainingBytes: Int64?
+        ) {
             self.done = done
             self.failed = failed
             self.total = total
@@ -125,12 +130,15 @@ enum ProgressDisplay {
         }
 
         /// From the Reporter's counts; queued is what is neither finished nor running.
-        init(counts: Counts, running: Int, bytes: Int64, bytesPerSecond: Double, filesPerSecond: Double,
-             remainingBytes: Int64?) {
-            self.init(done: counts.done, failed: counts.failed, total: counts.total, stopped: counts.stopped,
-                      running: running, queued: max(0, counts.total - counts.done - counts.failed - counts.stopped - running),
-                      bytes: bytes, bytesPerSecond: bytesPerSecond, filesPerSecond: filesPerSecond,
-                      knownRemainingBytes: remainingBytes)
+        init(
+            counts: Counts, running: Int, bytes: Int64, bytesPerSecond: Double, filesPerSecond: Double,
+            remainingBytes: Int64?
+        ) {
+            self.init(
+                done: counts.done, failed: counts.failed, total: counts.total, stopped: counts.stopped,
+                running: running, queued: max(0, counts.total - counts.done - counts.failed - counts.stopped - running),
+                bytes: bytes, bytesPerSecond: bytesPerSecond, filesPerSecond: filesPerSecond,
+                knownRemainingBytes: remainingBytes)
         }
 
         /// Downloads neither done, failed nor stopped.
@@ -145,10 +153,10 @@ enum ProgressDisplay {
     static let barMin = 10
     static let barPreferred = 20
     static let barMax = 50
-    static let percentWidth = 6   // "100.0%"
-    static let bytesWidth = 23    // "1023.9 MiB / 1023.9 MiB"
-    static let speedWidth = 12    // "1023.9 KiB/s"
-    static let etaWidth = 8       // "99:59:59"
+    static let percentWidth = 6 // "100.0%"
+    static let bytesWidth = 23 // "1023.9 MiB / 1023.9 MiB"
+    static let speedWidth = 12 // "1023.9 KiB/s"
+    static let etaWidth = 8 // "99:59:59"
     static let unknownTime = "--:--"
 
     // MARK: Frame
@@ -157,7 +165,7 @@ enum ProgressDisplay {
     static func frame(rows: [Row], summary: Summary, width: Int, height: Int) -> [String] {
         guard width > 0 else { return [] }
         let lines = max(1, height - 1)
-        let slots = lines - 1  // for rows and the "more" line
+        let slots = lines - 1 // for rows and the "more" line
         let shownCount = rows.count <= slots ? rows.count : max(0, slots - 1)
         let shown = rows.prefix(shownCount)
         // With no slot at all (height 2 or less) the summary alone, which counts the running.
@@ -172,7 +180,8 @@ enum ProgressDisplay {
             }
         }
         if hidden > 0 {
-            frame.append(fitted(["… and \(hidden) more running", "… and \(hidden) more", "… +\(hidden)"], width: width))
+            frame.append(
+                fitted(["… and \(hidden) more running", "… and \(hidden) more", "… +\(hidden)"], width: width))
         }
         frame.append(summaryLine(summary, width: width))
         return frame
@@ -262,7 +271,9 @@ enum ProgressDisplay {
             if layout.speed > 0 { parts.append(rightAligned(speedText(row), layout.speed)) }
             if layout.eta > 0 { parts.append(rightAligned(timeLeftText(row), layout.eta)) }
         case .retrying, .verifying:
-            if layout.stateSpan > 0 { parts.append(rightAligned(fitted(stateTexts(row.state), width: layout.stateSpan), layout.stateSpan)) }
+            if layout.stateSpan > 0 {
+                parts.append(rightAligned(fitted(stateTexts(row.state), width: layout.stateSpan), layout.stateSpan))
+            }
         }
         if layout.connections > 0 {
             parts.append(rightAligned(row.connections > 1 ? "×\(row.connections)" : "", layout.connections))
@@ -297,7 +308,8 @@ enum ProgressDisplay {
             let phase = step % (2 * travel)
             position = phase <= travel ? phase : 2 * travel - phase
         }
-        return "[" + String(repeating: " ", count: position) + "<=>" + String(repeating: " ", count: travel - position) + "]"
+        return "[" + String(repeating: " ", count: position) + "<=>" + String(repeating: " ", count: travel - position)
+            + "]"
     }
 
     /// 0...1 when the total is known (a total of 0 is complete).

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
-import HaulCore
 import HaulAPI
+import HaulCore
 import NIOHTTP1
 
 /// `haul add`: queue downloads in the daemon and print their ids.
@@ -21,12 +21,15 @@ struct AddCommand: AsyncParsableCommand {
     @Option(name: .shortAndLong, help: "Read URLs from this file, one per line ('-' for stdin).")
     var inputFile: String?
 
-    @Option(name: [.customShort("x"), .customLong("connections")],
-            help: ArgumentHelp("Connections per file (1 to 64; default: the daemon's, 'haul serve -x').", valueName: "N"))
+    @Option(
+        name: [.customShort("x"), .customLong("connections")],
+        help: ArgumentHelp("Connections per file (1 to 64; default: the daemon's, 'haul serve -x').", valueName: "N"))
     var connections: Int?
 
-    @Option(name: .customLong("limit-rate"),
-            help: ArgumentHelp("At most RATE bytes per second for each of these downloads (K, M, G suffixes).", valueName: "RATE"))
+    @Option(
+        name: .customLong("limit-rate"),
+        help: ArgumentHelp(
+            "At most RATE bytes per second for each of these downloads (K, M, G suffixes).", valueName: "RATE"))
     var limitRate: String?
 
     @OptionGroup var daemon: DaemonOptions
@@ -55,12 +58,16 @@ struct AddCommand: AsyncParsableCommand {
         while start < texts.count {
             var end = start
             var bytes = 0
-            while end < texts.count, end - start < Self.batchSize, end == start || bytes + texts[end].utf8.count < Self.batchBytes {
+            while end < texts.count, end - start < Self.batchSize,
+                end == start || bytes + texts[end].utf8.count < Self.batchBytes
+            {
                 bytes += texts[end].utf8.count + 64
                 end += 1
             }
             let adds = texts[start..<end].map {
-                AddRequest(url: $0, directory: directory, priority: priority, connections: connections, maxBytesPerSecond: rate)
+                AddRequest(
+                    url: $0, directory: directory, priority: priority, connections: connections, maxBytesPerSecond: rate
+                )
             }
             let added: [DownloadView] = try await client.send(.POST, "/downloads", body: adds)
             for download in added { print(download.id) }
@@ -106,7 +113,8 @@ struct ListCommand: AsyncParsableCommand {
 /// `haul pause` and `haul resume`: the same shape, one verb apart.
 struct PauseCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "pause", abstract: "Pause downloads (running ones stop at a checkpoint); they stay paused across restarts.")
+        commandName: "pause",
+        abstract: "Pause downloads (running ones stop at a checkpoint); they stay paused across restarts.")
 
     @OptionGroup var selection: SelectionOptions
     @OptionGroup var daemon: DaemonOptions
@@ -161,7 +169,8 @@ struct RemoveCommand: AsyncParsableCommand {
         let client = try daemon.client()
         for id in ids {
             let path = "/downloads/\(id.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? id)"
-            let _: DownloadView = try await client.send(.DELETE, path + (deleteFile ? "?deleteFile=true" : ""), body: nil as String?)
+            let _: DownloadView = try await client.send(
+                .DELETE, path + (deleteFile ? "?deleteFile=true" : ""), body: nil as String?)
             print("removed \(id)")
         }
     }
@@ -177,7 +186,8 @@ enum DownloadLine {
         if let total = download.totalLength, total > 0 {
             let fraction = min(1, Double(download.completedLength) / Double(total))
             let filled = Int(fraction * Double(width))
-            parts.append("[" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "]")
+            parts.append(
+                "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "]")
             parts.append(String(format: "%3.0f%%", fraction * 100))
             parts.append("\(ByteFormatting.size(download.completedLength))/\(ByteFormatting.size(total))")
         } else {
@@ -188,7 +198,8 @@ enum DownloadLine {
             // Live connections: "x3" of -x 4 while one is still being opened.
             parts.append("x\(download.connections)")
             if let total = download.totalLength, download.speed > 0 {
-                parts.append("ETA " + ByteFormatting.duration(Double(total - download.completedLength) / download.speed))
+                parts.append(
+                    "ETA " + ByteFormatting.duration(Double(total - download.completedLength) / download.speed))
             }
         }
         parts.append(name)
@@ -204,7 +215,12 @@ enum DownloadLine {
 struct URLsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "urls",
-        abstract: "Give a download new URLs (the first its URL, the rest mirrors); it keeps its bytes when they serve the same file.")
+        abstract:
+            """
+            Give a download new URLs (the first its URL, the rest mirrors); it keeps its bytes when they serve \
+            the same file.
+            """
+    )
 
     @Argument(help: "The download's id (see 'haul ls').")
     var id: String

@@ -43,9 +43,11 @@ final class Reporter {
     private let output: (String) -> Void
     private let terminalSize: () -> (columns: Int, rows: Int)
 
-    init(mode: Mode, verbose: Bool = false,
-         output: @escaping (String) -> Void = { FileHandle.standardError.write(Data($0.utf8)) },
-         terminalSize: @escaping () -> (columns: Int, rows: Int) = TerminalSize.current) {
+    init(
+        mode: Mode, verbose: Bool = false,
+        output: @escaping (String) -> Void = { FileHandle.standardError.write(Data($0.utf8)) },
+        terminalSize: @escaping () -> (columns: Int, rows: Int) = TerminalSize.current
+    ) {
         self.mode = mode
         self.verbose = verbose
         self.output = output
@@ -120,7 +122,9 @@ final class Reporter {
         }
         if verbose, mode == .plain || mode == .terminal {
             if let transfer = outcome.transfer { message("\(url): \(Self.describe(transfer))") }
-            if case .completed = event.kind { message("\(url): \(Self.describe(verified: outcome.record?.expectedDigest))") }
+            if case .completed = event.kind {
+                message("\(url): \(Self.describe(verified: outcome.record?.expectedDigest))")
+            }
         }
         draw(force: false)
     }
@@ -128,7 +132,9 @@ final class Reporter {
     /// `verified sha-256 from Repr-Digest`, `verified sha-256 from --checksum`: what the file was
     /// checked against before it got its name.
     static func describe(verified digest: ExpectedDigest?) -> String {
-        guard let digest else { return "no digest verified (no --checksum, and the server sent none for the whole file)" }
+        guard let digest else {
+            return "no digest verified (no --checksum, and the server sent none for the whole file)"
+        }
         switch digest.origin {
         case .request: return "verified \(digest.checksum.algorithm.rawValue) from --checksum"
         case .server: return "verified \(digest)"
@@ -286,7 +292,8 @@ final class Reporter {
             FileHandle.standardOutput.write(try encoder.encode(view) + Data("\n".utf8))
         } catch {
             // A number JSON cannot write (not finite): the line is lost, so say so.
-            FileHandle.standardError.write(Data("haul: cannot write a \(view.type.rawValue) event as JSON: \(error)\n".utf8))
+            FileHandle.standardError.write(
+                Data("haul: cannot write a \(view.type.rawValue) event as JSON: \(error)\n".utf8))
         }
     }
 }
@@ -295,7 +302,9 @@ final class Reporter {
 enum TerminalSize {
     static func current() -> (columns: Int, rows: Int) {
         var size = winsize()
-        guard ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0, size.ws_row > 0 else { return (80, 24) }
+        guard ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0, size.ws_row > 0 else {
+            return (80, 24)
+        }
         return (Int(size.ws_col), Int(size.ws_row))
     }
 }

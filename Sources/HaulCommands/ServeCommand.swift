@@ -1,11 +1,11 @@
 import ArgumentParser
 import Foundation
-import HaulCore
-import HaulAPI
-import HaulServer
-import HaulFleet
-import Logging
 import Haul
+import HaulAPI
+import HaulCore
+import HaulFleet
+import HaulServer
+import Logging
 
 /// `haul serve`: the daemon in the foreground (run it under systemd, tmux or `nohup ... &`).
 struct ServeCommand: AsyncParsableCommand {
@@ -22,16 +22,21 @@ struct ServeCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "Address to listen on. Anything but loopback needs --secret, and --tls-certificate to keep it private.")
+    @Option(
+        help: "Address to listen on. Anything but loopback needs --secret, and --tls-certificate to keep it private.")
     var host = "127.0.0.1"
 
     @Option(help: "Port to listen on (0 picks a free one).")
     var port = 6800
 
-    @Option(name: [.customShort("d"), .customLong("dir")], help: "Where downloads go by default (default: current directory).")
+    @Option(
+        name: [.customShort("d"), .customLong("dir")],
+        help: "Where downloads go by default (default: current directory).")
     var directory: String?
 
-    @Option(name: .customLong("allow-dir"), help: ArgumentHelp("Also allow downloads into DIR (repeatable); by default only under -d.", valueName: "DIR"))
+    @Option(
+        name: .customLong("allow-dir"),
+        help: ArgumentHelp("Also allow downloads into DIR (repeatable); by default only under -d.", valueName: "DIR"))
     var allowedDirectories: [String] = []
 
     @OptionGroup var engine: EngineOptions<ServeCommand>
@@ -44,31 +49,62 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "The API token (default: $HAUL_SECRET, else a fresh random one). Required off loopback.")
     var secret: String?
 
-    @Option(help: ArgumentHelp(
-        "Where the queue lives: sqlite (default, under $HAUL_HOME) or postgres://USER[:PASSWORD]@HOST[:PORT]/DB, one queue shared by every host that names it (default: $HAUL_STORE).",
-        valueName: "URL"))
+    @Option(
+        help: ArgumentHelp(
+            """
+            Where the queue lives: sqlite (default, under $HAUL_HOME) or \
+            postgres://USER[:PASSWORD]@HOST[:PORT]/DB, one queue shared by every host that names it (default: \
+            $HAUL_STORE).
+            """,
+            valueName: "URL"))
     var store: String?
 
-    @Option(help: ArgumentHelp("With a postgres store: a host silent this long loses its downloads to the others (default 15).", valueName: "SECONDS"))
+    @Option(
+        help: ArgumentHelp(
+            "With a postgres store: a host silent this long loses its downloads to the others (default 15).",
+            valueName: "SECONDS"))
     var leaseTimeout: Double = 15
 
-    @Option(help: ArgumentHelp("With a postgres store: this host's name in listings (default: HOSTNAME/PID). One live host per name (another exits 16); restarted under the same name, a host takes its downloads back at once.", valueName: "NAME"))
+    @Option(
+        help: ArgumentHelp(
+            """
+            With a postgres store: this host's name in listings (default: HOSTNAME/PID). One live host per name \
+            (another exits 16); restarted under the same name, a host takes its downloads back at once.
+            """,
+            valueName: "NAME"))
     var fleetName: String?
 
-    @Option(help: ArgumentHelp("Close a connection whose first request has not fully arrived after this long (default 10).", valueName: "SECONDS"))
+    @Option(
+        help: ArgumentHelp(
+            "Close a connection whose first request has not fully arrived after this long (default 10).",
+            valueName: "SECONDS"))
     var headerTimeout: Double = 10
 
-    @Option(help: ArgumentHelp("Close a keep-alive connection idle between requests for this long (default 60).", valueName: "SECONDS"))
+    @Option(
+        help: ArgumentHelp(
+            "Close a keep-alive connection idle between requests for this long (default 60).", valueName: "SECONDS"))
     var idleTimeout: Double = 60
 
-    @Option(help: ArgumentHelp("Connections that have not shown the token, kept at once; one more closes the oldest (default 256).", valueName: "N"))
+    @Option(
+        help: ArgumentHelp(
+            "Connections that have not shown the token, kept at once; one more closes the oldest (default 256).",
+            valueName: "N"))
     var maxUnauthenticatedConnections = 256
 
-    @Option(name: .customLong("allow-host"),
-            help: ArgumentHelp("Also accept requests whose Host is NAME (repeatable); by default only loopback and --host.", valueName: "NAME"))
+    @Option(
+        name: .customLong("allow-host"),
+        help: ArgumentHelp(
+            "Also accept requests whose Host is NAME (repeatable); by default only loopback and --host.",
+            valueName: "NAME"))
     var allowedHosts: [String] = []
 
-    @Option(help: ArgumentHelp("Serve HTTPS and WSS with this PEM certificate chain (with --tls-key); needed to keep the token private off loopback.", valueName: "FILE"))
+    @Option(
+        help: ArgumentHelp(
+            """
+            Serve HTTPS and WSS with this PEM certificate chain (with --tls-key); needed to keep the token \
+            private off loopback.
+            """,
+            valueName: "FILE"))
     var tlsCertificate: String?
 
     @Option(help: ArgumentHelp("The PEM private key of --tls-certificate.", valueName: "FILE"))
@@ -82,7 +118,8 @@ struct ServeCommand: AsyncParsableCommand {
 
     var storeLocation: StoreLocation {
         get throws {
-            let text = store ?? ProcessInfo.processInfo.environment["HAUL_STORE"].flatMap { $0.isEmpty ? nil : $0 } ?? "sqlite"
+            let text =
+                store ?? ProcessInfo.processInfo.environment["HAUL_STORE"].flatMap { $0.isEmpty ? nil : $0 } ?? "sqlite"
             do {
                 return try StoreLocation(parsing: text)
             } catch {
@@ -92,11 +129,21 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func validate() throws {
-        if !(headerTimeout > 0 && headerTimeout <= 3600) { throw ValidationError("--header-timeout must be between 0 and 3600 seconds") }
-        if !(idleTimeout > 0 && idleTimeout <= 86_400) { throw ValidationError("--idle-timeout must be more than 0 and at most 86400 seconds") }
-        if (tlsCertificate == nil) != (tlsKey == nil) { throw ValidationError("--tls-certificate and --tls-key go together") }
-        if maxUnauthenticatedConnections < 1 { throw ValidationError("--max-unauthenticated-connections must be at least 1") }
-        if !(leaseTimeout >= 1 && leaseTimeout <= 86_400) { throw ValidationError("--lease-timeout must be between 1 and 86400 seconds") }
+        if !(headerTimeout > 0 && headerTimeout <= 3600) {
+            throw ValidationError("--header-timeout must be between 0 and 3600 seconds")
+        }
+        if !(idleTimeout > 0 && idleTimeout <= 86_400) {
+            throw ValidationError("--idle-timeout must be more than 0 and at most 86400 seconds")
+        }
+        if (tlsCertificate == nil) != (tlsKey == nil) {
+            throw ValidationError("--tls-certificate and --tls-key go together")
+        }
+        if maxUnauthenticatedConnections < 1 {
+            throw ValidationError("--max-unauthenticated-connections must be at least 1")
+        }
+        if !(leaseTimeout >= 1 && leaseTimeout <= 86_400) {
+            throw ValidationError("--lease-timeout must be between 1 and 86400 seconds")
+        }
         _ = try storeLocation
     }
 
@@ -125,15 +172,26 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.hooks = try hookOptions.hooks()
         configuration.limitSchedule = try hookOptions.schedule()
         if let tlsCertificate, let tlsKey {
-            configuration.tls = DaemonTLS(certificatePath: HaulHome.absolute(tlsCertificate), keyPath: HaulHome.absolute(tlsKey))
+            configuration.tls = DaemonTLS(
+                certificatePath: HaulHome.absolute(tlsCertificate), keyPath: HaulHome.absolute(tlsKey))
         }
         let daemon = Daemon(configuration: configuration)
         // The token is never printed: under systemd stdout lands in the journal, readable by
         // more people than serve.json (mode 0600) is.
         let home = daemon.configuration.home
         try await daemon.run { file in
-            print("haul serve: listening on \(file.url) (pid \(file.pid)); downloads go to \(daemon.configuration.downloadDirectory)")
-            print("web page: \(file.url)/ (its token is in \(ServeFile.path(home: home)): 'haul page' prints the full address)")
+            print(
+                """
+                haul serve: listening on \(file.url) (pid \(file.pid)); downloads go to \
+                \(daemon.configuration.downloadDirectory)
+                """
+            )
+            print(
+                """
+                web page: \(file.url)/ (its token is in \(ServeFile.path(home: home)): 'haul page' prints the \
+                full address)
+                """
+            )
             print("aria2 JSON-RPC: \(file.url)/jsonrpc (secret: the same token)")
             fflush(nil)
         }
@@ -142,12 +200,29 @@ struct ServeCommand: AsyncParsableCommand {
 }
 
 extension ServeCommand: EngineOptionsRole {
-    static let jobsHelp = ArgumentHelp("Downloads transferring at once (1 to 1000, default 3; changeable through the API). One whose bytes are all in lets the next start while it is verified and published (at most max(N, 16) such at once).")
+    static let jobsHelp = ArgumentHelp(
+        """
+        Downloads transferring at once (1 to 1000, default 3; changeable through the API). One whose bytes are \
+        all in lets the next start while it is verified and published (at most max(N, 16) such at once).
+        """
+    )
     static let connectionsNames: NameSpecification = [.customShort("x"), .customLong("connections")]
-    static let connectionsHelp = ArgumentHelp("Connections per file for new downloads that do not say (1 to 64, default 1; changeable through the API).", valueName: "N")
-    static let connectionsPerHostHelp = ArgumentHelp("At most N connections to one host at once, shared fairly by every download to it (1 to 1024; default: each download's own). A host that refuses a connection (429, 503) gets fewer for a while either way.", valueName: "N")
-    static let limitRateHelp = ArgumentHelp("At most RATE bytes per second for all downloads together (K, M, G suffixes; changeable through the API).", valueName: "RATE")
+    static let connectionsHelp = ArgumentHelp(
+        "Connections per file for new downloads that do not say (1 to 64, default 1; changeable through the API).",
+        valueName: "N")
+    static let connectionsPerHostHelp = ArgumentHelp(
+        """
+        At most N connections to one host at once, shared fairly by every download to it (1 to 1024; default: \
+        each download's own). A host that refuses a connection (429, 503) gets fewer for a while either way.
+        """,
+        valueName: "N")
+    static let limitRateHelp = ArgumentHelp(
+        "At most RATE bytes per second for all downloads together (K, M, G suffixes; changeable through the API).",
+        valueName: "RATE")
     static let refreshCommandHelp = ArgumentHelp(
-        "When a download's URL expires midway, run CMD with sh -c for a new one (HAUL_URL, HAUL_ID, HAUL_PATH in its environment; it prints the URL). Only here: never settable over the API.",
+        """
+        When a download's URL expires midway, run CMD with sh -c for a new one (HAUL_URL, HAUL_ID, HAUL_PATH in \
+        its environment; it prints the URL). Only here: never settable over the API.
+        """,
         valueName: "CMD")
 }

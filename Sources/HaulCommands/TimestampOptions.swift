@@ -6,8 +6,14 @@ import HaulCore
 /// newer file replaces the old one once verified, the time from `Last-Modified`); this only
 /// takes the flags.
 struct TimestampOptions: ParsableArguments {
-    @Flag(name: [.customShort("N"), .customLong("timestamping")], help: ArgumentHelp(
-        "When the file is already here, download it only if the server's is newer (If-Modified-Since); a newer one replaces it once complete and verified. Implies --remote-time."))
+    @Flag(
+        name: [.customShort("N"), .customLong("timestamping")],
+        help: ArgumentHelp(
+            """
+            When the file is already here, download it only if the server's is newer (If-Modified-Since); a newer \
+            one replaces it once complete and verified. Implies --remote-time.
+            """
+        ))
     var timestamping = false
 
     @Flag(name: .customLong("remote-time"), help: "Give the saved file the server's Last-Modified time.")

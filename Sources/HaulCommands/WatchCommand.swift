@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
-import HaulCore
 import HaulAPI
+import HaulCore
 import UnixSignals
 
 /// `haul watch`: live progress of everything the daemon is running, until Ctrl-C. On a terminal
@@ -91,7 +91,9 @@ struct WatchBoard {
         if event.type != .progress, event.type != .queued {
             // State changes stay on screen (or in the log) above the live bars.
             clear()
-            print("\(event.type.rawValue): \(download.id) \(download.fileName ?? download.url)" + (event.error.map { " (\($0.message))" } ?? ""))
+            print(
+                "\(event.type.rawValue): \(download.id) \(download.fileName ?? download.url)"
+                    + (event.error.map { " (\($0.message))" } ?? ""))
             fflush(nil)
         }
     }

@@ -7,8 +7,9 @@ import PostgresNIO
 extension PostgresDownloadStore {
     /// A row read as `id, status, priority, position, record, credentials`.
     static func decode(_ row: (String, String, Int, Int64, String, String?)) throws -> DownloadRecord {
-        try StoredRecord.read(id: row.0, status: row.1, priority: row.2, position: row.3, fileName: nil,
-                              record: row.4, credentials: row.5)
+        try StoredRecord.read(
+            id: row.0, status: row.1, priority: row.2, position: row.3, fileName: nil,
+            record: row.4, credentials: row.5)
     }
 }
 

@@ -33,7 +33,10 @@ enum FleetSchema {
                 live_connections integer
             )
             """,
-            "CREATE INDEX haul_downloads_claim ON haul_downloads (priority DESC, position) WHERE status IN ('queued', 'running')",
+            """
+            CREATE INDEX haul_downloads_claim ON haul_downloads (priority DESC, position) WHERE status IN \
+            ('queued', 'running')
+            """,
             "CREATE INDEX haul_downloads_order ON haul_downloads (status, priority DESC, position)",
             "CREATE INDEX haul_downloads_identity ON haul_downloads (identity) WHERE status <> 'removed'",
             "CREATE INDEX haul_downloads_name ON haul_downloads (directory, file_name)",
@@ -67,7 +70,7 @@ enum FleetSchema {
                 'user', replace(replace(split_part(credentials, ':', 1), '%3A', ':'), '%25', '%'),
                 'password', replace(replace(substr(credentials, strpos(credentials, ':') + 1), '%3A', ':'), '%25', '%'))::text
             WHERE strpos(credentials, ':') > 0
-            """,
+            """
         ],
     ]
 
@@ -93,17 +96,28 @@ enum FleetSchema {
 
     private static func bringUpToDate(_ connection: PostgresConnection, logger: Logger) async throws {
         _ = try await connection.query("SELECT pg_advisory_xact_lock(7142007)", logger: logger)
-        _ = try await connection.query("CREATE TABLE IF NOT EXISTS haul_schema (version integer NOT NULL)", logger: logger)
+        _ = try await connection.query(
+            "CREATE TABLE IF NOT EXISTS haul_schema (version integer NOT NULL)", logger: logger)
         var current = 0
-        for try await (value) in try await connection.query("SELECT version FROM haul_schema", logger: logger).decode(Int.self) {
+        for try await (value) in try await connection.query("SELECT version FROM haul_schema", logger: logger).decode(
+            Int.self)
+        {
             current = max(current, value)
         }
         if current > version {
-            throw HaulError(.storeTooNew, "the fleet database's schema is version \(current), newer than this haul's (\(version)): upgrade haul; nothing was changed")
+            throw HaulError(
+                .storeTooNew,
+                """
+                the fleet database's schema is version \(current), newer than this haul's (\(version)): upgrade \
+                haul; nothing was changed
+                """
+            )
         }
         guard current < version else { return }
         for step in steps[current..<version] {
-            for statement in step { _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
+            for statement in step {
+                _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+            }
         }
         _ = try await connection.query("DELETE FROM haul_schema", logger: logger)
         _ = try await connection.query("INSERT INTO haul_schema (version) VALUES (\(version))", logger: logger)

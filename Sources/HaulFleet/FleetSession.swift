@@ -40,8 +40,10 @@ final class FleetSession: Sendable {
     }
 
     /// Connects, takes the name's lock (refusing a name a live process holds) and starts listening.
-    static func start(host: String, connect: @escaping @Sendable () async throws -> PostgresConnection,
-                      logger: Logger) async throws -> FleetSession {
+    static func start(
+        host: String, connect: @escaping @Sendable () async throws -> PostgresConnection,
+        logger: Logger
+    ) async throws -> FleetSession {
         let first = try await connect()
         do {
             // A process that just died may still have its session for a moment (the server
@@ -52,25 +54,36 @@ final class FleetSession: Sendable {
                 locked = try await lock(host, on: first, logger: logger)
             }
             guard locked else {
-                throw HaulError(.fleetNameInUse, "another live haul serve is already host '\(host)' of this fleet: give this one another --fleet-name")
+                throw HaulError(
+                    .fleetNameInUse,
+                    """
+                    another live haul serve is already host '\(host)' of this fleet: give this one another \
+                    --fleet-name
+                    """
+                )
             }
         } catch {
             await close(first, logger: logger, after: "a failed start")
             throw PostgresDownloadStore.classify(error)
         }
         let session = FleetSession(host: host, connection: first, logger: logger)
-        session.loop.withLockedValue { $0 = Task { await session.listen(first: first, connect: connect, logger: logger) } }
+        session.loop.withLockedValue {
+            $0 = Task { await session.listen(first: first, connect: connect, logger: logger) }
+        }
         return session
     }
 
     static func lock(_ host: String, on connection: PostgresConnection, logger: Logger) async throws -> Bool {
-        let rows = try await connection.query("SELECT pg_try_advisory_lock(\(lockSpace), hashtext(\(host)))", logger: logger)
+        let rows = try await connection.query(
+            "SELECT pg_try_advisory_lock(\(lockSpace), hashtext(\(host)))", logger: logger)
         for try await locked in rows.decode(Bool.self) { return locked }
         return false
     }
 
-    private func listen(first: PostgresConnection, connect: @escaping @Sendable () async throws -> PostgresConnection,
-                        logger: Logger) async {
+    private func listen(
+        first: PostgresConnection, connect: @escaping @Sendable () async throws -> PostgresConnection,
+        logger: Logger
+    ) async {
         var current: PostgresConnection? = first
         while !Task.isCancelled {
             if let connection = current {
@@ -84,7 +97,8 @@ final class FleetSession: Sendable {
                     }
                 } catch {
                     if !Task.isCancelled {
-                        logger.warning("the fleet's command channel dropped; reconnecting", metadata: ["error": "\(error)"])
+                        logger.warning(
+                            "the fleet's command channel dropped; reconnecting", metadata: ["error": "\(error)"])
                     }
                 }
                 await Self.close(connection, logger: logger, after: "the channel dropped")
@@ -95,7 +109,9 @@ final class FleetSession: Sendable {
             do {
                 let connection = try await connect()
                 if try await !Self.lock(host, on: connection, logger: logger) {
-                    logger.error("another process took this host's fleet name while its connection was down", metadata: ["host": "\(host)"])
+                    logger.error(
+                        "another process took this host's fleet name while its connection was down",
+                        metadata: ["host": "\(host)"])
                 }
                 self.connection.withLockedValue { $0 = connection }
                 current = connection
@@ -109,7 +125,9 @@ final class FleetSession: Sendable {
     func close() async {
         let task = loop.withLockedValue { $0 }
         task?.cancel()
-        if let connection = connection.withLockedValue({ $0 }) { await Self.close(connection, logger: logger, after: "the host stopped") }
+        if let connection = connection.withLockedValue({ $0 }) {
+            await Self.close(connection, logger: logger, after: "the host stopped")
+        }
         await task?.value
         continuation.finish()
     }

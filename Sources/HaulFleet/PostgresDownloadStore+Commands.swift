@@ -10,8 +10,9 @@ extension PostgresDownloadStore {
             guard let result = try await pause([id])[id] else { throw HaulError(.internal, "no answer for \(id)") }
             return result
         }
-        let rows = try await fetchRows(Self.commandQuery(command, ids: [id.rawValue], pausable: ""), "ask for \(command.rawValue)",
-                                       as: (String, String, Int, Int64, String, String?, Bool, String, String?).self)
+        let rows = try await fetchRows(
+            Self.commandQuery(command, ids: [id.rawValue], pausable: ""), "ask for \(command.rawValue)",
+            as: (String, String, Int, Int64, String, String?, Bool, String, String?).self)
         guard let row = rows.first else { throw HaulError(.notFound, "no download with id \(id)") }
         return try await results([row])[id] ?? .leftForHolder
     }
@@ -22,15 +23,21 @@ extension PostgresDownloadStore {
     public func pause(_ ids: [DownloadID]) async throws -> [DownloadID: FleetRequestResult] {
         let unique = Array(Set(ids.map(\.rawValue)))
         guard !unique.isEmpty else { return [:] }
-        let pausable = "AND (SELECT count(*) = \(unique.count) AND bool_and(before IN ('queued', 'running', 'paused')) FROM old)"
-        let rows = try await fetchRows(Self.commandQuery(.pause, ids: unique, pausable: pausable), "pause downloads",
-                                       as: (String, String, Int, Int64, String, String?, Bool, String, String?).self)
+        let pausable =
+            "AND (SELECT count(*) = \(unique.count) AND bool_and(before IN ('queued', 'running', 'paused')) FROM old)"
+        let rows = try await fetchRows(
+            Self.commandQuery(.pause, ids: unique, pausable: pausable), "pause downloads",
+            as: (String, String, Int, Int64, String, String?, Bool, String, String?).self)
         guard !rows.isEmpty else {
             let found = Dictionary(try await records(ids).map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
             for id in ids {
-                guard let record = found[id], record.status != .removed else { throw HaulError(.notFound, "no download with id \(id)") }
+                guard let record = found[id], record.status != .removed else {
+                    throw HaulError(.notFound, "no download with id \(id)")
+                }
                 if ![.queued, .running, .paused].contains(record.status) {
-                    throw HaulError(.conflict, "download \(id) is \(record.status.rawValue): there is nothing to pause; nothing was changed")
+                    throw HaulError(
+                        .conflict,
+                        "download \(id) is \(record.status.rawValue): there is nothing to pause; nothing was changed")
                 }
             }
             // Each was pausable when looked at again: one changed between the two reads.
@@ -60,7 +67,8 @@ extension PostgresDownloadStore {
 
     /// What each row's command came to; the holders of rows that got a command are notified.
     private func results(_ rows: [(String, String, Int, Int64, String, String?, Bool, String, String?)]) async throws
-        -> [DownloadID: FleetRequestResult] {
+        -> [DownloadID: FleetRequestResult]
+    {
         var results: [DownloadID: FleetRequestResult] = [:]
         var holders: Set<String> = []
         for row in rows {
@@ -69,7 +77,8 @@ extension PostgresDownloadStore {
                 if let owner = row.8 { holders.insert(owner) }
             } else {
                 let before = DownloadStatus(rawValue: row.7) ?? .queued
-                results[DownloadID(rawValue: row.0)] = .applied(try Self.decode((row.0, row.1, row.2, row.3, row.4, row.5)), before: before)
+                results[DownloadID(rawValue: row.0)] = .applied(
+                    try Self.decode((row.0, row.1, row.2, row.3, row.4, row.5)), before: before)
             }
         }
         for holder in holders {
@@ -77,7 +86,8 @@ extension PostgresDownloadStore {
                 try await execute("SELECT pg_notify(\(FleetSession.channel), \(holder))", "notify \(holder)")
             } catch {
                 // The command is on the row: the holder's next renewal hears it anyway.
-                logger.warning("cannot notify a host of a command", metadata: ["host": "\(holder)", "error": "\(error)"])
+                logger.warning(
+                    "cannot notify a host of a command", metadata: ["host": "\(holder)", "error": "\(error)"])
             }
         }
         return results

@@ -1,7 +1,7 @@
 import HaulCore
 import Logging
-import PostgresNIO
 import NIOConcurrencyHelpers
+import PostgresNIO
 
 /// Leases: claims in queue order, renewals that carry live progress, releases, and where
 /// other hosts' runs are. A lease is held with its generation: a save or renewal under an older
@@ -45,8 +45,12 @@ extension PostgresDownloadStore {
     public func renew(_ progress: [DownloadID: HaulCore.Progress?]) async throws -> LeaseReport {
         let leases = held.withLockedValue { $0 }
         guard !leases.isEmpty else { return LeaseReport() }
-        var ids: [String] = [], generations: [Int64] = [], completed: [Int64] = [], totals: [Int64] = []
-        var speeds: [Double] = [], connections: [Int32] = []
+        var ids: [String] = []
+        var generations: [Int64] = []
+        var completed: [Int64] = []
+        var totals: [Int64] = []
+        var speeds: [Double] = []
+        var connections: [Int32] = []
         for (id, generation) in leases {
             let live = progress[id] ?? nil
             ids.append(id.rawValue)
@@ -69,7 +73,9 @@ extension PostgresDownloadStore {
         var report = LeaseReport()
         let renewed = Set(rows.map { DownloadID(rawValue: $0.0) })
         for (id, command) in rows {
-            if let command, let parsed = FleetCommand(rawValue: command) { report.commands[DownloadID(rawValue: id)] = parsed }
+            if let command, let parsed = FleetCommand(rawValue: command) {
+                report.commands[DownloadID(rawValue: id)] = parsed
+            }
         }
         held.withLockedValue { held in
             // Lost: still held here with the generation this renewal tried. A lease released
@@ -99,10 +105,14 @@ extension PostgresDownloadStore {
             SELECT id, lease_owner, live_completed, live_total, live_speed, live_connections FROM haul_downloads
             WHERE id = ANY(\(ids.map(\.rawValue))::text[]) AND lease_owner IS NOT NULL AND lease_expires > now()
             """
-        let rows = try await fetchRows(query, "read the fleet's runs", as: (String, String, Int64?, Int64?, Double?, Int?).self)
+        let rows = try await fetchRows(
+            query, "read the fleet's runs", as: (String, String, Int64?, Int64?, Double?, Int?).self)
         var runs: [DownloadID: FleetRun] = [:]
         for (id, owner, completed, total, speed, connections) in rows {
-            let progress = completed.map { HaulCore.Progress(completed: $0, total: total, bytesPerSecond: speed ?? 0, connections: connections ?? 0) }
+            let progress = completed.map {
+                HaulCore.Progress(
+                    completed: $0, total: total, bytesPerSecond: speed ?? 0, connections: connections ?? 0)
+            }
             runs[DownloadID(rawValue: id)] = FleetRun(host: owner, progress: progress)
         }
         return runs

@@ -4,7 +4,8 @@ import PostgresNIO
 
 /// File names in the fleet: one live download per name and directory, whichever host asks.
 extension PostgresDownloadStore {
-    public func fileNameHolder(_ fileName: String, directory: String, except id: DownloadID) async throws -> DownloadID? {
+    public func fileNameHolder(_ fileName: String, directory: String, except id: DownloadID) async throws -> DownloadID?
+    {
         let query: PostgresQuery = """
             SELECT id FROM haul_downloads WHERE directory = \(directory) AND file_name = \(fileName) AND id <> \(id.rawValue)
                 AND status <> 'removed' LIMIT 1
@@ -31,7 +32,9 @@ extension PostgresDownloadStore {
             RETURNING id
             """
         do {
-            if try await !returnedIDs(PostgresQuery(unsafeSQL: sql, binds: binds), "reserve a file name").isEmpty { return true }
+            if try await !returnedIDs(PostgresQuery(unsafeSQL: sql, binds: binds), "reserve a file name").isEmpty {
+                return true
+            }
         } catch let error as HaulError where error.code == .fileExists {
             return false
         }

@@ -33,11 +33,15 @@ extension PostgresDownloadStore {
     /// (`TimeLimit`); such a query may still land later, which its lease fence makes harmless:
     /// a save under a lease no longer held changes nothing, and one that lands while it is held
     /// carries offsets the disk already has.
-    func timed<T: Sendable>(_ what: String, limit: Duration? = nil, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    func timed<T: Sendable>(_ what: String, limit: Duration? = nil, _ body: @escaping @Sendable () async throws -> T)
+        async throws -> T
+    {
         try await Self.timed(what, limit: limit ?? queryTimeout, body)
     }
 
-    static func timed<T: Sendable>(_ what: String, limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    static func timed<T: Sendable>(_ what: String, limit: Duration, _ body: @escaping @Sendable () async throws -> T)
+        async throws -> T
+    {
         let answer: T?
         do {
             answer = try await TimeLimit.run(limit, body)
@@ -54,7 +58,9 @@ extension PostgresDownloadStore {
     static func classify(_ error: any Error) -> HaulError {
         if let error = error as? HaulError { return error }
         if let error = error as? PostgresTransactionError {
-            return classify(error.closureError ?? error.beginError ?? error.commitError ?? error.rollbackError ?? HaulError(.store, "\(error)"))
+            return classify(
+                error.closureError ?? error.beginError ?? error.commitError ?? error.rollbackError
+                    ?? HaulError(.store, "\(error)"))
         }
         if let error = error as? PSQLError {
             switch error.code {
@@ -64,13 +70,16 @@ extension PostgresDownloadStore {
                 if state == "28P01" || state == "28000" { return HaulError(.storeLogin, message) }
                 if state.hasPrefix("08") || state.hasPrefix("57P") { return HaulError(.storeUnavailable, message) }
                 if state == "23505", error.serverInfo?[.constraintName] == "haul_downloads_live_name" {
-                    return HaulError(.fileExists, "another download in that directory already has that file name; nothing was changed")
+                    return HaulError(
+                        .fileExists,
+                        "another download in that directory already has that file name; nothing was changed")
                 }
                 return HaulError(.store, message + (state.isEmpty ? "" : " (\(state))"))
             case .authMechanismRequiresPassword:
                 return HaulError(.storeLogin, "the server wants a password and the URL has none")
             case .unsupportedAuthMechanism, .saslError:
-                return HaulError(.storeLogin, "authentication failed: \(error.underlying.map { "\($0)" } ?? "\(error.code)")")
+                return HaulError(
+                    .storeLogin, "authentication failed: \(error.underlying.map { "\($0)" } ?? "\(error.code)")")
             case .sslUnsupported:
                 return HaulError(.storeUnavailable, "the server does not support TLS (add ?sslmode=disable)")
             default:

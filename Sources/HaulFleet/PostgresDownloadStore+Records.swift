@@ -1,7 +1,7 @@
 import HaulCore
 import Logging
-import PostgresNIO
 import NIOConcurrencyHelpers
+import PostgresNIO
 
 /// The `DownloadStore` side: fenced saves of held records, all-or-nothing saves of the rest,
 /// and reads in queue order (`QueueOrder.postgres`).
@@ -45,7 +45,8 @@ extension PostgresDownloadStore {
                 let fields = StoredRecord(record, keepCredentials: keepsCredentials)
                 let first = binds.count
                 fields.bind(into: &binds)
-                rows.append("(" + (1...StoredRecord.columns.count).map { "$\(first + $0)" }.joined(separator: ", ") + ")")
+                rows.append(
+                    "(" + (1...StoredRecord.columns.count).map { "$\(first + $0)" }.joined(separator: ", ") + ")")
             }
             let sql = """
                 INSERT INTO haul_downloads (\(StoredRecord.columns.joined(separator: ", ")))
@@ -66,9 +67,12 @@ extension PostgresDownloadStore {
             try await client.withTransaction(logger: logger) { connection in
                 for (query, ids) in work {
                     var written: Set<String> = []
-                    for try await id in try await connection.query(query, logger: logger).decode(String.self) { written.insert(id) }
+                    for try await id in try await connection.query(query, logger: logger).decode(String.self) {
+                        written.insert(id)
+                    }
                     if let refused = ids.first(where: { !written.contains($0.rawValue) }) {
-                        throw HaulError(.conflict, "download \(refused) is running on another host; nothing was changed")
+                        throw HaulError(
+                            .conflict, "download \(refused) is running on another host; nothing was changed")
                     }
                 }
             }
@@ -80,10 +84,12 @@ extension PostgresDownloadStore {
     }
 
     public func record(matching request: DownloadRequest) async throws -> DownloadRecord? {
-        try await records("""
+        try await records(
+            """
             SELECT \(unescaped: Self.columns) FROM haul_downloads WHERE identity = \(request.identity) AND status <> 'removed'
             ORDER BY created_at DESC LIMIT 1
-            """).first
+            """
+        ).first
     }
 
     public func records(matching requests: [DownloadRequest]) async throws -> [String: DownloadRecord] {
@@ -92,10 +98,12 @@ extension PostgresDownloadStore {
         for start in stride(from: 0, to: identities.count, by: 500) {
             let page = Array(identities[start..<min(start + 500, identities.count)])
             // Oldest first: the newest of several live records for one identity wins.
-            for record in try await records("""
+            for record in try await records(
+                """
                 SELECT \(unescaped: Self.columns) FROM haul_downloads WHERE identity = ANY(\(page)::text[]) AND status <> 'removed'
                 ORDER BY created_at ASC
-                """) {
+                """)
+            {
                 found[record.request.identity] = record
             }
         }
@@ -104,11 +112,13 @@ extension PostgresDownloadStore {
 
     public func records(status: DownloadStatus?) async throws -> [DownloadRecord] {
         if let status {
-            return try await records("""
+            return try await records(
+                """
                 SELECT \(unescaped: Self.columns) FROM haul_downloads WHERE status = \(status.rawValue) \(unescaped: QueueOrder.postgres)
                 """)
         }
-        return try await records("SELECT \(unescaped: Self.columns) FROM haul_downloads \(unescaped: QueueOrder.postgres)")
+        return try await records(
+            "SELECT \(unescaped: Self.columns) FROM haul_downloads \(unescaped: QueueOrder.postgres)")
     }
 
     public func delete(_ id: DownloadID) async throws {
@@ -124,9 +134,10 @@ extension PostgresDownloadStore {
     }
 
     public func ids(status: DownloadStatus?) async throws -> [DownloadID] {
-        let query: PostgresQuery = status.map {
-            "SELECT id FROM haul_downloads WHERE status = \($0.rawValue) \(unescaped: QueueOrder.postgres)"
-        } ?? "SELECT id FROM haul_downloads WHERE status <> 'removed' \(unescaped: QueueOrder.postgres)"
+        let query: PostgresQuery =
+            status.map {
+                "SELECT id FROM haul_downloads WHERE status = \($0.rawValue) \(unescaped: QueueOrder.postgres)"
+            } ?? "SELECT id FROM haul_downloads WHERE status <> 'removed' \(unescaped: QueueOrder.postgres)"
         return try await returnedIDs(query, "list downloads").map(DownloadID.init(rawValue:))
     }
 
@@ -134,12 +145,15 @@ extension PostgresDownloadStore {
         var found: [DownloadRecord] = []
         for start in stride(from: 0, to: ids.count, by: 500) {
             let page = ids[start..<min(start + 500, ids.count)].map(\.rawValue)
-            found += try await records("SELECT \(unescaped: Self.columns) FROM haul_downloads WHERE id = ANY(\(page)::text[])")
+            found += try await records(
+                "SELECT \(unescaped: Self.columns) FROM haul_downloads WHERE id = ANY(\(page)::text[])")
         }
         return found
     }
 
     public func setPlace(_ id: DownloadID, priority: Int, position: Int64) async throws {
-        try await execute("UPDATE haul_downloads SET priority = \(priority), position = \(position) WHERE id = \(id.rawValue)", "move a download")
+        try await execute(
+            "UPDATE haul_downloads SET priority = \(priority), position = \(position) WHERE id = \(id.rawValue)",
+            "move a download")
     }
 }

@@ -35,8 +35,10 @@ public final class PostgresDownloadStore: SharedQueueStore, Service {
 
     static let columns = "id, status, priority, position, record, credentials"
 
-    private init(client: PostgresClient, runner: Task<Void, Never>?, session: FleetSession, host: String,
-                 leaseTimeout: Duration, keepsCredentials: Bool, logger: Logger) {
+    private init(
+        client: PostgresClient, runner: Task<Void, Never>?, session: FleetSession, host: String,
+        leaseTimeout: Duration, keepsCredentials: Bool, logger: Logger
+    ) {
         self.client = client
         self.session = session
         self.runner = runner
@@ -68,7 +70,8 @@ public final class PostgresDownloadStore: SharedQueueStore, Service {
             database: location.database, tls: tls)
         configuration.options.connectTimeout = .seconds(5)
         configuration.options.maximumConnections = 8
-        let session = try await FleetSession.start(host: host, connect: { try await connect(location, logger: logger) }, logger: logger)
+        let session = try await FleetSession.start(
+            host: host, connect: { try await connect(location, logger: logger) }, logger: logger)
         do {
             // Creating the tables may wait for another host's migration (the advisory lock).
             try await timed("migrate the schema", limit: .seconds(30)) {
@@ -86,8 +89,9 @@ public final class PostgresDownloadStore: SharedQueueStore, Service {
             throw error
         }
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        return PostgresDownloadStore(client: client, runner: runsItsPool ? Task { await client.run() } : nil, session: session,
-                                     host: host, leaseTimeout: leaseTimeout, keepsCredentials: keepsCredentials, logger: logger)
+        return PostgresDownloadStore(
+            client: client, runner: runsItsPool ? Task { await client.run() } : nil, session: session,
+            host: host, leaseTimeout: leaseTimeout, keepsCredentials: keepsCredentials, logger: logger)
     }
 
     /// Runs the pool until a graceful shutdown (or cancellation) reaches it: for a store opened
@@ -115,7 +119,9 @@ public final class PostgresDownloadStore: SharedQueueStore, Service {
             let classified = classify(error)
             switch classified.code {
             case .storeLogin:
-                throw HaulError(.storeLogin, "the fleet database \(location) refused the login of \(location.user): \(classified.message)")
+                throw HaulError(
+                    .storeLogin,
+                    "the fleet database \(location) refused the login of \(location.user): \(classified.message)")
             case .storeUnavailable:
                 throw HaulError(.storeUnavailable, "cannot reach the fleet database \(location): \(classified.message)")
             default:

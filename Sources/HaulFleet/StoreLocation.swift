@@ -29,7 +29,13 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
 
     public init(parsing text: String) throws(HaulError) {
         func bad(_ why: String) -> HaulError {
-            HaulError(.usage, "bad --store URL \(PostgresLocation.redacted(text)): \(why) (expected postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE)")
+            HaulError(
+                .usage,
+                """
+                bad --store URL \(PostgresLocation.redacted(text)): \(why) (expected \
+                postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE)
+                """
+            )
         }
         var rest: Substring
         if text.hasPrefix("postgres://") {
@@ -68,12 +74,16 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
             host = String(authority[authority.index(after: authority.startIndex)..<close])
             let after = authority[authority.index(after: close)...]
             if !after.isEmpty {
-                guard after.hasPrefix(":"), let number = Int(after.dropFirst()), (1...65535).contains(number) else { throw bad("bad port") }
+                guard after.hasPrefix(":"), let number = Int(after.dropFirst()), (1...65535).contains(number) else {
+                    throw bad("bad port")
+                }
                 port = number
             }
         } else if let colon = authority.lastIndex(of: ":") {
             host = String(authority[..<colon])
-            guard let number = Int(authority[authority.index(after: colon)...]), (1...65535).contains(number) else { throw bad("bad port") }
+            guard let number = Int(authority[authority.index(after: colon)...]), (1...65535).contains(number) else {
+                throw bad("bad port")
+            }
             port = number
         }
         guard !host.isEmpty else { throw bad("no host") }
@@ -81,7 +91,9 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
         for pair in query.split(separator: "&") where !pair.isEmpty {
             let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2, parts[0] == "sslmode" else { throw bad("unknown parameter \(pair)") }
-            guard let mode = TLSMode(rawValue: parts[1]) else { throw bad("sslmode must be disable, prefer or require") }
+            guard let mode = TLSMode(rawValue: parts[1]) else {
+                throw bad("sslmode must be disable, prefer or require")
+            }
             tls = mode
         }
         self.host = host
@@ -98,7 +110,9 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
 
     /// The URL as given with its password hidden, for messages.
     static func redacted(_ text: String) -> String {
-        guard let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].lastIndex(of: "@") else { return text }
+        guard let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].lastIndex(of: "@") else {
+            return text
+        }
         let userinfo = text[scheme.upperBound..<at]
         guard let colon = userinfo.firstIndex(of: ":") else { return text }
         return String(text[..<colon]) + ":***" + String(text[at...])
@@ -110,9 +124,11 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
         let utf8 = text.utf8
         while index < utf8.endIndex {
             let byte = utf8[index]
-            if byte == UInt8(ascii: "%"), let high = utf8.index(index, offsetBy: 1, limitedBy: utf8.endIndex), high < utf8.endIndex,
-               let low = utf8.index(index, offsetBy: 2, limitedBy: utf8.endIndex), low < utf8.endIndex,
-               let value = UInt8(String(decoding: [utf8[high], utf8[low]], as: UTF8.self), radix: 16) {
+            if byte == UInt8(ascii: "%"), let high = utf8.index(index, offsetBy: 1, limitedBy: utf8.endIndex),
+                high < utf8.endIndex,
+                let low = utf8.index(index, offsetBy: 2, limitedBy: utf8.endIndex), low < utf8.endIndex,
+                let value = UInt8(String(decoding: [utf8[high], utf8[low]], as: UTF8.self), radix: 16)
+            {
                 bytes.append(value)
                 index = utf8.index(index, offsetBy: 3)
             } else {

@@ -11,7 +11,8 @@ import NIOConcurrencyHelpers
 enum TimeLimit {
     /// `body`'s result, or nil once `limit` passed first. A cancelled caller gets
     /// `CancellationError` at once.
-    static func run<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T? {
+    static func run<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T?
+    {
         let answer = Answer<T>()
         let work = Task { try await body() }
         return try await withTaskCancellationHandler {
@@ -38,7 +39,9 @@ enum TimeLimit {
 
     /// The caller's continuation, resumed by whichever answer comes first.
     private final class Answer<T: Sendable>: Sendable {
-        private let state = NIOLockedValueBox<(waiting: CheckedContinuation<T?, any Error>?, early: Result<T?, any Error>?)>((nil, nil))
+        private let state = NIOLockedValueBox<
+            (waiting: CheckedContinuation<T?, any Error>?, early: Result<T?, any Error>?)
+        >((nil, nil))
 
         func wait(_ continuation: CheckedContinuation<T?, any Error>) {
             let early = state.withLockedValue { state -> Result<T?, any Error>? in

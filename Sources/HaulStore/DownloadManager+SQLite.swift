@@ -11,15 +11,19 @@ extension DownloadManager {
     public init(configuration: Configuration) async throws {
         try Self.prepareStateDirectory(configuration.stateDirectory)
         let logger = configuration.logger
-        let store = try await SQLiteDownloadStore.open(path: Paths.join(configuration.stateDirectory, "haul.sqlite"),
-                                                       keepsCredentials: configuration.keepsCredentials, logger: logger)
-        try await self.init(configuration: configuration, store: store, closeStore: {
-            do {
-                try await store.close()
-            } catch {
-                // Every write was committed before its caller returned; only the file handles are at stake.
-                logger.warning("cannot close the state database", metadata: ["path": "\(store.path)", "error": "\(error)"])
-            }
-        })
+        let store = try await SQLiteDownloadStore.open(
+            path: Paths.join(configuration.stateDirectory, "haul.sqlite"),
+            keepsCredentials: configuration.keepsCredentials, logger: logger)
+        try await self.init(
+            configuration: configuration, store: store,
+            closeStore: {
+                do {
+                    try await store.close()
+                } catch {
+                    // Every write was committed before its caller returned; only the file handles are at stake.
+                    logger.warning(
+                        "cannot close the state database", metadata: ["path": "\(store.path)", "error": "\(error)"])
+                }
+            })
     }
 }

@@ -17,14 +17,18 @@ final class GroupCommit: Sendable {
     private let line: BatchLine<Write, Void>
 
     init(connection: SQLiteConnection, keepCredentials: Bool, logger: Logger) {
-        line = BatchLine(perform: { writes in
-            try await Self.commit(writes, connection: connection, keepCredentials: keepCredentials, logger: logger)
-            return writes.map { _ in () }
-        }, onSplit: { count, error in
-            // One refused write (a name the unique index keeps for another download) must not
-            // fail the others with it: each is tried alone, and hears its own answer.
-            logger.debug("a batch of writes failed; each is written alone", metadata: ["writes": "\(count)", "error": "\(error)"])
-        })
+        line = BatchLine(
+            perform: { writes in
+                try await Self.commit(writes, connection: connection, keepCredentials: keepCredentials, logger: logger)
+                return writes.map { _ in () }
+            },
+            onSplit: { count, error in
+                // One refused write (a name the unique index keeps for another download) must not
+                // fail the others with it: each is tried alone, and hears its own answer.
+                logger.debug(
+                    "a batch of writes failed; each is written alone",
+                    metadata: ["writes": "\(count)", "error": "\(error)"])
+            })
     }
 
     /// Returns once `write` is committed; throws if its transaction failed.
@@ -33,7 +37,9 @@ final class GroupCommit: Sendable {
     }
 
     /// One statement runs alone (it is atomic by itself); more run in one transaction.
-    private static func commit(_ writes: [Write], connection: SQLiteConnection, keepCredentials: Bool, logger: Logger) async throws {
+    private static func commit(_ writes: [Write], connection: SQLiteConnection, keepCredentials: Bool, logger: Logger)
+        async throws
+    {
         let statements = Self.statements(for: writes, keepCredentials: keepCredentials)
         if statements.isEmpty { return }
         if statements.count == 1 {
@@ -50,8 +56,11 @@ final class GroupCommit: Sendable {
             do {
                 _ = try await connection.query("ROLLBACK")
             } catch let rollback {
-                logger.error("cannot roll back a failed write to the state database", metadata: [
-                    "error": "\(error)", "rollback": "\(rollback)"])
+                logger.error(
+                    "cannot roll back a failed write to the state database",
+                    metadata: [
+                        "error": "\(error)", "rollback": "\(rollback)",
+                    ])
             }
             throw error
         }

@@ -55,10 +55,12 @@ enum RecordRow {
     static func decode(_ row: SQLiteRow, cache: NIOLockedValueBox<StoredRecordCache>) throws -> DownloadRecord {
         let values = row.columns
         guard values.count == 7, let id = values[0].data.string, let status = values[1].data.string,
-              let priority = values[2].data.integer, let position = values[3].data.integer,
-              let json = values[5].data.string else {
-            throw HaulError(.store, "download \(values.first?.data.string ?? "without an id") in the store cannot be read",
-                            cause: "a column is missing")
+            let priority = values[2].data.integer, let position = values[3].data.integer,
+            let json = values[5].data.string
+        else {
+            throw HaulError(
+                .store, "download \(values.first?.data.string ?? "without an id") in the store cannot be read",
+                cause: "a column is missing")
         }
         let parsed: DownloadRecord
         if let cached = cache.withLockedValue({ $0.record(id: id, json: json) }) {
@@ -67,8 +69,9 @@ enum RecordRow {
             parsed = try StoredRecord.parse(id: id, record: json)
             cache.withLockedValue { $0.keep(parsed, id: id, json: json) }
         }
-        return try StoredRecord.read(status: status, priority: priority, position: Int64(position),
-                                     fileName: values[4].data.string, parsed: parsed, credentials: values[6].data.string)
+        return try StoredRecord.read(
+            status: status, priority: priority, position: Int64(position),
+            fileName: values[4].data.string, parsed: parsed, credentials: values[6].data.string)
     }
 
     /// The columns a record is read from, in `decode`'s order.

@@ -25,7 +25,9 @@ public final class SQLiteDownloadStore: DownloadStore {
     /// to a caller (a reader that could not be opened or closed, a rollback that failed) is told here.
     let logger: Logger
 
-    private init(connection: SQLiteConnection, pool: NIOThreadPool, path: String, keepsCredentials: Bool, logger: Logger) {
+    private init(
+        connection: SQLiteConnection, pool: NIOThreadPool, path: String, keepsCredentials: Bool, logger: Logger
+    ) {
         self.connection = connection
         self.writes = GroupCommit(connection: connection, keepCredentials: keepsCredentials, logger: logger)
         self.pool = pool
@@ -38,30 +40,38 @@ public final class SQLiteDownloadStore: DownloadStore {
     /// restart without being told them again) and the file is made private (0600).
     /// `logger` hears what the store cannot throw, and sqlite-nio's own few messages (a connection
     /// opened, at debug; never a statement or its binds).
-    public static func open(path: String, keepsCredentials: Bool = false,
-                            logger: Logger = Logger(label: "haul.store", factory: { _ in SwiftLogNoOpLogHandler() }))
-        async throws -> SQLiteDownloadStore {
-        try await open(path: path, keepsCredentials: keepsCredentials, logger: logger, schemaVersion: StoreSchema.steps.count)
+    public static func open(
+        path: String, keepsCredentials: Bool = false,
+        logger: Logger = Logger(label: "haul.store", factory: { _ in SwiftLogNoOpLogHandler() })
+    )
+        async throws -> SQLiteDownloadStore
+    {
+        try await open(
+            path: path, keepsCredentials: keepsCredentials, logger: logger, schemaVersion: StoreSchema.steps.count)
     }
 
     /// Opened at an older schema: only for tests that write rows as an older haul did.
-    static func open(path: String, keepsCredentials: Bool,
-                     logger: Logger = Logger(label: "haul.store", factory: { _ in SwiftLogNoOpLogHandler() }),
-                     schemaVersion: Int) async throws -> SQLiteDownloadStore {
+    static func open(
+        path: String, keepsCredentials: Bool,
+        logger: Logger = Logger(label: "haul.store", factory: { _ in SwiftLogNoOpLogHandler() }),
+        schemaVersion: Int
+    ) async throws -> SQLiteDownloadStore {
         // A thread of its own: a connection waiting on another process's lock must not occupy
         // the threads that file writes (or another connection holding that lock) need.
         let pool = NIOThreadPool(numberOfThreads: 1)
         pool.start()
         let connection: SQLiteConnection
         do {
-            connection = try await SQLiteConnection.open(storage: .file(path: path), threadPool: pool,
-                                                         logger: logger, on: MultiThreadedEventLoopGroup.singleton.any())
+            connection = try await SQLiteConnection.open(
+                storage: .file(path: path), threadPool: pool,
+                logger: logger, on: MultiThreadedEventLoopGroup.singleton.any())
         } catch {
             await shutDown(pool, logger: logger, what: "after a failed open")
             throw HaulError(.store, "cannot open the state database \(path)", underlying: error)
         }
-        let store = SQLiteDownloadStore(connection: connection, pool: pool, path: path, keepsCredentials: keepsCredentials,
-                                        logger: logger)
+        let store = SQLiteDownloadStore(
+            connection: connection, pool: pool, path: path, keepsCredentials: keepsCredentials,
+            logger: logger)
         // SQLite gives the journal files it makes later the database file's mode.
         if keepsCredentials, chmod(path, 0o600) != 0 {
             let reason = String(cString: strerror(errno))
@@ -73,16 +83,26 @@ public final class SQLiteDownloadStore: DownloadStore {
             do {
                 try await store.prepare(schemaVersion: schemaVersion)
                 await store.openReader()
-                logger.debug("opened the state database", metadata: [
-                    "path": "\(path)", "reads": "\(store.reader.withLockedValue { $0 == nil } ? "on the writer's connection" : "on their own connection")"])
+                logger.debug(
+                    "opened the state database",
+                    metadata: [
+                        "path": "\(path)",
+                        "reads":
+                            "\(store.reader.withLockedValue { $0 == nil } ? "on the writer's connection" : "on their own connection")",
+                    ])
                 return store
-            } catch let error as SQLiteError where [.busy, .locked, .busyTimeout, .busyInRecovery].contains(error.reason) {
+            } catch let error as SQLiteError
+                where [.busy, .locked, .busyTimeout, .busyInRecovery].contains(error.reason)
+            {
                 // Switching to WAL takes a lock without waiting on busy_timeout; another process
                 // opening the same file at this moment is normal, so wait a little and try again.
                 attempt += 1
                 if attempt == 1 {
-                    logger.notice("the state database is locked by another process; waiting for it", metadata: [
-                        "path": "\(path)", "error": "\(error)"])
+                    logger.notice(
+                        "the state database is locked by another process; waiting for it",
+                        metadata: [
+                            "path": "\(path)", "error": "\(error)",
+                        ])
                 }
                 if attempt < 100 {
                     // Nothing lost: a cancelled sleep only makes the next attempt come sooner.
@@ -112,12 +132,18 @@ public final class SQLiteDownloadStore: DownloadStore {
 
     private func closeNow() async throws {
         defer { pool.shutdownGracefully { _ in } }
-        if let reader = reader.withLockedValue({ value in defer { value = nil }; return value }) {
+        if let reader = reader.withLockedValue({ value in
+            defer { value = nil }
+            return value
+        }) {
             do {
                 try await reader.connection.close()
             } catch {
-                logger.warning("cannot close the state database's reader connection", metadata: [
-                    "path": "\(path)", "error": "\(error)"])
+                logger.warning(
+                    "cannot close the state database's reader connection",
+                    metadata: [
+                        "path": "\(path)", "error": "\(error)",
+                    ])
             }
             reader.pool.shutdownGracefully { _ in }
         }
@@ -129,8 +155,11 @@ public final class SQLiteDownloadStore: DownloadStore {
         do {
             try await close()
         } catch {
-            logger.warning("cannot close the state database after a failed open", metadata: [
-                "path": "\(path)", "error": "\(error)"])
+            logger.warning(
+                "cannot close the state database after a failed open",
+                metadata: [
+                    "path": "\(path)", "error": "\(error)",
+                ])
         }
     }
 
@@ -148,14 +177,18 @@ public final class SQLiteDownloadStore: DownloadStore {
         let pool = NIOThreadPool(numberOfThreads: 1)
         pool.start()
         do {
-            let connection = try await SQLiteConnection.open(storage: .file(path: path), threadPool: pool,
-                                                             logger: logger, on: MultiThreadedEventLoopGroup.singleton.any())
+            let connection = try await SQLiteConnection.open(
+                storage: .file(path: path), threadPool: pool,
+                logger: logger, on: MultiThreadedEventLoopGroup.singleton.any())
             _ = try await connection.query("PRAGMA busy_timeout = 10000")
             _ = try await connection.query("PRAGMA query_only = 1")
             reader.withLockedValue { $0 = (connection, pool) }
         } catch {
-            logger.warning("cannot open a reader connection to the state database; reads share the writer's", metadata: [
-                "path": "\(path)", "error": "\(error)"])
+            logger.warning(
+                "cannot open a reader connection to the state database; reads share the writer's",
+                metadata: [
+                    "path": "\(path)", "error": "\(error)",
+                ])
             await Self.shutDown(pool, logger: logger, what: "of the reader")
         }
     }
@@ -198,7 +231,8 @@ public final class SQLiteDownloadStore: DownloadStore {
         do {
             try await writes.perform(.upsert(records))
         } catch let error as SQLiteError where error.message.contains("UNIQUE constraint failed: downloads.directory") {
-            throw HaulError(.fileExists, "another download in that directory already has that file name; nothing was changed")
+            throw HaulError(
+                .fileExists, "another download in that directory already has that file name; nothing was changed")
         }
     }
 
@@ -218,26 +252,34 @@ public final class SQLiteDownloadStore: DownloadStore {
     }
 
     public func places(status: DownloadStatus) async throws -> [WaitingQueue.Entry] {
-        let rows = try await read("SELECT id, priority, position FROM downloads WHERE status = ? \(QueueOrder.sqlite)",
-                                  [.text(status.rawValue)])
+        let rows = try await read(
+            "SELECT id, priority, position FROM downloads WHERE status = ? \(QueueOrder.sqlite)",
+            [.text(status.rawValue)])
         return rows.compactMap { row in
             guard let id = row.column("id")?.string else { return nil }
-            return WaitingQueue.Entry(id: DownloadID(rawValue: id), priority: row.column("priority")?.integer ?? 0,
-                                      position: Int64(row.column("position")?.integer ?? 0))
+            return WaitingQueue.Entry(
+                id: DownloadID(rawValue: id), priority: row.column("priority")?.integer ?? 0,
+                position: Int64(row.column("position")?.integer ?? 0))
         }
     }
 
     /// The rows whose `column` is one of `values`, 500 values per query (SQLite's bind limit),
     /// each page in `order`.
-    private func records(where column: String, in values: [String], _ condition: String = "",
-                         order: String = "") async throws -> [DownloadRecord] {
+    private func records(
+        where column: String, in values: [String], _ condition: String = "",
+        order: String = ""
+    ) async throws -> [DownloadRecord] {
         var records: [DownloadRecord] = []
         var start = 0
         while start < values.count {
             let page = values[start..<min(values.count, start + 500)]
             let placeholders = Array(repeating: "?", count: page.count).joined(separator: ", ")
-            let rows = try await read("SELECT \(RecordRow.selectColumns) FROM downloads WHERE \(column) IN (\(placeholders)) \(condition) \(order)",
-                                      page.map { .text($0) })
+            let rows = try await read(
+                """
+                SELECT \(RecordRow.selectColumns) FROM downloads WHERE \(column) IN (\(placeholders)) \
+                \(condition) \(order)
+                """,
+                page.map { .text($0) })
             records += try decode(rows)
             start += page.count
         }
@@ -250,8 +292,10 @@ public final class SQLiteDownloadStore: DownloadStore {
     }
 
     public func setPlace(_ id: DownloadID, priority: Int, position: Int64) async throws {
-        try await writes.perform(.statement("UPDATE downloads SET priority = ?, position = ? WHERE id = ?",
-                                            [.integer(priority), .integer(SQLiteInt64(position)), .text(id.rawValue)]))
+        try await writes.perform(
+            .statement(
+                "UPDATE downloads SET priority = ?, position = ? WHERE id = ?",
+                [.integer(priority), .integer(SQLiteInt64(position)), .text(id.rawValue)]))
     }
 
     public func counts() async throws -> [DownloadStatus: Int] {
@@ -272,7 +316,10 @@ public final class SQLiteDownloadStore: DownloadStore {
 
     public func record(matching request: DownloadRequest) async throws -> DownloadRecord? {
         let rows = try await read(
-            "SELECT \(RecordRow.selectColumns) FROM downloads WHERE identity = ? AND status != 'removed' ORDER BY created_at DESC LIMIT 1",
+            """
+            SELECT \(RecordRow.selectColumns) FROM downloads WHERE identity = ? AND status != 'removed' ORDER BY \
+            created_at DESC LIMIT 1
+            """,
             [.text(request.identity)])
         return try decode(rows).first
     }
@@ -281,8 +328,9 @@ public final class SQLiteDownloadStore: DownloadStore {
     /// ten thousand URLs looks them all up in a few milliseconds.
     public func records(matching requests: [DownloadRequest]) async throws -> [String: DownloadRecord] {
         // Oldest first, so the newest of equal identities wins, as in `record(matching:)`.
-        let live = try await records(where: "identity", in: Array(Set(requests.map(\.identity))),
-                                     "AND status != 'removed'", order: "ORDER BY created_at ASC")
+        let live = try await records(
+            where: "identity", in: Array(Set(requests.map(\.identity))),
+            "AND status != 'removed'", order: "ORDER BY created_at ASC")
         return Dictionary(live.map { ($0.request.identity, $0) }, uniquingKeysWith: { _, newer in newer })
     }
 
@@ -290,16 +338,21 @@ public final class SQLiteDownloadStore: DownloadStore {
         let order = QueueOrder.sqlite
         let rows: [SQLiteRow]
         if let status {
-            rows = try await read("SELECT \(RecordRow.selectColumns) FROM downloads WHERE status = ? \(order)", [.text(status.rawValue)])
+            rows = try await read(
+                "SELECT \(RecordRow.selectColumns) FROM downloads WHERE status = ? \(order)", [.text(status.rawValue)])
         } else {
             rows = try await read("SELECT \(RecordRow.selectColumns) FROM downloads \(order)")
         }
         return try decode(rows)
     }
 
-    public func fileNameHolder(_ fileName: String, directory: String, except id: DownloadID) async throws -> DownloadID? {
+    public func fileNameHolder(_ fileName: String, directory: String, except id: DownloadID) async throws -> DownloadID?
+    {
         let rows = try await read(
-            "SELECT id FROM downloads WHERE directory = ? AND file_name = ? AND id != ? AND status != 'removed' LIMIT 1",
+            """
+            SELECT id FROM downloads WHERE directory = ? AND file_name = ? AND id != ? AND status != 'removed' \
+            LIMIT 1
+            """,
             [.text(directory), .text(fileName), .text(id.rawValue)])
         return rows.first?.column("id")?.string.map(DownloadID.init(rawValue:))
     }
@@ -314,11 +367,15 @@ public final class SQLiteDownloadStore: DownloadStore {
             start += chunk.count
             let values = Array(repeating: "(?, ?)", count: chunk.count).joined(separator: ", ")
             let rows = try await read(
-                "SELECT id, directory, file_name FROM downloads WHERE status != 'removed' AND (directory, file_name) IN (VALUES \(values))",
+                """
+                SELECT id, directory, file_name FROM downloads WHERE status != 'removed' AND (directory, \
+                file_name) IN (VALUES \(values))
+                """,
                 chunk.flatMap { [SQLiteData.text($0.directory), .text($0.fileName)] })
             for row in rows {
                 guard let id = row.column("id")?.string, let directory = row.column("directory")?.string,
-                      let fileName = row.column("file_name")?.string else { continue }
+                    let fileName = row.column("file_name")?.string
+                else { continue }
                 holders[FileNamePlace(directory: directory, fileName: fileName)] = DownloadID(rawValue: id)
             }
         }
@@ -329,10 +386,12 @@ public final class SQLiteDownloadStore: DownloadStore {
     /// database (two `haul get` in one directory) cannot both take a name. A download not yet
     /// stored only checks.
     public func reserveFileName(_ fileName: String, directory: String, for id: DownloadID) async throws -> Bool {
-        try await writes.perform(.statement("""
-            UPDATE downloads SET file_name = ?1 WHERE id = ?3 AND NOT EXISTS (
-                SELECT 1 FROM downloads AS o WHERE o.directory = ?2 AND o.file_name = ?1 AND o.id != ?3 AND o.status != 'removed')
-            """, [.text(fileName), .text(directory), .text(id.rawValue)]))
+        try await writes.perform(
+            .statement(
+                """
+                UPDATE downloads SET file_name = ?1 WHERE id = ?3 AND NOT EXISTS (
+                    SELECT 1 FROM downloads AS o WHERE o.directory = ?2 AND o.file_name = ?1 AND o.id != ?3 AND o.status != 'removed')
+                """, [.text(fileName), .text(directory), .text(id.rawValue)]))
         // Ours if the row has it and no other live record does (once ours, no other can take it).
         let rows = try await read("SELECT file_name FROM downloads WHERE id = ?", [.text(id.rawValue)])
         guard try await fileNameHolder(fileName, directory: directory, except: id) == nil else { return false }

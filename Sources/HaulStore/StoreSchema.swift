@@ -54,25 +54,25 @@ enum StoreSchema {
         ],
         [
             // Credentials a resume needs, kept only by stores opened to keep them (the daemon's).
-            "ALTER TABLE downloads ADD COLUMN credentials TEXT",
+            "ALTER TABLE downloads ADD COLUMN credentials TEXT"
         ],
         [
             // More URLs of the same file (mirrors), one per line.
-            "ALTER TABLE downloads ADD COLUMN mirrors TEXT",
+            "ALTER TABLE downloads ADD COLUMN mirrors TEXT"
         ],
         [
             // The digest the server announced for the whole file (`FIELD ALGORITHM=HEX`), so a
             // resume checks it when the resumed response sends none.
-            "ALTER TABLE downloads ADD COLUMN server_digest TEXT",
+            "ALTER TABLE downloads ADD COLUMN server_digest TEXT"
         ],
         [
             // A Metalink's piece digests (JSON), so a resume still checks them.
-            "ALTER TABLE downloads ADD COLUMN piece_hashes TEXT",
+            "ALTER TABLE downloads ADD COLUMN piece_hashes TEXT"
         ],
         [
             // The `Cookie` field given for each URL (aria2's `load-cookies` over RPC), one
             // `URL<TAB>FIELD` line per URL: credentials, kept only in the daemon's private state.
-            "ALTER TABLE downloads ADD COLUMN cookies TEXT",
+            "ALTER TABLE downloads ADD COLUMN cookies TEXT"
         ],
         [
             // Two downloads that may write (queued, running) never share a file name in one
@@ -117,7 +117,7 @@ enum StoreSchema {
         [
             // No connection count named (`haul get` without `-x`): `connections` is where the
             // download starts, and it finds its count from there (`ConnectionGrowth`).
-            "ALTER TABLE downloads ADD COLUMN grows_connections INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE downloads ADD COLUMN grows_connections INTEGER NOT NULL DEFAULT 0"
         ],
     ]
 
@@ -165,8 +165,10 @@ enum StoreSchema {
     /// a form this one does not know (schema 12 changed every row's form).
     private static func refuseNewer(_ version: Int, path: String) throws(HaulError) {
         guard version > steps.count else { return }
-        throw HaulError(.storeTooNew, "the state database \(path) has schema version \(version), newer than this haul's "
-            + "(\(steps.count)): upgrade haul; nothing was changed")
+        throw HaulError(
+            .storeTooNew,
+            "the state database \(path) has schema version \(version), newer than this haul's "
+                + "(\(steps.count)): upgrade haul; nothing was changed")
     }
 
     /// Every row read by the old reader (`LegacyRecordRow`) from the old table, set aside under
@@ -178,7 +180,8 @@ enum StoreSchema {
     /// the reason.
     private static func rewriteInStoredForm(_ store: SQLiteDownloadStore) async throws {
         _ = try await store.query("ALTER TABLE downloads RENAME TO downloads_schema11")
-        _ = try await store.query("""
+        _ = try await store.query(
+            """
             CREATE TABLE downloads (
                 id TEXT PRIMARY KEY NOT NULL,
                 identity TEXT NOT NULL,

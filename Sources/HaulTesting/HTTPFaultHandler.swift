@@ -241,7 +241,8 @@ final class HTTPFaultHandler: ChannelInboundHandler, RemovableChannelHandler {
 
         var wrote = false
         while context.channel.isWritable, let current = self.transfer, current.remaining > 0,
-              let available = current.throttle?.available, available >= 1 {
+            let available = current.throttle?.available, available >= 1
+        {
             let count = writeChunk(size: min(available, Self.chunkSize), context: context)
             self.transfer?.throttle?.spend(count)
             wrote = true

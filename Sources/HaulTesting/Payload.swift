@@ -1,11 +1,11 @@
 import NIOCore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Deterministic content: any byte at any offset can be computed, so any range can be checked
@@ -107,7 +107,8 @@ public struct Payload: Sendable, Hashable {
         let fileCount = Int64(ftello(file))
         rewind(file)
 
-        let lengthNote = fileCount == expectedCount
+        let lengthNote =
+            fileCount == expectedCount
             ? ""
             : "; the file also has \(fileCount) bytes, expected \(expectedCount)"
         let blockSize = 1 << 20
@@ -128,7 +129,8 @@ public struct Payload: Sendable, Hashable {
                 let index = (0..<want).first { actual[$0] != reference[$0] }!
                 let fileOffset = position + Int64(index)
                 let payloadOffset = expected.lowerBound + fileOffset
-                let place = range == nil
+                let place =
+                    range == nil
                     ? "offset \(fileOffset)"
                     : "file offset \(fileOffset) (payload offset \(payloadOffset))"
                 return "first difference at \(place): expected \(hex(reference[index])), found \(hex(actual[index]))"

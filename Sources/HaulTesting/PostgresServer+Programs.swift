@@ -15,12 +15,15 @@ extension PostgresServer {
     /// Runs a program to its end, as `user` (through runuser) when given. Its output goes to
     /// files rather than pipes: nothing to drain, whatever the program prints.
     @discardableResult
-    static func run(_ executable: String, _ arguments: [String], as user: String?, in directory: String,
-                    check: Bool = true) async throws -> Output {
+    static func run(
+        _ executable: String, _ arguments: [String], as user: String?, in directory: String,
+        check: Bool = true
+    ) async throws -> Output {
         let process = try makeProcess(executable, arguments, as: user, in: directory)
 
         let base = directory + "/.run-\(UUID().uuidString)"
-        let stdoutPath = base + ".out", stderrPath = base + ".err"
+        let stdoutPath = base + ".out"
+        let stderrPath = base + ".err"
         _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
         _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         defer {
@@ -62,8 +65,10 @@ extension PostgresServer {
     /// A Process for `executable`, through `runuser -u user` when given, in `directory` (one the
     /// server's user can enter; it may not be allowed into the tests' own), without `PG*`
     /// variables from the environment, so a developer's PGHOST or PGPASSWORD cannot redirect it.
-    static func makeProcess(_ executable: String, _ arguments: [String], as user: String?,
-                            in directory: String) throws -> Process {
+    static func makeProcess(
+        _ executable: String, _ arguments: [String], as user: String?,
+        in directory: String
+    ) throws -> Process {
         let process = Process()
         if let user {
             let runuser = ["/usr/sbin/runuser", "/sbin/runuser", "/usr/bin/runuser"]

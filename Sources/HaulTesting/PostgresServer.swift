@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import NIOConcurrencyHelpers
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// A real PostgreSQL server for tests: Debian's `postgresql` package, in a fresh temporary
 /// data directory, on a free 127.0.0.1 port, with a `haul` role (password `haul-secret`) that
@@ -33,7 +34,8 @@ public final class PostgresServer: Sendable {
         let root = "/usr/lib/postgresql"
         let versions = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
         func key(_ version: String) -> [Int] { version.split(separator: ".").map { Int($0) ?? -1 } }
-        return versions
+        return
+            versions
             .filter { FileManager.default.isExecutableFile(atPath: "\(root)/\($0)/bin/initdb") }
             .max { key($0).lexicographicallyPrecedes(key($1)) }
             .map { "\(root)/\($0)/bin" }
@@ -52,7 +54,9 @@ public final class PostgresServer: Sendable {
     public var url: String { "postgres://\(Self.role):\(Self.password)@127.0.0.1:\(port)/\(Self.database)" }
     /// The same URL with a wrong password, which the server refuses (TCP logins use
     /// scram-sha-256), to test how callers report failed authentication.
-    public var urlWithWrongPassword: String { "postgres://\(Self.role):wrong-password@127.0.0.1:\(port)/\(Self.database)" }
+    public var urlWithWrongPassword: String {
+        "postgres://\(Self.role):wrong-password@127.0.0.1:\(port)/\(Self.database)"
+    }
     /// The server's log, for assertions and failure messages.
     public var logPath: String { directory + "/server.log" }
 
@@ -113,12 +117,15 @@ public final class PostgresServer: Sendable {
         do {
             let data = directory + "/data"
             // --no-sync: initdb's own fsyncs only slow tests down; the server keeps fsync on.
-            _ = try await run(bin + "/initdb", [
-                "-D", data, "-U", superuser, "--auth-local=trust", "--auth-host=scram-sha-256",
-                "--encoding=UTF8", "--locale=C", "--no-sync",
-            ], as: serverUser, in: directory)
+            _ = try await run(
+                bin + "/initdb",
+                [
+                    "-D", data, "-U", superuser, "--auth-local=trust", "--auth-host=scram-sha-256",
+                    "--encoding=UTF8", "--locale=C", "--no-sync",
+                ], as: serverUser, in: directory)
             // Only these two ways in: the superuser over the socket, anyone with a password over TCP.
-            try write("""
+            try write(
+                """
                 local all \(superuser) trust
                 host all all 127.0.0.1/32 scram-sha-256
 
@@ -129,7 +136,8 @@ public final class PostgresServer: Sendable {
             var lastError: (any Error)?
             for _ in 0..<3 {
                 let port = try LoopbackPort.free()
-                try write("""
+                try write(
+                    """
                     # Written by HaulTesting's PostgresServer.
                     listen_addresses = '127.0.0.1'
                     port = \(port)
@@ -152,7 +160,8 @@ public final class PostgresServer: Sendable {
                 }
             }
             guard let server else { throw lastError ?? PostgresServerError.noPort }
-            _ = try await server.psql("""
+            _ = try await server.psql(
+                """
                 CREATE ROLE \(role) LOGIN PASSWORD '\(password)';
                 CREATE DATABASE \(database) OWNER \(role);
                 """, database: "postgres")
@@ -172,11 +181,13 @@ public final class PostgresServer: Sendable {
     /// the database away from the code under test and `resume()` it on the same port.
     public func pause() async throws {
         try checkNotDestroyed()
-        let output = try await Self.run(bin + "/pg_ctl", ["-D", dataDirectory, "-m", "fast", "-w", "-t", "30", "stop"],
-                                        as: serverUser, in: directory, check: false)
+        let output = try await Self.run(
+            bin + "/pg_ctl", ["-D", dataDirectory, "-m", "fast", "-w", "-t", "30", "stop"],
+            as: serverUser, in: directory, check: false)
         guard output.status == 0 else {
-            throw PostgresServerError.commandFailed(command: "pg_ctl stop", status: output.status,
-                                                    output: output.text + "\n" + logTail())
+            throw PostgresServerError.commandFailed(
+                command: "pg_ctl stop", status: output.status,
+                output: output.text + "\n" + logTail())
         }
         // pg_ctl returns when the pid file is gone; the port is closed once the process has ended.
         let postmaster = state.withLockedValue { state in
@@ -184,8 +195,9 @@ public final class PostgresServer: Sendable {
             return state.postmaster
         }
         if let postmaster, !(await postmaster.waitForExit(timeout: .seconds(10))) {
-            throw PostgresServerError.commandFailed(command: "pg_ctl stop", status: 0,
-                                                    output: "postgres still running 10 s after pg_ctl stop\n" + logTail())
+            throw PostgresServerError.commandFailed(
+                command: "pg_ctl stop", status: 0,
+                output: "postgres still running 10 s after pg_ctl stop\n" + logTail())
         }
     }
 
@@ -208,10 +220,12 @@ public final class PostgresServer: Sendable {
         let script = directory + "/.psql-\(UUID().uuidString).sql"
         try sql.write(toFile: script, atomically: false, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: script) }
-        let output = try await Self.run(bin + "/psql", [
-            "-X", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1",
-            "-h", directory, "-p", String(port), "-U", Self.superuser, "-d", database, "-f", script,
-        ], as: nil, in: directory, check: false)
+        let output = try await Self.run(
+            bin + "/psql",
+            [
+                "-X", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1",
+                "-h", directory, "-p", String(port), "-U", Self.superuser, "-d", database, "-f", script,
+            ], as: nil, in: directory, check: false)
         guard output.status == 0 else {
             throw PostgresServerError.psqlFailed(sql: sql, status: output.status, stderr: output.stderr)
         }
@@ -223,8 +237,9 @@ public final class PostgresServer: Sendable {
     /// and everything it printed; a refused login is a status, not a throw.
     public static func client(_ url: String, _ sql: String) async throws -> (status: Int32, output: String) {
         guard let bin = binDirectory else { throw PostgresServerError.notInstalled }
-        let output = try await run(bin + "/psql", ["-X", "-w", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1", "-c", sql, "-d", url],
-                                   as: nil, in: NSTemporaryDirectory(), check: false)
+        let output = try await run(
+            bin + "/psql", ["-X", "-w", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1", "-c", sql, "-d", url],
+            as: nil, in: NSTemporaryDirectory(), check: false)
         return (output.status, output.text)
     }
 
@@ -237,8 +252,9 @@ public final class PostgresServer: Sendable {
         }
         guard !wasDestroyed else { return }
         // Fails harmlessly when paused; if it fails while running, the signal below stops it.
-        _ = try? await Self.run(bin + "/pg_ctl", ["-D", dataDirectory, "-m", "immediate", "-w", "-t", "30", "stop"],
-                                as: serverUser, in: directory, check: false)
+        _ = try? await Self.run(
+            bin + "/pg_ctl", ["-D", dataDirectory, "-m", "immediate", "-w", "-t", "30", "stop"],
+            as: serverUser, in: directory, check: false)
         Self.signalPostmaster(dataDirectory: dataDirectory)
         // So the port is closed when destroy returns.
         if let postmaster { _ = await postmaster.waitForExit(timeout: .seconds(10)) }
@@ -264,15 +280,17 @@ public final class PostgresServer: Sendable {
     /// postmaster creates it after its TCP socket, so TCP connections are accepted too.
     private func startServer() async throws {
         let deadline = ContinuousClock.now + .seconds(30)
-        let postmaster = try Postmaster.launch(bin + "/postgres", ["-D", dataDirectory], as: serverUser,
-                                               in: directory, log: logPath)
+        let postmaster = try Postmaster.launch(
+            bin + "/postgres", ["-D", dataDirectory], as: serverUser,
+            in: directory, log: logPath)
         state.withLockedValue { $0.postmaster = postmaster }
         while true {
             if let status = postmaster.exitStatus {
                 throw PostgresServerError.didNotStart(output: "postgres exited with status \(status)", log: logTail())
             }
-            let ready = try await Self.run(bin + "/pg_isready", ["-h", directory, "-p", String(port), "-t", "2"],
-                                           as: nil, in: directory, check: false)
+            let ready = try await Self.run(
+                bin + "/pg_isready", ["-h", directory, "-p", String(port), "-t", "2"],
+                as: nil, in: directory, check: false)
             if ready.status == 0 { return }
             guard ContinuousClock.now < deadline else {
                 Self.signalPostmaster(dataDirectory: dataDirectory)
@@ -287,8 +305,8 @@ public final class PostgresServer: Sendable {
     /// directory's `postmaster.pid`, if there is one: the last resort when pg_ctl cannot stop it.
     private static func signalPostmaster(dataDirectory: String) {
         guard let pidFile = try? String(contentsOfFile: dataDirectory + "/postmaster.pid", encoding: .utf8),
-              let first = pidFile.split(separator: "\n").first,
-              let pid = pid_t(first.trimmingCharacters(in: .whitespaces)), pid > 0
+            let first = pidFile.split(separator: "\n").first,
+            let pid = pid_t(first.trimmingCharacters(in: .whitespaces)), pid > 0
         else { return }
         kill(pid, SIGQUIT)
     }
@@ -319,8 +337,10 @@ private final class Postmaster: @unchecked Sendable {
     }
 
     /// Starts `executable` with stdout and stderr appended to `log`.
-    static func launch(_ executable: String, _ arguments: [String], as user: String?, in directory: String,
-                       log: String) throws -> Postmaster {
+    static func launch(
+        _ executable: String, _ arguments: [String], as user: String?, in directory: String,
+        log: String
+    ) throws -> Postmaster {
         let process = try PostgresServer.makeProcess(executable, arguments, as: user, in: directory)
         if !FileManager.default.fileExists(atPath: log) {
             _ = FileManager.default.createFile(atPath: log, contents: nil)
@@ -366,9 +386,15 @@ public enum PostgresServerError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .notInstalled:
-            "PostgreSQL is not installed: no /usr/lib/postgresql/<version>/bin/initdb (apt-get install postgresql; .ci/run does)"
+            """
+            PostgreSQL is not installed: no /usr/lib/postgresql/<version>/bin/initdb (apt-get install postgresql; \
+            .ci/run does)
+            """
         case .noPostgresUser:
-            "running as root, and there is no `postgres` user to run PostgreSQL as (it refuses root; Debian's package creates the user)"
+            """
+            running as root, and there is no `postgres` user to run PostgreSQL as (it refuses root; Debian's \
+            package creates the user)
+            """
         case .noRunuser:
             "running as root, and there is no runuser to run PostgreSQL as the `postgres` user"
         case .noPort:

@@ -16,7 +16,8 @@ public struct RecordedRequest: Sendable {
     /// a webhook POSTed, for a test to check its signature.
     public var body: [UInt8]
 
-    public init(method: String, path: String, uri: String, headers: [(name: String, value: String)], body: [UInt8] = []) {
+    public init(method: String, path: String, uri: String, headers: [(name: String, value: String)], body: [UInt8] = [])
+    {
         self.method = method
         self.path = path
         self.uri = uri

@@ -70,7 +70,8 @@ struct ResponsePlan {
         case .document(let text, let headers):
             self = .text(status: 200, headers: headers, sendsBody: sendsBody, text: text)
         case .redirect(let target, let code):
-            let location = target.hasPrefix("http://") || target.hasPrefix("https://")
+            let location =
+                target.hasPrefix("http://") || target.hasPrefix("https://")
                 ? target
                 : decision.origin + target
             self = .text(
@@ -223,7 +224,8 @@ extension ResponsePlan {
     /// an IMF-fixdate).
     static func notModified(route: Route, requestHeaders: HTTPHeaders) -> ResponsePlan? {
         guard let modified = route.lastModified.flatMap(httpDate),
-              let since = requestHeaders.first(name: "If-Modified-Since").flatMap(httpDate), since >= modified else { return nil }
+            let since = requestHeaders.first(name: "If-Modified-Since").flatMap(httpDate), since >= modified
+        else { return nil }
         var headers = HTTPHeaders()
         if let etag = route.etag { headers.add(name: "ETag", value: etag) }
         if let lastModified = route.lastModified { headers.add(name: "Last-Modified", value: lastModified) }
@@ -269,7 +271,8 @@ enum RangeRequest: Equatable {
         }
         if let validator = requestHeaders.first(name: "If-Range")?.trimmingSpaces() {
             // Only strong validators may validate a range (RFC 9110 13.1.5).
-            let matchesETag = route.etag == validator && !validator.hasPrefix("W/") && route.validatorQuirk != .ifRangeDatesOnly
+            let matchesETag =
+                route.etag == validator && !validator.hasPrefix("W/") && route.validatorQuirk != .ifRangeDatesOnly
             let matchesDate = route.lastModified == validator
             if !matchesETag && !matchesDate {
                 return .whole

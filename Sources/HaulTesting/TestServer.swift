@@ -27,7 +27,9 @@ public final class TestServer: Sendable {
     private let state: ServerState
     private let isShutDown = NIOLockedValueBox(false)
 
-    private init(port: Int, origin: String, group: MultiThreadedEventLoopGroup, channel: any Channel, state: ServerState) {
+    private init(
+        port: Int, origin: String, group: MultiThreadedEventLoopGroup, channel: any Channel, state: ServerState
+    ) {
         self.port = port
         self.origin = origin
         self.group = group
@@ -37,11 +39,13 @@ public final class TestServer: Sendable {
 
     /// Starts a server on `host`, on an ephemeral port unless `port` is given.
     /// - Parameter tls: serve HTTPS with this certificate and key (PEM files) instead of HTTP.
-    public static func start(host: String = "127.0.0.1", port: Int = 0, tls: TLSFiles? = nil) async throws -> TestServer {
+    public static func start(host: String = "127.0.0.1", port: Int = 0, tls: TLSFiles? = nil) async throws -> TestServer
+    {
         let sslContext = try tls.map { files in
-            try NIOSSLContext(configuration: .makeServerConfiguration(
-                certificateChain: NIOSSLCertificate.fromPEMFile(files.certificatePath).map { .certificate($0) },
-                privateKey: .privateKey(NIOSSLPrivateKey(file: files.privateKeyPath, format: .pem))))
+            try NIOSSLContext(
+                configuration: .makeServerConfiguration(
+                    certificateChain: NIOSSLCertificate.fromPEMFile(files.certificatePath).map { .certificate($0) },
+                    privateKey: .privateKey(NIOSSLPrivateKey(file: files.privateKeyPath, format: .pem))))
         }
         // A private one-thread group: shutting it down closes every connection, including
         // stalled ones, so a test never leaks sockets into the next.

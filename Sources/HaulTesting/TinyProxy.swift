@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import NIOConcurrencyHelpers
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// A real HTTP proxy for tests: Debian's `tinyproxy`, run in the foreground with its own
 /// configuration on a free 127.0.0.1 port, logging to a file the test reads to prove which
@@ -45,8 +46,10 @@ public final class TinyProxy: @unchecked Sendable {
     ///   - basicAuth: require `Proxy-Authorization: Basic` with these credentials.
     ///   - connectPorts: allow `CONNECT` only to these ports (as Debian's default configuration
     ///     and Squid's allow only 443); nil allows every port.
-    public static func start(basicAuth: (user: String, password: String)? = nil,
-                             connectPorts: [Int]? = nil) async throws -> TinyProxy {
+    public static func start(
+        basicAuth: (user: String, password: String)? = nil,
+        connectPorts: [Int]? = nil
+    ) async throws -> TinyProxy {
         guard let executable else { throw TinyProxyError.notInstalled }
         var lastLog = ""
         for _ in 0..<3 {

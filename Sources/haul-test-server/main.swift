@@ -10,11 +10,11 @@ import HaulTesting
 import NIO
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 let usage = """
@@ -246,7 +246,7 @@ let signalSources = [watch(signal: SIGTERM, stop), watch(signal: SIGINT, stop)]
 watchStandardInput(stop)
 
 print(server.url("/file"))
-fflush(nil)  // stdout, flushed now: the reader waits for this line
+fflush(nil) // stdout, flushed now: the reader waits for this line
 
 for await _ in stops {
     break

@@ -1,7 +1,8 @@
-@testable import HaulCommands
 import ArgumentParser
 import HaulCore
 import Testing
+
+@testable import HaulCommands
 
 /// `-x`: a fixed count when given (1 to 64, anything else a one-line usage error), absent a
 /// download that starts at 4 and finds its count.
@@ -31,7 +32,8 @@ import Testing
             }
         }
         #expect(throws: HaulError(.usage, "connections must be between 1 and 64, not 65")) {
-            _ = try DownloadRequest(url: RemoteURL("http://127.0.0.1:9/f"), destination: .directory("/tmp"), connections: 65)
+            _ = try DownloadRequest(
+                url: RemoteURL("http://127.0.0.1:9/f"), destination: .directory("/tmp"), connections: 65)
         }
         #expect(throws: HaulError(.badRequest, "connections must be between 1 and 64, not 0")) {
             try Limits.check(connections: 0)
@@ -43,7 +45,8 @@ import Testing
         let absent = try GetCommand.parse(["http://127.0.0.1:9/f"]).requestTemplate(reporter: Reporter(mode: .quiet))
         let request = try absent.request(for: .urls("http://127.0.0.1:9/f"))
         #expect(request.connections == 4 && request.growsConnections)
-        let given = try GetCommand.parse(["-x", "8", "http://127.0.0.1:9/f"]).requestTemplate(reporter: Reporter(mode: .quiet))
+        let given = try GetCommand.parse(["-x", "8", "http://127.0.0.1:9/f"]).requestTemplate(
+            reporter: Reporter(mode: .quiet))
         let fixed = try given.request(for: .urls("http://127.0.0.1:9/f"))
         #expect(fixed.connections == 8 && !fixed.growsConnections)
     }

@@ -1,14 +1,16 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import ArgumentParser
 import Foundation
-@testable import HaulCommands
 import HaulAPI
 import HaulCore
 import Testing
+
+@testable import HaulCommands
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// How `haul` reports errors it did not make itself, and how the daemon client tells a daemon
 /// that does not answer in time from no daemon at all.
@@ -44,7 +46,8 @@ import Testing
 
     @Test func helpListsEveryExitCode() {
         let help = HaulCommand.helpMessage(columns: 10_000)
-        for code in [ExitCodes.storeUnavailable, ExitCodes.storeLogin, ExitCodes.storeTooNew, ExitCodes.fleetNameInUse] {
+        for code in [ExitCodes.storeUnavailable, ExitCodes.storeLogin, ExitCodes.storeTooNew, ExitCodes.fleetNameInUse]
+        {
             #expect(help.contains(" \(code) "), "exit code \(code) is missing from --help")
         }
         #expect(help.contains("11 the fleet's database cannot be reached"))
@@ -80,9 +83,9 @@ import Testing
     /// A TCP socket bound to a free port on 127.0.0.1; listening (with nothing accepting) or not.
     static func socket(listening: Bool) throws -> (Int32, Int) {
         #if canImport(Glibc)
-        let descriptor = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            let descriptor = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
-        let descriptor = Darwin.socket(AF_INET, SOCK_STREAM, 0)
+            let descriptor = Darwin.socket(AF_INET, SOCK_STREAM, 0)
         #endif
         guard descriptor >= 0 else { throw Unexpected() }
         var address = sockaddr_in()
@@ -91,7 +94,9 @@ import Testing
         address.sin_port = 0
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
+            }
         }
         guard bound, !listening || listen(descriptor, 8) == 0 else {
             close(descriptor)

@@ -1,8 +1,9 @@
-@testable import HaulCommands
+import ArgumentParser
 import HaulAPI
 import HaulCore
 import Testing
-import ArgumentParser
+
+@testable import HaulCommands
 
 /// `-j` takes what the API and aria2's `max-concurrent-downloads` take (`Limits.concurrentDownloads`),
 /// so a daemon never runs with a count its own API would refuse to set again.

@@ -1,8 +1,9 @@
+import ArgumentParser
 import Foundation
-@testable import HaulCommands
 import HaulCore
 import Testing
-import ArgumentParser
+
+@testable import HaulCommands
 
 @Suite(.timeLimit(.minutes(1))) struct NetworkOptionsTests {
     @Test func credentialsPrecedenceAndNetrcErrors() throws {
@@ -18,7 +19,8 @@ import ArgumentParser
         #expect(sources.credentials(for: try RemoteURL("http://ou@o/x")) == Credentials(user: "ou", password: "op"))
         #expect(sources.credentials(for: try RemoteURL("http://z/x")) == nil)
         // An IPv6 host is looked up without its brackets, with or without a user in the URL.
-        #expect(sources.credentials(for: try RemoteURL("http://[::1]:8080/x")) == Credentials(user: "v6", password: "p6"))
+        #expect(
+            sources.credentials(for: try RemoteURL("http://[::1]:8080/x")) == Credentials(user: "v6", password: "p6"))
         #expect(sources.credentials(for: try RemoteURL("http://v6@[::1]/x")) == Credentials(user: "v6", password: "p6"))
         o = try NetworkOptions.parse(["--netrc-file", netrcPath, "-u", "cu:cp"])
         sources = try o.credentialSources()

@@ -1,7 +1,8 @@
-@testable import HaulCommands
 import HaulAPI
 import HaulCore
 import Testing
+
+@testable import HaulCommands
 
 /// What `haul get` writes to a terminal, captured as text.
 @Suite(.timeLimit(.minutes(1))) struct ReporterTests {
@@ -64,16 +65,26 @@ import Testing
         var transfer = TransferStats()
         for _ in 0..<12 { transfer.requestSent() }
         for connection in 0..<8 {
-            transfer.answered(over: [ConnectionUse(connection: connection, isFirst: true, tls: true, httpVersion: "HTTP/1.1")])
+            transfer.answered(over: [
+                ConnectionUse(connection: connection, isFirst: true, tls: true, httpVersion: "HTTP/1.1")
+            ])
         }
         for connection in 0..<4 {
-            transfer.answered(over: [ConnectionUse(connection: connection, isFirst: false, tls: true, httpVersion: "HTTP/1.1")])
+            transfer.answered(over: [
+                ConnectionUse(connection: connection, isFirst: false, tls: true, httpVersion: "HTTP/1.1")
+            ])
         }
         a.status = .completed
         a.fileName = "big.iso"
         reporter.settled(DownloadOutcome(a, transfer: transfer))
-        #expect(screen.text.contains("saved /tmp/out/big.iso (0 B)\n"
-            + "haul: https://example.test/big.iso: 12 requests over 8 connections (8 TLS handshakes), HTTP/1.1\n"), "\(screen.text)")
+        #expect(
+            screen.text.contains(
+                "saved /tmp/out/big.iso (0 B)\n"
+                    + """
+                    haul: https://example.test/big.iso: 12 requests over 8 connections (8 TLS handshakes), \
+                    HTTP/1.1\n
+                    """
+            ), "\(screen.text)")
 
         // One request on a connection another download opened, over HTTP/2; a redirect hop counts.
         var one = TransferStats()
@@ -83,8 +94,10 @@ import Testing
         var plain = TransferStats()
         plain.requestSent()
         plain.requestSent()
-        plain.answered(over: [ConnectionUse(connection: 1, isFirst: false, tls: false, httpVersion: "HTTP/1.1"),
-                              ConnectionUse(connection: 2, isFirst: true, tls: false, httpVersion: "HTTP/1.1")])
+        plain.answered(over: [
+            ConnectionUse(connection: 1, isFirst: false, tls: false, httpVersion: "HTTP/1.1"),
+            ConnectionUse(connection: 2, isFirst: true, tls: false, httpVersion: "HTTP/1.1"),
+        ])
         plain.answered(over: [ConnectionUse(connection: 2, isFirst: false, tls: false, httpVersion: "HTTP/1.1")])
         #expect(Reporter.describe(plain) == "3 requests over 2 connections (1 new), HTTP/1.1")
 

@@ -1,5 +1,6 @@
-@testable import HaulCore
 import Testing
+
+@testable import HaulCore
 
 /// Whatever path a change takes (the quick one for a host without a budget, or dealing permits),
 /// it reports exactly the allowances that changed, and never lets a host's connections exceed
@@ -26,7 +27,8 @@ import Testing
             case 4..<6 where !members.isEmpty:
                 let id = members.randomElement(using: &generator)!
                 let allowance = budget.allowance(id, host: hostOf[id]!, now: now)
-                changes = budget.using(id, host: hostOf[id]!, count: Int.random(in: 0...max(0, allowance), using: &generator), now: now)
+                changes = budget.using(
+                    id, host: hostOf[id]!, count: Int.random(in: 0...max(0, allowance), using: &generator), now: now)
             case 6..<8 where !members.isEmpty:
                 let id = members.remove(at: Int.random(in: 0..<members.count, using: &generator))
                 changes = budget.leave(id, host: hostOf[id]!, now: now)
@@ -41,8 +43,10 @@ import Testing
             for (index, allowances) in after.enumerated() {
                 for (id, allowance) in allowances where (before[index][id] ?? 0) != allowance { moved[id] = allowance }
             }
-            #expect(changes.filter { moved[$0.key] != $0.value }.isEmpty && moved.filter { changes[$0.key] != $0.value }.isEmpty,
-                    "step \(step): reported \(changes), moved \(moved)")
+            #expect(
+                changes.filter { moved[$0.key] != $0.value }.isEmpty
+                    && moved.filter { changes[$0.key] != $0.value }.isEmpty,
+                "step \(step): reported \(changes), moved \(moved)")
             for (index, allowances) in after.enumerated() {
                 if let cap = budget.budget(hosts[index], now: now) {
                     #expect(allowances.values.reduce(0, +) <= cap, "step \(step): over the budget of \(hosts[index])")

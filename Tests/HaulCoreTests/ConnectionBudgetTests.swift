@@ -36,10 +36,10 @@ import Testing
         _ = budget.join(id(1), host: host, wants: 8, now: 0)
         #expect(budget.allowance(id(1), host: host, now: 0) == 6)
         _ = budget.join(id(2), host: "http://other:80", wants: 8, now: 0)
-        #expect(budget.allowance(id(2), host: "http://other:80", now: 0) == 6)  // another host's budget
+        #expect(budget.allowance(id(2), host: "http://other:80", now: 0) == 6) // another host's budget
         // A second download to the same host: the first's allowance drops to its share at once.
         #expect(budget.join(id(3), host: host, wants: 8, now: 0) == [id(1): 3])
-        #expect(budget.allowance(id(3), host: host, now: 0) == 0)  // until the first lets three go
+        #expect(budget.allowance(id(3), host: host, now: 0) == 0) // until the first lets three go
         #expect(budget.using(id(1), host: host, count: 4, now: 0) == [id(3): 2])
         #expect(budget.using(id(1), host: host, count: 3, now: 0) == [id(3): 3])
     }
@@ -58,7 +58,7 @@ import Testing
         _ = budget.join(id(2), host: host, wants: 4, now: 0)
         let lowered = budget.refused(host: host, seconds: 60, now: 10)
         #expect(budget.budget(host, now: 10) == 7)
-        #expect(lowered == [id(2): 3])  // the later download gives one back
+        #expect(lowered == [id(2): 3]) // the later download gives one back
         #expect(budget.nextExpiry == 70)
         #expect(budget.expire(now: 30) == [:])
         #expect(budget.expire(now: 70) == [id(2): 4])

@@ -22,12 +22,18 @@ import Testing
     }
 
     /// Answers every request with its range (206), so each connection receives.
-    func answer(_ machine: inout Machine, _ asked: [(Machine.ConnectionID, RequestPlan)]) -> [(Machine.ConnectionID, RequestPlan)] {
+    func answer(_ machine: inout Machine, _ asked: [(Machine.ConnectionID, RequestPlan)]) -> [(
+        Machine.ConnectionID, RequestPlan
+    )] {
         var more: [(Machine.ConnectionID, RequestPlan)] = []
         for (id, plan) in asked {
             let range = plan.range ?? ByteRange(start: 0, end: total - 1)
-            let head = ResponseHead(status: 206, headers: ["Content-Range": "bytes \(range.start)-\(range.end ?? total - 1)/\(total)",
-                                                            "ETag": "\"a\""], url: url.absoluteString)
+            let head = ResponseHead(
+                status: 206,
+                headers: [
+                    "Content-Range": "bytes \(range.start)-\(range.end ?? total - 1)/\(total)",
+                    "ETag": "\"a\"",
+                ], url: url.absoluteString)
             more += requests(machine.responseReceived(id, head, nowSecondsSince1970: 0, jitter: 0))
         }
         return more
@@ -35,8 +41,10 @@ import Testing
 
     /// Every connection brings `perConnection` bytes per tick of 0.25 s, from `now` for `seconds`;
     /// returns the requests the ticks asked for (new connections), answered.
-    func run(_ machine: inout Machine, open: inout [Machine.ConnectionID], from now: inout Double, seconds: Double,
-             perConnection: Int = 64 << 10) -> Int {
+    func run(
+        _ machine: inout Machine, open: inout [Machine.ConnectionID], from now: inout Double, seconds: Double,
+        perConnection: Int = 64 << 10
+    ) -> Int {
         var opened = 0
         let end = now + seconds
         while now < end {

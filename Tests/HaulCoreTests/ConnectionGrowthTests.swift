@@ -8,14 +8,17 @@ import Testing
     /// Drives a growth against a link where `speed(count)` is what `count` receiving connections
     /// carry, every connection receiving as soon as it is asked for; returns each decision but
     /// `.wait`, and the count it ends at.
-    func drive(start: Int, remaining: Int64 = 1 << 40, speed: (Int) -> Double) -> (decisions: [Growth.Decision], count: Int) {
+    func drive(start: Int, remaining: Int64 = 1 << 40, speed: (Int) -> Double) -> (
+        decisions: [Growth.Decision], count: Int
+    ) {
         var growth = Growth(start: start)
         var (count, now, completed) = (start, 0.0, Int64(0))
         var decisions: [Growth.Decision] = []
         while !growth.isDone, now < 60 {
             now += 0.25
             completed += Int64(speed(count) * 0.25)
-            let decision = growth.tick(receiving: count, open: count, completed: completed, remaining: remaining - completed, now: now)
+            let decision = growth.tick(
+                receiving: count, open: count, completed: completed, remaining: remaining - completed, now: now)
             switch decision {
             case .wait: continue
             case .grow(let to): count = to
@@ -114,4 +117,3 @@ import Testing
         #expect(growth.tick(receiving: 5, open: 5, completed: 45 << 20, remaining: 1 << 30, now: 11.5) == .grow(to: 10))
     }
 }
-

@@ -1,6 +1,6 @@
+import Foundation
 import HaulCore
 import Testing
-import Foundation
 
 /// The cookie rules with plain values: the Netscape file, RFC 6265 domain and path matching,
 /// host-only cookies, `Secure`, expiry, `Set-Cookie`, and no value in anything printed.
@@ -48,10 +48,15 @@ import Foundation
         let jar = try CookieJar(netscapeFile: file, file: "c.txt", now: now)
         #expect(jar.header(for: url("http://example.com/f"), now: now) == "session=s1")
         #expect(jar.header(for: url("http://a.b.example.com/f"), now: now) == "session=s1", "a subdomain")
-        #expect(jar.header(for: url("https://www.example.com/docs/x"), now: now) == "docs=d1; session=s1; secret=x1",
-                "the longer path first; Secure over https")
-        #expect(jar.header(for: url("http://www.example.com/docs"), now: now) == "docs=d1; session=s1", "no Secure over http")
-        #expect(jar.header(for: url("http://www.example.com/docsx"), now: now) == "session=s1", "/docs is no prefix of /docsx")
+        #expect(
+            jar.header(for: url("https://www.example.com/docs/x"), now: now) == "docs=d1; session=s1; secret=x1",
+            "the longer path first; Secure over https")
+        #expect(
+            jar.header(for: url("http://www.example.com/docs"), now: now) == "docs=d1; session=s1",
+            "no Secure over http")
+        #expect(
+            jar.header(for: url("http://www.example.com/docsx"), now: now) == "session=s1",
+            "/docs is no prefix of /docsx")
         #expect(jar.header(for: url("http://sub.www.example.com/docs/"), now: now) == "session=s1", "host-only")
         #expect(jar.header(for: url("http://badexample.com/"), now: now) == nil)
         #expect(jar.header(for: url("http://example.com.evil.net/"), now: now) == nil)
@@ -86,7 +91,9 @@ import Foundation
             "# ok\nexample.com\tTRUE\t/\tFALSE\t0\ta\tb\rX-Injected: 1\n": 2,
         ]
         for (text, line) in cases {
-            let error = #expect(throws: HaulError.self) { try CookieJar(netscapeFile: text, file: "/tmp/c.txt", now: now) }
+            let error = #expect(throws: HaulError.self) {
+                try CookieJar(netscapeFile: text, file: "/tmp/c.txt", now: now)
+            }
             #expect(error?.code == .badCookieFile)
             #expect(error?.message.hasPrefix("/tmp/c.txt, line \(line): ") == true, "\(error?.message ?? "")")
             #expect(error?.message.contains("\n") == false)
@@ -119,8 +126,9 @@ import Foundation
         taken = jar.receive(setCookie: "=v", from: page, now: now)
         #expect(!taken)
         taken = jar.receive(setCookie: "dated=d; Expires=Wed, 21-Oct-2015 07:28:00 GMT", from: page, now: now)
-        #expect(taken,
-                "taken, and expired at once")
+        #expect(
+            taken,
+            "taken, and expired at once")
         #expect(jar.cookies.map(\.name) == ["sid", "pref", "wide"])
         #expect(jar.header(for: url("http://www.example.com/login/x"), now: now) == "pref=1; sid=abc; wide=w")
         #expect(jar.header(for: url("http://www.example.com/f"), now: now) == "sid=abc; wide=w")
@@ -135,7 +143,9 @@ import Foundation
         #expect(jar.header(for: url("http://www.example.com/f"), now: now) == "wide=w")
         taken = jar.receive(setCookie: "sec=1; Secure", from: url("https://www.example.com/"), now: now)
         #expect(taken)
-        #expect(CookieJar.parse(setCookie: "d=1; Expires=Sun, 06 Nov 2044 08:49:37 GMT", from: page, now: now)?.expires == 2_362_034_977)
+        #expect(
+            CookieJar.parse(setCookie: "d=1; Expires=Sun, 06 Nov 2044 08:49:37 GMT", from: page, now: now)?.expires
+                == 2_362_034_977)
     }
 
     @Test func writesAFileItReadsBack() throws {

@@ -44,7 +44,8 @@ import Testing
         let withUser = try RemoteURL("http://alice:s3cret@h/file")
         #expect(plain == withUser)
         #expect(plain.hashValue == withUser.hashValue)
-        let request = try DownloadRequest(url: withUser, destination: .directory("/d"), credentials: withUser.credentials)
+        let request = try DownloadRequest(
+            url: withUser, destination: .directory("/d"), credentials: withUser.credentials)
         let other = try DownloadRequest(url: plain, destination: .directory("/d"))
         #expect(request.credentials == Credentials(user: "alice", password: "s3cret"))
         #expect(request == other && request.hashValue == other.hashValue)
@@ -63,8 +64,10 @@ import Testing
 
     @Test func errorsAboutBadURLsHideTheUserinfo() {
         // A password with an unescaped / ends the authority early: its start reads as a port.
-        for text in ["ftp://u:s3cret@h/x", "http://u:s3cret@h/a b", "http://u:s3cret@h:99999/", "http://u:s3cret/x@h/",
-                     "http://u:pa/s3cret@h/f", "http://[::1:s3cret/x@h/"] {
+        for text in [
+            "ftp://u:s3cret@h/x", "http://u:s3cret@h/a b", "http://u:s3cret@h:99999/", "http://u:s3cret/x@h/",
+            "http://u:pa/s3cret@h/f", "http://[::1:s3cret/x@h/",
+        ] {
             let error = #expect(throws: HaulError.self) { try RemoteURL(text) }
             #expect(error.map { !"\($0)".contains("s3cret") } == true, "\(String(describing: error))")
         }

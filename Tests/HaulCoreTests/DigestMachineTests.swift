@@ -12,19 +12,27 @@ import Testing
     let hello = ServerDigestTests.sha256Hello
     let other = ServerDigestTests.sha256Other
 
-    func machine(connections: Int = 1, range: ByteRange? = nil, checksum: Checksum? = nil, mirrors: [RemoteURL] = [],
-                 record: DownloadRecord? = nil) throws -> Machine {
-        let request = try DownloadRequest(url: url, destination: .directory("/tmp"), range: range, checksum: checksum,
-                                          connections: connections, mirrors: mirrors)
+    func machine(
+        connections: Int = 1, range: ByteRange? = nil, checksum: Checksum? = nil, mirrors: [RemoteURL] = [],
+        record: DownloadRecord? = nil
+    ) throws -> Machine {
+        let request = try DownloadRequest(
+            url: url, destination: .directory("/tmp"), range: range, checksum: checksum,
+            connections: connections, mirrors: mirrors)
         var record = record ?? DownloadRecord(id: DownloadID(rawValue: "1"), request: request, createdAt: 0)
         record.fileName = "file"
-        return Machine(record: record, settings: .init(
-            retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(1)), minimumSegment: 100, minimumSteal: 10,
-            checkpointInterval: 1_000_000, overlap: 50, tickInterval: 0.25, piecesPerConnection: 0, httpVersions: .http1_1))
+        return Machine(
+            record: record,
+            settings: .init(
+                retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(1)), minimumSegment: 100, minimumSteal: 10,
+                checkpointInterval: 1_000_000, overlap: 50, tickInterval: 0.25, piecesPerConnection: 0,
+                httpVersions: .http1_1))
     }
 
-    func partial(_ start: Int64, _ end: Int64, of total: Int64 = 1000, _ extra: HTTPHeaderList = [:],
-                 from source: RemoteURL? = nil) -> ResponseHead {
+    func partial(
+        _ start: Int64, _ end: Int64, of total: Int64 = 1000, _ extra: HTTPHeaderList = [:],
+        from source: RemoteURL? = nil
+    ) -> ResponseHead {
         var headers: HTTPHeaderList = ["Content-Range": "bytes \(start)-\(end)/\(total)", "ETag": "\"a\""]
         for field in extra { headers.add(name: field.name, value: field.value) }
         return ResponseHead(status: 206, headers: headers, url: (source ?? url).absoluteString)
@@ -51,12 +59,16 @@ import Testing
     @Test func aWhole200TeachesItsContentDigestBeforeTheBody() throws {
         var machine = try machine()
         _ = machine.start(noFiles, now: 0)
-        let actions = machine.responseReceived(0, whole(["Content-Digest": "sha-256=:\(hello.b64):"]), nowSecondsSince1970: 0, jitter: 0)
+        let actions = machine.responseReceived(
+            0, whole(["Content-Digest": "sha-256=:\(hello.b64):"]), nowSecondsSince1970: 0, jitter: 0)
         #expect(actions == [.persist, .truncate(to: 0), .receive(0)])
         #expect(machine.persistentRecord.serverDigest == sha256(hello, .contentDigest))
         #expect(machine.digestToVerify == ExpectedDigest(sha256(hello).checksum, from: .server(.contentDigest)))
         _ = machine.received(0, count: 1000)
-        #expect(machine.bodyEnded(0, jitter: 0) == [.notify(.transferEnded), .checkpoint(epoch: machine.epoch), .verify(.part)])
+        #expect(
+            machine.bodyEnded(0, jitter: 0) == [
+                .notify(.transferEnded), .checkpoint(epoch: machine.epoch), .verify(.part),
+            ])
         let failed = machine.verified(HaulError(.digestMismatch, "wrong"))
         #expect(Array(failed.prefix(2)) == [.persist, .truncate(to: 0)])
         #expect(failed.last == .finish(.failed(HaulError(.digestMismatch, "wrong"))))
@@ -68,7 +80,8 @@ import Testing
     @Test func aPartsContentDigestIsIgnoredItsReprDigestIsNot() throws {
         var ignored = try machine(connections: 2)
         _ = ignored.start(noFiles, now: 0)
-        _ = ignored.responseReceived(0, partial(0, 99, ["Content-Digest": "sha-256=:\(hello.b64):"]), nowSecondsSince1970: 0, jitter: 0)
+        _ = ignored.responseReceived(
+            0, partial(0, 99, ["Content-Digest": "sha-256=:\(hello.b64):"]), nowSecondsSince1970: 0, jitter: 0)
         #expect(ignored.record.serverDigest == nil)
         #expect(ignored.digestToVerify == nil)
 
@@ -118,7 +131,8 @@ import Testing
 
         var contradicted = try machine(record: stored)
         _ = contradicted.start(Machine.LocalFiles(partSize: 400, published: false), now: 0)
-        let actions = contradicted.responseReceived(0, partial(400, 999, repr(other)), nowSecondsSince1970: 0, jitter: 0)
+        let actions = contradicted.responseReceived(
+            0, partial(400, 999, repr(other)), nowSecondsSince1970: 0, jitter: 0)
         #expect(restarts(actions) == [.digestChanged])
         #expect(actions.contains(.truncate(to: 0)))
         #expect(!actions.contains(.receive(0)), "the contradicting answer's body is never written")
@@ -129,10 +143,12 @@ import Testing
     @Test func aStrongerDigestReplacesAWeakerOne() throws {
         var machine = try machine(connections: 2)
         _ = machine.start(noFiles, now: 0)
-        _ = machine.responseReceived(0, partial(0, 99, ["Digest": "MD5=\(ServerDigestTests.md5Hello.b64)"]), nowSecondsSince1970: 0, jitter: 0)
+        _ = machine.responseReceived(
+            0, partial(0, 99, ["Digest": "MD5=\(ServerDigestTests.md5Hello.b64)"]), nowSecondsSince1970: 0, jitter: 0)
         #expect(machine.record.serverDigest?.checksum.algorithm == .md5)
-        _ = machine.responseReceived(1, partial(500, 999, ["Repr-Digest": "sha-512=:\(ServerDigestTests.sha512Hello.b64):"]),
-                                     nowSecondsSince1970: 0, jitter: 0)
+        _ = machine.responseReceived(
+            1, partial(500, 999, ["Repr-Digest": "sha-512=:\(ServerDigestTests.sha512Hello.b64):"]),
+            nowSecondsSince1970: 0, jitter: 0)
         #expect(machine.record.serverDigest?.checksum.algorithm == .sha512)
         #expect(machine.record.serverDigest?.field == .reprDigest)
     }
@@ -168,7 +184,8 @@ import Testing
             let next = machine.bodyEnded(0, jitter: 0)
             let probe = try #require(next.compactMap { if case .request(0, let plan) = $0 { plan } else { nil } }.first)
             #expect(probe.url == mirror && probe.range == ByteRange(start: 50, end: 99))
-            let answer = machine.responseReceived(0, partial(50, 99, announced, from: mirror), nowSecondsSince1970: 0, jitter: 0)
+            let answer = machine.responseReceived(
+                0, partial(50, 99, announced, from: mirror), nowSecondsSince1970: 0, jitter: 0)
             let notices = answer.compactMap { if case .notify(.sourceDropped(let url, _)) = $0 { url } else { nil } }
             #expect(notices == (dropped ? [mirror.absoluteString] : []), "\(answer)")
             #expect(machine.record.serverDigest == sha256(hello))

@@ -26,20 +26,25 @@ import Testing
     static func oneRunning() -> Queue {
         var queue = Queue.local(limit: 1)
         let actions = queue.queued([place("a", 1), place("b", 2), place("c", 3)])
-        #expect(actions == [
-            .publish(DownloadEvent(id: id("a"), kind: .queued)), .publish(DownloadEvent(id: id("b"), kind: .queued)),
-            .publish(DownloadEvent(id: id("c"), kind: .queued)),
-            .startRun(id("a"), generation: 1, place: place("a", 1), given: nil)])
+        #expect(
+            actions == [
+                .publish(DownloadEvent(id: id("a"), kind: .queued)),
+                .publish(DownloadEvent(id: id("b"), kind: .queued)),
+                .publish(DownloadEvent(id: id("c"), kind: .queued)),
+                .startRun(id("a"), generation: 1, place: place("a", 1), given: nil),
+            ])
         return queue
     }
 
     @Test func aRunsEndGivesItsSlotToTheHeadFirstThenSettles() throws {
         var queue = Self.oneRunning()
         let done = try Self.record("a", .completed)
-        #expect(queue.runEnded(Self.id("a"), generation: 1, Self.ran(done)) == [
-            .startRun(Self.id("b"), generation: 2, place: Self.place("b", 2), given: nil),
-            .releaseName(directory: "/d", name: "a"),
-            .settle(DownloadOutcome(done, transfer: TransferStats()))])
+        #expect(
+            queue.runEnded(Self.id("a"), generation: 1, Self.ran(done)) == [
+                .startRun(Self.id("b"), generation: 2, place: Self.place("b", 2), given: nil),
+                .releaseName(directory: "/d", name: "a"),
+                .settle(DownloadOutcome(done, transfer: TransferStats())),
+            ])
         #expect(queue.state(of: Self.id("a")) == .idle)
         #expect(queue.state(of: Self.id("c")) == .waiting(Self.place("c", 3)))
     }
@@ -47,10 +52,12 @@ import Testing
     @Test func aRefusedStartIsPublishedFailedAndSettledQueuedWhileItsSlotGoesOn() {
         var queue = Self.oneRunning()
         let refusal = HaulError(.inUse, "another haul process")
-        #expect(queue.runEnded(Self.id("a"), generation: 1, .refused(refusal)) == [
-            .startRun(Self.id("b"), generation: 2, place: Self.place("b", 2), given: nil),
-            .publish(DownloadEvent(id: Self.id("a"), kind: .failed(refusal))),
-            .settle(DownloadOutcome(id: Self.id("a"), status: .queued, error: refusal))])
+        #expect(
+            queue.runEnded(Self.id("a"), generation: 1, .refused(refusal)) == [
+                .startRun(Self.id("b"), generation: 2, place: Self.place("b", 2), given: nil),
+                .publish(DownloadEvent(id: Self.id("a"), kind: .failed(refusal))),
+                .settle(DownloadOutcome(id: Self.id("a"), status: .queued, error: refusal)),
+            ])
         // Not scheduled here any more: a resume tries again.
         #expect(!queue.isScheduled(Self.id("a")))
     }
@@ -66,7 +73,8 @@ import Testing
         #expect(queue.state(of: Self.id("a")) == .running(Queue.Run(generation: 1, stop: .removed)))
         // The end of an older start of the same download frees no slot and settles nothing.
         let stale = try Self.record("a", .paused)
-        #expect(queue.runEnded(Self.id("a"), generation: 0, Self.ran(stale)) == [.releaseName(directory: "/d", name: "a")])
+        #expect(
+            queue.runEnded(Self.id("a"), generation: 0, Self.ran(stale)) == [.releaseName(directory: "/d", name: "a")])
         #expect(queue.isRunning(Self.id("a")))
     }
 
@@ -75,8 +83,9 @@ import Testing
         #expect(queue.pause([(Self.id("b"), .queued), (Self.id("z"), .completed)]).refusal?.code == .conflict)
         // Refused whole: `b` still waits.
         #expect(queue.waiting.contains(Self.id("b")))
-        #expect(try queue.pause([(Self.id("b"), .queued), (Self.id("c"), .queued), (Self.id("p"), .paused)]).get()
-            == [.savePaused([Self.id("b"), Self.id("c")])])
+        #expect(
+            try queue.pause([(Self.id("b"), .queued), (Self.id("c"), .queued), (Self.id("p"), .paused)]).get()
+                == [.savePaused([Self.id("b"), Self.id("c")])])
         #expect(queue.waiting.isEmpty)
     }
 
@@ -85,13 +94,22 @@ import Testing
         // Added at the head while saving: the freed slot waits for it, not for `b` behind it.
         #expect(queue.adding([Self.place("new", 0)]) == [])
         let done = try Self.record("a", .completed)
-        #expect(!queue.runEnded(Self.id("a"), generation: 1, Self.ran(done)).contains { if case .startRun = $0 { true } else { false } })
-        #expect(queue.saved([Self.id("new")]) == [.startRun(Self.id("new"), generation: 2, place: Self.place("new", 0), given: nil)])
+        #expect(
+            !queue.runEnded(Self.id("a"), generation: 1, Self.ran(done)).contains {
+                if case .startRun = $0 { true } else { false }
+            })
+        #expect(
+            queue.saved([Self.id("new")]) == [
+                .startRun(Self.id("new"), generation: 2, place: Self.place("new", 0), given: nil)
+            ])
 
         var failing = Self.oneRunning()
         _ = failing.adding([Self.place("new", 0)])
         _ = failing.runEnded(Self.id("a"), generation: 1, Self.ran(done))
-        #expect(failing.saveFailed([Self.id("new")]) == [.startRun(Self.id("b"), generation: 2, place: Self.place("b", 2), given: nil)])
+        #expect(
+            failing.saveFailed([Self.id("new")]) == [
+                .startRun(Self.id("b"), generation: 2, place: Self.place("b", 2), given: nil)
+            ])
         #expect(failing.state(of: Self.id("new")) == .idle)
     }
 
@@ -102,7 +120,9 @@ import Testing
         request.timestamping = true
         queue.give(request, to: Self.id("a"))
         let given = GivenOptions(credentials: request.credentials, timestamps: GivenTimestamps(request))
-        #expect(queue.queued([Self.place("a", 1)]).last == .startRun(Self.id("a"), generation: 1, place: Self.place("a", 1), given: given))
+        #expect(
+            queue.queued([Self.place("a", 1)]).last
+                == .startRun(Self.id("a"), generation: 1, place: Self.place("a", 1), given: given))
         // A re-add by id (no credentials) keeps those given before.
         request.credentials = nil
         queue.give(request, to: Self.id("a"))
@@ -120,16 +140,21 @@ import Testing
         queue.give(request, to: Self.id("b"))
         #expect(queue.left([Self.id("b")]) == [])
         let removed = try Self.record("b", .removed)
-        #expect(queue.removed(removed, runnerSaidSo: false, wasWaiting: true) == [
-            .publish(DownloadEvent(id: Self.id("b"), kind: .removed)), .settle(DownloadOutcome(removed))])
+        #expect(
+            queue.removed(removed, runnerSaidSo: false, wasWaiting: true) == [
+                .publish(DownloadEvent(id: Self.id("b"), kind: .removed)), .settle(DownloadOutcome(removed)),
+            ])
         #expect(queue.given(Self.id("b")) == nil)
     }
 
     @Test func aShutdownLeavesTheWaitingQueuedAndStopsRunsAsRunning() {
         var queue = Self.oneRunning()
-        #expect(queue.shutdown() == [
-            .settle(DownloadOutcome(id: Self.id("b"), status: .queued)), .settle(DownloadOutcome(id: Self.id("c"), status: .queued)),
-            .stopRun(Self.id("a"), as: .running)])
+        #expect(
+            queue.shutdown() == [
+                .settle(DownloadOutcome(id: Self.id("b"), status: .queued)),
+                .settle(DownloadOutcome(id: Self.id("c"), status: .queued)),
+                .stopRun(Self.id("a"), as: .running),
+            ])
         #expect(queue.shutdown() == [])
         // Nothing starts after it.
         #expect(queue.queued([Self.place("d", 4)]).allSatisfy { if case .startRun = $0 { false } else { true } })
@@ -138,9 +163,11 @@ import Testing
 
     @Test func aLargerLimitStartsTheNextInOrder() {
         var queue = Self.oneRunning()
-        #expect(queue.limitChanged(3) == [
-            .startRun(Self.id("b"), generation: 2, place: Self.place("b", 2), given: nil),
-            .startRun(Self.id("c"), generation: 3, place: Self.place("c", 3), given: nil)])
+        #expect(
+            queue.limitChanged(3) == [
+                .startRun(Self.id("b"), generation: 2, place: Self.place("b", 2), given: nil),
+                .startRun(Self.id("c"), generation: 3, place: Self.place("c", 3), given: nil),
+            ])
     }
 
     // MARK: Re-adds
@@ -156,20 +183,28 @@ import Testing
         #expect(readd(try Self.record("a", .running)) == .scheduled)
         #expect(readd(try Self.record("b", .queued)) == .scheduled)
         // Completed, its file intact: reported complete.
-        #expect(readd(completed, Queue.FinalFile(path: "/d/done", size: 0)) == .alreadyComplete(completed, path: "/d/done"))
-        #expect(queue.alreadyComplete(completed, path: "/d/done") == [
-            .publish(DownloadEvent(id: completed.id, kind: .alreadyComplete(path: "/d/done"))),
-            .settle(DownloadOutcome(completed, alreadyComplete: true))])
+        #expect(
+            readd(completed, Queue.FinalFile(path: "/d/done", size: 0)) == .alreadyComplete(completed, path: "/d/done"))
+        #expect(
+            queue.alreadyComplete(completed, path: "/d/done") == [
+                .publish(DownloadEvent(id: completed.id, kind: .alreadyComplete(path: "/d/done"))),
+                .settle(DownloadOutcome(completed, alreadyComplete: true)),
+            ])
         // Completed, its file gone: a fresh record at its old place, queued, its name checked again.
         var fresh = DownloadRecord(id: completed.id, request: request, createdAt: completed.createdAt)
         fresh.position = completed.position
         fresh.status = .queued
-        #expect(readd(completed, Queue.FinalFile(path: "/d/done", size: nil)) == .again(fresh, save: true, checkName: true))
+        #expect(
+            readd(completed, Queue.FinalFile(path: "/d/done", size: nil)) == .again(fresh, save: true, checkName: true))
         // Added paused, the same: saved paused, and it never joins the queue.
         fresh.status = .paused
-        #expect(readd(completed, Queue.FinalFile(path: "/d/done", size: nil), paused: true) == .again(fresh, save: true, checkName: true))
-        #expect(queue.readded(fresh, wasPaused: false) == [
-            .publish(DownloadEvent(id: fresh.id, kind: .paused)), .settle(DownloadOutcome(fresh))])
+        #expect(
+            readd(completed, Queue.FinalFile(path: "/d/done", size: nil), paused: true)
+                == .again(fresh, save: true, checkName: true))
+        #expect(
+            queue.readded(fresh, wasPaused: false) == [
+                .publish(DownloadEvent(id: fresh.id, kind: .paused)), .settle(DownloadOutcome(fresh)),
+            ])
         #expect(!queue.isScheduled(fresh.id))
         // Failed: queued again with its error cleared; added paused, saved paused.
         var failed = try Self.record("f", .failed)
@@ -187,7 +222,8 @@ import Testing
         // alone, and it joins this queue.
         let elsewhere = try Self.record("q", .queued)
         #expect(readd(elsewhere) == .again(elsewhere, save: false, checkName: false))
-        #expect(queue.readded(elsewhere, wasPaused: false) == [.publish(DownloadEvent(id: elsewhere.id, kind: .queued))])
+        #expect(
+            queue.readded(elsewhere, wasPaused: false) == [.publish(DownloadEvent(id: elsewhere.id, kind: .queued))])
         #expect(queue.waiting.contains(elsewhere.id))
     }
 
@@ -198,10 +234,15 @@ import Testing
         #expect(queue.readding(again) == [])
         // The slot freed during its save waits for it.
         let done = try Self.record("a", .completed)
-        #expect(!queue.runEnded(Self.id("a"), generation: 1, Self.ran(done)).contains { if case .startRun = $0 { true } else { false } })
-        #expect(queue.readdSaved(again.id) == [
-            .publish(DownloadEvent(id: again.id, kind: .queued)),
-            .startRun(again.id, generation: 2, place: WaitingQueue.Entry(again), given: nil)])
+        #expect(
+            !queue.runEnded(Self.id("a"), generation: 1, Self.ran(done)).contains {
+                if case .startRun = $0 { true } else { false }
+            })
+        #expect(
+            queue.readdSaved(again.id) == [
+                .publish(DownloadEvent(id: again.id, kind: .queued)),
+                .startRun(again.id, generation: 2, place: WaitingQueue.Entry(again), given: nil),
+            ])
     }
 
     /// Where a restore, a pause, a resume, a remove and a pause of everything go is the
@@ -214,8 +255,9 @@ import Testing
         #expect(fleet.restore() == [.startClaiming])
         // A pause: the machine's actions here, one statement for all of them in a fleet.
         #expect(try local.pausing([(Self.id("b"), .queued)]).get() == .here([.savePaused([Self.id("b")])]))
-        #expect(try fleet.pausing([(Self.id("here"), .running), (Self.id("x"), .queued)]).get()
-            == .everywhere([Self.id("here"), Self.id("x")]))
+        #expect(
+            try fleet.pausing([(Self.id("here"), .running), (Self.id("x"), .queued)]).get()
+                == .everywhere([Self.id("here"), Self.id("x")]))
         #expect(fleet.pausing([(Self.id("x"), .queued), (Self.id("z"), .completed)]).refusal?.code == .conflict)
         // A resume: here each one not scheduled is picked up again; in a fleet those not queued
         // or running are queued in one transaction; a completed one refuses them all.
@@ -240,12 +282,19 @@ import Testing
     @Test func aFleetHostClaimsForItsFreeSlotsAndLooksAgainWhenTheClaimWasFull() {
         var queue = Queue.fleet(limit: 2)
         // Queued rows are the database's: a host only looks for work.
-        #expect(queue.queued([Self.place("x", 1)]) == [.publish(DownloadEvent(id: Self.id("x"), kind: .queued)), .wakeClaims])
+        #expect(
+            queue.queued([Self.place("x", 1)]) == [
+                .publish(DownloadEvent(id: Self.id("x"), kind: .queued)), .wakeClaims,
+            ])
         #expect(queue.claimRequest() == .claim(limit: 2, excluding: []))
-        #expect(queue.claimed([Self.id("x"), Self.id("y")], limit: 2) == [
-            .publish(DownloadEvent(id: Self.id("x"), kind: .queued)), .startRun(Self.id("x"), generation: 1, place: nil, given: nil),
-            .publish(DownloadEvent(id: Self.id("y"), kind: .queued)), .startRun(Self.id("y"), generation: 2, place: nil, given: nil),
-            .wakeClaims])
+        #expect(
+            queue.claimed([Self.id("x"), Self.id("y")], limit: 2) == [
+                .publish(DownloadEvent(id: Self.id("x"), kind: .queued)),
+                .startRun(Self.id("x"), generation: 1, place: nil, given: nil),
+                .publish(DownloadEvent(id: Self.id("y"), kind: .queued)),
+                .startRun(Self.id("y"), generation: 2, place: nil, given: nil),
+                .wakeClaims,
+            ])
         #expect(queue.claimRequest() == nil)
     }
 
@@ -257,28 +306,38 @@ import Testing
         unreadable.markUnreadable("credentials", detail: "not JSON")
         #expect(unreadable.status == .failed)
         let runnable = try Self.record("r", .queued)
-        #expect(queue.claimed([unreadable, runnable], limit: 2) == [
-            .storeFailed(unreadable), .releaseLease(Self.id("u")),
-            .publish(DownloadEvent(id: Self.id("r"), kind: .queued)), .startRun(Self.id("r"), generation: 1, place: nil, given: nil),
-            .wakeClaims])
+        #expect(
+            queue.claimed([unreadable, runnable], limit: 2) == [
+                .storeFailed(unreadable), .releaseLease(Self.id("u")),
+                .publish(DownloadEvent(id: Self.id("r"), kind: .queued)),
+                .startRun(Self.id("r"), generation: 1, place: nil, given: nil),
+                .wakeClaims,
+            ])
         #expect(!queue.isScheduled(Self.id("u")))
     }
 
     @Test func aLostLeaseStopsWithoutWritingAndAnOutageSuspendsUntilARenewalSaysItIsStillOurs() throws {
         var queue = Queue.fleet(limit: 2)
         _ = queue.claimed([Self.id("x"), Self.id("y")], limit: 3)
-        #expect(queue.renewed(LeaseReport(lost: [Self.id("x")], commands: [Self.id("y"): .pause])) == [
-            .abandonRun(Self.id("x")), .stopRun(Self.id("y"), as: .paused)])
+        #expect(
+            queue.renewed(LeaseReport(lost: [Self.id("x")], commands: [Self.id("y"): .pause])) == [
+                .abandonRun(Self.id("x")), .stopRun(Self.id("y"), as: .paused),
+            ])
         var outage = Queue.fleet(limit: 2)
         _ = outage.claimed([Self.id("y")], limit: 2)
         // A short outage changes nothing; past half the lease every run stops at a checkpoint.
         #expect(outage.renewalFailed(outage: .seconds(4), leaseTimeout: .seconds(10)) == [])
-        #expect(outage.renewalFailed(outage: .seconds(6), leaseTimeout: .seconds(10)) == [.stopRun(Self.id("y"), as: .running)])
+        #expect(
+            outage.renewalFailed(outage: .seconds(6), leaseTimeout: .seconds(10)) == [
+                .stopRun(Self.id("y"), as: .running)
+            ])
         // It ended running with its lease still held: suspended, its slot still taken, no release.
         let stopped = try Self.record("y", .running)
-        #expect(outage.runEnded(Self.id("y"), generation: 1, Self.ran(stopped), holdsLease: true) == [
-            .releaseName(directory: "/d", name: "y"), .settle(DownloadOutcome(stopped, transfer: TransferStats())),
-            .wakeClaims])
+        #expect(
+            outage.runEnded(Self.id("y"), generation: 1, Self.ran(stopped), holdsLease: true) == [
+                .releaseName(directory: "/d", name: "y"), .settle(DownloadOutcome(stopped, transfer: TransferStats())),
+                .wakeClaims,
+            ])
         #expect(outage.state(of: Self.id("y")) == .suspended)
         #expect(outage.claimRequest() == .claim(limit: 1, excluding: [Self.id("y")]))
         // The database is back and the lease is still this host's: it goes on here.
@@ -291,9 +350,13 @@ import Testing
         let paused = try Self.record("free", .paused)
         let (actions, elsewhere) = queue.fleetPaused([
             Self.id("here"): .leftForHolder, Self.id("free"): .applied(paused, before: .queued),
-            Self.id("again"): .applied(try Self.record("again", .paused), before: .paused), Self.id("other"): .leftForHolder,
+            Self.id("again"): .applied(try Self.record("again", .paused), before: .paused),
+            Self.id("other"): .leftForHolder,
         ])
-        #expect(actions == [.publish(DownloadEvent(id: Self.id("free"), kind: .paused)), .stopRun(Self.id("here"), as: .paused)])
+        #expect(
+            actions == [
+                .publish(DownloadEvent(id: Self.id("free"), kind: .paused)), .stopRun(Self.id("here"), as: .paused),
+            ])
         #expect(elsewhere == [Self.id("other")])
     }
 
@@ -301,9 +364,11 @@ import Testing
         var queue = Queue.fleet(limit: 1)
         _ = queue.claimed([Self.id("x")], limit: 1)
         let done = try Self.record("x", .completed)
-        #expect(queue.runEnded(Self.id("x"), generation: 1, Self.ran(done)) == [
-            .releaseLease(Self.id("x")), .releaseName(directory: "/d", name: "x"),
-            .settle(DownloadOutcome(done, transfer: TransferStats())), .wakeClaims])
+        #expect(
+            queue.runEnded(Self.id("x"), generation: 1, Self.ran(done)) == [
+                .releaseLease(Self.id("x")), .releaseName(directory: "/d", name: "x"),
+                .settle(DownloadOutcome(done, transfer: TransferStats())), .wakeClaims,
+            ])
     }
 }
 

@@ -14,9 +14,11 @@ import Testing
         let request = try DownloadRequest(url: signed, destination: .directory("/tmp"))
         var record = DownloadRecord(id: DownloadID(rawValue: "1"), request: request, createdAt: 0)
         record.fileName = "file"
-        return Machine(record: record, settings: .init(
-            retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(1)), checkpointInterval: 1_000_000, overlap: 50,
-            piecesPerConnection: 0, httpVersions: .http1_1, refreshesURL: refreshes))
+        return Machine(
+            record: record,
+            settings: .init(
+                retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(1)), checkpointInterval: 1_000_000, overlap: 50,
+                piecesPerConnection: 0, httpVersions: .http1_1, refreshesURL: refreshes))
     }
 
     func plans(_ actions: [Machine.Action]) -> [RequestPlan] {
@@ -26,8 +28,11 @@ import Testing
     /// 400 bytes arrive, the body ends early, and the request for the rest gets `answer`.
     func expire(_ machine: inout Machine, answer: ResponseHead) -> [Machine.Action] {
         _ = machine.start(.init(partSize: nil, published: false), now: 0)
-        _ = machine.responseReceived(0, ResponseHead(status: 200, headers: ["Content-Length": "\(total)", "ETag": "\"e\""],
-                                                     url: signed.absoluteString), nowSecondsSince1970: 0, jitter: 0)
+        _ = machine.responseReceived(
+            0,
+            ResponseHead(
+                status: 200, headers: ["Content-Length": "\(total)", "ETag": "\"e\""],
+                url: signed.absoluteString), nowSecondsSince1970: 0, jitter: 0)
         #expect(machine.received(0, count: 400).keep == 400)
         let rest = plans(machine.bodyEnded(0, jitter: 0))
         #expect(rest.first?.range?.start == 400)
@@ -38,7 +43,10 @@ import Testing
         var machine = try machine(refreshes: true)
         let actions = expire(&machine, answer: ResponseHead(status: 403, headers: [:], url: signed.absoluteString))
         #expect(actions.contains(.refreshURL(expired: signed)), "\(actions)")
-        guard case .refreshingURL(let expired) = machine.state else { Issue.record("state \(machine.state)"); return }
+        guard case .refreshingURL(let expired) = machine.state else {
+            Issue.record("state \(machine.state)")
+            return
+        }
         #expect(expired.code == .urlExpired && expired.httpStatus == 403, "the state keeps why the URL expired")
         _ = machine.transferFailed(0, HaulError(.interrupted, "closed"), jitter: 0)
         let resumed = machine.urlRefreshed(.success(renewed))
@@ -61,14 +69,20 @@ import Testing
 
     @Test func aRedirectToAWebPageIsAnExpiry() throws {
         var machine = try machine(refreshes: false)
-        _ = expire(&machine, answer: ResponseHead(status: 200, headers: ["Content-Type": "text/html", "Content-Length": "900"],
-                                                  url: "http://a/login"))
+        _ = expire(
+            &machine,
+            answer: ResponseHead(
+                status: 200, headers: ["Content-Type": "text/html", "Content-Length": "900"],
+                url: "http://a/login"))
         #expect(machine.record.error?.code == .urlExpired, "\(String(describing: machine.record.error))")
         #expect(machine.completedLength == 400, "nothing of the page is written")
         // The same answer from the URL itself (no redirect) is not an expiry.
         var direct = try self.machine(refreshes: false)
-        _ = expire(&direct, answer: ResponseHead(status: 200, headers: ["Content-Type": "text/html", "Content-Length": "900"],
-                                                 url: signed.absoluteString))
+        _ = expire(
+            &direct,
+            answer: ResponseHead(
+                status: 200, headers: ["Content-Type": "text/html", "Content-Length": "900"],
+                url: signed.absoluteString))
         #expect(direct.record.error?.code != .urlExpired)
     }
 
@@ -80,13 +94,18 @@ import Testing
             _ = machine.transferFailed(0, HaulError(.interrupted, "closed"), jitter: 0)
             let next = machine.urlRefreshed(.success(renewed))
             let id = try #require(next.compactMap { if case .request(let id, _) = $0 { id } else { nil } }.first)
-            actions = machine.responseReceived(id, ResponseHead(status: 403, headers: [:], url: renewed.absoluteString),
-                                               nowSecondsSince1970: 0, jitter: 0)
+            actions = machine.responseReceived(
+                id, ResponseHead(status: 403, headers: [:], url: renewed.absoluteString),
+                nowSecondsSince1970: 0, jitter: 0)
         }
         #expect(actions.contains(.refreshURL(expired: renewed)))
-        let last = machine.transferFailed(0, HaulError(.interrupted, "closed"), jitter: 0) + machine.urlRefreshed(.failure(HaulError(.usage, "the refresh command exited with status 1")))
+        let last =
+            machine.transferFailed(0, HaulError(.interrupted, "closed"), jitter: 0)
+            + machine.urlRefreshed(.failure(HaulError(.usage, "the refresh command exited with status 1")))
         #expect(last.contains { if case .finish(.failed) = $0 { true } else { false } })
         #expect(machine.record.error?.code == .urlExpired)
-        #expect(machine.record.error?.message.hasSuffix("the refresh command gave no new URL: the refresh command exited with status 1") == true)
+        #expect(
+            machine.record.error?.message.hasSuffix(
+                "the refresh command gave no new URL: the refresh command exited with status 1") == true)
     }
 }

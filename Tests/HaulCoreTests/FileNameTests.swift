@@ -32,10 +32,12 @@ import Testing
     @Test func everySourceOfANameLeavesRoomForPart() throws {
         let long = String(repeating: "n", count: 5_000) + ".iso"
         let url = try RemoteURL("http://h/" + long)
-        let fromHeader = FileNameSanitizer.chooseName(explicit: nil, contentDisposition: "attachment; filename=\"\(long)\"", url: url)
+        let fromHeader = FileNameSanitizer.chooseName(
+            explicit: nil, contentDisposition: "attachment; filename=\"\(long)\"", url: url)
         let fromURL = FileNameSanitizer.chooseName(explicit: nil, contentDisposition: nil, url: url)
-        let multibyte = FileNameSanitizer.chooseName(explicit: nil, contentDisposition: nil,
-                                                     url: try RemoteURL("http://h/" + String(repeating: "%E2%82%AC", count: 200)))
+        let multibyte = FileNameSanitizer.chooseName(
+            explicit: nil, contentDisposition: nil,
+            url: try RemoteURL("http://h/" + String(repeating: "%E2%82%AC", count: 200)))
         let alternative = FileNameSanitizer.alternative(fromURL, attempt: 12)
         for name in [fromHeader, fromURL, multibyte, alternative] {
             #expect((name + ".part").utf8.count <= 255, "\(name.utf8.count) bytes")
@@ -43,27 +45,47 @@ import Testing
         #expect(fromHeader.hasSuffix(".iso") && alternative.hasSuffix(".12.iso"))
         #expect(multibyte.utf8.count > 240, "cut at a character, not far short")
         let explicit = String(repeating: "o", count: 251)
-        let error = #expect(throws: HaulError.self) { try DownloadRequest(url: url, destination: .file("/tmp/" + explicit)) }
+        let error = #expect(throws: HaulError.self) {
+            try DownloadRequest(url: url, destination: .file("/tmp/" + explicit))
+        }
         #expect(error?.code == .usage)
-        #expect(error?.message == "output file name is 251 bytes long; at most 250 are allowed, so that NAME.part fits the 255-byte limit of file names")
-        #expect(try DownloadRequest(url: url, destination: .file("/tmp/" + String(repeating: "o", count: 250))).fileName?.utf8.count == 250)
+        #expect(
+            error?.message
+                == """
+                output file name is 251 bytes long; at most 250 are allowed, so that NAME.part fits the 255-byte \
+                limit of file names
+                """
+        )
+        #expect(
+            try DownloadRequest(url: url, destination: .file("/tmp/" + String(repeating: "o", count: 250))).fileName?
+                .utf8.count == 250)
     }
 
     @Test func contentDispositionForms() {
         #expect(ContentDisposition(parsing: "attachment; filename=\"a b.iso\"")?.fileName == "a b.iso")
         #expect(ContentDisposition(parsing: "attachment; filename=plain.bin")?.fileName == "plain.bin")
         #expect(ContentDisposition(parsing: "attachment; filename=\"x\\\"y.txt\"")?.fileName == "x\"y.txt")
-        #expect(ContentDisposition(parsing: "attachment; filename=\"fallback.txt\"; filename*=UTF-8''%E2%82%AC%20rates.txt")?.fileName
+        #expect(
+            ContentDisposition(
+                parsing: "attachment; filename=\"fallback.txt\"; filename*=UTF-8''%E2%82%AC%20rates.txt")?.fileName
                 == "€ rates.txt")
         #expect(ContentDisposition(parsing: "inline")?.fileName == nil)
     }
 
     @Test func nameChoiceOrder() throws {
         let url = try RemoteURL("http://h/dir/file%20name.iso?x=1")
-        #expect(FileNameSanitizer.chooseName(explicit: "mine.iso", contentDisposition: "attachment; filename=s.iso", url: url) == "mine.iso")
-        #expect(FileNameSanitizer.chooseName(explicit: nil, contentDisposition: "attachment; filename=\"../../s.iso\"", url: url) == "s.iso")
-        #expect(FileNameSanitizer.chooseName(explicit: nil, contentDisposition: "attachment; filename=\"\"", url: url) == "file name.iso")
-        #expect(FileNameSanitizer.chooseName(explicit: nil, contentDisposition: nil, url: try RemoteURL("http://h/")) == "download")
+        #expect(
+            FileNameSanitizer.chooseName(
+                explicit: "mine.iso", contentDisposition: "attachment; filename=s.iso", url: url) == "mine.iso")
+        #expect(
+            FileNameSanitizer.chooseName(
+                explicit: nil, contentDisposition: "attachment; filename=\"../../s.iso\"", url: url) == "s.iso")
+        #expect(
+            FileNameSanitizer.chooseName(explicit: nil, contentDisposition: "attachment; filename=\"\"", url: url)
+                == "file name.iso")
+        #expect(
+            FileNameSanitizer.chooseName(explicit: nil, contentDisposition: nil, url: try RemoteURL("http://h/"))
+                == "download")
         #expect(FileNameSanitizer.alternative("file.iso", attempt: 2) == "file.2.iso")
         #expect(FileNameSanitizer.alternative("README", attempt: 1) == "README.1")
     }

@@ -19,7 +19,9 @@ import Testing
     }
 
     func partial(_ start: Int64, _ end: Int64, of total: Int64) -> ResponseHead {
-        ResponseHead(status: 206, headers: ["Content-Range": "bytes \(start)-\(end)/\(total)", "ETag": "\"a\""], url: url.absoluteString)
+        ResponseHead(
+            status: 206, headers: ["Content-Range": "bytes \(start)-\(end)/\(total)", "ETag": "\"a\""],
+            url: url.absoluteString)
     }
 
     @Test func onlyHTTP2AllowsHTTP2() {
@@ -34,8 +36,11 @@ import Testing
         var machine = try machine(connections: 1, .automatic)
         let first = plans(machine.start(.init(partSize: nil, published: false), now: 0))
         #expect(first.count == 1 && !first[0].allowsHTTP2 && first[0].range == nil, "\(first)")
-        _ = machine.responseReceived(0, ResponseHead(status: 200, headers: ["Content-Length": "\(10 << 20)", "ETag": "\"a\""],
-                                                     url: url.absoluteString), nowSecondsSince1970: 0, jitter: 0)
+        _ = machine.responseReceived(
+            0,
+            ResponseHead(
+                status: 200, headers: ["Content-Length": "\(10 << 20)", "ETag": "\"a\""],
+                url: url.absoluteString), nowSecondsSince1970: 0, jitter: 0)
         _ = machine.received(0, count: 500)
         _ = machine.transferFailed(0, HaulError(.network, "reset"), jitter: 0)
         let retry = plans(machine.timerFired(.retry(0)))
@@ -48,8 +53,9 @@ import Testing
     @Test func aWholeAnswerIsTheFile() throws {
         var machine = try machine(connections: 1, .automatic)
         _ = machine.start(.init(partSize: nil, published: false), now: 0)
-        let actions = machine.responseReceived(0, ResponseHead(status: 200, headers: ["Content-Length": "1000"], url: url.absoluteString),
-                                               nowSecondsSince1970: 0, jitter: 0)
+        let actions = machine.responseReceived(
+            0, ResponseHead(status: 200, headers: ["Content-Length": "1000"], url: url.absoluteString),
+            nowSecondsSince1970: 0, jitter: 0)
         #expect(actions.contains { if case .receive(0) = $0 { true } else { false } }, "\(actions)")
         #expect(machine.received(0, count: 1000).keep == 1000)
         #expect(plans(machine.bodyEnded(0, jitter: 0)).isEmpty)
@@ -62,19 +68,23 @@ import Testing
         var machine = try machine(connections: 2, .automatic)
         let first = plans(machine.start(.init(partSize: nil, published: false), now: 0))
         #expect(first.first?.range?.start == 0, "\(first)")
-        let actions = machine.responseReceived(0, ResponseHead(status: 416, headers: ["Content-Range": "bytes */0"], url: url.absoluteString),
-                                               nowSecondsSince1970: 0, jitter: 0)
+        let actions = machine.responseReceived(
+            0, ResponseHead(status: 416, headers: ["Content-Range": "bytes */0"], url: url.absoluteString),
+            nowSecondsSince1970: 0, jitter: 0)
         #expect(machine.record.totalLength == 0)
         #expect(machine.state == .verifying(.part, stop: nil), "\(actions)")
     }
 
     /// Over plain http, and under `--http1.1` or `--http2`, one connection asks for the whole file too.
-    @Test(arguments: [("http://h/file", HTTPVersionPolicy.automatic), ("https://h/file", .http1_1), ("https://h/file", .http2)])
+    @Test(arguments: [
+        ("http://h/file", HTTPVersionPolicy.automatic), ("https://h/file", .http1_1), ("https://h/file", .http2),
+    ])
     func oneConnectionAsksForTheWholeFileUnderEveryPolicy(url: String, policy: HTTPVersionPolicy) throws {
         let request = try DownloadRequest(url: RemoteURL(url), destination: .directory("/tmp"))
         var record = DownloadRecord(id: DownloadID(rawValue: "1"), request: request, createdAt: 0)
         record.fileName = "file"
-        var machine = Machine(record: record, settings: .init(minimumSegment: 100, minimumSteal: 10, httpVersions: policy))
+        var machine = Machine(
+            record: record, settings: .init(minimumSegment: 100, minimumSteal: 10, httpVersions: policy))
         let first = plans(machine.start(.init(partSize: nil, published: false), now: 0))
         #expect(first.count == 1 && first[0].range == nil && first[0].allowsHTTP2 == (policy == .http2), "\(first)")
     }
@@ -82,8 +92,10 @@ import Testing
     /// Several connections: every request, the first one's and the ranges', goes over HTTP/1.1
     /// (each on a TCP connection of its own) unless `--http2` asks for HTTP/2, whatever the size
     /// of the file: a small file's pieces do not collapse into streams of one connection either.
-    @Test(arguments: [(4, HTTPVersionPolicy.automatic, Int64(1) << 30), (4, .automatic, 10_000), (4, .http2, 1 << 30),
-                      (1, .http1_1, 1 << 30), (2, .http1_1, 1 << 30)])
+    @Test(arguments: [
+        (4, HTTPVersionPolicy.automatic, Int64(1) << 30), (4, .automatic, 10_000), (4, .http2, 1 << 30),
+        (1, .http1_1, 1 << 30), (2, .http1_1, 1 << 30),
+    ])
     func everyRequestOfADownloadUsesOneVersion(connections: Int, policy: HTTPVersionPolicy, total: Int64) throws {
         var machine = try machine(connections: connections, policy)
         let opening = plans(machine.start(.init(partSize: nil, published: false), now: 0))
@@ -100,8 +112,10 @@ import Testing
         var stats = TransferStats()
         stats.requestSent()
         // A redirect followed by the transport on another connection, both opened for it.
-        stats.answered(over: [ConnectionUse(connection: 4, isFirst: true, tls: true, httpVersion: "HTTP/1.1"),
-                              ConnectionUse(connection: 5, isFirst: true, tls: true, httpVersion: "HTTP/2")])
+        stats.answered(over: [
+            ConnectionUse(connection: 4, isFirst: true, tls: true, httpVersion: "HTTP/1.1"),
+            ConnectionUse(connection: 5, isFirst: true, tls: true, httpVersion: "HTTP/2"),
+        ])
         stats.requestSent()
         stats.answered(over: [ConnectionUse(connection: 5, isFirst: false, tls: true, httpVersion: "HTTP/2")])
         stats.requestSent()

@@ -15,7 +15,8 @@ import Testing
         #expect((error.underlying as? Refused)?.port == 9)
         #expect(error.cause == "connection refused on port 9")
         // A cause given in words wins.
-        #expect(HaulError(.network, "cannot connect", cause: "refused", underlying: Refused(port: 9)).cause == "refused")
+        #expect(
+            HaulError(.network, "cannot connect", cause: "refused", underlying: Refused(port: 9)).cause == "refused")
     }
 
     @Test func itIsNeitherEncodedNorCompared() throws {
@@ -29,7 +30,9 @@ import Testing
         #expect(decoded.hashValue == error.hashValue)
         // The stored form of an error written before `underlying` existed reads the same.
         let old = Data(#"{"code":"network","message":"cannot connect","cause":"refused"}"#.utf8)
-        #expect(try JSONDecoder().decode(HaulError.self, from: old) == HaulError(.network, "cannot connect", cause: "refused"))
+        #expect(
+            try JSONDecoder().decode(HaulError.self, from: old)
+                == HaulError(.network, "cannot connect", cause: "refused"))
     }
 
     @Test func fromKeepsAHaulErrorAndWrapsAnyOther() {

@@ -13,9 +13,12 @@ import Testing
         let request = try DownloadRequest(url: url, destination: .directory("/tmp"), connections: connections)
         var record = DownloadRecord(id: DownloadID(rawValue: "1"), request: request, createdAt: 0)
         record.fileName = "file"
-        return Machine(record: record, settings: .init(
-            retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(1)), minimumSegment: 100, checkpointInterval: 1,
-            checkpointBytes: checkpointBytes, overlap: 50, tickInterval: 0.25, piecesPerConnection: 0, httpVersions: .http1_1))
+        return Machine(
+            record: record,
+            settings: .init(
+                retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(1)), minimumSegment: 100, checkpointInterval: 1,
+                checkpointBytes: checkpointBytes, overlap: 50, tickInterval: 0.25, piecesPerConnection: 0,
+                httpVersions: .http1_1))
     }
 
     func whole(_ length: Int64, url: String = "http://h/file") -> ResponseHead {
@@ -23,7 +26,9 @@ import Testing
     }
 
     func partial(_ start: Int64, _ end: Int64, of total: Int64) -> ResponseHead {
-        ResponseHead(status: 206, headers: ["Content-Range": "bytes \(start)-\(end)/\(total)", "ETag": "\"a\""], url: "http://h/file")
+        ResponseHead(
+            status: 206, headers: ["Content-Range": "bytes \(start)-\(end)/\(total)", "ETag": "\"a\""],
+            url: "http://h/file")
     }
 
     /// One connection receiving a 1000-byte file, `bytes` of it in.
@@ -45,7 +50,10 @@ import Testing
         #expect(machine.tick(now: 0.5, elapsed: 0.25) == [])
         #expect(machine.tick(now: 0.75, elapsed: 0.25) == [])
         // The first synced its 100 bytes: they are stored, and the second is asked for at once.
-        #expect(machine.backgroundCheckpointEnded(epoch: machine.epoch, .success([0: 100])) == [.persist, .backgroundCheckpoint(epoch: machine.epoch)])
+        #expect(
+            machine.backgroundCheckpointEnded(epoch: machine.epoch, .success([0: 100])) == [
+                .persist, .backgroundCheckpoint(epoch: machine.epoch),
+            ])
         #expect(machine.persistentRecord.completedLength == 100)
         #expect(machine.backgroundCheckpointEnded(epoch: machine.epoch, .success([0: 250])) == [.persist])
         #expect(machine.persistentRecord.completedLength == 250)
@@ -58,7 +66,10 @@ import Testing
         #expect(machine.tick(now: 0.25, elapsed: 0.25) == [.backgroundCheckpoint(epoch: machine.epoch)])
         _ = machine.received(0, count: 100)
         #expect(machine.tick(now: 0.5, elapsed: 0.25) == [])
-        #expect(machine.backgroundCheckpointEnded(epoch: 7, .success([0: 100])) == [.backgroundCheckpoint(epoch: machine.epoch)])
+        #expect(
+            machine.backgroundCheckpointEnded(epoch: 7, .success([0: 100])) == [
+                .backgroundCheckpoint(epoch: machine.epoch)
+            ])
         #expect(machine.persistentRecord.completedLength == 0)
     }
 
@@ -66,8 +77,9 @@ import Testing
         var machine = try receiving(100, checkpointBytes: 100)
         #expect(machine.tick(now: 0.25, elapsed: 0.25) == [.backgroundCheckpoint(epoch: machine.epoch)])
         let error = HaulError(.fileSystem, "no space left on device")
-        #expect(machine.backgroundCheckpointEnded(epoch: machine.epoch, .failure(error))
-            == [.close(0), .checkpoint(epoch: machine.epoch), .persist, .finish(.failed(error))])
+        #expect(
+            machine.backgroundCheckpointEnded(epoch: machine.epoch, .failure(error))
+                == [.close(0), .checkpoint(epoch: machine.epoch), .persist, .finish(.failed(error))])
         #expect(machine.state == .failed && machine.record.error == error)
     }
 
@@ -83,12 +95,21 @@ import Testing
     @Test func aPauseThatIsNotStoredEndsFailed() throws {
         var machine = try receiving(100)
         #expect(machine.stopRequested(status: .paused) == [.close(0)])
-        #expect(machine.transferFailed(0, HaulError(.interrupted, "closed"), jitter: 0) == [.checkpoint(epoch: machine.epoch), .persist, .finish(.paused)])
+        #expect(
+            machine.transferFailed(0, HaulError(.interrupted, "closed"), jitter: 0) == [
+                .checkpoint(epoch: machine.epoch), .persist, .finish(.paused),
+            ])
         let actions = machine.persistFailed(HaulError(.store, "disk I/O error"))
         let error = try #require(machine.record.error)
         #expect(actions == [.finish(.failed(error))])
         #expect(machine.record.status == .failed && error.code == .store)
-        #expect(error.message == "http://h/file: the pause could not be stored, so the download would go on at the next start: disk I/O error")
+        #expect(
+            error.message
+                == """
+                http://h/file: the pause could not be stored, so the download would go on at the next start: disk \
+                I/O error
+                """
+        )
     }
 
     @Test func aShutdownOrACompletionWhoseSaveFailsKeepsItsEnd() throws {
@@ -110,12 +131,17 @@ import Testing
     // MARK: The end each finish carries
 
     @Test func eachStopEndsAsItsStatusSays() throws {
-        for (status, end) in [(DownloadStatus.paused, Machine.End.paused), (.removed, .removed), (.queued, .interrupted),
-                              (.running, .interrupted)] {
+        for (status, end) in [
+            (DownloadStatus.paused, Machine.End.paused), (.removed, .removed), (.queued, .interrupted),
+            (.running, .interrupted),
+        ] {
             var machine = try machine()
             _ = machine.start(noFiles, now: 0)
             #expect(machine.stopRequested(status: status) == [.close(0)])
-            #expect(machine.transferFailed(0, HaulError(.interrupted, "closed"), jitter: 0) == [.checkpoint(epoch: machine.epoch), .persist, .finish(end)])
+            #expect(
+                machine.transferFailed(0, HaulError(.interrupted, "closed"), jitter: 0) == [
+                    .checkpoint(epoch: machine.epoch), .persist, .finish(end),
+                ])
         }
         var lost = try receiving(10)
         #expect(lost.leaseLost() == [.close(0), .discardWrites, .finish(.interrupted)])
@@ -129,12 +155,16 @@ import Testing
         _ = machine.responseReceived(0, partial(0, 999, of: 1000), nowSecondsSince1970: 0, jitter: 0)
         _ = machine.received(0, count: 100)
         // The second connection's answer shows another file: everything closes, then starts over.
-        let changed = ResponseHead(status: 206, headers: ["Content-Range": "bytes 500-999/1000", "ETag": "\"b\""], url: "http://h/file")
+        let changed = ResponseHead(
+            status: 206, headers: ["Content-Range": "bytes 500-999/1000", "ETag": "\"b\""], url: "http://h/file")
         #expect(machine.responseReceived(1, changed, nowSecondsSince1970: 0, jitter: 0).contains(.close(0)))
         #expect(machine.state == .restarting)
         #expect(machine.stopRequested(status: .paused) == [])
         #expect(machine.state == .stopping(.paused))
-        #expect(machine.transferFailed(0, HaulError(.interrupted, "closed"), jitter: 0) == [.checkpoint(epoch: 1), .persist, .finish(.paused)])
+        #expect(
+            machine.transferFailed(0, HaulError(.interrupted, "closed"), jitter: 0) == [
+                .checkpoint(epoch: 1), .persist, .finish(.paused),
+            ])
         #expect(machine.state == .stopped && machine.record.status == .paused)
         #expect(machine.persistentRecord.completedLength == 0, "the changed file's bytes are claimed by nothing")
     }
@@ -145,20 +175,26 @@ import Testing
     /// begun, which then ran and published the file).
     @Test func aRemoveWhileTheLastConnectionCloseStopsBeforeAnyVerification() throws {
         let primary = try RemoteURL("http://a/file")
-        let request = try DownloadRequest(url: primary, destination: .directory("/tmp"), connections: 2,
-                                          mirrors: [RemoteURL("http://b/file")])
+        let request = try DownloadRequest(
+            url: primary, destination: .directory("/tmp"), connections: 2,
+            mirrors: [RemoteURL("http://b/file")])
         var record = DownloadRecord(id: DownloadID(rawValue: "1"), request: request, createdAt: 0)
         record.fileName = "file"
-        var machine = Machine(record: record, settings: .init(
-            retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(1)), minimumSegment: 100, minimumSteal: 10,
-            checkpointInterval: 1_000_000, overlap: 50, tickInterval: 0.25, piecesPerConnection: 4, httpVersions: .http1_1))
+        var machine = Machine(
+            record: record,
+            settings: .init(
+                retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(1)), minimumSegment: 100, minimumSteal: 10,
+                checkpointInterval: 1_000_000, overlap: 50, tickInterval: 0.25, piecesPerConnection: 4,
+                httpVersions: .http1_1))
         func plans(_ actions: [Machine.Action]) -> [Int: RequestPlan] {
             var plans: [Int: RequestPlan] = [:]
             for action in actions { if case .request(let id, let plan) = action { plans[id] = plan } }
             return plans
         }
         func answer(_ start: Int64, _ end: Int64, from url: RemoteURL) -> ResponseHead {
-            ResponseHead(status: 206, headers: ["Content-Range": "bytes \(start)-\(end)/10000", "ETag": "\"a\""], url: url.absoluteString)
+            ResponseHead(
+                status: 206, headers: ["Content-Range": "bytes \(start)-\(end)/10000", "ETag": "\"a\""],
+                url: url.absoluteString)
         }
         _ = machine.start(noFiles, now: 0)
         var work = plans(machine.responseReceived(0, answer(0, 99, from: primary), nowSecondsSince1970: 0, jitter: 0))
@@ -178,8 +214,11 @@ import Testing
         #expect(machine.state == .closingForVerify(stop: nil))
         #expect(machine.stopRequested(status: .removed) == [])
         #expect(machine.state == .closingForVerify(stop: .removed))
-        #expect(machine.transferFailed(0, HaulError(.interrupted, "closed"), jitter: 0) == [.checkpoint(epoch: machine.epoch), .persist, .finish(.removed)],
-                "no .verify: nothing runs that a remove must cancel")
+        #expect(
+            machine.transferFailed(0, HaulError(.interrupted, "closed"), jitter: 0) == [
+                .checkpoint(epoch: machine.epoch), .persist, .finish(.removed),
+            ],
+            "no .verify: nothing runs that a remove must cancel")
         #expect(machine.record.status == .removed)
     }
 
@@ -203,12 +242,18 @@ import Testing
         #expect(machine.connectionClosed(0) == [])
         var receiving = try receiving(10)
         let actions = receiving.connectionClosed(0)
-        #expect(actions.last == .finish(.failed(HaulError(.internal, "unexpected report of a closed connection in state downloading"))))
+        #expect(
+            actions.last
+                == .finish(
+                    .failed(HaulError(.internal, "unexpected report of a closed connection in state downloading"))))
     }
 
     @Test func aPauseDuringVerificationIsKeptInTheStateAndARemoveCancelsIt() throws {
         var machine = try receiving(1000)
-        #expect(machine.bodyEnded(0, jitter: 0) == [.notify(.transferEnded), .checkpoint(epoch: machine.epoch), .verify(.part)])
+        #expect(
+            machine.bodyEnded(0, jitter: 0) == [
+                .notify(.transferEnded), .checkpoint(epoch: machine.epoch), .verify(.part),
+            ])
         #expect(machine.state == .verifying(.part, stop: nil))
         #expect(machine.stopRequested(status: .paused) == [])
         #expect(machine.state == .verifying(.part, stop: .paused))
@@ -221,7 +266,8 @@ import Testing
     @Test func aVerificationResultWhileDownloadingFailsTheDownloadAsInternal() throws {
         var machine = try receiving(100)
         let error = HaulError(.internal, "unexpected verification in state downloading")
-        #expect(machine.verified(nil) == [.close(0), .checkpoint(epoch: machine.epoch), .persist, .finish(.failed(error))])
+        #expect(
+            machine.verified(nil) == [.close(0), .checkpoint(epoch: machine.epoch), .persist, .finish(.failed(error))])
         #expect(machine.state == .failed && machine.record.error == error)
     }
 
@@ -244,14 +290,18 @@ import Testing
     @Test func theEndOfABackgroundCheckpointNobodyAskedForIsUnexpected() throws {
         var machine = try receiving(100)
         let actions = machine.backgroundCheckpointEnded(epoch: machine.epoch, .success([0: 100]))
-        #expect(actions.last == .finish(.failed(HaulError(.internal, "unexpected end of a background checkpoint in state downloading"))))
+        #expect(
+            actions.last
+                == .finish(
+                    .failed(HaulError(.internal, "unexpected end of a background checkpoint in state downloading"))))
     }
 
     // MARK: The file's name
 
     @Test func aFinalURLThatDoesNotParseNamesTheFileAfterTheRequest() throws {
         let request = try DownloadRequest(url: url, destination: .directory("/tmp"))
-        var machine = Machine(record: DownloadRecord(id: DownloadID(rawValue: "1"), request: request, createdAt: 0), settings: .init())
+        var machine = Machine(
+            record: DownloadRecord(id: DownloadID(rawValue: "1"), request: request, createdAt: 0), settings: .init())
         _ = machine.start(noFiles, now: 0)
         let actions = machine.responseReceived(0, whole(10, url: "not a url"), nowSecondsSince1970: 0, jitter: 0)
         #expect(actions.first == .nameFile(contentDisposition: nil, finalURL: url))

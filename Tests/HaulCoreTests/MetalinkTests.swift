@@ -32,7 +32,8 @@ import Testing
         let file = metalink.files[0]
         #expect(file.name == "ubuntu & more.iso")
         #expect(file.size == 300_000)
-        #expect(file.urls.map(\.absoluteString) == ["https://a.example/ubuntu.iso?x=1&y=2", "http://b.example/ubuntu.iso"])
+        #expect(
+            file.urls.map(\.absoluteString) == ["https://a.example/ubuntu.iso?x=1&y=2", "http://b.example/ubuntu.iso"])
         #expect(file.checksums == [Checksum(algorithm: .sha256, hex: sha256), Checksum(algorithm: .sha1, hex: sha1)])
         #expect(file.pieces == (try PieceHashes(length: 262_144, algorithm: .sha256, hashes: [sha256, sha256])))
         #expect(metalink.files[1].checksums.isEmpty && metalink.files[1].size == nil)
@@ -59,7 +60,10 @@ import Testing
             """
         let file = try #require(try Metalink.parse(document).files.first)
         #expect(file.name == "debian.iso")
-        #expect(file.urls.map(\.absoluteString) == ["http://fast.example/debian.iso?a=1&b=2", "http://slow.example/debian.iso"])
+        #expect(
+            file.urls.map(\.absoluteString) == [
+                "http://fast.example/debian.iso?a=1&b=2", "http://slow.example/debian.iso",
+            ])
         #expect(file.checksums == [Checksum(algorithm: .sha256, hex: sha256)])
         #expect(file.pieces?.length == 512 && file.pieces?.algorithm == .sha1 && file.pieces?.hashes.count == 2)
     }
@@ -69,18 +73,39 @@ import Testing
         ("<metalink><file name=\"a\"><url>http://a/</url></file>", "is not closed"),
         ("<html><body/></html>", "the root element is <html>"),
         ("<metalink></metalink>", "lists no file"),
-        ("<metalink><file name=\"a\"><url>ftp://a/x</url></file></metalink>", "a: no http or https URL in the Metalink"),
+        (
+            "<metalink><file name=\"a\"><url>ftp://a/x</url></file></metalink>",
+            "a: no http or https URL in the Metalink"
+        ),
         ("<metalink><file name=\"..\"><url>http://a/x</url></file></metalink>", "no usable name"),
-        ("<metalink><file name=\"a\"><size>-5</size><url>http://a/x</url></file></metalink>", "is not a number of bytes"),
+        (
+            "<metalink><file name=\"a\"><size>-5</size><url>http://a/x</url></file></metalink>",
+            "is not a number of bytes"
+        ),
         ("<!DOCTYPE m [<!ENTITY a \"aaaa\">]><metalink/>", "a document type declaration is not accepted"),
         ("<metalink><file name=\"a &bomb;\"><url>http://a/x</url></file></metalink>", "an unknown entity &bomb;"),
         ("<metalink><file name=\"a\"></metalink>", "</metalink> closes <file>"),
-        ("<metalink><file name=\"a\"><pieces type=\"sha-1\" length=\"10\"><hash>zz</hash></pieces><url>http://a/x</url></file></metalink>",
-         "a: piece 0's sha-1 hash is not 40 hex digits"),
-        ("<metalink><file name=\"a\"><pieces type=\"sha-1\" length=\"x\"><hash>zz</hash></pieces><url>http://a/x</url></file></metalink>",
-         "a: the pieces have no usable length ('x')"),
-        ("<metalink><file name=\"a\"><size>30</size><pieces type=\"md5\" length=\"10\"><hash>\(String(repeating: "0", count: 32))</hash></pieces>"
-         + "<url>http://a/x</url></file></metalink>", "a: 1 piece hashes of 10 bytes do not cover 30 bytes"),
+        (
+            """
+            <metalink><file name=\"a\"><pieces type=\"sha-1\" \
+            length=\"10\"><hash>zz</hash></pieces><url>http://a/x</url></file></metalink>
+            """,
+            "a: piece 0's sha-1 hash is not 40 hex digits"
+        ),
+        (
+            """
+            <metalink><file name=\"a\"><pieces type=\"sha-1\" \
+            length=\"x\"><hash>zz</hash></pieces><url>http://a/x</url></file></metalink>
+            """,
+            "a: the pieces have no usable length ('x')"
+        ),
+        (
+            """
+            <metalink><file name=\"a\"><size>30</size><pieces type=\"md5\" \
+            length=\"10\"><hash>\(String(repeating: "0", count: 32))</hash></pieces>
+            """
+                + "<url>http://a/x</url></file></metalink>", "a: 1 piece hashes of 10 bytes do not cover 30 bytes"
+        ),
     ])
     func malformedDocumentsAreRefused(document: String, message: String) {
         #expect {

@@ -13,13 +13,17 @@ import Testing
     let hash = String(repeating: "0", count: 64)
 
     func machine(mirrors: [RemoteURL], connections: Int = 1) throws -> Machine {
-        var request = try DownloadRequest(url: primary, destination: .directory("/tmp"), connections: connections, mirrors: mirrors)
+        var request = try DownloadRequest(
+            url: primary, destination: .directory("/tmp"), connections: connections, mirrors: mirrors)
         request.pieceHashes = try PieceHashes(length: 1_000, algorithm: .sha256, hashes: [hash, hash, hash])
         var record = DownloadRecord(id: DownloadID(rawValue: "1"), request: request, createdAt: 0)
         record.fileName = "file"
-        return Machine(record: record, settings: .init(
-            retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(1)), minimumSegment: 100, minimumSteal: 10,
-            checkpointInterval: 1_000_000, overlap: 50, tickInterval: 0.25, piecesPerConnection: 4, httpVersions: .http1_1))
+        return Machine(
+            record: record,
+            settings: .init(
+                retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(1)), minimumSegment: 100, minimumSteal: 10,
+                checkpointInterval: 1_000_000, overlap: 50, tickInterval: 0.25, piecesPerConnection: 4,
+                httpVersions: .http1_1))
     }
 
     /// What a run of the machine asked of which server, until it asks for a verification.
@@ -46,10 +50,14 @@ import Testing
                 let start = plan.range?.start ?? 0
                 let end = plan.range?.end ?? total - 1
                 // No range asked: the whole file, as a server does (ranges are then not proven).
-                let head = plan.range == nil
-                    ? ResponseHead(status: 200, headers: ["Content-Length": "\(total)", "ETag": "\"e\""], url: plan.url.absoluteString)
-                    : ResponseHead(status: 206, headers: ["Content-Range": "bytes \(start)-\(end)/\(total)", "ETag": "\"e\""],
-                                   url: plan.url.absoluteString)
+                let head =
+                    plan.range == nil
+                    ? ResponseHead(
+                        status: 200, headers: ["Content-Length": "\(total)", "ETag": "\"e\""],
+                        url: plan.url.absoluteString)
+                    : ResponseHead(
+                        status: 206, headers: ["Content-Range": "bytes \(start)-\(end)/\(total)", "ETag": "\"e\""],
+                        url: plan.url.absoluteString)
                 pending += machine.responseReceived(id, head, nowSecondsSince1970: 0, jitter: 0)
             case .receive(let id):
                 let plan = plans[id]!
@@ -57,7 +65,9 @@ import Testing
                 let accepted = machine.received(id, count: count)
                 if accepted.keep > 0 {
                     run.written[plan.url.absoluteString, default: []].append(
-                        ByteRange(start: Int64(accepted.writeOffset), end: Int64(accepted.writeOffset) + Int64(accepted.keep) - 1))
+                        ByteRange(
+                            start: Int64(accepted.writeOffset),
+                            end: Int64(accepted.writeOffset) + Int64(accepted.keep) - 1))
                 } else if accepted.compare > 0 {
                     run.probes[plan.url.absoluteString, default: 0] += 1
                 }
@@ -95,11 +105,16 @@ import Testing
         let first = serve(&machine, machine.start(noFiles, now: 0))
         #expect(first.verifying)
         #expect(first.written[mirror.absoluteString] == nil, "one connection: the primary wrote everything")
-        #expect(first.actions.contains { if case .request(_, let plan) = $0 { plan.range == nil } else { false } },
-                "one connection asks for the whole file: only the probe's 206 proves ranges")
+        #expect(
+            first.actions.contains { if case .request(_, let plan) = $0 { plan.range == nil } else { false } },
+            "one connection asks for the whole file: only the probe's 206 proves ranges")
         let again = machine.verified(nil, badPieces: [1])
-        #expect(again.contains(.notify(.sourceDropped(url: primary.absoluteString,
-                                                      reason: "sent bytes 1000-1999 that fail their sha-256 piece digest"))))
+        #expect(
+            again.contains(
+                .notify(
+                    .sourceDropped(
+                        url: primary.absoluteString,
+                        reason: "sent bytes 1000-1999 that fail their sha-256 piece digest"))))
         #expect(again.contains(.persist))
         #expect(machine.completedLength == 2_000)
         #expect(machine.state == .downloading)

@@ -14,7 +14,9 @@ import Testing
     }
 
     @Test func allProxyFillsInAndLowerCaseWins() throws {
-        let settings = try ProxySettings(environment: ["ALL_PROXY": "http://all:1", "https_proxy": "http://lower:2", "HTTPS_PROXY": "http://upper:3"])
+        let settings = try ProxySettings(environment: [
+            "ALL_PROXY": "http://all:1", "https_proxy": "http://lower:2", "HTTPS_PROXY": "http://upper:3",
+        ])
         #expect(settings.proxy(for: http)?.host == "all")
         #expect(settings.proxy(for: https)?.host == "lower")
         let upper = try ProxySettings(environment: ["HTTP_PROXY": "http://upper:3"])
@@ -27,25 +29,36 @@ import Testing
 
     @Test func defaultPortAndCredentials() throws {
         let endpoint = try ProxyEndpoint(parsing: "http://us%40er:p%3Ass@proxy.local/", source: "--proxy")
-        #expect(endpoint == ProxyEndpoint(kind: .http, host: "proxy.local", port: 1080,
-                                          credentials: Credentials(user: "us@er", password: "p:ss")))
+        #expect(
+            endpoint
+                == ProxyEndpoint(
+                    kind: .http, host: "proxy.local", port: 1080,
+                    credentials: Credentials(user: "us@er", password: "p:ss")))
         #expect("\(endpoint)" == "http://proxy.local:1080")
         // An empty userinfo is no credentials (no `Proxy-Authorization: Basic Og==`), as in a URL.
         #expect(try ProxyEndpoint(parsing: "http://@proxy.local:3128", source: "x").credentials == nil)
         #expect(try ProxyEndpoint(parsing: "[::1]:3128", source: "x") == ProxyEndpoint(host: "::1", port: 3128))
         #expect("\(ProxyEndpoint(host: "::1", port: 3128))" == "http://[::1]:3128")
-        #expect(try ProxyEndpoint(parsing: "socks5://s:9050", source: "x") == ProxyEndpoint(kind: .socks5, host: "s", port: 9050))
+        #expect(
+            try ProxyEndpoint(parsing: "socks5://s:9050", source: "x")
+                == ProxyEndpoint(kind: .socks5, host: "s", port: 9050))
         #expect(try ProxyEndpoint(parsing: "SOCKS5H://s", source: "x").kind == .socks5)
     }
 
     @Test(arguments: [
         ("ftp://p:21", "all_proxy: unsupported scheme 'ftp' (use http:// or socks5://) in proxy 'ftp://p:21'"),
-        ("https://p:443", "all_proxy: HTTPS proxies (TLS to the proxy) are not supported, use http:// in proxy 'https://p:443'"),
+        (
+            "https://p:443",
+            "all_proxy: HTTPS proxies (TLS to the proxy) are not supported, use http:// in proxy 'https://p:443'"
+        ),
         ("http://p:99999", "all_proxy: a bad port '99999' in proxy 'http://p:99999'"),
         ("http://p:abc", "all_proxy: a bad port 'abc' in proxy 'http://p:abc'"),
         ("http://:8080", "all_proxy: no host in proxy 'http://:8080'"),
         ("http://p:1/some/path", "all_proxy: a path in proxy 'http://p:1/some/path'"),
-        ("socks5://u:pw@s:1", "all_proxy: a user name and password (not supported for SOCKS) in proxy 'socks5://***@s:1'"),
+        (
+            "socks5://u:pw@s:1",
+            "all_proxy: a user name and password (not supported for SOCKS) in proxy 'socks5://***@s:1'"
+        ),
         ("http://u:s3cret@p:x", "all_proxy: a bad port 'x' in proxy 'http://***@p:x'"),
         ("http://u:s3/cret@p:1", "all_proxy: a path in proxy 'http://***@p:1'"),
     ])
@@ -56,13 +69,17 @@ import Testing
     }
 
     @Test func flagsOverrideTheEnvironment() throws {
-        let environment = ["http_proxy": "http://env:1", "https_proxy": "http://env:2", "no_proxy": "files.example.com"]
+        let environment = [
+            "http_proxy": "http://env:1", "https_proxy": "http://env:2", "no_proxy": "files.example.com",
+        ]
         let flag = try ProxySettings(environment: environment, proxy: "http://flag:3")
         #expect(flag.proxy(for: http) == nil, "no_proxy from the environment still applies")
         let flagged = try ProxySettings(environment: environment, proxy: "http://flag:3", noProxy: "other.example")
         #expect(flagged.proxy(for: http)?.host == "flag")
         #expect(flagged.proxy(for: https)?.host == "flag")
-        #expect(try ProxySettings(environment: environment, proxy: "").proxy(for: https) == nil, "--proxy '' turns proxies off")
+        #expect(
+            try ProxySettings(environment: environment, proxy: "").proxy(for: https) == nil,
+            "--proxy '' turns proxies off")
         #expect(try ProxySettings(environment: environment, noProxy: "*").proxy(for: https) == nil)
         #expect(try ProxySettings(environment: environment, noProxy: "").proxy(for: https)?.host == "env")
         let error = #expect(throws: HaulError.self) { try ProxySettings(environment: [:], proxy: "gopher://x") }
@@ -99,7 +116,8 @@ import Testing
         #expect(!NoProxy(parsing: "127.0.0.1:8080").matches(host: "127.0.0.1", port: 8081))
         #expect(NoProxy(parsing: "::ffff:10.0.0.1").matches(host: "[::ffff:10.0.0.1]", port: 1))
         #expect(NoProxy(parsing: "0.0.0.0/0").matches(host: "8.8.8.8", port: 1))
-        #expect(!NoProxy(parsing: "10.0.0.0/33,1.2.3/8,::g").matches(host: "10.0.0.1", port: 1), "bad entries are ignored")
+        #expect(
+            !NoProxy(parsing: "10.0.0.0/33,1.2.3/8,::g").matches(host: "10.0.0.1", port: 1), "bad entries are ignored")
     }
 
     @Test func urlsWithPortsAndNoProxy() throws {
@@ -107,8 +125,9 @@ import Testing
         #expect(settings.proxy(for: try RemoteURL("http://127.0.0.1:8080/x")) == nil)
         #expect(settings.proxy(for: try RemoteURL("http://127.0.0.1:8081/x"))?.host == "p")
         #expect(settings.proxy(for: try RemoteURL("http://127.0.0.1/x"))?.host == "p")
-        #expect(try ProxySettings(environment: ["http_proxy": "http://p:1", "no_proxy": "h:80"])
-            .proxy(for: try RemoteURL("http://h/x")) == nil, "the default port counts")
+        #expect(
+            try ProxySettings(environment: ["http_proxy": "http://p:1", "no_proxy": "h:80"])
+                .proxy(for: try RemoteURL("http://h/x")) == nil, "the default port counts")
     }
 
     @Test func proxyCredentialsDoNotPrint() throws {

@@ -17,7 +17,10 @@ import Testing
     /// head, slow ones behind it.
     static func loaded() -> QueueSlots {
         var slots = QueueSlots(limit: 3)
-        #expect(slots.ids(.added([entry("slow1", 1), entry("slow2", 2), entry("ring", 3)])).map(\.rawValue) == ["slow1", "slow2", "ring"])
+        #expect(
+            slots.ids(.added([entry("slow1", 1), entry("slow2", 2), entry("ring", 3)])).map(\.rawValue) == [
+                "slow1", "slow2", "ring",
+            ])
         #expect(slots.ids(.added([entry("reserve", 10)] + (1...5).map { entry("wait\($0)", 100 + Int64($0)) })).isEmpty)
         return slots
     }
@@ -39,8 +42,11 @@ import Testing
                 return .added([Entry(id: fresh.id, priority: priority, position: position)])
             case .moveToOne:
                 guard let current = list.firstIndex(where: { $0.id.rawValue == "wait3" }), list.count > 1,
-                      let place = QueuePlaces.moving(in: list, from: current, to: 1) else { return .placed([]) }
-                return .placed([Entry(id: QueueSlotsTests.id("wait3"), priority: place.priority, position: place.position)])
+                    let place = QueuePlaces.moving(in: list, from: current, to: 1)
+                else { return .placed([]) }
+                return .placed([
+                    Entry(id: QueueSlotsTests.id("wait3"), priority: place.priority, position: place.position)
+                ])
             case .pauseOne: return .left([QueueSlotsTests.id("wait1")])
             case .raiseLimit: return .limitChanged(4)
             case .addAtTail: return .added([QueueSlotsTests.entry("late", 2_000)])
@@ -104,7 +110,9 @@ import Testing
                 #expect(slots.running.count == slots.limit || slots.waiting.isEmpty, "\(order): \(arrival)")
                 // Once added at position 0, nothing from behind it starts before it.
                 if addedAtZero, !started.contains(Self.id("next")), let first = starts.first {
-                    #expect(first == Self.id("next"), "\(order): \(arrival) started \(first) past the download at position 0")
+                    #expect(
+                        first == Self.id("next"),
+                        "\(order): \(arrival) started \(first) past the download at position 0")
                 }
                 if arrival == .addAtZero { addedAtZero = true }
                 started += starts
@@ -164,7 +172,10 @@ import Testing
         #expect(old.ids(.runEnded(Self.id("ring"))) == [Self.id("behind")])
         // In one step, with the place that puts it at index 0.
         let fresh = Self.entry("next", 1_000)
-        guard case .place(let priority, let position) = QueuePlaces.inserting(fresh, in: Array(slots.waiting.entries), at: 0) else {
+        guard
+            case .place(let priority, let position) = QueuePlaces.inserting(
+                fresh, in: Array(slots.waiting.entries), at: 0)
+        else {
             Issue.record("no place at index 0")
             return
         }
@@ -231,9 +242,15 @@ import Testing
     /// download behind it, and goes on down the list if the save fails.
     @Test func aSlotFreedDuringAnAddsSaveWaitsForIt() {
         var slots = QueueSlots(limit: 2)
-        slots.ids(.added([Self.entry("slow", 1), Self.entry("ring", 2), Self.entry("behind", 100), Self.entry("further", 101)]))
+        slots.ids(
+            .added([
+                Self.entry("slow", 1), Self.entry("ring", 2), Self.entry("behind", 100), Self.entry("further", 101),
+            ]))
         let fresh = Self.entry("next", 1_000)
-        guard case .place(let priority, let position) = QueuePlaces.inserting(fresh, in: Array(slots.waiting.entries), at: 0) else {
+        guard
+            case .place(let priority, let position) = QueuePlaces.inserting(
+                fresh, in: Array(slots.waiting.entries), at: 0)
+        else {
             Issue.record("no place at index 0")
             return
         }

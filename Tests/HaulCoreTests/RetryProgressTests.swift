@@ -12,10 +12,14 @@ import Testing
         let request = try DownloadRequest(url: url, destination: .directory("/tmp"), connections: connections)
         var record = DownloadRecord(id: DownloadID(rawValue: "1"), request: request, createdAt: 0)
         record.fileName = "file"
-        return Machine(record: record, settings: .init(
-            retry: retry ?? RetryPolicy(maxAttempts: maxAttempts, baseDelay: .seconds(1), speedLimit: 100, speedTime: .seconds(2)),
-            minimumSegment: 100, minimumSteal: 10, checkpointInterval: 1000, overlap: 50, tickInterval: 0.25,
-            piecesPerConnection: 0))
+        return Machine(
+            record: record,
+            settings: .init(
+                retry: retry
+                    ?? RetryPolicy(
+                        maxAttempts: maxAttempts, baseDelay: .seconds(1), speedLimit: 100, speedTime: .seconds(2)),
+                minimumSegment: 100, minimumSteal: 10, checkpointInterval: 1000, overlap: 50, tickInterval: 0.25,
+                piecesPerConnection: 0))
     }
 
     func head(_ status: Int, _ headers: HTTPHeaderList) -> ResponseHead {
@@ -43,7 +47,8 @@ import Testing
         _ = machine.start(noFiles, now: 0)
         var seen: [Int] = []
         for _ in 1...10 {
-            _ = machine.responseReceived(0, head(200, ["Content-Length": "1000", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
+            _ = machine.responseReceived(
+                0, head(200, ["Content-Length": "1000", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
             feed(&machine, 0, 100)
             let actions = machine.transferFailed(0, HaulError(.network, "reset"), jitter: 0)
             seen += attempts(actions)
@@ -59,17 +64,22 @@ import Testing
     @Test func bytesBeyondTheThrownAwayOnesAreProgress() throws {
         var machine = try machine(maxAttempts: 3)
         _ = machine.start(noFiles, now: 0)
-        _ = machine.responseReceived(0, head(200, ["Content-Length": "1000", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
+        _ = machine.responseReceived(
+            0, head(200, ["Content-Length": "1000", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
         feed(&machine, 0, 100)
         #expect(attempts(machine.transferFailed(0, HaulError(.network, "reset"), jitter: 0)) == [1])
         _ = machine.timerFired(.retry(0))
-        _ = machine.responseReceived(0, head(200, ["Content-Length": "1000", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
+        _ = machine.responseReceived(
+            0, head(200, ["Content-Length": "1000", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
         feed(&machine, 0, 80)
         #expect(attempts(machine.transferFailed(0, HaulError(.network, "reset"), jitter: 0)) == [2])
         _ = machine.timerFired(.retry(0))
-        _ = machine.responseReceived(0, head(200, ["Content-Length": "1000", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
+        _ = machine.responseReceived(
+            0, head(200, ["Content-Length": "1000", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
         feed(&machine, 0, 150)
-        #expect(attempts(machine.transferFailed(0, HaulError(.network, "reset"), jitter: 0)) == [1], "50 bytes past the old 100")
+        #expect(
+            attempts(machine.transferFailed(0, HaulError(.network, "reset"), jitter: 0)) == [1],
+            "50 bytes past the old 100")
     }
 
     /// A body whose framing breaks after new bytes keeps them (they are right for their
@@ -80,7 +90,9 @@ import Testing
         var seen: [Int] = []
         var offset: Int64 = 0
         for _ in 1...10 {
-            let head = offset == 0 ? head(200, ["Content-Length": "1000", "ETag": "\"a\""])
+            let head =
+                offset == 0
+                ? head(200, ["Content-Length": "1000", "ETag": "\"a\""])
                 : head(206, ["Content-Range": "bytes \(offset)-999/1000", "ETag": "\"a\""])
             #expect(machine.responseReceived(0, head, nowSecondsSince1970: 0, jitter: 0).contains(.receive(0)))
             feed(&machine, 0, 10)
@@ -100,14 +112,18 @@ import Testing
     @Test func aShortBodyOfOldBytesIsAFailure() throws {
         var machine = try machine(maxAttempts: 2)
         _ = machine.start(noFiles, now: 0)
-        _ = machine.responseReceived(0, head(200, ["Content-Length": "1000", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
+        _ = machine.responseReceived(
+            0, head(200, ["Content-Length": "1000", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
         feed(&machine, 0, 100)
         _ = machine.transferFailed(0, HaulError(.network, "reset"), jitter: 0)
         _ = machine.timerFired(.retry(0))
         // A 200 to the resume's If-Range, same ETag: asked once more without it, then the 200 is taken.
-        let again = machine.responseReceived(0, head(200, ["Content-Length": "1000", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
-        #expect(again.contains { if case .request(0, let plan) = $0 { plan.ifRange == nil } else { false } }, "\(again)")
-        _ = machine.responseReceived(0, head(200, ["Content-Length": "1000", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
+        let again = machine.responseReceived(
+            0, head(200, ["Content-Length": "1000", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
+        #expect(
+            again.contains { if case .request(0, let plan) = $0 { plan.ifRange == nil } else { false } }, "\(again)")
+        _ = machine.responseReceived(
+            0, head(200, ["Content-Length": "1000", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
         feed(&machine, 0, 50)
         _ = machine.bodyEnded(0, jitter: 0)
         #expect(machine.state == .failed)
@@ -117,19 +133,27 @@ import Testing
     // MARK: Retry-After
 
     @Test func aRetryAfterLongerThanTheLimitFailsAtOnceNamingTheTime() throws {
-        var machine = try machine(retry: RetryPolicy(maxAttempts: 5, maxRetryAfter: .seconds(60), waitsForLongRetryAfter: false))
+        var machine = try machine(
+            retry: RetryPolicy(maxAttempts: 5, maxRetryAfter: .seconds(60), waitsForLongRetryAfter: false))
         _ = machine.start(noFiles, now: 0)
-        let now: Int64 = 1_764_052_189  // 2025-11-25T06:29:49Z
-        let actions = machine.responseReceived(0, head(503, ["Retry-After": "999999"]), nowSecondsSince1970: now, jitter: 0)
+        let now: Int64 = 1_764_052_189 // 2025-11-25T06:29:49Z
+        let actions = machine.responseReceived(
+            0, head(503, ["Retry-After": "999999"]), nowSecondsSince1970: now, jitter: 0)
         #expect(actions.suffix(2) == [.persist, .finish(.failed(try #require(machine.record.error)))])
         #expect(machine.state == .failed)
-        #expect(machine.record.error?.message
-            == "http://h/file: HTTP 503: the server asks to be tried again in 999999 s (at 2025-12-06T20:16:28Z), longer than the 60 s haul waits")
+        #expect(
+            machine.record.error?.message
+                == """
+                http://h/file: HTTP 503: the server asks to be tried again in 999999 s (at 2025-12-06T20:16:28Z), \
+                longer than the 60 s haul waits
+                """
+        )
         #expect(machine.record.error?.httpStatus == 503)
     }
 
     @Test func aRetryAfterWithinTheLimitIsWaitedFor() throws {
-        var machine = try machine(retry: RetryPolicy(maxAttempts: 5, maxRetryAfter: .seconds(60), waitsForLongRetryAfter: false))
+        var machine = try machine(
+            retry: RetryPolicy(maxAttempts: 5, maxRetryAfter: .seconds(60), waitsForLongRetryAfter: false))
         _ = machine.start(noFiles, now: 0)
         let actions = machine.responseReceived(0, head(503, ["Retry-After": "60"]), nowSecondsSince1970: 0, jitter: 0)
         #expect(actions.last == .schedule(.retry(0), after: .seconds(60)))
@@ -137,13 +161,21 @@ import Testing
 
     /// The daemon waits as long as the server asks, and its record says until when.
     @Test func theDaemonWaitsVisibly() throws {
-        var machine = try machine(retry: RetryPolicy(maxAttempts: 5, maxRetryAfter: .seconds(60), waitsForLongRetryAfter: true))
+        var machine = try machine(
+            retry: RetryPolicy(maxAttempts: 5, maxRetryAfter: .seconds(60), waitsForLongRetryAfter: true))
         _ = machine.start(noFiles, now: 0)
-        let actions = machine.responseReceived(0, head(503, ["Retry-After": "999999"]), nowSecondsSince1970: 0, jitter: 0)
+        let actions = machine.responseReceived(
+            0, head(503, ["Retry-After": "999999"]), nowSecondsSince1970: 0, jitter: 0)
         #expect(actions.first == .persist)
         #expect(actions.last == .schedule(.retry(0), after: .seconds(999_999)))
         #expect(machine.state == .downloading && machine.record.status == .running)
-        #expect(machine.record.error?.message == "http://h/file: HTTP 503: waiting: the server asks to be tried again in 999999 s (at 1970-01-12T13:46:39Z)")
+        #expect(
+            machine.record.error?.message
+                == """
+                http://h/file: HTTP 503: waiting: the server asks to be tried again in 999999 s (at \
+                1970-01-12T13:46:39Z)
+                """
+        )
         let retry = machine.timerFired(.retry(0))
         #expect(retry.first == .persist && machine.record.error == nil, "the wait is over: the record says so")
     }
@@ -165,15 +197,17 @@ import Testing
         var closes = 0
         var seen: [Int] = []
         for _ in 1...5 {
-            let answered = machine.responseReceived(0, head(200, ["Content-Length": "100000", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
+            let answered = machine.responseReceived(
+                0, head(200, ["Content-Length": "100000", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
             if answered.contains(where: { if case .request = $0 { true } else { false } }) {
                 // A 200 to a resume with If-Range, same ETag: asked once more without it (`+Validators`).
-                _ = machine.responseReceived(0, head(200, ["Content-Length": "100000", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
+                _ = machine.responseReceived(
+                    0, head(200, ["Content-Length": "100000", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
             }
             var closed = false
             for _ in 1...40 where !closed {
                 now += 0.25
-                feed(&machine, 0, 10)  // 40 bytes/s
+                feed(&machine, 0, 10) // 40 bytes/s
                 closed = machine.tick(now: now, elapsed: 0.25).contains(.close(0))
             }
             #expect(closed, "a connection at 40 bytes/s is closed within the window")
@@ -194,11 +228,12 @@ import Testing
     @Test func aConnectionAtTheLimitStays() throws {
         var machine = try machine()
         _ = machine.start(noFiles, now: 0)
-        _ = machine.responseReceived(0, head(200, ["Content-Length": "100000", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
+        _ = machine.responseReceived(
+            0, head(200, ["Content-Length": "100000", "ETag": "\"a\""]), nowSecondsSince1970: 0, jitter: 0)
         var now = 0.0
         for step in 1...80 {
             now += 0.25
-            if step % 4 == 0 { feed(&machine, 0, 110) }  // one burst a second
+            if step % 4 == 0 { feed(&machine, 0, 110) } // one burst a second
             #expect(!machine.tick(now: now, elapsed: 0.25).contains(.close(0)))
         }
     }
@@ -209,11 +244,13 @@ import Testing
         var machine = try machine(connections: 2)
         _ = machine.start(noFiles, now: 0)
         let total: Int64 = 100_000
-        let opened = machine.responseReceived(0, head(206, ["Content-Range": "bytes 0-\(total - 1)/\(total)", "ETag": "\"a\""]),
-                                              nowSecondsSince1970: 0, jitter: 0)
+        let opened = machine.responseReceived(
+            0, head(206, ["Content-Range": "bytes 0-\(total - 1)/\(total)", "ETag": "\"a\""]),
+            nowSecondsSince1970: 0, jitter: 0)
         #expect(opened.contains { if case .request(1, _) = $0 { true } else { false } })
-        _ = machine.responseReceived(1, head(206, ["Content-Range": "bytes 50000-99999/100000", "ETag": "\"a\""]),
-                                     nowSecondsSince1970: 0, jitter: 0)
+        _ = machine.responseReceived(
+            1, head(206, ["Content-Range": "bytes 50000-99999/100000", "ETag": "\"a\""]),
+            nowSecondsSince1970: 0, jitter: 0)
         var now = 0.0
         var replaced: [Machine.Action] = []
         var slowBytes: Int64 = 0

@@ -12,18 +12,25 @@ import Testing
     let total: Int64 = 10_000
 
     func machine(connections: Int = 2, mirrors: [RemoteURL]? = nil) throws -> Machine {
-        let request = try DownloadRequest(url: primary, destination: .directory("/tmp"), connections: connections,
-                                          mirrors: mirrors ?? [mirror])
+        let request = try DownloadRequest(
+            url: primary, destination: .directory("/tmp"), connections: connections,
+            mirrors: mirrors ?? [mirror])
         var record = DownloadRecord(id: DownloadID(rawValue: "1"), request: request, createdAt: 0)
         record.fileName = "file"
-        return Machine(record: record, settings: .init(
-            retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(1)), minimumSegment: 100, minimumSteal: 10,
-            checkpointInterval: 1_000_000, overlap: 50, tickInterval: 0.25, piecesPerConnection: 4, httpVersions: .http1_1))
+        return Machine(
+            record: record,
+            settings: .init(
+                retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(1)), minimumSegment: 100, minimumSteal: 10,
+                checkpointInterval: 1_000_000, overlap: 50, tickInterval: 0.25, piecesPerConnection: 4,
+                httpVersions: .http1_1))
     }
 
-    func partial(_ start: Int64, _ end: Int64, of total: Int64? = nil, etag: String = "\"a\"", url: RemoteURL? = nil) -> ResponseHead {
-        ResponseHead(status: 206, headers: ["Content-Range": "bytes \(start)-\(end)/\(total ?? self.total)", "ETag": etag],
-                     url: (url ?? primary).absoluteString)
+    func partial(_ start: Int64, _ end: Int64, of total: Int64? = nil, etag: String = "\"a\"", url: RemoteURL? = nil)
+        -> ResponseHead
+    {
+        ResponseHead(
+            status: 206, headers: ["Content-Range": "bytes \(start)-\(end)/\(total ?? self.total)", "ETag": etag],
+            url: (url ?? primary).absoluteString)
     }
 
     func requests(_ actions: [Machine.Action]) -> [Int: RequestPlan] {
@@ -92,7 +99,9 @@ import Testing
         set.drop(2, reason: "404")
         #expect(set.pick(now: 1, canProbe: true, load: [3, 0, 0], slowRatio: 4) == 0)
         set.setAside(0, until: 5)
-        #expect(set.pick(now: 1, canProbe: true, load: [3, 0, 0], slowRatio: 4) == 1, "the slow one, when it is all there is")
+        #expect(
+            set.pick(now: 1, canProbe: true, load: [3, 0, 0], slowRatio: 4) == 1,
+            "the slow one, when it is all there is")
         // Ten seconds without a measure of the slow one: it is tried again, and measured anew.
         set.noteSpeed(0, perConnection: 4000, now: 10.5)
         #expect(set.isSlow(1, ratio: 4, now: 10.5))
@@ -119,10 +128,13 @@ import Testing
     }
 
     @Test func mirrorsAreCheckedAndNotRepeated() throws {
-        let request = try DownloadRequest(url: primary, destination: .directory("/tmp"), mirrors: [mirror, primary, mirror])
+        let request = try DownloadRequest(
+            url: primary, destination: .directory("/tmp"), mirrors: [mirror, primary, mirror])
         #expect(request.sources == [primary, mirror])
         let many = try (0..<64).map { try RemoteURL("http://m\($0)/file") }
-        #expect(throws: HaulError.self) { try DownloadRequest(url: primary, destination: .directory("/tmp"), mirrors: many) }
+        #expect(throws: HaulError.self) {
+            try DownloadRequest(url: primary, destination: .directory("/tmp"), mirrors: many)
+        }
     }
 
     // MARK: Probes
@@ -146,7 +158,8 @@ import Testing
         #expect(piece.url == mirror)
         #expect(piece.range?.start == 100)
         // Its own validator, never the primary's.
-        _ = machine.responseReceived(0, partial(100, piece.range!.end!, etag: "\"b\"", url: mirror), nowSecondsSince1970: 0, jitter: 0)
+        _ = machine.responseReceived(
+            0, partial(100, piece.range!.end!, etag: "\"b\"", url: mirror), nowSecondsSince1970: 0, jitter: 0)
         #expect(machine.record.validator?.etag == "\"a\"")
     }
 
@@ -173,17 +186,20 @@ import Testing
     @Test func aMuchSlowerMirrorIsLeft() throws {
         var machine = try machine()
         _ = machine.start(noFiles, now: 0)
-        let second = try #require(requests(machine.responseReceived(0, partial(0, 99), nowSecondsSince1970: 0, jitter: 0))[1])
+        let second = try #require(
+            requests(machine.responseReceived(0, partial(0, 99), nowSecondsSince1970: 0, jitter: 0))[1])
         #expect(second.url == primary)
         _ = machine.received(0, count: 100)
         let probe = try #require(requests(machine.bodyEnded(0, jitter: 0))[0])
         #expect(probe.url == mirror)
-        _ = machine.responseReceived(0, partial(probe.range!.start, probe.range!.end!, url: mirror), nowSecondsSince1970: 0, jitter: 0)
+        _ = machine.responseReceived(
+            0, partial(probe.range!.start, probe.range!.end!, url: mirror), nowSecondsSince1970: 0, jitter: 0)
         _ = machine.received(0, count: Int(probe.range!.count!))
         let piece = try #require(requests(machine.bodyEnded(0, jitter: 0))[0])
         #expect(piece.url == mirror && piece.range?.start == 100, "\(piece)")
         _ = machine.responseReceived(0, partial(100, piece.range!.end!, url: mirror), nowSecondsSince1970: 0, jitter: 0)
-        _ = machine.responseReceived(1, partial(second.range!.start, second.range!.end!), nowSecondsSince1970: 0, jitter: 0)
+        _ = machine.responseReceived(
+            1, partial(second.range!.start, second.range!.end!), nowSecondsSince1970: 0, jitter: 0)
 
         // The primary's connection brings 300 bytes a second, the mirror's 5. The first tick
         // only sees the bodies begin; two more measure them.
@@ -216,7 +232,8 @@ import Testing
     /// end, so a slow first URL holds it for 64 KiB only. With one URL nothing changes.
     @Test func theFirstPieceIsShortWithMirrors() throws {
         for mirrors in [[mirror], []] {
-            let request = try DownloadRequest(url: primary, destination: .directory("/tmp"), connections: 4, mirrors: mirrors)
+            let request = try DownloadRequest(
+                url: primary, destination: .directory("/tmp"), connections: 4, mirrors: mirrors)
             var record = DownloadRecord(id: DownloadID(rawValue: "1"), request: request, createdAt: 0)
             record.fileName = "file"
             var machine = Machine(record: record, settings: .init(httpVersions: .http1_1))
@@ -242,7 +259,8 @@ import Testing
     /// A mirror of another length is dropped at its probe's head, before any byte.
     @Test func aMirrorOfAnotherLengthIsDropped() throws {
         var (machine, _) = try firstPieceIn()
-        let after = machine.responseReceived(0, partial(50, 99, of: total + 1, url: mirror), nowSecondsSince1970: 0, jitter: 0)
+        let after = machine.responseReceived(
+            0, partial(50, 99, of: total + 1, url: mirror), nowSecondsSince1970: 0, jitter: 0)
         #expect(dropped(after) == [mirror.absoluteString])
         #expect(requests(after)[0]?.url == primary)
     }
@@ -266,8 +284,9 @@ import Testing
         let after = machine.transferFailed(0, HaulError(.network, "connection refused"), jitter: 0)
         let next = try #require(requests(after)[0])
         #expect(next.url == mirror && next.range == nil, "\(after)")
-        _ = machine.responseReceived(0, ResponseHead(status: 200, headers: ["Content-Length": "\(total)"], url: mirror.absoluteString),
-                                     nowSecondsSince1970: 0, jitter: 0)
+        _ = machine.responseReceived(
+            0, ResponseHead(status: 200, headers: ["Content-Length": "\(total)"], url: mirror.absoluteString),
+            nowSecondsSince1970: 0, jitter: 0)
         #expect(machine.received(0, count: Int(total)).keep == Int(total))
         _ = machine.bodyEnded(0, jitter: 0)
         #expect(machine.state == .verifying(.part, stop: nil))

@@ -4,8 +4,10 @@ import Testing
 
 @Suite(.timeLimit(.minutes(1))) struct StoredRecordCacheTests {
     func record(_ name: String) throws -> DownloadRecord {
-        DownloadRecord(id: DownloadID(rawValue: "a"),
-                       request: try DownloadRequest(url: RemoteURL("http://h/x"), destination: .file("/tmp/\(name)")), createdAt: 1)
+        DownloadRecord(
+            id: DownloadID(rawValue: "a"),
+            request: try DownloadRequest(url: RemoteURL("http://h/x"), destination: .file("/tmp/\(name)")), createdAt: 1
+        )
     }
 
     @Test func onlyTheSameBytesAreAnswered() throws {
@@ -20,7 +22,8 @@ import Testing
         let other = StoredRecord.json(decomposed)
         #expect(other == json, "String's == takes them as one")
         #expect(cache.record(id: "a", json: other) == nil, "the cache does not")
-        #expect(cache.record(id: "a", json: json.replacingOccurrences(of: "\"priority\":0", with: "\"priority\":1")) == nil)
+        #expect(
+            cache.record(id: "a", json: json.replacingOccurrences(of: "\"priority\":0", with: "\"priority\":1")) == nil)
     }
 
     @Test func itStartsAgainPastItsCapacity() throws {

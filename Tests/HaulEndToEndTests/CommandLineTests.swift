@@ -32,8 +32,14 @@ import Testing
         (["get", "/file.bin", "/file.bin", "-o", "x"], ExitCodesExpected.usage, "-o names one file"),
         (["get"], ExitCodesExpected.usage, "no URL"),
         (["get", "--frobnicate"], ExitCodesExpected.usage, "Unknown option"),
-        (["get", "/file.bin", "--checksum", "md5=00000000000000000000000000000000"], ExitCodesExpected.verification, "md5 is"),
-        (["get", "http://127.0.0.1:1/x", "--retries", "1", "--timeout", "1"], ExitCodesExpected.network, "http://127.0.0.1:1/x"),
+        (
+            ["get", "/file.bin", "--checksum", "md5=00000000000000000000000000000000"], ExitCodesExpected.verification,
+            "md5 is"
+        ),
+        (
+            ["get", "http://127.0.0.1:1/x", "--retries", "1", "--timeout", "1"], ExitCodesExpected.network,
+            "http://127.0.0.1:1/x"
+        ),
     ])
     func badInputGetsOneLineAndItsOwnExitCode(arguments: [String], status: Int32, message: String) async throws {
         let world = try await World.make()
@@ -53,7 +59,8 @@ import Testing
         world.server.setRoute("/file.bin", Route(payload: payload))
         let blocker = world.directory + "/blocker"
         try Data("keep".utf8).write(to: URL(fileURLWithPath: blocker))
-        let result = try await HaulProcess.run(["get", world.server.url("/file.bin"), "-d", blocker + "/sub", "--quiet"], in: world)
+        let result = try await HaulProcess.run(
+            ["get", world.server.url("/file.bin"), "-d", blocker + "/sub", "--quiet"], in: world)
         #expect(result.status == ExitCodesExpected.fileSystem)
         #expect(result.stderr.contains(world.server.url("/file.bin")))
         #expect(result.stderr.contains("not a directory"))
@@ -69,8 +76,9 @@ import Testing
         try Data("already here".utf8).write(to: URL(fileURLWithPath: keep))
         // 1.5 MiB per file: the state database stays far below, the download goes past it, and
         // frequent checkpoints make sure some of it was committed first.
-        let result = try await HaulProcess.run(["get", world.server.url("/big.bin"), "--quiet", "--checkpoint-interval", "0.001"],
-                                               in: world, shell: "ulimit -f 1536")
+        let result = try await HaulProcess.run(
+            ["get", world.server.url("/big.bin"), "--quiet", "--checkpoint-interval", "0.001"],
+            in: world, shell: "ulimit -f 1536")
         #expect(result.status == ExitCodesExpected.fileSystem, "\(result.stderr)")
         #expect(result.stderr.contains("File too large"), "\(result.stderr)")
         #expect(result.stderr.split(separator: "\n").count == 1)
@@ -89,10 +97,12 @@ import Testing
         let tls = try TLSFiles.makeSelfSigned()
         let world = try await World.make(tls: tls)
         world.server.setRoute("/file.bin", Route(payload: payload))
-        let untrusted = try await HaulProcess.run(["get", world.server.url("/file.bin"), "--quiet", "--retries", "1", "--timeout", "1"], in: world)
+        let untrusted = try await HaulProcess.run(
+            ["get", world.server.url("/file.bin"), "--quiet", "--retries", "1", "--timeout", "1"], in: world)
         #expect(untrusted.status == ExitCodesExpected.network)
         #expect(untrusted.stderr.contains("certificate is not trusted"), "\(untrusted.stderr)")
-        let trusted = try await HaulProcess.run(["get", world.server.url("/file.bin"), "--quiet", "--cacert", tls.certificatePath], in: world)
+        let trusted = try await HaulProcess.run(
+            ["get", world.server.url("/file.bin"), "--quiet", "--cacert", tls.certificatePath], in: world)
         #expect(trusted.status == 0, "\(trusted.stderr)")
         #expect(payload.mismatch(inFileAt: world.directory + "/file.bin") == nil)
         try await world.close()
@@ -110,7 +120,9 @@ import Testing
         let result = try await HaulProcess.run(["get", "-i", list, "-j", "2", "-d", "out", "--quiet"], in: world)
         #expect(result.status == 0, "\(result.stderr)")
         for index in 0..<4 {
-            #expect(Payload(seed: UInt64(index), length: 100_000).mismatch(inFileAt: world.directory + "/out/f\(index).bin") == nil)
+            #expect(
+                Payload(seed: UInt64(index), length: 100_000).mismatch(inFileAt: world.directory + "/out/f\(index).bin")
+                    == nil)
         }
         try await world.close()
     }
@@ -118,18 +130,24 @@ import Testing
     @Test func jsonLinesDescribeTheDownload() async throws {
         let world = try await World.make()
         world.server.setRoute("/file.bin", Route(payload: payload))
-        let result = try await HaulProcess.run(["get", world.server.url("/file.bin"), "--json", "-o", "named.bin"], in: world)
+        let result = try await HaulProcess.run(
+            ["get", world.server.url("/file.bin"), "--json", "-o", "named.bin"], in: world)
         #expect(result.status == 0)
         // The daemon's event schema, decoded strictly: an unknown type or status fails here.
-        let events = try result.stdout.split(separator: "\n").map { try JSONDecoder().decode(EventView.self, from: Data($0.utf8)) }
+        let events = try result.stdout.split(separator: "\n").map {
+            try JSONDecoder().decode(EventView.self, from: Data($0.utf8))
+        }
         #expect(events.first?.type == .queued)
         #expect(events.contains { $0.type == .started && $0.status == .running && $0.completedLength == 0 })
         #expect(events.allSatisfy { $0.url == world.server.url("/file.bin") && $0.id == events.first?.id })
         let last = try #require(events.last)
         #expect(last.type == .completed && last.status == .completed && last.alreadyComplete == nil)
         #expect(last.path == world.directory + "/named.bin")
-        let again = try await HaulProcess.run(["get", world.server.url("/file.bin"), "--json", "-o", "named.bin"], in: world)
-        let repeated = try again.stdout.split(separator: "\n").map { try JSONDecoder().decode(EventView.self, from: Data($0.utf8)) }
+        let again = try await HaulProcess.run(
+            ["get", world.server.url("/file.bin"), "--json", "-o", "named.bin"], in: world)
+        let repeated = try again.stdout.split(separator: "\n").map {
+            try JSONDecoder().decode(EventView.self, from: Data($0.utf8))
+        }
         #expect(repeated.last?.type == .completed && repeated.last?.alreadyComplete == true, "\(again.stdout)")
         #expect(payload.mismatch(inFileAt: world.directory + "/named.bin") == nil)
         try await world.close()

@@ -2,8 +2,8 @@ import Foundation
 import HaulAPI
 import HaulCore
 import HaulTesting
-import Testing
 import NIOHTTP1
+import Testing
 
 /// The real binaries against links planted in and above their download directories (issue 19):
 /// `haul serve` through its API and aria2's JSON-RPC, and `haul get -o/-d`. Beside the
@@ -25,8 +25,9 @@ import NIOHTTP1
     }
 
     private func plantPartLink(_ world: World, name: String) throws {
-        try FileManager.default.createSymbolicLink(atPath: world.directory + "/" + name + ".part",
-                                                   withDestinationPath: "../outside/victim.txt")
+        try FileManager.default.createSymbolicLink(
+            atPath: world.directory + "/" + name + ".part",
+            withDestinationPath: "../outside/victim.txt")
     }
 
     @Test func theAPIsExplicitNameWithAPlantedPartLinkFails() async throws {
@@ -36,8 +37,9 @@ import NIOHTTP1
         try plantPartLink(world, name: "name.bin")
         let daemon = try await DaemonProcess.start(world)
         defer { daemon.process.signal(SIGKILL) }
-        let answer = try await daemon.call(.POST, "/api/v1/downloads",
-                                           body: #"{"url": "\#(world.server.url("/x.bin"))", "fileName": "name.bin"}"#)
+        let answer = try await daemon.call(
+            .POST, "/api/v1/downloads",
+            body: #"{"url": "\#(world.server.url("/x.bin"))", "fileName": "name.bin"}"#)
         #expect(answer.status == 201, "\(answer.text)")
         let added = try answer.decode(DownloadView.self)
         let failed = try await daemon.wait(for: added.id, status: .failed)
@@ -54,7 +56,8 @@ import NIOHTTP1
         try plantPartLink(world, name: "out.bin")
         let daemon = try await DaemonProcess.start(world)
         defer { daemon.process.signal(SIGKILL) }
-        let call = #"{"jsonrpc":"2.0","id":"1","method":"aria2.addUri","params":["token:\#(daemon.serve.secret)",["\#(world.server.url("/x.bin"))"],{"out":"out.bin"}]}"#
+        let call =
+            #"{"jsonrpc":"2.0","id":"1","method":"aria2.addUri","params":["token:\#(daemon.serve.secret)",["\#(world.server.url("/x.bin"))"],{"out":"out.bin"}]}"#
         let answer = try await daemon.call(.POST, "/jsonrpc", body: call, token: .some(nil))
         let gid = try #require((answer.json as? [String: Any])?["result"] as? String, "\(answer.text)")
         let failed = try await daemon.wait(for: gid, status: .failed)
@@ -75,12 +78,14 @@ import NIOHTTP1
         defer { daemon.process.signal(SIGKILL) }
         let busy = try await daemon.add(world.server.url("/slow.bin"))
         _ = try await daemon.wait(for: busy.id, status: .running)
-        let answer = try await daemon.call(.POST, "/api/v1/downloads",
-                                           body: #"{"url": "\#(world.server.url("/later.bin"))", "directory": "\#(world.directory)/later"}"#)
+        let answer = try await daemon.call(
+            .POST, "/api/v1/downloads",
+            body: #"{"url": "\#(world.server.url("/later.bin"))", "directory": "\#(world.directory)/later"}"#)
         #expect(answer.status == 201, "\(answer.text)")
         let queued = try answer.decode(DownloadView.self)
         #expect(queued.status == .queued)
-        try FileManager.default.createSymbolicLink(atPath: world.directory + "/later", withDestinationPath: "../outside/x")
+        try FileManager.default.createSymbolicLink(
+            atPath: world.directory + "/later", withDestinationPath: "../outside/x")
         #expect(try await daemon.call(.POST, "/api/v1/downloads/\(busy.id)/pause").status == 200)
         let failed = try await daemon.wait(for: queued.id, status: .failed)
         #expect(failed.error?.code == "forbidden", "\(String(describing: failed.error))")
@@ -94,7 +99,8 @@ import NIOHTTP1
         let victim = try victim(world)
         world.server.setRoute("/x.bin", Route(payload: payload))
         try plantPartLink(world, name: "out.bin")
-        let run = try await HaulProcess.run(["get", "--quiet", "-o", world.directory + "/out.bin", world.server.url("/x.bin")], in: world)
+        let run = try await HaulProcess.run(
+            ["get", "--quiet", "-o", world.directory + "/out.bin", world.server.url("/x.bin")], in: world)
         #expect(run.status == 10, "\(run.stderr)")
         #expect(run.stderr.contains("symbolic link"), "\(run.stderr)")
         #expect(intact(victim))
@@ -107,7 +113,8 @@ import NIOHTTP1
         let victim = try victim(world)
         world.server.setRoute("/x", Route(payload: payload, contentDisposition: "attachment; filename=\"cd.bin\""))
         try plantPartLink(world, name: "cd.bin")
-        let run = try await HaulProcess.run(["get", "--quiet", "-d", world.directory, world.server.url("/x")], in: world)
+        let run = try await HaulProcess.run(
+            ["get", "--quiet", "-d", world.directory, world.server.url("/x")], in: world)
         #expect(run.status == 0, "\(run.stderr)")
         #expect(payload.mismatch(inFileAt: world.directory + "/cd.1.bin") == nil)
         #expect(intact(victim))

@@ -16,7 +16,8 @@ import Testing
         let world = try await World.make()
         let payload = Payload(seed: 3101, length: 12 << 20)
         world.server.setRoute("/paced.bin", Route(payload: payload, throttle: 256 << 10))
-        let result = try await HaulProcess.run(["get", world.server.url("/paced.bin"), "-k", "256K", "-v"] + flags, in: world)
+        let result = try await HaulProcess.run(
+            ["get", world.server.url("/paced.bin"), "-k", "256K", "-v"] + flags, in: world)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(payload.mismatch(inFileAt: world.directory + "/paced.bin") == nil)
         let seen = world.server.peakConcurrentResponses(to: "/paced.bin")
@@ -33,7 +34,10 @@ import Testing
         let world = try await World.make()
         let payload = Payload(seed: 3102, length: 12 << 20)
         let fast = 512 << 10
-        world.server.setRoute("/capped.bin", Route(payload: payload, connectionThrottles: [fast, fast, fast, fast] + Array(repeating: 2 << 10, count: 60)))
+        world.server.setRoute(
+            "/capped.bin",
+            Route(
+                payload: payload, connectionThrottles: [fast, fast, fast, fast] + Array(repeating: 2 << 10, count: 60)))
         let result = try await HaulProcess.run(["get", world.server.url("/capped.bin"), "-k", "256K", "-v"], in: world)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(payload.mismatch(inFileAt: world.directory + "/capped.bin") == nil)
@@ -64,8 +68,12 @@ import Testing
         #expect(payload.mismatch(inFileAt: world.directory + "/grown.bin") == nil)
         #expect(small.mismatch(inFileAt: world.directory + "/fixed.bin") == nil)
         // The daemon logs each step at info; the server's peak may be one above (see above).
-        #expect(daemon.process.stderr.contains("connections=\(ConnectionGrowth.ceiling)"), "\(daemon.process.stderr.suffix(3000))")
-        #expect((ConnectionGrowth.ceiling...ConnectionGrowth.ceiling + 1).contains(world.server.peakConcurrentResponses(to: "/grown.bin")))
+        #expect(
+            daemon.process.stderr.contains("connections=\(ConnectionGrowth.ceiling)"),
+            "\(daemon.process.stderr.suffix(3000))")
+        #expect(
+            (ConnectionGrowth.ceiling...ConnectionGrowth.ceiling + 1).contains(
+                world.server.peakConcurrentResponses(to: "/grown.bin")))
         #expect((2...3).contains(world.server.peakConcurrentResponses(to: "/fixed.bin")))
         #expect(await daemon.terminate() == 0)
         try await world.close()

@@ -19,24 +19,35 @@ import Testing
     @Test func loadedSentSetAcrossARedirectAndSaved() async throws {
         let world = try await World.make()
         let payload = Payload(seed: 2101, length: 300_000)
-        world.server.setRoute("/login", Route(payload: payload, then: .status(302, headers: [
-            ("Location", world.server.url("/dl/f.bin")), ("Set-Cookie", "session=\(secret)-set; Path=/dl"),
-        ])))
+        world.server.setRoute(
+            "/login",
+            Route(
+                payload: payload,
+                then: .status(
+                    302,
+                    headers: [
+                        ("Location", world.server.url("/dl/f.bin")), ("Set-Cookie", "session=\(secret)-set; Path=/dl"),
+                    ])))
         world.server.setRoute("/dl/f.bin", Route(payload: payload))
         world.server.setRoute("/away.bin", Route(payload: payload))
         let load = try cookieFile(world, "# Netscape HTTP Cookie File\n127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\t\(secret)\n")
         let save = world.home + "-saved.txt"
-        let run = try await HaulProcess.run(["get", "-v", "--json", "--load-cookies", load, "--save-cookies", save, "-o", "f.bin",
-                                             world.server.url("/login")], in: world)
+        let run = try await HaulProcess.run(
+            [
+                "get", "-v", "--json", "--load-cookies", load, "--save-cookies", save, "-o", "f.bin",
+                world.server.url("/login"),
+            ], in: world)
         #expect(run.status == 0, "\(run.stderr)")
         #expect(payload.mismatch(inFileAt: world.directory + "/f.bin") == nil)
         #expect(world.server.requests(to: "/login").first?.header("Cookie") == "sid=\(secret)")
-        #expect(world.server.requests(to: "/dl/f.bin").first?.header("Cookie") == "session=\(secret)-set; sid=\(secret)")
+        #expect(
+            world.server.requests(to: "/dl/f.bin").first?.header("Cookie") == "session=\(secret)-set; sid=\(secret)")
         #expect(!run.stdout.contains(secret) && !run.stderr.contains(secret))
 
         // Another host (the same server as localhost) gets none of them.
-        let away = try await HaulProcess.run(["get", "-q", "--load-cookies", save, "http://localhost:\(world.server.port)/away.bin"],
-                                             in: world)
+        let away = try await HaulProcess.run(
+            ["get", "-q", "--load-cookies", save, "http://localhost:\(world.server.port)/away.bin"],
+            in: world)
         #expect(away.status == 0, "\(away.stderr)")
         #expect(world.server.requests(to: "/away.bin").first?.header("Cookie") == nil)
 
@@ -57,11 +68,16 @@ import Testing
         let world = try await World.make()
         world.server.setRoute("/f.bin", Route(payload: Payload(seed: 2102, length: 1000)))
         let bad = try cookieFile(world, "# comment\n\n127.0.0.1\tFALSE\t/\tFALSE\tnever\tsid\t\(secret)\n")
-        let malformed = try await HaulProcess.run(["get", "--load-cookies", bad, world.server.url("/f.bin")], in: world)
+        let malformed = try await HaulProcess.run(
+            ["get", "--load-cookies", bad, world.server.url("/f.bin")], in: world)
         #expect(malformed.status == 15)
-        #expect(malformed.stderr == "haul: \(bad), line 3: the expiry is not a number of seconds (a Netscape cookie file line is "
-            + "DOMAIN, TRUE/FALSE, PATH, TRUE/FALSE, EXPIRY, NAME, VALUE separated by tabs)\n", "\(malformed.stderr)")
-        let missing = try await HaulProcess.run(["get", "--load-cookies", world.home + "-none", world.server.url("/f.bin")], in: world)
+        #expect(
+            malformed.stderr
+                == "haul: \(bad), line 3: the expiry is not a number of seconds (a Netscape cookie file line is "
+                + "DOMAIN, TRUE/FALSE, PATH, TRUE/FALSE, EXPIRY, NAME, VALUE separated by tabs)\n",
+            "\(malformed.stderr)")
+        let missing = try await HaulProcess.run(
+            ["get", "--load-cookies", world.home + "-none", world.server.url("/f.bin")], in: world)
         #expect(missing.status == 15)
         #expect(missing.stderr == "haul: --load-cookies: no such file \(world.home)-none\n")
         #expect(world.server.requests(to: "/f.bin").isEmpty && world.files().isEmpty)
@@ -72,9 +88,12 @@ import Testing
     @Test func aResumeSendsTheCookiesAgain() async throws {
         let world = try await World.make()
         let payload = Payload(seed: 2103, length: 2_000_000)
-        world.server.setRoute("/big.bin", Route(payload: payload, throttle: 400_000, script: [.stallAfter(payload.length / 2)]))
+        world.server.setRoute(
+            "/big.bin", Route(payload: payload, throttle: 400_000, script: [.stallAfter(payload.length / 2)]))
         let load = try cookieFile(world, "127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\t\(secret)\n")
-        let arguments = ["get", "-q", "--load-cookies", load, "--checkpoint-interval", "0.05", world.server.url("/big.bin")]
+        let arguments = [
+            "get", "-q", "--load-cookies", load, "--checkpoint-interval", "0.05", world.server.url("/big.bin"),
+        ]
         let first = try HaulProcess(arguments, home: world.home, workingDirectory: world.directory)
         _ = try await world.waitForCheckpoint(beyond: 0)
         first.signal(SIGKILL)
@@ -96,8 +115,11 @@ import Testing
     @Test func aResumeSendsTheCredentialsAgain() async throws {
         let world = try await World.make()
         let payload = Payload(seed: 2104, length: 2_000_000)
-        world.server.setRoute("/auth.bin", Route(payload: payload, throttle: 400_000, script: [.stallAfter(payload.length / 2)]))
-        let arguments = ["get", "-q", "-u", "ulla:\(secret)", "--checkpoint-interval", "0.05", world.server.url("/auth.bin")]
+        world.server.setRoute(
+            "/auth.bin", Route(payload: payload, throttle: 400_000, script: [.stallAfter(payload.length / 2)]))
+        let arguments = [
+            "get", "-q", "-u", "ulla:\(secret)", "--checkpoint-interval", "0.05", world.server.url("/auth.bin"),
+        ]
         let first = try HaulProcess(arguments, home: world.home, workingDirectory: world.directory)
         _ = try await world.waitForCheckpoint(beyond: 0)
         first.signal(SIGKILL)

@@ -8,8 +8,9 @@ import Testing
     let payload = Payload(seed: 2024, length: 3_000_000)
 
     func start(_ world: World, _ extra: [String] = []) throws -> HaulProcess {
-        try HaulProcess(["get", world.server.url("/big.bin"), "--quiet", "-x", "1", "--checkpoint-interval", "0.05"] + extra,
-                        home: world.home, workingDirectory: world.directory)
+        try HaulProcess(
+            ["get", world.server.url("/big.bin"), "--quiet", "-x", "1", "--checkpoint-interval", "0.05"] + extra,
+            home: world.home, workingDirectory: world.directory)
     }
 
     @Test func killNineMidDownloadResumesFromTheCheckpoint() async throws {
@@ -43,8 +44,9 @@ import Testing
     @Test func killNineResumesFromTheNotedProgressOnTheSameBoot() async throws {
         let world = try await World.make()
         world.server.setRoute("/big.bin", Route(payload: payload, throttle: 400_000))
-        let first = try HaulProcess(["get", world.server.url("/big.bin"), "--quiet", "-x", "1", "--checkpoint-interval", "3600"],
-                                    home: world.home, workingDirectory: world.directory)
+        let first = try HaulProcess(
+            ["get", world.server.url("/big.bin"), "--quiet", "-x", "1", "--checkpoint-interval", "3600"],
+            home: world.home, workingDirectory: world.directory)
         var noted: Int64 = 0
         for _ in 0..<2400 where noted < 500_000 {
             let notes = (try? FileManager.default.contentsOfDirectory(atPath: world.home + "/progress")) ?? []
@@ -109,7 +111,9 @@ import Testing
         let world = try await World.make()
         let big = Payload(seed: 88, length: 6_000_000)
         world.server.setRoute("/big.bin", Route(payload: big, throttle: 150_000))
-        let arguments = ["get", world.server.url("/big.bin"), "--quiet", "--checkpoint-interval", "0.05", "-x", "8", "-k", "256K"]
+        let arguments = [
+            "get", world.server.url("/big.bin"), "--quiet", "--checkpoint-interval", "0.05", "-x", "8", "-k", "256K",
+        ]
         var checkpoint: Int64 = 0
         for round in 0..<5 {
             let before = world.server.requests(to: "/big.bin").count
@@ -133,7 +137,9 @@ import Testing
                 // Every part that had bytes was asked for again from its checkpoint or beyond.
                 let starts = Set(world.server.requests(to: "/big.bin").dropFirst(before).map(\.rangeStart))
                 for segment in stored.segments where segment.written > 0 && !segment.isComplete {
-                    #expect(resumed(segment, starts), "part \(segment) not resumed within itself past its checkpoint; asked \(starts.sorted())")
+                    #expect(
+                        resumed(segment, starts),
+                        "part \(segment) not resumed within itself past its checkpoint; asked \(starts.sorted())")
                 }
                 #expect(!starts.contains(0), "round \(round) started a part from scratch: \(starts.sorted())")
             }

@@ -9,10 +9,16 @@ import Testing
     /// that says so; it used to surface AsyncHTTPClient's own error as a usage error (2).
     @Test func aBrokenEventStreamIsNoDaemon() async throws {
         let world = try await World.make()
-        world.server.setRoute("/api/v1/events", Route(payload: Payload(seed: 1, length: 1000),
-                                                      then: .brokenChunks(.badSize("zz", after: 10))))
-        world.server.setRoute("/api/v1/downloads", Route(payload: Payload(seed: 2, length: 1),
-                                                         then: .document("[]\n", headers: [("Content-Type", "application/json")])))
+        world.server.setRoute(
+            "/api/v1/events",
+            Route(
+                payload: Payload(seed: 1, length: 1000),
+                then: .brokenChunks(.badSize("zz", after: 10))))
+        world.server.setRoute(
+            "/api/v1/downloads",
+            Route(
+                payload: Payload(seed: 2, length: 1),
+                then: .document("[]\n", headers: [("Content-Type", "application/json")])))
         let server = world.server.url("")
         let result = try await HaulProcess.run(["watch", "--server", server, "--secret", "s"], in: world)
         #expect(result.status == 7, "\(result.stderr)")

@@ -1,6 +1,6 @@
 import Foundation
-import HaulCore
 import HaulAPI
+import HaulCore
 import HaulServer
 import HaulStore
 import HaulTesting
@@ -21,7 +21,8 @@ import Testing
         defer { daemon.process.signal(SIGKILL) }
 
         let list = world.directory + "/urls.txt"
-        try "# two URLs\n\(world.server.url("/small.bin"))\n\n\(world.server.url("/big.bin"))\n".write(toFile: list, atomically: true, encoding: .utf8)
+        try "# two URLs\n\(world.server.url("/small.bin"))\n\n\(world.server.url("/big.bin"))\n".write(
+            toFile: list, atomically: true, encoding: .utf8)
         let added = try await HaulProcess.run(["add", "-i", list], in: world)
         #expect(added.status == 0, "\(added.stderr)")
         let ids = added.stdout.split(separator: "\n").map(String.init)
@@ -35,14 +36,18 @@ import Testing
         let array = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]])
         #expect(array.count == 2)
         for element in array {
-            for key in ["id", "url", "status", "completedLength", "totalLength", "path", "error", "connections", "maxConnections", "maxBytesPerSecond"] {
+            for key in [
+                "id", "url", "status", "completedLength", "totalLength", "path", "error", "connections",
+                "maxConnections", "maxBytesPerSecond",
+            ] {
                 #expect(element.keys.contains(key), "\(key) missing in \(element)")
             }
         }
         #expect(array.first { $0["id"] as? String == smallID }?["path"] as? String == world.directory + "/small.bin")
 
         let table = try await HaulProcess.run(["ls"], in: world)
-        #expect(table.stdout.contains(smallID) && table.stdout.contains("completed") && table.stdout.contains("small.bin"))
+        #expect(
+            table.stdout.contains(smallID) && table.stdout.contains("completed") && table.stdout.contains("small.bin"))
 
         let paused = try await HaulProcess.run(["pause", bigID], in: world)
         #expect(paused.status == 0 && paused.stdout == "paused 1\n", "\(paused.stderr)")
@@ -55,14 +60,19 @@ import Testing
 
         // Exit codes: a finished one cannot be paused (9), an unknown id (8), bad usage (2).
         let conflict = try await HaulProcess.run(["pause", smallID], in: world)
-        #expect(conflict.status == 9 && conflict.stderr.hasPrefix("haul: ") && conflict.stderr.split(separator: "\n").count == 1)
+        #expect(
+            conflict.status == 9 && conflict.stderr.hasPrefix("haul: ")
+                && conflict.stderr.split(separator: "\n").count == 1)
         let unknown = try await HaulProcess.run(["rm", "0123456789abcdef"], in: world)
         #expect(unknown.status == 8, "\(unknown.stderr)")
         #expect(try await HaulProcess.run(["pause"], in: world).status == 2)
         #expect(try await HaulProcess.run(["pause", "--all", bigID], in: world).status == 2)
         // A bad URL anywhere in the arguments adds none of them, and the message names it.
         let badAdd = try await HaulProcess.run(["add", world.server.url("/never"), "ftp://example.com/x"], in: world)
-        #expect(badAdd.status == 2 && badAdd.stderr == "haul: unsupported scheme 'ftp' in ftp://example.com/x (only http and https)\n", "\(badAdd.stderr)")
+        #expect(
+            badAdd.status == 2
+                && badAdd.stderr == "haul: unsupported scheme 'ftp' in ftp://example.com/x (only http and https)\n",
+            "\(badAdd.stderr)")
         #expect(try await daemon.list().count == 2)
         #expect(try await HaulProcess.run(["ls", "--status", "sleeping"], in: world).status == 2)
 
@@ -85,10 +95,12 @@ import Testing
         let plain = world.directory + "/notes.txt"
         try "not a program".write(toFile: plain, atomically: true, encoding: .utf8)
         let bad: [[String]] = [
-            ["--limit-schedule", "Mon-Fri 9-18 1M"], ["--limit-schedule", "Mon-Fri 09:00-18:00"], ["--limit-schedule", ";"],
+            ["--limit-schedule", "Mon-Fri 9-18 1M"], ["--limit-schedule", "Mon-Fri 09:00-18:00"],
+            ["--limit-schedule", ";"],
             ["--on-complete", world.directory + "/no-such-program"], ["--on-error", plain],
             ["--webhook", "http://127.0.0.1:9/hook"], ["--webhook", "ftp://x/y", "--webhook-secret", "k"],
-            ["--webhook-secret", "k"], ["--webhook", "http://127.0.0.1:9/hook", "--webhook-secret-file", world.directory + "/none"],
+            ["--webhook-secret", "k"],
+            ["--webhook", "http://127.0.0.1:9/hook", "--webhook-secret-file", world.directory + "/none"],
         ]
         for arguments in bad {
             let result = try await HaulProcess.run(["serve", "--port", "0"] + arguments, in: world)
@@ -96,13 +108,17 @@ import Testing
             #expect(result.stderr.split(separator: "\n").count == 1, "\(arguments): \(result.stderr)")
         }
         // Every day, all day: whatever the time, the schedule's limit holds from the start.
-        let daemon = try await DaemonProcess.start(world, ["--limit-rate", "2M", "--limit-schedule", "* 00:00-24:00 700K",
-                                                           "--on-complete", "true"])
+        let daemon = try await DaemonProcess.start(
+            world,
+            [
+                "--limit-rate", "2M", "--limit-schedule", "* 00:00-24:00 700K",
+                "--on-complete", "true",
+            ])
         defer { daemon.process.signal(SIGKILL) }
         let options = try await daemon.call(.GET, "/api/v1/options").decode(OptionsView.self)
         #expect(options.limitSchedule == "* 00:00-24:00 700K")
         var limit = options.maxBytesPerSecond
-        for _ in 0..<600 where limit != 700 << 10 {  // a hang guard: the schedule is applied as the daemon starts
+        for _ in 0..<600 where limit != 700 << 10 { // a hang guard: the schedule is applied as the daemon starts
             try await Task.sleep(for: .milliseconds(100))
             limit = try await daemon.call(.GET, "/api/v1/options").decode(OptionsView.self).maxBytesPerSecond
         }
@@ -116,7 +132,10 @@ import Testing
         let world = try await World.make()
         world.server.setRoute("/small.bin", Route(payload: small))
         world.server.setRoute("/split.bin", Route(payload: Payload(seed: 23, length: 4_500_000), throttle: 250_000))
-        for bad in [["serve", "-x", "0"], ["serve", "-x", "65"], ["serve", "--limit-rate", "fast"], ["serve", "--limit-rate", "0"]] {
+        for bad in [
+            ["serve", "-x", "0"], ["serve", "-x", "65"], ["serve", "--limit-rate", "fast"],
+            ["serve", "--limit-rate", "0"],
+        ] {
             let result = try await HaulProcess.run(bad + ["--port", "0"], in: world)
             #expect(result.status == 2, "\(bad): \(result.stderr)")
         }
@@ -131,7 +150,8 @@ import Testing
         }
         #expect(try await daemon.list().isEmpty)
 
-        let split = try await HaulProcess.run(["add", "-x", "3", "--limit-rate", "1M", world.server.url("/split.bin")], in: world)
+        let split = try await HaulProcess.run(
+            ["add", "-x", "3", "--limit-rate", "1M", world.server.url("/split.bin")], in: world)
         #expect(split.status == 0, "\(split.stderr)")
         let splitID = split.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         let plain = try await HaulProcess.run(["add", world.server.url("/small.bin")], in: world)
@@ -146,7 +166,9 @@ import Testing
         #expect(listed["maxConnections"] as? Int == 3 && listed["maxBytesPerSecond"] as? Int == 1 << 20, "\(listed)")
         #expect(listed["connections"] is Int, "\(listed)")
         let other = try #require(array.first { $0["id"] as? String == plainID })
-        #expect(other["maxConnections"] as? Int == 2 && other["connections"] as? Int == 0 && other["maxBytesPerSecond"] is NSNull, "\(other)")
+        #expect(
+            other["maxConnections"] as? Int == 2 && other["connections"] as? Int == 0
+                && other["maxBytesPerSecond"] is NSNull, "\(other)")
 
         // The table: "x N" live connections on the running download's line, none on the finished one's.
         let table = try await HaulProcess.run(["ls"], in: world)
@@ -166,11 +188,14 @@ import Testing
 
     @Test func withoutADaemonEveryCommandSaysSo() async throws {
         let world = try await World.make()
-        for arguments in [["ls"], ["add", "http://example.com/x"], ["pause", "--all"], ["resume", "--all"], ["rm", "abc"], ["watch"]] {
+        for arguments in [
+            ["ls"], ["add", "http://example.com/x"], ["pause", "--all"], ["resume", "--all"], ["rm", "abc"], ["watch"],
+        ] {
             let result = try await HaulProcess.run(arguments, in: world)
             #expect(result.status == 7, "\(arguments): \(result.stderr)")
-            #expect(result.stderr.contains("no haul daemon is running") && result.stderr.split(separator: "\n").count == 1,
-                    "\(arguments): \(result.stderr)")
+            #expect(
+                result.stderr.contains("no haul daemon is running") && result.stderr.split(separator: "\n").count == 1,
+                "\(arguments): \(result.stderr)")
         }
         // A stale serve.json after kill -9 says the same.
         let daemon = try await DaemonProcess.start(world)
@@ -216,7 +241,9 @@ import Testing
         let answer = try await daemon.call(.POST, "/jsonrpc", body: call, token: .some(nil))
         #expect(answer.status == 200 && answer.text == #"{"id":"s","jsonrpc":"2.0","result":"OK"}"#, "\(answer.text)")
         #expect(await daemon.process.wait() == 0, "\(daemon.process.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: ServeFile.path(home: world.home)), "a clean exit deletes serve.json")
+        #expect(
+            !FileManager.default.fileExists(atPath: ServeFile.path(home: world.home)), "a clean exit deletes serve.json"
+        )
         let again = try await DaemonProcess.start(world)
         defer { again.process.signal(SIGKILL) }
         #expect(try await again.download(added.id).status == .paused)
@@ -242,7 +269,10 @@ import Testing
             samples = Self.parsePrometheus(scrape.text)
             // The metrics hear events on their own task: the API may say completed first.
             if samples["haul_downloaded_bytes_total"] == Double(payload.length),
-               samples[#"haul_downloads_finished_total{result="completed"}"#] == 1 { break }
+                samples[#"haul_downloads_finished_total{result="completed"}"#] == 1
+            {
+                break
+            }
             try await Task.sleep(for: .milliseconds(25))
         }
         #expect(samples[#"haul_downloads{status="completed"}"#] == 1)
@@ -287,11 +317,17 @@ import Testing
         #expect(daemon.serve.secret.count >= 32)
         // The token never reaches stdout (a journal under systemd); `haul page` gives it to its owner.
         // The banner may still be on its way through the pipe when the serve file appears.
-        for _ in 0..<400 where !daemon.process.stdout.contains("/jsonrpc") { try await Task.sleep(for: .milliseconds(25)) }
-        #expect(daemon.process.stdout.contains("/jsonrpc") && !daemon.process.stdout.contains(daemon.serve.secret), "\(daemon.process.stdout)")
+        for _ in 0..<400 where !daemon.process.stdout.contains("/jsonrpc") {
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        #expect(
+            daemon.process.stdout.contains("/jsonrpc") && !daemon.process.stdout.contains(daemon.serve.secret),
+            "\(daemon.process.stdout)")
         #expect(!daemon.process.stderr.contains(daemon.serve.secret))
         let page = try await HaulProcess.run(["page"], in: world)
-        #expect(page.status == 0 && page.stdout == daemon.serve.url + "/#token=" + daemon.serve.secret + "\n", "\(page.stdout)")
+        #expect(
+            page.status == 0 && page.stdout == daemon.serve.url + "/#token=" + daemon.serve.secret + "\n",
+            "\(page.stdout)")
         #expect(await daemon.terminate() == 0)
         // A host name that merely starts with 127. is not loopback.
         let named = try await HaulProcess.run(["serve", "--host", "127.example.invalid", "--port", "0"], in: world)

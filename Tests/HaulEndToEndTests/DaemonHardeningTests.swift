@@ -1,11 +1,11 @@
 import Foundation
 import HaulAPI
+import HaulCore
 import HaulServer
 import HaulTesting
 import NIOCore
-import Testing
-import HaulCore
 import NIOHTTP1
+import Testing
 
 /// `haul serve` against hostile clients (issue 19): idle and slow sockets under a low
 /// descriptor limit, foreign `Host` headers and `Origin`s, a WebSocket that never shows the
@@ -16,11 +16,13 @@ import NIOHTTP1
     @Test func idleTokenlessConnectionsDoNotLockOutTheOwnerUnderALowDescriptorLimit() async throws {
         let world = try await World.make()
         // Both limits 256 (dash's ulimit sets both), and timeouts long enough that only the cap can help.
-        let daemon = try await DaemonProcess.start(world, ["--header-timeout", "600", "--idle-timeout", "600"], shell: "ulimit -n 256")
+        let daemon = try await DaemonProcess.start(
+            world, ["--header-timeout", "600", "--idle-timeout", "600"], shell: "ulimit -n 256")
         defer { daemon.process.signal(SIGKILL) }
         // A client that showed the token before the flood keeps its keep-alive connection.
         let owner = try RawSocket(port: daemon.port)
-        let ask = "GET /api/v1/summary HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(daemon.serve.secret)\r\n\r\n"
+        let ask =
+            "GET /api/v1/summary HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(daemon.serve.secret)\r\n\r\n"
         owner.send(ask)
         #expect(owner.receiveResponse()?.head.hasPrefix("HTTP/1.1 200") == true)
         var idle: [RawSocket] = []
@@ -28,8 +30,10 @@ import NIOHTTP1
 
         let answer = try await daemon.call(.GET, "/api/v1/summary", timeout: .seconds(20))
         #expect(answer.status == 200, "\(answer.text)")
-        let rpc = try await daemon.call(.POST, "/jsonrpc", body: #"{"jsonrpc":"2.0","id":1,"method":"aria2.getVersion","params":["token:\#(daemon.serve.secret)"]}"#,
-                                        timeout: .seconds(20))
+        let rpc = try await daemon.call(
+            .POST, "/jsonrpc",
+            body: #"{"jsonrpc":"2.0","id":1,"method":"aria2.getVersion","params":["token:\#(daemon.serve.secret)"]}"#,
+            timeout: .seconds(20))
         #expect(rpc.status == 200, "\(rpc.text)")
 
         // The oldest idle sockets were closed to make room (a few may still wait in the backlog).
@@ -51,7 +55,8 @@ import NIOHTTP1
         let world = try await World.make()
         let daemon = try await DaemonProcess.start(world, shell: "ulimit -S -n 256")
         defer { daemon.process.signal(SIGKILL) }
-        let limits = try String(contentsOfFile: "/proc/\(daemon.process.process.processIdentifier)/limits", encoding: .utf8)
+        let limits = try String(
+            contentsOfFile: "/proc/\(daemon.process.process.processIdentifier)/limits", encoding: .utf8)
         let line = limits.split(separator: "\n").first { $0.hasPrefix("Max open files") }.map(String.init) ?? ""
         let numbers = line.split(separator: " ").compactMap { Int($0) }
         #expect(numbers.count == 2 && numbers[0] == numbers[1] && numbers[0] > 256, "\(line)")
@@ -69,17 +74,23 @@ import NIOHTTP1
 
         // One header byte every 100 ms, for at most 30 s: never a whole head.
         let slow = try RawSocket(port: daemon.port)
-        let header = Array("GET /api/v1/summary HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: ".utf8) + Array(repeating: UInt8(ascii: "a"), count: 300)
+        let header =
+            Array("GET /api/v1/summary HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: ".utf8)
+            + Array(repeating: UInt8(ascii: "a"), count: 300)
         var closed = false
         for byte in header {
-            if !slow.send([byte]) || slow.isClosedByPeer { closed = true; break }
+            if !slow.send([byte]) || slow.isClosedByPeer {
+                closed = true
+                break
+            }
             try await Task.sleep(for: .milliseconds(100))
         }
         #expect(closed, "a header sent a byte at a time is still being read")
 
         // A keep-alive connection answered once, then silent.
         let keepAlive = try RawSocket(port: daemon.port)
-        keepAlive.send("GET /api/v1/summary HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(daemon.serve.secret)\r\n\r\n")
+        keepAlive.send(
+            "GET /api/v1/summary HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(daemon.serve.secret)\r\n\r\n")
         let head = keepAlive.receiveHead()
         #expect(head?.hasPrefix("HTTP/1.1 200") == true, "\(head ?? "no answer")")
         #expect(keepAlive.closedByPeer(within: 30), "an idle keep-alive connection stays open")
@@ -97,19 +108,33 @@ import NIOHTTP1
         let port = daemon.port
         func status(_ path: String, host: String, method: String = "GET", body: String = "") throws -> (Int, String) {
             let socket = try RawSocket(port: port)
-            socket.send("\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\nAuthorization: Bearer \(daemon.serve.secret)\r\n"
-                        + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)")
+            socket.send(
+                "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\nAuthorization: Bearer \(daemon.serve.secret)\r\n"
+                    + """
+                    Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: \
+                    close\r\n\r\n\(body)
+                    """
+            )
             let text = socket.receiveAll()
             return (Int(text.split(separator: " ").dropFirst().first ?? "") ?? 0, text)
         }
         let rpc = #"{"jsonrpc":"2.0","id":1,"method":"aria2.getVersion","params":["token:\#(daemon.serve.secret)"]}"#
-        for host in ["evil.example:\(port)", "evil.example", "127.0.0.1.evil.example:\(port)", "localhost.evil.example", "user@127.0.0.1"] {
-            for (path, method, body) in [("/api/v1/summary", "GET", ""), ("/", "GET", ""), ("/jsonrpc", "POST", rpc), ("/metrics", "GET", "")] {
+        for host in [
+            "evil.example:\(port)", "evil.example", "127.0.0.1.evil.example:\(port)", "localhost.evil.example",
+            "user@127.0.0.1",
+        ] {
+            for (path, method, body) in [
+                ("/api/v1/summary", "GET", ""), ("/", "GET", ""), ("/jsonrpc", "POST", rpc), ("/metrics", "GET", ""),
+            ] {
                 let (code, text) = try status(path, host: host, method: method, body: body)
-                #expect(code == 421 && text.contains(#""code":"misdirected-request""#), "\(method) \(path) Host: \(host): \(text)")
+                #expect(
+                    code == 421 && text.contains(#""code":"misdirected-request""#),
+                    "\(method) \(path) Host: \(host): \(text)")
             }
         }
-        for host in ["127.0.0.1:\(port)", "localhost:\(port)", "LOCALHOST", "127.0.0.1", "[::1]:\(port)", "nas.example:\(port)"] {
+        for host in [
+            "127.0.0.1:\(port)", "localhost:\(port)", "LOCALHOST", "127.0.0.1", "[::1]:\(port)", "nas.example:\(port)",
+        ] {
             let (code, text) = try status("/api/v1/summary", host: host)
             #expect(code == 200, "Host: \(host): \(text)")
             let (rpcCode, rpcText) = try status("/jsonrpc", host: host, method: "POST", body: rpc)
@@ -123,7 +148,8 @@ import NIOHTTP1
 
     /// Opens `ws://.../jsonrpc`; the response head.
     private func upgrade(_ socket: RawSocket, port: Int, origin: String?) -> String? {
-        var request = "GET /jsonrpc HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        var request =
+            "GET /jsonrpc HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
         if let origin { request += "Origin: \(origin)\r\n" }
         socket.send(request + "\r\n")
@@ -149,10 +175,16 @@ import NIOHTTP1
         // A download starts and completes while the socket has not shown the token.
         let first = try await daemon.add(world.server.url("/a.bin"))
         _ = try await daemon.wait(for: first.id, status: .completed)
-        #expect(socket.sendWebSocketText(#"{"jsonrpc":"2.0","id":"untokened","method":"aria2.tellActive","params":[]}"#))
+        #expect(
+            socket.sendWebSocketText(#"{"jsonrpc":"2.0","id":"untokened","method":"aria2.tellActive","params":[]}"#))
         let refusal = socket.receiveWebSocketText() ?? ""
-        #expect(refusal.contains("untokened") && refusal.contains("Unauthorized"), "the first message is not the refusal: \(refusal)")
-        #expect(socket.sendWebSocketText(#"{"jsonrpc":"2.0","id":"tokened","method":"aria2.getVersion","params":["token:\#(daemon.serve.secret)"]}"#))
+        #expect(
+            refusal.contains("untokened") && refusal.contains("Unauthorized"),
+            "the first message is not the refusal: \(refusal)")
+        #expect(
+            socket.sendWebSocketText(
+                #"{"jsonrpc":"2.0","id":"tokened","method":"aria2.getVersion","params":["token:\#(daemon.serve.secret)"]}"#
+            ))
         let reply = socket.receiveWebSocketText() ?? ""
         #expect(reply.contains("tokened") && !reply.contains("aria2.onDownload"), "\(reply)")
 
@@ -161,7 +193,10 @@ import NIOHTTP1
         var notified = false
         for _ in 0..<20 {
             guard let message = socket.receiveWebSocketText() else { break }
-            if message.contains("aria2.onDownloadComplete"), message.contains(second.id) { notified = true; break }
+            if message.contains("aria2.onDownloadComplete"), message.contains(second.id) {
+                notified = true
+                break
+            }
         }
         #expect(notified, "no onDownloadComplete for \(second.id) after the token was shown")
         #expect(await daemon.terminate() == 0)
@@ -190,7 +225,9 @@ import NIOHTTP1
         #expect(heard.contains { $0.contains("aria2.onDownloadStart") && $0.contains(added.id) }, "\(heard)")
         #expect(heard.contains { $0.contains("aria2.onDownloadComplete") && $0.contains(added.id) }, "\(heard)")
         #expect(!heard.contains { $0.contains(world.server.url("/c.bin")) }, "a notification named the URL: \(heard)")
-        #expect(socket.sendWebSocketText(#"{"jsonrpc":"2.0","id":"untokened","method":"aria2.tellStopped","params":[0,10]}"#))
+        #expect(
+            socket.sendWebSocketText(
+                #"{"jsonrpc":"2.0","id":"untokened","method":"aria2.tellStopped","params":[0,10]}"#))
         let refusal = socket.receiveWebSocketText() ?? ""
         #expect(refusal.contains("untokened") && refusal.contains("Unauthorized"), "\(refusal)")
         #expect(await daemon.terminate() == 0)
@@ -212,7 +249,8 @@ import NIOHTTP1
         }
         let page = try get("/")
         #expect(page.head.hasPrefix("http/1.1 200"))
-        let policy = page.head.split(separator: "\r\n").first { $0.hasPrefix("content-security-policy:") }.map(String.init) ?? ""
+        let policy =
+            page.head.split(separator: "\r\n").first { $0.hasPrefix("content-security-policy:") }.map(String.init) ?? ""
         #expect(policy.contains("script-src 'self'") && !policy.contains("unsafe-inline"), "\(policy)")
         #expect(policy.contains("frame-ancestors 'none'"), "\(policy)")
         #expect(page.head.contains("x-content-type-options: nosniff"))
@@ -239,7 +277,9 @@ import NIOHTTP1
         #expect(answer.status == 400 && answer.errorCode == "bad-url", "\(answer.text.prefix(300))")
         #expect(answer.text.contains("URL too long") && answer.text.count < 400, "\(answer.text.prefix(300))")
         let token = "token:" + daemon.serve.secret
-        let add = try await daemon.call(.POST, "/jsonrpc", body: #"{"jsonrpc":"2.0","id":1,"method":"aria2.addUri","params":["\#(token)",["\#(long)"]]}"#)
+        let add = try await daemon.call(
+            .POST, "/jsonrpc",
+            body: #"{"jsonrpc":"2.0","id":1,"method":"aria2.addUri","params":["\#(token)",["\#(long)"]]}"#)
         #expect(add.status == 400 && add.text.contains("URL too long"), "\(add.text.prefix(300))")
         #expect(try await daemon.list().isEmpty)
 
@@ -248,8 +288,11 @@ import NIOHTTP1
             ("aria2.changeGlobalOption", #"["\#(token)", {"on-download-complete": "/bin/sh"}]"#),
             ("aria2.addUri", #"["\#(token)", ["http://x/f"], {"save-session": "/tmp/s"}]"#),
         ] {
-            let reply = try await daemon.call(.POST, "/jsonrpc", body: #"{"jsonrpc":"2.0","id":2,"method":"\#(method)","params":\#(params)}"#)
-            #expect(reply.status == 400 && reply.text.contains("cannot be set over RPC"), "\(method) \(params): \(reply.text)")
+            let reply = try await daemon.call(
+                .POST, "/jsonrpc", body: #"{"jsonrpc":"2.0","id":2,"method":"\#(method)","params":\#(params)}"#)
+            #expect(
+                reply.status == 400 && reply.text.contains("cannot be set over RPC"),
+                "\(method) \(params): \(reply.text)")
             #expect(!reply.text.contains(#""result""#))
         }
         #expect(try await daemon.list().isEmpty)

@@ -19,8 +19,9 @@ final class DaemonProcess: @unchecked Sendable {
     /// `shell`: commands run before `exec haul serve` (`ulimit -n 256`).
     static func start(_ world: World, _ extra: [String] = [], shell: String? = nil) async throws -> DaemonProcess {
         try? FileManager.default.removeItem(atPath: ServeFile.path(home: world.home))
-        let process = try HaulProcess(["serve", "--port", "0", "-d", world.directory] + extra,
-                                      home: world.home, workingDirectory: world.directory, shell: shell)
+        let process = try HaulProcess(
+            ["serve", "--port", "0", "-d", world.directory] + extra,
+            home: world.home, workingDirectory: world.directory, shell: shell)
         for _ in 0..<1200 {
             if let file = try? ServeFile.read(home: world.home), file.pid == process.process.processIdentifier {
                 return DaemonProcess(process: process, serve: file, world: world)
@@ -49,11 +50,17 @@ final class DaemonProcess: @unchecked Sendable {
     }
 
     /// One API call; `token` nil sends no Authorization header.
-    func call(_ method: HTTPMethod, _ path: String, body: String? = nil, token: String?? = .none,
-              timeout: TimeAmount = .seconds(60)) async throws -> Answer {
+    func call(
+        _ method: HTTPMethod, _ path: String, body: String? = nil, token: String?? = .none,
+        timeout: TimeAmount = .seconds(60)
+    ) async throws -> Answer {
         var request = HTTPClientRequest(url: serve.url + path)
         request.method = method
-        let bearer: String? = switch token { case .none: serve.secret; case .some(let value): value }
+        let bearer: String? =
+            switch token {
+            case .none: serve.secret
+            case .some(let value): value
+            }
         if let bearer { request.headers.add(name: "Authorization", value: "Bearer \(bearer)") }
         if let body {
             request.headers.add(name: "Content-Type", value: "application/json")
@@ -68,7 +75,8 @@ final class DaemonProcess: @unchecked Sendable {
     /// the server does not depend on growth; nil names none, and the download finds its count.
     func add(_ url: String, priority: Int = 0, connections: Int? = 1) async throws -> DownloadView {
         let count = connections.map { #", "connections": \#($0)"# } ?? ""
-        let answer = try await call(.POST, "/api/v1/downloads", body: #"{"url": "\#(url)", "priority": \#(priority)\#(count)}"#)
+        let answer = try await call(
+            .POST, "/api/v1/downloads", body: #"{"url": "\#(url)", "priority": \#(priority)\#(count)}"#)
         #expect(answer.status == 201, "\(answer.text)")
         return try answer.decode(DownloadView.self)
     }
@@ -83,7 +91,9 @@ final class DaemonProcess: @unchecked Sendable {
 
     /// Polls until the download reaches `status` (bounded: a hang fails the test, no timing is asserted).
     @discardableResult
-    func wait(for id: String, status: DownloadStatus, where condition: (DownloadView) -> Bool = { _ in true }) async throws -> DownloadView {
+    func wait(for id: String, status: DownloadStatus, where condition: (DownloadView) -> Bool = { _ in true })
+        async throws -> DownloadView
+    {
         var last: DownloadView?
         for _ in 0..<2400 {
             let download = try await self.download(id)

@@ -1,13 +1,13 @@
 import AsyncHTTPClient
 import Foundation
-import HaulCore
 import HaulAPI
+import HaulCore
 import HaulServer
 import HaulStore
 import HaulTesting
+import NIOCore
 import NIOHTTP1
 import Testing
-import NIOCore
 
 /// `haul serve` as a user runs it: the real binary, its HTTP API, its store, `kill -9`.
 @Suite(.serialized, .timeLimit(.minutes(5))) struct DaemonTests {
@@ -30,8 +30,9 @@ import NIOCore
         // The same URL to the same place: the same download, no second transfer.
         let again = try await daemon.add(world.server.url("/small.bin"))
         #expect(again.id == added.id)
-        let batch = try await daemon.call(.POST, "/api/v1/downloads",
-                                          body: #"[{"url": "\#(world.server.url("/small.bin"))"}, {"url": "\#(world.server.url("/small.bin"))"}]"#)
+        let batch = try await daemon.call(
+            .POST, "/api/v1/downloads",
+            body: #"[{"url": "\#(world.server.url("/small.bin"))"}, {"url": "\#(world.server.url("/small.bin"))"}]"#)
         #expect(batch.status == 201)
         #expect(try batch.decode([DownloadView].self).map(\.id) == [added.id, added.id])
         #expect(world.server.requests(to: "/small.bin").count == 1)
@@ -53,7 +54,8 @@ import NIOCore
         #expect(try await daemon.list("?status=removed").map(\.id) == [added.id])
 
         #expect(await daemon.terminate() == 0)
-        #expect(!FileManager.default.fileExists(atPath: ServeFile.path(home: world.home)), "serve.json is removed on exit")
+        #expect(
+            !FileManager.default.fileExists(atPath: ServeFile.path(home: world.home)), "serve.json is removed on exit")
         try await world.close()
     }
 
@@ -82,8 +84,12 @@ import NIOCore
             BadCall(.POST, "/api/v1/downloads", #"{"url": "file:///etc/passwd"}"#, 400, "unsupported-scheme"),
             BadCall(.POST, "/api/v1/downloads", #"{"url": "not a url"}"#, 400, "bad-url"),
             BadCall(.POST, "/api/v1/downloads", #"{"url": "http://x/y", "directory": "/etc"}"#, 403, "forbidden"),
-            BadCall(.POST, "/api/v1/downloads", #"{"url": "http://x/y", "directory": "\#(world.directory)/../home"}"#, 403, "forbidden"),
-            BadCall(.POST, "/api/v1/downloads", #"[{"url": "http://x/ok"}, {"url": "http://x/y", "directory": "/tmp"}]"#, 403, "forbidden"),
+            BadCall(
+                .POST, "/api/v1/downloads", #"{"url": "http://x/y", "directory": "\#(world.directory)/../home"}"#, 403,
+                "forbidden"),
+            BadCall(
+                .POST, "/api/v1/downloads", #"[{"url": "http://x/ok"}, {"url": "http://x/y", "directory": "/tmp"}]"#,
+                403, "forbidden"),
             BadCall(.POST, "/api/v1/downloads", #"{"url": "http://x/y", "directory": "relative"}"#, 400, "usage"),
             BadCall(.POST, "/api/v1/downloads", #"{"url": "http://x/y", "fileName": "../escape"}"#, 400, "usage"),
             BadCall(.POST, "/api/v1/downloads", huge, 413, "too-large"),
@@ -98,10 +104,13 @@ import NIOCore
             BadCall(.PUT, "/api/v1/options", #"{"maxConcurrentDownloads": 0}"#, 400, "bad-request"),
             BadCall(.POST, "/api/v1/downloads", #"{"url": "http://x/y", "connections": 0}"#, 400, "bad-request"),
             BadCall(.POST, "/api/v1/downloads", #"{"url": "http://x/y", "connections": 65}"#, 400, "bad-request"),
-            BadCall(.POST, "/api/v1/downloads", #"[{"url": "http://x/y"}, {"url": "http://x/z", "connections": -1}]"#, 400, "bad-request"),
+            BadCall(
+                .POST, "/api/v1/downloads", #"[{"url": "http://x/y"}, {"url": "http://x/z", "connections": -1}]"#, 400,
+                "bad-request"),
             BadCall(.POST, "/api/v1/downloads", #"{"url": "http://x/y", "connections": "4"}"#, 400, "bad-request"),
             BadCall(.POST, "/api/v1/downloads", #"{"url": "http://x/y", "maxBytesPerSecond": 0}"#, 400, "bad-request"),
-            BadCall(.POST, "/api/v1/downloads", #"{"url": "http://x/y", "maxBytesPerSecond": 1.5}"#, 400, "bad-request"),
+            BadCall(
+                .POST, "/api/v1/downloads", #"{"url": "http://x/y", "maxBytesPerSecond": 1.5}"#, 400, "bad-request"),
             BadCall(.PUT, "/api/v1/options", #"{"connections": 0}"#, 400, "bad-request"),
             BadCall(.PUT, "/api/v1/options", #"{"connections": 65}"#, 400, "bad-request"),
             BadCall(.PUT, "/api/v1/options", #"{"maxBytesPerSecond": -5}"#, 400, "bad-request"),
@@ -110,7 +119,12 @@ import NIOCore
             BadCall(.PATCH, "/api/v1/downloads/0123456789abcdef", #"{"maxBytesPerSecond": 1000}"#, 404, "not-found"),
         ]
         for item in cases {
-            let token: String?? = switch item.token { case .good: .none; case .missing: .some(nil); case .wrong: .some("wrong-token") }
+            let token: String?? =
+                switch item.token {
+                case .good: .none
+                case .missing: .some(nil)
+                case .wrong: .some("wrong-token")
+                }
             let answer = try await daemon.call(item.method, item.path, body: item.body, token: token)
             let label = "\(item.method) \(item.path) \(String((item.body ?? "").prefix(60)))"
             #expect(answer.status == item.status, "\(label): \(answer.text)")
@@ -119,18 +133,22 @@ import NIOCore
             #expect(message?.isEmpty == false && message?.contains("\n") == false, "one-line message: \(answer.text)")
         }
         for connections in [0, 65] {
-            let answer = try await daemon.call(.POST, "/api/v1/downloads", body: #"{"url": "http://x/y", "connections": \#(connections)}"#)
+            let answer = try await daemon.call(
+                .POST, "/api/v1/downloads", body: #"{"url": "http://x/y", "connections": \#(connections)}"#)
             #expect(answer.text.contains("connections must be between 1 and 64, not \(connections)"), "\(answer.text)")
         }
         // One place, one download, however the directory is spelled.
         let spellings = [world.directory, world.directory + "/", world.directory + "/.", world.directory + "//x/.."]
         var spelled: Set<String> = []
         for directory in spellings {
-            let answer = try await daemon.call(.POST, "/api/v1/downloads", body: #"{"url": "\#(world.server.url("/small.bin"))", "directory": "\#(directory)"}"#)
+            let answer = try await daemon.call(
+                .POST, "/api/v1/downloads",
+                body: #"{"url": "\#(world.server.url("/small.bin"))", "directory": "\#(directory)"}"#)
             spelled.insert(try answer.decode(DownloadView.self).id)
         }
         #expect(spelled == [queued.id])
-        let badHeader = try await daemon.call(.POST, "/api/v1/downloads", body: #"{"url": "http://x/y", "headers": {"X-A": "1\r\nX-B: 2"}}"#)
+        let badHeader = try await daemon.call(
+            .POST, "/api/v1/downloads", body: #"{"url": "http://x/y", "headers": {"X-A": "1\r\nX-B: 2"}}"#)
         #expect(badHeader.status == 400 && badHeader.errorCode == "usage", "\(badHeader.text)")
         // Still running, nothing lost, and the pause of a finished download is a conflict.
         _ = try await daemon.call(.PUT, "/api/v1/options", body: #"{"maxConcurrentDownloads": 2}"#)
@@ -138,7 +156,8 @@ import NIOCore
         let conflict = try await daemon.call(.POST, "/api/v1/downloads/\(finished.id)/pause")
         #expect(conflict.status == 409 && conflict.errorCode == "conflict")
         // A batch with one finished download changes nothing.
-        let mixed = try await daemon.call(.POST, "/api/v1/pause", body: #"{"ids": ["\#(running.id)", "\#(finished.id)"]}"#)
+        let mixed = try await daemon.call(
+            .POST, "/api/v1/pause", body: #"{"ids": ["\#(running.id)", "\#(finished.id)"]}"#)
         #expect(mixed.status == 409 && mixed.errorCode == "conflict")
         #expect(try await daemon.download(running.id).status == .running)
         let ids = Set(try await daemon.list().map(\.id))
@@ -167,7 +186,8 @@ import NIOCore
         _ = try await daemon.call(.PUT, "/api/v1/options", body: #"{"connections": 2, "maxBytesPerSecond": 104857600}"#)
         options = try await daemon.call(.GET, "/api/v1/options").decode(OptionsView.self)
         #expect(options.connections == 2 && options.maxBytesPerSecond == 104_857_600)
-        let refused = try await daemon.call(.PUT, "/api/v1/options", body: #"{"maxConcurrentDownloads": 7, "connections": 65}"#)
+        let refused = try await daemon.call(
+            .PUT, "/api/v1/options", body: #"{"maxConcurrentDownloads": 7, "connections": 65}"#)
         #expect(refused.status == 400 && refused.errorCode == "bad-request")
         _ = try await daemon.call(.PATCH, "/api/v1/options", body: #"{"maxBytesPerSecond": null}"#)
         options = try await daemon.call(.GET, "/api/v1/options").decode(OptionsView.self)
@@ -178,16 +198,21 @@ import NIOCore
         #expect(plain.maxConnections == 2 && plain.maxBytesPerSecond == nil)
         try await daemon.wait(for: plain.id, status: .completed)
         // A download's own limit: stored and shown (PUT is the same as PATCH); null removes it.
-        let limited = try await daemon.call(.PATCH, "/api/v1/downloads/\(plain.id)", body: #"{"maxBytesPerSecond": 123456}"#)
-        #expect(limited.status == 200 && (try? limited.decode(DownloadView.self).maxBytesPerSecond) == 123_456, "\(limited.text)")
+        let limited = try await daemon.call(
+            .PATCH, "/api/v1/downloads/\(plain.id)", body: #"{"maxBytesPerSecond": 123456}"#)
+        #expect(
+            limited.status == 200 && (try? limited.decode(DownloadView.self).maxBytesPerSecond) == 123_456,
+            "\(limited.text)")
         #expect(try await daemon.download(plain.id).maxBytesPerSecond == 123_456)
         #expect(try await world.record(plain.id)?.request.maxBytesPerSecond == 123_456, "the change is stored")
-        let cleared = try await daemon.call(.PUT, "/api/v1/downloads/\(plain.id)", body: #"{"maxBytesPerSecond": null}"#)
+        let cleared = try await daemon.call(
+            .PUT, "/api/v1/downloads/\(plain.id)", body: #"{"maxBytesPerSecond": null}"#)
         #expect(cleared.status == 200 && cleared.text.contains(#""maxBytesPerSecond":null"#), "\(cleared.text)")
 
         let events = try await daemon.events(until: { $0.contains(#""type":"completed""#) && $0.contains("split") })
-        let answer = try await daemon.call(.POST, "/api/v1/downloads",
-                                           body: #"{"url": "\#(world.server.url("/split.bin"))", "connections": 4, "maxBytesPerSecond": 50000000}"#)
+        let answer = try await daemon.call(
+            .POST, "/api/v1/downloads",
+            body: #"{"url": "\#(world.server.url("/split.bin"))", "connections": 4, "maxBytesPerSecond": 50000000}"#)
         #expect(answer.status == 201, "\(answer.text)")
         let added = try answer.decode(DownloadView.self)
         #expect(added.maxConnections == 4 && added.maxBytesPerSecond == 50_000_000)
@@ -203,7 +228,8 @@ import NIOCore
             mostConnections = max(mostConnections, listed.connections)
             if listed.status == .running, !changedLimit {
                 // ... and while it runs, applied at once.
-                let patched = try await daemon.call(.PATCH, "/api/v1/downloads/\(added.id)", body: #"{"maxBytesPerSecond": 40000000}"#)
+                let patched = try await daemon.call(
+                    .PATCH, "/api/v1/downloads/\(added.id)", body: #"{"maxBytesPerSecond": 40000000}"#)
                 #expect(patched.status == 200, "\(patched.text)")
                 changedLimit = true
             }
@@ -212,8 +238,9 @@ import NIOCore
         let done = try await daemon.wait(for: added.id, status: .completed)
         #expect(mostConnections > 1, "the listing never showed more than \(mostConnections) connection(s)")
         #expect(world.server.peakConcurrentResponses(to: "/split.bin") > 1)
-        #expect(world.sha256(of: world.directory + "/split.bin") == split.sha256,
-                "path \(done.path ?? "-"), files \(world.files()), daemon: \(daemon.process.stderr.suffix(2000))")
+        #expect(
+            world.sha256(of: world.directory + "/split.bin") == split.sha256,
+            "path \(done.path ?? "-"), files \(world.files()), daemon: \(daemon.process.stderr.suffix(2000))")
         #expect(done.connections == 0 && done.maxConnections == 4)
         #expect(changedLimit)
         let limit = try await daemon.download(added.id).maxBytesPerSecond
@@ -224,7 +251,8 @@ import NIOCore
         let progress = lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
             .filter { $0["id"] as? String == added.id && $0["type"] as? String == "progress" }
         #expect(!progress.isEmpty)
-        #expect(progress.contains { ($0["connections"] as? Int ?? 0) > 1 }, "\(progress.map { $0["connections"] ?? "-" })")
+        #expect(
+            progress.contains { ($0["connections"] as? Int ?? 0) > 1 }, "\(progress.map { $0["connections"] ?? "-" })")
         #expect(progress.allSatisfy { $0["maxConnections"] as? Int == 4 && $0.keys.contains("maxBytesPerSecond") })
         #expect(await daemon.terminate() == 0)
         try await world.close()
@@ -232,7 +260,9 @@ import NIOCore
 
     @Test func queueOrderMovesAndConcurrency() async throws {
         let world = try await World.make()
-        for name in ["a", "b", "c", "d"] { world.server.setRoute("/\(name).bin", Route(payload: big, throttle: 100_000)) }
+        for name in ["a", "b", "c", "d"] {
+            world.server.setRoute("/\(name).bin", Route(payload: big, throttle: 100_000))
+        }
         let daemon = try await DaemonProcess.start(world, ["-j", "1"])
         defer { daemon.process.signal(SIGKILL) }
         let a = try await daemon.add(world.server.url("/a.bin"))
@@ -298,8 +328,11 @@ import NIOCore
 
         await daemon.kill9()
         let stored = try await world.statuses()
-        #expect(stored == [done.id: "completed", failed.id: "failed", paused.id: "paused", run1.id: "running",
-                           run2.id: "running", queued1.id: "queued", queued2.id: "queued"])
+        #expect(
+            stored == [
+                done.id: "completed", failed.id: "failed", paused.id: "paused", run1.id: "running",
+                run2.id: "running", queued1.id: "queued", queued2.id: "queued",
+            ])
 
         for name in ["run1", "paused", "queued1", "queued2"] {
             world.server.setRoute("/\(name).bin", Route(payload: big, throttle: 2_000_000))
@@ -379,7 +412,9 @@ struct BadCall {
     var code: String
 
     init(_ method: HTTPMethod, _ path: String, _ body: String?, token: Token = .good, _ status: Int, _ code: String) {
-        (self.method, self.path, self.body, self.token, self.status, self.code) = (method, path, body, token, status, code)
+        (self.method, self.path, self.body, self.token, self.status, self.code) = (
+            method, path, body, token, status, code
+        )
     }
 }
 
@@ -393,7 +428,8 @@ extension World {
     func statuses() async throws -> [String: String] {
         let store = try await SQLiteDownloadStore.open(path: home + "/haul.sqlite")
         defer { Task { try? await store.close() } }
-        return Dictionary(uniqueKeysWithValues: try await store.records(status: nil).map { ($0.id.rawValue, $0.status.rawValue) })
+        return Dictionary(
+            uniqueKeysWithValues: try await store.records(status: nil).map { ($0.id.rawValue, $0.status.rawValue) })
     }
 
     func waitForCheckpoint(of id: String, beyond offset: Int64) async throws -> Int64 {

@@ -13,7 +13,10 @@ import Testing
     let wrong = Payload(seed: 2122, length: 3_000_000)
 
     func repr(_ payload: Payload) -> [(String, String)] {
-        [("Repr-Digest", "sha-256=:\(payload.base64Digest(SHA256.self)):"), ("Digest", "MD5=\(payload.base64Digest(Insecure.MD5.self))")]
+        [
+            ("Repr-Digest", "sha-256=:\(payload.base64Digest(SHA256.self)):"),
+            ("Digest", "MD5=\(payload.base64Digest(Insecure.MD5.self))"),
+        ]
     }
 
     func lastEvent(_ stdout: String) throws -> EventView {
@@ -26,11 +29,14 @@ import Testing
         world.server.setRoute("/big.bin", Route(payload: payload, entityHeaders: repr(payload)))
         let verbose = try await HaulProcess.run(["get", world.server.url("/big.bin"), "-v"], in: world)
         #expect(verbose.status == 0, "\(verbose.stderr)")
-        #expect(verbose.stderr.contains("haul: \(world.server.url("/big.bin")): verified sha-256 from Repr-Digest\n"), "\(verbose.stderr)")
+        #expect(
+            verbose.stderr.contains("haul: \(world.server.url("/big.bin")): verified sha-256 from Repr-Digest\n"),
+            "\(verbose.stderr)")
         #expect(world.sha256(of: world.directory + "/big.bin") == payload.sha256)
 
-        let json = try await HaulProcess.run(["get", world.server.url("/big.bin"), "--json", "-o", "again.bin", "-x", "4", "-k", "256K"],
-                                             in: world)
+        let json = try await HaulProcess.run(
+            ["get", world.server.url("/big.bin"), "--json", "-o", "again.bin", "-x", "4", "-k", "256K"],
+            in: world)
         #expect(json.status == 0, "\(json.stderr)")
         let last = try lastEvent(json.stdout)
         #expect(last.type == .completed)
@@ -46,10 +52,12 @@ import Testing
     func aWrongDigestExitsFiveAndPublishesNothing(connections: String) async throws {
         let world = try await World.make()
         world.server.setRoute("/big.bin", Route(payload: payload, entityHeaders: repr(wrong)))
-        let result = try await HaulProcess.run(["get", world.server.url("/big.bin"), "-x", connections, "-k", "256K"], in: world)
+        let result = try await HaulProcess.run(
+            ["get", world.server.url("/big.bin"), "-x", connections, "-k", "256K"], in: world)
         #expect(result.status == ExitCodesExpected.verification, "\(result.stderr)")
         let errors = result.stderr.split(separator: "\n").filter { $0.hasPrefix("haul: ") }
-        #expect(errors.count == 1 && errors.first?.contains("the server's Repr-Digest says") == true, "\(result.stderr)")
+        #expect(
+            errors.count == 1 && errors.first?.contains("the server's Repr-Digest says") == true, "\(result.stderr)")
         #expect(!world.files().contains("big.bin"), "\(world.files())")
         try await world.close()
     }
@@ -60,10 +68,14 @@ import Testing
     @Test(arguments: [false, true])
     func aKilledDownloadStillVerifiesItsStoredDigest(right: Bool) async throws {
         let world = try await World.make()
-        world.server.setRoute("/big.bin", Route(payload: payload, throttle: 400_000, script: [.stallAfter(2_000_000)],
-                                                entityHeaders: repr(right ? payload : wrong)))
-        let first = try HaulProcess(["get", world.server.url("/big.bin"), "--quiet", "-x", "1", "--checkpoint-interval", "0.05"],
-                                    home: world.home, workingDirectory: world.directory)
+        world.server.setRoute(
+            "/big.bin",
+            Route(
+                payload: payload, throttle: 400_000, script: [.stallAfter(2_000_000)],
+                entityHeaders: repr(right ? payload : wrong)))
+        let first = try HaulProcess(
+            ["get", world.server.url("/big.bin"), "--quiet", "-x", "1", "--checkpoint-interval", "0.05"],
+            home: world.home, workingDirectory: world.directory)
         let checkpoint = try await world.waitForCheckpoint(beyond: 0)
         first.signal(SIGKILL)
         #expect(await first.wait() == SIGKILL)
@@ -91,8 +103,9 @@ import Testing
     @Test func theChecksumWinsOverAWrongServerDigest() async throws {
         let world = try await World.make()
         world.server.setRoute("/big.bin", Route(payload: payload, entityHeaders: repr(wrong)))
-        let result = try await HaulProcess.run(["get", world.server.url("/big.bin"), "-v", "--checksum", "sha-256=\(payload.sha256)"],
-                                               in: world)
+        let result = try await HaulProcess.run(
+            ["get", world.server.url("/big.bin"), "-v", "--checksum", "sha-256=\(payload.sha256)"],
+            in: world)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.contains("verified sha-256 from --checksum"), "\(result.stderr)")
         #expect(world.sha256(of: world.directory + "/big.bin") == payload.sha256)

@@ -2,8 +2,8 @@ import Foundation
 import HaulAPI
 import HaulCore
 import HaulTesting
-import Testing
 import NIOHTTP1
+import Testing
 
 /// Three `haul serve` processes share one PostgreSQL queue and one download directory, as
 /// three hosts would: work spreads over all of them, a killed host's downloads resume elsewhere,
@@ -61,7 +61,9 @@ import NIOHTTP1
 
     func completedCount(_ host: DaemonProcess) async throws -> Int {
         let text = try await host.call(.GET, "/metrics").text
-        let line = text.split(separator: "\n").first { $0.hasPrefix("haul_downloads_finished_total{result=\"completed\"}") }
+        let line = text.split(separator: "\n").first {
+            $0.hasPrefix("haul_downloads_finished_total{result=\"completed\"}")
+        }
         return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
     }
 
@@ -107,7 +109,9 @@ import NIOHTTP1
         }
         try await fleet.start(3, ["-j", "2", "--lease-timeout", "3"])
         var ids: [String] = []
-        for index in payloads.indices { ids.append(try await fleet.hosts[0].add(fleet.world.server.url("/big/\(index).bin")).id) }
+        for index in payloads.indices {
+            ids.append(try await fleet.hosts[0].add(fleet.world.server.url("/big/\(index).bin")).id)
+        }
         // Every download running with a checkpoint past zero; find the ones host-1 runs.
         var orphans: [DownloadView] = []
         for _ in 0..<2400 {
@@ -134,7 +138,9 @@ import NIOHTTP1
             let requests = fleet.world.server.requests(to: path)
             // Taken over from host-1's last checkpoint, not from zero.
             #expect(requests.count == 2, "\(requests.map(\.range))")
-            let resumedAt = requests.last?.range.flatMap { Int64($0.dropFirst("bytes=".count).split(separator: "-").first ?? "") }
+            let resumedAt = requests.last?.range.flatMap {
+                Int64($0.dropFirst("bytes=".count).split(separator: "-").first ?? "")
+            }
             #expect((resumedAt ?? 0) > 0, "\(String(describing: requests.last?.range))")
         }
         try await fleet.close()
@@ -143,7 +149,11 @@ import NIOHTTP1
     /// Whether every download's stored checkpoint is past zero, read from the database.
     func allCheckpointed(_ fleet: Fleet, _ ids: [String]) async throws -> Bool {
         let count = try await fleet.database.psql(
-            "SELECT count(*) FROM haul_downloads WHERE status = 'running' AND (record::jsonb->'segments'->0->>'written')::bigint > 0")
+            """
+            SELECT count(*) FROM haul_downloads WHERE status = 'running' AND \
+            (record::jsonb->'segments'->0->>'written')::bigint > 0
+            """
+        )
         return Int(count) == ids.count
     }
 
@@ -155,7 +165,9 @@ import NIOHTTP1
         }
         try await fleet.start(3, ["-j", "2"])
         var ids: [String] = []
-        for index in payloads.indices { ids.append(try await fleet.hosts[0].add(fleet.world.server.url("/long/\(index).bin")).id) }
+        for index in payloads.indices {
+            ids.append(try await fleet.hosts[0].add(fleet.world.server.url("/long/\(index).bin")).id)
+        }
         for _ in 0..<2400 {
             let views = try await fleet.hosts[0].list()
             if views.filter({ $0.status == .running && $0.completedLength > 100_000 }).count == 6 { break }
@@ -191,7 +203,8 @@ import NIOHTTP1
         fleet.world.server.setRoute("/small.bin", Route(payload: small))
         try await fleet.start(3, ["-j", "2"])
         let download = try await fleet.hosts[0].add(fleet.world.server.url("/slow.bin"))
-        let running = try await fleet.hosts[0].wait(for: download.id, status: .running, where: { $0.host != nil && $0.completedLength > 0 })
+        let running = try await fleet.hosts[0].wait(
+            for: download.id, status: .running, where: { $0.host != nil && $0.completedLength > 0 })
         // Paused from a host that does not run it: the CLI answers once it took effect.
         let other = try #require(["host-0", "host-1", "host-2"].firstIndex { $0 != running.host })
         let paused = try await HaulProcess.run(["pause", download.id], in: fleet.home(other))
@@ -242,15 +255,24 @@ import NIOHTTP1
         let malformed = try await serve("postgres://nobody@/nowhere")
         #expect(malformed.status == 2 && malformed.stderr.split(separator: "\n").count == 1, "\(malformed.stderr)")
         let login = try await serve(database.urlWithWrongPassword + "?sslmode=disable")
-        #expect(login.status == 12 && login.stderr.contains("refused the login") && !login.stderr.contains("wrong-password"), "\(login.stderr)")
+        #expect(
+            login.status == 12 && login.stderr.contains("refused the login")
+                && !login.stderr.contains("wrong-password"), "\(login.stderr)")
         #expect(login.stderr.split(separator: "\n").count == 1)
-        _ = try await database.psql("CREATE TABLE haul_schema (version integer NOT NULL); INSERT INTO haul_schema VALUES (7); ALTER TABLE haul_schema OWNER TO haul")
+        _ = try await database.psql(
+            """
+            CREATE TABLE haul_schema (version integer NOT NULL); INSERT INTO haul_schema VALUES (7); ALTER TABLE \
+            haul_schema OWNER TO haul
+            """
+        )
         let newer = try await serve(database.url + "?sslmode=disable")
         #expect(newer.status == 13 && newer.stderr.contains("newer"), "\(newer.stderr)")
         #expect(try await database.psql("SELECT count(*) FROM pg_tables WHERE tablename = 'haul_downloads'") == "0")
         await database.destroy()
         let down = try await serve(database.url + "?sslmode=disable")
-        #expect(down.status == 11 && down.stderr.contains("cannot reach") && down.stderr.split(separator: "\n").count == 1, "\(down.stderr)")
+        #expect(
+            down.status == 11 && down.stderr.contains("cannot reach") && down.stderr.split(separator: "\n").count == 1,
+            "\(down.stderr)")
         try await world.close()
     }
 }

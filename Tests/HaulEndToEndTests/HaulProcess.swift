@@ -25,8 +25,10 @@ final class HaulProcess: @unchecked Sendable {
     let stderrPath: String
     private let exited = AsyncStream<Int32>.makeStream()
 
-    init(_ arguments: [String], home: String, workingDirectory: String, shell: String? = nil,
-         environment extra: [String: String] = [:]) throws {
+    init(
+        _ arguments: [String], home: String, workingDirectory: String, shell: String? = nil,
+        environment extra: [String: String] = [:]
+    ) throws {
         let id = UUID().uuidString
         stdoutPath = NSTemporaryDirectory() + "haul-out-\(id)"
         stderrPath = NSTemporaryDirectory() + "haul-err-\(id)"
@@ -71,10 +73,13 @@ final class HaulProcess: @unchecked Sendable {
     var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
 
     /// Runs to the end.
-    static func run(_ arguments: [String], in world: World, shell: String? = nil,
-                    environment: [String: String] = [:]) async throws -> (status: Int32, stdout: String, stderr: String) {
-        let process = try HaulProcess(arguments, home: world.home, workingDirectory: world.directory, shell: shell,
-                                      environment: environment)
+    static func run(
+        _ arguments: [String], in world: World, shell: String? = nil,
+        environment: [String: String] = [:]
+    ) async throws -> (status: Int32, stdout: String, stderr: String) {
+        let process = try HaulProcess(
+            arguments, home: world.home, workingDirectory: world.directory, shell: shell,
+            environment: environment)
         let status = await process.wait()
         return (status, process.stdout, process.stderr)
     }

@@ -24,7 +24,8 @@ import Testing
 
     func check(_ payloads: [Payload], in world: World) {
         var wrong = 0
-        for (index, payload) in payloads.enumerated() where payload.mismatch(inFileAt: world.directory + "/f\(index).bin") != nil {
+        for (index, payload) in payloads.enumerated()
+        where payload.mismatch(inFileAt: world.directory + "/f\(index).bin") != nil {
             wrong += 1
         }
         #expect(wrong == 0, "\(wrong) files missing or wrong")
@@ -55,15 +56,16 @@ import Testing
         let world = try await World.make()
         let (list, payloads) = try serve(6_000, in: world)
         let missing = world.server.url("/many/missing.bin")
-        try (String(contentsOfFile: list, encoding: .utf8) + missing + "\n").write(toFile: list, atomically: true, encoding: .utf8)
+        try (String(contentsOfFile: list, encoding: .utf8) + missing + "\n").write(
+            toFile: list, atomically: true, encoding: .utf8)
 
         let run = try await HaulProcess.run(["get", "--json", "-j", "16", "-i", list, "--retries", "1"], in: world)
         #expect(run.status == ExitCodesExpected.http, "\(run.stderr.prefix(2000))")
         var ends: [String: [String]] = [:]
         for line in run.stdout.split(separator: "\n") {
             guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                  let type = object["type"] as? String, let url = object["url"] as? String,
-                  ["completed", "alreadyComplete", "failed", "paused", "removed", "interrupted"].contains(type)
+                let type = object["type"] as? String, let url = object["url"] as? String,
+                ["completed", "alreadyComplete", "failed", "paused", "removed", "interrupted"].contains(type)
             else { continue }
             ends[url, default: []].append(type)
         }

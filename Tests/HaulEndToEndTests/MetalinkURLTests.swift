@@ -29,10 +29,13 @@ import Testing
             ("disk.iso", disk.sha256, [world.server.url("/dead.iso"), world.server.url("/disk.iso")]),
             ("notes.txt", notes.sha256, [world.server.url("/notes.txt")]),
         ])
-        world.server.setRoute("/files.meta4", Route(payload: disk, then: .document(text, headers: [("Content-Type", "application/metalink4+xml")])))
+        world.server.setRoute(
+            "/files.meta4",
+            Route(payload: disk, then: .document(text, headers: [("Content-Type", "application/metalink4+xml")])))
         world.server.setRoute("/latest.meta4", Route(payload: disk, then: .redirect(to: "/files.meta4")))
-        let result = try await HaulProcess.run(["get", "-H", "X-Token: t1", "-u", "ulla:pw", "--metalink", world.server.url("/latest.meta4")],
-                                               in: world)
+        let result = try await HaulProcess.run(
+            ["get", "-H", "X-Token: t1", "-u", "ulla:pw", "--metalink", world.server.url("/latest.meta4")],
+            in: world)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(disk.mismatch(inFileAt: world.directory + "/disk.iso") == nil)
         #expect(notes.mismatch(inFileAt: world.directory + "/notes.txt") == nil)
@@ -42,24 +45,43 @@ import Testing
         #expect(asked.count == 1)
         #expect(asked.first?.header("X-Token") == "t1")
         #expect(asked.first?.header("Authorization") == "Basic " + Data("ulla:pw".utf8).base64EncodedString())
-        #expect(asked.first?.header("User-Agent")?.hasPrefix("haul/") == true, "\(asked.first?.header("User-Agent") ?? "none")")
+        #expect(
+            asked.first?.header("User-Agent")?.hasPrefix("haul/") == true,
+            "\(asked.first?.header("User-Agent") ?? "none")")
         #expect(world.server.requests(to: "/disk.iso").allSatisfy { $0.header("X-Token") == "t1" })
         try await world.close()
     }
 
     @Test func failuresAreOneLineWithTheExitOfTheirKind() async throws {
         let world = try await World.make()
-        world.server.setRoute("/login.meta4", Route(payload: Payload(seed: 2123, length: 10),
-                                                    then: .document("<html><body>Please log in</body></html>\n")))
+        world.server.setRoute(
+            "/login.meta4",
+            Route(
+                payload: Payload(seed: 2123, length: 10),
+                then: .document("<html><body>Please log in</body></html>\n")))
         world.server.setRoute("/huge.meta4", Route(payload: Payload(seed: 2124, length: Int64(Metalink.maxBytes) + 1)))
         let refusing = try LoopbackPort.Refusing()
         let cases: [(url: String, status: Int32, stderr: String)] = [
-            (world.server.url("/none.meta4"), 3, "haul: cannot fetch the Metalink \(world.server.url("/none.meta4")): HTTP 404 Not Found\n"),
-            (world.server.url("/login.meta4"), 2, "haul: \(world.server.url("/login.meta4")): not a Metalink: the root element is <html>\n"),
-            (world.server.url("/huge.meta4"), 2, "haul: \(world.server.url("/huge.meta4")): larger than 4 MiB, not a Metalink\n"),
-            ("http://127.0.0.1:\(refusing.port)/x.meta4", 4,
-             "haul: cannot fetch the Metalink http://127.0.0.1:\(refusing.port)/x.meta4: Connection refused\n"),
-            ("ftp://127.0.0.1/x.meta4", 2, "haul: unsupported scheme 'ftp' in ftp://127.0.0.1/x.meta4 (only http and https)\n"),
+            (
+                world.server.url("/none.meta4"), 3,
+                "haul: cannot fetch the Metalink \(world.server.url("/none.meta4")): HTTP 404 Not Found\n"
+            ),
+            (
+                world.server.url("/login.meta4"), 2,
+                "haul: \(world.server.url("/login.meta4")): not a Metalink: the root element is <html>\n"
+            ),
+            (
+                world.server.url("/huge.meta4"), 2,
+                "haul: \(world.server.url("/huge.meta4")): larger than 4 MiB, not a Metalink\n"
+            ),
+            (
+                "http://127.0.0.1:\(refusing.port)/x.meta4", 4,
+                "haul: cannot fetch the Metalink http://127.0.0.1:\(refusing.port)/x.meta4: Connection refused\n"
+            ),
+            (
+                "ftp://127.0.0.1/x.meta4", 2,
+                "haul: unsupported scheme 'ftp' in ftp://127.0.0.1/x.meta4 (only http and https)\n"
+            ),
         ]
         for (url, status, stderr) in cases {
             let result = try await HaulProcess.run(["get", "--metalink", url], in: world)

@@ -17,8 +17,11 @@ import Testing
         world.server.setRoute("/gone.bin", Route(payload: payload, then: .status(404)))
         world.server.setRoute("/m.bin", Route(payload: payload, throttle: 4 << 20))
         other.setRoute("/m.bin", Route(payload: Payload(seed: 2111, length: payload.length), throttle: 4 << 20))
-        let result = try await HaulProcess.run(["get", "--mirrors", "-x", "4", "-v", "-o", "m.bin", world.server.url("/gone.bin"),
-                                                world.server.url("/m.bin"), other.url("/m.bin")], in: world)
+        let result = try await HaulProcess.run(
+            [
+                "get", "--mirrors", "-x", "4", "-v", "-o", "m.bin", world.server.url("/gone.bin"),
+                world.server.url("/m.bin"), other.url("/m.bin"),
+            ], in: world)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(payload.mismatch(inFileAt: world.directory + "/m.bin") == nil)
         #expect(result.stderr.contains("source dropped"), "\(result.stderr)")
@@ -34,15 +37,19 @@ import Testing
         world.server.setRoute("/a.bin", Route(payload: payload))
         world.server.setRoute("/b.bin", Route(payload: payload))
         let list = world.directory + "/list.txt"
-        try "\(world.server.url("/a.bin"))\t\(world.server.url("/b.bin"))\n".write(toFile: list, atomically: true, encoding: .utf8)
+        try "\(world.server.url("/a.bin"))\t\(world.server.url("/b.bin"))\n".write(
+            toFile: list, atomically: true, encoding: .utf8)
         let result = try await HaulProcess.run(["get", "-i", list], in: world)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(payload.mismatch(inFileAt: world.directory + "/a.bin") == nil)
         #expect(!FileManager.default.fileExists(atPath: world.directory + "/b.bin"), "one file, not two")
 
-        let bad = try await HaulProcess.run(["get", "--mirrors", world.server.url("/a.bin"), "ftp://127.0.0.1/a.bin"], in: world)
+        let bad = try await HaulProcess.run(
+            ["get", "--mirrors", world.server.url("/a.bin"), "ftp://127.0.0.1/a.bin"], in: world)
         #expect(bad.status == 2, "\(bad.stderr)")
-        #expect(bad.stderr == "haul: unsupported scheme 'ftp' in ftp://127.0.0.1/a.bin (only http and https)\n", "\(bad.stderr)")
+        #expect(
+            bad.stderr == "haul: unsupported scheme 'ftp' in ftp://127.0.0.1/a.bin (only http and https)\n",
+            "\(bad.stderr)")
         try await world.close()
     }
 
@@ -54,11 +61,13 @@ import Testing
         let payload = Payload(seed: 2113, length: 2_000_000)
         world.server.setRoute("/signed", Route(payload: payload, script: [.dropAfter(700_000)], then: .status(403)))
         world.server.setRoute("/renewed", Route(payload: payload, etag: "\"other\""))
-        let expired = try await HaulProcess.run(["get", "-x", "1", "-o", "f.bin", world.server.url("/signed")], in: world)
+        let expired = try await HaulProcess.run(
+            ["get", "-x", "1", "-o", "f.bin", world.server.url("/signed")], in: world)
         #expect(expired.status == 14, "\(expired.stderr)")
         #expect(expired.stderr.contains("HTTP 403 Forbidden after"), "\(expired.stderr)")
         #expect(FileManager.default.fileExists(atPath: world.directory + "/f.bin.part"))
-        let renewed = try await HaulProcess.run(["get", "-x", "1", "-o", "f.bin", world.server.url("/renewed")], in: world)
+        let renewed = try await HaulProcess.run(
+            ["get", "-x", "1", "-o", "f.bin", world.server.url("/renewed")], in: world)
         #expect(renewed.status == 0, "\(renewed.stderr)")
         #expect(payload.mismatch(inFileAt: world.directory + "/f.bin") == nil)
         // Asked from where the checkpoint left off, not from byte 0.
@@ -70,12 +79,16 @@ import Testing
         // download in the same run.
         world.server.setRoute("/signed2", Route(payload: payload, script: [.dropAfter(700_000)], then: .status(403)))
         world.server.setRoute("/renewed2", Route(payload: payload, etag: "\"other\""))
-        let refreshed = try await HaulProcess.run(["get", "-x", "1", "-o", "g.bin", "--refresh-command",
-                                                   "echo \(world.server.url("/renewed2"))", world.server.url("/signed2")], in: world)
+        let refreshed = try await HaulProcess.run(
+            [
+                "get", "-x", "1", "-o", "g.bin", "--refresh-command",
+                "echo \(world.server.url("/renewed2"))", world.server.url("/signed2"),
+            ], in: world)
         #expect(refreshed.status == 0, "\(refreshed.stderr)")
         #expect(payload.mismatch(inFileAt: world.directory + "/g.bin") == nil)
         #expect(world.server.bodyBytesSent(to: "/renewed2") < payload.length)
-        let empty = try await HaulProcess.run(["get", "--refresh-command", " ", world.server.url("/renewed2")], in: world)
+        let empty = try await HaulProcess.run(
+            ["get", "--refresh-command", " ", world.server.url("/renewed2")], in: world)
         #expect(empty.status == 2 && empty.stderr.contains("--refresh-command needs a command"), "\(empty.stderr)")
         try await world.close()
     }
@@ -113,10 +126,14 @@ import Testing
         try "<metalink><file name=\"x\">".write(toFile: broken, atomically: true, encoding: .utf8)
         let malformed = try await HaulProcess.run(["get", broken], in: world)
         #expect(malformed.status == 2, "\(malformed.stderr)")
-        #expect(malformed.stderr.hasPrefix("haul: \(broken): not a valid Metalink (XML): ") && malformed.stderr.filter { $0 == "\n" }.count == 1,
-                "\(malformed.stderr)")
+        #expect(
+            malformed.stderr.hasPrefix("haul: \(broken): not a valid Metalink (XML): ")
+                && malformed.stderr.filter { $0 == "\n" }.count == 1,
+            "\(malformed.stderr)")
         let missing = try await HaulProcess.run(["get", world.directory + "/none.meta4"], in: world)
-        #expect(missing.status == 2 && missing.stderr == "haul: cannot read the Metalink \(world.directory)/none.meta4\n", "\(missing.stderr)")
+        #expect(
+            missing.status == 2 && missing.stderr == "haul: cannot read the Metalink \(world.directory)/none.meta4\n",
+            "\(missing.stderr)")
         try await world.close()
     }
 
@@ -153,10 +170,13 @@ import Testing
         #expect(payload.mismatch(inFileAt: world.directory + "/disk.iso") == nil)
         #expect(result.stderr.contains("fail their sha-256 piece digest"), "\(result.stderr)")
         // One piece of 256 KiB and a probe, not the file.
-        #expect(world.server.bodyBytesSent(to: "/good.iso") <= pieceLength + (64 << 10), "\(world.server.bodyBytesSent(to: "/good.iso"))")
+        #expect(
+            world.server.bodyBytesSent(to: "/good.iso") <= pieceLength + (64 << 10),
+            "\(world.server.bodyBytesSent(to: "/good.iso"))")
 
         let only = world.directory + "/only.meta4"
-        try document("only.iso", urls: [world.server.url("/bad.iso")]).write(toFile: only, atomically: true, encoding: .utf8)
+        try document("only.iso", urls: [world.server.url("/bad.iso")]).write(
+            toFile: only, atomically: true, encoding: .utf8)
         let failed = try await HaulProcess.run(["get", "-x", "1", only], in: world)
         #expect(failed.status == 5, "\(failed.stderr)")
         #expect(failed.stderr.contains("failed sha-256 digests"), "\(failed.stderr)")

@@ -17,22 +17,27 @@ import Testing
         let proxy = try await TinyProxy.start()
         defer { proxy.stop() }
         // The body stops midway, so the kill lands mid-download however loaded the machine.
-        world.server.setRoute("/big.bin", Route(payload: payload, throttle: 400_000, script: [.stallAfter(payload.length / 2)]))
-        let first = try HaulProcess(["get", world.server.url("/big.bin"), "--quiet", "--checkpoint-interval", "0.05"],
-                                    home: world.home, workingDirectory: world.directory,
-                                    environment: ["http_proxy": proxy.url, "no_proxy": ""])
+        world.server.setRoute(
+            "/big.bin", Route(payload: payload, throttle: 400_000, script: [.stallAfter(payload.length / 2)]))
+        let first = try HaulProcess(
+            ["get", world.server.url("/big.bin"), "--quiet", "--checkpoint-interval", "0.05"],
+            home: world.home, workingDirectory: world.directory,
+            environment: ["http_proxy": proxy.url, "no_proxy": ""])
         let checkpoint = try await world.waitForCheckpoint(beyond: 0)
         first.signal(SIGKILL)
         _ = await first.wait()
         #expect(proxy.tunnels().count == 1, "\(proxy.log)")
 
         world.server.setRoute("/big.bin", Route(payload: payload))
-        let second = try await HaulProcess.run(["get", world.server.url("/big.bin"), "--quiet", "--proxy", proxy.url], in: world,
-                                               environment: ["http_proxy": "http://127.0.0.1:1"])
+        let second = try await HaulProcess.run(
+            ["get", world.server.url("/big.bin"), "--quiet", "--proxy", proxy.url], in: world,
+            environment: ["http_proxy": "http://127.0.0.1:1"])
         #expect(second.status == 0, "\(second.stderr)")
         let resumed = try #require(world.server.requests(to: "/big.bin").last)
         #expect(resumed.rangeStart >= checkpoint && resumed.rangeStart > 0)
-        #expect(proxy.tunnels() == Array(repeating: "127.0.0.1:\(world.server.port)", count: 2), "both runs went through the proxy")
+        #expect(
+            proxy.tunnels() == Array(repeating: "127.0.0.1:\(world.server.port)", count: 2),
+            "both runs went through the proxy")
         #expect(world.sha256(of: world.directory + "/big.bin") == payload.sha256)
         try await world.close()
     }
@@ -45,10 +50,12 @@ import Testing
         defer { proxy.stop() }
         world.server.setRoute("/a.bin", Route(payload: Payload(seed: 1, length: 1000)))
         world.server.setRoute("/b.bin", Route(payload: Payload(seed: 2, length: 1000)))
-        let flag = try await HaulProcess.run(["get", "-q", world.server.url("/a.bin"), "--proxy", proxy.url, "--noproxy", "127.0.0.1"],
-                                             in: world)
-        let environment = try await HaulProcess.run(["get", "-q", world.server.url("/b.bin")], in: world,
-                                                    environment: ["HTTP_PROXY": proxy.url, "NO_PROXY": "127.0.0.0/8"])
+        let flag = try await HaulProcess.run(
+            ["get", "-q", world.server.url("/a.bin"), "--proxy", proxy.url, "--noproxy", "127.0.0.1"],
+            in: world)
+        let environment = try await HaulProcess.run(
+            ["get", "-q", world.server.url("/b.bin")], in: world,
+            environment: ["HTTP_PROXY": proxy.url, "NO_PROXY": "127.0.0.0/8"])
         #expect(flag.status == 0 && environment.status == 0, "\(flag.stderr) \(environment.stderr)")
         #expect(proxy.tunnels().isEmpty, "\(proxy.log)")
         #expect(world.files() == ["a.bin", "b.bin"])
@@ -65,12 +72,16 @@ import Testing
             world.server.setRoute("/\(name).bin", Route(payload: Payload(seed: 3, length: 5000)))
         }
         let netrc = world.home + "-netrc"
-        try "machine 127.0.0.1 login nina password \(secret)-n\n".write(toFile: netrc, atomically: true, encoding: .utf8)
+        try "machine 127.0.0.1 login nina password \(secret)-n\n".write(
+            toFile: netrc, atomically: true, encoding: .utf8)
         let port = world.server.port
         let runs = [
-            try await HaulProcess.run(["get", "-v", "--json", world.server.url("/user.bin"), "--user", "ulla:\(secret)-u"], in: world),
-            try await HaulProcess.run(["get", "-v", "--json", "http://uwe:\(secret)-l@127.0.0.1:\(port)/url.bin"], in: world),
-            try await HaulProcess.run(["get", "-v", "--json", world.server.url("/netrc.bin"), "--netrc-file", netrc], in: world),
+            try await HaulProcess.run(
+                ["get", "-v", "--json", world.server.url("/user.bin"), "--user", "ulla:\(secret)-u"], in: world),
+            try await HaulProcess.run(
+                ["get", "-v", "--json", "http://uwe:\(secret)-l@127.0.0.1:\(port)/url.bin"], in: world),
+            try await HaulProcess.run(
+                ["get", "-v", "--json", world.server.url("/netrc.bin"), "--netrc-file", netrc], in: world),
         ]
         for run in runs {
             #expect(run.status == 0, "\(run.stderr)")
@@ -84,15 +95,19 @@ import Testing
             FileManager.default.contents(atPath: world.home + "/" + $0)
         }
         #expect(!state.isEmpty)
-        #expect(state.allSatisfy { !String(decoding: $0, as: UTF8.self).contains(secret) }, "haul get keeps no password")
+        #expect(
+            state.allSatisfy { !String(decoding: $0, as: UTF8.self).contains(secret) }, "haul get keeps no password")
         try await world.close()
     }
 
     /// Wrong credentials: the server's 401 is an HTTP error, one line, exit 3, no password.
     @Test func unauthorizedIsAnHTTPErrorOnOneLine() async throws {
         let world = try await World.make()
-        world.server.setRoute("/secret.bin", Route(payload: payload, then: .status(401, headers: [("WWW-Authenticate", "Basic realm=\"x\"")])))
-        let run = try await HaulProcess.run(["get", "-q", world.server.url("/secret.bin"), "-u", "bob:wrong-pw"], in: world)
+        world.server.setRoute(
+            "/secret.bin",
+            Route(payload: payload, then: .status(401, headers: [("WWW-Authenticate", "Basic realm=\"x\"")])))
+        let run = try await HaulProcess.run(
+            ["get", "-q", world.server.url("/secret.bin"), "-u", "bob:wrong-pw"], in: world)
         #expect(run.status == ExitCodesExpected.http)
         #expect(run.stderr.contains("401"), "\(run.stderr)")
         #expect(run.stderr.split(separator: "\n").count == 1, "\(run.stderr)")
@@ -112,7 +127,8 @@ import Testing
         world.server.setRoute("/file.bin", Route(payload: payload))
         world.server.setRoute("/other.bin", Route(payload: payload))
         // Two URLs, one line: the input is refused before any URL is looked at.
-        let run = try await HaulProcess.run(["get", "-q", world.server.url("/file.bin"), world.server.url("/other.bin")] + extra, in: world)
+        let run = try await HaulProcess.run(
+            ["get", "-q", world.server.url("/file.bin"), world.server.url("/other.bin")] + extra, in: world)
         #expect(run.status == ExitCodesExpected.usage, "\(run.stderr)")
         #expect(run.stderr.contains(message), "\(run.stderr)")
         #expect(run.stderr.split(separator: "\n").count == 1, "\(run.stderr)")

@@ -1,14 +1,16 @@
 import Foundation
 import HaulCore
 import HaulTesting
+import NIOCore
 import NIOPosix
 import Testing
-import NIOCore
 
 /// A real peer: nginx's own `Range`, `If-Range` and ETag handling, throttled with `limit_rate`,
 /// against a `kill -9` of the real binary. `.ci/run` installs nginx; elsewhere the test runs
 /// when nginx is on the PATH.
-@Suite(.serialized, .timeLimit(.minutes(5)), .enabled(if: Nginx.binary != nil, "nginx is not installed (.ci/run installs it)"))
+@Suite(
+    .serialized, .timeLimit(.minutes(5)),
+    .enabled(if: Nginx.binary != nil, "nginx is not installed (.ci/run installs it)"))
 struct NginxTests {
     @Test func killNineThenResumeAgainstNginx() async throws {
         // 10 MB at 600 KB/s: 17 s, so the kill lands mid-download however late a loaded machine
@@ -20,7 +22,9 @@ struct NginxTests {
         let url = "http://127.0.0.1:\(nginx.port)/real.bin"
         let world = World(server: try await TestServer.start(), directory: nginx.downloads, home: nginx.root + "/home")
 
-        let first = try HaulProcess(["get", url, "--quiet", "-x", "1", "--checkpoint-interval", "0.05"], home: world.home, workingDirectory: world.directory)
+        let first = try HaulProcess(
+            ["get", url, "--quiet", "-x", "1", "--checkpoint-interval", "0.05"], home: world.home,
+            workingDirectory: world.directory)
         let checkpoint = try await world.waitForCheckpoint(beyond: 0)
         first.signal(SIGKILL)
         #expect(await first.wait() == SIGKILL)
@@ -54,7 +58,9 @@ struct NginxTests {
         let url = "http://127.0.0.1:\(nginx.port)/real.bin"
         let world = World(server: try await TestServer.start(), directory: nginx.downloads, home: nginx.root + "/home")
 
-        let first = try HaulProcess(["get", url, "--quiet", "-x", "1", "--checkpoint-interval", "0.05"], home: world.home, workingDirectory: world.directory)
+        let first = try HaulProcess(
+            ["get", url, "--quiet", "-x", "1", "--checkpoint-interval", "0.05"], home: world.home,
+            workingDirectory: world.directory)
         _ = try await world.waitForCheckpoint(beyond: 0)
         first.signal(SIGKILL)
         _ = await first.wait()
@@ -89,7 +95,9 @@ struct Nginx {
     /// `tls`: HTTPS with that certificate, offering HTTP/2 through ALPN. The access log has one
     /// line per request: status, `Range`, `If-Range`, the protocol (`HTTP/1.1`, `HTTP/2.0`), the
     /// serial number of the TCP connection it came over, and the body bytes sent.
-    static func start(payload: Payload, name: String, rateLimit: String = "0", tls: TLSFiles? = nil) async throws -> Nginx {
+    static func start(payload: Payload, name: String, rateLimit: String = "0", tls: TLSFiles? = nil) async throws
+        -> Nginx
+    {
         let root = NSTemporaryDirectory() + "haul-nginx-\(UUID().uuidString)"
         for directory in ["www", "downloads", "tmp", "logs"] {
             try FileManager.default.createDirectory(atPath: root + "/" + directory, withIntermediateDirectories: true)
@@ -136,7 +144,8 @@ struct Nginx {
     /// 1.25.1, `listen ... ssl http2` before (Debian 12 has 1.22).
     static func listen(port: Int, tls: TLSFiles?) -> String {
         guard let tls else { return "listen 127.0.0.1:\(port);" }
-        let http2 = (version.map { $0.lexicographicallyPrecedes([1, 25, 1]) } ?? true)
+        let http2 =
+            (version.map { $0.lexicographicallyPrecedes([1, 25, 1]) } ?? true)
             ? "listen 127.0.0.1:\(port) ssl http2;" : "listen 127.0.0.1:\(port) ssl;\n    http2 on;"
         return http2 + "\n    ssl_certificate \(tls.certificatePath);\n    ssl_certificate_key \(tls.privateKeyPath);"
     }
@@ -144,11 +153,14 @@ struct Nginx {
     /// nginx's version, as numbers.
     static let version: [Int]? = {
         guard let text = describe(), let slash = text.range(of: "nginx/") else { return nil }
-        return text[slash.upperBound...].prefix { $0.isNumber || $0 == "." }.split(separator: ".").compactMap { Int($0) }
+        return text[slash.upperBound...].prefix { $0.isNumber || $0 == "." }.split(separator: ".").compactMap {
+            Int($0)
+        }
     }()
 
     /// Built with HTTP/2 and TLS (Debian's nginx is).
-    static let hasHTTP2: Bool = describe().map { $0.contains("--with-http_v2_module") && $0.contains("--with-http_ssl_module") } ?? false
+    static let hasHTTP2: Bool =
+        describe().map { $0.contains("--with-http_v2_module") && $0.contains("--with-http_ssl_module") } ?? false
 
     /// What `nginx -V` says (on stderr): version and build options.
     static func describe() -> String? {
@@ -172,7 +184,9 @@ struct Nginx {
 
     /// A port the kernel just handed out and released.
     static func freePort() async throws -> Int {
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).get()
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(
+            host: "127.0.0.1", port: 0
+        ).get()
         let port = channel.localAddress!.port!
         try await channel.close()
         return port
@@ -181,7 +195,8 @@ struct Nginx {
     func waitUntilListening() async throws {
         for _ in 0..<200 {
             if let channel = try? await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .connect(host: "127.0.0.1", port: port).get() {
+                .connect(host: "127.0.0.1", port: port).get()
+            {
                 try? await channel.close()
                 return
             }

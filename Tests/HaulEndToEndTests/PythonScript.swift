@@ -7,7 +7,9 @@ enum PythonScript {
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
 
     /// Killed after `limit`: the scripts bound their own waits, so this only catches a wedged one.
-    static func run(python: String, _ arguments: [String], limit: Duration = .seconds(600)) async throws -> (status: Int32, output: String) {
+    static func run(python: String, _ arguments: [String], limit: Duration = .seconds(600)) async throws -> (
+        status: Int32, output: String
+    ) {
         let outputPath = NSTemporaryDirectory() + "haul-python-\(UUID().uuidString).log"
         _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
         defer { try? FileManager.default.removeItem(atPath: outputPath) }

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// A plain blocking TCP socket to 127.0.0.1, for what an HTTP client library will not do: hold
 /// a connection idle, trickle a header a byte at a time, send a foreign `Host`, speak WebSocket
@@ -20,7 +21,9 @@ final class RawSocket {
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard result == 0 else {
             let message = String(cString: strerror(errno))
@@ -42,7 +45,9 @@ final class RawSocket {
     func send(_ bytes: [UInt8]) -> Bool {
         var sent = 0
         while sent < bytes.count {
-            let result = bytes[sent...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let result = bytes[sent...].withUnsafeBytes {
+                Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
             if result <= 0 { return false }
             sent += result
         }
@@ -91,7 +96,8 @@ final class RawSocket {
     /// One response with a `Content-Length` body, leaving the connection open for the next.
     func receiveResponse() -> (head: String, body: String)? {
         guard let head = receiveHead() else { return nil }
-        let length = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+        let length =
+            head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
             .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
         guard let body = receive(exactly: length) else { return nil }
         return (head, String(decoding: body, as: UTF8.self))
@@ -125,7 +131,9 @@ final class RawSocket {
 
     static func find(_ needle: [UInt8], in bytes: [UInt8]) -> Int? {
         guard bytes.count >= needle.count else { return nil }
-        for start in 0...(bytes.count - needle.count) where Array(bytes[start..<start + needle.count]) == needle { return start }
+        for start in 0...(bytes.count - needle.count) where Array(bytes[start..<start + needle.count]) == needle {
+            return start
+        }
         return nil
     }
 
@@ -163,7 +171,7 @@ final class RawSocket {
             switch header[0] & 0x0F {
             case 0x1: return String(decoding: payload, as: UTF8.self)
             case 0x8: return nil
-            default: continue  // ping, pong, binary: not what these tests look for
+            default: continue // ping, pong, binary: not what these tests look for
             }
         }
     }

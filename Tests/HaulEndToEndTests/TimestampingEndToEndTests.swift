@@ -33,10 +33,14 @@ import Testing
 
         let second = try await HaulProcess.run(command, in: world)
         #expect(second.status == 0, "\(second.stderr)")
-        #expect((second.stdout + second.stderr).contains("not modified on the server: \(path)"), "\(second.stdout)\(second.stderr)")
+        #expect(
+            (second.stdout + second.stderr).contains("not modified on the server: \(path)"),
+            "\(second.stdout)\(second.stderr)")
         let asked = try #require(world.server.requests(to: "/t.bin").last)
         #expect(asked.header("If-Modified-Since") == november1)
-        #expect(second.status == 0 && world.server.bodyBytesSent(to: "/t.bin") == old.length, "nothing sent the second time")
+        #expect(
+            second.status == 0 && world.server.bodyBytesSent(to: "/t.bin") == old.length, "nothing sent the second time"
+        )
         #expect(old.mismatch(inFileAt: path) == nil && world.files() == ["t.bin"])
 
         let before = world.server.requests(to: "/t.bin").count
@@ -44,7 +48,9 @@ import Testing
         let third = try await HaulProcess.run(command, in: world)
         #expect(third.status == 0, "\(third.stderr)")
         let requests = world.server.requests(to: "/t.bin")
-        #expect(requests.count > before && requests[before].header("If-Modified-Since") == november1, "asked with the local time")
+        #expect(
+            requests.count > before && requests[before].header("If-Modified-Since") == november1,
+            "asked with the local time")
         #expect(new.mismatch(inFileAt: path) == nil, "the newer file replaced the old one")
         #expect(try modified(path) == november2Seconds)
         #expect(world.files() == ["t.bin"], "no .part left")
@@ -62,10 +68,12 @@ import Testing
         let newer = world.directory + "/b.bin"
         try Data("old local a".utf8).write(to: URL(fileURLWithPath: older))
         try Data("newer local b".utf8).write(to: URL(fileURLWithPath: newer))
-        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: Double(november1Seconds - 86_400))],
-                                              ofItemAtPath: older)
-        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: Double(november1Seconds + 86_400))],
-                                              ofItemAtPath: newer)
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date(timeIntervalSince1970: Double(november1Seconds - 86_400))],
+            ofItemAtPath: older)
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date(timeIntervalSince1970: Double(november1Seconds + 86_400))],
+            ofItemAtPath: newer)
         let a = try await HaulProcess.run(["get", "-N", "-o", "a.bin", world.server.url("/a.bin")], in: world)
         let b = try await HaulProcess.run(["get", "-N", "-o", "b.bin", world.server.url("/b.bin")], in: world)
         #expect(a.status == 0 && b.status == 0, "\(a.stderr) \(b.stderr)")
@@ -90,7 +98,9 @@ import Testing
         #expect(run.status == 0 && plain.status == 0, "\(run.stderr) \(plain.stderr)")
         #expect(payload.mismatch(inFileAt: world.directory + "/r.bin") == nil)
         #expect(try modified(world.directory + "/r.bin") == november2Seconds)
-        #expect(try modified(world.directory + "/plain.bin") > november2Seconds, "without the flag, the time of the download")
+        #expect(
+            try modified(world.directory + "/plain.bin") > november2Seconds,
+            "without the flag, the time of the download")
         try await world.close()
     }
 
@@ -103,12 +113,17 @@ import Testing
         let new = Payload(seed: 2125, length: 2_000_000)
         world.server.setRoute("/k.bin", Route(payload: old, lastModified: november1))
         let path = world.directory + "/k.bin"
-        let command = ["get", "-N", "-q", "-x", "1", "--checkpoint-interval", "0.05", "-o", "k.bin", world.server.url("/k.bin")]
+        let command = [
+            "get", "-N", "-q", "-x", "1", "--checkpoint-interval", "0.05", "-o", "k.bin", world.server.url("/k.bin"),
+        ]
         let first = try await HaulProcess.run(command, in: world)
         #expect(first.status == 0, "\(first.stderr)")
 
-        world.server.setRoute("/k.bin", Route(payload: new, lastModified: november2, throttle: 400_000,
-                                              script: [.stallAfter(new.length / 2)]))
+        world.server.setRoute(
+            "/k.bin",
+            Route(
+                payload: new, lastModified: november2, throttle: 400_000,
+                script: [.stallAfter(new.length / 2)]))
         let cut = try HaulProcess(command, home: world.home, workingDirectory: world.directory)
         // The finished record says old.length; the new run's checkpoints go past it.
         _ = try await world.waitForCheckpoint(beyond: old.length)

@@ -16,14 +16,19 @@ import Testing
         let world = try await World.make(tls: tls)
         let payload = Payload(seed: 2030, length: 8 << 20)
         world.server.setRoute("/held.bin", Route(payload: payload, acceptsRanges: false, script: [.holdAfter(6 << 20)]))
-        let result = try await HaulProcess.run(["get", world.server.url("/held.bin"), "-x", "1", "--range", "0-6291455", "-v",
-                                                "--cacert", tls.certificatePath], in: world)
+        let result = try await HaulProcess.run(
+            [
+                "get", world.server.url("/held.bin"), "-x", "1", "--range", "0-6291455", "-v",
+                "--cacert", tls.certificatePath,
+            ], in: world)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(payload.mismatch(inFileAt: world.directory + "/held.bin", range: 0...6_291_455) == nil)
         #expect(world.server.heldConnections == 1, "haul exited though the server holds the connection it cut")
         #expect(world.server.requests(to: "/held.bin").count == 1)
-        #expect(result.stderr.contains("\(world.server.url("/held.bin")): 1 request over 1 connection (1 TLS handshake), HTTP/1.1\n"),
-                "\(result.stderr)")
+        #expect(
+            result.stderr.contains(
+                "\(world.server.url("/held.bin")): 1 request over 1 connection (1 TLS handshake), HTTP/1.1\n"),
+            "\(result.stderr)")
         try await world.close()
     }
 
@@ -32,7 +37,8 @@ import Testing
         let world = try await World.make()
         let payload = Payload(seed: 2031, length: 6 << 20)
         world.server.setRoute("/counted.bin", Route(payload: payload))
-        let result = try await HaulProcess.run(["get", world.server.url("/counted.bin"), "-x", "4", "--json"], in: world)
+        let result = try await HaulProcess.run(
+            ["get", world.server.url("/counted.bin"), "-x", "4", "--json"], in: world)
         #expect(result.status == 0, "\(result.stderr)")
         let last = try #require(result.stdout.split(separator: "\n").last)
         let view = try JSONDecoder().decode(EventView.self, from: Data(last.utf8))
@@ -50,7 +56,9 @@ import Testing
         for command in [["get", world.server.url("/x")], ["serve", "--port", "0"]] {
             let result = try await HaulProcess.run(command + ["--http1.1", "--http2"], in: world)
             #expect(result.status == 2, "\(result.stderr)")
-            #expect(result.stderr == "haul: --http1.1 and --http2 exclude each other (see 'haul --help')\n", "\(result.stderr)")
+            #expect(
+                result.stderr == "haul: --http1.1 and --http2 exclude each other (see 'haul --help')\n",
+                "\(result.stderr)")
         }
         #expect(world.server.requests.isEmpty)
         try await world.close()
@@ -59,8 +67,9 @@ import Testing
 
 /// HTTP/2 against a real peer: nginx offering h2 through ALPN. Its access log tells which
 /// protocol each request came over.
-@Suite(.serialized, .timeLimit(.minutes(3)),
-       .enabled(if: Nginx.binary != nil && Nginx.hasHTTP2, "nginx with HTTP/2 is not installed (.ci/run installs it)"))
+@Suite(
+    .serialized, .timeLimit(.minutes(3)),
+    .enabled(if: Nginx.binary != nil && Nginx.hasHTTP2, "nginx with HTTP/2 is not installed (.ci/run installs it)"))
 struct NginxHTTP2Tests {
     /// By default every request goes over HTTP/1.1, and a download over K connections uses K TCP
     /// connections (one over one, whatever the file's size: no first piece over another
@@ -101,7 +110,9 @@ struct NginxHTTP2Tests {
         // A request cut short shows as another request starting inside its range (nginx's
         // `$body_bytes_sent` cannot tell: on loopback the whole body was in the socket already).
         let ranges = log.compactMap { Self.range($0[1]) }
-        let cut = ranges.filter { range in ranges.contains { $0.lowerBound > range.lowerBound && range.contains($0.lowerBound) } }.count
+        let cut = ranges.filter { range in
+            ranges.contains { $0.lowerBound > range.lowerBound && range.contains($0.lowerBound) }
+        }.count
         #expect(seen <= connections + cut, "nginx saw \(seen) connections, \(cut) requests cut: \(log)")
         #expect(connections == 1 ? seen == 1 : seen > 1, "nginx saw \(seen) connections: \(log)")
         if flags.contains("-x"), flags != ["-x", "1"] { #expect(log.count > 1, "several requests: \(log)") }
@@ -122,14 +133,18 @@ struct NginxHTTP2Tests {
         let world = World(server: try await TestServer.start(), directory: nginx.downloads, home: nginx.root + "/home")
         let url = "https://127.0.0.1:\(nginx.port)/h2.bin"
 
-        let first = try HaulProcess(["get", url, "--quiet", "-x", "1", "--http2", "--cacert", tls.certificatePath,
-                                     "--checkpoint-interval", "0.05"],
-                                    home: world.home, workingDirectory: world.directory)
+        let first = try HaulProcess(
+            [
+                "get", url, "--quiet", "-x", "1", "--http2", "--cacert", tls.certificatePath,
+                "--checkpoint-interval", "0.05",
+            ],
+            home: world.home, workingDirectory: world.directory)
         let checkpoint = try await world.waitForCheckpoint(beyond: 0)
         first.signal(SIGKILL)
         #expect(await first.wait() == SIGKILL)
 
-        let second = try await HaulProcess.run(["get", url, "--quiet", "-x", "1", "--http2", "--cacert", tls.certificatePath], in: world)
+        let second = try await HaulProcess.run(
+            ["get", url, "--quiet", "-x", "1", "--http2", "--cacert", tls.certificatePath], in: world)
         #expect(second.status == 0, "\(second.stderr)")
         #expect(payload.mismatch(inFileAt: world.directory + "/h2.bin") == nil)
 

@@ -1,8 +1,9 @@
 import Foundation
-@testable import HaulServer
+import HaulAPI
 import HaulTesting
 import Testing
-import HaulAPI
+
+@testable import HaulServer
 
 /// The web page of `haul serve` in a real browser: Tests/WebUI/webui_test.py drives headless
 /// Chromium through Selenium against the real binary (add through the form, watch a download
@@ -11,7 +12,10 @@ import HaulAPI
 /// resume all). `.ci/run` installs chromium, chromium-driver and python3-selenium; elsewhere the
 /// test runs when all three are there. Screenshots and the script's log (webui_test.log) of the
 /// last run go to `.build/webui-screenshots`.
-@Suite(.serialized, .timeLimit(.minutes(5)), .enabled(if: WebBrowser.available, "needs chromium, chromedriver and python3 with selenium (.ci/run installs them)"))
+@Suite(
+    .serialized, .timeLimit(.minutes(5)),
+    .enabled(if: WebBrowser.available, "needs chromium, chromedriver and python3 with selenium (.ci/run installs them)")
+)
 struct WebPageTests {
     let fast = Payload(seed: 41, length: 300_000)
     /// 256 MiB at 1 MiB/s over its one connection: still running when the page pages, however
@@ -48,13 +52,17 @@ struct WebPageTests {
                 "--screenshots", screenshots,
             ])
             try? script.output.write(toFile: screenshots + "/webui_test.log", atomically: true, encoding: .utf8)
-            #expect(script.status == 0, "webui_test.py exited \(script.status):\n\(script.output)\ndaemon stderr: \(daemon.process.stderr)")
+            #expect(
+                script.status == 0,
+                "webui_test.py exited \(script.status):\n\(script.output)\ndaemon stderr: \(daemon.process.stderr)")
             #expect(fast.mismatch(inFileAt: world.directory + "/fast.bin") == nil)
-            #expect(world.server.connectionCount(to: "/multi.bin") >= 4, "the page showed 4/4 connections, so 4 connected")
+            #expect(
+                world.server.connectionCount(to: "/multi.bin") >= 4, "the page showed 4/4 connections, so 4 connected")
 
             let status = await daemon.terminate()
             #expect(status == 0, "haul serve exited \(status) on SIGTERM: \(daemon.process.stderr)")
-            #expect(!FileManager.default.fileExists(atPath: world.home + "/serve.json"), "a clean exit deletes serve.json")
+            #expect(
+                !FileManager.default.fileExists(atPath: world.home + "/serve.json"), "a clean exit deletes serve.json")
         } catch {
             await daemon.kill9()
             try await world.close()
@@ -75,13 +83,19 @@ struct WebPageTests {
         // Content-Security-Policy allows only 'self'), and nothing else is loaded. The limits'
         // script comes first: it only defines what the page's script calls.
         let scripts = WebPage.html.components(separatedBy: "<script").dropFirst()
-        #expect(scripts.map { String($0.prefix(while: { $0 != ">" })) } == [#" src="/haul-limits.js" defer"#, #" src="/haul.js" defer"#],
-                "\(scripts)")
+        #expect(
+            scripts.map { String($0.prefix(while: { $0 != ">" })) } == [
+                #" src="/haul-limits.js" defer"#, #" src="/haul.js" defer"#,
+            ],
+            "\(scripts)")
         for banned in ["http://", "https://", "alert(", "confirm(", "document.write", "innerHTML"] {
             #expect(!WebPageLimits.script.contains(banned), "the limits' script contains \(banned)")
         }
         let links = WebPage.html.components(separatedBy: "<link").dropFirst()
-        #expect(links.map { String($0.prefix(while: { $0 != ">" })) } == [#" rel="icon" href="data:,""#, #" rel="stylesheet" href="/haul.css""#])
+        #expect(
+            links.map { String($0.prefix(while: { $0 != ">" })) } == [
+                #" rel="icon" href="data:,""#, #" rel="stylesheet" href="/haul.css""#,
+            ])
     }
 }
 
@@ -90,7 +104,8 @@ enum WebBrowser {
     static let packageRoot = PythonScript.packageRoot
     static let script = packageRoot + "/Tests/WebUI/webui_test.py"
 
-    static let available = ["chromium", "chromium-browser", "google-chrome"].contains { which($0) != nil }
+    static let available =
+        ["chromium", "chromium-browser", "google-chrome"].contains { which($0) != nil }
         && which("chromedriver") != nil && python != nil
 
     /// The first python3 that can `import selenium`: Debian's python3-selenium is for
@@ -120,7 +135,9 @@ enum WebBrowser {
 
     /// Runs the Selenium python with `arguments`; the script's own waits are 60 s per step, so
     /// the time limit only catches a wedged browser.
-    static func run(_ arguments: [String], limit: Duration = .seconds(600)) async throws -> (status: Int32, output: String) {
+    static func run(_ arguments: [String], limit: Duration = .seconds(600)) async throws -> (
+        status: Int32, output: String
+    ) {
         try await PythonScript.run(python: python!, arguments, limit: limit)
     }
 }

@@ -18,18 +18,24 @@ import Testing
             let root = NSTemporaryDirectory() + "haul-fleet-\(UUID().uuidString)"
             let directory = root + "/downloads"
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            return Hosts(database: try await PostgresServer.start(), server: try await TestServer.start(), root: root, directory: directory)
+            return Hosts(
+                database: try await PostgresServer.start(), server: try await TestServer.start(), root: root,
+                directory: directory)
         }
 
-        func host(_ name: String, jobs: Int, leaseTimeout: Duration = .seconds(15),
-                  renewInterval: Duration? = nil) async throws -> DownloadManager {
+        func host(
+            _ name: String, jobs: Int, leaseTimeout: Duration = .seconds(15),
+            renewInterval: Duration? = nil
+        ) async throws -> DownloadManager {
             let state = root + "/state-\(name)"
             try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
             let store = try await PostgresDownloadStore.open(
-                try PostgresLocation(parsing: database.url + "?sslmode=disable"), host: name, leaseTimeout: leaseTimeout)
+                try PostgresLocation(parsing: database.url + "?sslmode=disable"), host: name, leaseTimeout: leaseTimeout
+            )
             var configuration = DownloadManager.Configuration(
                 stateDirectory: state, maxConcurrentDownloads: jobs, checkpointInterval: .milliseconds(100),
-                progressInterval: .milliseconds(50), retry: RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50)))
+                progressInterval: .milliseconds(50),
+                retry: RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50)))
             configuration.fleetRenewInterval = renewInterval
             let manager = try await DownloadManager(configuration: configuration, fleet: store)
             try await manager.restore()
@@ -48,7 +54,9 @@ import Testing
     func waitUntilEnded(_ manager: DownloadManager, _ ids: [DownloadID]) async throws -> [DownloadRecord] {
         for _ in 0..<1500 {
             let records = try await manager.records(ids)
-            if records.count == ids.count, records.allSatisfy({ $0.status == .completed || $0.status == .failed }) { return records }
+            if records.count == ids.count, records.allSatisfy({ $0.status == .completed || $0.status == .failed }) {
+                return records
+            }
             try await Task.sleep(for: .milliseconds(100))
         }
         throw HaulError(.internal, "the downloads never ended")
@@ -67,7 +75,10 @@ import Testing
             hosts.server.setRoute("/u\(index)/file.bin", Route(payload: payload, throttle: 400_000))
         }
         func requests(_ range: Range<Int>) throws -> [DownloadRequest] {
-            try range.map { try DownloadRequest(url: RemoteURL(hosts.server.url("/u\($0)/file.bin")), destination: .directory(hosts.directory)) }
+            try range.map {
+                try DownloadRequest(
+                    url: RemoteURL(hosts.server.url("/u\($0)/file.bin")), destination: .directory(hosts.directory))
+            }
         }
         async let onA = a.add(try requests(0..<20))
         async let onB = b.add(try requests(20..<40))
@@ -93,7 +104,8 @@ import Testing
         let hosts = try await Hosts.make()
         let b = try await hosts.host("b", jobs: 1, leaseTimeout: .seconds(600), renewInterval: .seconds(60))
         hosts.server.setRoute("/long.bin", Route(payload: Payload(seed: 9, length: 40_000_000), throttle: 200_000))
-        let record = try await b.add(DownloadRequest(url: RemoteURL(hosts.server.url("/long.bin")), destination: .directory(hosts.directory)))
+        let record = try await b.add(
+            DownloadRequest(url: RemoteURL(hosts.server.url("/long.bin")), destination: .directory(hosts.directory)))
         for _ in 0..<300 where try await b.record(record.id)?.status != .running {
             try await Task.sleep(for: .milliseconds(50))
         }
@@ -158,9 +170,12 @@ import Testing
         // The process before: it claimed the download and died holding it (its connection, and
         // the lock on its name, gone; the lease live for ten minutes).
         let before = try await PostgresDownloadStore.open(
-            try PostgresLocation(parsing: hosts.database.url + "?sslmode=disable"), host: "a", leaseTimeout: .seconds(600))
+            try PostgresLocation(parsing: hosts.database.url + "?sslmode=disable"), host: "a",
+            leaseTimeout: .seconds(600))
         var record = DownloadRecord(
-            id: .random(), request: try DownloadRequest(url: RemoteURL(hosts.server.url("/slow.bin")), destination: .directory(hosts.directory)),
+            id: .random(),
+            request: try DownloadRequest(
+                url: RemoteURL(hosts.server.url("/slow.bin")), destination: .directory(hosts.directory)),
             createdAt: 1)
         record.status = .queued
         try await before.save([record])
@@ -168,7 +183,8 @@ import Testing
         record.status = .running
         try await before.save(record)
         await before.close()
-        #expect(try await hosts.database.psql("SELECT lease_owner FROM haul_downloads WHERE lease_expires > now()") == "a")
+        #expect(
+            try await hosts.database.psql("SELECT lease_owner FROM haul_downloads WHERE lease_expires > now()") == "a")
         let a = try await hosts.host("a", jobs: 1, leaseTimeout: .seconds(600))
         let ended = try await waitUntilEnded(a, [record.id])
         #expect(ended.first?.status == .completed)

@@ -16,7 +16,8 @@ import Testing
         (0..<count).map { index in
             var record = DownloadRecord(
                 id: .random(),
-                request: try! DownloadRequest(url: try! RemoteURL("http://127.0.0.1:9/f\(index)"), destination: .directory(directory)),
+                request: try! DownloadRequest(
+                    url: try! RemoteURL("http://127.0.0.1:9/f\(index)"), destination: .directory(directory)),
                 createdAt: 1)
             record.status = .queued
             record.position = Int64(index)
@@ -40,13 +41,20 @@ import Testing
         #expect(refused?.code == .fleetNameInUse && refused?.message.contains("--fleet-name") == true)
         // The process goes away (its session, and the lock on its name, end) with its leases live.
         await first.close()
-        #expect(try await other.claim(limit: 5, excluding: []).map(\.id) == [records[2].id], "live leases are not anyone's")
-        let restarted = try await PostgresDownloadStore.open(try location(server), host: "a", leaseTimeout: .seconds(600))
+        #expect(
+            try await other.claim(limit: 5, excluding: []).map(\.id) == [records[2].id], "live leases are not anyone's")
+        let restarted = try await PostgresDownloadStore.open(
+            try location(server), host: "a", leaseTimeout: .seconds(600))
         let back = try await restarted.claim(limit: 5, excluding: [])
         #expect(Set(back.map(\.id)) == Set(held.map(\.id)))
         #expect(back.allSatisfy { restarted.holds($0.id) })
         // With the next generation: a save under the old one would be fenced.
-        let generations = try await server.psql("SELECT string_agg(lease_generation::text, ',' ORDER BY position) FROM haul_downloads WHERE lease_owner = 'a'")
+        let generations = try await server.psql(
+            """
+            SELECT string_agg(lease_generation::text, ',' ORDER BY position) FROM haul_downloads WHERE \
+            lease_owner = 'a'
+            """
+        )
         #expect(generations == "2,2")
         // Its own live leases are not claimed twice.
         #expect(try await restarted.claim(limit: 5, excluding: []).isEmpty)
@@ -107,7 +115,8 @@ import Testing
         }
         let refused = await #expect(throws: HaulError.self) { try await a.save(again) }
         #expect(refused?.code == .conflict)
-        #expect(try await a.records(status: .paused).map(\.id).sorted { $0.rawValue < $1.rawValue }
+        #expect(
+            try await a.records(status: .paused).map(\.id).sorted { $0.rawValue < $1.rawValue }
                 == records[1...2].map(\.id).sorted { $0.rawValue < $1.rawValue })
         try await a.save(Array(again[1...2]))
         #expect(try await a.records(status: .queued).count == 3)
@@ -131,7 +140,9 @@ import Testing
                 group.addTask {
                     for attempt in 0..<100 {
                         let name = attempt == 0 ? "file.bin" : "file.\(attempt).bin"
-                        if try await store.reserveFileName(name, directory: "/tmp/names", for: record.id) { return (record.id, name) }
+                        if try await store.reserveFileName(name, directory: "/tmp/names", for: record.id) {
+                            return (record.id, name)
+                        }
                     }
                     throw HaulError(.fileExists, "no name for \(record.id)")
                 }
@@ -141,7 +152,8 @@ import Testing
             return names
         }
         #expect(names.count == 40 && Set(names.values).count == 40, "\(names.values.sorted())")
-        let stored = try await server.psql("SELECT count(DISTINCT file_name) FROM haul_downloads WHERE directory = '/tmp/names'")
+        let stored = try await server.psql(
+            "SELECT count(DISTINCT file_name) FROM haul_downloads WHERE directory = '/tmp/names'")
         #expect(stored == "40")
         // The index refuses a second live holder, whatever the caller checked before.
         var duplicate = queued(1, directory: "/tmp/names")[0]
@@ -163,9 +175,11 @@ import Testing
         _ = try await server.psql("DROP INDEX haul_downloads_live_name")
         _ = try await server.psql("UPDATE haul_schema SET version = 1")
         for (index, record) in records.enumerated() {
-            let json = String(decoding: try JSONEncoder().encode(record), as: UTF8.self).replacingOccurrences(of: "'", with: "''")
+            let json = String(decoding: try JSONEncoder().encode(record), as: UTF8.self).replacingOccurrences(
+                of: "'", with: "''")
             let status = index == 2 ? "completed" : "queued"
-            _ = try await server.psql("""
+            _ = try await server.psql(
+                """
                 INSERT INTO haul_downloads (id, identity, status, priority, position, created_at, directory, file_name, record)
                 VALUES ('\(record.id.rawValue)', 'i\(index)', '\(status)', 0, \(index), \(10 - index), '/tmp/old', 'same.bin', '\(json)')
                 """)

@@ -13,9 +13,13 @@ import Testing
         let server = try await PostgresServer.start()
         let location = try PostgresLocation(parsing: server.url + "?sslmode=disable")
         // Opening checks the login and migrates the schema without any pool.
-        let store = try await PostgresDownloadStore.open(location, host: "grouped", leaseTimeout: .seconds(3), runsItsPool: false)
-        let record = DownloadRecord(id: .random(), request: try DownloadRequest(url: RemoteURL("http://127.0.0.1:9/f"),
-                                                                                destination: .directory("/tmp/pool")), createdAt: 1)
+        let store = try await PostgresDownloadStore.open(
+            location, host: "grouped", leaseTimeout: .seconds(3), runsItsPool: false)
+        let record = DownloadRecord(
+            id: .random(),
+            request: try DownloadRequest(
+                url: RemoteURL("http://127.0.0.1:9/f"),
+                destination: .directory("/tmp/pool")), createdAt: 1)
         // Nothing runs its pool yet: a query waits out its time limit.
         let waited = await #expect(throws: HaulError.self) { try await store.save(record) }
         #expect(waited?.code == .storeUnavailable)

@@ -15,7 +15,8 @@ import Testing
         (0..<count).map { index in
             var record = DownloadRecord(
                 id: .random(),
-                request: try! DownloadRequest(url: try! RemoteURL("http://127.0.0.1:9/f\(index)"), destination: .directory("/tmp/fleet")),
+                request: try! DownloadRequest(
+                    url: try! RemoteURL("http://127.0.0.1:9/f\(index)"), destination: .directory("/tmp/fleet")),
                 createdAt: 1)
             record.status = .queued
             record.position = Int64(index)
@@ -29,7 +30,8 @@ import Testing
         let b = try await PostgresDownloadStore.open(try location(server), host: "b")
         var records = queued(10)
         // The server's digest goes with the record's JSON, so another host's resume checks it.
-        records[3].serverDigest = ServerDigest(Checksum(algorithm: .sha256, hex: String(repeating: "5a", count: 32)), from: .reprDigest)
+        records[3].serverDigest = ServerDigest(
+            Checksum(algorithm: .sha256, hex: String(repeating: "5a", count: 32)), from: .reprDigest)
         try await a.save(records)
         let first = try await a.claim(limit: 6, excluding: [])
         let second = try await b.claim(limit: 10, excluding: [])
@@ -86,7 +88,8 @@ import Testing
         try await a.save(records)
         let held = try #require(try await a.claim(limit: 1, excluding: []).first)
         #expect(try await b.request(.pause, for: held.id) == .leftForHolder)
-        let report = try await a.renew([held.id: Progress(completed: 42, total: 100, bytesPerSecond: 7, connections: 1)])
+        let report = try await a.renew([held.id: Progress(completed: 42, total: 100, bytesPerSecond: 7, connections: 1)]
+        )
         #expect(report.commands[held.id] == .pause && report.lost.isEmpty)
         let run = try #require(try await b.runs([held.id])[held.id])
         #expect(run.host == "a" && run.progress?.completed == 42 && run.progress?.bytesPerSecond == 7)
@@ -116,7 +119,8 @@ import Testing
         let refused = await #expect(throws: HaulError.self) { try await b.request(.pause, for: records[0].id) }
         #expect(refused?.code == .conflict)
         #expect(try await b.record(records[0].id)?.status == .completed)
-        guard case .applied(let removedQueued, let wasQueued) = try await b.request(.removeWithFile, for: records[1].id) else {
+        guard case .applied(let removedQueued, let wasQueued) = try await b.request(.removeWithFile, for: records[1].id)
+        else {
             Issue.record("an unheld download was not removed at once")
             return
         }
@@ -136,7 +140,9 @@ import Testing
         let store = try await PostgresDownloadStore.open(try location(server), host: "a")
         await store.close()
         _ = try await server.psql("UPDATE haul_schema SET version = 99")
-        let error = await #expect(throws: HaulError.self) { try await PostgresDownloadStore.open(try location(server), host: "a") }
+        let error = await #expect(throws: HaulError.self) {
+            try await PostgresDownloadStore.open(try location(server), host: "a")
+        }
         #expect(error?.code == .storeTooNew && error?.message.contains("99") == true)
         #expect(try await server.psql("SELECT version FROM haul_schema") == "99")
         await server.destroy()
@@ -145,11 +151,14 @@ import Testing
     @Test func aRefusedLoginAndAnAbsentServerSaySo() async throws {
         let server = try await PostgresServer.start()
         let wrong = await #expect(throws: HaulError.self) {
-            try await PostgresDownloadStore.open(try PostgresLocation(parsing: server.urlWithWrongPassword + "?sslmode=disable"), host: "a")
+            try await PostgresDownloadStore.open(
+                try PostgresLocation(parsing: server.urlWithWrongPassword + "?sslmode=disable"), host: "a")
         }
         #expect(wrong?.code == .storeLogin && wrong?.message.contains("wrong-password") == false)
         await server.destroy()
-        let absent = await #expect(throws: HaulError.self) { try await PostgresDownloadStore.open(try location(server), host: "a") }
+        let absent = await #expect(throws: HaulError.self) {
+            try await PostgresDownloadStore.open(try location(server), host: "a")
+        }
         #expect(absent?.code == .storeUnavailable, "\(String(describing: absent))")
     }
 
@@ -159,7 +168,10 @@ import Testing
         #expect(location.password == "s@cret" && location.database == "queue" && location.tls == .require)
         #expect(!location.description.contains("cret"))
         #expect(try StoreLocation(parsing: "sqlite") == .sqlite)
-        for bad in ["mysql://x@h/db", "postgres://h/db", "postgres://u@h", "postgres://u@h:99999/db", "postgres://u:pw@h/db?mode=x"] {
+        for bad in [
+            "mysql://x@h/db", "postgres://h/db", "postgres://u@h", "postgres://u@h:99999/db",
+            "postgres://u:pw@h/db?mode=x",
+        ] {
             let error = #expect(throws: HaulError.self) { try StoreLocation(parsing: bad) }
             #expect(error?.code == .usage && error?.message.contains("pw") == false, "\(bad)")
         }

@@ -18,8 +18,9 @@ import Testing
     func queued(_ index: Int) -> DownloadRecord {
         var record = DownloadRecord(
             id: .random(),
-            request: try! DownloadRequest(url: try! RemoteURL("http://127.0.0.1:9/f\(index)"), destination: .directory("/tmp/forms"),
-                                          headers: ["Cookie": "sid=\(index)", "X-Token": "a:b"]),
+            request: try! DownloadRequest(
+                url: try! RemoteURL("http://127.0.0.1:9/f\(index)"), destination: .directory("/tmp/forms"),
+                headers: ["Cookie": "sid=\(index)", "X-Token": "a:b"]),
             createdAt: 1)
         record.request.credentials = credentials
         record.position = Int64(index)
@@ -56,17 +57,20 @@ import Testing
         let store = try await PostgresDownloadStore.open(try location(server), host: "a", leaseTimeout: .seconds(600))
         let records = [queued(0), queued(1)]
         try await store.save(records)
-        _ = try await server.psql("UPDATE haul_downloads SET credentials = 'hunter2' WHERE id = '\(records[0].id.rawValue)'")
+        _ = try await server.psql(
+            "UPDATE haul_downloads SET credentials = 'hunter2' WHERE id = '\(records[0].id.rawValue)'")
 
         let read = try #require(try await store.record(records[0].id))
         #expect(read.status == .failed && read.request.credentials == nil)
         #expect(read.error?.code == .store)
-        #expect(read.error?.message.contains("download \(records[0].id): its stored credentials cannot be read") == true)
+        #expect(
+            read.error?.message.contains("download \(records[0].id): its stored credentials cannot be read") == true)
         #expect(read.error?.cause == "not JSON")
         #expect(!"\(read.error!)".contains("hunter2"), "the reason never quotes the stored text")
         // A claim reads both: the unreadable one failed, with why, still held; what becomes of it
         // is the queue's decision (a probe host claims and lets both go again).
-        let probe = try await PostgresDownloadStore.open(try location(server), host: "probe", leaseTimeout: .seconds(600))
+        let probe = try await PostgresDownloadStore.open(
+            try location(server), host: "probe", leaseTimeout: .seconds(600))
         let claimed = try await probe.claim(limit: 5, excluding: [])
         #expect(Set(claimed.map(\.id)) == Set(records.map(\.id)))
         #expect(claimed.first { $0.id == records[0].id }?.status == .failed)
@@ -78,7 +82,8 @@ import Testing
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: state) }
         let manager = try await DownloadManager(
-            configuration: .init(stateDirectory: state, maxConcurrentDownloads: 5, retry: RetryPolicy(maxAttempts: 1)), fleet: store)
+            configuration: .init(stateDirectory: state, maxConcurrentDownloads: 5, retry: RetryPolicy(maxAttempts: 1)),
+            fleet: store)
         try await manager.restore()
         let released = """
             SELECT status || ' ' || (lease_owner IS NULL)::text || ' ' || credentials FROM haul_downloads WHERE id = '\(records[0].id.rawValue)'

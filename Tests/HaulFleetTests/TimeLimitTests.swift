@@ -1,6 +1,7 @@
 import HaulCore
 import NIOConcurrencyHelpers
 import Testing
+
 @testable import HaulFleet
 
 /// The fleet's queries answer within their limit even when the work under them ignores
@@ -18,7 +19,8 @@ import Testing
             }
         }
 
-        private let waiting = NIOLockedValueBox<(continuation: CheckedContinuation<Void, Never>?, released: Bool)>((nil, false))
+        private let waiting = NIOLockedValueBox<(continuation: CheckedContinuation<Void, Never>?, released: Bool)>(
+            (nil, false))
         let ended = NIOLockedValueBox(false)
 
         func run() async -> Int {
@@ -80,7 +82,9 @@ import Testing
     @Test func theStoreSaysTheDatabaseDidNotAnswer() async throws {
         let work = StuckWork()
         let error = await #expect(throws: HaulError.self) {
-            _ = try await PostgresDownloadStore.timed("save a checkpoint", limit: .milliseconds(50)) { await work.run() }
+            _ = try await PostgresDownloadStore.timed("save a checkpoint", limit: .milliseconds(50)) {
+                await work.run()
+            }
         }
         #expect(error?.code == .storeUnavailable)
         #expect(error?.message.contains("save a checkpoint") == true)

@@ -1,6 +1,7 @@
 import HaulCore
-@testable import HaulServer
 import Testing
+
+@testable import HaulServer
 
 /// aria2's `bitfield`: one bit per MiB piece, set when the piece's every byte is written, checked
 /// against a byte map of small blocks on random layouts of written parts.
@@ -10,7 +11,9 @@ import Testing
 
     /// A running download of `total` bytes whose parts (start, length, written) are as given;
     /// `base` is the start of a requested range.
-    func status(total: Int64, base: Int64 = 0, parts: [(start: Int64, written: Int64)], completed: Bool = false) throws -> Aria2Status {
+    func status(total: Int64, base: Int64 = 0, parts: [(start: Int64, written: Int64)], completed: Bool = false) throws
+        -> Aria2Status
+    {
         var request = try DownloadRequest(url: RemoteURL("http://example.com/f"), destination: .directory("/tmp"))
         if base > 0 { request.range = ByteRange(start: base, end: base + total - 1) }
         var record = DownloadRecord(id: DownloadID(rawValue: "0011223344556677"), request: request, createdAt: 0)
@@ -27,7 +30,9 @@ import Testing
     func expected(total: Int64, parts: [(start: Int64, written: Int64)]) -> [Bool] {
         var written = [Bool](repeating: false, count: Int((total + Self.block - 1) / Self.block))
         for part in parts {
-            for block in stride(from: part.start, to: part.start + part.written, by: Int(Self.block)) { written[Int(block / Self.block)] = true }
+            for block in stride(from: part.start, to: part.start + part.written, by: Int(Self.block)) {
+                written[Int(block / Self.block)] = true
+            }
         }
         let pieces = (total + Self.piece - 1) / Self.piece
         return (0..<pieces).map { piece in
@@ -47,9 +52,10 @@ import Testing
         for round in 0..<300 {
             // Block-aligned lengths, so the byte map is exact; every other round a partial last piece.
             let total = Int64.random(in: 1...40, using: &generator) * Self.piece / 2 + (round % 2 == 0 ? 0 : Self.block)
-            let cuts = Set((0..<Int.random(in: 0...8, using: &generator)).map { _ in
-                Int64.random(in: 1..<(total / Self.block), using: &generator) * Self.block
-            })
+            let cuts = Set(
+                (0..<Int.random(in: 0...8, using: &generator)).map { _ in
+                    Int64.random(in: 1..<(total / Self.block), using: &generator) * Self.block
+                })
             let starts = [0] + cuts.sorted()
             let parts = starts.enumerated().map { n, start in
                 let length = (n + 1 < starts.count ? starts[n + 1] : total) - start
@@ -59,7 +65,9 @@ import Testing
             let want = expected(total: total, parts: parts)
             for base: Int64 in [0, 7 * Self.block] {
                 let status = try status(total: total, base: base, parts: parts)
-                #expect(bits(status.bitfield(pieces: Int64(want.count)), pieces: want.count) == want, "total \(total), parts \(parts), base \(base)")
+                #expect(
+                    bits(status.bitfield(pieces: Int64(want.count)), pieces: want.count) == want,
+                    "total \(total), parts \(parts), base \(base)")
             }
         }
     }

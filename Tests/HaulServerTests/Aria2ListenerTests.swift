@@ -1,6 +1,7 @@
-@testable import HaulServer
 import NIOCore
 import Testing
+
+@testable import HaulServer
 
 /// Which aria2 WebSockets hear notifications before they show the token
 /// (`Aria2Routes.listensWithoutToken`): a loopback peer that is not a browser, with no `Origin`

@@ -1,18 +1,20 @@
 import Foundation
 import Haul
+import HaulAPI
 import HaulCore
 import HaulServer
 import HaulTesting
 import Testing
-import HaulAPI
 
 /// `addUri` with a position, when a free slot takes the download at once: the download has no
 /// place in the queue to take, and the call still answers its gid (it used to answer "not found
 /// in the waiting queue" whenever the run had not stored `running` yet).
 @Suite(.timeLimit(.minutes(2))) struct Aria2PositionTests {
     /// `withDaemon` with `route` at `path` on its test server.
-    private func withDaemon(_ path: String, _ route: Route, jobs: Int? = nil,
-                            _ body: (DaemonAPI, TestServer) async throws -> Void) async throws {
+    private func withDaemon(
+        _ path: String, _ route: Route, jobs: Int? = nil,
+        _ body: (DaemonAPI, TestServer) async throws -> Void
+    ) async throws {
         try await HaulServerTests.withDaemon(jobs: jobs) { api, server in
             server.setRoute(path, route)
             try await body(api, server)
@@ -20,10 +22,12 @@ import HaulAPI
     }
 
     @Test func anAddThatStartsAtOnceAnswersItsGid() async throws {
-        try await withDaemon("/slow", Route(payload: Payload(seed: 9, length: 50_000_000), throttle: 100_000), jobs: 8) { api, server in
+        try await withDaemon("/slow", Route(payload: Payload(seed: 9, length: 50_000_000), throttle: 100_000), jobs: 8)
+        { api, server in
             for index in 0..<8 {
                 // Each finds a free slot: it starts while addUri puts it at position 0.
-                let answer = try await api.rpc("aria2.addUri", #"["\#(server.url("/slow"))?n=\#(index)"], {"out": "f\#(index).bin"}, 0"#)
+                let answer = try await api.rpc(
+                    "aria2.addUri", #"["\#(server.url("/slow"))?n=\#(index)"], {"out": "f\#(index).bin"}, 0"#)
                 #expect(answer.contains(#""result":""#), "\(index): \(answer)")
             }
             // All eight run (each stores `running` when its run begins).
@@ -39,9 +43,11 @@ import HaulAPI
 
     /// `getGlobalStat` sums the speed of the downloads running now.
     @Test func globalStatSumsTheRunningDownloadsSpeed() async throws {
-        try await withDaemon("/slow", Route(payload: Payload(seed: 10, length: 50_000_000), throttle: 200_000)) { api, server in
+        try await withDaemon("/slow", Route(payload: Payload(seed: 10, length: 50_000_000), throttle: 200_000)) {
+            api, server in
             for index in 0..<2 {
-                _ = try await api.rpc("aria2.addUri", #"["\#(server.url("/slow"))?n=\#(index)"], {"out": "s\#(index).bin"}"#)
+                _ = try await api.rpc(
+                    "aria2.addUri", #"["\#(server.url("/slow"))?n=\#(index)"], {"out": "s\#(index).bin"}"#)
             }
             var stat = ""
             for _ in 0..<3_000 {
@@ -56,10 +62,12 @@ import HaulAPI
     /// Issue 32, requirement 8: one download running at 64 KiB/s with the concurrency at 1, then
     /// two more added, one of them paused: the running one's speed still shows.
     @Test func globalStatShowsTheSpeedWithDownloadsWaitingBehind() async throws {
-        try await withDaemon("/slow", Route(payload: Payload(seed: 12, length: 50_000_000), throttle: 65_536), jobs: 1) { api, server in
+        try await withDaemon("/slow", Route(payload: Payload(seed: 12, length: 50_000_000), throttle: 65_536), jobs: 1)
+        { api, server in
             _ = try await api.rpc("aria2.addUri", #"["\#(server.url("/slow"))?n=0"], {"out": "r0.bin"}"#)
             _ = try await api.rpc("aria2.addUri", #"["\#(server.url("/slow"))?n=1"], {"out": "r1.bin"}"#)
-            _ = try await api.rpc("aria2.addUri", #"["\#(server.url("/slow"))?n=2"], {"out": "r2.bin", "pause": "true"}"#)
+            _ = try await api.rpc(
+                "aria2.addUri", #"["\#(server.url("/slow"))?n=2"], {"out": "r2.bin", "pause": "true"}"#)
             var stat = ""
             for _ in 0..<1_000 {
                 stat = try await api.rpc("aria2.getGlobalStat")

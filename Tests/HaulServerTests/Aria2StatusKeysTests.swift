@@ -1,5 +1,6 @@
-@testable import HaulServer
 import Testing
+
+@testable import HaulServer
 
 /// The keys `tellStatus`/`tellActive` are asked for are read once per call into a bit set; each
 /// key's name is aria2's.

@@ -20,8 +20,11 @@ import Testing
     static let secret = "router-test-secret"
 
     /// The routes on a manager of their own (SQLite in a fresh directory), and a test server.
-    func withRoutes(_ body: @escaping @Sendable (any TestClientProtocol, DownloadManager, TestServer) async throws -> Void) async throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("haul-router-\(UUID().uuidString)").path
+    func withRoutes(
+        _ body: @escaping @Sendable (any TestClientProtocol, DownloadManager, TestServer) async throws -> Void
+    ) async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("haul-router-\(UUID().uuidString)")
+            .path
         let downloads = root + "/downloads"
         try FileManager.default.createDirectory(atPath: downloads, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: root) } // a temporary directory: a leftover is harmless
@@ -29,8 +32,9 @@ import Testing
         configuration.manager.downloadRoots = [downloads]
         let manager = try await DownloadManager(configuration: configuration.manager)
         let server = try await TestServer.start()
-        let parts = Daemon.routeParts(configuration: configuration, manager: manager, metrics: DaemonMetrics(),
-                                      secret: Self.secret, descriptorLimit: 1024, stopper: ShutdownTrigger())
+        let parts = Daemon.routeParts(
+            configuration: configuration, manager: manager, metrics: DaemonMetrics(),
+            secret: Self.secret, descriptorLimit: 1024, stopper: ShutdownTrigger())
         let application = Application(router: Daemon.buildRouter(parts))
         do {
             try await application.test(.router) { client in try await body(client, manager, server) }
@@ -50,7 +54,9 @@ import Testing
             try await client.execute(uri: "/api/v1/summary", method: .get) { response in
                 #expect(response.status == .unauthorized)
             }
-            try await client.execute(uri: "/api/v1/summary", method: .get, headers: [.authorization: "Bearer wrong-token-here"]) { response in
+            try await client.execute(
+                uri: "/api/v1/summary", method: .get, headers: [.authorization: "Bearer wrong-token-here"]
+            ) { response in
                 #expect(response.status == .unauthorized)
             }
             try await client.execute(uri: "/api/v1/summary", method: .get, headers: Self.authorized) { response in
@@ -65,13 +71,17 @@ import Testing
             let payload = Payload(seed: 80, length: 50_000)
             server.setRoute("/file", Route(payload: payload))
             let body = ByteBuffer(string: #"{"url": "\#(server.url("/file"))"}"#)
-            let id = try await client.execute(uri: "/api/v1/downloads", method: .post, headers: Self.authorized, body: body) { response in
+            let id = try await client.execute(
+                uri: "/api/v1/downloads", method: .post, headers: Self.authorized, body: body
+            ) { response in
                 #expect(response.status == .created)
-                let view = try JSONSerialization.jsonObject(with: Data(String(buffer: response.body).utf8)) as? [String: Any]
+                let view =
+                    try JSONSerialization.jsonObject(with: Data(String(buffer: response.body).utf8)) as? [String: Any]
                 return try DownloadID(parsing: view?["id"] as? String ?? "")
             }
             #expect(try await manager.outcome(of: id).status == .completed)
-            try await client.execute(uri: "/api/v1/downloads/\(id)", method: .get, headers: Self.authorized) { response in
+            try await client.execute(uri: "/api/v1/downloads/\(id)", method: .get, headers: Self.authorized) {
+                response in
                 #expect(response.status == .ok)
                 #expect(String(buffer: response.body).contains(#""status":"completed""#))
             }
@@ -93,13 +103,19 @@ import Testing
 
     @Test func aria2sJSONRPCAnswers() async throws {
         try await withRoutes { client, _, _ in
-            let call = ByteBuffer(string: #"{"jsonrpc":"2.0","id":"1","method":"aria2.getVersion","params":["token:\#(Self.secret)"]}"#)
-            try await client.execute(uri: "/jsonrpc", method: .post, headers: [.contentType: "application/json"], body: call) { response in
+            let call = ByteBuffer(
+                string: #"{"jsonrpc":"2.0","id":"1","method":"aria2.getVersion","params":["token:\#(Self.secret)"]}"#)
+            try await client.execute(
+                uri: "/jsonrpc", method: .post, headers: [.contentType: "application/json"], body: call
+            ) { response in
                 #expect(response.status == .ok)
                 #expect(String(buffer: response.body).contains(#""version""#))
             }
-            let wrong = ByteBuffer(string: #"{"jsonrpc":"2.0","id":"1","method":"aria2.getVersion","params":["token:nope"]}"#)
-            try await client.execute(uri: "/jsonrpc", method: .post, headers: [.contentType: "application/json"], body: wrong) { response in
+            let wrong = ByteBuffer(
+                string: #"{"jsonrpc":"2.0","id":"1","method":"aria2.getVersion","params":["token:nope"]}"#)
+            try await client.execute(
+                uri: "/jsonrpc", method: .post, headers: [.contentType: "application/json"], body: wrong
+            ) { response in
                 #expect(String(buffer: response.body).contains("Unauthorized"))
             }
         }

@@ -1,14 +1,15 @@
+import AsyncHTTPClient
 import Crypto
 import Foundation
 import Haul
 import HaulAPI
 import HaulCore
-@testable import HaulServer
 import HaulTesting
 import Logging
-import Testing
-import AsyncHTTPClient
 import NIOHTTP1
+import Testing
+
+@testable import HaulServer
 
 /// `--on-complete`, `--on-error` and `--webhook` (issue 22): real programs (shell scripts that
 /// write their arguments to a file), a real receiver (the test server, which records each
@@ -25,7 +26,8 @@ import NIOHTTP1
             try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
             let path = root + "/" + name + ".sh"
             // Written aside, then renamed: a reader never sees half of it.
-            let script = "#!/bin/sh\nprintf '%s\\n' \"$@\" > '\(root)/\(name)-'\"$1\".tmp\n"
+            let script =
+                "#!/bin/sh\nprintf '%s\\n' \"$@\" > '\(root)/\(name)-'\"$1\".tmp\n"
                 + "mv '\(root)/\(name)-'\"$1\".tmp '\(root)/\(name)-'\"$1\".args\nexit \(status)\n"
             try script.write(toFile: path, atomically: true, encoding: .utf8)
             #expect(chmod(path, 0o755) == 0)
@@ -33,7 +35,8 @@ import NIOHTTP1
         }
 
         func arguments(_ name: String, _ id: String) -> ArraySlice<String>? {
-            (try? String(contentsOfFile: "\(root)/\(name)-\(id).args", encoding: .utf8))?.components(separatedBy: "\n").dropLast()
+            (try? String(contentsOfFile: "\(root)/\(name)-\(id).args", encoding: .utf8))?.components(separatedBy: "\n")
+                .dropLast()
         }
 
         func remove() { try? FileManager.default.removeItem(atPath: root) }
@@ -55,7 +58,8 @@ import NIOHTTP1
         server.setRoute("/gone", Route(payload: payload, then: .status(404)))
         server.setRoute("/hook", Route(payload: payload, then: .document("ok")))
 
-        var configuration = Daemon.Configuration(port: 0, home: scripts.root + "/home", downloadDirectory: scripts.root + "/downloads")
+        var configuration = Daemon.Configuration(
+            port: 0, home: scripts.root + "/home", downloadDirectory: scripts.root + "/downloads")
         configuration.hooks = DaemonHooks(
             onComplete: try CommandHook(try scripts.script("complete"), option: "--on-complete"),
             onError: try CommandHook(try scripts.script("error", status: 3), option: "--on-error"),
@@ -64,7 +68,9 @@ import NIOHTTP1
 
         // Neither API can change a hook: aria2's option is refused by name, the REST one too.
         let rpc = try await api.rpc("aria2.changeGlobalOption", #"{"on-download-complete": "/bin/sh"}"#)
-        #expect(rpc.contains(#""code":1"#) && rpc.contains("on-download-complete") && rpc.contains("cannot be set over RPC"), "\(rpc)")
+        #expect(
+            rpc.contains(#""code":1"#) && rpc.contains("on-download-complete")
+                && rpc.contains("cannot be set over RPC"), "\(rpc)")
         for key in ["onComplete", "webhook"] {
             let rest = try await api.call(.PATCH, "/options", body: #"{"\#(key)": "/bin/sh", "connections": 2}"#)
             #expect(rest.status == 400 && String(decoding: rest.body, as: UTF8.self).contains("command line"))
@@ -77,7 +83,10 @@ import NIOHTTP1
         #expect(try await api.finished(good.id).status == .completed)
         #expect(try await api.finished(bad.id).status == .failed)
 
-        #expect(try await eventually { scripts.arguments("complete", good.id) != nil && scripts.arguments("error", bad.id) != nil })
+        #expect(
+            try await eventually {
+                scripts.arguments("complete", good.id) != nil && scripts.arguments("error", bad.id) != nil
+            })
         #expect(scripts.arguments("complete", good.id) == [good.id, "1", scripts.root + "/downloads/good.bin"])
         #expect(scripts.arguments("error", bad.id) == [bad.id, "1", scripts.root + "/downloads/bad.bin"])
         #expect(scripts.arguments("complete", bad.id) == nil && scripts.arguments("error", good.id) == nil)
@@ -94,7 +103,10 @@ import NIOHTTP1
         #expect(completed.url == server.url("/file"))
         let failed = try #require(events.first { $0.id == bad.id })
         #expect(failed.type == .failed && failed.error?.code == "http-status")
-        #expect(server.requests(to: "/hook").map { $0.header("X-Haul-Event") }.sorted { ($0 ?? "") < ($1 ?? "") } == ["completed", "failed"])
+        #expect(
+            server.requests(to: "/hook").map { $0.header("X-Haul-Event") }.sorted { ($0 ?? "") < ($1 ?? "") } == [
+                "completed", "failed",
+            ])
 
         // A tampered body no longer matches its signature: the check above can fail.
         var tampered = try #require(server.requests(to: "/hook").first)
@@ -108,13 +120,17 @@ import NIOHTTP1
     @Test func aFailedDeliveryIsTriedAgainWithDoublingWaitsOnTheClock() async throws {
         let server = try await TestServer.start()
         let payload = Payload(seed: 1, length: 10)
-        server.setRoute("/hook", Route(payload: payload, script: [.status(503), .status(500), .status(429)], then: .document("ok")))
+        server.setRoute(
+            "/hook", Route(payload: payload, script: [.status(503), .status(500), .status(429)], then: .document("ok")))
         let clock = ManualClock()
         var target = try Webhook.Target(url: server.url("/hook"), secret: Self.secret)
         target.tries = 5
-        let webhook = Webhook(target: target, client: .shared, clock: ClockAdapter(clock), logger: Logger(label: "test"))
+        let webhook = Webhook(
+            target: target, client: .shared, clock: ClockAdapter(clock), logger: Logger(label: "test"))
         let body = Data(#"{"type":"completed"}"#.utf8)
-        let delivery = Task { await webhook.deliver(body, type: "completed", id: DownloadID(rawValue: "0123456789abcdef")) }
+        let delivery = Task {
+            await webhook.deliver(body, type: "completed", id: DownloadID(rawValue: "0123456789abcdef"))
+        }
         for (index, wait) in [1, 2, 4].enumerated() {
             await clock.waitForSleepers(count: 1)
             #expect(server.requests(to: "/hook").count == index + 1)
@@ -129,8 +145,9 @@ import NIOHTTP1
 
         // A 4xx is an answer, not a failure: one try, not delivered.
         server.setRoute("/refuses", Route(payload: payload, then: .status(410)))
-        let refusing = Webhook(target: try Webhook.Target(url: server.url("/refuses"), secret: Self.secret), client: .shared,
-                               clock: ClockAdapter(clock), logger: Logger(label: "test"))
+        let refusing = Webhook(
+            target: try Webhook.Target(url: server.url("/refuses"), secret: Self.secret), client: .shared,
+            clock: ClockAdapter(clock), logger: Logger(label: "test"))
         #expect(await !refusing.deliver(body, type: "completed", id: DownloadID(rawValue: "0123456789abcdef")))
         #expect(server.requests(to: "/refuses").count == 1)
         try await server.shutdown()
@@ -142,10 +159,13 @@ import NIOHTTP1
         var target = try Webhook.Target(url: "http://127.0.0.1:\(closed.port)/hook", secret: Self.secret)
         target.tries = 3
         target.longestDelay = .milliseconds(1500)
-        target.timeout = .milliseconds(300)  // AsyncHTTPClient tries to connect again until a try's deadline
-        let webhook = Webhook(target: target, client: .shared, clock: ClockAdapter(clock), logger: Logger(label: "test"))
+        target.timeout = .milliseconds(300) // AsyncHTTPClient tries to connect again until a try's deadline
+        let webhook = Webhook(
+            target: target, client: .shared, clock: ClockAdapter(clock), logger: Logger(label: "test"))
         #expect(webhook.delay(after: 1) == .seconds(1) && webhook.delay(after: 2) == .milliseconds(1500))
-        let delivery = Task { await webhook.deliver(Data("{}".utf8), type: "failed", id: DownloadID(rawValue: "0123456789abcdef")) }
+        let delivery = Task {
+            await webhook.deliver(Data("{}".utf8), type: "failed", id: DownloadID(rawValue: "0123456789abcdef"))
+        }
         for wait: Duration in [.seconds(1), .milliseconds(1500)] {
             await clock.waitForSleepers(count: 1)
             #expect(clock.sleepers == [clock.now.advanced(by: wait)])
@@ -168,14 +188,16 @@ import NIOHTTP1
         for id in ids {
             dispatcher.note(DownloadOutcome(id: id, status: .failed, error: HaulError(.network, "refused")))
         }
-        dispatcher.note(DownloadOutcome(id: ids[0], status: .paused))  // not an event for hooks
+        dispatcher.note(DownloadOutcome(id: ids[0], status: .paused)) // not an event for hooks
         #expect(dispatcher.dropped == 2)
         let (outcomes, end) = AsyncStream.makeStream(of: DownloadOutcome.self)
         end.finish()
         await dispatcher.observe(outcomes: outcomes)
         let delivered = server.requests(to: "/hook")
         #expect(delivered.count == 1)
-        #expect(try JSONDecoder().decode(EventView.self, from: Data(try #require(delivered.first).body)).id == ids[2].rawValue)
+        #expect(
+            try JSONDecoder().decode(EventView.self, from: Data(try #require(delivered.first).body)).id
+                == ids[2].rawValue)
         try await server.shutdown()
     }
 
@@ -195,7 +217,8 @@ import NIOHTTP1
         let ids = ["00000000000000b1", "00000000000000b2"].map { DownloadID(rawValue: $0) }
         let (outcomes, feed) = AsyncStream.makeStream(of: DownloadOutcome.self)
         for id in ids { feed.yield(DownloadOutcome(id: id, status: .completed)) }
-        feed.yield(DownloadOutcome(id: ids[0], status: .completed, alreadyComplete: true))  // nothing downloaded: no hook
+        // Nothing downloaded: no hook.
+        feed.yield(DownloadOutcome(id: ids[0], status: .completed, alreadyComplete: true))
         feed.finish()
         await dispatcher.observe(outcomes: outcomes)
         #expect(ids.allSatisfy { scripts.arguments("failing", $0.rawValue) == [$0.rawValue, "1", ""] })
@@ -210,7 +233,9 @@ import NIOHTTP1
         for command in [plain, scripts.root, scripts.root + "/missing", "no-such-program-anywhere", " "] {
             #expect(throws: HaulError.self) { _ = try CommandHook(command, option: "--on-complete") }
         }
-        #expect(try CommandHook("sh", option: "--on-error", environment: ["PATH": "/nonexistent:/bin"]).executable == "/bin/sh")
+        #expect(
+            try CommandHook("sh", option: "--on-error", environment: ["PATH": "/nonexistent:/bin"]).executable
+                == "/bin/sh")
         #expect(throws: HaulError.self) { _ = try Webhook.Target(url: "http://127.0.0.1:9/hook", secret: "") }
         for url in ["ftp://example.com/x", "example.com/hook", "http:///nohost"] {
             #expect(throws: HaulError.self) { _ = try Webhook.Target(url: url, secret: Self.secret) }

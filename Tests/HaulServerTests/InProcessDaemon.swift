@@ -2,12 +2,12 @@ import AsyncHTTPClient
 import Foundation
 import Haul
 import HaulAPI
+import HaulCore
 import HaulServer
+import HaulTesting
 import NIOCore
 import NIOHTTP1
 import Testing
-import HaulCore
-import HaulTesting
 
 /// `Daemon.run` in this process, and its HTTP API and aria2 RPC called over a real socket.
 struct DaemonAPI {
@@ -26,7 +26,9 @@ struct DaemonAPI {
         throw CancellationError()
     }
 
-    func call(_ method: HTTPMethod, _ path: String, body: String? = nil, root: String = "/api/v1") async throws -> (status: Int, body: Data) {
+    func call(_ method: HTTPMethod, _ path: String, body: String? = nil, root: String = "/api/v1") async throws -> (
+        status: Int, body: Data
+    ) {
         var request = HTTPClientRequest(url: serve.url + root + path)
         request.method = method
         request.headers.add(name: "Authorization", value: "Bearer \(serve.secret)")
@@ -42,7 +44,8 @@ struct DaemonAPI {
     /// One aria2 JSON-RPC call with the token; the answer's text.
     func rpc(_ method: String, _ params: String = "") async throws -> String {
         let tail = params.isEmpty ? "" : ", " + params
-        let body = #"{"jsonrpc": "2.0", "id": "1", "method": "\#(method)", "params": ["token:\#(serve.secret)"\#(tail)]}"#
+        let body =
+            #"{"jsonrpc": "2.0", "id": "1", "method": "\#(method)", "params": ["token:\#(serve.secret)"\#(tail)]}"#
         return String(decoding: try await call(.POST, "", body: body, root: "/jsonrpc").body, as: UTF8.self)
     }
 

@@ -1,6 +1,6 @@
-import HaulCore
 import Foundation
 import HaulAPI
+import HaulCore
 import Testing
 
 /// The JSON-RPC parser reads what Foundation's decoder read, the same way, and refuses what is
@@ -51,9 +51,12 @@ import Testing
     @Test func refusesNestingDeeperThanTheLimit() throws {
         let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
         #expect(throws: JSONParser.Failure.self) { try JSONParser.parse(Array(deep.utf8)) }
-        let allowed = String(repeating: "[", count: JSONParser.maxDepth) + String(repeating: "]", count: JSONParser.maxDepth)
+        let allowed =
+            String(repeating: "[", count: JSONParser.maxDepth) + String(repeating: "]", count: JSONParser.maxDepth)
         #expect(try JSONParser.parse(Array(allowed.utf8)) != .null)
-        let objects = String(repeating: #"{"a":"#, count: JSONParser.maxDepth + 1) + "1" + String(repeating: "}", count: JSONParser.maxDepth + 1)
+        let objects =
+            String(repeating: #"{"a":"#, count: JSONParser.maxDepth + 1) + "1"
+            + String(repeating: "}", count: JSONParser.maxDepth + 1)
         #expect(throws: JSONParser.Failure.self) { try JSONParser.parse(Array(objects.utf8)) }
     }
 }

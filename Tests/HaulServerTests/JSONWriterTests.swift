@@ -19,10 +19,13 @@ import Testing
     }
 
     static func record(_ text: String, status: DownloadStatus = .failed) throws -> DownloadRecord {
-        let request = try DownloadRequest(url: RemoteURL("http://example.com/\(text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "x")"),
-                                          destination: .directory("/tmp/" + text.replacingOccurrences(of: "/", with: "_")),
-                                          connections: 4, maxBytesPerSecond: status == .failed ? nil : 1000)
-        var record = DownloadRecord(id: DownloadID(rawValue: "00112233aabbccdd"), request: request, createdAt: 1_700_000_000)
+        let request = try DownloadRequest(
+            url: RemoteURL(
+                "http://example.com/\(text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "x")"),
+            destination: .directory("/tmp/" + text.replacingOccurrences(of: "/", with: "_")),
+            connections: 4, maxBytesPerSecond: status == .failed ? nil : 1000)
+        var record = DownloadRecord(
+            id: DownloadID(rawValue: "00112233aabbccdd"), request: request, createdAt: 1_700_000_000)
         record.status = status
         record.fileName = text.isEmpty ? nil : text.replacingOccurrences(of: "/", with: "_")
         record.error = status == .failed ? HaulError(.httpStatus, "server said: \(text)") : nil
@@ -37,9 +40,14 @@ import Testing
         #expect(DownloadView(expired, live: nil).needsNewURL)
         var writer = JSONWriter()
         DownloadView(expired, live: nil).write(to: &writer)
-        #expect(String(decoding: writer.bytes, as: UTF8.self) == String(decoding: try Self.encoder().encode(DownloadView(expired, live: nil)), as: UTF8.self))
-        for (status, live) in [(DownloadStatus.failed, nil), (.running, Progress(completed: 77, total: 12345, bytesPerSecond: 1048576.25, connections: 3)),
-                               (.running, Progress(completed: 10, total: nil, bytesPerSecond: 2048, connections: 1))] {
+        #expect(
+            String(decoding: writer.bytes, as: UTF8.self)
+                == String(decoding: try Self.encoder().encode(DownloadView(expired, live: nil)), as: UTF8.self))
+        for (status, live) in [
+            (DownloadStatus.failed, nil),
+            (.running, Progress(completed: 77, total: 12345, bytesPerSecond: 1048576.25, connections: 3)),
+            (.running, Progress(completed: 10, total: nil, bytesPerSecond: 2048, connections: 1)),
+        ] {
             let view = DownloadView(try Self.record(text, status: status), live: live)
             var writer = JSONWriter()
             view.write(to: &writer)
@@ -65,7 +73,9 @@ import Testing
         struct Box: Encodable { var speed: Double }
         var writer = JSONWriter()
         writer.object { $0.field("speed", value) }
-        #expect(String(decoding: writer.bytes, as: UTF8.self) == String(decoding: try Self.encoder().encode(Box(speed: value)), as: UTF8.self))
+        #expect(
+            String(decoding: writer.bytes, as: UTF8.self)
+                == String(decoding: try Self.encoder().encode(Box(speed: value)), as: UTF8.self))
     }
 
     @Test func everyKeyIsWrittenEvenWhenNull() throws {
@@ -73,8 +83,12 @@ import Testing
         view.totalLength = nil
         view.path = nil
         let object = try #require(try JSONSerialization.jsonObject(with: Self.encoder().encode(view)) as? [String: Any])
-        #expect(object.keys.sorted() == ["completedLength", "connections", "createdAt", "directory", "error", "fileName", "host", "id",
-                                         "maxBytesPerSecond", "maxConnections", "needsNewURL", "path", "priority", "speed", "status", "totalLength", "url"])
+        #expect(
+            object.keys.sorted() == [
+                "completedLength", "connections", "createdAt", "directory", "error", "fileName", "host", "id",
+                "maxBytesPerSecond", "maxConnections", "needsNewURL", "path", "priority", "speed", "status",
+                "totalLength", "url",
+            ])
         #expect(object["totalLength"] is NSNull && object["path"] is NSNull && object["host"] is NSNull)
     }
 }

@@ -27,30 +27,37 @@ import Testing
     /// The ring's file `index`: its own path, whose body waits until a second request to it
     /// arrives, the test's own (`release`), so the test says when each one ends.
     private func ringFile(_ index: Int, _ server: TestServer) -> String {
-        server.setRoute("/ring-\(index)", Route(payload: Payload(seed: UInt64(1_000 + index), length: 16_000),
-                                                bodyGate: BodyGate(requests: 2, atMost: .seconds(120))))
+        server.setRoute(
+            "/ring-\(index)",
+            Route(
+                payload: Payload(seed: UInt64(1_000 + index), length: 16_000),
+                bodyGate: BodyGate(requests: 2, atMost: .seconds(120))))
         return server.url("/ring-\(index)")
     }
 
     private func release(_ index: Int, _ server: TestServer) async throws {
-        let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: server.url("/ring-\(index)")), timeout: .seconds(120))
+        let response = try await HTTPClient.shared.execute(
+            HTTPClientRequest(url: server.url("/ring-\(index)")), timeout: .seconds(120))
         _ = try await response.body.collect(upTo: 1 << 20)
     }
 
     private func gid(_ answer: String) throws -> String {
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any], "\(answer)")
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any], "\(answer)")
         return try #require(object["result"] as? String, "\(answer)")
     }
 
     private func gids(_ answer: String) throws -> [String] {
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any], "\(answer)")
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any], "\(answer)")
         let list = try #require(object["result"] as? [[String: Any]], "\(answer)")
         return list.compactMap { $0["gid"] as? String }
     }
 
     private func status(_ api: DaemonAPI, _ gid: String) async throws -> String {
         let answer = try await api.rpc("aria2.tellStatus", #""\#(gid)", ["status"]"#)
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any], "\(answer)")
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any], "\(answer)")
         return try #require((object["result"] as? [String: Any])?["status"] as? String, "\(answer)")
     }
 
@@ -61,7 +68,9 @@ import Testing
 
     private func ring(_ api: DaemonAPI, _ server: TestServer) async throws {
         var slow: [String] = []
-        for index in 0..<3 { slow.append(try await addUri(api, server.url("/slow?n=\(index)"), name: "slow-\(index).bin")) }
+        for index in 0..<3 {
+            slow.append(try await addUri(api, server.url("/slow?n=\(index)"), name: "slow-\(index).bin"))
+        }
         for index in 3..<30 { _ = try await addUri(api, server.url("/slow?n=\(index)"), name: "slow-\(index).bin") }
         #expect(try await polled { try await gids(api.rpc("aria2.tellActive", #"["gid"]"#)).count == 3 })
         // The ring: the first at position 0, the next at position 1, behind it.
@@ -112,13 +121,15 @@ import Testing
             // The slot went to a ring download at the head: the reserve, or the new one if its
             // add came first. The other waits at position 0. No slow download took it.
             var active: [String] = []
-            #expect(try await polled {
-                active = try await gids(api.rpc("aria2.tellActive", #"["gid"]"#))
-                return active.count == 4 && !active.contains(finishing)
-            }, "after ring-\(indexOf[finishing]!): \(active)")
+            #expect(
+                try await polled {
+                    active = try await gids(api.rpc("aria2.tellActive", #"["gid"]"#))
+                    return active.count == 4 && !active.contains(finishing)
+                }, "after ring-\(indexOf[finishing]!): \(active)")
             let ringActive = active.filter { $0 == reserve || $0 == new }
-            try #require(ringActive.count == 1 && Set(active).isSuperset(of: slow),
-                         "after ring-\(indexOf[finishing]!) the slot went to \(active), not to ring \(reserve) or \(new)")
+            try #require(
+                ringActive.count == 1 && Set(active).isSuperset(of: slow),
+                "after ring-\(indexOf[finishing]!) the slot went to \(active), not to ring \(reserve) or \(new)")
             running = ringActive[0]
             reserve = running == new ? reserve : new
             let waiting = try gids(try await api.rpc("aria2.tellWaiting", #"0, 1, ["gid"]"#))

@@ -1,9 +1,10 @@
 import Foundation
 import HaulAPI
 import HaulCore
-@testable import HaulServer
 import Hummingbird
 import Testing
+
+@testable import HaulServer
 
 /// What the daemon refuses before the manager sees it, and how each refusal reaches the client.
 @Suite(.timeLimit(.minutes(1))) struct RequestValidationTests {
@@ -32,7 +33,8 @@ import Testing
     @Test func theDaemonsOwnErrorsHaveTheirCodesAndStatuses() {
         typealias Middleware = APIErrorMiddleware<BasicRequestContext>
         let refused = Middleware.answer(for: DaemonError(.unauthorized, "wrong token"))
-        #expect(refused.status == .unauthorized && refused.view == ErrorView(code: "unauthorized", message: "wrong token"))
+        #expect(
+            refused.status == .unauthorized && refused.view == ErrorView(code: "unauthorized", message: "wrong token"))
         let misdirected = Middleware.answer(for: DaemonError(.misdirected, "Host 'evil'"))
         #expect(misdirected.status.code == 421 && misdirected.view.code == "misdirected-request")
         let hummingbird = Middleware.answer(for: HTTPError(.unauthorized, message: "no"))
@@ -53,7 +55,8 @@ import Testing
         let newer = try #require(ErrorView(code: "from-a-newer-haul", message: "m").error() as? HaulError)
         #expect(newer.code == .internal && newer.message == "m")
         // So does a stored error's code.
-        let stored = try JSONDecoder().decode(HaulError.self, from: Data(#"{"code":"from-a-newer-haul","message":"m"}"#.utf8))
+        let stored = try JSONDecoder().decode(
+            HaulError.self, from: Data(#"{"code":"from-a-newer-haul","message":"m"}"#.utf8))
         #expect(stored.code == .internal && stored.message == "m")
     }
 
@@ -97,7 +100,8 @@ import Testing
 
     @Test func defaultsFillWhatAnAddLeavesOut() throws {
         let defaults = DaemonDefaults(directory: "/srv/downloads/", connections: 4, maxBytesPerSecond: 1000)
-        let request = try defaults.request(for: AddRequest(url: "http://x/f", directory: "/srv/downloads/./sub//deeper/../"))
+        let request = try defaults.request(
+            for: AddRequest(url: "http://x/f", directory: "/srv/downloads/./sub//deeper/../"))
         #expect(request.directory == "/srv/downloads/sub")
         #expect(request.connections == 4 && request.maxBytesPerSecond == 1000)
     }
@@ -115,8 +119,11 @@ import Testing
         for inside in [allowed, allowed + "/", allowed + "/new/sub", extra + "/x", allowed + "/a/../b"] {
             #expect(throws: Never.self, "\(inside)") { try policy.check(inside) }
         }
-        for outside in ["/etc", "/", root, allowed + "-evil", allowed + "/../extra-not", allowed + "/../../etc", allowed + "/escape",
-                        allowed + "/escape/cron.d"] {
+        for outside in [
+            "/etc", "/", root, allowed + "-evil", allowed + "/../extra-not", allowed + "/../../etc",
+            allowed + "/escape",
+            allowed + "/escape/cron.d",
+        ] {
             #expect(throws: HaulError.self, "\(outside)") { try policy.check(outside) }
             do {
                 try policy.check(outside)

@@ -1,6 +1,5 @@
 import AsyncHTTPClient
 import Foundation
-@testable import Haul
 import HaulAPI
 import HaulCore
 import HaulServer
@@ -8,6 +7,8 @@ import HaulTesting
 import NIOCore
 import NIOHTTP1
 import Testing
+
+@testable import Haul
 
 /// The whole daemon in this process (`Daemon.run`, its manager, its HTTP API) while a disk holds
 /// back the writes of more downloads than Swift's cooperative pool has threads (issue 20): the
@@ -27,8 +28,9 @@ import Testing
             if path.contains("/held-") { gate.pass(path) }
             return FileCalls.system.write(descriptor, vectors, count, offset, path)
         }
-        var configuration = Daemon.Configuration(port: 0, home: root + "/home", downloadDirectory: root + "/downloads",
-                                                 maxConcurrentDownloads: Self.heldCount + 1)
+        var configuration = Daemon.Configuration(
+            port: 0, home: root + "/home", downloadDirectory: root + "/downloads",
+            maxConcurrentDownloads: Self.heldCount + 1)
         configuration.manager.fileCalls = calls
         let api = try await DaemonAPI.start(configuration)
 
@@ -36,7 +38,8 @@ import Testing
         for index in 0..<Self.heldCount {
             held.append(try await api.add(server.url("/file"), fileName: "held-\(index)"))
         }
-        #expect(try await eventually { Set(gate.arrivals).count == Self.heldCount }, "every held download reached its disk")
+        #expect(
+            try await eventually { Set(gate.arrivals).count == Self.heldCount }, "every held download reached its disk")
 
         let listing = try await api.call(.GET, "/downloads")
         #expect(listing.status == 200)

@@ -1,10 +1,11 @@
 import Foundation
 import Haul
 import HaulCore
-@testable import HaulServer
 import HaulTesting
 import Logging
 import Testing
+
+@testable import HaulServer
 
 /// The daemon's schedule applied to a real `RateLimiter` (the manager's global one is the same
 /// type), with calendar time derived from a manual clock: nothing waits for a real boundary.
@@ -14,7 +15,9 @@ import Testing
 
     @Test func theLimitChangesAtEachBoundaryAndAChangeByHandHoldsUntilTheNext() async throws {
         let utc = try #require(TimeZone(identifier: "UTC"))
-        #expect(SpeedScheduler.moment(of: Self.start, in: utc) == SpeedSchedule.Moment(weekday: .monday, hour: 8, minute: 59))
+        #expect(
+            SpeedScheduler.moment(of: Self.start, in: utc)
+                == SpeedSchedule.Moment(weekday: .monday, hour: 8, minute: 59))
         let clock = ManualClock()
         let adapter = ClockAdapter(clock)
         let limiter = RateLimiter(rate: nil, clock: adapter)
@@ -39,18 +42,20 @@ import Testing
         #expect(limiter.rate == ByteRate(bytesPerSecond: 1 << 20), "09:00 Monday")
         #expect(clock.sleepers == [clock.now.advanced(by: .seconds(60))], "at most a minute at a time")
 
-        limiter.setRate(ByteRate(bytesPerSecond: 5 << 20))  // changed by hand (the API, aria2's changeGlobalOption)
+        limiter.setRate(ByteRate(bytesPerSecond: 5 << 20)) // changed by hand (the API, aria2's changeGlobalOption)
         await advance(.seconds(60))
         await advance(.seconds(8 * 3600))
-        #expect(limiter.rate == ByteRate(bytesPerSecond: 5 << 20), "17:01: the hand-set limit holds until the next boundary")
+        #expect(
+            limiter.rate == ByteRate(bytesPerSecond: 5 << 20), "17:01: the hand-set limit holds until the next boundary"
+        )
         await advance(.seconds(58 * 60))
         #expect(limiter.rate == ByteRate(bytesPerSecond: 5 << 20), "17:59")
         await advance(.seconds(60))
         #expect(limiter.rate == fallback, "18:00 Monday: --limit-rate again")
 
-        await advance(.seconds((24 * 4 + 6) * 3600))  // Saturday 00:00, past Friday's two boundaries at once
+        await advance(.seconds((24 * 4 + 6) * 3600)) // Saturday 00:00, past Friday's two boundaries at once
         #expect(limiter.rate == nil, "the weekend rule: no limit")
-        await advance(.seconds(48 * 3600))  // Monday 00:00
+        await advance(.seconds(48 * 3600)) // Monday 00:00
         #expect(limiter.rate == fallback)
     }
 
@@ -58,8 +63,9 @@ import Testing
     /// 03:00 on 2027-03-28, so a rule starting at 03:00 starts one minute after 01:59.
     @Test func aDaylightSavingJumpPassesTheBoundaryItSkipsTo() async throws {
         let berlin = try #require(TimeZone(identifier: "Europe/Berlin"))
-        let start = Date(timeIntervalSince1970: 1_806_195_540)  // Sunday 01:59 CET
-        #expect(SpeedScheduler.moment(of: start, in: berlin) == SpeedSchedule.Moment(weekday: .sunday, hour: 1, minute: 59))
+        let start = Date(timeIntervalSince1970: 1_806_195_540) // Sunday 01:59 CET
+        #expect(
+            SpeedScheduler.moment(of: start, in: berlin) == SpeedSchedule.Moment(weekday: .sunday, hour: 1, minute: 59))
         let clock = ManualClock()
         let adapter = ClockAdapter(clock)
         let limiter = RateLimiter(rate: nil, clock: adapter)
@@ -73,7 +79,9 @@ import Testing
         #expect(limiter.rate == nil)
         clock.advance(by: .seconds(60))
         await clock.waitForSleepers(count: 1)
-        #expect(SpeedScheduler.moment(of: start.addingTimeInterval(60), in: berlin) == SpeedSchedule.Moment(weekday: .sunday, hour: 3, minute: 0))
+        #expect(
+            SpeedScheduler.moment(of: start.addingTimeInterval(60), in: berlin)
+                == SpeedSchedule.Moment(weekday: .sunday, hour: 3, minute: 0))
         #expect(limiter.rate == ByteRate(bytesPerSecond: 1 << 20), "03:00 CEST, a minute after 01:59 CET")
     }
 }

@@ -1,7 +1,8 @@
 import Foundation
 import HaulCore
-@testable import HaulStore
 import SQLiteNIO
+
+@testable import HaulStore
 
 /// Rows as schema 11 wrote them (33 positional columns, five ad-hoc encodings): the writer of
 /// the last haul before the stored form, kept here so the migration is tested against exactly
@@ -16,12 +17,14 @@ enum LegacyWriter {
     ]
 
     /// A database at schema 11 holding `records` as that haul saved them.
-    static func database(at path: String, holding records: [DownloadRecord], keepCredentials: Bool = true) async throws {
+    static func database(at path: String, holding records: [DownloadRecord], keepCredentials: Bool = true) async throws
+    {
         let store = try await SQLiteDownloadStore.open(path: path, keepsCredentials: keepCredentials, schemaVersion: 11)
         for record in records {
             let placeholders = Array(repeating: "?", count: columns.count).joined(separator: ", ")
-            _ = try await store.query("INSERT INTO downloads (\(columns.joined(separator: ", "))) VALUES (\(placeholders))",
-                                      binds(record, keepCredentials: keepCredentials))
+            _ = try await store.query(
+                "INSERT INTO downloads (\(columns.joined(separator: ", "))) VALUES (\(placeholders))",
+                binds(record, keepCredentials: keepCredentials))
         }
         try await store.close()
     }
@@ -30,8 +33,11 @@ enum LegacyWriter {
         let request = record.request
         func text(_ value: String?) -> SQLiteData { value.map { .text($0) } ?? .null }
         func integer(_ value: Int64?) -> SQLiteData { value.map { .integer(SQLiteInt64($0)) } ?? .null }
-        func json(_ value: some Encodable) throws -> String { String(decoding: try JSONEncoder().encode(value), as: UTF8.self) }
-        let segments = record.segments.map { "\($0.start)-\($0.end.map(String.init) ?? ""):\($0.written)" }.joined(separator: ",")
+        func json(_ value: some Encodable) throws -> String {
+            String(decoding: try JSONEncoder().encode(value), as: UTF8.self)
+        }
+        let segments = record.segments.map { "\($0.start)-\($0.end.map(String.init) ?? ""):\($0.written)" }.joined(
+            separator: ",")
         return [
             .text(record.id.rawValue),
             .text(request.identity),

@@ -27,7 +27,11 @@ import Testing
             """
         let python = Process()
         python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        python.arguments = ["python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit()", path, script]
+        python.arguments = [
+            "python3", "-c",
+            "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit()", path,
+            script,
+        ]
         try python.run()
         while python.isRunning { try await Task.sleep(for: .milliseconds(10)) }
         #expect(python.terminationStatus == 0)
@@ -45,7 +49,11 @@ import Testing
     @Test func theNameIndexPausesTheLaterOfTwoLiveDownloadsWithOneName() async throws {
         let path = NSTemporaryDirectory() + "haul-v8-\(UUID().uuidString).sqlite"
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let columns = "(id, identity, url, directory, headers, status, file_name, segments, completed_length, created_at, updated_at)"
+        let columns =
+            """
+            (id, identity, url, directory, headers, status, file_name, segments, completed_length, created_at, \
+            updated_at)
+            """
         let script = """
             CREATE TABLE downloads (id TEXT PRIMARY KEY NOT NULL, identity TEXT NOT NULL, url TEXT NOT NULL,
               directory TEXT NOT NULL, requested_name TEXT, range_start INTEGER, range_end INTEGER, checksum TEXT,
@@ -63,13 +71,18 @@ import Testing
             """
         let python = Process()
         python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        python.arguments = ["python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit()", path, script]
+        python.arguments = [
+            "python3", "-c",
+            "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit()", path,
+            script,
+        ]
         try python.run()
         while python.isRunning { try await Task.sleep(for: .milliseconds(10)) }
         #expect(python.terminationStatus == 0)
 
         let store = try await SQLiteDownloadStore.open(path: path)
-        let status = Dictionary(uniqueKeysWithValues: try await store.records(status: nil).map { ($0.id.rawValue, $0.status) })
+        let status = Dictionary(
+            uniqueKeysWithValues: try await store.records(status: nil).map { ($0.id.rawValue, $0.status) })
         #expect(status == ["early": .queued, "late": .paused, "done": .completed])
         // From now on the store gives a name to one live download only.
         #expect(try await !store.reserveFileName("f.bin", directory: "/tmp", for: DownloadID(rawValue: "late")))
@@ -83,10 +96,11 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: path) }
         let store = try await SQLiteDownloadStore.open(path: path)
         var records: [DownloadRecord] = []
-        for index in 0..<2500 {  // more than one statement's worth of rows
+        for index in 0..<2500 { // more than one statement's worth of rows
             var record = DownloadRecord(
                 id: DownloadID(rawValue: String(format: "id%05d", index)),
-                request: try DownloadRequest(url: RemoteURL("http://h/\(index)"), destination: .directory("/tmp")), createdAt: 100)
+                request: try DownloadRequest(url: RemoteURL("http://h/\(index)"), destination: .directory("/tmp")),
+                createdAt: 100)
             record.position = Int64(5000 - index)
             records.append(record)
         }

@@ -13,9 +13,10 @@ import Testing
     var databasePath: String { directory + "/haul.sqlite" }
 
     func record(_ url: String, priority: Int = 0, createdAt: Int64 = 1) throws -> DownloadRecord {
-        let request = try DownloadRequest(url: RemoteURL(url), destination: .directory(directory), range: ByteRange(start: 5, end: 99),
-                                          checksum: Checksum(parsing: "md5=" + String(repeating: "a", count: 32)),
-                                          headers: ["Authorization": "Bearer x", "X-A": "1"], maxAttempts: 7, priority: priority)
+        let request = try DownloadRequest(
+            url: RemoteURL(url), destination: .directory(directory), range: ByteRange(start: 5, end: 99),
+            checksum: Checksum(parsing: "md5=" + String(repeating: "a", count: 32)),
+            headers: ["Authorization": "Bearer x", "X-A": "1"], maxAttempts: 7, priority: priority)
         return DownloadRecord(id: .random(), request: request, createdAt: createdAt)
     }
 
@@ -48,10 +49,12 @@ import Testing
         original.totalLength = 1000
         original.segments = [Segment(start: 5, end: 99, written: 42)]
         original.error = HaulError(.network, "reset", httpStatus: nil, cause: "ECONNRESET")
-        original.serverDigest = ServerDigest(Checksum(algorithm: .sha512, hex: String(repeating: "ab", count: 64)), from: .reprDigest)
+        original.serverDigest = ServerDigest(
+            Checksum(algorithm: .sha512, hex: String(repeating: "ab", count: 64)), from: .reprDigest)
         original.request.mirrors = [try RemoteURL("http://other/a.iso")]
-        original.request.cookies = SourceCookies(jar: CookieJar([Cookie(name: "sid", value: "v=1", domain: "h")]),
-                                                 urls: original.request.sources, now: 0)
+        original.request.cookies = SourceCookies(
+            jar: CookieJar([Cookie(name: "sid", value: "v=1", domain: "h")]),
+            urls: original.request.sources, now: 0)
         #expect(original.request.cookies.field(for: original.request.url) == "sid=v=1")
 
         let store = try await SQLiteDownloadStore.open(path: databasePath)
@@ -173,11 +176,13 @@ import Testing
         }
         try await store.save(held)
         let directory = held[0].request.directory
-        let asked = (0..<460).map { FileNamePlace(directory: directory, fileName: "f\($0)") }
+        let asked =
+            (0..<460).map { FileNamePlace(directory: directory, fileName: "f\($0)") }
             + [FileNamePlace(directory: "/elsewhere", fileName: "f1")]
         let holders = try await store.fileNameHolders(asked)
         for place in asked {
-            let one = try await store.fileNameHolder(place.fileName, directory: place.directory, except: DownloadID(rawValue: ""))
+            let one = try await store.fileNameHolder(
+                place.fileName, directory: place.directory, except: DownloadID(rawValue: ""))
             #expect(holders[place] == one, "\(place)")
         }
         #expect(holders.count == 300, "removed records and unknown names hold nothing")
@@ -185,7 +190,8 @@ import Testing
     }
 
     @Test func garbageDatabaseIsAClearError() async throws {
-        try Data("this is not sqlite, just text that is long enough to have a header".utf8).write(to: URL(fileURLWithPath: databasePath))
+        try Data("this is not sqlite, just text that is long enough to have a header".utf8).write(
+            to: URL(fileURLWithPath: databasePath))
         await #expect {
             _ = try await SQLiteDownloadStore.open(path: databasePath)
         } throws: { error in

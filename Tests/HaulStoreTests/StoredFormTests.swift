@@ -14,7 +14,8 @@ import Testing
     func record(_ id: String, headers: HTTPHeaderList = [:]) throws -> DownloadRecord {
         var record = DownloadRecord(
             id: DownloadID(rawValue: id),
-            request: try DownloadRequest(url: RemoteURL("http://h/\(id)"), destination: .directory("/tmp"), headers: headers), createdAt: 100)
+            request: try DownloadRequest(
+                url: RemoteURL("http://h/\(id)"), destination: .directory("/tmp"), headers: headers), createdAt: 100)
         record.request.credentials = credentials
         return record
     }
@@ -37,7 +38,8 @@ import Testing
         // As version 9 wrote them (without the later columns): headers as [[name, value]],
         // credentials as [user, password];
         // one row holds headers the old reader emptied in silence (a pair of one).
-        try await python("""
+        try await python(
+            """
             c = sqlite3.connect(path)
             old_headers = json.dumps([["Cookie", 'sid=1; q="x"'], ["X-Token", "a:b"], ["x-token", "second, same name"]])
             old_credentials = json.dumps(["ul:la%", 'p"w:%3A\\u00a3'])
@@ -70,9 +72,14 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: path) }
         var done = try record("done", headers: headers)
         done.status = .completed
-        try await LegacyWriter.database(at: path, holding: [try record("good", headers: headers), try record("badheaders", headers: headers),
-                                                            try record("badcredentials"), done])
-        try await python("""
+        try await LegacyWriter.database(
+            at: path,
+            holding: [
+                try record("good", headers: headers), try record("badheaders", headers: headers),
+                try record("badcredentials"), done,
+            ])
+        try await python(
+            """
             c = sqlite3.connect(path)
             c.execute("UPDATE downloads SET headers = 'Cookie: sid=hunter2' WHERE id IN ('badheaders', 'done')")
             c.execute("UPDATE downloads SET credentials = '{\\"user\\": \\"u\\"}' WHERE id = 'badcredentials'")
@@ -90,7 +97,9 @@ import Testing
         #expect(!"\(badHeaders.error!)".contains("hunter2"), "the reason never quotes the stored text")
         let badCredentials = try #require(all["badcredentials"])
         #expect(badCredentials.status == .failed && badCredentials.request.credentials == nil)
-        #expect(badCredentials.error?.message.contains("download badcredentials: its stored credentials cannot be read") == true)
+        #expect(
+            badCredentials.error?.message.contains("download badcredentials: its stored credentials cannot be read")
+                == true)
         #expect(badCredentials.error?.cause?.contains("password") == true)
         // A finished download never runs again: it keeps its status.
         #expect(all["done"]?.status == .completed && all["done"]?.error == nil)
@@ -104,7 +113,8 @@ import Testing
         let store = try await SQLiteDownloadStore.open(path: path, keepsCredentials: true)
         try await store.save(try record("broken", headers: ["Cookie": "sid=hunter2"]))
         try await store.close()
-        try await python("""
+        try await python(
+            """
             c = sqlite3.connect(path)
             c.execute("UPDATE downloads SET status = 'bogus' WHERE id = 'broken'")
             c.commit()

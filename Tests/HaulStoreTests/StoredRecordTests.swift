@@ -1,8 +1,9 @@
 import Foundation
 import HaulCore
-@testable import HaulStore
 import SQLiteNIO
 import Testing
+
+@testable import HaulStore
 
 /// The one stored form of a record (HaulCore's `StoredRecord`), shared by SQLite and the fleet:
 /// the same form as the record's `Codable` one, field for field, and a schema-11 database
@@ -10,39 +11,50 @@ import Testing
 @Suite(.timeLimit(.minutes(2))) struct StoredRecordTests {
     /// Records that between them set every field of the record and its request.
     static func samples(timestamps: Bool = true) throws -> [DownloadRecord] {
-        var plain = DownloadRecord(id: DownloadID(rawValue: "0000000000000001"),
-                                   request: try DownloadRequest(url: RemoteURL("http://h/plain"), destination: .directory("/tmp")),
-                                   createdAt: 1_700_000_000)
+        var plain = DownloadRecord(
+            id: DownloadID(rawValue: "0000000000000001"),
+            request: try DownloadRequest(url: RemoteURL("http://h/plain"), destination: .directory("/tmp")),
+            createdAt: 1_700_000_000)
         plain.position = 17
 
         var request = try DownloadRequest(
             url: RemoteURL("https://user:pw@example.com:8443/a%20b/file.bin?sig=x/y&z=1"),
             destination: .file("/srv/down loads/chosen £.bin"), range: ByteRange(start: 100, end: 999),
             checksum: Checksum(parsing: "sha-256=" + String(repeating: "ab", count: 32)),
-            headers: ["Cookie": #"sid=1; q="x\y""#, "X-Token": "a:b", "x-token": "second, same name", "Accept": "ünïcode"],
+            headers: [
+                "Cookie": #"sid=1; q="x\y""#, "X-Token": "a:b", "x-token": "second, same name", "Accept": "ünïcode",
+            ],
             maxAttempts: 7, priority: 3, connections: 16, maxBytesPerSecond: 1_000_000,
             credentials: Credentials(user: #"ul:la%"#, password: #"p"w:%3A£\"#),
             mirrors: [RemoteURL("http://mirror-one/file.bin"), RemoteURL("https://mirror-two:81/x?y=1")])
         request.growsConnections = true
         request.timestamping = timestamps
         request.remoteTime = timestamps
-        request.pieceHashes = try PieceHashes(length: 1 << 20, algorithm: .sha1, hashes: [String(repeating: "0f", count: 20), String(repeating: "a1", count: 20)])
-        request.cookies = SourceCookies(jar: try CookieJar(netscapeFile: "example.com\tFALSE\t/\tFALSE\t0\tsid\tabc\nmirror-one\tFALSE\t/\tFALSE\t0\tk\tv\n", file: "jar", now: 0),
-                                        urls: request.sources, now: 0)
-        var full = DownloadRecord(id: DownloadID(rawValue: "00000000000000ff"), request: request, createdAt: 1_700_000_123)
+        request.pieceHashes = try PieceHashes(
+            length: 1 << 20, algorithm: .sha1,
+            hashes: [String(repeating: "0f", count: 20), String(repeating: "a1", count: 20)])
+        request.cookies = SourceCookies(
+            jar: try CookieJar(
+                netscapeFile: "example.com\tFALSE\t/\tFALSE\t0\tsid\tabc\nmirror-one\tFALSE\t/\tFALSE\t0\tk\tv\n",
+                file: "jar", now: 0),
+            urls: request.sources, now: 0)
+        var full = DownloadRecord(
+            id: DownloadID(rawValue: "00000000000000ff"), request: request, createdAt: 1_700_000_123)
         full.status = .paused
         full.fileName = "chosen £.bin"
         full.finalURL = "https://cdn.example.com/signed?x=\"1\""
         full.validator = EntityValidator(etag: #""abc\"def""#, lastModified: "Mon, 01 Jan 2024 00:00:00 GMT")
         full.totalLength = 5_000_000_000
-        full.serverDigest = ServerDigest(try Checksum(parsing: "sha-512=" + String(repeating: "cd", count: 64)), from: .reprDigest)
+        full.serverDigest = ServerDigest(
+            try Checksum(parsing: "sha-512=" + String(repeating: "cd", count: 64)), from: .reprDigest)
         full.segments = [Segment(start: 100, end: 499, written: 400), Segment(start: 500, end: 999, written: 3)]
         full.error = HaulError(.httpStatus, "server said 503", httpStatus: 503, cause: "Service Unavailable\tretry")
         full.position = -42
 
-        var expired = DownloadRecord(id: DownloadID(rawValue: "00000000000000aa"),
-                                     request: try DownloadRequest(url: RemoteURL("http://h/expired"), destination: .directory("/")),
-                                     createdAt: 5)
+        var expired = DownloadRecord(
+            id: DownloadID(rawValue: "00000000000000aa"),
+            request: try DownloadRequest(url: RemoteURL("http://h/expired"), destination: .directory("/")),
+            createdAt: 5)
         expired.status = .failed
         expired.error = HaulError(.urlExpired, "the URL expired")
         expired.validator = EntityValidator(etag: "W/\"weak\"")
@@ -54,24 +66,32 @@ import Testing
         for record in try Self.samples() {
             let ours = StoredRecord.json(record)
             let foundation = try JSONEncoder().encode(record)
-            #expect(try JSONParser.parse(Array(ours.utf8)) == JSONParser.parse(Array(foundation)), "the same JSON, in \(record.id)")
-            #expect(try JSONDecoder().decode(DownloadRecord.self, from: Data(ours.utf8)) == record, "JSONDecoder reads it")
+            #expect(
+                try JSONParser.parse(Array(ours.utf8)) == JSONParser.parse(Array(foundation)),
+                "the same JSON, in \(record.id)")
+            #expect(
+                try JSONDecoder().decode(DownloadRecord.self, from: Data(ours.utf8)) == record, "JSONDecoder reads it")
             let read = try StoredRecord.record(fromJSON: String(decoding: foundation, as: UTF8.self))
             #expect(read == record, "it reads what JSONEncoder wrote (the fleet's rows)")
             #expect(read.request.credentials == nil, "never part of the form")
         }
         let credentials = Credentials(user: #"ul:la%"#, password: #"p"w:%3A£\"#)
         let ours = StoredRecord.json(credentials)
-        #expect(try JSONParser.parse(Array(ours.utf8)) == JSONParser.parse(Array(JSONEncoder().encode(StoredCredentials(credentials)))))
+        #expect(
+            try JSONParser.parse(Array(ours.utf8))
+                == JSONParser.parse(Array(JSONEncoder().encode(StoredCredentials(credentials)))))
         #expect(try StoredRecord.credentials(fromJSON: ours) == credentials)
     }
 
     @Test func aRowsColumnsWinOverItsJSONAndBadPartsAreNamedNotPrinted() throws {
         let record = try Self.samples()[1]
         let row = StoredRecord(record, keepCredentials: true)
-        let moved = try StoredRecord.read(id: row.id, status: "queued", priority: 9, position: 1, fileName: "reserved.bin",
-                                          record: row.record, credentials: row.credentials)
-        #expect(moved.status == .queued && moved.request.priority == 9 && moved.position == 1 && moved.fileName == "reserved.bin")
+        let moved = try StoredRecord.read(
+            id: row.id, status: "queued", priority: 9, position: 1, fileName: "reserved.bin",
+            record: row.record, credentials: row.credentials)
+        #expect(
+            moved.status == .queued && moved.request.priority == 9 && moved.position == 1
+                && moved.fileName == "reserved.bin")
         #expect(moved.request.credentials == record.request.credentials)
         var dumped = ""
         dump(row, to: &dumped)
@@ -83,20 +103,24 @@ import Testing
         let newer = "{\"future\":{\"a\":[1,2.5,null,true]}," + row.record.dropFirst()
         #expect(try StoredRecord.record(fromJSON: newer) == record)
 
-        let badCredentials = try StoredRecord.read(id: row.id, status: "queued", priority: 0, position: 0, fileName: nil,
-                                                   record: row.record, credentials: #"{"user":"u"}"#)
+        let badCredentials = try StoredRecord.read(
+            id: row.id, status: "queued", priority: 0, position: 0, fileName: nil,
+            record: row.record, credentials: #"{"user":"u"}"#)
         #expect(badCredentials.status == .failed && badCredentials.request.credentials == nil)
         #expect(badCredentials.error?.cause?.contains("password") == true)
 
         let broken = row.record.replacingOccurrences(of: "\"segments\":[", with: "\"segments\":[\"hunter2\",")
         let error = #expect(throws: HaulError.self) {
-            try StoredRecord.read(id: row.id, status: "paused", priority: 0, position: 0, fileName: nil, record: broken, credentials: nil)
+            try StoredRecord.read(
+                id: row.id, status: "paused", priority: 0, position: 0, fileName: nil, record: broken, credentials: nil)
         }
         #expect(error?.message == "download 00000000000000ff in the store cannot be read")
         #expect(error?.cause?.hasPrefix("not the stored form: expected an object at byte") == true)
         #expect(!"\(error!)".contains("hunter2") && !"\(error!)".contains("sid=1"))
         let notJSON = #expect(throws: HaulError.self) {
-            try StoredRecord.read(id: "x", status: "queued", priority: 0, position: 0, fileName: nil, record: "Cookie: sid=1", credentials: nil)
+            try StoredRecord.read(
+                id: "x", status: "queued", priority: 0, position: 0, fileName: nil, record: "Cookie: sid=1",
+                credentials: nil)
         }
         #expect(notJSON?.cause == "not JSON")
     }
@@ -117,9 +141,13 @@ import Testing
             #expect(migrated == record, "every field of \(record.id)")
             #expect(migrated.request.credentials == record.request.credentials)
         }
-        let columns = try await store.query("SELECT name FROM pragma_table_info('downloads')").compactMap { $0.column("name")?.string }
+        let columns = try await store.query("SELECT name FROM pragma_table_info('downloads')").compactMap {
+            $0.column("name")?.string
+        }
         #expect(columns == RecordRow.columns)
-        #expect(try await store.query("PRAGMA user_version").first?.column("user_version")?.integer == StoreSchema.steps.count)
+        #expect(
+            try await store.query("PRAGMA user_version").first?.column("user_version")?.integer
+                == StoreSchema.steps.count)
         // The migrated rows are the store's own: found by identity, kept in their places.
         #expect(try await store.record(matching: samples[2].request)?.id == samples[2].id)
         #expect(try await store.places(status: .paused).map(\.position) == [-42])

@@ -22,14 +22,17 @@ import Testing
             let (head, body) = try exchange(server)
             #expect(head.contains("Transfer-Encoding: Chunked"))
             #expect(!head.contains { $0.hasPrefix("Content-Length") })
-            #expect(body == Array("a\r\n".utf8) + payload.bytes(0..<10) + Array("\r\nzz\r\n".utf8) + payload.bytes(10..<100))
+            #expect(
+                body == Array("a\r\n".utf8) + payload.bytes(0..<10) + Array("\r\nzz\r\n".utf8) + payload.bytes(10..<100)
+            )
             let response = try await curl(server.url("/f"))
-            #expect(response.exitCode == 56, "curl: bad chunk size")  // CURLE_RECV_ERROR
+            #expect(response.exitCode == 56, "curl: bad chunk size") // CURLE_RECV_ERROR
         }
     }
 
     @Test func aChunkSizeNoBodyCanFill() async throws {
-        try await withServer(Route(payload: payload, then: .brokenChunks(.badSize("7fffffffffffffff", after: 0)))) { server in
+        try await withServer(Route(payload: payload, then: .brokenChunks(.badSize("7fffffffffffffff", after: 0)))) {
+            server in
             let (_, body) = try exchange(server, range: "40-")
             #expect(body == Array("7fffffffffffffff\r\n".utf8) + payload.bytes(40..<100))
             let response = try await curl(server.url("/f"))
@@ -43,7 +46,7 @@ import Testing
             #expect(head.first == "HTTP/1.1 200 OK")
             #expect(body == Array("64\r\n".utf8) + payload.bytes(0..<100) + Array("\r\n".utf8))
             let response = try await curl(server.url("/f"))
-            #expect(response.exitCode == 18)  // CURLE_PARTIAL_FILE
+            #expect(response.exitCode == 18) // CURLE_PARTIAL_FILE
             #expect(response.body == payload.data(0..<100))
         }
     }

@@ -25,11 +25,12 @@ import Testing
             let (a, b) = try await (first, second)
 
             #expect(third.status == 503)
-            #expect(third.headerLines == [
-                "Retry-After: 3",
-                "Content-Type: text/plain; charset=utf-8",
-                "Content-Length: 24",
-            ])
+            #expect(
+                third.headerLines == [
+                    "Retry-After: 3",
+                    "Content-Type: text/plain; charset=utf-8",
+                    "Content-Length: 24",
+                ])
             #expect(String(decoding: third.body, as: UTF8.self) == "503 Service Unavailable\n")
             #expect(a.status == 206)
             #expect(a.body == payload.data(0..<30_000))
@@ -104,7 +105,7 @@ import Testing
             #expect(try await eventually { server.bodyBytesSent(to: "/f") == 100 })
             let refused = try await curl(server.url("/f"))
             #expect(refused.status == 503)
-            #expect(try await stalled.exitCode == 28)  // curl gave up and closed the connection
+            #expect(try await stalled.exitCode == 28) // curl gave up and closed the connection
 
             let after = try await curl(server.url("/f"), ["-H", "Range: bytes=0-99"])
             #expect(after.status == 206)
@@ -202,14 +203,16 @@ import Testing
             let missing = try await curl(server.url("/nothing"))
             #expect(missing.status == 404)
 
-            #expect(server.responses(to: "/f") == [
-                ServedResponse(path: "/f", status: 200, connection: 0, range: nil),
-                ServedResponse(path: "/f", status: 206, connection: 0, range: 2..<6, bodyBytesSent: 4),
-                ServedResponse(path: "/f", status: 200, connection: 1, range: 0..<16, bodyBytesSent: 5),
-            ])
-            #expect(server.responses(to: "/moved") == [
-                ServedResponse(path: "/moved", status: 302, connection: 0, range: nil)
-            ])
+            #expect(
+                server.responses(to: "/f") == [
+                    ServedResponse(path: "/f", status: 200, connection: 0, range: nil),
+                    ServedResponse(path: "/f", status: 206, connection: 0, range: 2..<6, bodyBytesSent: 4),
+                    ServedResponse(path: "/f", status: 200, connection: 1, range: 0..<16, bodyBytesSent: 5),
+                ])
+            #expect(
+                server.responses(to: "/moved") == [
+                    ServedResponse(path: "/moved", status: 302, connection: 0, range: nil)
+                ])
             #expect(server.responses.map(\.path) == ["/f", "/f", "/moved", "/f", "/nothing"])
             #expect(server.responses.last == ServedResponse(path: "/nothing", status: 404, connection: 2, range: nil))
             #expect(server.connectionCount(to: "/f") == 2)

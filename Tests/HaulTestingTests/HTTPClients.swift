@@ -2,9 +2,9 @@ import Foundation
 import HaulTesting
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// What curl saw for one invocation (headers of the last response when redirects were followed).
@@ -62,10 +62,12 @@ func curl(_ url: String, _ arguments: [String] = [], output: String? = nil) asyn
         status = Int(lines[0].split(separator: " ")[1]) ?? 0
         for line in lines.dropFirst() where !line.isEmpty {
             let parts = line.split(separator: ":", maxSplits: 1)
-            headers.append((String(parts[0]), parts.count > 1 ? String(parts[1]).trimmingCharacters(in: .whitespaces) : ""))
+            headers.append(
+                (String(parts[0]), parts.count > 1 ? String(parts[1]).trimmingCharacters(in: .whitespaces) : ""))
         }
     }
-    return CurlResponse(exitCode: process.terminationStatus, status: status, headers: headers, body: body, stdout: stdout)
+    return CurlResponse(
+        exitCode: process.terminationStatus, status: status, headers: headers, body: body, stdout: stdout)
 }
 
 extension Payload {
@@ -79,9 +81,9 @@ extension Payload {
 /// server closes it, to check exactly what went on the wire.
 func rawExchange(port: Int, _ request: String) throws -> [UInt8] {
     #if canImport(Glibc)
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     #else
-    let fd = socket(AF_INET, SOCK_STREAM, 0)
+        let fd = socket(AF_INET, SOCK_STREAM, 0)
     #endif
     guard fd >= 0 else { throw POSIXError(.EIO) }
     defer { close(fd) }

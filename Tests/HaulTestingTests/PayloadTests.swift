@@ -34,7 +34,9 @@ import Testing
         #expect(corrupted.hasPrefix("first difference at offset 2500001: expected 0x"))
 
         try Data(payload.bytes(0..<1_000)).write(to: URL(fileURLWithPath: path))
-        #expect(payload.mismatch(inFileAt: path) == "length mismatch: the file has 1000 bytes, expected 3000000 (the first 1000 bytes match)")
+        #expect(
+            payload.mismatch(inFileAt: path)
+                == "length mismatch: the file has 1000 bytes, expected 3000000 (the first 1000 bytes match)")
 
         try Data(payload.bytes(500..<1_500)).write(to: URL(fileURLWithPath: path))
         #expect(payload.mismatch(inFileAt: path, range: 500...1_499) == nil)

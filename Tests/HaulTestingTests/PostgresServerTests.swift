@@ -29,7 +29,8 @@ import Testing
     @Test func pauseClosesThePortAndResumeKeepsTheData() async throws {
         try await Self.withServer { server in
             // Created as the haul role, as the code under test would.
-            let create = try await PostgresServer.client(server.url, "create table kept (id int, name text); insert into kept values (7, 'seven')")
+            let create = try await PostgresServer.client(
+                server.url, "create table kept (id int, name text); insert into kept values (7, 'seven')")
             #expect(create.status == 0, "\(create.output)")
             #expect(LoopbackPort.acceptsConnections(server.port))
 

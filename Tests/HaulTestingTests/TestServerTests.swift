@@ -10,12 +10,13 @@ import Testing
             let response = try await curl(server.url("/f?x=1"))
             #expect(response.exitCode == 0)
             #expect(response.status == 200)
-            #expect(response.headerLines == [
-                "Content-Type: application/octet-stream",
-                "Content-Length: 1000",
-                "Accept-Ranges: bytes",
-                "ETag: \"7-1000\"",
-            ])
+            #expect(
+                response.headerLines == [
+                    "Content-Type: application/octet-stream",
+                    "Content-Length: 1000",
+                    "Accept-Ranges: bytes",
+                    "ETag: \"7-1000\"",
+                ])
             #expect(response.body == payload.data(0..<1_000))
 
             let request = try #require(server.requests.first)
@@ -40,34 +41,37 @@ import Testing
         try await withServer(route) { server in
             let response = try await curl(server.url("/f"), ["-H", "Range: bytes=0-9"])
             #expect(response.status == 200)
-            #expect(response.headerLines == [
-                "Content-Type: application/octet-stream",
-                "Content-Length: 1000",
-                "Last-Modified: Wed, 21 Oct 2015 07:28:00 GMT",
-                "Content-Disposition: attachment; filename=\"a b.bin\"",
-            ])
+            #expect(
+                response.headerLines == [
+                    "Content-Type: application/octet-stream",
+                    "Content-Length: 1000",
+                    "Last-Modified: Wed, 21 Oct 2015 07:28:00 GMT",
+                    "Content-Disposition: attachment; filename=\"a b.bin\"",
+                ])
             #expect(response.body == payload.data(0..<1_000))
         }
     }
 
-    @Test(arguments: [
-        ("bytes=100-199", "bytes 100-199/1000", 100..<200),
-        ("bytes=900-", "bytes 900-999/1000", 900..<1_000),
-        ("bytes=-100", "bytes 900-999/1000", 900..<1_000),
-        ("bytes=990-5000", "bytes 990-999/1000", 990..<1_000),
-        ("bytes=-5000", "bytes 0-999/1000", 0..<1_000),
-    ] as [(String, String, Range<Int64>)])
+    @Test(
+        arguments: [
+            ("bytes=100-199", "bytes 100-199/1000", 100..<200),
+            ("bytes=900-", "bytes 900-999/1000", 900..<1_000),
+            ("bytes=-100", "bytes 900-999/1000", 900..<1_000),
+            ("bytes=990-5000", "bytes 990-999/1000", 990..<1_000),
+            ("bytes=-5000", "bytes 0-999/1000", 0..<1_000),
+        ] as [(String, String, Range<Int64>)])
     func answersRangesWith206(range: String, contentRange: String, expected: Range<Int64>) async throws {
         try await withServer(Route(payload: payload)) { server in
             let response = try await curl(server.url("/f"), ["-H", "Range: \(range)"])
             #expect(response.status == 206)
-            #expect(response.headerLines == [
-                "Content-Type: application/octet-stream",
-                "Content-Range: \(contentRange)",
-                "Content-Length: \(expected.count)",
-                "Accept-Ranges: bytes",
-                "ETag: \"7-1000\"",
-            ])
+            #expect(
+                response.headerLines == [
+                    "Content-Type: application/octet-stream",
+                    "Content-Range: \(contentRange)",
+                    "Content-Length: \(expected.count)",
+                    "Accept-Ranges: bytes",
+                    "ETag: \"7-1000\"",
+                ])
             #expect(response.body == payload.data(expected))
             #expect(server.requests.first?.range == range)
         }
@@ -130,7 +134,7 @@ import Testing
     @Test func dropAfterClosesTheConnectionMidBody() async throws {
         try await withServer(Route(payload: payload, then: .dropAfter(100))) { server in
             let response = try await curl(server.url("/f"))
-            #expect(response.exitCode == 18)  // CURLE_PARTIAL_FILE
+            #expect(response.exitCode == 18) // CURLE_PARTIAL_FILE
             #expect(response.status == 200)
             #expect(response.header("Content-Length") == "1000")
             #expect(response.body == payload.data(0..<100))
@@ -167,11 +171,12 @@ import Testing
         try await withServer(route) { server in
             let unavailable = try await curl(server.url("/f"))
             #expect(unavailable.status == 503)
-            #expect(unavailable.headerLines == [
-                "Retry-After: 7",
-                "Content-Type: text/plain; charset=utf-8",
-                "Content-Length: 24",
-            ])
+            #expect(
+                unavailable.headerLines == [
+                    "Retry-After: 7",
+                    "Content-Type: text/plain; charset=utf-8",
+                    "Content-Length: 24",
+                ])
             #expect(String(decoding: unavailable.body, as: UTF8.self) == "503 Service Unavailable\n")
 
             let missing = try await curl(server.url("/f"))
@@ -186,7 +191,8 @@ import Testing
 
     @Test func documentFaultSendsTheTextAsTheWholeBody() async throws {
         let text = "<?xml version=\"1.0\"?><metalink/>\n"
-        let route = Route(payload: payload, script: [.document(text, headers: [("Content-Type", "application/metalink4+xml")])])
+        let route = Route(
+            payload: payload, script: [.document(text, headers: [("Content-Type", "application/metalink4+xml")])])
         try await withServer(route) { server in
             let document = try await curl(server.url("/f"))
             #expect(document.status == 200)
@@ -230,12 +236,13 @@ import Testing
         try await withServer(Route(payload: small, chunked: true)) { server in
             let response = try await curl(server.url("/f"), ["--raw"])
             #expect(response.status == 200)
-            #expect(response.headerLines == [
-                "Content-Type: application/octet-stream",
-                "Transfer-Encoding: chunked",
-                "Accept-Ranges: bytes",
-                "ETag: \"5-100\"",
-            ])
+            #expect(
+                response.headerLines == [
+                    "Content-Type: application/octet-stream",
+                    "Transfer-Encoding: chunked",
+                    "Accept-Ranges: bytes",
+                    "ETag: \"5-100\"",
+                ])
             #expect(response.body == Data(Array("64\r\n".utf8) + small.bytes(0..<100) + Array("\r\n0\r\n\r\n".utf8)))
 
             let decoded = try await curl(server.url("/f"))
@@ -247,14 +254,15 @@ import Testing
         let small = Payload(seed: 5, length: 10)
         try await withServer(Route(payload: small, chunked: true)) { server in
             let received = try rawExchange(port: server.port, "GET /f HTTP/1.0\r\n\r\n")
-            let expected = Array(
-                ("HTTP/1.1 200 OK\r\n"
-                    + "Content-Type: application/octet-stream\r\n"
-                    + "Accept-Ranges: bytes\r\n"
-                    + "ETag: \"5-10\"\r\n"
-                    + "Connection: close\r\n"
-                    + "\r\n").utf8
-            ) + small.bytes(0..<10)
+            let expected =
+                Array(
+                    ("HTTP/1.1 200 OK\r\n"
+                        + "Content-Type: application/octet-stream\r\n"
+                        + "Accept-Ranges: bytes\r\n"
+                        + "ETag: \"5-10\"\r\n"
+                        + "Connection: close\r\n"
+                        + "\r\n").utf8
+                ) + small.bytes(0..<10)
             #expect(Data(received) == Data(expected))
         }
     }
@@ -287,22 +295,23 @@ import Testing
                 "HEAD /f HTTP/1.1\r\nHost: t\r\n\r\n"
                     + "GET /f HTTP/1.1\r\nHost: t\r\nRange: bytes=0-3\r\nConnection: close\r\n\r\n"
             )
-            let expected = Array(
-                ("HTTP/1.1 200 OK\r\n"
-                    + "Content-Type: application/octet-stream\r\n"
-                    + "Content-Length: 16\r\n"
-                    + "Accept-Ranges: bytes\r\n"
-                    + "ETag: \"3-16\"\r\n"
-                    + "\r\n"
-                    + "HTTP/1.1 206 Partial Content\r\n"
-                    + "Content-Type: application/octet-stream\r\n"
-                    + "Content-Range: bytes 0-3/16\r\n"
-                    + "Content-Length: 4\r\n"
-                    + "Accept-Ranges: bytes\r\n"
-                    + "ETag: \"3-16\"\r\n"
-                    + "Connection: close\r\n"
-                    + "\r\n").utf8
-            ) + small.bytes(0..<4)
+            let expected =
+                Array(
+                    ("HTTP/1.1 200 OK\r\n"
+                        + "Content-Type: application/octet-stream\r\n"
+                        + "Content-Length: 16\r\n"
+                        + "Accept-Ranges: bytes\r\n"
+                        + "ETag: \"3-16\"\r\n"
+                        + "\r\n"
+                        + "HTTP/1.1 206 Partial Content\r\n"
+                        + "Content-Type: application/octet-stream\r\n"
+                        + "Content-Range: bytes 0-3/16\r\n"
+                        + "Content-Length: 4\r\n"
+                        + "Accept-Ranges: bytes\r\n"
+                        + "ETag: \"3-16\"\r\n"
+                        + "Connection: close\r\n"
+                        + "\r\n").utf8
+                ) + small.bytes(0..<4)
             #expect(String(decoding: received, as: UTF8.self) == String(decoding: expected, as: UTF8.self))
             #expect(received == expected)
             #expect(server.requests.map(\.method) == ["HEAD", "GET"])
@@ -313,7 +322,7 @@ import Testing
     @Test func stallAfterKeepsTheConnectionOpenWithoutSending() async throws {
         try await withServer(Route(payload: payload, script: [.stallAfter(100)])) { server in
             let response = try await curl(server.url("/f"), ["--max-time", "1"])
-            #expect(response.exitCode == 28)  // CURLE_OPERATION_TIMEDOUT
+            #expect(response.exitCode == 28) // CURLE_OPERATION_TIMEDOUT
             #expect(response.status == 200)
             // Timed out by curl (28) with the first 100 bytes in: the connection stayed open, silent.
             #expect(response.body == payload.data(0..<100))

@@ -1,5 +1,6 @@
-@testable import HaulTesting
 import Testing
+
+@testable import HaulTesting
 
 /// The test server's pace for a throttled body, on simulated time: whatever the ticks' lateness,
 /// the bytes allowed by time t never exceed rate * (t + one tick), and a stalled reader gets at
@@ -9,7 +10,8 @@ import Testing
     /// written so far) after each tick.
     func send(_ length: Int64, rate: Int, ticks: [Double]) -> [(time: Double, sent: Int64)] {
         var credit = ThrottleCredit(rate: rate, tick: 0.01, maxCatchUp: 0.2)
-        var sent: Int64 = 0, time = 0.0
+        var sent: Int64 = 0
+        var time = 0.0
         var log: [(time: Double, sent: Int64)] = []
         // The first tick's worth goes at once.
         sent += min(credit.available, length)

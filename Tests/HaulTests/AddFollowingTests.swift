@@ -1,8 +1,9 @@
 import Foundation
-@testable import Haul
 import HaulCore
 import HaulTesting
 import Testing
+
+@testable import Haul
 
 /// `addFollowing`: a batch's records first, then its downloads' events and one outcome each,
 /// even for those settled within the add itself (a file found complete), and the stream ends
@@ -17,7 +18,9 @@ import Testing
     @Test func nothingComesBeforeTheRecordsAndEachDownloadEndsOnce() async throws {
         try await withHarness(maxConcurrent: 2) { harness in
             let payloads = (0..<5).map { Payload(seed: 60 + UInt64($0), length: 20_000) }
-            for (index, payload) in payloads.enumerated() { harness.server.setRoute("/f\(index)", Route(payload: payload)) }
+            for (index, payload) in payloads.enumerated() {
+                harness.server.setRoute("/f\(index)", Route(payload: payload))
+            }
             let requests = try (0..<5).map { try harness.request("/f\($0)") }
             let items = try await follow(harness.manager, requests)
             guard case .added(let records) = items.first else {
@@ -48,7 +51,9 @@ import Testing
             let first = try await follow(harness.manager, [try harness.request("/done")])
             #expect(first.count >= 2)
             let again = try await follow(harness.manager, [try harness.request("/done")])
-            let outcomes = again.compactMap { item -> DownloadOutcome? in if case .outcome(let outcome) = item { outcome } else { nil } }
+            let outcomes = again.compactMap { item -> DownloadOutcome? in
+                if case .outcome(let outcome) = item { outcome } else { nil }
+            }
             guard case .added(let records) = again.first, let outcome = outcomes.first, outcomes.count == 1 else {
                 Issue.record("not records, then one outcome: \(again)")
                 return
@@ -60,10 +65,14 @@ import Testing
 
     @Test func aRefusedAddThrowsAndYieldsNothing() async throws {
         try await withHarness { harness in
-            #expect(FileManager.default.createFile(atPath: harness.directory + "/taken.bin", contents: Data("mine".utf8)))
+            #expect(
+                FileManager.default.createFile(atPath: harness.directory + "/taken.bin", contents: Data("mine".utf8)))
             var items: [DownloadManager.Followed] = []
-            await #expect { for try await item in harness.manager.addFollowing([try harness.request("/x", output: "taken.bin")]) { items.append(item) } }
-                throws: { ($0 as? HaulError)?.code == .fileExists }
+            await #expect {
+                for try await item in harness.manager.addFollowing([try harness.request("/x", output: "taken.bin")]) {
+                    items.append(item)
+                }
+            } throws: { ($0 as? HaulError)?.code == .fileExists }
             #expect(items.isEmpty)
         }
     }

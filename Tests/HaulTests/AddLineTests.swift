@@ -1,10 +1,11 @@
 import Foundation
-@testable import Haul
 import HaulCore
-import HaulTesting
-import Testing
 import HaulStore
+import HaulTesting
 import NIOConcurrencyHelpers
+import Testing
+
+@testable import Haul
 
 /// Adds that arrive while another is being saved are added together: one transaction for all
 /// of them, each caller answered with its own records, and a bad request fails only its caller.
@@ -16,10 +17,10 @@ import NIOConcurrencyHelpers
             store.hold = hold
             // The first add is held in its save; eight more arrive meanwhile.
             let first = Task { try await manager.add(harness.request("/first")) }
-            #expect(try await eventually { await hold.arrivals == 1 })
+            #expect(try await eventuallyAwaiting { await hold.arrivals == 1 })
             let requests = try (0..<8).map { try harness.request("/a\($0)") }
             let later = requests.map { request in Task { try await manager.add(request) } }
-            #expect(try await eventually { await manager.waitingAdds == 8 })
+            #expect(try await eventuallyAwaiting { await manager.waitingAdds == 8 })
             await hold.open()
             let firstID = try await first.value.id
             var ids: [DownloadID] = []
@@ -39,13 +40,14 @@ import NIOConcurrencyHelpers
             let (store, manager) = harness.countingManager()
             let hold = AsyncHold()
             store.hold = hold
-            #expect(FileManager.default.createFile(atPath: harness.directory + "/taken.bin", contents: Data("mine".utf8)))
+            #expect(
+                FileManager.default.createFile(atPath: harness.directory + "/taken.bin", contents: Data("mine".utf8)))
             let first = Task { try await manager.add(harness.request("/first")) }
-            #expect(try await eventually { await hold.arrivals == 1 })
+            #expect(try await eventuallyAwaiting { await hold.arrivals == 1 })
             let good = try (0..<3).map { try harness.request("/g\($0)") }
             let goodTasks = good.map { request in Task { try await manager.add(request) } }
             let bad = Task { try await manager.add(harness.request("/other", output: "taken.bin")) }
-            #expect(try await eventually { await manager.waitingAdds == 4 })
+            #expect(try await eventuallyAwaiting { await manager.waitingAdds == 4 })
             await hold.open()
             _ = try await first.value
             for task in goodTasks { _ = try await task.value }

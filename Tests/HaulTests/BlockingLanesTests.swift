@@ -1,7 +1,8 @@
 import Dispatch
-@testable import Haul
 import NIOConcurrencyHelpers
 import Testing
+
+@testable import Haul
 
 /// `BlockingLanes`: jobs in order, never more at once than the width, and a lane's thread is its
 /// own even when many other lanes are blocked (Dispatch's overcommit threads).
@@ -11,8 +12,14 @@ import Testing
         let log = NIOLockedValueBox((order: [Int](), running: 0, most: 0))
         for n in 0..<500 {
             lanes.submit {
-                log.withLockedValue { $0.running += 1; $0.most = max($0.most, $0.running) }
-                log.withLockedValue { $0.running -= 1; $0.order.append(n) }
+                log.withLockedValue {
+                    $0.running += 1
+                    $0.most = max($0.most, $0.running)
+                }
+                log.withLockedValue {
+                    $0.running -= 1
+                    $0.order.append(n)
+                }
             }
         }
         // Runs after all of them: one lane, in order.
@@ -33,14 +40,21 @@ import Testing
         let (started, start) = AsyncStream.makeStream(of: Void.self)
         var jobs: [Task<Void, any Error>] = []
         for _ in 0..<5 {
-            jobs.append(Task {
-                try await lanes.run {
-                    log.withLockedValue { $0.running += 1; $0.most = max($0.most, $0.running) }
-                    start.yield()
-                    hold.wait()
-                    log.withLockedValue { $0.running -= 1; $0.finished += 1 }
-                }
-            })
+            jobs.append(
+                Task {
+                    try await lanes.run {
+                        log.withLockedValue {
+                            $0.running += 1
+                            $0.most = max($0.most, $0.running)
+                        }
+                        start.yield()
+                        hold.wait()
+                        log.withLockedValue {
+                            $0.running -= 1
+                            $0.finished += 1
+                        }
+                    }
+                })
         }
         var starts = started.makeAsyncIterator()
         for _ in 0..<2 { _ = await starts.next() }

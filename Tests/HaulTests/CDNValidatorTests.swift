@@ -1,8 +1,9 @@
 import Foundation
-@testable import Haul
 import HaulCore
 import HaulTesting
 import Testing
+
+@testable import Haul
 
 /// CDNs that break the textbook use of validators: one that answers `If-Range` with an ETag by
 /// sending the whole file (it accepts only a date), one whose ETag changes with every request.

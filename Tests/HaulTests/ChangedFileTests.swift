@@ -1,9 +1,9 @@
 import Foundation
 import Haul
 import HaulCore
+import HaulStore
 import HaulTesting
 import Testing
-import HaulStore
 
 /// The file on the server is replaced between two attempts: the result is always the new file,
 /// whole, never old bytes glued to new ones or a new file cut to the old length.
@@ -13,8 +13,10 @@ import HaulStore
     /// Pauses a throttled download mid-way, lets `change` replace the route, resumes it.
     /// Every response of the first route stalls after `stall` bytes, so however slowly the
     /// test runs the pause lands before the old file is complete.
-    func interrupted(_ harness: Harness, first: Route, then second: Route, connections: Int = 1,
-                     stall: Int64 = 500_000) async throws -> Harness.Outcome {
+    func interrupted(
+        _ harness: Harness, first: Route, then second: Route, connections: Int = 1,
+        stall: Int64 = 500_000
+    ) async throws -> Harness.Outcome {
         var first = first
         first.then = .stallAfter(stall)
         harness.server.setRoute("/file", first)
@@ -33,8 +35,9 @@ import HaulStore
     @Test func aLongerFileIsFetchedWholeNotCutToTheOldLength() async throws {
         let longer = Payload(seed: 43, length: 1_500_000)
         try await withHarness { harness in
-            let outcome = try await interrupted(harness, first: Route(payload: payload, throttle: 200_000),
-                                                then: Route(payload: longer))
+            let outcome = try await interrupted(
+                harness, first: Route(payload: payload, throttle: 200_000),
+                then: Route(payload: longer))
             #expect(outcome.final.isCompleted)
             #expect(outcome.restarted)
             #expect(longer.mismatch(inFileAt: harness.directory + "/file") == nil)
@@ -49,9 +52,10 @@ import HaulStore
     @Test func aLongerFileIsFetchedWholeOverSeveralConnections() async throws {
         let longer = Payload(seed: 44, length: 3_000_000)
         try await withHarness(minimumSegmentSize: 128 << 10) { harness in
-            let outcome = try await interrupted(harness, first: Route(payload: payload, throttle: 300_000),
-                                                then: Route(payload: longer), connections: 4,
-                                                stall: 210_000)
+            let outcome = try await interrupted(
+                harness, first: Route(payload: payload, throttle: 300_000),
+                then: Route(payload: longer), connections: 4,
+                stall: 210_000)
             #expect(outcome.final.isCompleted)
             #expect(longer.mismatch(inFileAt: harness.directory + "/file") == nil)
         }
@@ -60,8 +64,9 @@ import HaulStore
     @Test func aShorterFileIsFetchedWhole() async throws {
         let shorter = Payload(seed: 45, length: 600_000)
         try await withHarness { harness in
-            let outcome = try await interrupted(harness, first: Route(payload: payload, throttle: 200_000),
-                                                then: Route(payload: shorter))
+            let outcome = try await interrupted(
+                harness, first: Route(payload: payload, throttle: 200_000),
+                then: Route(payload: shorter))
             #expect(outcome.final.isCompleted)
             #expect(shorter.mismatch(inFileAt: harness.directory + "/file") == nil)
         }
@@ -70,8 +75,9 @@ import HaulStore
     @Test func aChangedFileOfTheSameSizeWithAValidatorIsFetchedWhole() async throws {
         let same = Payload(seed: 46, length: payload.length)
         try await withHarness { harness in
-            let outcome = try await interrupted(harness, first: Route(payload: payload, throttle: 200_000),
-                                                then: Route(payload: same))
+            let outcome = try await interrupted(
+                harness, first: Route(payload: payload, throttle: 200_000),
+                then: Route(payload: same))
             #expect(outcome.final.isCompleted)
             #expect(same.mismatch(inFileAt: harness.directory + "/file") == nil)
         }
@@ -82,20 +88,24 @@ import HaulStore
     @Test func withoutAValidatorAChangedFileOfTheSameSizeIsCaughtByTheOverlap() async throws {
         let same = Payload(seed: 47, length: payload.length)
         try await withHarness { harness in
-            let outcome = try await interrupted(harness, first: Route(payload: payload, etag: nil, throttle: 200_000),
-                                                then: Route(payload: same, etag: nil))
+            let outcome = try await interrupted(
+                harness, first: Route(payload: payload, etag: nil, throttle: 200_000),
+                then: Route(payload: same, etag: nil))
             #expect(outcome.final.isCompleted)
             #expect(outcome.restarted)
             #expect(same.mismatch(inFileAt: harness.directory + "/file") == nil)
             let ranges = harness.server.requests(to: "/file").compactMap(\.range)
-            #expect(ranges.contains { $0.hasPrefix("bytes=") && !$0.hasPrefix("bytes=0-") }, "a resume with an overlap was tried: \(ranges)")
+            #expect(
+                ranges.contains { $0.hasPrefix("bytes=") && !$0.hasPrefix("bytes=0-") },
+                "a resume with an overlap was tried: \(ranges)")
         }
     }
 
     @Test func withoutAValidatorAnUnchangedFileResumesAfterTheOverlap() async throws {
         try await withHarness { harness in
-            let outcome = try await interrupted(harness, first: Route(payload: payload, etag: nil, throttle: 200_000),
-                                                then: Route(payload: payload, etag: nil))
+            let outcome = try await interrupted(
+                harness, first: Route(payload: payload, etag: nil, throttle: 200_000),
+                then: Route(payload: payload, etag: nil))
             #expect(outcome.final.isCompleted)
             #expect(!outcome.restarted)
             #expect(payload.mismatch(inFileAt: harness.directory + "/file") == nil)

@@ -27,8 +27,9 @@ import Testing
         try await withHarness(confined: confined) { harness in
             let outside = try outside(harness)
             harness.server.setRoute("/name.bin", Route(payload: payload))
-            try FileManager.default.createSymbolicLink(atPath: harness.directory + "/name.bin.part",
-                                                       withDestinationPath: "../outside/victim.txt")
+            try FileManager.default.createSymbolicLink(
+                atPath: harness.directory + "/name.bin.part",
+                withDestinationPath: "../outside/victim.txt")
             let outcome = try await harness.download(harness.request("/name.bin", output: "name.bin"))
             #expect(outcome.final.failure?.code == .forbidden, "\(outcome.final)")
             #expect(intact(outside + "/victim.txt"))
@@ -44,9 +45,11 @@ import Testing
             harness.server.setRoute("/later.bin", Route(payload: payload))
             let events = harness.manager.events()
             let first = try await harness.manager.add(harness.request("/slow.bin"))
-            let queued = try await harness.manager.add(harness.request("/later.bin", directory: harness.directory + "/later"))
+            let queued = try await harness.manager.add(
+                harness.request("/later.bin", directory: harness.directory + "/later"))
             #expect(try await harness.manager.record(queued.id)?.status == .queued)
-            try FileManager.default.createSymbolicLink(atPath: harness.directory + "/later", withDestinationPath: "../outside/x")
+            try FileManager.default.createSymbolicLink(
+                atPath: harness.directory + "/later", withDestinationPath: "../outside/x")
             try await harness.manager.pause(first.id)
             let outcome = try await harness.waitForEnd(of: queued.id, in: events)
             #expect(outcome.final.failure?.code == .forbidden, "\(outcome.final)")
@@ -62,7 +65,8 @@ import Testing
             harness.server.setRoute("/big.bin", Route(payload: payload, script: [.stallAfter(300_000)]))
             let directory = harness.directory + "/sub"
             let events = harness.manager.events()
-            let added = try await harness.manager.add(harness.request("/big.bin", output: "big.bin", directory: directory))
+            let added = try await harness.manager.add(
+                harness.request("/big.bin", output: "big.bin", directory: directory))
             await harness.waitForProgress(of: added.id, beyond: 100_000, in: harness.manager.events())
             try await harness.manager.pause(added.id)
             _ = try await harness.waitForEnd(of: added.id, in: events)
@@ -70,12 +74,14 @@ import Testing
             // The directory moves out of the root and a link to it takes its place.
             try FileManager.default.moveItem(atPath: directory, toPath: outside + "/sub")
             try FileManager.default.createSymbolicLink(atPath: directory, withDestinationPath: "../outside/sub")
-            let sizeBefore = try FileManager.default.attributesOfItem(atPath: outside + "/sub/big.bin.part")[.size] as? Int
+            let sizeBefore =
+                try FileManager.default.attributesOfItem(atPath: outside + "/sub/big.bin.part")[.size] as? Int
             let resumed = harness.manager.events()
             try await harness.manager.resume(added.id)
             let outcome = try await harness.waitForEnd(of: added.id, in: resumed)
             #expect(outcome.final.failure?.code == .forbidden, "\(outcome.final)")
-            let sizeAfter = try FileManager.default.attributesOfItem(atPath: outside + "/sub/big.bin.part")[.size] as? Int
+            let sizeAfter =
+                try FileManager.default.attributesOfItem(atPath: outside + "/sub/big.bin.part")[.size] as? Int
             #expect(sizeAfter == sizeBefore, "not a byte written through the link")
             #expect(!FileManager.default.fileExists(atPath: outside + "/sub/big.bin"))
             // The stored progress survives the refusal: put the directory back and it resumes.

@@ -1,9 +1,10 @@
 import Foundation
-@testable import Haul
 import HaulCore
 import HaulStore
 import HaulTesting
 import Testing
+
+@testable import Haul
 
 /// Whether a download finds its connection count is part of its stored request: it survives the
 /// store, and naming a count later makes it a fixed one.

@@ -8,7 +8,8 @@ import Testing
 /// its own host and path only, and a `Set-Cookie` from one hop goes with the next.
 @Suite(.timeLimit(.minutes(2))) struct CookieTransportTests {
     func fetch(_ transport: AsyncHTTPTransport, _ url: String) async throws -> (ResponseHead, [UInt8]) {
-        let (head, body) = try await transport.send(RequestPlan(url: try RemoteURL(url), range: nil, ifRange: nil, headers: [:]))
+        let (head, body) = try await transport.send(
+            RequestPlan(url: try RemoteURL(url), range: nil, ifRange: nil, headers: [:]))
         var bytes: [UInt8] = []
         while let chunk = try await body.next() { chunk.withUnsafeBytes { bytes += $0 } }
         return (head, bytes)
@@ -23,12 +24,17 @@ import Testing
     @Test func cookiesGoOnlyToTheirHost() async throws {
         let payload = Payload(seed: 31, length: 40_000)
         let server = try await TestServer.start()
-        server.setRoute("/dl/start", Route(payload: payload, script: [.redirect(to: "/dl/file")],
-                                           then: .redirect(to: "http://localhost:\(server.port)/dl/away")))
+        server.setRoute(
+            "/dl/start",
+            Route(
+                payload: payload, script: [.redirect(to: "/dl/file")],
+                then: .redirect(to: "http://localhost:\(server.port)/dl/away")))
         server.setRoute("/dl/file", Route(payload: payload))
         server.setRoute("/dl/away", Route(payload: payload))
-        let store = CookieStore(try jar("127.0.0.1\tFALSE\t/dl\tFALSE\t0\tsid\tsecret-1\n"
-            + "127.0.0.1\tFALSE\t/other\tFALSE\t0\telse\tno\n"))
+        let store = CookieStore(
+            try jar(
+                "127.0.0.1\tFALSE\t/dl\tFALSE\t0\tsid\tsecret-1\n"
+                    + "127.0.0.1\tFALSE\t/other\tFALSE\t0\telse\tno\n"))
         let transport = AsyncHTTPTransport(configuration: .init(cookies: store))
         let (head, bytes) = try await fetch(transport, server.url("/dl/start"))
         #expect(head.status == 200 && bytes == payload.bytes(0..<payload.length))
@@ -48,10 +54,16 @@ import Testing
     @Test func setCookieCarriesAcrossARedirect() async throws {
         let payload = Payload(seed: 32, length: 30_000)
         let server = try await TestServer.start()
-        server.setRoute("/login", Route(payload: payload, then: .status(302, headers: [
-            ("Location", server.url("/files/f.bin")), ("Set-Cookie", "token=t-42; Path=/files; HttpOnly"),
-            ("Set-Cookie", "wrong=1; Domain=example.com"),
-        ])))
+        server.setRoute(
+            "/login",
+            Route(
+                payload: payload,
+                then: .status(
+                    302,
+                    headers: [
+                        ("Location", server.url("/files/f.bin")), ("Set-Cookie", "token=t-42; Path=/files; HttpOnly"),
+                        ("Set-Cookie", "wrong=1; Domain=example.com"),
+                    ])))
         server.setRoute("/files/f.bin", Route(payload: payload))
         let store = CookieStore()
         let transport = AsyncHTTPTransport(configuration: .init(cookies: store))
@@ -70,9 +82,17 @@ import Testing
     @Test func noJarNoCookies() async throws {
         let payload = Payload(seed: 33, length: 1000)
         let server = try await TestServer.start()
-        server.setRoute("/login", Route(payload: payload, script: [.status(302, headers: [
-            ("Location", server.url("/f")), ("Set-Cookie", "token=t; Path=/"),
-        ])]))
+        server.setRoute(
+            "/login",
+            Route(
+                payload: payload,
+                script: [
+                    .status(
+                        302,
+                        headers: [
+                            ("Location", server.url("/f")), ("Set-Cookie", "token=t; Path=/"),
+                        ])
+                ]))
         server.setRoute("/f", Route(payload: payload))
         let transport = AsyncHTTPTransport(configuration: .init())
         _ = try await fetch(transport, server.url("/login"))

@@ -109,7 +109,8 @@ import Testing
         // A refused connection fails its try at once: with a connect timeout of an hour, the
         // transport must not keep retrying it until the timeout (AsyncHTTPClient's default).
         try await withHarness(maxAttempts: 3, connectTimeout: .seconds(3600)) { harness in
-            let request = try DownloadRequest(url: RemoteURL("http://127.0.0.1:1/x"), destination: .directory(harness.directory))
+            let request = try DownloadRequest(
+                url: RemoteURL("http://127.0.0.1:1/x"), destination: .directory(harness.directory))
             let outcome = try await harness.download(request)
             #expect(outcome.final.failure?.code == .network)
             #expect(outcome.events.filter { if case .retrying = $0 { true } else { false } }.count == 2)

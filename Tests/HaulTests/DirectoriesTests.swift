@@ -1,7 +1,8 @@
 import Foundation
-@testable import Haul
 import HaulCore
 import Testing
+
+@testable import Haul
 
 /// The one `mkdir -p`: parents made, a private directory 0700 whatever the umask, an existing
 /// one left as it is, a file in the way a clear error.
@@ -27,9 +28,17 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: base) }
         try Directories.create(base)
         #expect(FileManager.default.createFile(atPath: base + "/blocker", contents: Data("keep".utf8)))
-        let error = #expect(throws: HaulError.self) { try Directories.create(base + "/blocker/sub", what: "download directory") }
+        let error = #expect(throws: HaulError.self) {
+            try Directories.create(base + "/blocker/sub", what: "download directory")
+        }
         #expect(error?.code == .fileSystem)
-        #expect(error?.message == "cannot create the download directory \(base)/blocker/sub: the download directory \(base)/blocker is not a directory")
+        #expect(
+            error?.message
+                == """
+                cannot create the download directory \(base)/blocker/sub: the download directory \(base)/blocker \
+                is not a directory
+                """
+        )
         #expect(try String(contentsOfFile: base + "/blocker", encoding: .utf8) == "keep")
     }
 }

@@ -1,9 +1,10 @@
 import Foundation
-@testable import Haul
 import HaulCore
 import HaulTesting
 import NIOConcurrencyHelpers
 import Testing
+
+@testable import Haul
 
 /// Files published into one directory together share its fsync (`DirectorySyncs`), and each
 /// caller still returns only after an fsync that began after it asked.
@@ -20,7 +21,12 @@ import Testing
         let gate = Gate()
         let calls = NIOLockedValueBox(0)
         let syncs = DirectorySyncs(sync: { directory in
-            if calls.withLockedValue({ $0 += 1; return $0 }) == 1 { gate.pass("first", limit: 30) }
+            if calls.withLockedValue({
+                $0 += 1
+                return $0
+            }) == 1 {
+                gate.pass("first", limit: 30)
+            }
             try directory.sync()
         })
         let io = DiskIO()
@@ -45,7 +51,10 @@ import Testing
         let gate = Gate()
         let calls = NIOLockedValueBox(0)
         let syncs = DirectorySyncs(sync: { _ in
-            let call = calls.withLockedValue { $0 += 1; return $0 }
+            let call = calls.withLockedValue {
+                $0 += 1
+                return $0
+            }
             if call == 1 { gate.pass("first", limit: 30) }
             if call == 2 { throw HaulError(.fileSystem, "cannot sync directory: input/output error") }
         })

@@ -1,7 +1,8 @@
 import Foundation
-@testable import Haul
 import HaulCore
 import Testing
+
+@testable import Haul
 
 /// A download's directory resolved beneath its root with no link followed (issue 19): every way
 /// a link, a hard link or a special file planted in or above a download could lead a write out.
@@ -35,36 +36,50 @@ import Testing
         let tree = try Tree()
         defer { tree.remove() }
         #expect(try DownloadDirectory.resolve(tree.allowed + "/a/b", roots: [tree.allowed], create: false) == nil)
-        let directory = try #require(try DownloadDirectory.resolve(tree.allowed + "/a/b", roots: [tree.allowed], create: true))
+        let directory = try #require(
+            try DownloadDirectory.resolve(tree.allowed + "/a/b", roots: [tree.allowed], create: true))
         #expect(directory.path == tree.allowed + "/a/b")
         var isDirectory: ObjCBool = false
-        #expect(FileManager.default.fileExists(atPath: tree.allowed + "/a/b", isDirectory: &isDirectory) && isDirectory.boolValue)
+        #expect(
+            FileManager.default.fileExists(atPath: tree.allowed + "/a/b", isDirectory: &isDirectory)
+                && isDirectory.boolValue)
     }
 
     @Test func aLinkWhereADirectoryWasIsRefused() throws {
         let tree = try Tree()
         defer { tree.remove() }
         try tree.link(tree.allowed + "/later", to: "../outside")
-        #expect { try DownloadDirectory.resolve(tree.allowed + "/later", roots: [tree.allowed], create: true) } throws: { forbidden($0) }
+        #expect {
+            try DownloadDirectory.resolve(tree.allowed + "/later", roots: [tree.allowed], create: true)
+        } throws: { forbidden($0) }
         // Deeper too: a link in the middle of the path.
-        #expect { try DownloadDirectory.resolve(tree.allowed + "/later/x", roots: [tree.allowed], create: true) } throws: { forbidden($0) }
+        #expect {
+            try DownloadDirectory.resolve(tree.allowed + "/later/x", roots: [tree.allowed], create: true)
+        } throws: { forbidden($0) }
         #expect(!FileManager.default.fileExists(atPath: tree.outside + "/x"), "nothing was created outside")
     }
 
     @Test func aDirectoryOutsideTheRootsOrClimbingOutIsRefused() throws {
         let tree = try Tree()
         defer { tree.remove() }
-        #expect { try DownloadDirectory.resolve(tree.outside, roots: [tree.allowed], create: true) } throws: { forbidden($0) }
-        #expect { try DownloadDirectory.resolve(tree.allowed + "/../outside", roots: [tree.allowed], create: true) } throws: { forbidden($0) }
+        #expect { try DownloadDirectory.resolve(tree.outside, roots: [tree.allowed], create: true) } throws: {
+            forbidden($0)
+        }
+        #expect {
+            try DownloadDirectory.resolve(tree.allowed + "/../outside", roots: [tree.allowed], create: true)
+        } throws: { forbidden($0) }
         // A root that is a prefix of another name is not its parent.
-        #expect { try DownloadDirectory.resolve(tree.allowed + "x", roots: [tree.allowed], create: true) } throws: { forbidden($0) }
+        #expect { try DownloadDirectory.resolve(tree.allowed + "x", roots: [tree.allowed], create: true) } throws: {
+            forbidden($0)
+        }
     }
 
     @Test func theRootItselfMayBeALinkItsOperatorChose() throws {
         let tree = try Tree()
         defer { tree.remove() }
         try tree.link(tree.root + "/alias", to: "dl")
-        let directory = try #require(try DownloadDirectory.resolve(tree.root + "/alias/sub", roots: [tree.root + "/alias"], create: true))
+        let directory = try #require(
+            try DownloadDirectory.resolve(tree.root + "/alias/sub", roots: [tree.root + "/alias"], create: true))
         let file = try directory.openFile("f", flags: O_RDWR | O_CREAT)
         close(file)
         #expect(FileManager.default.fileExists(atPath: tree.allowed + "/sub/f"))
@@ -77,7 +92,9 @@ import Testing
         let directory = try #require(try DownloadDirectory.resolve(tree.allowed, roots: nil, create: true))
         #expect(directory.size(of: "name.bin.part") == nil, "a link is not a .part with bytes")
         for exclusive in [false, true] {
-            #expect { try directory.openFile("name.bin.part", flags: O_RDWR | O_CREAT, exclusive: exclusive) } throws: { forbidden($0) }
+            #expect { try directory.openFile("name.bin.part", flags: O_RDWR | O_CREAT, exclusive: exclusive) } throws: {
+                forbidden($0)
+            }
         }
         #expect(tree.victimIntact)
     }
@@ -129,7 +146,8 @@ import Testing
         defer { tree.remove() }
         try Data("x".utf8).write(to: URL(fileURLWithPath: tree.outside + "/victim.txt.part"))
         try tree.link(tree.allowed + "/sub", to: "../outside")
-        var request = try DownloadRequest(url: RemoteURL("http://h/victim.txt"), destination: .directory(tree.allowed + "/sub"))
+        var request = try DownloadRequest(
+            url: RemoteURL("http://h/victim.txt"), destination: .directory(tree.allowed + "/sub"))
         request.directory = tree.allowed + "/sub"
         var record = DownloadRecord(id: .random(), request: request, createdAt: 0)
         record.fileName = "victim.txt"

@@ -1,9 +1,10 @@
 import Foundation
-@testable import Haul
 import HaulCore
+import HaulStore
 import HaulTesting
 import Testing
-import HaulStore
+
+@testable import Haul
 
 /// A signed URL that expires midway: without a refresh command the download fails as
 /// `url-expired` with its bytes kept ("needs a new URL") until it is given one; with one, it
@@ -34,17 +35,20 @@ import HaulStore
     func script(printing url: String, in directory: String) throws -> String {
         let path = directory + "/refresh.sh"
         try """
-            #!/bin/sh
-            echo "$HAUL_ID $HAUL_URL" >> "\(directory)/refresh.log"
-            echo "\(url)"
-            """.write(toFile: path, atomically: true, encoding: .utf8)
+        #!/bin/sh
+        echo "$HAUL_ID $HAUL_URL" >> "\(directory)/refresh.log"
+        echo "\(url)"
+        """.write(toFile: path, atomically: true, encoding: .utf8)
         return "sh '\(path)'"
     }
 
     @Test func anExpiredURLWaitsForANewOneWithItsBytesKept() async throws {
         try await withHarness { harness in
-            harness.server.setRoute("/signed", Route(payload: payload, throttle: 2_000_000, script: [.dropAfter(400_000)],
-                                                     then: .status(403)))
+            harness.server.setRoute(
+                "/signed",
+                Route(
+                    payload: payload, throttle: 2_000_000, script: [.dropAfter(400_000)],
+                    then: .status(403)))
             harness.server.setRoute("/renewed", Route(payload: payload, etag: "\"elsewhere\""))
             let outcome = try await harness.download(harness.request("/signed", output: "file"))
             #expect(outcome.record.status == .failed)
@@ -60,7 +64,8 @@ import HaulStore
             #expect(done.final.isCompleted, "\(done.events)")
             #expect(!done.restarted, "\(done.events)")
             #expect(payload.mismatch(inFileAt: harness.directory + "/file") == nil)
-            #expect(harness.server.bodyBytesSent(to: "/renewed") <= payload.length - stored.completedLength + (64 << 10))
+            #expect(
+                harness.server.bodyBytesSent(to: "/renewed") <= payload.length - stored.completedLength + (64 << 10))
         }
     }
 
@@ -72,8 +77,11 @@ import HaulStore
         server.setRoute("/renewed", Route(payload: payload, etag: "\"elsewhere\""))
         let command = try script(printing: server.url("/renewed"), in: directory)
         try await withHarness(refreshCommand: command) { harness in
-            harness.server.setRoute("/signed", Route(payload: payload, throttle: 2_000_000, script: [.dropAfter(400_000)],
-                                                     then: .status(410)))
+            harness.server.setRoute(
+                "/signed",
+                Route(
+                    payload: payload, throttle: 2_000_000, script: [.dropAfter(400_000)],
+                    then: .status(410)))
             let outcome = try await harness.download(harness.request("/signed", output: "file"))
             #expect(outcome.final.isCompleted, "\(outcome.events)")
             #expect(!outcome.restarted, "\(outcome.events)")
@@ -97,17 +105,25 @@ import HaulStore
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try await withHarness(refreshCommand: "exit 3") { harness in
-            harness.server.setRoute("/signed", Route(payload: payload, throttle: 2_000_000, script: [.dropAfter(400_000)],
-                                                     then: .status(401)))
+            harness.server.setRoute(
+                "/signed",
+                Route(
+                    payload: payload, throttle: 2_000_000, script: [.dropAfter(400_000)],
+                    then: .status(401)))
             let outcome = try await harness.download(harness.request("/signed", output: "file"))
             let error = try #require(outcome.final.failure, "\(outcome.events)")
             #expect(error.code == .urlExpired)
-            #expect(error.message.contains("the refresh command gave no new URL: the refresh command exited with status 3"), "\(error.message)")
+            #expect(
+                error.message.contains("the refresh command gave no new URL: the refresh command exited with status 3"),
+                "\(error.message)")
         }
         let command = try script(printing: "", in: directory)
         try await withHarness(refreshCommand: command) { harness in
-            harness.server.setRoute("/signed", Route(payload: payload, throttle: 2_000_000, script: [.dropAfter(400_000)],
-                                                     then: .status(403)))
+            harness.server.setRoute(
+                "/signed",
+                Route(
+                    payload: payload, throttle: 2_000_000, script: [.dropAfter(400_000)],
+                    then: .status(403)))
             harness.server.setRoute("/expired-too", Route(payload: payload, then: .status(403)))
             _ = try script(printing: harness.server.url("/expired-too"), in: directory)
             let outcome = try await harness.download(harness.request("/signed", output: "file"))
@@ -124,10 +140,16 @@ import HaulStore
     /// file: the bytes are kept and nothing of the page is written.
     @Test func aRedirectToALoginPageIsAnExpiry() async throws {
         try await withHarness { harness in
-            harness.server.setRoute("/signed", Route(payload: payload, throttle: 2_000_000, script: [.dropAfter(400_000)],
-                                                     then: .redirect(to: harness.server.url("/login"))))
-            harness.server.setRoute("/login", Route(payload: Payload(seed: 1, length: 10),
-                                                    then: .status(200, headers: [("Content-Type", "text/html; charset=utf-8")])))
+            harness.server.setRoute(
+                "/signed",
+                Route(
+                    payload: payload, throttle: 2_000_000, script: [.dropAfter(400_000)],
+                    then: .redirect(to: harness.server.url("/login"))))
+            harness.server.setRoute(
+                "/login",
+                Route(
+                    payload: Payload(seed: 1, length: 10),
+                    then: .status(200, headers: [("Content-Type", "text/html; charset=utf-8")])))
             let outcome = try await harness.download(harness.request("/signed", output: "file"))
             let error = try #require(outcome.final.failure, "\(outcome.events)")
             #expect(error.code == .urlExpired)
@@ -135,7 +157,9 @@ import HaulStore
             #expect(!outcome.restarted, "\(outcome.events)")
             let stored = try #require(try await harness.store.record(outcome.record.id))
             #expect(stored.needsNewURL && stored.completedLength > 0)
-            #expect(payload.mismatch(inFileAt: harness.directory + "/file.part", range: 0...(stored.completedLength - 1)) == nil)
+            #expect(
+                payload.mismatch(inFileAt: harness.directory + "/file.part", range: 0...(stored.completedLength - 1))
+                    == nil)
         }
     }
 }

@@ -1,29 +1,34 @@
 import Foundation
-@testable import Haul
 import HaulCore
 import HaulTesting
 import NIOConcurrencyHelpers
 import NIOCore
 import Testing
 
+@testable import Haul
+
 /// The real writer on a real file: positional writes per part, what a checkpoint claims, what
 /// a truncation drops; a disk that holds writes back (through `FileCalls`), and what the writer
 /// does meanwhile.
 @Suite(.timeLimit(.minutes(1))) struct FileChunkWriterTests {
     private func temporaryFile() throws -> String {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("haul-writer-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "haul-writer-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         return directory.appendingPathComponent("f.part").path
     }
 
     /// The writer of the `.part` at `path`, opened as a run opens it: through its directory, with
     /// lanes of its own.
-    private func withWriter(_ path: String, batchSize: Int = FileChunkWriter.batchSize(connections: 1), calls: FileCalls = .system,
-                            _ body: (FileChunkWriter) async throws -> Void) async throws {
+    private func withWriter(
+        _ path: String, batchSize: Int = FileChunkWriter.batchSize(connections: 1), calls: FileCalls = .system,
+        _ body: (FileChunkWriter) async throws -> Void
+    ) async throws {
         let (directory, name) = Paths.split(path)
         let opened = try #require(try DownloadDirectory.resolve(directory, roots: nil, create: true))
-        let writer = try await FileChunkWriter.open(in: opened, name: try #require(name), exclusive: false, batchSize: batchSize,
-                                                    io: DiskIO(calls: calls))
+        let writer = try await FileChunkWriter.open(
+            in: opened, name: try #require(name), exclusive: false, batchSize: batchSize,
+            io: DiskIO(calls: calls))
         try await body(writer)
     }
 
@@ -37,16 +42,18 @@ import Testing
             // Two parts, written interleaved, the second one before the first.
             try await writer.write(bytes(2, 30), at: 100, part: 100)
             try await writer.write(bytes(1, 50), at: 0, part: 0)
-            try await writer.write(bytes(2, 50), at: 130, part: 100)  // fills a batch: handed to the disk
-            try await writer.write(bytes(1, 10), at: 50, part: 0)     // pending
-            #expect(try await writer.read(at: 55, count: 10) == [UInt8](repeating: 1, count: 5) + [UInt8](repeating: 0, count: 5))
+            try await writer.write(bytes(2, 50), at: 130, part: 100) // fills a batch: handed to the disk
+            try await writer.write(bytes(1, 10), at: 50, part: 0) // pending
+            #expect(
+                try await writer.read(at: 55, count: 10) == [UInt8](repeating: 1, count: 5)
+                    + [UInt8](repeating: 0, count: 5))
             #expect(try await writer.checkpoint() == [0: 60, 100: 180])
             try await writer.close()
         }
         let data = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
         #expect(data.count == 180)
         #expect(data[0..<60].allSatisfy { $0 == 1 })
-        #expect(data[60..<100].allSatisfy { $0 == 0 })  // never written: a hole
+        #expect(data[60..<100].allSatisfy { $0 == 0 }) // never written: a hole
         #expect(data[100..<180].allSatisfy { $0 == 2 })
     }
 
@@ -59,7 +66,8 @@ import Testing
             try await Task.sleep(for: .nanoseconds(FileChunkWriter.maxHoldNanoseconds + 10_000_000))
             try await writer.write(bytes(2, 10), at: 10, part: 0)
             // Written by the writing thread with no flush asked for.
-            #expect(try await eventually { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) == 20 })
+            #expect(
+                try await eventually { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) == 20 })
             try await writer.close()
         }
         let data = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
@@ -70,7 +78,7 @@ import Testing
         let path = try temporaryFile()
         try await withWriter(path, batchSize: 1 << 20) { writer in
             try await writer.write(bytes(1, 10), at: 0, part: 0)
-            try await writer.write(bytes(3, 10), at: 40, part: 0)  // not back to back
+            try await writer.write(bytes(3, 10), at: 40, part: 0) // not back to back
             #expect(try await writer.checkpoint() == [0: 50])
             try await writer.close()
         }
@@ -84,7 +92,7 @@ import Testing
         try await withWriter(path, batchSize: 1 << 20) { writer in
             try await writer.write(bytes(1, 100), at: 0, part: 0)
             _ = try await writer.checkpoint()
-            try await writer.write(bytes(2, 100), at: 100, part: 0)  // pending only
+            try await writer.write(bytes(2, 100), at: 100, part: 0) // pending only
             try await writer.truncate(to: 0)
             #expect(try await writer.checkpoint() == [:])
             try await writer.write(bytes(4, 20), at: 0, part: 0)
@@ -124,8 +132,10 @@ import Testing
                     accepted.withLockedValue { $0 += batch }
                 }
             }
-            #expect(try await eventually { gate.arrivals.count == 1 && writer.waitingCalls == 1 }, "the connection waits for the held disk")
-            let ahead = accepted.withLockedValue { $0 } + batch  // the waiting call's batch too
+            #expect(
+                try await eventually { gate.arrivals.count == 1 && writer.waitingCalls == 1 },
+                "the connection waits for the held disk")
+            let ahead = accepted.withLockedValue { $0 } + batch // the waiting call's batch too
             #expect(ahead >= 3 * batch, "handing a batch over does not wait for its write")
             #expect(ahead <= FileChunkWriter.maxQueuedBytes + batch, "read \(ahead) bytes ahead of the disk")
             gate.open()
@@ -137,7 +147,8 @@ import Testing
         let data = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
         #expect(data.count == batches * batch)
         for index in 0..<batches {
-            #expect(data[(index * batch)..<((index + 1) * batch)].allSatisfy { $0 == UInt8(index % 251) }, "batch \(index)")
+            #expect(
+                data[(index * batch)..<((index + 1) * batch)].allSatisfy { $0 == UInt8(index % 251) }, "batch \(index)")
         }
     }
 
@@ -184,9 +195,11 @@ import Testing
             return -1
         }
         try await withWriter(path, batchSize: 100, calls: calls) { writer in
-            try await writer.write(bytes(1, 100), at: 0, part: 0)  // a full batch: handed over
+            try await writer.write(bytes(1, 100), at: 0, part: 0) // a full batch: handed over
             await #expect { _ = try await writer.checkpoint() } throws: { ($0 as? HaulError)?.code == .diskFull }
-            await #expect { try await writer.write(bytes(1, 10), at: 100, part: 0) } throws: { ($0 as? HaulError)?.code == .diskFull }
+            await #expect { try await writer.write(bytes(1, 10), at: 100, part: 0) } throws: {
+                ($0 as? HaulError)?.code == .diskFull
+            }
             await #expect { try await writer.close() } throws: { ($0 as? HaulError)?.code == .diskFull }
         }
     }

@@ -1,8 +1,9 @@
 import Foundation
-@testable import Haul
 import HaulCore
 import HaulTesting
 import Testing
+
+@testable import Haul
 
 /// A download whose bytes are all in gives its `-j` slot to the next one while it verifies,
 /// publishes and saves (`QueueSlots.finishing`): a disk slow to make one file durable does not
@@ -34,7 +35,9 @@ import Testing
             #expect(try await harness.manager.outcome(of: next.id).status == .completed)
             #expect(second.mismatch(inFileAt: harness.directory + "/second") == nil)
             #expect(!gate.isOpen, "the second download waited for the first one's disk")
-            #expect(FileManager.default.fileExists(atPath: harness.directory + "/first") == false, "not published before it is durable")
+            #expect(
+                FileManager.default.fileExists(atPath: harness.directory + "/first") == false,
+                "not published before it is durable")
 
             gate.open()
             #expect(try await harness.manager.outcome(of: held.id).status == .completed)

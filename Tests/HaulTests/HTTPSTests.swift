@@ -29,11 +29,13 @@ import Testing
             // A second server with the same certificate, which this harness does not trust.
             let server = try await TestServer.start(tls: tls)
             server.setRoute("/x", Route(payload: Payload(seed: 1, length: 10)))
-            let request = try DownloadRequest(url: RemoteURL(server.url("/x")), destination: .directory(harness.directory))
+            let request = try DownloadRequest(
+                url: RemoteURL(server.url("/x")), destination: .directory(harness.directory))
             let outcome = try await harness.download(request)
             let error = try #require(outcome.final.failure)
             #expect(error.code == .network)
-            #expect(error.message == "\(server.url("/x")): TLS handshake failed: the server's certificate is not trusted")
+            #expect(
+                error.message == "\(server.url("/x")): TLS handshake failed: the server's certificate is not trusted")
             #expect(harness.listing().isEmpty)
             try await server.shutdown()
         }

@@ -1,9 +1,10 @@
 import Foundation
-@testable import Haul
 import HaulCore
 import HaulStore
 import HaulTesting
 import Testing
+
+@testable import Haul
 
 /// One test's world: the fault-injecting server on 127.0.0.1, a fresh destination directory,
 /// and a real `DownloadManager` on a real SQLite store. Retries are quick (10 ms base) and
@@ -43,21 +44,26 @@ final class Harness: Sendable {
             stateDirectory: stateDirectory, maxConcurrentDownloads: maxConcurrent,
             checkpointInterval: checkpointInterval, progressInterval: .milliseconds(20),
             retry: RetryPolicy(maxAttempts: maxAttempts, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50)),
-            http: .init(connectTimeout: connectTimeout, readTimeout: readTimeout,
-                        additionalTrustRoots: tls.map { [$0.certificatePath] } ?? []),
+            http: .init(
+                connectTimeout: connectTimeout, readTimeout: readTimeout,
+                additionalTrustRoots: tls.map { [$0.certificatePath] } ?? []),
             minimumSegmentSize: minimumSegmentSize, downloadRoots: confined ? [directory] : nil, bootID: bootID,
             maxConnectionsPerHost: maxConnectionsPerHost)
         configuration.fileCalls = fileCalls
         configuration.refreshCommand = refreshCommand
         let transport = AsyncHTTPTransport(configuration: configuration.http)
-        let manager = DownloadManager(configuration: configuration, store: store, transport: transport,
-                                      clock: clock ?? ClockAdapter(ContinuousClock()))
-        return Harness(server: server, directory: directory, stateDirectory: stateDirectory, manager: manager,
-                       transport: transport, store: store, configuration: configuration)
+        let manager = DownloadManager(
+            configuration: configuration, store: store, transport: transport,
+            clock: clock ?? ClockAdapter(ContinuousClock()))
+        return Harness(
+            server: server, directory: directory, stateDirectory: stateDirectory, manager: manager,
+            transport: transport, store: store, configuration: configuration)
     }
 
-    private init(server: TestServer, directory: String, stateDirectory: String, manager: DownloadManager,
-                 transport: AsyncHTTPTransport, store: SQLiteDownloadStore, configuration: DownloadManager.Configuration) {
+    private init(
+        server: TestServer, directory: String, stateDirectory: String, manager: DownloadManager,
+        transport: AsyncHTTPTransport, store: SQLiteDownloadStore, configuration: DownloadManager.Configuration
+    ) {
         self.configuration = configuration
         self.server = server
         self.directory = directory
@@ -72,7 +78,8 @@ final class Harness: Sendable {
     func restartedManager(bootID: String? = nil) -> DownloadManager {
         var configuration = configuration
         if let bootID { configuration.bootID = bootID }
-        return DownloadManager(configuration: configuration, store: store, transport: transport, clock: ClockAdapter(ContinuousClock()))
+        return DownloadManager(
+            configuration: configuration, store: store, transport: transport, clock: ClockAdapter(ContinuousClock()))
     }
 
     func close() async throws {
@@ -83,12 +90,16 @@ final class Harness: Sendable {
         try? FileManager.default.removeItem(atPath: (directory as NSString).deletingLastPathComponent)
     }
 
-    func request(_ path: String, output: String? = nil, range: ByteRange? = nil, checksum: Checksum? = nil,
-                 directory: String? = nil, priority: Int = 0, connections: Int = 1) throws -> DownloadRequest {
-        let destination: DownloadRequest.Destination = output.map { .file((directory ?? self.directory) + "/" + $0) }
+    func request(
+        _ path: String, output: String? = nil, range: ByteRange? = nil, checksum: Checksum? = nil,
+        directory: String? = nil, priority: Int = 0, connections: Int = 1
+    ) throws -> DownloadRequest {
+        let destination: DownloadRequest.Destination =
+            output.map { .file((directory ?? self.directory) + "/" + $0) }
             ?? .directory(directory ?? self.directory)
-        return try DownloadRequest(url: RemoteURL(server.url(path)), destination: destination, range: range, checksum: checksum,
-                                   priority: priority, connections: connections)
+        return try DownloadRequest(
+            url: RemoteURL(server.url(path)), destination: destination, range: range, checksum: checksum,
+            priority: priority, connections: connections)
     }
 
     struct Outcome {
@@ -148,14 +159,16 @@ func withHarness(
     maxConcurrent: Int = 3, maxAttempts: Int = 5, readTimeout: Duration = .seconds(10),
     connectTimeout: Duration = .seconds(5), clock: (any HaulClock)? = nil, tls: TLSFiles? = nil,
     checkpointInterval: Duration = .milliseconds(20), minimumSegmentSize: Int64 = 1 << 20, confined: Bool = false,
-    bootID: String? = nil, maxConnectionsPerHost: Int? = nil, fileCalls: FileCalls = .system, refreshCommand: String? = nil,
+    bootID: String? = nil, maxConnectionsPerHost: Int? = nil, fileCalls: FileCalls = .system,
+    refreshCommand: String? = nil,
     _ body: (Harness) async throws -> Void
 ) async throws {
-    let harness = try await Harness.make(maxConcurrent: maxConcurrent, maxAttempts: maxAttempts, readTimeout: readTimeout,
-                                         connectTimeout: connectTimeout, clock: clock, tls: tls,
-                                         checkpointInterval: checkpointInterval, minimumSegmentSize: minimumSegmentSize,
-                                         confined: confined, bootID: bootID, maxConnectionsPerHost: maxConnectionsPerHost,
-                                         fileCalls: fileCalls, refreshCommand: refreshCommand)
+    let harness = try await Harness.make(
+        maxConcurrent: maxConcurrent, maxAttempts: maxAttempts, readTimeout: readTimeout,
+        connectTimeout: connectTimeout, clock: clock, tls: tls,
+        checkpointInterval: checkpointInterval, minimumSegmentSize: minimumSegmentSize,
+        confined: confined, bootID: bootID, maxConnectionsPerHost: maxConnectionsPerHost,
+        fileCalls: fileCalls, refreshCommand: refreshCommand)
     do {
         try await body(harness)
     } catch {
@@ -182,7 +195,7 @@ func eventually(_ condition: () -> Bool) async throws -> Bool {
 }
 
 /// `eventually` for a condition that must await (an actor's state).
-func eventually(_ condition: () async -> Bool) async throws -> Bool {
+func eventuallyAwaiting(_ condition: () async -> Bool) async throws -> Bool {
     for _ in 0..<12_000 {
         if await condition() { return true }
         try await Task.sleep(for: .milliseconds(5))

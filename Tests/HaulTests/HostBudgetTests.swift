@@ -13,8 +13,9 @@ import Testing
             // One path (the query differs): the server counts the responses in flight over all four.
             var ids: [DownloadID] = []
             for number in 1...4 {
-                let request = try DownloadRequest(url: RemoteURL(harness.server.url("/file?copy=\(number)")),
-                                                  destination: .file(harness.directory + "/copy\(number)"), connections: 4)
+                let request = try DownloadRequest(
+                    url: RemoteURL(harness.server.url("/file?copy=\(number)")),
+                    destination: .file(harness.directory + "/copy\(number)"), connections: 4)
                 ids.append(try await harness.manager.add(request).id)
             }
             for id in ids {

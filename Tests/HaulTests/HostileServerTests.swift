@@ -10,18 +10,22 @@ import Testing
     let payload = Payload(seed: 19, length: 100_000)
 
     /// A manager on an in-memory store with quick retries and `retry`'s other rules.
-    func withManager(_ retry: RetryPolicy, _ body: (DownloadManager, TestServer, String) async throws -> Void) async throws {
+    func withManager(_ retry: RetryPolicy, _ body: (DownloadManager, TestServer, String) async throws -> Void)
+        async throws
+    {
         let root = NSTemporaryDirectory() + "haul-hostile-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         let server = try await TestServer.start()
         let configuration = DownloadManager.Configuration(
-            stateDirectory: root, checkpointInterval: .milliseconds(20), progressInterval: .milliseconds(20), retry: retry,
+            stateDirectory: root, checkpointInterval: .milliseconds(20), progressInterval: .milliseconds(20),
+            retry: retry,
             // No test here waits for a timeout; 60 s, so that a suite starved on a loaded machine
             // (628 tests on 2 cores) is not taken for a silent server.
             http: .init(connectTimeout: .seconds(30), readTimeout: .seconds(60)))
         let transport = AsyncHTTPTransport(configuration: configuration.http)
-        let manager = DownloadManager(configuration: configuration, store: InMemoryDownloadStore(), transport: transport,
-                                      clock: ClockAdapter(ContinuousClock()))
+        let manager = DownloadManager(
+            configuration: configuration, store: InMemoryDownloadStore(), transport: transport,
+            clock: ClockAdapter(ContinuousClock()))
         var failure: (any Error)?
         do { try await body(manager, server, root) } catch { failure = error }
         await manager.shutdown()
@@ -35,8 +39,11 @@ import Testing
         RetryPolicy(maxAttempts: attempts, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50))
     }
 
-    func request(_ server: TestServer, _ path: String, into directory: String, connections: Int = 1) throws -> DownloadRequest {
-        try DownloadRequest(url: RemoteURL(server.url(path)), destination: .directory(directory), connections: connections)
+    func request(_ server: TestServer, _ path: String, into directory: String, connections: Int = 1) throws
+        -> DownloadRequest
+    {
+        try DownloadRequest(
+            url: RemoteURL(server.url(path)), destination: .directory(directory), connections: connections)
     }
 
     // MARK: 10. Broken framing: fails after the retries, with the protocol's code and words
@@ -44,14 +51,23 @@ import Testing
     /// AsyncHTTPClient drops body bytes it had buffered when the error arrives, so how many
     /// bytes a try keeps varies; the messages are checked without their counts.
     static let framings: [(String, Fault, HaulError.Code, String, String)] = [
-        ("lying-length", .lyingContentLength(extra: 50_000), .badResponse,
-         "the server closed the connection after ", " of the 150000 bytes its Content-Length announced"),
-        ("zz", .brokenChunks(.badSize("zz", after: 30_000)), .brokenFraming,
-         "the server broke chunked encoding: a chunk size that is not a hexadecimal number or is too large, after ", " bytes"),
-        ("no-last-chunk", .brokenChunks(.noLastChunk), .badResponse,
-         "the server closed the connection after ", " bytes, inside its chunked body (no last chunk)"),
-        ("huge-chunk", .brokenChunks(.badSize("7fffffffffffffff", after: 0)), .badResponse,
-         "the server closed the connection after ", " bytes, inside its chunked body (no last chunk)"),
+        (
+            "lying-length", .lyingContentLength(extra: 50_000), .badResponse,
+            "the server closed the connection after ", " of the 150000 bytes its Content-Length announced"
+        ),
+        (
+            "zz", .brokenChunks(.badSize("zz", after: 30_000)), .brokenFraming,
+            "the server broke chunked encoding: a chunk size that is not a hexadecimal number or is too large, after ",
+            " bytes"
+        ),
+        (
+            "no-last-chunk", .brokenChunks(.noLastChunk), .badResponse,
+            "the server closed the connection after ", " bytes, inside its chunked body (no last chunk)"
+        ),
+        (
+            "huge-chunk", .brokenChunks(.badSize("7fffffffffffffff", after: 0)), .badResponse,
+            "the server closed the connection after ", " bytes, inside its chunked body (no last chunk)"
+        ),
     ]
 
     /// The server ignores Range, so every try starts from byte 0 and breaks: only bytes past the
@@ -95,7 +111,9 @@ import Testing
             let outcome = try await manager.outcome(of: record.id)
             let error = try #require(outcome.failure)
             #expect(error.httpStatus == 503)
-            #expect(error.message.hasPrefix("\(server.url("/busy")): HTTP 503: the server asks to be tried again in 999999 s (at "))
+            #expect(
+                error.message.hasPrefix(
+                    "\(server.url("/busy")): HTTP 503: the server asks to be tried again in 999999 s (at "))
             #expect(error.message.hasSuffix("), longer than the 60 s haul waits"))
             #expect(server.requests(to: "/busy").count == 1)
         }
@@ -112,7 +130,8 @@ import Testing
                 stored = try await manager.record(record.id)
             }
             #expect(stored?.status == .running)
-            #expect(stored?.error?.message.contains("waiting: the server asks to be tried again in 999999 s (at ") == true)
+            #expect(
+                stored?.error?.message.contains("waiting: the server asks to be tried again in 999999 s (at ") == true)
             try await manager.pause(record.id)
             let outcome = try await manager.outcome(of: record.id)
             #expect(outcome.status == .paused)
@@ -146,11 +165,17 @@ import Testing
         try await withManager(quick(attempts: 1)) { manager, server, directory in
             let target = other.url("/file").replacingOccurrences(of: "://", with: "://mallory:stolen@")
             server.setRoute("/away", Route(payload: payload, then: .redirect(to: target)))
-            server.setRoute("/here", Route(payload: payload, then: .redirect(to: server.url("/file").replacingOccurrences(of: "://", with: "://eve:pw@"))))
+            server.setRoute(
+                "/here",
+                Route(
+                    payload: payload,
+                    then: .redirect(to: server.url("/file").replacingOccurrences(of: "://", with: "://eve:pw@"))))
             server.setRoute("/file", Route(payload: payload))
             for path in ["/away", "/here"] {
-                let record = try await manager.add(try DownloadRequest(url: RemoteURL(server.url(path)),
-                                                                       destination: .file(directory + path + ".bin")))
+                let record = try await manager.add(
+                    try DownloadRequest(
+                        url: RemoteURL(server.url(path)),
+                        destination: .file(directory + path + ".bin")))
                 #expect(try await manager.outcome(of: record.id).status == .completed)
             }
             #expect(other.requests(to: "/file").count == 1)

@@ -1,14 +1,16 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
-@testable import Haul
 import HaulCore
+import HaulStore
 import HaulTesting
 import Testing
-import HaulStore
+
+@testable import Haul
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// A killed process costs a tick of transfer, not a checkpoint interval (issue 19): what it
 /// noted without fsync is trusted on the same boot, for the same `.part` and entity, and only
@@ -61,14 +63,18 @@ import HaulStore
         await manager.shutdown()
         #expect(ended.status == .completed, "\(ended)")
         #expect(payload.mismatch(inFileAt: harness.directory + "/k.bin") == nil, "byte-exact")
-        #expect(!FileManager.default.fileExists(atPath: harness.stateDirectory + "/progress/\(killed.id)"), "the note is gone")
+        #expect(
+            !FileManager.default.fileExists(atPath: harness.stateDirectory + "/progress/\(killed.id)"),
+            "the note is gone")
         return harness.server.requests(to: "/k.bin").dropFirst(before).first?.range
     }
 
     @Test func onTheSameBootTheNoteIsTrusted() async throws {
         try await withHarness(bootID: "boot-A") { harness in
             let killed = try await killedDownload(harness)
-            #expect(try await restart(harness, killed, bootID: "boot-A") == "bytes=\(killed.partSize)-\(payload.length - 1)")
+            #expect(
+                try await restart(harness, killed, bootID: "boot-A") == "bytes=\(killed.partSize)-\(payload.length - 1)"
+            )
         }
     }
 
@@ -110,7 +116,8 @@ import HaulStore
                 try await Task.sleep(for: .milliseconds(25))
             }
             #expect(noted[0] ?? 0 >= 100_000, "noted: \(noted)")
-            #expect(try await harness.store.record(added.id)?.completedLength == 0, "no checkpoint claimed anything yet")
+            #expect(
+                try await harness.store.record(added.id)?.completedLength == 0, "no checkpoint claimed anything yet")
         }
     }
 }

@@ -1,8 +1,9 @@
 import Foundation
-@testable import Haul
 import HaulCore
 import HaulTesting
 import Testing
+
+@testable import Haul
 
 /// A running download's own limit changed while it runs (aria2's `changeOption` with
 /// `max-download-limit`, the API's `PATCH /downloads/ID`): the same run goes on under the new
@@ -23,11 +24,14 @@ import Testing
             try await harness.manager.setMaxBytesPerSecond(nil, for: record.id)
             let outcome = try await harness.waitForEnd(of: record.id, in: events)
             #expect(outcome.final.isCompleted)
-            #expect(clock.now == ManualClock.Instant(offset: .zero), "finished without the clock moving: the limit was gone")
+            #expect(
+                clock.now == ManualClock.Instant(offset: .zero), "finished without the clock moving: the limit was gone"
+            )
             #expect(!outcome.restarted)
             #expect(outcome.events.filter { if case .started = $0 { true } else { false } }.count == 1, "one run")
             #expect(harness.server.requests(to: "/file").count == 1, "one request: nothing was cut and asked again")
-            #expect(try await harness.manager.download(record.id).request.maxBytesPerSecond == nil, "the change is stored")
+            #expect(
+                try await harness.manager.download(record.id).request.maxBytesPerSecond == nil, "the change is stored")
             #expect(payload.mismatch(inFileAt: harness.directory + "/file") == nil)
         }
     }

@@ -1,9 +1,10 @@
 import Foundation
-@testable import Haul
 import HaulCore
+import HaulStore
 import HaulTesting
 import Testing
-import HaulStore
+
+@testable import Haul
 
 /// Status reads of a running download come from memory (the record its run last stored), and
 /// say what the store says: a change made while it runs shows at once, and once it ends the
@@ -22,8 +23,9 @@ import HaulStore
             #expect(try await harness.manager.records([added.id]).map(\.id) == [added.id])
 
             try await harness.manager.setMaxBytesPerSecond(300_000, for: added.id)
-            #expect(try await harness.manager.record(added.id)?.request.maxBytesPerSecond == 300_000,
-                    "a change stored while it runs shows at once")
+            #expect(
+                try await harness.manager.record(added.id)?.request.maxBytesPerSecond == 300_000,
+                "a change stored while it runs shows at once")
 
             try await harness.manager.pause(added.id)
             #expect(harness.manager.live.record(added.id) == nil, "a run that ended leaves nothing behind")

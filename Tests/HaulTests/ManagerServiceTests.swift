@@ -31,10 +31,16 @@ import Testing
             #expect(seen == [slow.id: .running, waiting.id: .queued], "left for the next start")
             let stored = try #require(try await harness.store.record(slow.id))
             #expect(stored.status == .running)
-            #expect(stored.completedLength > 0 && stored.completedLength < payload.length, "stopped at a checkpoint: \(stored.completedLength)")
+            #expect(
+                stored.completedLength > 0 && stored.completedLength < payload.length,
+                "stopped at a checkpoint: \(stored.completedLength)")
             // Nothing is taken after the shutdown: a change is refused, not left waiting.
-            await #expect { try await harness.manager.pause(waiting.id) } throws: { ($0 as? HaulError)?.code == .interrupted }
-            await #expect { try await harness.manager.add(harness.request("/late")) } throws: { ($0 as? HaulError)?.code == .interrupted }
+            await #expect { try await harness.manager.pause(waiting.id) } throws: {
+                ($0 as? HaulError)?.code == .interrupted
+            }
+            await #expect { try await harness.manager.add(harness.request("/late")) } throws: {
+                ($0 as? HaulError)?.code == .interrupted
+            }
         }
     }
 
@@ -50,13 +56,14 @@ import Testing
             store.hold = hold
             // An add held in its save keeps the turn; the three changes queue behind it in order.
             let held = Task { try await manager.add(harness.request("/slow?n=3", output: "held.bin")) }
-            #expect(try await eventually { await hold.arrivals == 1 })
+            #expect(try await eventuallyAwaiting { await hold.arrivals == 1 })
             var changes: [Task<Void, any Error>] = []
             for (turn, pause) in [true, false, true].enumerated() {
-                changes.append(Task {
-                    if pause { try await manager.pause(behind.id) } else { try await manager.resume(behind.id) }
-                })
-                #expect(try await eventually { await manager.waitingTurns == turn + 1 })
+                changes.append(
+                    Task {
+                        if pause { try await manager.pause(behind.id) } else { try await manager.resume(behind.id) }
+                    })
+                #expect(try await eventuallyAwaiting { await manager.waitingTurns == turn + 1 })
             }
             await hold.open()
             _ = try await held.value

@@ -48,7 +48,8 @@ import Testing
     @Test func partialRangeDownloadsOnlyThoseBytes() async throws {
         try await withHarness { harness in
             harness.server.setRoute("/file", Route(payload: payload))
-            let outcome = try await harness.download(harness.request("/file", output: "slice", range: ByteRange(start: 1000, end: 1999)))
+            let outcome = try await harness.download(
+                harness.request("/file", output: "slice", range: ByteRange(start: 1000, end: 1999)))
             #expect(outcome.final.isCompleted)
             #expect(harness.server.requests(to: "/file").first?.range == "bytes=1000-1999")
             let bytes = try #require(FileManager.default.contents(atPath: harness.directory + "/slice"))
@@ -59,7 +60,8 @@ import Testing
     @Test func partialRangeFromAServerWithoutRangesIsCutLocally() async throws {
         try await withHarness { harness in
             harness.server.setRoute("/file", Route(payload: payload, acceptsRanges: false))
-            let outcome = try await harness.download(harness.request("/file", output: "slice", range: ByteRange(start: 5000, end: 5099)))
+            let outcome = try await harness.download(
+                harness.request("/file", output: "slice", range: ByteRange(start: 5000, end: 5099)))
             #expect(outcome.final.isCompleted)
             let bytes = try #require(FileManager.default.contents(atPath: harness.directory + "/slice"))
             #expect(Array(bytes) == payload.bytes(5000..<5100))
@@ -85,7 +87,8 @@ import Testing
         try await withHarness(maxConcurrent: 2) { harness in
             var requests: [DownloadRequest] = []
             for index in 0..<5 {
-                harness.server.setRoute("/f\(index)", Route(payload: Payload(seed: UInt64(index), length: 100_000), throttle: 500_000))
+                harness.server.setRoute(
+                    "/f\(index)", Route(payload: Payload(seed: UInt64(index), length: 100_000), throttle: 500_000))
                 requests.append(try harness.request("/f\(index)"))
             }
             var ids: [DownloadID] = []
@@ -96,7 +99,9 @@ import Testing
             // one while it is verified and published, so the server never sees three at once.
             #expect(harness.server.peakConcurrentResponses() == 2)
             for index in 0..<5 {
-                #expect(Payload(seed: UInt64(index), length: 100_000).mismatch(inFileAt: harness.directory + "/f\(index)") == nil)
+                #expect(
+                    Payload(seed: UInt64(index), length: 100_000).mismatch(inFileAt: harness.directory + "/f\(index)")
+                        == nil)
             }
         }
     }

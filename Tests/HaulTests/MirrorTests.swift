@@ -1,8 +1,9 @@
 import Foundation
-@testable import Haul
 import HaulCore
 import HaulTesting
 import Testing
+
+@testable import Haul
 
 /// One file from several URLs through the real engine: two test servers on their own ports
 /// (two hosts to haul), healthy, dead, busy and lying. The file is checked byte for byte every
@@ -20,7 +21,9 @@ import Testing
     /// bytes at most: 64 KiB).
     func pieceRequests(_ server: TestServer) -> [RecordedRequest] {
         server.requests(to: "/file").filter { request in
-            guard let range = request.range.flatMap(ByteRange.init(parsing:)), let count = range.count else { return true }
+            guard let range = request.range.flatMap(ByteRange.init(parsing:)), let count = range.count else {
+                return true
+            }
             return count > 64 << 10
         }
     }
@@ -57,11 +60,13 @@ import Testing
             let outcome = try await harness.download(mirrored(harness, mirrors: [mirror.url("/file")]))
             #expect(outcome.record.status == .completed, "\(outcome.events)")
             #expect(payload.mismatch(inFileAt: try #require(outcome.path)) == nil)
-            #expect(mirror.bodyBytesSent(to: "/file") > payload.length / 2,
-                    "primary \(harness.server.responses(to: "/file")), mirror \(mirror.responses(to: "/file"))")
-            #expect(harness.server.responses(to: "/file").contains { response in
-                response.range.map { Int64($0.count) > response.bodyBytesSent } ?? false
-            }, "a request to the primary was closed midway: \(harness.server.responses(to: "/file"))")
+            #expect(
+                mirror.bodyBytesSent(to: "/file") > payload.length / 2,
+                "primary \(harness.server.responses(to: "/file")), mirror \(mirror.responses(to: "/file"))")
+            #expect(
+                harness.server.responses(to: "/file").contains { response in
+                    response.range.map { Int64($0.count) > response.bodyBytesSent } ?? false
+                }, "a request to the primary was closed midway: \(harness.server.responses(to: "/file"))")
             try await mirror.shutdown()
         }
     }
@@ -92,9 +97,12 @@ import Testing
             harness.server.setRoute("/file", Route(payload: payload, throttle: 8 << 20))
             mirror.setRoute("/gone", Route(payload: payload, then: .status(404)))
             mirror.setRoute("/busy", Route(payload: payload, then: .status(503)))
-            let outcome = try await harness.download(mirrored(harness, mirrors: [
-                "http://127.0.0.1:\(refusing.port)/file", mirror.url("/gone"), mirror.url("/busy"),
-            ]))
+            let outcome = try await harness.download(
+                mirrored(
+                    harness,
+                    mirrors: [
+                        "http://127.0.0.1:\(refusing.port)/file", mirror.url("/gone"), mirror.url("/busy"),
+                    ]))
             #expect(outcome.record.status == .completed, "\(outcome.events)")
             #expect(payload.mismatch(inFileAt: try #require(outcome.path)) == nil)
             #expect(!outcome.events.contains { if case .failed = $0 { true } else { false } })
@@ -124,8 +132,11 @@ import Testing
             mirror.setRoute("/file", Route(payload: payload, then: .status(410)))
             let outcome = try await harness.download(mirrored(harness, mirrors: [mirror.url("/file")], connections: 2))
             #expect(outcome.record.status == .failed)
-            #expect(outcome.record.error?.httpStatus == 404 || outcome.record.error?.httpStatus == 410, "\(String(describing: outcome.record.error))")
-            #expect(harness.listing().allSatisfy { !$0.hasPrefix("file") || $0.hasSuffix(".part") }, "\(harness.listing())")
+            #expect(
+                outcome.record.error?.httpStatus == 404 || outcome.record.error?.httpStatus == 410,
+                "\(String(describing: outcome.record.error))")
+            #expect(
+                harness.listing().allSatisfy { !$0.hasPrefix("file") || $0.hasSuffix(".part") }, "\(harness.listing())")
             try await mirror.shutdown()
         }
     }

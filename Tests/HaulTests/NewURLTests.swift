@@ -1,9 +1,10 @@
 import Foundation
-@testable import Haul
 import HaulCore
+import HaulStore
 import HaulTesting
 import Testing
-import HaulStore
+
+@testable import Haul
 
 /// A new URL for a download keeps its bytes when it serves the same file, and never glues
 /// another file onto them: through `setSources` (aria2's `changeUri`, the API) and through an
@@ -144,8 +145,9 @@ import HaulStore
             let done = try await harness.manager.outcome(of: record.id)
             #expect(done.status == .completed, "\(done)")
             #expect(!other.requests(to: "/new").isEmpty)
-            #expect(other.requests(to: "/new").allSatisfy { $0.header("Authorization") == nil },
-                    "\(other.requests(to: "/new").map { $0.header("Authorization") })")
+            #expect(
+                other.requests(to: "/new").allSatisfy { $0.header("Authorization") == nil },
+                "\(other.requests(to: "/new").map { $0.header("Authorization") })")
             try await other.shutdown()
         }
         var request = try DownloadRequest(url: RemoteURL("http://a.example/f"), destination: .directory("/tmp"))

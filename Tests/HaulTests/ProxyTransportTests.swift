@@ -21,8 +21,10 @@ import Testing
     }
 
     /// Runs `body` with a started tinyproxy and a transport, and stops both whatever happens.
-    func withProxy(basicAuth: (user: String, password: String)? = nil, connectPorts: [Int]? = nil,
-                   _ body: (TinyProxy) async throws -> Void) async throws {
+    func withProxy(
+        basicAuth: (user: String, password: String)? = nil, connectPorts: [Int]? = nil,
+        _ body: (TinyProxy) async throws -> Void
+    ) async throws {
         let proxy = try await TinyProxy.start(basicAuth: basicAuth, connectPorts: connectPorts)
         do {
             try await body(proxy)
@@ -39,7 +41,9 @@ import Testing
         let server = try await TestServer.start()
         server.setRoute("/file", Route(payload: payload))
         try await withProxy { proxy in
-            let settings = try ProxySettings(environment: ["http_proxy": "127.0.0.1:\(proxy.port)", "https_proxy": "http://127.0.0.1:1"])
+            let settings = try ProxySettings(environment: [
+                "http_proxy": "127.0.0.1:\(proxy.port)", "https_proxy": "http://127.0.0.1:1",
+            ])
             let transport = AsyncHTTPTransport(configuration: .init(proxies: settings))
             let (head, bytes) = try await fetch(transport, plan(server.url("/file")))
             await transport.shutdown()
@@ -61,8 +65,10 @@ import Testing
         try await withProxy { proxy in
             // all_proxy covers https when https_proxy is not set; http_proxy must not be used.
             let settings = try ProxySettings(environment: ["ALL_PROXY": proxy.url, "http_proxy": "http://127.0.0.1:1"])
-            let transport = AsyncHTTPTransport(configuration: .init(additionalTrustRoots: [tls.certificatePath], proxies: settings,
-                                                                    userAgent: "custom-agent/1"))
+            let transport = AsyncHTTPTransport(
+                configuration: .init(
+                    additionalTrustRoots: [tls.certificatePath], proxies: settings,
+                    userAgent: "custom-agent/1"))
             let (head, bytes) = try await fetch(transport, plan(server.url("/secure")))
             await transport.shutdown()
             #expect(head.status == 200)
@@ -79,7 +85,8 @@ import Testing
         let server = try await TestServer.start()
         server.setRoute("/file", Route(payload: payload))
         try await withProxy { proxy in
-            let transport = AsyncHTTPTransport(configuration: .init(proxies: try ProxySettings(environment: [:], proxy: proxy.url)))
+            let transport = AsyncHTTPTransport(
+                configuration: .init(proxies: try ProxySettings(environment: [:], proxy: proxy.url)))
             let (head, bytes) = try await fetch(transport, plan(server.url("/file"), range: ByteRange(start: 60_000)))
             await transport.shutdown()
             #expect(head.status == 206)
@@ -97,16 +104,20 @@ import Testing
         let server = try await TestServer.start()
         server.setRoute("/file", Route(payload: payload))
         try await withProxy { proxy in
-            let bypass = AsyncHTTPTransport(configuration: .init(proxies: try ProxySettings(
-                environment: ["http_proxy": proxy.url, "no_proxy": "example.com, 127.0.0.0/8"])))
+            let bypass = AsyncHTTPTransport(
+                configuration: .init(
+                    proxies: try ProxySettings(
+                        environment: ["http_proxy": proxy.url, "no_proxy": "example.com, 127.0.0.0/8"])))
             let (direct, directBytes) = try await fetch(bypass, plan(server.url("/file")))
             await bypass.shutdown()
             #expect(direct.status == 200 && directBytes.count == 10_000)
             #expect(proxy.tunnels().isEmpty, "\(proxy.log)")
 
             // The same settings without the matching entry use the proxy.
-            let proxied = AsyncHTTPTransport(configuration: .init(proxies: try ProxySettings(
-                environment: ["http_proxy": proxy.url, "no_proxy": "example.com, 10.0.0.0/8"])))
+            let proxied = AsyncHTTPTransport(
+                configuration: .init(
+                    proxies: try ProxySettings(
+                        environment: ["http_proxy": proxy.url, "no_proxy": "example.com, 10.0.0.0/8"])))
             let (head, _) = try await fetch(proxied, plan(server.url("/file")))
             await proxied.shutdown()
             #expect(head.status == 200)
@@ -125,8 +136,10 @@ import Testing
         second.setRoute("/file", Route(payload: payload))
         first.setRoute("/start", Route(payload: payload, then: .redirect(to: second.url("/file"))))
         try await withProxy { proxy in
-            let transport = AsyncHTTPTransport(configuration: .init(proxies: try ProxySettings(
-                environment: ["http_proxy": proxy.url], noProxy: "127.0.0.1:\(first.port)")))
+            let transport = AsyncHTTPTransport(
+                configuration: .init(
+                    proxies: try ProxySettings(
+                        environment: ["http_proxy": proxy.url], noProxy: "127.0.0.1:\(first.port)")))
             let (head, bytes) = try await fetch(transport, plan(first.url("/start")))
             await transport.shutdown()
             #expect(head.status == 200 && bytes.count == 5_000)
@@ -146,8 +159,10 @@ import Testing
         try await withProxy(basicAuth: ("proxyuser", "proxypass")) { proxy in
             // AsyncHTTPClient retries a refused tunnel until the connect timeout: keep it short.
             func transport(_ proxyURL: String) throws -> AsyncHTTPTransport {
-                AsyncHTTPTransport(configuration: .init(connectTimeout: .seconds(2),
-                                                        proxies: try ProxySettings(environment: ["http_proxy": proxyURL])))
+                AsyncHTTPTransport(
+                    configuration: .init(
+                        connectTimeout: .seconds(2),
+                        proxies: try ProxySettings(environment: ["http_proxy": proxyURL])))
             }
             let good = try transport("http://proxyuser:proxypass@127.0.0.1:\(proxy.port)")
             let (head, bytes) = try await fetch(good, plan(server.url("/file")))
@@ -161,15 +176,23 @@ import Testing
             let missing = await #expect(throws: HaulError.self) { try await fetch(none, plan(server.url("/file"))) }
             await none.shutdown()
             #expect(missing?.httpStatus == 407)
-            #expect(missing?.message == "\(server.url("/file")): the proxy http://127.0.0.1:\(proxy.port) wants credentials (HTTP 407 Proxy Authentication Required)")
+            #expect(
+                missing?.message
+                    == """
+                    \(server.url("/file")): the proxy http://127.0.0.1:\(proxy.port) wants credentials (HTTP 407 \
+                    Proxy Authentication Required)
+                    """
+            )
 
             let wrong = try transport("http://proxyuser:WRONGpass@127.0.0.1:\(proxy.port)")
             let refused = await #expect(throws: HaulError.self) { try await fetch(wrong, plan(server.url("/file"))) }
             await wrong.shutdown()
             let error = try #require(refused)
             #expect(error.code == .network)
-            #expect(error.message == "\(server.url("/file")): the proxy http://127.0.0.1:\(proxy.port) refused the CONNECT tunnel "
-                + "(wrong proxy credentials, or the proxy allows CONNECT only to some ports, such as 443)")
+            #expect(
+                error.message
+                    == "\(server.url("/file")): the proxy http://127.0.0.1:\(proxy.port) refused the CONNECT tunnel "
+                    + "(wrong proxy credentials, or the proxy allows CONNECT only to some ports, such as 443)")
             #expect(!"\(error)".contains("WRONGpass") && !String(reflecting: error).contains("WRONGpass"))
             // Only the request with the right credentials reached the server.
             #expect(server.requests(to: "/file").count == 1)
@@ -184,13 +207,19 @@ import Testing
         let server = try await TestServer.start()
         server.setRoute("/file", Route(payload: Payload(seed: 99, length: 100)))
         try await withProxy(connectPorts: [443]) { proxy in
-            let transport = AsyncHTTPTransport(configuration: .init(connectTimeout: .seconds(2),
-                                                                    proxies: try ProxySettings(environment: ["http_proxy": proxy.url])))
-            let refused = await #expect(throws: HaulError.self) { try await fetch(transport, plan(server.url("/file"))) }
+            let transport = AsyncHTTPTransport(
+                configuration: .init(
+                    connectTimeout: .seconds(2),
+                    proxies: try ProxySettings(environment: ["http_proxy": proxy.url])))
+            let refused = await #expect(throws: HaulError.self) {
+                try await fetch(transport, plan(server.url("/file")))
+            }
             await transport.shutdown()
             #expect(refused?.code == .network)
-            #expect(refused?.message == "\(server.url("/file")): the proxy http://127.0.0.1:\(proxy.port) refused the CONNECT tunnel "
-                + "(the proxy may allow CONNECT only to some ports, such as 443)")
+            #expect(
+                refused?.message
+                    == "\(server.url("/file")): the proxy http://127.0.0.1:\(proxy.port) refused the CONNECT tunnel "
+                    + "(the proxy may allow CONNECT only to some ports, such as 443)")
             #expect(proxy.tunnels().contains("127.0.0.1:\(server.port)"), "\(proxy.log)")
             #expect(server.requests.isEmpty)
         }
@@ -201,8 +230,11 @@ import Testing
         let dead = try LoopbackPort.Refusing()
         let deadPort = dead.port
         defer { withExtendedLifetime(dead) {} }
-        let transport = AsyncHTTPTransport(configuration: .init(connectTimeout: .seconds(2), proxies: try ProxySettings(
-            environment: ["http_proxy": "http://puser:psecret@127.0.0.1:\(deadPort)"])))
+        let transport = AsyncHTTPTransport(
+            configuration: .init(
+                connectTimeout: .seconds(2),
+                proxies: try ProxySettings(
+                    environment: ["http_proxy": "http://puser:psecret@127.0.0.1:\(deadPort)"])))
         let thrown = await #expect(throws: HaulError.self) {
             try await fetch(transport, plan("http://user:s3cret@127.0.0.1:9/file"))
         }
@@ -250,17 +282,25 @@ import Testing
         let url = try RemoteURL(server.url("/private").replacingOccurrences(of: "://", with: "://bob:hunter2@"))
         #expect(url.absoluteString == server.url("/private"))
         let transport = AsyncHTTPTransport()
-        let (head, _) = try await fetch(transport, RequestPlan(url: url, range: nil, ifRange: nil, headers: [:],
-                                                               credentials: url.credentials))
+        let (head, _) = try await fetch(
+            transport,
+            RequestPlan(
+                url: url, range: nil, ifRange: nil, headers: [:],
+                credentials: url.credentials))
         await transport.shutdown()
         #expect(head.status == 401)
         #expect(head.url == server.url("/private"))
-        #expect(server.requests(to: "/private").first?.header("Authorization")
-            == "Basic " + Data("bob:hunter2".utf8).base64EncodedString())
-        let verdict = ResponseCheck.evaluate(head, asked: RequestPlan(url: url, range: nil, ifRange: nil, headers: [:]),
-                                             next: 0, partEnd: nil, resuming: false, requested: nil, validator: nil,
-                                             total: nil, nowSecondsSince1970: 0)
-        guard case .fail(let error) = verdict else { Issue.record("\(verdict)"); return }
+        #expect(
+            server.requests(to: "/private").first?.header("Authorization")
+                == "Basic " + Data("bob:hunter2".utf8).base64EncodedString())
+        let verdict = ResponseCheck.evaluate(
+            head, asked: RequestPlan(url: url, range: nil, ifRange: nil, headers: [:]),
+            next: 0, partEnd: nil, resuming: false, requested: nil, validator: nil,
+            total: nil, nowSecondsSince1970: 0)
+        guard case .fail(let error) = verdict else {
+            Issue.record("\(verdict)")
+            return
+        }
         #expect(error.message == "\(server.url("/private")): HTTP 401 Unauthorized")
         #expect(!"\(error)".contains("hunter2"))
         try await server.shutdown()

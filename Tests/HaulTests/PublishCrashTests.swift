@@ -1,14 +1,15 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import Haul
 import HaulCore
+import HaulStore
 import HaulTesting
 import Testing
-import HaulStore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// A `kill -9` can land between the moment the verified `.part` gets its final name and the
 /// moment the store says `completed`. The restarted process must finish the job from what is on

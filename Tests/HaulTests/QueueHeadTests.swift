@@ -1,38 +1,43 @@
 import AsyncHTTPClient
 import Foundation
-@testable import Haul
 import HaulCore
 import HaulStore
 import HaulTesting
 import NIOCore
 import Testing
 
-    /// Limit 2: a slow download and the ring's run, whose body waits until the test's own
-    /// request to its path arrives (so the test says when it ends), and one download behind them.
-    struct Ring {
-        var slow: DownloadRecord, ring: DownloadRecord, behind: DownloadRecord
+@testable import Haul
 
-        static func start(_ harness: Harness, _ manager: DownloadManager) async throws -> Ring {
-            harness.server.setRoute("/slow", Route(payload: Payload(seed: 43, length: 100_000_000), throttle: 20_000))
-            harness.server.setRoute("/ring", Route(payload: Payload(seed: 44, length: 64_000),
-                                                   bodyGate: BodyGate(requests: 2, atMost: .seconds(60))))
-            harness.server.setRoute("/behind", Route(payload: Payload(seed: 45, length: 1_000)))
-            let slow = try await manager.add(harness.request("/slow"))
-            let ring = try await manager.add(harness.request("/ring"))
-            #expect(try await eventually { harness.server.requests(to: "/ring").count == 1 })
-            let behind = try await manager.add(harness.request("/behind"))
-            #expect(await manager.queuedIDs == [behind.id])
-            return Ring(slow: slow, ring: ring, behind: behind)
-        }
+/// Limit 2: a slow download and the ring's run, whose body waits until the test's own
+/// request to its path arrives (so the test says when it ends), and one download behind them.
+struct Ring {
+    var slow: DownloadRecord, ring: DownloadRecord, behind: DownloadRecord
 
-        /// Lets the ring's download end; returns once it has, its slot given on.
-        func end(_ harness: Harness, _ manager: DownloadManager) async throws {
-            let ended = Task { try await manager.outcome(of: ring.id) }
-            let release = try await HTTPClient.shared.execute(HTTPClientRequest(url: harness.server.url("/ring")), timeout: .seconds(60))
-            _ = try await release.body.collect(upTo: 1 << 20)
-            #expect(try await ended.value.status == .completed)
-        }
+    static func start(_ harness: Harness, _ manager: DownloadManager) async throws -> Ring {
+        harness.server.setRoute("/slow", Route(payload: Payload(seed: 43, length: 100_000_000), throttle: 20_000))
+        harness.server.setRoute(
+            "/ring",
+            Route(
+                payload: Payload(seed: 44, length: 64_000),
+                bodyGate: BodyGate(requests: 2, atMost: .seconds(60))))
+        harness.server.setRoute("/behind", Route(payload: Payload(seed: 45, length: 1_000)))
+        let slow = try await manager.add(harness.request("/slow"))
+        let ring = try await manager.add(harness.request("/ring"))
+        #expect(try await eventually { harness.server.requests(to: "/ring").count == 1 })
+        let behind = try await manager.add(harness.request("/behind"))
+        #expect(await manager.queuedIDs == [behind.id])
+        return Ring(slow: slow, ring: ring, behind: behind)
     }
+
+    /// Lets the ring's download end; returns once it has, its slot given on.
+    func end(_ harness: Harness, _ manager: DownloadManager) async throws {
+        let ended = Task { try await manager.outcome(of: ring.id) }
+        let release = try await HTTPClient.shared.execute(
+            HTTPClientRequest(url: harness.server.url("/ring")), timeout: .seconds(60))
+        _ = try await release.body.collect(upTo: 1 << 20)
+        #expect(try await ended.value.status == .completed)
+    }
+}
 
 /// Issue 30: a freed slot goes to the head of the waiting list as it stands at that moment. An
 /// add at position 0 takes its place in the add's own step, before its record is saved: a run
@@ -49,7 +54,7 @@ import Testing
             let hold = AsyncHold()
             store.hold = hold
             let next = Task { try await manager.add([harness.request("/next")], placements: [AddPlacement(index: 0)]) }
-            #expect(try await eventually { await hold.arrivals == 1 })
+            #expect(try await eventuallyAwaiting { await hold.arrivals == 1 })
             try await ring.end(harness, manager)
 
             // The slot waits for the add being saved: the download behind it has not started.
@@ -74,7 +79,8 @@ import Testing
         try await withHarness(maxConcurrent: 3) { harness in
             harness.server.setRoute("/paused", Route(payload: Payload(seed: 47, length: 10_000)))
             let requests = try (0..<20).map { try harness.request("/paused?n=\($0)", output: "p\($0).bin") }
-            let records = try await harness.manager.add(requests, placements: requests.map { _ in AddPlacement(startsPaused: true) })
+            let records = try await harness.manager.add(
+                requests, placements: requests.map { _ in AddPlacement(startsPaused: true) })
             #expect(records.allSatisfy { $0.status == .paused })
             #expect(try await harness.store.records(status: .paused).count == 20)
             #expect(await harness.manager.queuedIDs.isEmpty)
@@ -103,8 +109,10 @@ import Testing
             // The re-add at position 0 is held in its save; the ring's download ends meanwhile.
             let hold = AsyncHold()
             store.holdOne = (failed.id, hold)
-            let again = Task { try await manager.add([harness.request("/missing")], placements: [AddPlacement(index: 0)]) }
-            #expect(try await eventually { await hold.arrivals == 1 })
+            let again = Task {
+                try await manager.add([harness.request("/missing")], placements: [AddPlacement(index: 0)])
+            }
+            #expect(try await eventuallyAwaiting { await hold.arrivals == 1 })
             try await ring.end(harness, manager)
             #expect(await manager.isRunningHere(behind.id) == false)
             #expect(harness.server.requests(to: "/behind").isEmpty, "the slot waited for the re-add being saved")
@@ -113,7 +121,8 @@ import Testing
             #expect(try await again.value.map(\.id) == [failed.id])
             #expect(try await manager.outcome(of: behind.id).status == .completed)
             let order = harness.server.requests.map(\.path).filter { $0 == "/missing" || $0 == "/behind" }
-            #expect(order == ["/missing", "/missing", "/behind"], "the slot went to the head, the re-add at position 0")
+            #expect(
+                order == ["/missing", "/missing", "/behind"], "the slot went to the head, the re-add at position 0")
             try await manager.pause(slow.id)
             await manager.shutdown()
         }
@@ -134,16 +143,19 @@ import Testing
             try FileManager.default.removeItem(atPath: try #require(DestinationFiles.finalPath(completed)))
             let asked = (harness.server.requests(to: "/missing").count, harness.server.requests(to: "/done").count)
 
-            let again = try await harness.manager.add([harness.request("/missing"), harness.request("/done")],
-                                                      placements: [AddPlacement(startsPaused: true), AddPlacement(startsPaused: true)])
+            let again = try await harness.manager.add(
+                [harness.request("/missing"), harness.request("/done")],
+                placements: [AddPlacement(startsPaused: true), AddPlacement(startsPaused: true)])
             #expect(again.map(\.id) == [failed.id, done.id])
             #expect(again.allSatisfy { $0.status == .paused })
-            #expect(try await harness.store.records(status: .paused).map(\.id).sorted { $0.rawValue < $1.rawValue }
-                == [failed.id, done.id].sorted { $0.rawValue < $1.rawValue })
+            #expect(
+                try await harness.store.records(status: .paused).map(\.id).sorted { $0.rawValue < $1.rawValue }
+                    == [failed.id, done.id].sorted { $0.rawValue < $1.rawValue })
             #expect(await harness.manager.queuedIDs.isEmpty)
             #expect(await harness.manager.isRunningHere(failed.id) == false)
             #expect(await harness.manager.isRunningHere(done.id) == false)
-            #expect((harness.server.requests(to: "/missing").count, harness.server.requests(to: "/done").count) == asked)
+            #expect(
+                (harness.server.requests(to: "/missing").count, harness.server.requests(to: "/done").count) == asked)
             // Resumed, the one whose file went missing fetches it again.
             try await harness.manager.resume(done.id)
             let fetched = try #require(try await harness.manager.outcome(of: done.id).record)
@@ -170,10 +182,13 @@ import Testing
             #expect(try await harness.manager.waitingIDs() == expected)
             let adds = try (0..<4).map { try harness.request("/n\($0)") }
             let indices = [1, 0, 7, 100]
-            let added = try await harness.manager.add(adds, placements: indices.map { AddPlacement(index: $0) }).map(\.id)
+            let added = try await harness.manager.add(adds, placements: indices.map { AddPlacement(index: $0) }).map(
+                \.id)
             for (id, index) in zip(added, indices) { expected.insert(id, at: min(index, expected.count)) }
             #expect(try await harness.manager.waitingIDs() == expected)
-            #expect(try await harness.store.ids(status: nil).filter { $0 != slow.id } == expected, "the store keeps the same order")
+            #expect(
+                try await harness.store.ids(status: nil).filter { $0 != slow.id } == expected,
+                "the store keeps the same order")
             try await harness.manager.pause(slow.id)
         }
     }
@@ -220,7 +235,8 @@ import Testing
             let slow = try await harness.manager.add(harness.request("/slow"))
             #expect(try await eventually { harness.server.requests(to: "/slow").count == 1 })
             let request = try harness.request("/x")
-            let records = try await harness.manager.add([request, request], placements: [AddPlacement(), AddPlacement(startsPaused: true)])
+            let records = try await harness.manager.add(
+                [request, request], placements: [AddPlacement(), AddPlacement(startsPaused: true)])
             #expect(records[0].id == records[1].id)
             #expect(try await harness.manager.download(records[0].id).status == .paused)
             #expect(await harness.manager.queuedIDs.isEmpty)
@@ -242,11 +258,11 @@ import Testing
             let hold = AsyncHold()
             store.holdCompleted = hold
             let record = try await manager.add(harness.request("/f"))
-            #expect(try await eventually { await hold.arrivals == 1 })
+            #expect(try await eventuallyAwaiting { await hold.arrivals == 1 })
             #expect(try await harness.store.record(record.id)?.status == .completed)
             #expect(await manager.isRunningHere(record.id))
             let forgetting = Task { try await manager.forget(record.id) }
-            #expect(try await eventually { await manager.isRunningHere(record.id) })
+            #expect(try await eventuallyAwaiting { await manager.isRunningHere(record.id) })
             await hold.open()
             try await forgetting.value
             #expect(try await harness.store.record(record.id) == nil)

@@ -18,7 +18,7 @@ import Testing
             let first = try await harness.manager.add(harness.request("/slow"))
             await harness.waitForProgress(of: first.id, beyond: 0, in: events)
             var requests = try (0..<5).map { try harness.request("/f\($0)") }
-            requests.append(requests[2])  // the same download twice in one batch
+            requests.append(requests[2]) // the same download twice in one batch
             let records = try await harness.manager.add(requests)
             #expect(records.count == 6)
             #expect(records[5].id == records[2].id)
@@ -44,7 +44,9 @@ import Testing
             let running = try await harness.manager.add(harness.request("/slow"))
             await harness.waitForProgress(of: running.id, beyond: 0, in: events)
             var ids: [DownloadID] = []
-            for name in ["a", "b", "c", "d"] { ids.append(try await harness.manager.add(harness.request("/\(name)")).id) }
+            for name in ["a", "b", "c", "d"] {
+                ids.append(try await harness.manager.add(harness.request("/\(name)")).id)
+            }
             func order() async throws -> [DownloadID] { try await harness.store.records(status: .queued).map(\.id) }
 
             try await harness.manager.move(ids[3], .up)
@@ -55,7 +57,7 @@ import Testing
             #expect(try await order() == [ids[2], ids[1], ids[0], ids[3]])
             try await harness.manager.move(ids[2], .bottom)
             #expect(try await order() == [ids[1], ids[0], ids[3], ids[2]])
-            try await harness.manager.move(ids[1], .up)  // already first: nothing changes
+            try await harness.manager.move(ids[1], .up) // already first: nothing changes
             #expect(try await order() == [ids[1], ids[0], ids[3], ids[2]])
 
             // Across priorities: moving up past a higher-priority one takes its priority.
@@ -77,7 +79,8 @@ import Testing
             let events = harness.manager.events()
             let running = try await harness.manager.add(harness.request("/slow"))
             await harness.waitForProgress(of: running.id, beyond: 0, in: events)
-            let queued = try await harness.manager.add(["a", "b", "c"].map { try harness.request("/\($0)", priority: 0) })
+            let queued = try await harness.manager.add(
+                ["a", "b", "c"].map { try harness.request("/\($0)", priority: 0) })
             #expect(try await harness.manager.pauseAll() == 4)
             _ = try await harness.waitForEnd(of: running.id, in: events)
             #expect(try await harness.store.records(status: .paused).count == 4)
@@ -107,7 +110,8 @@ import Testing
 
             // One finished download in the batch: nothing changes, not even the queued one.
             await #expect { try await harness.manager.pause([queued.id, running.id, done.record.id]) } throws: {
-                ($0 as? HaulError)?.code == .conflict && ($0 as? HaulError)?.message.contains("nothing was changed") == true
+                ($0 as? HaulError)?.code == .conflict
+                    && ($0 as? HaulError)?.message.contains("nothing was changed") == true
             }
             #expect(try await harness.store.record(queued.id)?.status == .queued)
             #expect(try await harness.store.record(running.id)?.status == .running)
@@ -115,9 +119,13 @@ import Testing
             #expect(try await harness.manager.pause([queued.id, running.id]) == 2)
             #expect(try await harness.store.record(queued.id)?.status == .paused)
             #expect(try await harness.store.record(running.id)?.status == .paused)
-            await #expect { try await harness.manager.resume([queued.id, done.record.id]) } throws: { ($0 as? HaulError)?.code == .conflict }
+            await #expect { try await harness.manager.resume([queued.id, done.record.id]) } throws: {
+                ($0 as? HaulError)?.code == .conflict
+            }
             #expect(try await harness.store.record(queued.id)?.status == .paused)
-            await #expect { try await harness.manager.resume([queued.id, DownloadID(rawValue: "0000000000000000")]) } throws: {
+            await #expect {
+                try await harness.manager.resume([queued.id, DownloadID(rawValue: "0000000000000000")])
+            } throws: {
                 ($0 as? HaulError)?.code == .notFound
             }
             #expect(try await harness.store.record(queued.id)?.status == .paused)
@@ -170,12 +178,18 @@ import Testing
             #expect(try await harness.manager.move(ids[0], toIndex: 99) == 3)
             #expect(try await harness.manager.move(ids[2], toIndex: -5) == 0)
             #expect(await harness.manager.queuedIDs == [ids[2], ids[3], ids[1], ids[0]])
-            await #expect { try await harness.manager.move(running.id, toIndex: 0) } throws: { ($0 as? HaulError)?.code == .conflict }
+            await #expect { try await harness.manager.move(running.id, toIndex: 0) } throws: {
+                ($0 as? HaulError)?.code == .conflict
+            }
 
-            await #expect { try await harness.manager.forget(running.id) } throws: { ($0 as? HaulError)?.code == .conflict }
+            await #expect { try await harness.manager.forget(running.id) } throws: {
+                ($0 as? HaulError)?.code == .conflict
+            }
             try await harness.manager.forget(done.record.id)
             #expect(try await harness.store.record(done.record.id) == nil)
-            #expect(FileManager.default.fileExists(atPath: try #require(done.path)), "forgetting a result leaves its file alone")
+            #expect(
+                FileManager.default.fileExists(atPath: try #require(done.path)),
+                "forgetting a result leaves its file alone")
             try await harness.manager.pause(running.id)
         }
     }
@@ -185,9 +199,15 @@ import Testing
             harness.server.setRoute("/file", Route(payload: payload))
             let outcome = try await harness.download(harness.request("/file"))
             #expect(outcome.final.isCompleted)
-            await #expect { try await harness.manager.pause(outcome.record.id) } throws: { ($0 as? HaulError)?.code == .conflict }
-            await #expect { try await harness.manager.resume(outcome.record.id) } throws: { ($0 as? HaulError)?.code == .conflict }
-            await #expect { try await harness.manager.pause(DownloadID(rawValue: "nope")) } throws: { ($0 as? HaulError)?.code == .notFound }
+            await #expect { try await harness.manager.pause(outcome.record.id) } throws: {
+                ($0 as? HaulError)?.code == .conflict
+            }
+            await #expect { try await harness.manager.resume(outcome.record.id) } throws: {
+                ($0 as? HaulError)?.code == .conflict
+            }
+            await #expect { try await harness.manager.pause(DownloadID(rawValue: "nope")) } throws: {
+                ($0 as? HaulError)?.code == .notFound
+            }
         }
     }
 }

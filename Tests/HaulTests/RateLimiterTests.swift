@@ -21,7 +21,9 @@ import Testing
     }
 
     /// Acquires `bytes` in a task of its own; its value is the simulated instant it got them.
-    private func acquiring(_ bytes: Int, from limiter: RateLimiter, _ clock: ManualClock) -> Task<ManualClock.Instant, any Error> {
+    private func acquiring(_ bytes: Int, from limiter: RateLimiter, _ clock: ManualClock) -> Task<
+        ManualClock.Instant, any Error
+    > {
         Task {
             try await limiter.acquire(bytes)
             return clock.now

@@ -1,9 +1,10 @@
-@testable import Haul
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import Testing
+
+@testable import Haul
 
 /// A connection starts with one receive buffer of at most 16 KiB and gets four reads of 64 KiB
 /// once it shows it is fast, or of 256 KiB while it holds one of the process's large reads
@@ -51,8 +52,9 @@ import Testing
         // A throttled server's first second at once and then some: however the bytes arrive,
         // fewer than eight full reads.
         let largeReads = ReceiveBuffers.LargeReads(limit: 1)
-        let (options, watching) = try await readAll(ReceiveBuffers.Pace.fullReads * ReceiveBuffers.Pace.fullRead - 1,
-                                                    largeReads: largeReads)
+        let (options, watching) = try await readAll(
+            ReceiveBuffers.Pace.fullReads * ReceiveBuffers.Pace.fullRead - 1,
+            largeReads: largeReads)
         #expect(options.reads == ReceiveBuffers.slowReads)
         #expect(options.largest == ReceiveBuffers.slowReadSize)
         #expect(watching)
@@ -62,11 +64,15 @@ import Testing
     /// Sends `count` bytes at once to a client channel set up by `ReceiveBuffers.limit`; returns
     /// the client's options and whether the watcher is still in its pipeline once all came; the
     /// client is closed when it returns.
-    private func readAll(_ count: Int, largeReads: ReceiveBuffers.LargeReads) async throws -> ((reads: UInt, largest: Int), Bool) {
+    private func readAll(_ count: Int, largeReads: ReceiveBuffers.LargeReads) async throws -> (
+        (reads: UInt, largest: Int), Bool
+    ) {
         let group = MultiThreadedEventLoopGroup.singleton
         let server = try await ServerBootstrap(group: group)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(Sender(count: count)) }
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(Sender(count: count))
+                }
             }
             .bind(host: "127.0.0.1", port: 0).get()
         let (received, arrived) = AsyncStream.makeStream(of: Int.self)
@@ -86,7 +92,8 @@ import Testing
         let result = try await client.eventLoop.submit {
             let options = try #require(client.syncOptions)
             let reads = try options.getOption(ChannelOptions.maxMessagesPerRead)
-            let allocator = try #require(try options.getOption(ChannelOptions.recvAllocator) as? AdaptiveRecvByteBufferAllocator)
+            let allocator = try #require(
+                try options.getOption(ChannelOptions.recvAllocator) as? AdaptiveRecvByteBufferAllocator)
             let watching: Bool
             do {
                 _ = try client.pipeline.syncOperations.context(handlerType: ReceiveBuffers.Watcher.self)

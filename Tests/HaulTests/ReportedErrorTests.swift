@@ -1,10 +1,11 @@
 import Foundation
-@testable import Haul
 import HaulCore
 import HaulStore
 import Logging
 import NIOConcurrencyHelpers
 import Testing
+
+@testable import Haul
 
 /// A swift-log handler that keeps every message, for tests to read.
 struct LogRecorder: LogHandler {
@@ -25,8 +26,10 @@ struct LogRecorder: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
-             file: String, function: String, line: UInt) {
+    func log(
+        level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
+        file: String, function: String, line: UInt
+    ) {
         let fields = (metadata ?? [:]).mapValues { "\($0)" }
         entries.withLockedValue { $0.append(Entry(level: level, message: "\(message)", metadata: fields)) }
     }
@@ -58,7 +61,8 @@ struct LogRecorder: LogHandler {
     /// The manager hands its configuration's logger to the SQLite store it opens.
     @Test func theManagerPassesItsLoggerToItsStore() async throws {
         let recorder = LogRecorder()
-        let manager = try await DownloadManager(configuration: .init(stateDirectory: root + "/state", logger: recorder.logger))
+        let manager = try await DownloadManager(
+            configuration: .init(stateDirectory: root + "/state", logger: recorder.logger))
         await manager.shutdown()
         #expect(recorder.messages(atLeast: .debug).contains { $0.message == "opened the state database" })
         // A new state directory is made private (and a failing chmod would have thrown).
@@ -77,8 +81,9 @@ struct LogRecorder: LogHandler {
         try await store.save(record)
         let configuration = DownloadManager.Configuration(stateDirectory: root + "/state", logger: recorder.logger)
         let transport = AsyncHTTPTransport(configuration: configuration.http)
-        let manager = DownloadManager(configuration: configuration, store: store, transport: transport,
-                                      clock: ClockAdapter(ContinuousClock()))
+        let manager = DownloadManager(
+            configuration: configuration, store: store, transport: transport,
+            clock: ClockAdapter(ContinuousClock()))
 
         await manager.removeForAnotherHost(.random(), deleteFile: false)
         #expect(recorder.messages(atLeast: .warning).isEmpty)

@@ -1,9 +1,9 @@
 import Foundation
 import Haul
 import HaulCore
+import HaulStore
 import HaulTesting
 import Testing
-import HaulStore
 
 /// DESIGN rule 3 against a server that misbehaves on the wire.
 @Suite(.timeLimit(.minutes(2))) struct ResumeTests {
@@ -44,7 +44,9 @@ import HaulStore
             // may drop body parts it buffered but the engine had not read, so not always 300,000.
             let resume = harness.server.requests(to: "/file")[1]
             let start = try #require(resume.range.flatMap { Int64($0.dropFirst(6).prefix { $0 != "-" }) })
-            #expect((1...300_000).contains(start) && resume.range == "bytes=\(start)-999999", "\(String(describing: resume.range))")
+            #expect(
+                (1...300_000).contains(start) && resume.range == "bytes=\(start)-999999",
+                "\(String(describing: resume.range))")
             #expect(resume.header("If-Range") == Route.defaultETag(for: payload))
         }
     }
@@ -52,7 +54,8 @@ import HaulStore
     @Test func changedValidatorDiscardsOldBytes() async throws {
         let newer = Payload(seed: 7, length: 800_000)
         try await withHarness { harness in
-            harness.server.setRoute("/file", Route(payload: payload, script: [.dropAfter(300_000), .switchEntity(newer, etag: "\"v2\"")]))
+            harness.server.setRoute(
+                "/file", Route(payload: payload, script: [.dropAfter(300_000), .switchEntity(newer, etag: "\"v2\"")]))
             let outcome = try await harness.download(harness.request("/file"))
             #expect(outcome.final.isCompleted)
             #expect(newer.mismatch(inFileAt: harness.directory + "/file") == nil, "the result is the new file, whole")
@@ -63,7 +66,8 @@ import HaulStore
 
     @Test func wrongContentRangeIsNeverAppended() async throws {
         try await withHarness { harness in
-            harness.server.setRoute("/file", Route(payload: payload, script: [.dropAfter(300_000), .wrongContentRange(shift: -1000)]))
+            harness.server.setRoute(
+                "/file", Route(payload: payload, script: [.dropAfter(300_000), .wrongContentRange(shift: -1000)]))
             let outcome = try await harness.download(harness.request("/file"))
             #expect(outcome.final.isCompleted)
             #expect(payload.mismatch(inFileAt: harness.directory + "/file") == nil)
@@ -73,16 +77,19 @@ import HaulStore
 
     @Test func persistentlyWrongContentRangeFailsWithoutAFinalFile() async throws {
         try await withHarness(maxAttempts: 3) { harness in
-            harness.server.setRoute("/file", Route(payload: payload, script: [.dropAfter(300_000)], then: .wrongContentRange(shift: 4096)))
+            harness.server.setRoute(
+                "/file", Route(payload: payload, script: [.dropAfter(300_000)], then: .wrongContentRange(shift: 4096)))
             let outcome = try await harness.download(harness.request("/file"))
             #expect(outcome.final.failure?.code == .badResponse)
             #expect(harness.listing() == ["file.part"])
             // The client may not see every byte sent before a drop; what it kept is exactly a prefix.
             let kept = outcome.record.completedLength
-            let size = try #require(try FileManager.default.attributesOfItem(atPath: harness.directory + "/file.part")[.size] as? Int64)
+            let size = try #require(
+                try FileManager.default.attributesOfItem(atPath: harness.directory + "/file.part")[.size] as? Int64)
             #expect(kept > 0 && kept <= size && size <= 300_000)
-            #expect(payload.mismatch(inFileAt: harness.directory + "/file.part", range: 0...(size - 1)) == nil,
-                    "the partial file holds exactly the good prefix, nothing written from a wrong range")
+            #expect(
+                payload.mismatch(inFileAt: harness.directory + "/file.part", range: 0...(size - 1)) == nil,
+                "the partial file holds exactly the good prefix, nothing written from a wrong range")
         }
     }
 
@@ -99,7 +106,8 @@ import HaulStore
 
     @Test func shortBodyThenHonestServerCompletes() async throws {
         try await withHarness { harness in
-            harness.server.setRoute("/file", Route(payload: payload, script: [.lyingContentLength(extra: 0), .dropAfter(10)]))
+            harness.server.setRoute(
+                "/file", Route(payload: payload, script: [.lyingContentLength(extra: 0), .dropAfter(10)]))
             let outcome = try await harness.download(harness.request("/file"))
             #expect(outcome.final.isCompleted)
             #expect(payload.mismatch(inFileAt: harness.directory + "/file") == nil)
@@ -120,7 +128,8 @@ import HaulStore
             record.validator = EntityValidator(etag: Route.defaultETag(for: payload), lastModified: nil)
             record.segments = [Segment(start: 0, end: nil, written: payload.length)]
             try FileManager.default.createDirectory(atPath: harness.directory, withIntermediateDirectories: true)
-            try Data(payload.bytes(0..<payload.length)).write(to: URL(fileURLWithPath: harness.directory + "/file.part"))
+            try Data(payload.bytes(0..<payload.length)).write(
+                to: URL(fileURLWithPath: harness.directory + "/file.part"))
             try await harness.store.save(record)
 
             let events = harness.manager.events()
@@ -136,7 +145,11 @@ import HaulStore
 
     @Test func serverErrorsThenSuccess() async throws {
         try await withHarness { harness in
-            harness.server.setRoute("/file", Route(payload: payload, script: [.status(503, headers: [("Retry-After", "0")]), .status(500), .status(502)]))
+            harness.server.setRoute(
+                "/file",
+                Route(
+                    payload: payload,
+                    script: [.status(503, headers: [("Retry-After", "0")]), .status(500), .status(502)]))
             let outcome = try await harness.download(harness.request("/file"))
             #expect(outcome.final.isCompleted)
             #expect(harness.server.requests(to: "/file").count == 4)
@@ -150,7 +163,8 @@ import HaulStore
     @Test func retryAfterIsHonouredOnTheInjectedClock() async throws {
         let clock = ManualClock()
         try await withHarness(clock: ClockAdapter(clock)) { harness in
-            harness.server.setRoute("/file", Route(payload: payload, script: [.status(503, headers: [("Retry-After", "120")])]))
+            harness.server.setRoute(
+                "/file", Route(payload: payload, script: [.status(503, headers: [("Retry-After", "120")])]))
             let events = harness.manager.events()
             let record = try await harness.manager.add(harness.request("/file"))
             // The retry's wait, on the injected clock; the run's ticker sleeps on it too, shorter.
@@ -173,8 +187,9 @@ import HaulStore
             let outcome = try await harness.download(harness.request("/hop1"))
             #expect(outcome.final.isCompleted)
             #expect(outcome.record.finalURL == harness.server.url("/real.bin"))
-            #expect(payload.mismatch(inFileAt: harness.directory + "/real.bin") == nil,
-                    "named after the final URL: \(harness.listing())")
+            #expect(
+                payload.mismatch(inFileAt: harness.directory + "/real.bin") == nil,
+                "named after the final URL: \(harness.listing())")
         }
     }
 
@@ -207,7 +222,8 @@ import HaulStore
             // Resumed inside what was sent before the stall (a slow machine may have read less).
             // The first resume: on a loaded machine a later attempt may time out too.
             let requests = harness.server.requests(to: "/file")
-            let resumedAt = (requests.count > 1 ? requests[1].range : nil)
+            let resumedAt =
+                (requests.count > 1 ? requests[1].range : nil)
                 .flatMap { Int64($0.dropFirst("bytes=".count).prefix { $0 != "-" }) } ?? 0
             #expect(resumedAt > 0 && resumedAt <= 200_000, "resumed at \(resumedAt)")
             #expect(payload.mismatch(inFileAt: harness.directory + "/file") == nil)

@@ -1,10 +1,11 @@
 import Foundation
-@testable import Haul
 import HaulCore
 import HaulTesting
+import Logging
 import NIOConcurrencyHelpers
 import Testing
-import Logging
+
+@testable import Haul
 
 /// The runner alone, with a fake transport and a fake writer: the durability order and the stop
 /// path, deterministic and without sockets.
@@ -31,8 +32,12 @@ import Logging
             try await inner.save(record)
         }
         func record(_ id: DownloadID) async throws -> DownloadRecord? { try await inner.record(id) }
-        func record(matching request: DownloadRequest) async throws -> DownloadRecord? { try await inner.record(matching: request) }
-        func records(status: DownloadStatus?) async throws -> [DownloadRecord] { try await inner.records(status: status) }
+        func record(matching request: DownloadRequest) async throws -> DownloadRecord? {
+            try await inner.record(matching: request)
+        }
+        func records(status: DownloadStatus?) async throws -> [DownloadRecord] {
+            try await inner.records(status: status)
+        }
         func fileNameHolder(_ fileName: String, directory: String, except id: DownloadID) async throws -> DownloadID? {
             try await inner.fileNameHolder(fileName, directory: directory, except: id)
         }
@@ -66,8 +71,9 @@ import Logging
         let stallAfter: Int64?
 
         func send(_ plan: RequestPlan) async throws -> (ResponseHead, any ResponseBodyStream) {
-            let head = ResponseHead(status: 200, headers: ["Content-Length": "\(payload.length)", "ETag": "\"x\""],
-                                    url: plan.url.absoluteString)
+            let head = ResponseHead(
+                status: 200, headers: ["Content-Length": "\(payload.length)", "ETag": "\"x\""],
+                url: plan.url.absoluteString)
             return (head, Body(payload: payload, stallAfter: stallAfter))
         }
 
@@ -92,26 +98,32 @@ import Logging
         }
     }
 
-    func runner(log: Log, store: any DownloadStore, stallAfter: Int64?, checkpointInterval: Double, stop: StopSignal,
-                events: NIOLockedValueBox<[DownloadEvent.Kind]>) -> DownloadRunner {
+    func runner(
+        log: Log, store: any DownloadStore, stallAfter: Int64?, checkpointInterval: Double, stop: StopSignal,
+        events: NIOLockedValueBox<[DownloadEvent.Kind]>
+    ) -> DownloadRunner {
         let clock = ClockAdapter(ContinuousClock())
         return DownloadRunner(
             store: store, transport: FakeTransport(payload: payload, stallAfter: stallAfter), clock: clock,
             names: FileNameClaims(store: store),
             settings: .init(checkpointInterval: checkpointInterval, tickInterval: 0.001),
             limiters: [], makeWriter: { _, _, _, _, _ in FakeWriter(log: log) },
-            logger: .init(label: "test"), stop: stop, emit: { event in events.withLockedValue { $0.append(event.kind) } })
+            logger: .init(label: "test"), stop: stop,
+            emit: { event in events.withLockedValue { $0.append(event.kind) } })
     }
 
     /// A run of the fake download into a fresh directory, returned once its progress reached
     /// `bytes` (events are kept in a locked array: none can be lost while the test polls).
     func start(_ runner: DownloadRunner, until bytes: Int64, events: NIOLockedValueBox<[DownloadEvent.Kind]>)
-        async throws -> (task: Task<DownloadRecord, Never>, initial: DownloadRecord, directory: String) {
+        async throws -> (task: Task<DownloadRecord, Never>, initial: DownloadRecord, directory: String)
+    {
         let directory = NSTemporaryDirectory() + "haul-runner-\(UUID().uuidString)"
         let request = try DownloadRequest(url: RemoteURL("http://h/file"), destination: .directory(directory))
         let initial = DownloadRecord(id: .random(), request: request, createdAt: 0)
         let task = Task { await runner.run(initial) }
-        while !events.withLockedValue({ $0 }).contains(where: { if case .progress(let p) = $0 { p.completed >= bytes } else { false } }) {
+        while !events.withLockedValue({ $0 }).contains(where: {
+            if case .progress(let p) = $0 { p.completed >= bytes } else { false }
+        }) {
             try await Task.sleep(for: .milliseconds(5))
         }
         return (task, initial, directory)
@@ -127,10 +139,14 @@ import Logging
         let events: NIOLockedValueBox<[DownloadEvent.Kind]>
     }
 
-    func stalledRun(log: Log, store: any DownloadStore, bytes: Int64, checkpointInterval: Double) async throws -> StalledRun {
+    func stalledRun(log: Log, store: any DownloadStore, bytes: Int64, checkpointInterval: Double) async throws
+        -> StalledRun
+    {
         let stop = StopSignal()
         let events = NIOLockedValueBox<[DownloadEvent.Kind]>([])
-        let runner = runner(log: log, store: store, stallAfter: bytes, checkpointInterval: checkpointInterval, stop: stop, events: events)
+        let runner = runner(
+            log: log, store: store, stallAfter: bytes, checkpointInterval: checkpointInterval, stop: stop,
+            events: events)
         let (task, initial, directory) = try await start(runner, until: bytes, events: events)
         return StalledRun(task: task, initial: initial, directory: directory, stop: stop, events: events)
     }
@@ -188,8 +204,9 @@ import Logging
         let stallAfter: Int64
 
         func send(_ plan: RequestPlan) async throws -> (ResponseHead, any ResponseBodyStream) {
-            let head = ResponseHead(status: 200, headers: ["Content-Length": "\(payload.length)", "ETag": "\"x\""],
-                                    url: plan.url.absoluteString)
+            let head = ResponseHead(
+                status: 200, headers: ["Content-Length": "\(payload.length)", "ETag": "\"x\""],
+                url: plan.url.absoluteString)
             return (head, Body(transport: self))
         }
 
@@ -224,7 +241,10 @@ import Logging
         }
         func checkpoint() async throws -> [Int64: Int64] {
             let written = try await inner.checkpoint()
-            let call = calls.withLockedValue { $0 += 1; return $0 }
+            let call = calls.withLockedValue {
+                $0 += 1
+                return $0
+            }
             if call == 1 { await gate.wait() }
             return written
         }
@@ -251,22 +271,28 @@ import Logging
         let writer = SlowFirstSyncWriter(log: log, gate: syncGate)
         // Due every 100,000 bytes, never by time.
         let runner = DownloadRunner(
-            store: store, transport: GatedTransport(payload: payload, pauseAt: 100_000, gate: bodyGate, stallAfter: 200_000),
+            store: store,
+            transport: GatedTransport(payload: payload, pauseAt: 100_000, gate: bodyGate, stallAfter: 200_000),
             clock: ClockAdapter(ContinuousClock()), names: FileNameClaims(store: store),
             settings: .init(checkpointInterval: 3600, checkpointBytes: 100_000, tickInterval: 0.001),
             limiters: [], makeWriter: { _, _, _, _, _ in writer },
-            logger: .init(label: "test"), stop: stop, emit: { event in events.withLockedValue { $0.append(event.kind) } })
+            logger: .init(label: "test"), stop: stop,
+            emit: { event in events.withLockedValue { $0.append(event.kind) } })
         let (task, _, directory) = try await start(runner, until: 100_000, events: events)
         while writer.calls.withLockedValue({ $0 }) < 1 { try await Task.sleep(for: .milliseconds(5)) }
         bodyGate.open()
         // A tick saw 200,000 bytes while the first checkpoint still held its fsync: due again.
         while !progressed(events, to: 200_000) { try await Task.sleep(for: .milliseconds(5)) }
         syncGate.open()
-        while !log.entries.withLockedValue({ $0 }).contains(.saved(100_000)) { try await Task.sleep(for: .milliseconds(5)) }
+        while !log.entries.withLockedValue({ $0 }).contains(.saved(100_000)) {
+            try await Task.sleep(for: .milliseconds(5))
+        }
         // The second is asked for with the first one's save, before the loop reads the stop.
         stop.request(.paused)
         let final = await task.value
-        let syncs = log.entries.withLockedValue { $0 }.compactMap { if case .synced(let bytes) = $0 { bytes } else { nil } }
+        let syncs = log.entries.withLockedValue { $0 }.compactMap {
+            if case .synced(let bytes) = $0 { bytes } else { nil }
+        }
         #expect(syncs == [100_000, 200_000, 200_000], "the first, the one due meanwhile, the pause's")
         #expect(final.completedLength == 200_000)
         try? FileManager.default.removeItem(atPath: directory)
@@ -281,8 +307,12 @@ import Logging
             try await inner.save(record)
         }
         func record(_ id: DownloadID) async throws -> DownloadRecord? { try await inner.record(id) }
-        func record(matching request: DownloadRequest) async throws -> DownloadRecord? { try await inner.record(matching: request) }
-        func records(status: DownloadStatus?) async throws -> [DownloadRecord] { try await inner.records(status: status) }
+        func record(matching request: DownloadRequest) async throws -> DownloadRecord? {
+            try await inner.record(matching: request)
+        }
+        func records(status: DownloadStatus?) async throws -> [DownloadRecord] {
+            try await inner.records(status: status)
+        }
         func fileNameHolder(_ fileName: String, directory: String, except id: DownloadID) async throws -> DownloadID? {
             try await inner.fileNameHolder(fileName, directory: directory, except: id)
         }
@@ -300,7 +330,9 @@ import Logging
         #expect(final.status == .failed)
         let error = try #require(final.error)
         #expect(error.code == .store)
-        #expect(error.message.contains("the pause could not be stored") && error.message.contains("disk I/O error"), "\(error)")
+        #expect(
+            error.message.contains("the pause could not be stored") && error.message.contains("disk I/O error"),
+            "\(error)")
         #expect(run.events.withLockedValue { $0 }.last == .failed(error))
         #expect(try await store.record(run.initial.id)?.status == .running, "the store keeps the last record it took")
         try? FileManager.default.removeItem(atPath: run.directory)
@@ -313,8 +345,13 @@ import Logging
         let start: Int64 = 1_800_000_000
         try await withHarness(clock: ClockAdapter(clock, secondsSince1970: start)) { harness in
             let file = Payload(seed: 6, length: 50_000)
-            harness.server.setRoute("/file", Route(payload: file, script: [
-                .status(503, headers: [("Retry-After", HTTPDate.format(start + 90))])]))
+            harness.server.setRoute(
+                "/file",
+                Route(
+                    payload: file,
+                    script: [
+                        .status(503, headers: [("Retry-After", HTTPDate.format(start + 90))])
+                    ]))
             let events = harness.manager.events()
             let record = try await harness.manager.add(harness.request("/file"))
             #expect(record.createdAt == start, "the record's time is the injected calendar's too")

@@ -1,9 +1,9 @@
 import Foundation
 import Haul
 import HaulCore
+import HaulStore
 import HaulTesting
 import Testing
-import HaulStore
 
 /// One file over several connections, against the test server's faults: every test checks the
 /// bytes on disk and what the server saw.
@@ -14,7 +14,8 @@ import HaulStore
         try await withHarness(minimumSegmentSize: 512 << 10) { harness in
             // Bodies start once all four requests are in: on a slow machine the first 1 MB part
             // could otherwise end before the fourth connection arrived (peak 3, seen in CI).
-            harness.server.setRoute("/file", Route(payload: payload, throttle: 2_000_000, bodyGate: BodyGate(requests: 4)))
+            harness.server.setRoute(
+                "/file", Route(payload: payload, throttle: 2_000_000, bodyGate: BodyGate(requests: 4)))
             let outcome = try await harness.download(harness.request("/file", connections: 4))
             #expect(outcome.final.isCompleted)
             #expect(payload.mismatch(inFileAt: harness.directory + "/file") == nil)
@@ -50,9 +51,12 @@ import HaulStore
             // admitted and one refused. Bodies start once those three requests are in, so the two
             // admitted cannot finish before the third arrives, however slow the machine (CI once
             // saw none refused).
-            harness.server.setRoute("/file", Route(payload: payload, throttle: 1_000_000,
-                                                   connectionCap: ConnectionCap(limit: 2, retryAfter: "1"),
-                                                   bodyGate: BodyGate(requests: 3)))
+            harness.server.setRoute(
+                "/file",
+                Route(
+                    payload: payload, throttle: 1_000_000,
+                    connectionCap: ConnectionCap(limit: 2, retryAfter: "1"),
+                    bodyGate: BodyGate(requests: 3)))
             let outcome = try await harness.download(harness.request("/file", connections: 8))
             #expect(outcome.final.isCompleted, "\(outcome.events.suffix(3))")
             #expect(payload.mismatch(inFileAt: harness.directory + "/file") == nil)
@@ -69,7 +73,8 @@ import HaulStore
         try await withHarness(minimumSegmentSize: 256 << 10) { harness in
             // Every third connection is sixty-four times slower than the others (sixteen times was
             // not enough on a CI machine so loaded that the fast ones were starved to its speed).
-            harness.server.setRoute("/file", Route(payload: payload, connectionThrottles: [4 << 20, 4 << 20, 64 << 10]))
+            harness.server.setRoute(
+                "/file", Route(payload: payload, connectionThrottles: [4 << 20, 4 << 20, 64 << 10]))
             let outcome = try await harness.download(harness.request("/file", connections: 3))
             #expect(outcome.final.isCompleted)
             #expect(payload.mismatch(inFileAt: harness.directory + "/file") == nil)
@@ -84,7 +89,8 @@ import HaulStore
     @Test func aWholeAnswerToOneRangeRequestIsNotWritten() async throws {
         try await withHarness { harness in
             // The third request (a range) gets a 200 with the whole file.
-            harness.server.setRoute("/file", Route(payload: payload, throttle: 4_000_000, script: [.none, .none, .ignoreRange]))
+            harness.server.setRoute(
+                "/file", Route(payload: payload, throttle: 4_000_000, script: [.none, .none, .ignoreRange]))
             let outcome = try await harness.download(harness.request("/file", connections: 4))
             #expect(outcome.final.isCompleted)
             #expect(payload.mismatch(inFileAt: harness.directory + "/file") == nil)
@@ -96,8 +102,11 @@ import HaulStore
         try await withHarness { harness in
             let newer = Payload(seed: 22, length: 5_000_000)
             // From the third request on, the server has a new, longer file.
-            harness.server.setRoute("/file", Route(payload: payload, throttle: 1_000_000,
-                                                   script: [.none, .none, .switchEntity(newer, etag: "\"v2\"")]))
+            harness.server.setRoute(
+                "/file",
+                Route(
+                    payload: payload, throttle: 1_000_000,
+                    script: [.none, .none, .switchEntity(newer, etag: "\"v2\"")]))
             let outcome = try await harness.download(harness.request("/file", connections: 4))
             #expect(outcome.final.isCompleted)
             #expect(outcome.restarted)
@@ -119,7 +128,9 @@ import HaulStore
             #expect(stored.completedLength > 300_000)
             for segment in stored.segments where segment.written > 0 {
                 let range = segment.start...(segment.start + segment.written - 1)
-                #expect(fileBytes(harness.directory + "/file.part", range) == payload.bytes(range.lowerBound..<(range.upperBound + 1)))
+                #expect(
+                    fileBytes(harness.directory + "/file.part", range)
+                        == payload.bytes(range.lowerBound..<(range.upperBound + 1)))
             }
             // Resumed, every part continues where it stopped.
             let resumed = harness.manager.events()
@@ -136,6 +147,7 @@ func fileBytes(_ path: String, _ range: ClosedRange<Int64>) -> [UInt8]? {
     guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
     defer { try? handle.close() }
     guard (try? handle.seek(toOffset: UInt64(range.lowerBound))) != nil,
-          let data = try? handle.read(upToCount: Int(range.upperBound - range.lowerBound + 1)) else { return nil }
+        let data = try? handle.read(upToCount: Int(range.upperBound - range.lowerBound + 1))
+    else { return nil }
     return [UInt8](data)
 }

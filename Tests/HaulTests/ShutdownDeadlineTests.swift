@@ -17,7 +17,8 @@ import Testing
             let events = harness.manager.events()
             var ids: [DownloadID] = []
             for index in 0..<3 {
-                ids.append(try await harness.manager.add(harness.request("/slow?n=\(index)", output: "s\(index).bin")).id)
+                ids.append(
+                    try await harness.manager.add(harness.request("/slow?n=\(index)", output: "s\(index).bin")).id)
             }
             await harness.waitForProgress(of: ids[0], beyond: 0, in: events)
             // A deadline far beyond what stopping takes: it returns when the runs end.

@@ -1,8 +1,9 @@
 import Foundation
-@testable import Haul
 import HaulCore
 import HaulTesting
 import Testing
+
+@testable import Haul
 
 /// A disk that stops answering for some downloads (issue 20): their writes are held in the real
 /// write path (`FileCalls.write`, called by the writer's thread) while another download runs from
@@ -33,7 +34,9 @@ import Testing
             for index in 0..<Self.heldCount {
                 held.append(try await harness.manager.add(harness.request("/file", output: "held-\(index)")))
             }
-            #expect(try await eventually { Set(gate.arrivals).count == Self.heldCount }, "every held download reached its disk")
+            #expect(
+                try await eventually { Set(gate.arrivals).count == Self.heldCount },
+                "every held download reached its disk")
 
             // Meanwhile another download runs from start to end, over several connections, and
             // the manager answers.

@@ -1,11 +1,12 @@
+import AsyncHTTPClient
 import Foundation
-@testable import Haul
 import HaulCore
 import HaulTesting
-import Testing
-import AsyncHTTPClient
 import NIOCore
 import NIOSSL
+import Testing
+
+@testable import Haul
 
 /// The transport's connections: a connection haul cuts is closed at once (no wait for the
 /// server's close_notify), and a download knows how many connections and TLS handshakes its
@@ -17,7 +18,9 @@ import NIOSSL
     @Test(arguments: [[], ["/etc/ssl/certs/ca-certificates.crt"]])
     func everyClientClosesTLSAtOnce(roots: [String]) async throws {
         let transport = AsyncHTTPTransport(configuration: .init(additionalTrustRoots: roots))
-        for proxy in [nil, ProxyEndpoint(host: "127.0.0.1", port: 3128), ProxyEndpoint(kind: .socks5, host: "127.0.0.1")] {
+        for proxy in [
+            nil, ProxyEndpoint(host: "127.0.0.1", port: 3128), ProxyEndpoint(kind: .socks5, host: "127.0.0.1"),
+        ] {
             for http2 in [false, true] {
                 let configuration = transport.clientConfiguration(for: .init(proxy: proxy, http2: http2))
                 let tls = try #require(configuration.tlsConfiguration, "\(String(describing: proxy)) \(http2)")
@@ -41,7 +44,8 @@ import NIOSSL
         let payload = Payload(seed: 2020, length: 8 << 20)
         let tls = try TLSFiles.makeSelfSigned()
         try await withHarness(tls: tls) { harness in
-            harness.server.setRoute("/held.bin", Route(payload: payload, acceptsRanges: false, script: [.holdAfter(6 << 20)]))
+            harness.server.setRoute(
+                "/held.bin", Route(payload: payload, acceptsRanges: false, script: [.holdAfter(6 << 20)]))
             let wanted = ByteRange(start: 0, end: (6 << 20) - 1)
             let outcome = try await harness.download(harness.request("/held.bin", range: wanted))
             #expect(outcome.final.isCompleted, "\(outcome.events)")

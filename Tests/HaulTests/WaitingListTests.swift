@@ -1,10 +1,11 @@
 import Foundation
-@testable import Haul
 import HaulCore
 import HaulStore
 import HaulTesting
 import NIOConcurrencyHelpers
 import Testing
+
+@testable import Haul
 
 /// aria2's waiting list: queued and paused downloads in the order they would start. A paused
 /// download keeps its place and moves like a queued one; any move is one store write; a freed
@@ -15,7 +16,8 @@ import Testing
     @Test func pausedDownloadsKeepTheirPlaceAndCanBeMoved() async throws {
         try await withHarness(maxConcurrent: 1) { harness in
             let running = try await holdTheSlot(harness)
-            let ids = try await harness.manager.add(["a", "b", "c", "d"].map { try harness.request("/\($0)") }).map(\.id)
+            let ids = try await harness.manager.add(["a", "b", "c", "d"].map { try harness.request("/\($0)") }).map(
+                \.id)
             try await harness.manager.pause(ids[1])
             #expect(try await harness.manager.waitingIDs() == ids, "a paused download keeps its place")
             #expect(await harness.manager.queuedIDs == [ids[0], ids[2], ids[3]])
@@ -39,7 +41,9 @@ import Testing
             // The store lists them in the same order (what tellWaiting reads after a restart).
             #expect(try await harness.store.ids(status: .queued) == [ids[1], ids[3], ids[0], ids[2]])
 
-            await #expect { try await harness.manager.move(running, toIndex: 0) } throws: { ($0 as? HaulError)?.code == .conflict }
+            await #expect { try await harness.manager.move(running, toIndex: 0) } throws: {
+                ($0 as? HaulError)?.code == .conflict
+            }
             try await harness.manager.pause(running)
         }
     }
@@ -67,8 +71,13 @@ import Testing
                 #expect(store.writes(except: running.id) == 1, "one write to move \(id) from \(from) to \(target)")
                 let waiting = try await manager.waitingIDs()
                 let differs = Array(zip(waiting, expected)).firstIndex { $0 != $1 }
-                #expect(differs == nil && waiting.count == expected.count,
-                        "after moving \(id) from \(from) to \(target): the list differs from index \(differs ?? -1) of \(waiting.count)")
+                #expect(
+                    differs == nil && waiting.count == expected.count,
+                    """
+                    after moving \(id) from \(from) to \(target): the list differs from index \(differs ?? -1) of \
+                    \(waiting.count)
+                    """
+                )
             }
             try await check(ids[7_000], to: 5) {
                 let at = try await manager.move(ids[7_000], toIndex: 5)
@@ -81,10 +90,13 @@ import Testing
             try await check(ids[3], to: 0) { try await manager.move(ids[3], .top) }
             try await check(ids[5_000], to: 9_999) { try await manager.move(ids[5_000], .bottom) }
             try await check(ids[42], to: expected.firstIndex(of: ids[42])! - 1) { try await manager.move(ids[42], .up) }
-            try await check(ids[9_999], to: expected.firstIndex(of: ids[9_999])! - 1) { try await manager.move(ids[9_999], .up) }
+            try await check(ids[9_999], to: expected.firstIndex(of: ids[9_999])! - 1) {
+                try await manager.move(ids[9_999], .up)
+            }
             let order = try await harness.store.ids(status: nil).filter { $0 != running.id }
-            #expect(zip(order, expected).allSatisfy { $0 == $1 } && order.count == expected.count,
-                    "the store's order is the waiting list's")
+            #expect(
+                zip(order, expected).allSatisfy { $0 == $1 } && order.count == expected.count,
+                "the store's order is the waiting list's")
             try await manager.pause(running.id)
             await manager.shutdown()
         }
@@ -173,8 +185,9 @@ extension Harness {
     /// A second manager on the harness's store, through a `CountingStore`.
     func countingManager() -> (CountingStore, DownloadManager) {
         let store = CountingStore(self.store)
-        let manager = DownloadManager(configuration: configuration, store: store, transport: transport,
-                                      clock: ClockAdapter(ContinuousClock()))
+        let manager = DownloadManager(
+            configuration: configuration, store: store, transport: transport,
+            clock: ClockAdapter(ContinuousClock()))
         return (store, manager)
     }
 }
@@ -232,7 +245,9 @@ final class CountingStore: DownloadStore, @unchecked Sendable {
     }
 
     func record(_ id: DownloadID) async throws -> DownloadRecord? { try await base.record(id) }
-    func record(matching request: DownloadRequest) async throws -> DownloadRecord? { try await base.record(matching: request) }
+    func record(matching request: DownloadRequest) async throws -> DownloadRecord? {
+        try await base.record(matching: request)
+    }
     func records(matching requests: [DownloadRequest]) async throws -> [String: DownloadRecord] {
         try await base.records(matching: requests)
     }

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import HaulCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Reads a small file that a client names over the network (aria2's `load-cookies`), only
 /// beneath the daemon's download roots and as strictly as downloads are written there: the
@@ -31,7 +32,8 @@ public enum ConfinedFile {
         guard file >= 0 else {
             let error = errno
             if directory.status(of: name)?.fileType == S_IFLNK {
-                throw HaulError(.forbidden, "\(path) is a symbolic link: haul follows no link beneath its download directories")
+                throw HaulError(
+                    .forbidden, "\(path) is a symbolic link: haul follows no link beneath its download directories")
             }
             throw FileSystemErrors.error(error, "cannot open", path)
         }

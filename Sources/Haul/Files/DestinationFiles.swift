@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import HaulCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// The files of a download on disk: `NAME.part` while bytes arrive, `NAME` once verified
 /// (DESIGN rule 4). Names are sanitised, and every file is opened, published and removed
@@ -41,7 +42,8 @@ enum DestinationFiles {
     /// A directory that is gone has nothing to remove.
     static func remove(_ record: DownloadRecord, final: Bool, roots: [String]?) throws {
         guard let name = record.fileName,
-              let directory = try DownloadDirectory.resolve(record.request.directory, roots: roots, create: false) else { return }
+            let directory = try DownloadDirectory.resolve(record.request.directory, roots: roots, create: false)
+        else { return }
         try directory.remove(name + partSuffix)
         if final { try directory.remove(name) }
     }

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import HaulCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// The one way haul makes a directory it needs, as `mkdir -p` does: the state directory
 /// (`haul get`'s and the daemon's) and its progress notes, the daemon's download and allowed
@@ -20,7 +21,9 @@ public enum Directories {
     public static func create(_ path: String, what: String = "directory", isPrivate: Bool = false) throws(HaulError) {
         var info = stat()
         if stat(path, &info) == 0 {
-            guard (info.st_mode & S_IFMT) == S_IFDIR else { throw HaulError(.fileSystem, "the \(what) \(path) is not a directory") }
+            guard (info.st_mode & S_IFMT) == S_IFDIR else {
+                throw HaulError(.fileSystem, "the \(what) \(path) is not a directory")
+            }
             return
         }
         let parent = Paths.split(path).directory
@@ -33,9 +36,11 @@ public enum Directories {
         }
         if mkdir(path, isPrivate ? 0o700 : 0o755) != 0 {
             guard errno == EEXIST else { throw FileSystemErrors.error(errno, "cannot create the \(what)", path) }
-            return  // made by someone else meanwhile
+            return // made by someone else meanwhile
         }
         // mkdir's mode passes through the umask: private means exactly 0700.
-        if isPrivate, chmod(path, 0o700) != 0 { throw FileSystemErrors.error(errno, "cannot make private the \(what)", path) }
+        if isPrivate, chmod(path, 0o700) != 0 {
+            throw FileSystemErrors.error(errno, "cannot make private the \(what)", path)
+        }
     }
 }

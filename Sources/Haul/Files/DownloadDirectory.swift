@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import HaulCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// A download's directory, opened beneath the root it is allowed in, at the moment it is used.
 ///
@@ -35,7 +36,8 @@ final class DownloadDirectory: Sendable {
         self.path = path
         self.descriptor = descriptor
         var info = stat()
-        identity = fstat(descriptor, &info) == 0 ? Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) : nil
+        identity =
+            fstat(descriptor, &info) == 0 ? Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) : nil
     }
 
     deinit { close(descriptor) }
@@ -48,8 +50,14 @@ final class DownloadDirectory: Sendable {
         let normalized = normalize(path)
         let root: String
         if let roots {
-            guard let containing = roots.map(normalize).filter({ Paths.isInside(normalized, $0) }).max(by: { $0.count < $1.count }) else {
-                throw HaulError(.forbidden, "\(path) is outside the allowed download directories (\(roots.joined(separator: ", ")))")
+            guard
+                let containing = roots.map(normalize).filter({ Paths.isInside(normalized, $0) }).max(by: {
+                    $0.count < $1.count
+                })
+            else {
+                throw HaulError(
+                    .forbidden, "\(path) is outside the allowed download directories (\(roots.joined(separator: ", ")))"
+                )
             }
             root = containing
         } else {
@@ -59,7 +67,9 @@ final class DownloadDirectory: Sendable {
         var current = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard current >= 0 else {
             if errno == ENOENT, !create { return nil }
-            if errno == ENOTDIR { throw HaulError(.fileSystem, "\(root) is not a directory (or a part of its path is a file)") }
+            if errno == ENOTDIR {
+                throw HaulError(.fileSystem, "\(root) is not a directory (or a part of its path is a file)")
+            }
             throw FileSystemErrors.error(errno, "cannot open directory", root)
         }
         var walked = root
@@ -87,7 +97,9 @@ final class DownloadDirectory: Sendable {
                 let isLink = status(of: component, in: current)?.fileType == S_IFLNK
                 close(current)
                 if isLink {
-                    throw HaulError(.forbidden, "\(walked) is a symbolic link: haul follows no link beneath its download directory \(root)")
+                    throw HaulError(
+                        .forbidden,
+                        "\(walked) is a symbolic link: haul follows no link beneath its download directory \(root)")
                 }
                 throw FileSystemErrors.error(error, "cannot open directory", walked)
             }
@@ -108,10 +120,13 @@ final class DownloadDirectory: Sendable {
         guard file >= 0 else {
             let error = errno
             if status(of: name)?.fileType == S_IFLNK {
-                throw HaulError(.forbidden, "\(path) is a symbolic link: haul does not follow links in download directories")
+                throw HaulError(
+                    .forbidden, "\(path) is a symbolic link: haul does not follow links in download directories")
             }
             if error == EEXIST, exclusive {
-                throw HaulError(.fileExists, "\(path) appeared while the download started: another download or program uses this name")
+                throw HaulError(
+                    .fileExists,
+                    "\(path) appeared while the download started: another download or program uses this name")
             }
             throw FileSystemErrors.error(error, "cannot open", path)
         }
@@ -128,7 +143,8 @@ final class DownloadDirectory: Sendable {
         // Reading is harmless: a published file is briefly linked to its `.part` as well.
         guard info.st_nlink <= 1 || (flags & O_ACCMODE) == O_RDONLY else {
             close(file)
-            throw HaulError(.forbidden, "\(path) has other hard links; haul will not write into a file that is also elsewhere")
+            throw HaulError(
+                .forbidden, "\(path) has other hard links; haul will not write into a file that is also elsewhere")
         }
         return file
     }
@@ -166,20 +182,25 @@ final class DownloadDirectory: Sendable {
         let finalPath = Paths.join(path, final)
         let partPath = Paths.join(path, part)
         guard let before = status(of: part), before.fileType == S_IFREG else {
-            throw HaulError(.forbidden, "\(partPath) is no longer the regular file haul wrote; the download is not published")
+            throw HaulError(
+                .forbidden, "\(partPath) is no longer the regular file haul wrote; the download is not published")
         }
         if linkat(descriptor, part, descriptor, final, 0) == 0 {
             guard let after = status(of: final), after.st_ino == before.st_ino, after.st_dev == before.st_dev else {
                 guard unlinkat(descriptor, final, 0) == 0 || errno == ENOENT else {
-                    throw HaulError(.forbidden, "\(partPath) changed while it was published, and its new name \(finalPath) "
-                                    + "cannot be taken back (\(String(cString: strerror(errno)))): remove it by hand")
+                    throw HaulError(
+                        .forbidden,
+                        "\(partPath) changed while it was published, and its new name \(finalPath) "
+                            + "cannot be taken back (\(String(cString: strerror(errno)))): remove it by hand")
                 }
                 throw HaulError(.forbidden, "\(partPath) changed while it was published; the download is not published")
             }
             try remove(part)
         } else {
             let linkError = errno
-            if linkError == EEXIST { throw HaulError(.fileExists, "\(finalPath) already exists; the download stays in \(partPath)") }
+            if linkError == EEXIST {
+                throw HaulError(.fileExists, "\(finalPath) already exists; the download stays in \(partPath)")
+            }
             // File systems without hard links: check, then rename.
             guard status(of: final) == nil else {
                 throw HaulError(.fileExists, "\(finalPath) already exists; the download stays in \(partPath)")
@@ -197,7 +218,8 @@ final class DownloadDirectory: Sendable {
         let finalPath = Paths.join(path, final)
         let partPath = Paths.join(path, part)
         guard let before = status(of: part), before.fileType == S_IFREG else {
-            throw HaulError(.forbidden, "\(partPath) is no longer the regular file haul wrote; the download is not published")
+            throw HaulError(
+                .forbidden, "\(partPath) is no longer the regular file haul wrote; the download is not published")
         }
         if let existing = status(of: final), existing.fileType != S_IFREG {
             throw HaulError(.fileExists, "\(finalPath) is not a regular file; the download stays in \(partPath)")
@@ -226,7 +248,8 @@ final class DownloadDirectory: Sendable {
     /// removed), or the `.part` is gone and a regular final file of exactly `length` stands.
     func wasPublished(part: String, final: String, length: Int64) -> Bool {
         guard let finalInfo = status(of: final), finalInfo.fileType == S_IFREG,
-              Int64(finalInfo.st_size) == length else { return false }
+            Int64(finalInfo.st_size) == length
+        else { return false }
         guard let partInfo = status(of: part) else { return true }
         return partInfo.st_ino == finalInfo.st_ino && partInfo.st_dev == finalInfo.st_dev
     }
@@ -234,7 +257,8 @@ final class DownloadDirectory: Sendable {
     /// Finishes an interrupted publish: drops a `.part` name still linked to the final file.
     /// Not synced here, as `link`.
     func finishPublish(part: String, final: String) throws {
-        if let length = size(of: final), wasPublished(part: part, final: final, length: length), status(of: part) != nil {
+        if let length = size(of: final), wasPublished(part: part, final: final, length: length), status(of: part) != nil
+        {
             try remove(part)
         }
     }

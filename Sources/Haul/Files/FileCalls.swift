@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The system calls that write, sync and close a download's `.part`: the real ones, or a test's
@@ -9,7 +9,10 @@ import Darwin
 /// that no file is closed under a running fsync). Each gets the file's path, so a test can pick
 /// one download's file. They return what the system call returns, with `errno` set on failure.
 struct FileCalls: Sendable {
-    var write: @Sendable (_ descriptor: Int32, _ vectors: UnsafePointer<iovec>, _ count: Int32, _ offset: Int64, _ path: String) -> Int
+    var write:
+        @Sendable (
+            _ descriptor: Int32, _ vectors: UnsafePointer<iovec>, _ count: Int32, _ offset: Int64, _ path: String
+        ) -> Int
     var sync: @Sendable (_ descriptor: Int32, _ path: String) -> Int32
     var close: @Sendable (_ descriptor: Int32, _ path: String) -> Int32
 

@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import HaulCore
 import NIOCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 // The writer's state behind its lock: each part's pending batch, the batches handed to the
 // writing lane, who waits for what, and the failure every later call throws.
@@ -85,8 +86,10 @@ extension FileChunkWriter.State {
     mutating func handOver(_ queue: inout FileChunkWriter.Queue, part: Int64) -> Bool {
         guard queue.pendingBytes > 0 else { return false }
         lastSequence += 1
-        outbox.append(.init(sequence: lastSequence, part: part, buffers: queue.pending, offset: queue.pendingOffset,
-                            count: queue.pendingBytes))
+        outbox.append(
+            .init(
+                sequence: lastSequence, part: part, buffers: queue.pending, offset: queue.pendingOffset,
+                count: queue.pendingBytes))
         queuedBytes += queue.pendingBytes
         queue.pending = []
         queue.pendingBytes = 0
@@ -162,7 +165,7 @@ extension FileChunkWriter.Batch {
         var index = 0
         var fileOffset = offset
         while index < vectors.count {
-            let count = min(vectors.count - index, 1024)  // IOV_MAX on Linux
+            let count = min(vectors.count - index, 1024) // IOV_MAX on Linux
             let written = vectors.withUnsafeMutableBufferPointer { all in
                 calls.write(descriptor, all.baseAddress! + index, Int32(count), fileOffset, path)
             }

@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import HaulCore
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Writes the bodies of a download's connections into its `.part` file with positional writes:
 /// each part (segment) has its own pending batch; a full one is handed to the run's writing
@@ -61,9 +62,11 @@ final class FileChunkWriter: ChunkWriter {
     /// file's directory entry is synced, so a crash cannot lose the `.part` while the store
     /// claims its bytes: through `syncs` (one fsync of the directory for every file created or
     /// published in it meanwhile; by default one of its own).
-    static func open(in directory: DownloadDirectory, name: String, exclusive: Bool,
-                     batchSize: Int = FileChunkWriter.batchSize(connections: 1), io: DiskIO,
-                     syncs: DirectorySyncs = DirectorySyncs()) async throws -> FileChunkWriter {
+    static func open(
+        in directory: DownloadDirectory, name: String, exclusive: Bool,
+        batchSize: Int = FileChunkWriter.batchSize(connections: 1), io: DiskIO,
+        syncs: DirectorySyncs = DirectorySyncs()
+    ) async throws -> FileChunkWriter {
         let calls = io.calls
         let path = Paths.join(directory.path, name)
         let (descriptor, created) = try await io.run {
@@ -196,7 +199,9 @@ final class FileChunkWriter: ChunkWriter {
         await wait { $0.isWritten(through: target) }
         state.withLockedValue { $0.queues = [:] }
         try await withDescriptor("truncated") { descriptor in
-            guard ftruncate(descriptor, off_t(length)) == 0 else { throw FileSystemErrors.error(errno, "cannot truncate", path) }
+            guard ftruncate(descriptor, off_t(length)) == 0 else {
+                throw FileSystemErrors.error(errno, "cannot truncate", path)
+            }
         }
     }
 
@@ -303,7 +308,9 @@ final class FileChunkWriter: ChunkWriter {
 
     /// Runs `body` with the descriptor on one of the run's file threads; the descriptor stays
     /// open until it returns.
-    private func withDescriptor<T: Sendable>(_ what: String, _ body: @escaping @Sendable (Int32) throws -> T) async throws -> T {
+    private func withDescriptor<T: Sendable>(_ what: String, _ body: @escaping @Sendable (Int32) throws -> T)
+        async throws -> T
+    {
         let path = path
         try state.withLockedValue { state in
             try state.checkOpen(path, what)

@@ -24,7 +24,9 @@ actor FileNameClaims {
             let candidate = attempt == 0 ? base : FileNameSanitizer.alternative(base, attempt: attempt)
             let path = DestinationFiles.join(directory, candidate)
             if claimed.contains(path) { continue }
-            if try await BlockingIO.run({ DestinationFiles.exists(path) || DestinationFiles.exists(path + DestinationFiles.partSuffix) }) {
+            if try await BlockingIO.run({
+                DestinationFiles.exists(path) || DestinationFiles.exists(path + DestinationFiles.partSuffix)
+            }) {
                 continue
             }
             // Claimed by another claim while this one looked at the disk.
@@ -69,8 +71,13 @@ actor FileNameClaims {
         let path = DestinationFiles.join(record.request.directory, name)
         // `-N`: the file there is the one to compare with, replaced only by a newer verified one.
         if !record.request.timestamping {
-            let exists = if let facts { facts.existing.contains(path) } else { try await BlockingIO.run({ DestinationFiles.exists(path) }) }
-            if exists { throw HaulError(.fileExists, "\(path) already exists; remove it or choose another name with -o") }
+            let exists =
+                if let facts { facts.existing.contains(path) } else {
+                    try await BlockingIO.run({ DestinationFiles.exists(path) })
+                }
+            if exists {
+                throw HaulError(.fileExists, "\(path) already exists; remove it or choose another name with -o")
+            }
         }
         guard !claimed.contains(path) else {
             throw HaulError(.fileExists, "\(path) is already the destination of another download")
@@ -78,7 +85,10 @@ actor FileNameClaims {
         claimed.insert(path)
         let taken: Bool
         if let facts {
-            taken = facts.holders[FileNamePlace(directory: record.request.directory, fileName: name)].map { $0 != record.id } ?? false
+            taken =
+                facts.holders[FileNamePlace(directory: record.request.directory, fileName: name)].map {
+                    $0 != record.id
+                } ?? false
         } else {
             taken = try await store.isFileNameTaken(name, directory: record.request.directory, except: record.id)
         }

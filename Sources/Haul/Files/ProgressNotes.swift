@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import HaulCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Progress noted between checkpoints without fsync (`.noteProgress`), one small file per
 /// running download in the state directory (`progress/ID`).
@@ -50,7 +51,8 @@ final class ProgressNotes: Sendable {
         var bytes = [UInt8](repeating: 0, count: 64)
         let count = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
         guard count > 0 else { return nil }
-        return String(decoding: bytes[..<count], as: UTF8.self).split(whereSeparator: \.isWhitespace).first.map(String.init)
+        return String(decoding: bytes[..<count], as: UTF8.self).split(whereSeparator: \.isWhitespace).first.map(
+            String.init)
     }
 
     func path(of id: DownloadID) -> String { Paths.join(directory, "\(id)") }
@@ -101,6 +103,9 @@ final class ProgressNotes: Sendable {
     }
 
     private static func header(_ tag: Tag) -> String {
-        "haul-progress 1\nboot \(tag.boot)\nfile \(tag.device):\(tag.inode)\nentity \(tag.validator)\nlength \(tag.totalLength.map(String.init) ?? "-")\n"
+        """
+        haul-progress 1\nboot \(tag.boot)\nfile \(tag.device):\(tag.inode)\nentity \(tag.validator)\nlength \
+        \(tag.totalLength.map(String.init) ?? "-")\n
+        """
     }
 }

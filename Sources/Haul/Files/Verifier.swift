@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Crypto
 import HaulCore
 import NIOConcurrencyHelpers
 import NIOPosix
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Checks a finished `.part` before it may take its final name: its length against what the
 /// server announced and its digest against the machine's `digestToVerify`: the user's
@@ -22,15 +23,18 @@ enum Verifier {
     }
 
     /// Verifies the file `name` in `directory` (opened there, never through a link).
-    static func verify(_ name: String, in directory: DownloadDirectory, io: DiskIO, expectedLength: Int64?,
-                       digest: ExpectedDigest?, pieces: PieceHashes?, url: RemoteURL) async -> Verdict {
+    static func verify(
+        _ name: String, in directory: DownloadDirectory, io: DiskIO, expectedLength: Int64?,
+        digest: ExpectedDigest?, pieces: PieceHashes?, url: RemoteURL
+    ) async -> Verdict {
         let path = Paths.join(directory.path, name)
         let stop = NIOLockedValueBox(false)
         do {
             return try await withTaskCancellationHandler {
                 try await io.run {
-                    try check(name, in: directory, path: path, expectedLength: expectedLength, digest: digest, pieces: pieces,
-                              url: url, stopped: { stop.withLockedValue { $0 } })
+                    try check(
+                        name, in: directory, path: path, expectedLength: expectedLength, digest: digest, pieces: pieces,
+                        url: url, stopped: { stop.withLockedValue { $0 } })
                 }
             } onCancel: {
                 stop.withLockedValue { $0 = true }
@@ -43,14 +47,19 @@ enum Verifier {
     }
 
     /// What is wrong with the file (blocks: on a file thread).
-    static func check(_ name: String, in directory: DownloadDirectory, path: String, expectedLength: Int64?,
-                      digest expected: ExpectedDigest?, pieces: PieceHashes?, url: RemoteURL, stopped: () -> Bool) throws -> Verdict {
+    static func check(
+        _ name: String, in directory: DownloadDirectory, path: String, expectedLength: Int64?,
+        digest expected: ExpectedDigest?, pieces: PieceHashes?, url: RemoteURL, stopped: () -> Bool
+    ) throws -> Verdict {
         let file = OpenFile(descriptor: try directory.openFile(name, flags: O_RDONLY))
         var info = stat()
-        guard fstat(file.descriptor, &info) == 0 else { return Verdict(error: FileSystemErrors.error(errno, "cannot inspect", path)) }
+        guard fstat(file.descriptor, &info) == 0 else {
+            return Verdict(error: FileSystemErrors.error(errno, "cannot inspect", path))
+        }
         let size = Int64(info.st_size)
         if let expectedLength, size != expectedLength {
-            return Verdict(error: HaulError(.lengthMismatch, "\(url): got \(info.st_size) bytes, expected \(expectedLength)"))
+            return Verdict(
+                error: HaulError(.lengthMismatch, "\(url): got \(info.st_size) bytes, expected \(expectedLength)"))
         }
         // Pieces that do not describe this file (a document that lied about the size) are not
         // checked; the whole-file digest still is.
@@ -63,10 +72,16 @@ enum Verifier {
         guard digest == checksum.hex else {
             switch expected.origin {
             case .request:
-                return Verdict(error: HaulError(.checksumMismatch, "\(url): \(checksum.algorithm.rawValue) is \(digest), expected \(checksum.hex)"))
+                return Verdict(
+                    error: HaulError(
+                        .checksumMismatch,
+                        "\(url): \(checksum.algorithm.rawValue) is \(digest), expected \(checksum.hex)"))
             case .server(let field):
-                return Verdict(error: HaulError(.digestMismatch, "\(url): \(checksum.algorithm.rawValue) is \(digest), but the server's "
-                                 + "\(field.rawValue) says \(checksum.hex); the file is not published"))
+                return Verdict(
+                    error: HaulError(
+                        .digestMismatch,
+                        "\(url): \(checksum.algorithm.rawValue) is \(digest), but the server's "
+                            + "\(field.rawValue) says \(checksum.hex); the file is not published"))
             }
         }
         return Verdict()
@@ -84,7 +99,10 @@ enum Verifier {
         var whole: String?
         var badPieces: [Int] = []
 
-        init(of file: OpenFile, path: String, whole algorithm: Checksum.Algorithm?, pieces: PieceHashes?, stopped: () -> Bool) throws {
+        init(
+            of file: OpenFile, path: String, whole algorithm: Checksum.Algorithm?, pieces: PieceHashes?,
+            stopped: () -> Bool
+        ) throws {
             var wholeDigest = algorithm.map(Verifier.digest)
             var piece = 0
             var pieceDigest = pieces.map { Verifier.digest($0.algorithm) }
@@ -117,7 +135,9 @@ enum Verifier {
                 }
             }
             // The last piece is shorter than the others.
-            if let pieces, pieceLeft < pieces.length, piece < pieces.hashes.count, pieceDigest?.hex() != pieces.hashes[piece] {
+            if let pieces, pieceLeft < pieces.length, piece < pieces.hashes.count,
+                pieceDigest?.hex() != pieces.hashes[piece]
+            {
                 badPieces.append(piece)
             }
             whole = wholeDigest?.hex()

@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import HaulCore
 import NIOConcurrencyHelpers
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Exclusive locks on downloads across processes: two `haul get` runs of the same command must
 /// not write the same `.part` nor overwrite each other's checkpoints. One file,

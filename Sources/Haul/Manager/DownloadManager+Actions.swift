@@ -12,7 +12,8 @@ extension DownloadManager {
             } catch {
                 // Only a save of paused downloads and the restore's read throw, and both are
                 // asked for through `performSaving`.
-                configuration.logger.error("cannot carry out a queue action", metadata: ["action": "\(action)", "error": "\(error)"])
+                configuration.logger.error(
+                    "cannot carry out a queue action", metadata: ["action": "\(action)", "error": "\(error)"])
             }
         }
     }
@@ -41,12 +42,14 @@ extension DownloadManager {
         case .savePaused(let ids):
             try await savePaused(ids)
         case .storeFailed(let record):
-            configuration.logger.error("download cannot be run", metadata: ["id": "\(record.id)", "error": "\(record.error?.message ?? "")"])
+            configuration.logger.error(
+                "download cannot be run", metadata: ["id": "\(record.id)", "error": "\(record.error?.message ?? "")"])
             do {
                 try await store.save(record)
             } catch {
                 // Its lease is released next: a later claim reads it again.
-                configuration.logger.error("cannot store the failure", metadata: ["id": "\(record.id)", "error": "\(error)"])
+                configuration.logger.error(
+                    "cannot store the failure", metadata: ["id": "\(record.id)", "error": "\(error)"])
             }
         case .releaseLease(let id):
             await releaseLease(id)

@@ -98,7 +98,8 @@ extension DownloadManager {
             DownloadStateMachine.Settings(
                 retry: retry, minimumSegment: max(1, minimumSegmentSize),
                 minimumSteal: min(128 << 10, max(1, minimumSegmentSize)),
-                checkpointInterval: checkpointInterval.seconds, tickInterval: min(progressInterval, checkpointInterval).seconds,
+                checkpointInterval: checkpointInterval.seconds,
+                tickInterval: min(progressInterval, checkpointInterval).seconds,
                 httpVersions: httpVersions, refreshesURL: refreshCommand != nil)
         }
     }

@@ -125,8 +125,11 @@ extension DownloadManager {
         do {
             try await BlockingIO.run { try DestinationFiles.remove(record, final: final, roots: roots) }
         } catch {
-            configuration.logger.warning("cannot delete the removed download's files", metadata: [
-                "id": "\(record.id)", "error": "\(error)"])
+            configuration.logger.warning(
+                "cannot delete the removed download's files",
+                metadata: [
+                    "id": "\(record.id)", "error": "\(error)",
+                ])
         }
     }
 

@@ -56,8 +56,10 @@ extension DownloadManager {
     /// The loop, a child of the manager's task group: it renews and claims at each wake (a
     /// tick of `interval`, a notice of another host's command, a freed slot) until `stopFleet`
     /// ends its wakes; the ticker and the notices' listener end with it.
-    private nonisolated func fleetLoop(_ fleet: any SharedQueueStore, wakes: AsyncStream<Void>,
-                                       wake: AsyncStream<Void>.Continuation, interval: Duration) async {
+    private nonisolated func fleetLoop(
+        _ fleet: any SharedQueueStore, wakes: AsyncStream<Void>,
+        wake: AsyncStream<Void>.Continuation, interval: Duration
+    ) async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 for await _ in fleet.commandNotices { await self.commandNoticed() }
@@ -68,7 +70,7 @@ extension DownloadManager {
                     do {
                         try await clock.sleep(for: interval)
                     } catch {
-                        return  // cancelled: the loop stopped
+                        return // cancelled: the loop stopped
                     }
                 }
             }
@@ -141,8 +143,11 @@ extension DownloadManager {
         } catch let error as HaulError where error.code == .notFound {
             // Removed meanwhile (an earlier renewal's copy of the same command): what was asked.
         } catch {
-            configuration.logger.error("cannot apply another host's remove", metadata: [
-                "id": "\(id)", "error": "\(error)"])
+            configuration.logger.error(
+                "cannot apply another host's remove",
+                metadata: [
+                    "id": "\(id)", "error": "\(error)",
+                ])
         }
     }
 

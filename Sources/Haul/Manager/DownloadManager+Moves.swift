@@ -60,12 +60,13 @@ extension DownloadManager {
         try await inTurn { [self] in
             let list = try await waitingList()
             let current = try await index(of: id, in: list)
-            let target = switch move {
-            case .up: current - 1
-            case .down: current + 1
-            case .top: 0
-            case .bottom: list.count - 1
-            }
+            let target =
+                switch move {
+                case .up: current - 1
+                case .down: current + 1
+                case .top: 0
+                case .bottom: list.count - 1
+                }
             _ = try await place(id, at: target, from: current, in: list)
             return try await existing(id)
         }
@@ -85,7 +86,9 @@ extension DownloadManager {
         if let refusal = queue.reorderRefusal { throw refusal }
         guard let index = list.firstIndex(where: { $0.entry.id == id }) else {
             let record = try await existing(id)
-            throw HaulError(.conflict, "download \(id) is \(record.status.rawValue); only waiting (queued or paused) downloads can be moved")
+            throw HaulError(
+                .conflict,
+                "download \(id) is \(record.status.rawValue); only waiting (queued or paused) downloads can be moved")
         }
         return index
     }
@@ -94,7 +97,8 @@ extension DownloadManager {
     /// first. The waiting list takes the new places before they are stored, in one step (a slot
     /// freed while the write is under way goes to the head the move made); a failed write puts
     /// back the places of those still waiting.
-    private func place(_ id: DownloadID, at index: Int, from current: Int, in list: [WaitingPlace]) async throws -> Int {
+    private func place(_ id: DownloadID, at index: Int, from current: Int, in list: [WaitingPlace]) async throws -> Int
+    {
         let target = min(max(0, index), list.count - 1)
         if target == current { return current }
         let before = list.map(\.entry)
@@ -110,7 +114,13 @@ extension DownloadManager {
             place = QueuePlaces.moving(in: list.map(\.entry), from: current, to: target)
         }
         guard let place else {
-            throw HaulError(.store, "no queue position is left between downloads \(list[max(0, target - 1)].entry.id) and \(list[target].entry.id)")
+            throw HaulError(
+                .store,
+                """
+                no queue position is left between downloads \(list[max(0, target - 1)].entry.id) and \
+                \(list[target].entry.id)
+                """
+            )
         }
         var moved = list[current].entry
         (moved.priority, moved.position) = place
@@ -150,7 +160,9 @@ extension DownloadManager {
     /// positions around it first when its neighbours leave no room. The caller puts it in the list
     /// (`adding`) in the same step.
     /// `excluding`: a download that exists, placed anew (not counted where it stands now).
-    func givePlace(_ record: inout DownloadRecord, index: Int, fresh: inout [DownloadRecord], excluding: DownloadID? = nil) async throws {
+    func givePlace(
+        _ record: inout DownloadRecord, index: Int, fresh: inout [DownloadRecord], excluding: DownloadID? = nil
+    ) async throws {
         // The batch's paused ones are in no list yet; a spread may move them.
         func pausedNew() -> [WaitingQueue.Entry] { fresh.filter { $0.status == .paused }.map(WaitingQueue.Entry.init) }
         func currentList() async throws -> [WaitingPlace] {
@@ -161,7 +173,9 @@ extension DownloadManager {
         var answer = QueuePlaces.inserting(WaitingQueue.Entry(record), in: list.map(\.entry), at: target)
         if answer == .noRoom {
             let spread = QueuePlaces.spread(list.map(\.entry), around: target)
-            var stored: [WaitingQueue.Entry] = [], before: [WaitingQueue.Entry] = [], unsaved: [WaitingQueue.Entry] = []
+            var stored: [WaitingQueue.Entry] = []
+            var before: [WaitingQueue.Entry] = []
+            var unsaved: [WaitingQueue.Entry] = []
             for index in spread.changed {
                 let entry = spread.list[index]
                 if let new = fresh.firstIndex(where: { $0.id == entry.id }) {

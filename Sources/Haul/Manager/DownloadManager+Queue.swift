@@ -27,7 +27,9 @@ extension DownloadManager {
 
     /// The same; each download's id goes into `following` as soon as the add decides it,
     /// before anything about it is published (`addFollowing`).
-    func add(_ requests: [DownloadRequest], placements: [AddPlacement], following: FollowedIDs?) async throws -> [DownloadRecord] {
+    func add(_ requests: [DownloadRequest], placements: [AddPlacement], following: FollowedIDs?) async throws
+        -> [DownloadRecord]
+    {
         for request in requests where !request.directory.hasPrefix("/") {
             throw HaulError(.usage, "destination directory must be an absolute path: \(request.directory)")
         }
@@ -39,7 +41,8 @@ extension DownloadManager {
         }
         if let refusal = queue.reorderRefusal, placements.contains(where: { $0.index != nil }) { throw refusal }
         if requests.isEmpty { return [] }
-        let (records, existing) = try await submitAdd(AddBatch(requests: requests, placements: placements, following: following))
+        let (records, existing) = try await submitAdd(
+            AddBatch(requests: requests, placements: placements, following: following))
         // Each one's placement, whatever became of the others'; the first failure is the answer.
         var failure: (any Error)?
         for offset in existing where !placements[offset].isDefault {
@@ -83,8 +86,9 @@ extension DownloadManager {
     /// line tries each caller's alone, so one caller's bad request, a name already taken, fails
     /// only that caller, as it would have without the line.)
     func addTogether(_ batches: [AddBatch]) async throws -> [AddedBatch] {
-        let (records, existing) = try await addNow(batches.flatMap(\.requests), placements: batches.flatMap(\.placements),
-                                                   following: batches.flatMap { batch in batch.requests.map { _ in batch.following } })
+        let (records, existing) = try await addNow(
+            batches.flatMap(\.requests), placements: batches.flatMap(\.placements),
+            following: batches.flatMap { batch in batch.requests.map { _ in batch.following } })
         var answers: [AddedBatch] = []
         var start = 0
         for batch in batches {
@@ -98,8 +102,10 @@ extension DownloadManager {
     /// One batch of adds, as one queue change (in its add turn). Returns the records, and the
     /// offsets of those that existed before (their placements are carried out after it).
     /// `following[i]`: where `requests[i]`'s download's id goes once decided.
-    private func addNow(_ requests: [DownloadRequest], placements: [AddPlacement],
-                        following: [FollowedIDs?]) async throws -> ([DownloadRecord], [Int]) {
+    private func addNow(
+        _ requests: [DownloadRequest], placements: [AddPlacement],
+        following: [FollowedIDs?]
+    ) async throws -> ([DownloadRecord], [Int]) {
         // Nothing added now would ever start or settle.
         if queue.isShuttingDown { throw HaulError(.interrupted, "the download manager is shutting down") }
         var results: [DownloadRecord] = []
@@ -111,7 +117,8 @@ extension DownloadManager {
             // The explicit names' disk and store state, read once for the batch.
             // Each request's identity, made once (it is a string built from four).
             let identities = requests.map(\.identity)
-            let facts = try await names.facts(for: requests.indices.filter { known[identities[$0]] == nil }.map { requests[$0] })
+            let facts = try await names.facts(
+                for: requests.indices.filter { known[identities[$0]] == nil }.map { requests[$0] })
             // Followers hear about the downloads that exist before anything in the batch can
             // settle one (a file found complete is settled within its readd).
             for (offset, identity) in identities.enumerated() {
@@ -176,7 +183,9 @@ extension DownloadManager {
         for record in queued { hub.publish(DownloadEvent(id: record.id, kind: .queued)) }
         if !queued.isEmpty { await perform(queue.saved(queued.map(\.id))) }
         // A shutdown that began during the save left them queued for the next start.
-        if queue.isShuttingDown { for record in queued { outcomeHub.publish(DownloadOutcome(id: record.id, status: .queued)) } }
+        if queue.isShuttingDown {
+            for record in queued { outcomeHub.publish(DownloadOutcome(id: record.id, status: .queued)) }
+        }
         for record in fresh where record.status == .paused {
             hub.publish(DownloadEvent(id: record.id, kind: .paused))
             outcomeHub.publish(DownloadOutcome(record))
@@ -237,9 +246,12 @@ extension DownloadManager {
             await running.ended.wait()
         }
         try await inTurn { [self] in
-            guard let record = try await store.record(id) else { throw HaulError(.notFound, "no download with id \(id)") }
+            guard let record = try await store.record(id) else {
+                throw HaulError(.notFound, "no download with id \(id)")
+            }
             guard record.status.isTerminal, !isScheduled(id) else {
-                throw HaulError(.conflict, "download \(id) is \(record.status.rawValue); only finished downloads can be forgotten")
+                throw HaulError(
+                    .conflict, "download \(id) is \(record.status.rawValue); only finished downloads can be forgotten")
             }
             try await store.delete(id)
         }
@@ -268,7 +280,8 @@ extension DownloadManager {
             var record = try await existing(id)
             // Its runner owns a running record: a change now would be overwritten at the next checkpoint.
             guard !queue.isRunning(id) else {
-                throw HaulError(.conflict, "download \(id) is running; its connections can change while it is paused or queued")
+                throw HaulError(
+                    .conflict, "download \(id) is running; its connections can change while it is paused or queued")
             }
             record.request.connections = connections
             // A count named now is a fixed count.

@@ -26,8 +26,12 @@ extension DownloadManager {
     /// list, is the one its run stores (a move made just before may still be on its way to the
     /// store).
     func start(_ id: DownloadID, generation: UInt64, place: WaitingQueue.Entry?, given: GivenOptions?) {
-        configuration.logger.debug("a run starts", metadata: [
-            "id": "\(id)", "running": "\(queue.runCount)", "limit": "\(queue.limit)", "waiting": "\(queue.waiting.count)"])
+        configuration.logger.debug(
+            "a run starts",
+            metadata: [
+                "id": "\(id)", "running": "\(queue.runCount)", "limit": "\(queue.limit)",
+                "waiting": "\(queue.waiting.count)",
+            ])
         let stop = StopSignal()
         let limiter = RateLimiter(rate: nil, clock: clock)
         var settings = configuration.machineSettings
@@ -36,14 +40,17 @@ extension DownloadManager {
             store: store, transport: transport, clock: clock, names: names, settings: settings,
             limiters: [limiter, globalLimiter], roots: configuration.downloadRoots, notes: notes, budgets: budgets,
             makeWriter: { [directorySyncs] directory, name, exclusive, connections, io in
-                try await FileChunkWriter.open(in: directory, name: name, exclusive: exclusive,
-                                               batchSize: FileChunkWriter.batchSize(connections: connections), io: io,
-                                               syncs: directorySyncs)
+                try await FileChunkWriter.open(
+                    in: directory, name: name, exclusive: exclusive,
+                    batchSize: FileChunkWriter.batchSize(connections: connections), io: io,
+                    syncs: directorySyncs)
             },
-            logger: configuration.logger, metrics: metrics, stop: stop, emit: { [hub, live] event in
+            logger: configuration.logger, metrics: metrics, stop: stop,
+            emit: { [hub, live] event in
                 live.note(event)
                 hub.publish(event)
-            }, io: DiskIO(calls: configuration.fileCalls), refresher: configuration.refreshCommand.map { URLRefresher(command: $0) },
+            }, io: DiskIO(calls: configuration.fileCalls),
+            refresher: configuration.refreshCommand.map { URLRefresher(command: $0) },
             saved: { [live] record in live.saved(record) })
         let store = store
         let locks = Result { () throws(HaulError) -> DownloadLocks in try downloadLocks() }

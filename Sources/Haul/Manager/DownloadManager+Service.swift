@@ -57,9 +57,17 @@ extension DownloadManager: Service {
         switch service.loop {
         case .idle:
             service.loop = .running
-            await withGracefulShutdownHandler { await self.loop() } onGracefulShutdown: { stopGracefully() }
+            await withGracefulShutdownHandler {
+                await self.loop()
+            } onGracefulShutdown: {
+                stopGracefully()
+            }
         case .selfStarted(let task):
-            await withGracefulShutdownHandler { await task.value } onGracefulShutdown: { stopGracefully() }
+            await withGracefulShutdownHandler {
+                await task.value
+            } onGracefulShutdown: {
+                stopGracefully()
+            }
         case .running, .ended:
             return
         }
@@ -123,13 +131,15 @@ extension DownloadManager: Service {
     func inTurn<T: Sendable>(_ body: @escaping () async throws -> T) async throws -> T {
         try startIfNeeded()
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            queueTurn(Turn(run: {
-                do {
-                    continuation.resume(returning: try await body())
-                } catch {
-                    continuation.resume(throwing: error)
-                }
-            }, refuse: { continuation.resume(throwing: $0) }))
+            queueTurn(
+                Turn(
+                    run: {
+                        do {
+                            continuation.resume(returning: try await body())
+                        } catch {
+                            continuation.resume(throwing: error)
+                        }
+                    }, refuse: { continuation.resume(throwing: $0) }))
         }
     }
 
@@ -195,14 +205,21 @@ extension DownloadManager: Service {
             service.adds.append(.init(request: batch, continuation: continuation))
             guard !service.addTurnQueued else { return }
             service.addTurnQueued = true
-            queueTurn(Turn(run: {
-                let adds = self.takeAdds()
-                await BatchLine.answer(adds, perform: { batches in try await self.addTogether(batches) }, onSplit: { [logger = self.configuration.logger] count, error in
-                    logger.debug("a batch of adds failed; each caller's is added alone", metadata: ["callers": "\(count)", "error": "\(error)"])
-                })
-            }, refuse: { error in
-                for add in self.takeAdds() { add.continuation.resume(throwing: error) }
-            }))
+            queueTurn(
+                Turn(
+                    run: {
+                        let adds = self.takeAdds()
+                        await BatchLine.answer(
+                            adds, perform: { batches in try await self.addTogether(batches) },
+                            onSplit: { [logger = self.configuration.logger] count, error in
+                                logger.debug(
+                                    "a batch of adds failed; each caller's is added alone",
+                                    metadata: ["callers": "\(count)", "error": "\(error)"])
+                            })
+                    },
+                    refuse: { error in
+                        for add in self.takeAdds() { add.continuation.resume(throwing: error) }
+                    }))
         }
     }
 }

@@ -17,7 +17,9 @@ extension DownloadManager {
         // A running download stops first, with its checkpoint: its runner owns the record.
         let stopping: Completion? = try await inTurn { [self] in
             let record = try await existing(id)
-            if record.status == .completed { throw HaulError(.conflict, "download \(id) is already complete; nothing was changed") }
+            if record.status == .completed {
+                throw HaulError(.conflict, "download \(id) is already complete; nothing was changed")
+            }
             guard let running = handles[id] else { return nil }
             await perform(queue.stop(id, as: .queued))
             return running.ended
@@ -25,10 +27,14 @@ extension DownloadManager {
         await stopping?.wait()
         return try await inTurn { [self] in
             var record = try await existing(id)
-            if record.status == .completed { throw HaulError(.conflict, "download \(id) is already complete; nothing was changed") }
+            if record.status == .completed {
+                throw HaulError(.conflict, "download \(id) is already complete; nothing was changed")
+            }
             var request = record.request
             // The credentials kept in memory for the runs follow the same rule.
-            if try !request.replaceSources(url: first, mirrors: mirrors) { queue.giveCredentials(request.credentials, to: id) }
+            if try !request.replaceSources(url: first, mirrors: mirrors) {
+                queue.giveCredentials(request.credentials, to: id)
+            }
             record = Self.withNewSources(record, request: request)
             try await store.save(record)
             if record.status == .paused { return record }
@@ -51,17 +57,21 @@ extension DownloadManager {
     /// The unfinished download that `request` names by its `-o` (the same directory, file name
     /// and range) under another URL: `haul get NEW-URL -o NAME` then continues it instead of
     /// refusing the name.
-    func sameDestination(as request: DownloadRequest, facts: FileNameClaims.Facts? = nil) async throws -> DownloadRecord? {
+    func sameDestination(as request: DownloadRequest, facts: FileNameClaims.Facts? = nil) async throws
+        -> DownloadRecord?
+    {
         guard let fileName = request.fileName else { return nil }
-        let holder: DownloadID? = if let facts {
-            facts.holders[FileNamePlace(directory: request.directory, fileName: fileName)]
-        } else {
-            try await store.fileNameHolder(fileName, directory: request.directory, except: DownloadID(rawValue: ""))
-        }
+        let holder: DownloadID? =
+            if let facts {
+                facts.holders[FileNamePlace(directory: request.directory, fileName: fileName)]
+            } else {
+                try await store.fileNameHolder(fileName, directory: request.directory, except: DownloadID(rawValue: ""))
+            }
         guard let holder,
-              let existing = try await store.record(holder),
-              existing.request.fileName == fileName, existing.request.range == request.range,
-              existing.status != .completed, existing.status != .removed, !isScheduled(existing.id) else { return nil }
+            let existing = try await store.record(holder),
+            existing.request.fileName == fileName, existing.request.range == request.range,
+            existing.status != .completed, existing.status != .removed, !isScheduled(existing.id)
+        else { return nil }
         return existing
     }
 }

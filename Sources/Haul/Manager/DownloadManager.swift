@@ -89,8 +89,10 @@ public actor DownloadManager {
     /// A queue of this process on `store`, with AsyncHTTPClient; the state directory keeps the
     /// download locks. The manager owns the store: `shutdown()` calls `closeStore` (given: the
     /// SQLite store's, see HaulStore's `DownloadManager(configuration:)`).
-    public init(configuration: Configuration, store: any DownloadStore,
-                closeStore: (@Sendable () async -> Void)? = nil) async throws {
+    public init(
+        configuration: Configuration, store: any DownloadStore,
+        closeStore: (@Sendable () async -> Void)? = nil
+    ) async throws {
         try await self.init(configuration: configuration, backend: .local(store), closeStore: closeStore)
     }
 
@@ -99,11 +101,14 @@ public actor DownloadManager {
         try await self.init(configuration: configuration, backend: .fleet(fleet), closeStore: { await fleet.close() })
     }
 
-    private init(configuration: Configuration, backend: Backend, closeStore: (@Sendable () async -> Void)?) async throws {
+    private init(configuration: Configuration, backend: Backend, closeStore: (@Sendable () async -> Void)?) async throws
+    {
         try Self.prepareStateDirectory(configuration.stateDirectory)
         let transport = AsyncHTTPTransport(configuration: configuration.http, logger: configuration.logger)
-        self.init(configuration: configuration, backend: backend, transport: transport, clock: ClockAdapter(ContinuousClock()),
-                  ownedTransport: transport, closeStore: closeStore)
+        self.init(
+            configuration: configuration, backend: backend, transport: transport,
+            clock: ClockAdapter(ContinuousClock()),
+            ownedTransport: transport, closeStore: closeStore)
     }
 
     /// Creates the state directory if needed, private (mode 700) when new.
@@ -117,8 +122,12 @@ public actor DownloadManager {
     }
 
     /// Injects every dependency: tests use their own store, transport or clock.
-    public init(configuration: Configuration, store: any DownloadStore, transport: any HTTPTransport, clock: any HaulClock) {
-        self.init(configuration: configuration, backend: .local(store), transport: transport, clock: clock, ownedTransport: nil, closeStore: nil)
+    public init(
+        configuration: Configuration, store: any DownloadStore, transport: any HTTPTransport, clock: any HaulClock
+    ) {
+        self.init(
+            configuration: configuration, backend: .local(store), transport: transport, clock: clock,
+            ownedTransport: nil, closeStore: nil)
     }
 
     private init(
@@ -141,7 +150,8 @@ public actor DownloadManager {
         self.names = FileNameClaims(store: store)
         self.metrics = EngineMetrics(factory: configuration.metricsFactory)
         let boot = configuration.bootID ?? ProgressNotes.systemBootID()
-        self.notes = queue.trustsProgressNotes && boot != nil
+        self.notes =
+            queue.trustsProgressNotes && boot != nil
             ? ProgressNotes(directory: Paths.join(configuration.stateDirectory, "progress"), boot: boot) : nil
         self.globalLimiter = RateLimiter(rate: configuration.maxBytesPerSecond.flatMap(ByteRate.limit), clock: clock)
         self.budgets = HostBudgets(limit: configuration.maxConnectionsPerHost, clock: clock)
@@ -204,11 +214,16 @@ public actor DownloadManager {
     /// paused instead of queued, and at its index of the waiting list, in the same step, when
     /// it is not scheduled here. Returns the record, and whether the placement is carried out
     /// (a download running or waiting here is paused or moved after, as `pause` and `move` do).
-    func readd(_ existing: DownloadRecord, request: DownloadRequest,
-               placement: AddPlacement = AddPlacement()) async throws -> (DownloadRecord, placed: Bool) {
+    func readd(
+        _ existing: DownloadRecord, request: DownloadRequest,
+        placement: AddPlacement = AddPlacement()
+    ) async throws -> (DownloadRecord, placed: Bool) {
         var finalFile: DownloadQueue.FinalFile?
-        if existing.status == .completed, !queue.isScheduled(existing.id), let path = DestinationFiles.finalPath(existing) {
-            finalFile = DownloadQueue.FinalFile(path: path, size: try await BlockingIO.run { DestinationFiles.size(path) })
+        if existing.status == .completed, !queue.isScheduled(existing.id),
+            let path = DestinationFiles.finalPath(existing)
+        {
+            finalFile = DownloadQueue.FinalFile(
+                path: path, size: try await BlockingIO.run { DestinationFiles.size(path) })
         }
         switch queue.readd(existing, request: request, finalFile: finalFile, startsPaused: placement.startsPaused) {
         case .scheduled:

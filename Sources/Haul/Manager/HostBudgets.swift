@@ -21,8 +21,10 @@ final class HostBudgets: Sendable {
 
     /// `id` starts on `host`, wanting `wants` connections; `listener` hears every later change of
     /// its allowance. Returns its allowance now (0: wait for one).
-    func join(_ id: DownloadID, host: String, wants: Int, growsFrom start: Int? = nil,
-              listener: @escaping @Sendable (Int) -> Void) -> Int {
+    func join(
+        _ id: DownloadID, host: String, wants: Int, growsFrom start: Int? = nil,
+        listener: @escaping @Sendable (Int) -> Void
+    ) -> Int {
         let now = clock.seconds()
         return update { state in
             state.listeners[id] = listener
@@ -75,7 +77,7 @@ final class HostBudgets: Sendable {
             do {
                 try await clock.sleep(for: .milliseconds(Int64(max(0, until - now) * 1000) + 1))
             } catch {
-                return  // replaced by a later timer
+                return // replaced by a later timer
             }
             self?.expire()
         }

@@ -88,7 +88,8 @@ extension RunSession {
             do {
                 try await writer?.discard()
             } catch {
-                runner.logger.warning("cannot close the .part given up", metadata: ["id": "\(id)", "error": "\(error)"])
+                runner.logger.warning(
+                    "cannot close the .part given up", metadata: ["id": "\(id)", "error": "\(error)"])
             }
         case .refreshURL:
             let (refresher, record, post) = (runner.refresher, record, post)

@@ -14,7 +14,8 @@ extension RunSession {
             runner.logger.warning("another host took the download over", metadata: ["id": "\(record.id)"])
             await execute(machine.withLockedValue { $0.leaseLost() })
         } catch let error as HaulError where error.code == .storeUnavailable {
-            runner.logger.warning("the store cannot be reached: stopping at this checkpoint", metadata: ["id": "\(record.id)"])
+            runner.logger.warning(
+                "the store cannot be reached: stopping at this checkpoint", metadata: ["id": "\(record.id)"])
             await execute(machine.withLockedValue { $0.storeUnavailable() })
         } catch {
             await execute(machine.withLockedValue { $0.persistFailed(HaulError.from(error, otherwise: .store)) })
@@ -39,7 +40,8 @@ extension RunSession {
     /// logged (the next checkpoint still comes).
     func noteProgress() async {
         guard let notes = runner.notes, let boot = notes.boot, let writer, let directory,
-              let part = DestinationFiles.partName(record) else { return }
+            let part = DestinationFiles.partName(record)
+        else { return }
         let written: [Int64: Int64]
         do {
             written = try await writer.flush()
@@ -63,7 +65,8 @@ extension RunSession {
     func notedProgress() async -> [Int64: Int64] {
         let record = self.record
         guard let notes = runner.notes, let boot = notes.boot, let directory,
-              let part = DestinationFiles.partName(record) else { return [:] }
+            let part = DestinationFiles.partName(record)
+        else { return [:] }
         do {
             return try await io.run {
                 guard let file = directory.status(of: part) else { return [:] }
@@ -73,7 +76,8 @@ extension RunSession {
                 return noted
             }
         } catch {
-            runner.logger.warning("noted progress not used: cannot sync the .part", metadata: ["id": "\(id)", "error": "\(error)"])
+            runner.logger.warning(
+                "noted progress not used: cannot sync the .part", metadata: ["id": "\(id)", "error": "\(error)"])
             return [:]
         }
     }
@@ -108,7 +112,9 @@ extension RunSession {
         let metrics = runner.metrics
         checkpointTask = Task {
             do {
-                post.yield(.synced(epoch: epoch, .success(try await metrics.time(metrics.sync) { try await writer.checkpoint() })))
+                post.yield(
+                    .synced(
+                        epoch: epoch, .success(try await metrics.time(metrics.sync) { try await writer.checkpoint() })))
             } catch {
                 post.yield(.synced(epoch: epoch, .failure(HaulError.from(error, otherwise: .fileSystem))))
             }

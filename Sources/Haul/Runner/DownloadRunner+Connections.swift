@@ -7,7 +7,8 @@ import NIOConcurrencyHelpers
 extension RunSession {
     func startRequest(_ connection: ConnectionID, _ plan: RequestPlan) {
         let (transport, post, url) = (runner.transport, post, plan.url.absoluteString)
-        runner.logger.trace("request", metadata: ["connection": "\(connection)", "range": "\(plan.range?.description ?? "all")"])
+        runner.logger.trace(
+            "request", metadata: ["connection": "\(connection)", "range": "\(plan.range?.description ?? "all")"])
         tasks[connection] = Task {
             do {
                 let (head, body) = try await transport.send(plan)
@@ -25,7 +26,9 @@ extension RunSession {
         }
         let writer: any ChunkWriter
         do {
-            guard let opened = try await openWriter() else { throw HaulError(.internal, "no file name before the body") }
+            guard let opened = try await openWriter() else {
+                throw HaulError(.internal, "no file name before the body")
+            }
             writer = opened
         } catch {
             post.yield(.diskFailed(connection, HaulError.from(error, otherwise: .fileSystem)))
@@ -40,7 +43,8 @@ extension RunSession {
                     if accepted.compare > 0 {
                         let disk = try await writer.read(at: accepted.compareOffset, count: accepted.compare)
                         let same = chunk.withUnsafeBytes { bytes in
-                            disk.count == accepted.compare && bytes[cursor..<(cursor + accepted.compare)].elementsEqual(disk)
+                            disk.count == accepted.compare
+                                && bytes[cursor..<(cursor + accepted.compare)].elementsEqual(disk)
                         }
                         guard same else {
                             post.yield(.overlapMismatch(connection))
@@ -49,7 +53,9 @@ extension RunSession {
                         cursor += accepted.compare
                     }
                     if accepted.keep > 0 {
-                        let slice = cursor == 0 && accepted.keep == chunk.count ? chunk : chunk.slice(cursor..<(cursor + accepted.keep))
+                        let slice =
+                            cursor == 0 && accepted.keep == chunk.count
+                            ? chunk : chunk.slice(cursor..<(cursor + accepted.keep))
                         do {
                             try await writer.write(slice, at: accepted.writeOffset, part: accepted.part)
                         } catch {

@@ -9,18 +9,26 @@ extension RunSession {
         case .started(let offset):
             runner.emit(DownloadEvent(id: id, kind: .started(offset: offset)))
         case .retrying(let attempt, let delay, let error):
-            runner.logger.info("retrying", metadata: ["id": "\(id)", "attempt": "\(attempt)", "delay": "\(delay)", "after": "\(error)"])
+            runner.logger.info(
+                "retrying",
+                metadata: ["id": "\(id)", "attempt": "\(attempt)", "delay": "\(delay)", "after": "\(error)"])
             runner.emit(DownloadEvent(id: id, kind: .retrying(attempt: attempt, delay: delay, error: error)))
         case .restarted(let reason, let cause):
-            runner.logger.notice("starting over", metadata: ["id": "\(id)", "reason": "\(reason)", "cause": "\(cause.rawValue)"])
+            runner.logger.notice(
+                "starting over", metadata: ["id": "\(id)", "reason": "\(reason)", "cause": "\(cause.rawValue)"])
             runner.emit(DownloadEvent(id: id, kind: .restarted(reason: reason, cause: cause)))
         case .connectionRefused(let connection, let error, let retryIn):
             // The host's budget, over every download to it, goes down for a while too.
             runner.budgets?.refused(host: host, seconds: max(retryIn.seconds, Self.refusalMemory))
-            runner.logger.info("server refused a connection", metadata: [
-                "id": "\(id)", "connection": "\(connection)", "error": "\(error)", "next try in": "\(retryIn)"])
+            runner.logger.info(
+                "server refused a connection",
+                metadata: [
+                    "id": "\(id)", "connection": "\(connection)", "error": "\(error)", "next try in": "\(retryIn)",
+                ])
         case .connectionsGrown(let count):
-            runner.logger.info("more connections: the last ones raised the speed", metadata: ["id": "\(id)", "connections": "\(count)"])
+            runner.logger.info(
+                "more connections: the last ones raised the speed",
+                metadata: ["id": "\(id)", "connections": "\(count)"])
         case .connectionsSettled(let count):
             runner.logger.info("connections settled", metadata: ["id": "\(id)", "connections": "\(count)"])
         case .validatorDistrusted(let reason):
@@ -30,10 +38,12 @@ extension RunSession {
         case .piecesRefetched(let reason):
             runner.logger.warning("fetching pieces again", metadata: ["id": "\(id)", "reason": "\(reason)"])
         case .urlExpiring(let error):
-            runner.logger.warning("URL expired; running the refresh command", metadata: ["id": "\(id)", "error": "\(error.message)"])
+            runner.logger.warning(
+                "URL expired; running the refresh command", metadata: ["id": "\(id)", "error": "\(error.message)"])
         case .urlRefreshed(let url):
             // A signed URL's query is a credential: only where it leads is logged.
-            runner.logger.warning("continuing from a refreshed URL", metadata: ["id": "\(id)", "host": "\(url.scheme)://\(url.host)"])
+            runner.logger.warning(
+                "continuing from a refreshed URL", metadata: ["id": "\(id)", "host": "\(url.scheme)://\(url.host)"])
         case .transferEnded:
             runner.transferEnded()
         case .notModified:
@@ -43,7 +53,9 @@ extension RunSession {
             // The next checkpoint saves again (an end's save that fails is the machine's to judge).
             runner.logger.warning("cannot save the checkpoint", metadata: ["id": "\(id)", "error": "\(error)"])
         case .sourceSetAside(let url, let error, let retryIn):
-            runner.logger.info("source set aside", metadata: ["id": "\(id)", "url": "\(url)", "error": "\(error)", "next try in": "\(retryIn)"])
+            runner.logger.info(
+                "source set aside",
+                metadata: ["id": "\(id)", "url": "\(url)", "error": "\(error)", "next try in": "\(retryIn)"])
         }
     }
 
@@ -53,8 +65,12 @@ extension RunSession {
         let kind: DownloadEvent.Kind
         switch end {
         case .completed, .notModified:
-            runner.emit(DownloadEvent(id: id, kind: .progress(Progress(
-                completed: completed, total: total, bytesPerSecond: speed.bytesPerSecond, connections: 0))))
+            runner.emit(
+                DownloadEvent(
+                    id: id,
+                    kind: .progress(
+                        Progress(
+                            completed: completed, total: total, bytesPerSecond: speed.bytesPerSecond, connections: 0))))
             let path = DestinationFiles.finalPath(record) ?? ""
             kind = end == .notModified ? .alreadyComplete(path: path) : .completed(path: path)
         case .failed(let error):

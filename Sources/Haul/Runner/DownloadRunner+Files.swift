@@ -10,7 +10,8 @@ extension RunSession {
         if let writer { return writer }
         let record = self.record
         guard let part = DestinationFiles.partName(record) else { return nil }
-        let opened = try await runner.makeWriter(try await resolvedDirectory(), part, !partExisted, record.request.connections, io)
+        let opened = try await runner.makeWriter(
+            try await resolvedDirectory(), part, !partExisted, record.request.connections, io)
         writer = opened
         return opened
     }
@@ -29,7 +30,8 @@ extension RunSession {
     func resolvedDirectory() async throws -> DownloadDirectory {
         if let directory { return directory }
         let (path, roots) = (record.request.directory, runner.roots)
-        guard let resolved = try await io.run({ try DownloadDirectory.resolve(path, roots: roots, create: true) }) else {
+        guard let resolved = try await io.run({ try DownloadDirectory.resolve(path, roots: roots, create: true) })
+        else {
             throw HaulError(.fileSystem, "cannot create \(path)")
         }
         directory = resolved
@@ -44,17 +46,22 @@ extension RunSession {
         guard record.fileName == nil else { return }
         do {
             for _ in 0..<Self.nameAttempts {
-                let name = try await runner.names.claim(for: record, contentDisposition: contentDisposition, finalURL: finalURL)
+                let name = try await runner.names.claim(
+                    for: record, contentDisposition: contentDisposition, finalURL: finalURL)
                 machine.withLockedValue { $0.setFileName(name) }
                 do {
                     _ = try await openWriter()
                     return
                 } catch let error as HaulError where error.code == .fileExists && !partExisted {
                     await runner.names.release(directory: record.request.directory, name: name)
-                    runner.logger.notice("the name was taken on disk meanwhile; trying the next", metadata: ["id": "\(id)", "name": "\(name)"])
+                    runner.logger.notice(
+                        "the name was taken on disk meanwhile; trying the next",
+                        metadata: ["id": "\(id)", "name": "\(name)"])
                 }
             }
-            throw HaulError(.fileExists, "no free file name in \(record.request.directory): every one tried appeared while it was claimed")
+            throw HaulError(
+                .fileExists,
+                "no free file name in \(record.request.directory): every one tried appeared while it was claimed")
         } catch let error as HaulError where error.code == .leaseLost {
             await execute(machine.withLockedValue { $0.leaseLost() })
         } catch {

@@ -16,11 +16,14 @@ extension RunSession {
             bodies[connection] = body
             transfer.answered(over: head.connections)
             let now = runner.clock.secondsSince1970()
-            return machine.withLockedValue { $0.responseReceived(connection, head, nowSecondsSince1970: now, jitter: jitter) }
+            return machine.withLockedValue {
+                $0.responseReceived(connection, head, nowSecondsSince1970: now, jitter: jitter)
+            }
         case .requestFailed(let connection, let error), .bodyFailed(let connection, let error):
             tasks[connection] = nil
             if error.code != .interrupted {
-                runner.logger.debug("connection failed", metadata: ["id": "\(id)", "connection": "\(connection)", "error": "\(error)"])
+                runner.logger.debug(
+                    "connection failed", metadata: ["id": "\(id)", "connection": "\(connection)", "error": "\(error)"])
             }
             return machine.withLockedValue { $0.transferFailed(connection, error, jitter: jitter) }
         case .bodyEnded(let connection):
@@ -43,13 +46,20 @@ extension RunSession {
             let elapsed = now - lastTick
             lastTick = now
             let (actions, completed, total, connections, downloading) = machine.withLockedValue { machine in
-                (machine.tick(now: now, elapsed: elapsed), machine.completedLength, machine.expectedLength,
-                 machine.activeConnections, machine.isDownloading)
+                (
+                    machine.tick(now: now, elapsed: elapsed), machine.completedLength, machine.expectedLength,
+                    machine.activeConnections, machine.isDownloading
+                )
             }
             guard downloading else { return actions }
             speed.record(bytes: completed, at: now)
-            runner.emit(DownloadEvent(id: id, kind: .progress(Progress(
-                completed: completed, total: total, bytesPerSecond: speed.bytesPerSecond, connections: connections))))
+            runner.emit(
+                DownloadEvent(
+                    id: id,
+                    kind: .progress(
+                        Progress(
+                            completed: completed, total: total, bytesPerSecond: speed.bytesPerSecond,
+                            connections: connections))))
             return actions
         case .noteDue:
             return machine.withLockedValue { $0.noteRequested() }

@@ -17,14 +17,20 @@ extension RunSession {
         }
         verifyTask = Task {
             guard let name else {
-                post.yield(.verified(Verifier.Verdict(error: HaulError(.internal, "nothing to verify: the download has no file name"))))
+                post.yield(
+                    .verified(
+                        Verifier.Verdict(
+                            error: HaulError(.internal, "nothing to verify: the download has no file name"))))
                 return
             }
             switch directory {
             case .success(let directory):
-                post.yield(.verified(await Verifier.verify(name, in: directory, io: io, expectedLength: expected,
-                                                           digest: digest, pieces: record.request.range == nil ? record.request.pieceHashes : nil,
-                                                           url: record.request.url)))
+                post.yield(
+                    .verified(
+                        await Verifier.verify(
+                            name, in: directory, io: io, expectedLength: expected,
+                            digest: digest, pieces: record.request.range == nil ? record.request.pieceHashes : nil,
+                            url: record.request.url)))
             case .failure(let error):
                 post.yield(.verified(Verifier.Verdict(error: error)))
             }
@@ -69,7 +75,8 @@ extension RunSession {
             let directory = try await resolvedDirectory()
             try await io.run { try directory.setModificationTime(of: final, to: seconds) }
         } catch {
-            runner.logger.warning("cannot set the file's time from Last-Modified", metadata: ["id": "\(id)", "error": "\(error)"])
+            runner.logger.warning(
+                "cannot set the file's time from Last-Modified", metadata: ["id": "\(id)", "error": "\(error)"])
         }
     }
 }

@@ -32,8 +32,11 @@ struct DownloadRunner: Sendable {
     /// Opens the `.part` file (`name` in the directory) for a download over this many
     /// connections; `exclusive` when it must be created by this open. Its blocking work goes to
     /// the run's threads (`io`).
-    let makeWriter: @Sendable (_ directory: DownloadDirectory, _ name: String, _ exclusive: Bool, _ connections: Int,
-                               _ io: DiskIO) async throws -> any ChunkWriter
+    let makeWriter:
+        @Sendable (
+            _ directory: DownloadDirectory, _ name: String, _ exclusive: Bool, _ connections: Int,
+            _ io: DiskIO
+        ) async throws -> any ChunkWriter
     let logger: Logger
     var metrics = EngineMetrics(factory: nil)
     let stop: StopSignal
@@ -59,7 +62,9 @@ struct DownloadRunner: Sendable {
     }
 
     /// `run`, and what the run cost on the wire (requests, connections, TLS handshakes).
-    func runCounting(_ record: DownloadRecord) async -> (record: DownloadRecord, transfer: TransferStats, notModified: Bool) {
+    func runCounting(_ record: DownloadRecord) async -> (
+        record: DownloadRecord, transfer: TransferStats, notModified: Bool
+    ) {
         let session = RunSession(runner: self, record: record)
         let ended = await session.run()
         return (ended, session.transfer, session.notModified)
@@ -67,11 +72,14 @@ struct DownloadRunner: Sendable {
 
     /// What the `.part` and the final file look like before a start (nothing, in a directory
     /// that does not exist yet). Blocks: on a file thread.
-    static func localFiles(_ record: DownloadRecord, in directory: DownloadDirectory?) -> DownloadStateMachine.LocalFiles {
+    static func localFiles(_ record: DownloadRecord, in directory: DownloadDirectory?)
+        -> DownloadStateMachine.LocalFiles
+    {
         guard let directory, let final = record.fileName, let part = DestinationFiles.partName(record) else {
             return .init(partSize: nil, published: false)
         }
-        let published = record.expectedLength.map { directory.wasPublished(part: part, final: final, length: $0) } ?? false
+        let published =
+            record.expectedLength.map { directory.wasPublished(part: part, final: final, length: $0) } ?? false
         let finalModified = record.request.timestamping ? directory.modificationTime(of: final) : nil
         return .init(partSize: directory.size(of: part), published: published, finalModified: finalModified)
     }
@@ -170,7 +178,7 @@ final class RunSession {
                 do {
                     try await clock.sleep(for: interval)
                 } catch {
-                    return  // cancelled: the run is over
+                    return // cancelled: the run is over
                 }
                 post.yield(.tick)
             }
@@ -183,8 +191,10 @@ final class RunSession {
             // only while it is its host's only download (`ConnectionBudget.Member.start`).
             let request = record.request
             let grows = request.growsConnections
-            let allowance = budgets.join(id, host: host, wants: grows ? max(request.connections, ConnectionGrowth.ceiling) : request.connections,
-                                         growsFrom: grows ? request.connections : nil) { post.yield(.allowance($0)) }
+            let allowance = budgets.join(
+                id, host: host, wants: grows ? max(request.connections, ConnectionGrowth.ceiling) : request.connections,
+                growsFrom: grows ? request.connections : nil
+            ) { post.yield(.allowance($0)) }
             _ = machine.withLockedValue { $0.setAllowance(allowance) }
         }
         let now = runner.clock.seconds()

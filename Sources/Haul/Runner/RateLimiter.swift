@@ -122,7 +122,8 @@ public final class RateLimiter: Sendable {
                 guard state.epoch == current.epoch, let bucket = state.bucket else { return nil }
                 let wait = bucket.delay(untilTaken: current.position, now: clock.seconds())
                 guard wait > Self.slack else { return nil }
-                return Ticket(epoch: current.epoch, generation: state.generation, position: current.position, wait: wait)
+                return Ticket(
+                    epoch: current.epoch, generation: state.generation, position: current.position, wait: wait)
             }
         }
     }

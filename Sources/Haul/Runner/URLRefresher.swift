@@ -64,13 +64,16 @@ public struct URLRefresher: Sendable {
         if process.terminationReason == .uncaughtSignal {
             // Killed (its timeout, or a stop): what it started may still hold its output open, so
             // its reader is not waited for; it ends with them.
-            return .failure(cancelled ? HaulError(.interrupted, "the refresh command was stopped")
-                                      : HaulError(.usage, "the refresh command was killed by a signal (its time limit is \(timeout))"))
+            return .failure(
+                cancelled
+                    ? HaulError(.interrupted, "the refresh command was stopped")
+                    : HaulError(.usage, "the refresh command was killed by a signal (its time limit is \(timeout))"))
         }
         let data: Data
         switch await reader.value {
         case .success(let read): data = read
-        case .failure(let error): return .failure(HaulError(.usage, "cannot read the refresh command's output: \(error)"))
+        case .failure(let error):
+            return .failure(HaulError(.usage, "cannot read the refresh command's output: \(error)"))
         }
         if cancelled { return .failure(HaulError(.interrupted, "the refresh command was stopped")) }
         // Killed by a signal was answered above: it exited.

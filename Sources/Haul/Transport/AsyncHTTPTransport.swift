@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import AsyncHTTPClient
 import HaulCore
 import Logging
@@ -11,6 +6,12 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// The real transport: AsyncHTTPClient, streaming. Its response body applies backpressure, so a
 /// slow disk slows the socket instead of filling memory (DESIGN rule 6).
@@ -45,9 +46,11 @@ public final class AsyncHTTPTransport: HTTPTransport {
         /// hop's `Set-Cookie` goes; nil: no cookies are sent or kept (the daemon).
         public var cookies: CookieStore?
 
-        public init(connectTimeout: Duration = .seconds(10), readTimeout: Duration = .seconds(60), maxRedirects: Int = 10,
-                    additionalTrustRoots: [String] = [], maxConnectionsPerHost: Int = 1024,
-                    proxies: ProxySettings = .direct, userAgent: String = HaulVersion.userAgent, cookies: CookieStore? = nil) {
+        public init(
+            connectTimeout: Duration = .seconds(10), readTimeout: Duration = .seconds(60), maxRedirects: Int = 10,
+            additionalTrustRoots: [String] = [], maxConnectionsPerHost: Int = 1024,
+            proxies: ProxySettings = .direct, userAgent: String = HaulVersion.userAgent, cookies: CookieStore? = nil
+        ) {
             self.cookies = cookies
             self.maxConnectionsPerHost = maxConnectionsPerHost
             self.connectTimeout = connectTimeout
@@ -79,7 +82,10 @@ public final class AsyncHTTPTransport: HTTPTransport {
 
     /// - Parameter logger: for what the transport cannot do but need not fail on (a connection
     ///   it cannot count, a client that does not shut down cleanly).
-    public init(configuration: Configuration = .init(), logger: Logger = Logger(label: "haul", factory: { _ in SwiftLogNoOpLogHandler() })) {
+    public init(
+        configuration: Configuration = .init(),
+        logger: Logger = Logger(label: "haul", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) {
         self.configuration = configuration
         self.logger = logger
     }
@@ -106,8 +112,9 @@ public final class AsyncHTTPTransport: HTTPTransport {
         // inside the client while it shows as running. HTTP/1.1 only: an HTTP/2 connection
         // carries as many streams as the server's SETTINGS allow (nginx: 128), and requests past
         // that wait inside the client for a free stream.
-        config.connectionPool = .init(idleTimeout: .seconds(60),
-                                      concurrentHTTP1ConnectionsPerHostSoftLimit: configuration.maxConnectionsPerHost)
+        config.connectionPool = .init(
+            idleTimeout: .seconds(60),
+            concurrentHTTP1ConnectionsPerHostSoftLimit: configuration.maxConnectionsPerHost)
         // A connection that cannot be made fails its request at once: haul's own retries (counted,
         // backed off, shown) decide what comes next. AsyncHTTPClient would otherwise retry a
         // refused port silently until the connect timeout, 10 s per try.
@@ -120,8 +127,9 @@ public final class AsyncHTTPTransport: HTTPTransport {
             case .http:
                 // AsyncHTTPClient tunnels both http and https through CONNECT; the credentials go
                 // in the CONNECT request's Proxy-Authorization, never to the origin server.
-                config.proxy = .server(host: proxy.host, port: proxy.port,
-                                       authorization: proxy.credentials.map { .basic(username: $0.user, password: $0.password) })
+                config.proxy = .server(
+                    host: proxy.host, port: proxy.port,
+                    authorization: proxy.credentials.map { .basic(username: $0.user, password: $0.password) })
             case .socks5:
                 config.proxy = .socksServer(host: proxy.host, port: proxy.port)
             }
@@ -135,7 +143,8 @@ public final class AsyncHTTPTransport: HTTPTransport {
         return try clients.withLockedValue { clients in
             guard !clients.isShutDown else { throw HTTPClientError.alreadyShutdown }
             if let existing = clients.made[key] { return existing }
-            let made = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: clientConfiguration(for: key))
+            let made = HTTPClient(
+                eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: clientConfiguration(for: key))
             clients.made[key] = made
             return made
         }
@@ -182,15 +191,19 @@ public final class AsyncHTTPTransport: HTTPTransport {
             var headers = plan.allHeaders
             if !sameOrigin { for name in Self.originBoundHeaders { headers.remove(name: name) } }
             for field in headers { request.headers.add(name: field.name, value: field.value) }
-            if !request.headers.contains(name: "User-Agent") { request.headers.add(name: "User-Agent", value: configuration.userAgent) }
+            if !request.headers.contains(name: "User-Agent") {
+                request.headers.add(name: "User-Agent", value: configuration.userAgent)
+            }
             // Preemptive Basic, as curl does with -u: only to the origin the credentials are for,
             // and never over a user's own header. Userinfo in a server's Location is never used
             // (RFC 9110 §4.2.4: an error in a received URI; wget drops it too): a server must not
             // choose the credentials sent to another host.
             let credentials = sameOrigin ? (plan.credentials ?? origin.credentials) : nil
             if let credentials, !request.headers.contains(name: "Authorization") {
-                request.headers.add(name: "Authorization",
-                                    value: HTTPClient.Authorization.basic(username: credentials.user, password: credentials.password).headerValue)
+                request.headers.add(
+                    name: "Authorization",
+                    value: HTTPClient.Authorization.basic(username: credentials.user, password: credentials.password)
+                        .headerValue)
             }
             configuration.cookies?.add(to: &request.headers, for: url)
             let proxy = configuration.proxies.proxy(for: url)
@@ -208,17 +221,22 @@ public final class AsyncHTTPTransport: HTTPTransport {
             if Self.redirectStatuses.contains(status), let location = response.headers.first(name: "Location") {
                 await discard(response.body)
                 guard redirects < configuration.maxRedirects else {
-                    throw HaulError(.tooManyRedirects, "\(shown): too many redirects",
-                                    cause: "more than \(configuration.maxRedirects) redirects, the last to \(url.absoluteString)")
+                    throw HaulError(
+                        .tooManyRedirects, "\(shown): too many redirects",
+                        cause: "more than \(configuration.maxRedirects) redirects, the last to \(url.absoluteString)")
                 }
                 let next: RemoteURL
                 do {
                     next = try url.resolving(location)
                 } catch {
-                    throw HaulError(error.code, "\(shown): redirected to a URL haul cannot fetch: \(error.message)", httpStatus: status)
+                    throw HaulError(
+                        error.code, "\(shown): redirected to a URL haul cannot fetch: \(error.message)",
+                        httpStatus: status)
                 }
                 guard visited.insert(next.absoluteString).inserted else {
-                    throw HaulError(.tooManyRedirects, "\(shown): too many redirects", cause: "redirect loop at \(next.absoluteString)")
+                    throw HaulError(
+                        .tooManyRedirects, "\(shown): too many redirects",
+                        cause: "redirect loop at \(next.absoluteString)")
                 }
                 redirects += 1
                 url = next
@@ -228,7 +246,8 @@ public final class AsyncHTTPTransport: HTTPTransport {
             for (name, value) in response.headers where name.lowercased() != ConnectionTags.field {
                 responseHeaders.add(name: name, value: value)
             }
-            let head = ResponseHead(status: status, headers: responseHeaders, url: url.absoluteString, connections: uses)
+            let head = ResponseHead(
+                status: status, headers: responseHeaders, url: url.absoluteString, connections: uses)
             let framing = AsyncHTTPBody.Framing(headers: response.headers)
             return (head, AsyncHTTPBody(response.body.makeAsyncIterator(), url: shown, proxy: proxy, framing: framing))
         }
@@ -238,7 +257,9 @@ public final class AsyncHTTPTransport: HTTPTransport {
     /// could not be tagged.
     static func connectionUse(_ response: HTTPClientResponse, tls: Bool) -> ConnectionUse? {
         guard let tag = ConnectionTags.parse(response.headers) else { return nil }
-        let version = response.version.major >= 2 ? "HTTP/\(response.version.major)"
+        let version =
+            response.version.major >= 2
+            ? "HTTP/\(response.version.major)"
             : "HTTP/\(response.version.major).\(response.version.minor)"
         return ConnectionUse(connection: tag.connection, isFirst: tag.exchange == 0, tls: tls, httpVersion: version)
     }
@@ -280,34 +301,44 @@ public final class AsyncHTTPTransport: HTTPTransport {
                 return HaulError(.badURL, "\(url): \(error)", underlying: error)
             case .proxyAuthenticationRequired:
                 let what = proxy?.credentials == nil ? "wants credentials" : "refused the credentials"
-                return HaulError(.httpStatus, "\(url): the proxy \(proxy.map { "\($0)" } ?? "") \(what) (HTTP 407 Proxy Authentication Required)",
-                                 httpStatus: 407, underlying: error)
+                return HaulError(
+                    .httpStatus,
+                    "\(url): the proxy \(proxy.map { "\($0)" } ?? "") \(what) (HTTP 407 Proxy Authentication Required)",
+                    httpStatus: 407, underlying: error)
             case .invalidProxyResponse:
                 // AsyncHTTPClient tunnels http:// through CONNECT too, and many proxies allow
                 // CONNECT only to port 443; it does not tell which status the proxy answered.
-                let hint = proxy?.credentials == nil
+                let hint =
+                    proxy?.credentials == nil
                     ? "the proxy may allow CONNECT only to some ports, such as 443"
                     : "wrong proxy credentials, or the proxy allows CONNECT only to some ports, such as 443"
-                return HaulError(.network, "\(url): the proxy \(proxy.map { "\($0)" } ?? "") refused the CONNECT tunnel (\(hint))",
-                                 underlying: error)
+                return HaulError(
+                    .network, "\(url): the proxy \(proxy.map { "\($0)" } ?? "") refused the CONNECT tunnel (\(hint))",
+                    underlying: error)
             default:
                 return HaulError(.network, "\(url): \(error)", underlying: error)
             }
         }
         if let error = error as? NIOConnectionError {
-            let target = proxy.map { $0.host == error.host && $0.port == error.port ? "the proxy \(error.host):\(error.port)" : nil }
+            let target =
+                proxy.map {
+                    $0.host == error.host && $0.port == error.port ? "the proxy \(error.host):\(error.port)" : nil
+                }
                 ?? nil
             if error.connectionErrors.isEmpty, error.dnsAError != nil || error.dnsAAAAError != nil {
                 return HaulError(.network, "\(url): cannot resolve host \(target ?? error.host)", underlying: error)
             }
             let reasons = error.connectionErrors.map { "\($0.error)" }.joined(separator: ", ")
-            return HaulError(.network, "\(url): cannot connect to \(target ?? "\(error.host):\(error.port)")", cause: reasons)
+            return HaulError(
+                .network, "\(url): cannot connect to \(target ?? "\(error.host):\(error.port)")", cause: reasons)
         }
         if let error = error as? IOError {
             return HaulError(.network, "\(url): \(String(cString: strerror(error.errnoCode)))", underlying: error)
         }
         if let error = error as? NIOSSLError {
-            let detail = "\(error)".contains("CERTIFICATE_VERIFY_FAILED") ? "handshake failed: the server's certificate is not trusted" : "handshake failed"
+            let detail =
+                "\(error)".contains("CERTIFICATE_VERIFY_FAILED")
+                ? "handshake failed: the server's certificate is not trusted" : "handshake failed"
             return HaulError(.network, "\(url): TLS \(detail)", underlying: error)
         }
         return HaulError(.network, "\(url): \(error)", cause: String(reflecting: error), underlying: error)
@@ -340,7 +371,10 @@ final class AsyncHTTPBody: ResponseBodyStream, @unchecked Sendable {
     private let framing: Framing
     private var read: Int64 = 0
 
-    init(_ iterator: HTTPClientResponse.Body.AsyncIterator, url: String, proxy: ProxyEndpoint? = nil, framing: Framing = .close) {
+    init(
+        _ iterator: HTTPClientResponse.Body.AsyncIterator, url: String, proxy: ProxyEndpoint? = nil,
+        framing: Framing = .close
+    ) {
         self.iterator = iterator
         self.url = url
         self.proxy = proxy
@@ -362,8 +396,10 @@ extension AsyncHTTPTransport {
     /// A body that failed after `read` bytes: a server that broke the body's framing or closed
     /// the connection before its announced end is named in words (the parser's own text, such as
     /// "invalid constant string", tells a user nothing). Other failures are classified as any.
-    static func classifyBody(_ error: any Error, url: String, proxy: ProxyEndpoint?, framing: AsyncHTTPBody.Framing,
-                             read: Int64) -> HaulError {
+    static func classifyBody(
+        _ error: any Error, url: String, proxy: ProxyEndpoint?, framing: AsyncHTTPBody.Framing,
+        read: Int64
+    ) -> HaulError {
         let cause = "\(error)"
         let closedEarly: Bool
         if let parser = error as? HTTPParserError {
@@ -371,12 +407,15 @@ extension AsyncHTTPTransport {
             case .invalidEOFState, .closedConnection:
                 closedEarly = true
             case .invalidChunkSize:
-                return HaulError(.brokenFraming, "\(url): the server broke chunked encoding: a chunk size that is not a "
-                    + "hexadecimal number or is too large, after \(read) bytes", cause: cause)
+                return HaulError(
+                    .brokenFraming,
+                    "\(url): the server broke chunked encoding: a chunk size that is not a "
+                        + "hexadecimal number or is too large, after \(read) bytes", cause: cause)
             default:
                 let what = framing == .chunked ? "broke chunked encoding" : "broke HTTP framing"
-                return HaulError(.brokenFraming, "\(url): the server \(what): malformed bytes after \(read) bytes of the body",
-                                 cause: cause)
+                return HaulError(
+                    .brokenFraming, "\(url): the server \(what): malformed bytes after \(read) bytes of the body",
+                    cause: cause)
             }
         } else if let client = error as? HTTPClientError, client == .remoteConnectionClosed {
             closedEarly = true
@@ -386,11 +425,15 @@ extension AsyncHTTPTransport {
         guard closedEarly else { return classify(error, url: url, proxy: proxy) }
         switch framing {
         case .chunked:
-            return HaulError(.badResponse, "\(url): the server closed the connection after \(read) bytes, inside its chunked "
-                + "body (no last chunk)", cause: cause)
+            return HaulError(
+                .badResponse,
+                "\(url): the server closed the connection after \(read) bytes, inside its chunked "
+                    + "body (no last chunk)", cause: cause)
         case .length(let length):
-            return HaulError(.badResponse, "\(url): the server closed the connection after \(read) of the \(length) bytes "
-                + "its Content-Length announced", cause: cause)
+            return HaulError(
+                .badResponse,
+                "\(url): the server closed the connection after \(read) of the \(length) bytes "
+                    + "its Content-Length announced", cause: cause)
         case .close:
             return classify(error, url: url, proxy: proxy)
         }

@@ -44,14 +44,16 @@ enum ConnectionTags {
             }
         }
         configuration.http2StreamChannelDebugInitializer = { stream in
-            onLoop(stream, logger: logger, then: {
-                // A stream runs on its connection's event loop.
-                guard let connection = stream.parent else { throw ConnectionTagError.noParent }
-                let tag = try connection.pipeline.syncOperations.handler(type: ConnectionTag.self)
-                let pipeline = stream.pipeline.syncOperations
-                let codec = try pipeline.handler(type: HTTP2FramePayloadToHTTP1ClientCodec.self)
-                try pipeline.addHandler(ConnectionTagHandler(tag), position: .after(codec))
-            })
+            onLoop(
+                stream, logger: logger,
+                then: {
+                    // A stream runs on its connection's event loop.
+                    guard let connection = stream.parent else { throw ConnectionTagError.noParent }
+                    let tag = try connection.pipeline.syncOperations.handler(type: ConnectionTag.self)
+                    let pipeline = stream.pipeline.syncOperations
+                    let codec = try pipeline.handler(type: HTTP2FramePayloadToHTTP1ClientCodec.self)
+                    try pipeline.addHandler(ConnectionTagHandler(tag), position: .after(codec))
+                })
         }
     }
 
@@ -59,8 +61,10 @@ enum ConnectionTags {
     /// see `ReceiveBuffers`) when given. A failure of either only costs the count or the memory
     /// saving (the connection works as it is), so it is logged, never handed to AsyncHTTPClient,
     /// which would fail the connection.
-    private static func onLoop(_ channel: any Channel, logger: Logger, _ limit: (@Sendable () throws -> Void)? = nil,
-                               then body: @escaping @Sendable () throws -> Void) -> EventLoopFuture<Void> {
+    private static func onLoop(
+        _ channel: any Channel, logger: Logger, _ limit: (@Sendable () throws -> Void)? = nil,
+        then body: @escaping @Sendable () throws -> Void
+    ) -> EventLoopFuture<Void> {
         let run: @Sendable () -> Void = {
             if let limit {
                 do {

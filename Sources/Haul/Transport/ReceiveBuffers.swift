@@ -44,8 +44,9 @@ enum ReceiveBuffers {
     static func limit(_ channel: any Channel, logger: Logger, largeReads: LargeReads = .shared) throws {
         guard let options = channel.syncOptions else { return }
         try options.setOption(ChannelOptions.maxMessagesPerRead, value: slowReads)
-        try options.setOption(ChannelOptions.recvAllocator,
-                              value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 2048, maximum: slowReadSize))
+        try options.setOption(
+            ChannelOptions.recvAllocator,
+            value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 2048, maximum: slowReadSize))
         let tls: Bool
         do {
             _ = try channel.pipeline.syncOperations.handler(type: NIOSSLClientHandler.self)
@@ -53,7 +54,8 @@ enum ReceiveBuffers {
         } catch ChannelPipelineError.notFound {
             tls = false
         }
-        let watcher = Watcher(logger: logger, largeReads: largeReads, largeReadSize: tls ? largeTLSReadSize : largeReadSize)
+        let watcher = Watcher(
+            logger: logger, largeReads: largeReads, largeReadSize: tls ? largeTLSReadSize : largeReadSize)
         try channel.pipeline.syncOperations.addHandler(watcher, position: .first)
     }
 
@@ -127,8 +129,9 @@ enum ReceiveBuffers {
             do {
                 let options = context.channel.syncOptions
                 try options?.setOption(ChannelOptions.maxMessagesPerRead, value: ReceiveBuffers.fastReads)
-                try options?.setOption(ChannelOptions.recvAllocator,
-                                       value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: size, maximum: size))
+                try options?.setOption(
+                    ChannelOptions.recvAllocator,
+                    value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: size, maximum: size))
             } catch {
                 // The connection goes on at one read per wake-up.
                 logger.warning("cannot let a fast connection read more per wake-up", metadata: ["error": "\(error)"])

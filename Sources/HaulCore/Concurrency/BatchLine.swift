@@ -68,7 +68,9 @@ public actor BatchLine<Request: Sendable, Answer: Sendable> {
     /// Carries out `batch` as one and answers each caller; when it fails, each request is
     /// carried out alone and hears its own answer. The line's own drain, and an owner that
     /// drains its batches in a loop of its own (the download manager's queue turns).
-    public static func answer(_ batch: [Waiting], perform: Perform, onSplit: @Sendable (Int, any Error) -> Void = { _, _ in }) async {
+    public static func answer(
+        _ batch: [Waiting], perform: Perform, onSplit: @Sendable (Int, any Error) -> Void = { _, _ in }
+    ) async {
         if batch.isEmpty { return }
         do {
             let answers = try await perform(batch.map(\.request))

@@ -20,9 +20,13 @@ public struct Metalink: Hashable, Sendable {
     public static let maxBytes = 4 << 20
 
     public static func parse(_ text: String) throws(HaulError) -> Metalink {
-        guard text.utf8.count <= maxBytes else { throw HaulError(.badRequest, "Metalink larger than \(maxBytes >> 20) MiB") }
+        guard text.utf8.count <= maxBytes else {
+            throw HaulError(.badRequest, "Metalink larger than \(maxBytes >> 20) MiB")
+        }
         let root = try MiniXML.parse(text)
-        guard root.name == "metalink" else { throw HaulError(.badRequest, "not a Metalink: the root element is <\(root.name)>") }
+        guard root.name == "metalink" else {
+            throw HaulError(.badRequest, "not a Metalink: the root element is <\(root.name)>")
+        }
         // v4: <metalink><file>; v3: <metalink><files><file>.
         let elements = root.all("file") + (root.first("files")?.all("file") ?? [])
         guard !elements.isEmpty else { throw HaulError(.badRequest, "the Metalink lists no file") }
@@ -38,7 +42,9 @@ public struct Metalink: Hashable, Sendable {
         }
         var size: Int64?
         if let text = element.first("size")?.text.trimmingSpaces() {
-            guard let value = Int64(text), value >= 0 else { throw HaulError(.badRequest, "\(name): size '\(text)' is not a number of bytes") }
+            guard let value = Int64(text), value >= 0 else {
+                throw HaulError(.badRequest, "\(name): size '\(text)' is not a number of bytes")
+            }
             size = value
         }
         // v3 keeps digests under <verification> and URLs under <resources>.
@@ -46,22 +52,30 @@ public struct Metalink: Hashable, Sendable {
         let resources = element.first("resources") ?? element
         var checksums: [Checksum] = []
         for hash in verification.all("hash") {
-            guard let type = hash.attributes["type"], let checksum = Self.checksum(type: type, hex: hash.text.trimmingSpaces()) else { continue }
+            guard let type = hash.attributes["type"],
+                let checksum = Self.checksum(type: type, hex: hash.text.trimmingSpaces())
+            else { continue }
             checksums.append(checksum)
         }
         checksums.sort { $0.algorithm.strength > $1.algorithm.strength }
         var pieces: PieceHashes?
-        if let element = verification.first("pieces"), let algorithm = element.attributes["type"].flatMap(Self.algorithm) {
+        if let element = verification.first("pieces"),
+            let algorithm = element.attributes["type"].flatMap(Self.algorithm)
+        {
             guard let length = element.attributes["length"].flatMap({ Int64($0) }) else {
-                throw HaulError(.badRequest, "\(name): the pieces have no usable length ('\(element.attributes["length"] ?? "")')")
+                throw HaulError(
+                    .badRequest, "\(name): the pieces have no usable length ('\(element.attributes["length"] ?? "")')")
             }
             do throws(HaulError) {
-                pieces = try PieceHashes(length: length, algorithm: algorithm, hashes: element.all("hash").map { $0.text.trimmingSpaces() })
+                pieces = try PieceHashes(
+                    length: length, algorithm: algorithm, hashes: element.all("hash").map { $0.text.trimmingSpaces() })
             } catch {
                 throw HaulError(.badRequest, "\(name): \(error.message)")
             }
             if let size, !pieces!.fits(fileLength: size) {
-                throw HaulError(.badRequest, "\(name): \(pieces!.hashes.count) piece hashes of \(length) bytes do not cover \(size) bytes")
+                throw HaulError(
+                    .badRequest,
+                    "\(name): \(pieces!.hashes.count) piece hashes of \(length) bytes do not cover \(size) bytes")
             }
         }
         var ranked: [(url: RemoteURL, rank: Int, order: Int)] = []
@@ -77,14 +91,16 @@ public struct Metalink: Hashable, Sendable {
                 continue
             }
             // v4: priority 1 is the most preferred; v3: preference 100 is.
-            let rank = url.attributes["priority"].flatMap { Int($0) }
+            let rank =
+                url.attributes["priority"].flatMap { Int($0) }
                 ?? url.attributes["preference"].flatMap { Int($0) }.map { 1000 - $0 } ?? 999_999
             ranked.append((parsed, rank, order))
         }
         ranked.sort { ($0.rank, $0.order) < ($1.rank, $1.order) }
         guard !ranked.isEmpty else {
             let shown = others.prefix(3).joined(separator: "; ")
-            throw HaulError(.badRequest, "\(name): no http or https URL in the Metalink\(shown.isEmpty ? "" : ": \(shown)")")
+            throw HaulError(
+                .badRequest, "\(name): no http or https URL in the Metalink\(shown.isEmpty ? "" : ": \(shown)")")
         }
         return File(name: name, size: size, urls: ranked.map(\.url), checksums: checksums, pieces: pieces)
     }

@@ -86,7 +86,9 @@ public struct MiniXML: Hashable, Sendable {
             let start = index
             while index < bytes.count {
                 let byte = bytes[index]
-                if [0x20, 0x09, 0x0A, 0x0D, UInt8(ascii: ">"), UInt8(ascii: "/"), UInt8(ascii: "=")].contains(byte) { break }
+                if [0x20, 0x09, 0x0A, 0x0D, UInt8(ascii: ">"), UInt8(ascii: "/"), UInt8(ascii: "=")].contains(byte) {
+                    break
+                }
                 index += 1
             }
             guard index > start else { throw error("a name was expected") }
@@ -101,7 +103,7 @@ public struct MiniXML: Hashable, Sendable {
             guard depth < MiniXML.maxDepth else { throw error("elements nested deeper than \(MiniXML.maxDepth)") }
             elements += 1
             guard elements <= MiniXML.maxElements else { throw error("more than \(MiniXML.maxElements) elements") }
-            index += 1  // "<"
+            index += 1 // "<"
             let qualified = try name()
             var node = MiniXML(name: Self.local(qualified), attributes: [:], children: [], text: "")
             while true {
@@ -120,7 +122,8 @@ public struct MiniXML: Hashable, Sendable {
                 guard peek("=") else { throw error("attribute \(attribute) without a value") }
                 index += 1
                 skipSpace()
-                guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") || bytes[index] == UInt8(ascii: "'") else {
+                guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") || bytes[index] == UInt8(ascii: "'")
+                else {
                     throw error("attribute \(attribute) without quotes")
                 }
                 let quote = bytes[index]
@@ -188,8 +191,11 @@ public struct MiniXML: Hashable, Sendable {
                     out += Array(value.utf8)
                 } else if reference.hasPrefix("#") {
                     let digits = reference.dropFirst()
-                    let value = digits.hasPrefix("x") ? UInt32(digits.dropFirst(), radix: 16) : UInt32(digits, radix: 10)
-                    guard let value, let scalar = Unicode.Scalar(value) else { throw error("a bad character reference &\(reference);") }
+                    let value =
+                        digits.hasPrefix("x") ? UInt32(digits.dropFirst(), radix: 16) : UInt32(digits, radix: 10)
+                    guard let value, let scalar = Unicode.Scalar(value) else {
+                        throw error("a bad character reference &\(reference);")
+                    }
                     out += Array(String(Character(scalar)).utf8)
                 } else {
                     throw error("an unknown entity &\(reference);")

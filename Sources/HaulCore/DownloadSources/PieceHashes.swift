@@ -12,7 +12,8 @@ public struct PieceHashes: Hashable, Codable, Sendable {
         guard !hashes.isEmpty else { throw HaulError(.badRequest, "a piece list has no hash") }
         let lowered = hashes.map { $0.lowercased() }
         if let bad = lowered.firstIndex(where: { !algorithm.isDigest(hex: $0) }) {
-            throw HaulError(.badRequest, "piece \(bad)'s \(algorithm.rawValue) hash is not \(algorithm.hexLength) hex digits")
+            throw HaulError(
+                .badRequest, "piece \(bad)'s \(algorithm.rawValue) hash is not \(algorithm.hexLength) hex digits")
         }
         self.length = length
         self.algorithm = algorithm

@@ -100,7 +100,9 @@ public struct SourceSet: Hashable, Sendable {
     /// be. Nil when none can be used now.
     public func pick(now: Double, canProbe: Bool, load: [Int], slowRatio: Double? = nil) -> Int? {
         if let slowRatio,
-           let fast = pick(now: now, canProbe: canProbe, load: load, skipping: { isSlow($0, ratio: slowRatio, now: now) }) {
+            let fast = pick(
+                now: now, canProbe: canProbe, load: load, skipping: { isSlow($0, ratio: slowRatio, now: now) })
+        {
             return fast
         }
         return pick(now: now, canProbe: canProbe, load: load, skipping: { _ in false })
@@ -112,7 +114,10 @@ public struct SourceSet: Hashable, Sendable {
             let proven = sources[index].standing == .proven
             if !proven, !canProbe { continue }
             let candidate = (index: index, connections: load[index], untried: proven ? 0 : 1)
-            if let current = best, (current.connections, current.untried) <= (candidate.connections, candidate.untried) { continue }
+            if let current = best, (current.connections, current.untried) <= (candidate.connections, candidate.untried)
+            {
+                continue
+            }
             best = candidate
         }
         return best?.index
@@ -126,7 +131,8 @@ public struct SourceSet: Hashable, Sendable {
             sources[index].connectionSpeed = nil
             sources[index].speedSamples = 0
         }
-        sources[index].connectionSpeed = sources[index].connectionSpeed.map { $0 * 0.5 + perConnection * 0.5 } ?? perConnection
+        sources[index].connectionSpeed =
+            sources[index].connectionSpeed.map { $0 * 0.5 + perConnection * 0.5 } ?? perConnection
         sources[index].speedSamples += 1
         sources[index].measuredAt = now
     }
@@ -144,7 +150,9 @@ public struct SourceSet: Hashable, Sendable {
     /// is not slow, and neither is one with nothing measured to compare it with.
     public func isSlow(_ index: Int, ratio: Double, now: Double) -> Bool {
         guard let speed = measuredSpeed(index, now: now) else { return false }
-        let others = sources.indices.filter { $0 != index && !sources[$0].isDropped }.compactMap { measuredSpeed($0, now: now) }
+        let others = sources.indices.filter { $0 != index && !sources[$0].isDropped }.compactMap {
+            measuredSpeed($0, now: now)
+        }
         guard let best = others.max() else { return false }
         return speed * ratio < best
     }

@@ -52,9 +52,11 @@ public struct Checksum: Hashable, Codable, Sendable, CustomStringConvertible {
             throw HaulError(.usage, "checksum must look like sha-256=HEX, got '\(text)'")
         }
         let name = parts[0].lowercased().replacingOccurrences(of: "-", with: "")
-        guard let algorithm = Algorithm.allCases.first(where: {
-            $0.rawValue.replacingOccurrences(of: "-", with: "") == name
-        }) else {
+        guard
+            let algorithm = Algorithm.allCases.first(where: {
+                $0.rawValue.replacingOccurrences(of: "-", with: "") == name
+            })
+        else {
             throw HaulError(.usage, "unknown checksum algorithm '\(parts[0])' (use sha-256, sha-512, sha-1 or md5)")
         }
         let hex = parts[1].lowercased()

@@ -28,7 +28,8 @@ public struct ContentRange: Hashable, Sendable {
         } else {
             let bounds = halves[0].split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
             guard bounds.count == 2, let first = Int64(bounds[0]), let last = Int64(bounds[1]),
-                  first >= 0, last >= first else { return nil }
+                first >= 0, last >= first
+            else { return nil }
             if let total, last >= total { return nil }
             range = first...last
         }

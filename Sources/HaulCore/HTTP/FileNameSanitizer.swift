@@ -43,7 +43,8 @@ public enum FileNameSanitizer {
     public static func chooseName(explicit: String?, contentDisposition: String?, url: RemoteURL) -> String {
         if let explicit { return explicit }
         if let header = contentDisposition, let suggested = ContentDisposition(parsing: header)?.fileName,
-           let name = sanitize(suggested) {
+            let name = sanitize(suggested)
+        {
             return name
         }
         if let last = url.lastPathComponent, let name = sanitize(last) { return name }

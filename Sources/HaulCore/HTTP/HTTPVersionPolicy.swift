@@ -10,6 +10,8 @@ public enum HTTPVersionPolicy: String, Hashable, Sendable, Codable, CaseIterable
     /// (AsyncHTTPClient over TLS on loopback, a third of the CPU).
     case automatic
     /// HTTP/1.1 everywhere (`--http1.1`).
+    // swift-format-ignore: AlwaysUseLowerCamelCase
+    // Named as the option and as NIO's `HTTPVersion.http1_1` spell it.
     case http1_1
     /// HTTP/2 whenever the server offers it, even for a whole large file, and for a download over
     /// several connections, whose ranges then share one TCP connection as streams (`--http2`).

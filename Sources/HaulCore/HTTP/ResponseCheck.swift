@@ -15,8 +15,10 @@ public struct RequestPlan: Hashable, Sendable {
     /// server's (`ResponseCheck.Verdict.notModified`).
     public var ifModifiedSince: String?
 
-    public init(url: RemoteURL, range: ByteRange?, ifRange: String?, headers: HTTPHeaderList, credentials: Credentials? = nil,
-                allowsHTTP2: Bool = false, ifModifiedSince: String? = nil) {
+    public init(
+        url: RemoteURL, range: ByteRange?, ifRange: String?, headers: HTTPHeaderList, credentials: Credentials? = nil,
+        allowsHTTP2: Bool = false, ifModifiedSince: String? = nil
+    ) {
         self.ifModifiedSince = ifModifiedSince
         self.url = url
         self.range = range
@@ -92,8 +94,10 @@ public enum ResponseCheck {
 
         case 206:
             guard let header = head.headers["Content-Range"], let contentRange = ContentRange(parsing: header),
-                  let range = contentRange.range else {
-                return .retry(HaulError(.badResponse, "206 from \(url) without a usable Content-Range"), retryAfter: nil)
+                let range = contentRange.range
+            else {
+                return .retry(
+                    HaulError(.badResponse, "206 from \(url) without a usable Content-Range"), retryAfter: nil)
             }
             if let validator, let responseValidator, validator.conflicts(with: responseValidator) {
                 return .entityChanged
@@ -102,19 +106,24 @@ public enum ResponseCheck {
             let asked = plan.range ?? ByteRange(start: 0)
             let askedEnd = asked.end ?? Int64.max
             guard range.lowerBound == asked.start, range.upperBound <= askedEnd else {
-                return .retry(HaulError(.badResponse,
-                    "\(url) sent bytes \(range.lowerBound)-\(range.upperBound) when asked for \(asked); not written"),
+                return .retry(
+                    HaulError(
+                        .badResponse,
+                        "\(url) sent bytes \(range.lowerBound)-\(range.upperBound) when asked for \(asked); not written"
+                    ),
                     retryAfter: nil)
             }
-            return .partial(start: range.lowerBound, end: range.upperBound, total: contentRange.total ?? total,
-                            validator: responseValidator ?? validator)
+            return .partial(
+                start: range.lowerBound, end: range.upperBound, total: contentRange.total ?? total,
+                validator: responseValidator ?? validator)
 
         case 416:
             let entityLength = head.headers["Content-Range"].flatMap(ContentRange.init(parsing:))?.total
             // Resuming at the end, or a first piece asked of an empty file (some servers answer
             // a range of an empty file with 416 `*/0`).
             if let entityLength, entityLength == next, resuming || (next == 0 && requested == nil),
-               partEnd == nil || partEnd == entityLength - 1 {
+                partEnd == nil || partEnd == entityLength - 1
+            {
                 return .alreadyComplete(total: entityLength)
             }
             if let entityLength, resuming, entityLength < next {
@@ -122,24 +131,30 @@ public enum ResponseCheck {
                 return .entityChanged
             }
             let size = entityLength.map { " (the file is \($0) bytes)" } ?? ""
-            return .fail(HaulError(.badResponse, "range \(plan.range?.description ?? "") not satisfiable for \(url)\(size)",
-                                   httpStatus: 416))
+            return .fail(
+                HaulError(
+                    .badResponse, "range \(plan.range?.description ?? "") not satisfiable for \(url)\(size)",
+                    httpStatus: 416))
 
         case 408, 425, 429, 500, 502, 503, 504:
             let retryAfter = head.headers["Retry-After"].flatMap {
                 RetryAfter.parse($0, nowSecondsSince1970: nowSecondsSince1970)
             }
-            return .retry(HaulError(.httpStatus, "\(url): HTTP \(head.status)", httpStatus: head.status),
-                          retryAfter: retryAfter)
+            return .retry(
+                HaulError(.httpStatus, "\(url): HTTP \(head.status)", httpStatus: head.status),
+                retryAfter: retryAfter)
 
         case 304 where plan.ifModifiedSince != nil:
             return .notModified
 
         case 300..<400:
-            return .fail(HaulError(.tooManyRedirects, "\(url): redirect (HTTP \(head.status)) not followed", httpStatus: head.status))
+            return .fail(
+                HaulError(
+                    .tooManyRedirects, "\(url): redirect (HTTP \(head.status)) not followed", httpStatus: head.status))
 
         default:
-            return .fail(HaulError(.httpStatus, "\(url): HTTP \(head.status)\(reason(head.status))", httpStatus: head.status))
+            return .fail(
+                HaulError(.httpStatus, "\(url): HTTP \(head.status)\(reason(head.status))", httpStatus: head.status))
         }
     }
 

@@ -65,9 +65,11 @@ public struct ServerDigest: Hashable, Codable, Sendable, CustomStringConvertible
 
     /// Digests of different algorithms cannot be compared; two of the same algorithm must agree.
     public static func reconcile(known: ServerDigest?, announced: [ServerDigest]) -> Reconciled {
-        if let known, let other = announced.first(where: {
-            $0.checksum.algorithm == known.checksum.algorithm && $0.checksum.hex != known.checksum.hex
-        }) {
+        if let known,
+            let other = announced.first(where: {
+                $0.checksum.algorithm == known.checksum.algorithm && $0.checksum.hex != known.checksum.hex
+            })
+        {
             return .conflict(known: known, announced: other)
         }
         guard let best = best(announced) else { return .keep }
@@ -121,7 +123,8 @@ public struct ServerDigest: Hashable, Codable, Sendable, CustomStringConvertible
             }
             let encoded = member[member.index(after: equals)...].trimmingSpaces()
             guard let bytes = Base64.decode(encoded.utf8), bytes.count == algorithm.byteCount,
-                  !found.contains(where: { $0.checksum.algorithm == algorithm }) else { continue }
+                !found.contains(where: { $0.checksum.algorithm == algorithm })
+            else { continue }
             found.append(ServerDigest(Checksum(algorithm: algorithm, hex: hex(bytes)), from: .digest))
         }
         return found

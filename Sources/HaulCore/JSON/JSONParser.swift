@@ -72,7 +72,9 @@ public struct JSONParser {
             throw failure("expected an integer")
         }
         let start = index
-        guard case .integer(let value) = try number() else { throw Failure(offset: start, reason: "expected an integer") }
+        guard case .integer(let value) = try number() else {
+            throw Failure(offset: start, reason: "expected an integer")
+        }
         skipWhitespace()
         return value
     }
@@ -81,8 +83,12 @@ public struct JSONParser {
         guard index < bytes.count else { throw failure("unexpected end of input") }
         let value: Bool
         switch bytes[index] {
-        case UInt8(ascii: "t"): try literal("true"); value = true
-        case UInt8(ascii: "f"): try literal("false"); value = false
+        case UInt8(ascii: "t"):
+            try literal("true")
+            value = true
+        case UInt8(ascii: "f"):
+            try literal("false")
+            value = false
         default: throw failure("expected true or false")
         }
         skipWhitespace()
@@ -134,12 +140,20 @@ public struct JSONParser {
             return .object(Dictionary(pairs, uniquingKeysWith: { first, _ in first }))
         case UInt8(ascii: "["):
             var values: [JSONValue] = []
-            try items(open: UInt8(ascii: "["), close: UInt8(ascii: "]")) { json throws(Failure) in values.append(try json.value()) }
+            try items(open: UInt8(ascii: "["), close: UInt8(ascii: "]")) { json throws(Failure) in
+                values.append(try json.value())
+            }
             return .array(values)
         case UInt8(ascii: "\""): return .string(try string())
-        case UInt8(ascii: "t"): try literal("true"); return .bool(true)
-        case UInt8(ascii: "f"): try literal("false"); return .bool(false)
-        case UInt8(ascii: "n"): try literal("null"); return .null
+        case UInt8(ascii: "t"):
+            try literal("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try literal("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try literal("null")
+            return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try number()
         default: throw failure("unexpected character")
         }
@@ -153,7 +167,9 @@ public struct JSONParser {
             }
             let key = try json.string()
             json.skipWhitespace()
-            guard json.index < json.bytes.count, json.bytes[json.index] == UInt8(ascii: ":") else { throw json.failure("expected ':'") }
+            guard json.index < json.bytes.count, json.bytes[json.index] == UInt8(ascii: ":") else {
+                throw json.failure("expected ':'")
+            }
             json.index += 1
             json.skipWhitespace()
             try field(&json, key)
@@ -162,7 +178,9 @@ public struct JSONParser {
 
     /// An array's or object's items between `open` and `close`, separated by commas: the one
     /// place that counts nesting (bounded at `maxDepth`) and checks the separators.
-    private mutating func items(open: UInt8, close: UInt8, _ item: (inout JSONParser) throws(Failure) -> Void) throws(Failure) {
+    private mutating func items(open: UInt8, close: UInt8, _ item: (inout JSONParser) throws(Failure) -> Void)
+        throws(Failure)
+    {
         guard index < bytes.count, bytes[index] == open else {
             throw failure(open == UInt8(ascii: "{") ? "expected an object" : "expected an array")
         }
@@ -216,7 +234,9 @@ public struct JSONParser {
             // (the copy and the generic check were a third of reading a stored record).
             let end = index
             index += 1
-            return bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[start..<end]), as: UTF8.self) }
+            return bytes.withUnsafeBufferPointer {
+                String(decoding: UnsafeBufferPointer(rebasing: $0[start..<end]), as: UTF8.self)
+            }
         }
         var utf8 = Array(bytes[start..<index])
         while bytes[index] != UInt8(ascii: "\"") {
@@ -252,7 +272,8 @@ public struct JSONParser {
             var scalar = try hex4()
             if (0xD800...0xDBFF).contains(scalar) {
                 // A high surrogate must be followed by an escaped low one.
-                guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
+                guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
+                else {
                     throw failure("a lone surrogate")
                 }
                 index += 2
@@ -309,14 +330,18 @@ public struct JSONParser {
         if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
             isInteger = false
             index += 1
-            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+                index += 1
+            }
             guard index < bytes.count, isDigit(bytes[index]) else { throw failure("expected a digit in the exponent") }
             while index < bytes.count, isDigit(bytes[index]) { index += 1 }
         }
         if isInteger, index - start <= 18 {
             // Up to 18 digits always fit: read without making a string.
             var value: Int64 = 0
-            for byte in bytes[start..<index] where byte != UInt8(ascii: "-") { value = value * 10 + Int64(byte - UInt8(ascii: "0")) }
+            for byte in bytes[start..<index] where byte != UInt8(ascii: "-") {
+                value = value * 10 + Int64(byte - UInt8(ascii: "0"))
+            }
             return .integer(bytes[start] == UInt8(ascii: "-") ? -value : value)
         }
         let text = String(decoding: bytes[start..<index], as: UTF8.self)

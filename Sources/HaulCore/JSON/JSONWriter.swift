@@ -70,7 +70,9 @@ public struct JSONWriter {
         // Nearly every value (ids, URLs, paths) needs no escaping: copy it whole. Looked at in its
         // own storage, a plain loop: `utf8.contains(where:)` was a tenth of `tellActive`'s CPU.
         let copied = value.utf8.withContiguousStorageIfAvailable { text -> Bool in
-            for byte in text where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return false }
+            for byte in text where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                return false
+            }
             bytes.append(contentsOf: text)
             return true
         }

@@ -78,7 +78,8 @@ public struct ByteRate: Hashable, Codable, Sendable, CustomStringConvertible {
             throw HaulError(.usage, "rate limit '\(text)' is too large")
         }
         guard !negative, total > 0 else {
-            throw HaulError(.usage, "rate limit '\(text)' must be at least 1 byte per second (leave the option out for no limit)")
+            throw HaulError(
+                .usage, "rate limit '\(text)' must be at least 1 byte per second (leave the option out for no limit)")
         }
         self.init(bytesPerSecond: total)
     }
@@ -109,8 +110,9 @@ public struct ByteRate: Hashable, Codable, Sendable, CustomStringConvertible {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let value = try container.decode(Int64.self, forKey: .bytesPerSecond)
         guard value > 0 else {
-            throw DecodingError.dataCorruptedError(forKey: .bytesPerSecond, in: container,
-                                                   debugDescription: "a rate limit must be positive, got \(value)")
+            throw DecodingError.dataCorruptedError(
+                forKey: .bytesPerSecond, in: container,
+                debugDescription: "a rate limit must be positive, got \(value)")
         }
         self.bytesPerSecond = value
     }

@@ -14,18 +14,23 @@ public enum Limits {
 
     /// What is wrong with `value` as `field`, or nil when it is within `bounds`.
     public static func problem(_ value: Int, in bounds: ClosedRange<Int>, field: String) -> String? {
-        bounds.contains(value) ? nil : "\(field) must be between \(bounds.lowerBound) and \(bounds.upperBound), not \(value)"
+        bounds.contains(value)
+            ? nil : "\(field) must be between \(bounds.lowerBound) and \(bounds.upperBound), not \(value)"
     }
 
     /// Throws `code` with `problem`'s words when `value` is given and outside `bounds`.
-    public static func check(_ value: Int?, in bounds: ClosedRange<Int>, field: String, code: HaulError.Code) throws(HaulError) {
+    public static func check(_ value: Int?, in bounds: ClosedRange<Int>, field: String, code: HaulError.Code)
+        throws(HaulError)
+    {
         guard let value, let problem = problem(value, in: bounds, field: field) else { return }
         throw HaulError(code, problem)
     }
 
     // MARK: The daemon's API: `bad-request`, naming the field
 
-    public static func check(maxConcurrentDownloads count: Int?, field: String = "maxConcurrentDownloads") throws(HaulError) {
+    public static func check(maxConcurrentDownloads count: Int?, field: String = "maxConcurrentDownloads")
+        throws(HaulError)
+    {
         try check(count, in: concurrentDownloads, field: field, code: .badRequest)
     }
 
@@ -36,7 +41,13 @@ public enum Limits {
     public static func check(maxBytesPerSecond: Int64?) throws(HaulError) {
         guard let maxBytesPerSecond else { return }
         guard maxBytesPerSecond > 0 else {
-            throw HaulError(.badRequest, "maxBytesPerSecond must be a positive number of bytes per second, or null for no limit, not \(maxBytesPerSecond)")
+            throw HaulError(
+                .badRequest,
+                """
+                maxBytesPerSecond must be a positive number of bytes per second, or null for no limit, not \
+                \(maxBytesPerSecond)
+                """
+            )
         }
     }
 }

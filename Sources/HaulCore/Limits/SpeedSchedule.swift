@@ -23,7 +23,9 @@ public struct SpeedSchedule: Sendable, Hashable, CustomStringConvertible {
         /// `mon`, `Monday`, `MON`: three letters or the whole name.
         init?(name: String) {
             let lower = name.lowercased()
-            guard lower.count >= 3, let index = Self.names.firstIndex(where: { $0.hasPrefix(lower) && (lower.count == 3 || lower == $0) }) else {
+            guard lower.count >= 3,
+                let index = Self.names.firstIndex(where: { $0.hasPrefix(lower) && (lower.count == 3 || lower == $0) })
+            else {
                 return nil
             }
             self.init(rawValue: index)
@@ -67,7 +69,8 @@ public struct SpeedSchedule: Sendable, Hashable, CustomStringConvertible {
 
         func covers(_ moment: Moment) -> Bool {
             spans.contains { span in
-                (span.from..<span.to).contains(moment.secondOfWeek) || (span.from..<span.to).contains(moment.secondOfWeek + Moment.week)
+                (span.from..<span.to).contains(moment.secondOfWeek)
+                    || (span.from..<span.to).contains(moment.secondOfWeek + Moment.week)
             }
         }
     }
@@ -89,7 +92,9 @@ public struct SpeedSchedule: Sendable, Hashable, CustomStringConvertible {
             func problem(_ what: String) -> HaulError {
                 HaulError(.usage, "--limit-schedule: rule \(index + 1) '\(written)': \(what)")
             }
-            guard words.count == 3 else { throw problem("expected DAYS HH:MM-HH:MM RATE, such as 'Mon-Fri 09:00-18:00 1M'") }
+            guard words.count == 3 else {
+                throw problem("expected DAYS HH:MM-HH:MM RATE, such as 'Mon-Fri 09:00-18:00 1M'")
+            }
             guard let days = Self.days(words[0]) else {
                 throw problem("'\(words[0])' is not a day list; use *, Mon, Sat,Sun or Mon-Fri")
             }
@@ -110,7 +115,8 @@ public struct SpeedSchedule: Sendable, Hashable, CustomStringConvertible {
             rules.append(Rule(text: written, days: days, start: span.start, end: span.end, rate: rate))
         }
         guard !rules.isEmpty else {
-            throw HaulError(.usage, "--limit-schedule: no rules; expected DAYS HH:MM-HH:MM RATE, such as 'Mon-Fri 09:00-18:00 1M'")
+            throw HaulError(
+                .usage, "--limit-schedule: no rules; expected DAYS HH:MM-HH:MM RATE, such as 'Mon-Fri 09:00-18:00 1M'")
         }
         self.rules = rules
         let edges = Set(rules.flatMap { $0.spans.flatMap { [$0.from % Moment.week, $0.to % Moment.week] } })
@@ -149,7 +155,9 @@ public struct SpeedSchedule: Sendable, Hashable, CustomStringConvertible {
         var days: [Weekday] = []
         for item in text.split(separator: ",", omittingEmptySubsequences: false) {
             let ends = item.split(separator: "-", omittingEmptySubsequences: false).map { Weekday(name: String($0)) }
-            guard (1...2).contains(ends.count), let first = ends.first ?? nil, let last = ends.last ?? nil else { return nil }
+            guard (1...2).contains(ends.count), let first = ends.first ?? nil, let last = ends.last ?? nil else {
+                return nil
+            }
             var day = first.rawValue
             while true {
                 let weekday = Weekday(rawValue: day)!
@@ -164,15 +172,18 @@ public struct SpeedSchedule: Sendable, Hashable, CustomStringConvertible {
     /// `HH:MM-HH:MM` as minutes since midnight; `24:00` only as the end.
     private static func times(_ text: String) -> (start: Int, end: Int)? {
         let ends = text.split(separator: "-", omittingEmptySubsequences: false)
-        guard ends.count == 2, let start = minutes(ends[0]), let end = minutes(ends[1]), start < 1440 else { return nil }
+        guard ends.count == 2, let start = minutes(ends[0]), let end = minutes(ends[1]), start < 1440 else {
+            return nil
+        }
         return (start, end)
     }
 
     private static func minutes(_ text: Substring) -> Int? {
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 2, parts[0].count == 2, parts[1].count == 2,
-              parts.allSatisfy({ $0.allSatisfy { $0 >= "0" && $0 <= "9" } }),
-              let hour = Int(parts[0]), let minute = Int(parts[1]), minute < 60 else { return nil }
+            parts.allSatisfy({ $0.allSatisfy { $0 >= "0" && $0 <= "9" } }),
+            let hour = Int(parts[0]), let minute = Int(parts[1]), minute < 60
+        else { return nil }
         let total = hour * 60 + minute
         return total <= 1440 ? total : nil
     }

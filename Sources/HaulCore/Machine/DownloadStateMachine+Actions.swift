@@ -124,7 +124,10 @@ extension DownloadStateMachine {
         /// this chunk is handed to the writer, report `noteDue`.
         public var noteDue = false
 
-        public init(skip: Int, compare: Int, compareOffset: Int64, keep: Int, writeOffset: Int64, part: Int64, partComplete: Bool) {
+        public init(
+            skip: Int, compare: Int, compareOffset: Int64, keep: Int, writeOffset: Int64, part: Int64,
+            partComplete: Bool
+        ) {
             self.skip = skip
             self.compare = compare
             self.compareOffset = compareOffset
@@ -134,6 +137,7 @@ extension DownloadStateMachine {
             self.partComplete = partComplete
         }
 
-        static let nothing = Accepted(skip: 0, compare: 0, compareOffset: 0, keep: 0, writeOffset: 0, part: 0, partComplete: true)
+        static let nothing = Accepted(
+            skip: 0, compare: 0, compareOffset: 0, keep: 0, writeOffset: 0, part: 0, partComplete: true)
     }
 }

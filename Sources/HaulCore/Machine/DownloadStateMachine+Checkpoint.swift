@@ -23,7 +23,8 @@ extension DownloadStateMachine {
         measureNoteThreshold()
         let slow = enforceSpeedLimit(now: now) + leaveSlowSources() + growConnections(now: now)
         let completed = completedLength
-        let due = now - lastCheckpoint >= settings.checkpointInterval
+        let due =
+            now - lastCheckpoint >= settings.checkpointInterval
             || completed - completedAtLastCheckpoint >= settings.checkpointBytes
         guard due, parts.contains(where: { $0.appended > $0.durable }) else {
             guard settings.notesProgress, completed != completedAtLastNote else { return slow }
@@ -47,7 +48,9 @@ extension DownloadStateMachine {
 
     /// The result of `.backgroundCheckpoint`: what its fsync made durable, or why it failed.
     /// One that came due meanwhile is asked for now (if there is still something to sync).
-    public mutating func backgroundCheckpointEnded(epoch syncedEpoch: Int, _ result: Result<[Int64: Int64], HaulError>) -> [Action] {
+    public mutating func backgroundCheckpointEnded(epoch syncedEpoch: Int, _ result: Result<[Int64: Int64], HaulError>)
+        -> [Action]
+    {
         guard backgroundCheckpoint != .none else { return unexpected("end of a background checkpoint") }
         let again = backgroundCheckpoint == .runningAndDueAgain
         backgroundCheckpoint = .none

@@ -4,8 +4,10 @@ extension DownloadStateMachine {
     // MARK: Connection events
 
     /// A response head arrived for `connection`'s last `.request`.
-    public mutating func responseReceived(_ id: ConnectionID, _ head: ResponseHead, nowSecondsSince1970: Int64,
-                                          jitter: Double) -> [Action] {
+    public mutating func responseReceived(
+        _ id: ConnectionID, _ head: ResponseHead, nowSecondsSince1970: Int64,
+        jitter: Double
+    ) -> [Action] {
         guard var connection = connections[id] else { return [] }
         if connection.phase == .closing { return closed(id) }
         guard case .requesting(let plan) = connection.phase, let index = partIndex(connection.part) else {
@@ -15,10 +17,11 @@ extension DownloadStateMachine {
         if source == 0 || record.finalURL == nil { record.finalURL = head.url }
         lastNowSince1970 = nowSecondsSince1970
         let part = parts[index]
-        let verdict = ResponseCheck.evaluate(head, asked: plan, next: part.next, partEnd: part.end, resuming: part.appended > 0,
-                                             requested: record.request.range,
-                                             validator: connection.probing ? nil : compared(sourceRequest(source).validator),
-                                             total: record.totalLength, nowSecondsSince1970: nowSecondsSince1970)
+        let verdict = ResponseCheck.evaluate(
+            head, asked: plan, next: part.next, partEnd: part.end, resuming: part.appended > 0,
+            requested: record.request.range,
+            validator: connection.probing ? nil : compared(sourceRequest(source).validator),
+            total: record.totalLength, nowSecondsSince1970: nowSecondsSince1970)
         if let expired = loginRedirect(head, plan: plan) {
             if let moved = sourceFailed(id, expired, retryAfter: nil, jitter: jitter) { return moved }
             return connection.probing ? sourceLied(id, reason: expired.message) : urlExpired(expired)
@@ -66,24 +69,33 @@ extension DownloadStateMachine {
 
         case .whole(let length, let validator):
             if let again = ifRangeMishandled(id, plan: plan, length: length, validator: validator) { return again }
-            if sources.count > 1, sources.othersRemain(besides: source), connections.count > 1 || connection.isExtra || sources.anyProven {
-                return sourceLied(id, reason: "answered 200 to a range request (it ignores ranges, or its file changed)")
+            if sources.count > 1, sources.othersRemain(besides: source),
+                connections.count > 1 || connection.isExtra || sources.anyProven
+            {
+                return sourceLied(
+                    id, reason: "answered 200 to a range request (it ignores ranges, or its file changed)")
             }
             if connections.count > 1 || connection.isExtra {
                 // A 200 to one of several range requests: the server ignores ranges after all,
                 // or the entity changed between connections. Nothing from it is written.
                 if let validator, let known = record.validator, known.conflicts(with: validator) {
-                    return startOver(reason: "the file changed on the server between connections", cause: .changedBetweenConnections, answered: id)
+                    return startOver(
+                        reason: "the file changed on the server between connections", cause: .changedBetweenConnections,
+                        answered: id)
                 }
                 if let length, let total = record.totalLength, length != total {
-                    return startOver(reason: "the file changed length on the server between connections", cause: .changedBetweenConnections, answered: id)
+                    return startOver(
+                        reason: "the file changed length on the server between connections",
+                        cause: .changedBetweenConnections, answered: id)
                 }
                 if let reason = digestDisagreement(head) {
-                    return startOver(reason: "the file changed on the server between connections (\(reason))",
-                                     cause: .changedBetweenConnections, answered: id)
+                    return startOver(
+                        reason: "the file changed on the server between connections (\(reason))",
+                        cause: .changedBetweenConnections, answered: id)
                 }
-                return connectionFailed(id, HaulError(.badResponse, "\(plan.url): the server ignored a range request"),
-                                        retryAfter: nil, jitter: jitter)
+                return connectionFailed(
+                    id, HaulError(.badResponse, "\(plan.url): the server ignored a range request"),
+                    retryAfter: nil, jitter: jitter)
             }
             let hadBytes = completedLength > 0
             // The whole entity from byte 0: nothing remembered about an earlier one survives,
@@ -103,13 +115,15 @@ extension DownloadStateMachine {
             parts[0].owner = id
             var actions: [Action] = []
             if hadBytes {
-                actions.append(.notify(.restarted(reason: "the server sent the whole file; starting over", cause: .rangesIgnored)))
+                actions.append(
+                    .notify(.restarted(reason: "the server sent the whole file; starting over", cause: .rangesIgnored)))
             }
             actions += prepareBody(head: head) + [.truncate(to: 0), .receive(id)]
             // A resume refused by If-Range from a server that announces ranges: the new entity
             // can still be split.
             if plan.ifRange != nil, head.headers["Accept-Ranges"]?.lowercased() == "bytes", length != nil,
-               validator?.ifRangeValue != nil {
+                validator?.ifRangeValue != nil
+            {
                 rangesProven = true
                 actions += openMoreConnections()
             }
@@ -117,7 +131,8 @@ extension DownloadStateMachine {
 
         case .alreadyComplete(let total):
             if record.totalLength == nil { learnTotal(total) }
-            parts[index].appended = max(parts[index].appended, (parts[index].end ?? (total - 1)) - parts[index].start + 1)
+            parts[index].appended = max(
+                parts[index].appended, (parts[index].end ?? (total - 1)) - parts[index].start + 1)
             return partDone(id)
 
         case .entityChanged:
@@ -125,7 +140,8 @@ extension DownloadStateMachine {
             if sources.count > 1, sources.othersRemain(besides: source) {
                 return sourceLied(id, reason: "serves another file (its length or validator differs)")
             }
-            return startOver(reason: "\(plan.url) changed on the server; starting over", cause: .changedOnServer, answered: id)
+            return startOver(
+                reason: "\(plan.url) changed on the server; starting over", cause: .changedOnServer, answered: id)
 
         case .retry(let error, let retryAfter):
             if let moved = sourceFailed(id, error, retryAfter: retryAfter, jitter: jitter) { return moved }
@@ -141,9 +157,12 @@ extension DownloadStateMachine {
                 return refused(id, error, retryAfter: nil)
             }
             if let status = error.httpStatus, [401, 403, 410].contains(status), completedLength > 0 {
-                return urlExpired(HaulError(.urlExpired, "\(plan.url): HTTP \(status)\(ResponseCheck.reason(status)) after "
-                    + "\(completedLength) bytes had arrived: the URL has probably expired; the bytes are kept, and a new URL "
-                    + "for the same file continues the download", httpStatus: status))
+                return urlExpired(
+                    HaulError(
+                        .urlExpired,
+                        "\(plan.url): HTTP \(status)\(ResponseCheck.reason(status)) after "
+                            + "\(completedLength) bytes had arrived: the URL has probably expired; the bytes are kept, and a new URL "
+                            + "for the same file continues the download", httpStatus: status))
             }
             return fail(error)
         }
@@ -152,7 +171,8 @@ extension DownloadStateMachine {
     /// A chunk of `count` bytes arrived on `connection`: where its bytes go. The hot path: no
     /// allocation, one dictionary lookup.
     public mutating func received(_ id: ConnectionID, count: Int) -> Accepted {
-        guard var connection = connections[id], connection.phase == .receiving, let index = partIndex(connection.part) else {
+        guard var connection = connections[id], connection.phase == .receiving, let index = partIndex(connection.part)
+        else {
             return .nothing
         }
         if connection.probing { return probeReceived(id, count: count) }
@@ -166,7 +186,8 @@ extension DownloadStateMachine {
         connection.compareOffset += compare
         left -= compare
         var part = parts[index]
-        let keep = min(left, part.remaining ?? Int64.max, connection.requestedEnd.map { $0 - part.next + 1 } ?? Int64.max)
+        let keep = min(
+            left, part.remaining ?? Int64.max, connection.requestedEnd.map { $0 - part.next + 1 } ?? Int64.max)
         let writeOffset = part.next - fileBase
         if pieceLength != nil { notePieceWriter(source: connection.source, offset: writeOffset, count: keep) }
         part.appended += keep
@@ -178,8 +199,9 @@ extension DownloadStateMachine {
         // its part ends is read to its end, and its connection goes back to the pool.
         let bodyEnd = connection.requestedEnd ?? record.totalLength.map { $0 - 1 }
         let stop = keep < left || (part.isComplete && (bodyEnd ?? Int64.max) > (part.end ?? Int64.max))
-        var accepted = Accepted(skip: Int(skip), compare: Int(compare), compareOffset: compareOffset - fileBase, keep: Int(keep),
-                                writeOffset: writeOffset, part: part.start, partComplete: stop)
+        var accepted = Accepted(
+            skip: Int(skip), compare: Int(compare), compareOffset: compareOffset - fileBase, keep: Int(keep),
+            writeOffset: writeOffset, part: part.start, partComplete: stop)
         accepted.noteDue = noteDue(after: keep)
         return accepted
     }
@@ -188,7 +210,9 @@ extension DownloadStateMachine {
     /// connection has stopped: this is its last report.
     public mutating func overlapMismatch(_ id: ConnectionID) -> [Action] {
         if connections[id]?.phase == .closing { return closed(id) }
-        if let connection = connections[id], sources.count > 1, connection.probing || sources.othersRemain(besides: connection.source) {
+        if let connection = connections[id], sources.count > 1,
+            connection.probing || sources.othersRemain(besides: connection.source)
+        {
             if let index = partIndex(connection.part), parts[index].owner == id, !connection.probing {
                 // Its bytes past the overlap were never written: the part is as it was.
                 parts[index].owner = nil
@@ -197,14 +221,17 @@ extension DownloadStateMachine {
         }
         guard connections.removeValue(forKey: id) != nil else { return [] }
         if let index = parts.firstIndex(where: { $0.owner == id }) { parts[index].owner = nil }
-        return startOver(reason: "the file on the server is not the one the .part came from; starting over", cause: .overlapMismatch)
+        return startOver(
+            reason: "the file on the server is not the one the .part came from; starting over", cause: .overlapMismatch)
     }
 
     /// The body ended (cleanly, or because `received` said the part was complete).
     public mutating func bodyEnded(_ id: ConnectionID, jitter: Double) -> [Action] {
         guard let connection = connections[id] else { return [] }
         if connection.phase == .closing { return closed(id) }
-        guard connection.phase == .receiving, let index = partIndex(connection.part) else { return unexpected("end of body") }
+        guard connection.phase == .receiving, let index = partIndex(connection.part) else {
+            return unexpected("end of body")
+        }
         if connection.probing { return probeEnded(id, jitter: jitter) }
         if parts[index].end == nil, record.totalLength == nil {
             // No length was ever announced (chunked): the end of the body is the end of the file.
@@ -221,8 +248,9 @@ extension DownloadStateMachine {
             connections[id]?.failures = 0
             return request(id)
         }
-        return connectionFailed(id, HaulError(.lengthMismatch, "\(record.request.url): body ended before the announced length"),
-                                retryAfter: nil, jitter: jitter)
+        return connectionFailed(
+            id, HaulError(.lengthMismatch, "\(record.request.url): body ended before the announced length"),
+            retryAfter: nil, jitter: jitter)
     }
 
     /// A connection told to close (`.close`) had nothing running, so nothing else will report:
@@ -267,7 +295,8 @@ extension DownloadStateMachine {
         connections[id] = nil
         var actions: [Action] = [.close(id), .cancelTimer(.retry(id))]
         if activeConnections == 0, stopRequest == nil, isDownloading,
-           let index = parts.firstIndex(where: { $0.owner == nil && !$0.isComplete }) {
+            let index = parts.firstIndex(where: { $0.owner == nil && !$0.isComplete })
+        {
             actions += request(newConnection(part: index, isExtra: false))
         }
         return actions
@@ -360,8 +389,9 @@ extension DownloadStateMachine {
     /// A later response that tells nothing new (the same validator, length and final URL) stores
     /// nothing: the record already holds what a resume needs.
     mutating func prepareBody(head: ResponseHead) -> [Action] {
-        let entity = StoredEntity(validator: record.validator, totalLength: record.totalLength, finalURL: record.finalURL,
-                                  digest: record.serverDigest)
+        let entity = StoredEntity(
+            validator: record.validator, totalLength: record.totalLength, finalURL: record.finalURL,
+            digest: record.serverDigest)
         if record.fileName == nil {
             storedEntity = entity
             // A final URL that does not parse (the transport gives what the server sent) names

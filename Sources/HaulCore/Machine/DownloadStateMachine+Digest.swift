@@ -17,17 +17,20 @@ extension DownloadStateMachine {
     /// they do not.
     func digestDisagreement(_ head: ResponseHead) -> String? {
         guard record.request.range == nil,
-              case .conflict(let known, let announced) = ServerDigest.reconcile(known: record.serverDigest,
-                                                                                announced: ServerDigest.announced(in: head))
+            case .conflict(let known, let announced) = ServerDigest.reconcile(
+                known: record.serverDigest,
+                announced: ServerDigest.announced(in: head))
         else { return nil }
-        return "its \(announced.field.rawValue) gives \(announced.checksum.algorithm.rawValue) \(announced.checksum.hex), "
+        return
+            "its \(announced.field.rawValue) gives \(announced.checksum.algorithm.rawValue) \(announced.checksum.hex), "
             + "where \(known.field.rawValue) gave \(known.checksum.hex)"
     }
 
     /// Learns what a written response announces: the first digest, or a stronger one.
     mutating func learnDigest(_ head: ResponseHead) {
         guard record.request.range == nil,
-              case .take(let digest) = ServerDigest.reconcile(known: record.serverDigest, announced: ServerDigest.announced(in: head))
+            case .take(let digest) = ServerDigest.reconcile(
+                known: record.serverDigest, announced: ServerDigest.announced(in: head))
         else { return }
         record.serverDigest = digest
     }
@@ -35,10 +38,13 @@ extension DownloadStateMachine {
     /// A written response's digest contradicts the download's: the source serves another file
     /// (dropped while other sources remain), or the entity changed and the download starts over.
     /// The report of `answered` was its last.
-    mutating func digestChanged(_ reason: String, answered id: ConnectionID, source: Int, cause: RestartCause) -> [Action] {
+    mutating func digestChanged(_ reason: String, answered id: ConnectionID, source: Int, cause: RestartCause)
+        -> [Action]
+    {
         if sources.count > 1, sources.othersRemain(besides: source) {
             return sourceLied(id, reason: "serves another file (\(reason))")
         }
-        return startOver(reason: "the file changed on the server (\(reason)); starting over", cause: cause, answered: id)
+        return startOver(
+            reason: "the file changed on the server (\(reason)); starting over", cause: cause, answered: id)
     }
 }

@@ -27,14 +27,18 @@ extension DownloadStateMachine {
         state = .downloading
         switch result {
         case .failure(let error):
-            return fail(HaulError(expired.code, expired.message + "; the refresh command gave no new URL: \(error.message)",
-                                  httpStatus: expired.httpStatus))
+            return fail(
+                HaulError(
+                    expired.code, expired.message + "; the refresh command gave no new URL: \(error.message)",
+                    httpStatus: expired.httpStatus))
         case .success(let url):
             do {
                 try record.request.replaceSources(url: url, mirrors: record.request.mirrors)
             } catch {
-                return fail(HaulError(expired.code, expired.message + "; the refresh command's URL cannot be used: \(error.message)",
-                                      httpStatus: expired.httpStatus))
+                return fail(
+                    HaulError(
+                        expired.code, expired.message + "; the refresh command's URL cannot be used: \(error.message)",
+                        httpStatus: expired.httpStatus))
             }
             record.validator = nil
             record.finalURL = nil
@@ -49,10 +53,13 @@ extension DownloadStateMachine {
     /// a signed URL's expiry sends one to. Nil for any other answer.
     func loginRedirect(_ head: ResponseHead, plan: RequestPlan) -> HaulError? {
         guard completedLength > 0, head.status == 200, head.url != plan.url.absoluteString,
-              let type = head.headers["Content-Type"]?.lowercased(),
-              type.hasPrefix("text/html") || type.hasPrefix("application/xhtml") else { return nil }
-        return HaulError(.urlExpired, "\(plan.url): redirected to a web page (\(head.url)) instead of the file after "
-            + "\(completedLength) bytes had arrived: the URL has probably expired; the bytes are kept, and a new URL "
-            + "for the same file continues the download", httpStatus: head.status)
+            let type = head.headers["Content-Type"]?.lowercased(),
+            type.hasPrefix("text/html") || type.hasPrefix("application/xhtml")
+        else { return nil }
+        return HaulError(
+            .urlExpired,
+            "\(plan.url): redirected to a web page (\(head.url)) instead of the file after "
+                + "\(completedLength) bytes had arrived: the URL has probably expired; the bytes are kept, and a new URL "
+                + "for the same file continues the download", httpStatus: head.status)
     }
 }

@@ -11,8 +11,13 @@ extension DownloadStateMachine {
     /// their piece ends: no running request is cut for a limit).
     mutating func growConnections(now: Double) -> [Action] {
         guard growth?.isDone == false, isFetching, rangesProven, let expected = expectedLength else { return [] }
-        let (receiving, open, completed) = (connections.values.filter { $0.phase == .receiving }.count, connections.count, completedLength)
-        let decision = growth?.tick(receiving: receiving, open: open, completed: completed, remaining: expected - completed, now: now) ?? .wait
+        let (receiving, open, completed) = (
+            connections.values.filter { $0.phase == .receiving }.count, connections.count, completedLength
+        )
+        let decision =
+            growth?.tick(
+                receiving: receiving, open: open, completed: completed, remaining: expected - completed, now: now)
+            ?? .wait
         switch decision {
         case .wait:
             return []

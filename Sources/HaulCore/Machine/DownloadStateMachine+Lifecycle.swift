@@ -23,7 +23,10 @@ extension DownloadStateMachine {
         if parts.contains(where: { $0.durable > 0 }), (local.partSize ?? 0) < claimed {
             // The store may only claim bytes the `.part` really has.
             resetEntity()
-            actions.append(.notify(.restarted(reason: "the .part file is shorter than its checkpoint; starting over", cause: .partShorter)))
+            actions.append(
+                .notify(
+                    .restarted(
+                        reason: "the .part file is shorter than its checkpoint; starting over", cause: .partShorter)))
         }
         actions.insert(.persist, at: 0)
         actions.append(.notify(.started(offset: completedLength)))
@@ -78,7 +81,9 @@ extension DownloadStateMachine {
         var error = error
         if !badPieces.isEmpty {
             if target == .part, stop != .removed { return refetch(badPieces, stop: stop) }
-            error = error ?? HaulError(.checksumMismatch, "\(record.request.url): \(badPieces.count) pieces fail their digests")
+            error =
+                error
+                ?? HaulError(.checksumMismatch, "\(record.request.url): \(badPieces.count) pieces fail their digests")
         }
         if let error {
             if stop == .removed {
@@ -138,8 +143,10 @@ extension DownloadStateMachine {
     /// at the next start): the run ends failed, saying so.
     public mutating func persistFailed(_ error: HaulError) -> [Action] {
         guard state == .stopped, record.status == .paused else { return [.notify(.saveFailed(error))] }
-        let failure = HaulError(error.code, "\(record.request.url): the pause could not be stored, so the download would go on "
-            + "at the next start: \(error.message)")
+        let failure = HaulError(
+            error.code,
+            "\(record.request.url): the pause could not be stored, so the download would go on "
+                + "at the next start: \(error.message)")
         record.status = .failed
         record.error = failure
         state = .failed
@@ -199,11 +206,12 @@ extension DownloadStateMachine {
     mutating func stopNow(_ status: DownloadStatus) -> [Action] {
         record.status = status
         state = .stopped
-        let end: End = switch status {
-        case .paused: .paused
-        case .removed: .removed
-        default: .interrupted
-        }
+        let end: End =
+            switch status {
+            case .paused: .paused
+            case .removed: .removed
+            default: .interrupted
+            }
         return [.checkpoint(epoch: epoch), .persist, .finish(end)]
     }
 

@@ -25,8 +25,14 @@ extension DownloadStateMachine {
         var actions: [Action] = []
         // A piece one source wrote alone convicts that source.
         for piece in bad {
-            guard let writer = SourceSet.soleWriter(pieceWriters[piece] ?? 0), sources.count > 1, !sources[writer].isDropped else { continue }
-            let reason = "sent bytes \(hashes.range(of: piece, fileLength: total)) that fail their \(hashes.algorithm.rawValue) piece digest"
+            guard let writer = SourceSet.soleWriter(pieceWriters[piece] ?? 0), sources.count > 1,
+                !sources[writer].isDropped
+            else { continue }
+            let reason =
+                """
+                sent bytes \(hashes.range(of: piece, fileLength: total)) that fail their \
+                \(hashes.algorithm.rawValue) piece digest
+                """
             sources.drop(writer, reason: reason)
             actions.append(.notify(.sourceDropped(url: sources[writer].url.absoluteString, reason: reason)))
         }
@@ -35,17 +41,23 @@ extension DownloadStateMachine {
             pieceWriters[piece] = nil
         }
         let shown = bad.prefix(5).map { "\($0)" }.joined(separator: ", ") + (bad.count > 5 ? ", ..." : "")
-        let what = "\(bad.count) piece\(bad.count == 1 ? "" : "s") (\(shown)) of \(hashes.length) bytes failed "
+        let what =
+            "\(bad.count) piece\(bad.count == 1 ? "" : "s") (\(shown)) of \(hashes.length) bytes failed "
             + "\(hashes.algorithm.rawValue) digests"
         // The bad bytes are no longer claimed: a later run fetches only them.
         actions.append(.persist)
         if stop == .removed { return actions + stopNow(.removed) }
         guard pieceChecks <= Self.pieceRounds else {
-            return actions + fail(HaulError(.checksumMismatch, "\(record.request.url): \(what) \(Self.pieceRounds + 1) times; "
-                                           + "the file is not published"))
+            return actions
+                + fail(
+                    HaulError(
+                        .checksumMismatch,
+                        "\(record.request.url): \(what) \(Self.pieceRounds + 1) times; "
+                            + "the file is not published"))
         }
         guard sources.sources.contains(where: { !$0.isDropped }) else {
-            return actions + fail(HaulError(.badResponse, "no source serves one consistent file: \(sources.dropReasons)"))
+            return actions
+                + fail(HaulError(.badResponse, "no source serves one consistent file: \(sources.dropReasons)"))
         }
         actions.append(.notify(.piecesRefetched(reason: what)))
         if let stop { return actions + stopNow(stop) }
@@ -66,15 +78,19 @@ extension DownloadStateMachine {
             }
             if part.start < first {
                 let length = first - part.start
-                result.append(Part(start: part.start, end: first - 1, appended: min(part.appended, length),
-                                   durable: min(part.durable, length)))
+                result.append(
+                    Part(
+                        start: part.start, end: first - 1, appended: min(part.appended, length),
+                        durable: min(part.durable, length)))
             }
             result.append(Part(start: max(part.start, first), end: min(end, last), appended: 0, durable: 0))
             if end > last {
                 // The part's bytes are a prefix of it: what of that prefix lies past `last`.
                 let skipped = last + 1 - part.start
-                result.append(Part(start: last + 1, end: end, appended: max(0, part.appended - skipped),
-                                   durable: max(0, part.durable - skipped)))
+                result.append(
+                    Part(
+                        start: last + 1, end: end, appended: max(0, part.appended - skipped),
+                        durable: max(0, part.durable - skipped)))
             }
         }
         parts = result

@@ -47,13 +47,15 @@ extension DownloadStateMachine {
     /// opens a connection on each new one; nil when it cannot be split.
     mutating func splitLargestPart(into pieces: Int) -> [Action]? {
         guard let largest = largestRunningPart(), let end = parts[largest].end else { return nil }
-        var points = SegmentPlanner.splitPoints(next: parts[largest].next, end: end, pieces: pieces, minimum: settings.minimumSegment)
+        var points = SegmentPlanner.splitPoints(
+            next: parts[largest].next, end: end, pieces: pieces, minimum: settings.minimumSegment)
         // The owner keeps the piece it asked for: if an even split would cut it, what is still
         // to be asked for is split instead. (A request for a whole part is cut where the split
         // says; so is one whose unasked rest is too small to split while the whole could be.)
         let unrequested = unrequestedStart(largest)
         if settings.piecesPerConnection > 0, let first = points.first, first < unrequested {
-            let rest = SegmentPlanner.splitPoints(next: unrequested, end: end, pieces: pieces, minimum: settings.minimumSegment)
+            let rest = SegmentPlanner.splitPoints(
+                next: unrequested, end: end, pieces: pieces, minimum: settings.minimumSegment)
             if !rest.isEmpty { points = rest }
         }
         guard !points.isEmpty else { return nil }
@@ -87,10 +89,12 @@ extension DownloadStateMachine {
                 return request(id)
             }
             if let stolen = steal(for: id) {
-                return request(stolen)  // stored with the next checkpoint, as a split
+                return request(stolen) // stored with the next checkpoint, as a split
             }
         }
-        if stopRequest == nil, limit > 0, connections.count == 1, let index = parts.firstIndex(where: { $0.owner == nil && !$0.isComplete }) {
+        if stopRequest == nil, limit > 0, connections.count == 1,
+            let index = parts.firstIndex(where: { $0.owner == nil && !$0.isComplete })
+        {
             // The last connection never leaves work undone: the download would wait forever.
             assign(id, to: index)
             return request(id)
@@ -123,7 +127,7 @@ extension DownloadStateMachine {
         var best: (index: Int, finish: Double)?
         for (index, part) in parts.enumerated() where !part.isComplete {
             guard let owner = part.owner, let remaining = part.remaining, let ownerConnection = connections[owner],
-                  ownerConnection.isWorking
+                ownerConnection.isWorking
             else { continue }
             let finish = Double(remaining) / max(ownerConnection.speed ?? mySpeed ?? 1, 1)
             if best == nil || finish > best!.finish { best = (index, finish) }
@@ -136,14 +140,17 @@ extension DownloadStateMachine {
         if best.finish < settings.minimumStealSeconds { return nil }
         // A connection that has not shown its speed yet keeps half.
         let speedsKnown = ownerSpeed != nil && mySpeed != nil
-        guard var cut = SegmentPlanner.stealPoint(next: parts[best.index].next, end: end,
-                                                  ownerSpeed: speedsKnown ? ownerSpeed : nil,
-                                                  thiefSpeed: speedsKnown ? mySpeed : nil,
-                                                  minimum: settings.minimumSteal)
+        guard
+            var cut = SegmentPlanner.stealPoint(
+                next: parts[best.index].next, end: end,
+                ownerSpeed: speedsKnown ? ownerSpeed : nil,
+                thiefSpeed: speedsKnown ? mySpeed : nil,
+                minimum: settings.minimumSteal)
         else { return nil }
         // Bytes past the owner's running request are taken before that request is cut.
         if let requested = connections[owner]?.requestedEnd, requested < end, cut <= requested,
-           end - requested >= settings.minimumSteal {
+            end - requested >= settings.minimumSteal
+        {
             cut = requested + 1
         }
         // A part keeps at least its first byte: two parts never share a start.
@@ -159,7 +166,8 @@ extension DownloadStateMachine {
     mutating func newConnection(part index: Int, isExtra: Bool) -> ConnectionID {
         let id = nextConnectionID
         nextConnectionID += 1
-        connections[id] = Connection(phase: .waiting, part: parts[index].start, isExtra: isExtra, source: sourceForNewConnection())
+        connections[id] = Connection(
+            phase: .waiting, part: parts[index].start, isExtra: isExtra, source: sourceForNewConnection())
         parts[index].owner = id
         return id
     }
@@ -173,13 +181,16 @@ extension DownloadStateMachine {
     /// The request for the rest of `connection`'s part.
     mutating func request(_ id: ConnectionID) -> [Action] {
         guard isDownloading, stopRequest == nil, let connection = connections[id],
-              let index = partIndex(connection.part) else { return [] }
+            let index = partIndex(connection.part)
+        else { return [] }
         let part = parts[index]
         if part.isComplete { return partDone(id) }
         if needsProbe(connection.source) {
             if let region = probeRegion() { return probeRequest(id, region: region) }
             // Nothing to compare with yet: a proven source takes this request.
-            if let proven = sources.pick(now: now, canProbe: false, load: sourceLoad(), slowRatio: settings.slowSourceRatio) {
+            if let proven = sources.pick(
+                now: now, canProbe: false, load: sourceLoad(), slowRatio: settings.slowSourceRatio)
+            {
                 connections[id]?.source = proven
             }
         }
@@ -197,9 +208,12 @@ extension DownloadStateMachine {
         let range: ByteRange?
         // A download that may grow asks in pieces from its first connection on, as one over
         // several does: the first 206 proves ranges, and later connections take what is unasked.
-        if record.request.connections > 1 || record.request.growsConnections, var size = SegmentPlanner.pieceSize(
-            total: record.totalLength, connections: max(record.request.connections, limit), perConnection: settings.piecesPerConnection,
-            minimum: settings.minimumSegment, maximum: settings.maximumPiece) {
+        if record.request.connections > 1 || record.request.growsConnections,
+            var size = SegmentPlanner.pieceSize(
+                total: record.totalLength, connections: max(record.request.connections, limit),
+                perConnection: settings.piecesPerConnection,
+                minimum: settings.minimumSegment, maximum: settings.maximumPiece)
+        {
             // A piece of the part (the first one proves, with a 206, that the server serves
             // ranges), so the request ends by itself and the connection carries the next one.
             if record.totalLength == nil, sources.count > 1 {
@@ -208,7 +222,8 @@ extension DownloadStateMachine {
                 // a piece end, where it moves to another mirror, however slow the first URL is.
                 size = min(size, settings.firstPieceWithMirrors)
             }
-            range = ByteRange(start: start, end: SegmentPlanner.pieceEnd(next: part.next, partEnd: part.end, size: size))
+            range = ByteRange(
+                start: start, end: SegmentPlanner.pieceEnd(next: part.next, partEnd: part.end, size: size))
         } else if start == 0, part.end == nil, record.request.connections == 1, !record.request.growsConnections {
             // The whole file in one request, over one connection for the whole download.
             range = nil
@@ -238,7 +253,9 @@ extension DownloadStateMachine {
     /// The first byte of part `index` that no running request has asked for.
     func unrequestedStart(_ index: Int) -> Int64 {
         let part = parts[index]
-        guard let owner = part.owner, let connection = connections[owner], connection.isWorking else { return part.next }
+        guard let owner = part.owner, let connection = connections[owner], connection.isWorking else {
+            return part.next
+        }
         guard let requested = connection.requestedEnd else { return (part.end ?? part.next) + 1 }
         return max(part.next, requested + 1)
     }

@@ -43,8 +43,10 @@ extension DownloadStateMachine {
     /// The attempt on `id` failed: retry after a backoff, or give up once the attempts without
     /// progress reach the limit. `countsProgress` is false for failures that progress does not
     /// excuse (broken framing, too slow).
-    mutating func connectionFailed(_ id: ConnectionID, _ error: HaulError, retryAfter: Duration?, jitter: Double,
-                                   countsProgress: Bool = true) -> [Action] {
+    mutating func connectionFailed(
+        _ id: ConnectionID, _ error: HaulError, retryAfter: Duration?, jitter: Double,
+        countsProgress: Bool = true
+    ) -> [Action] {
         guard var connection = connections[id] else { return [] }
         if connection.pace.progress > 0, countsProgress, error.code != .brokenFraming { connection.failures = 0 }
         connection.pace = Pace()
@@ -61,7 +63,10 @@ extension DownloadStateMachine {
             return fail(error)
         }
         let delay = settings.retry.delay(afterFailures: connection.failures, retryAfter: retryAfter, jitter: jitter)
-        return [.notify(.retrying(attempt: connection.failures, delay: delay, error: error)), .schedule(.retry(id), after: delay)]
+        return [
+            .notify(.retrying(attempt: connection.failures, delay: delay, error: error)),
+            .schedule(.retry(id), after: delay),
+        ]
     }
 
     /// The server asked to be tried again later than `settings.retry.maxRetryAfter`. With
@@ -75,12 +80,16 @@ extension DownloadStateMachine {
         let asked = "the server asks to be tried again in \(seconds) s\(when)"
         if settings.retry.waitsForLongRetryAfter {
             record.error = HaulError(error.code, "\(error.message): waiting: \(asked)", httpStatus: error.httpStatus)
-            return [.persist, .notify(.retrying(attempt: connections[id]?.failures ?? 1, delay: retryAfter, error: error)),
-                    .schedule(.retry(id), after: retryAfter)]
+            return [
+                .persist, .notify(.retrying(attempt: connections[id]?.failures ?? 1, delay: retryAfter, error: error)),
+                .schedule(.retry(id), after: retryAfter),
+            ]
         }
         let limit = settings.retry.maxRetryAfter.components.seconds
-        return fail(HaulError(error.code, "\(error.message): \(asked), longer than the \(limit) s haul waits",
-                              httpStatus: error.httpStatus, cause: error.cause))
+        return fail(
+            HaulError(
+                error.code, "\(error.message): \(asked), longer than the \(limit) s haul waits",
+                httpStatus: error.httpStatus, cause: error.cause))
     }
 
     /// A retry after a long wait is due: the record no longer says it waits.
@@ -151,8 +160,10 @@ extension DownloadStateMachine {
     }
 
     mutating func tooSlow(_ id: ConnectionID, bytesPerSecond: Double) -> [Action] {
-        let error = HaulError(.network, "\(record.request.url): too slow: \(Int64(bytesPerSecond)) bytes/s, under the "
-            + "\(settings.retry.speedLimit) bytes/s allowed, for \(Self.seconds(settings.retry.speedTime.seconds))")
+        let error = HaulError(
+            .network,
+            "\(record.request.url): too slow: \(Int64(bytesPerSecond)) bytes/s, under the "
+                + "\(settings.retry.speedLimit) bytes/s allowed, for \(Self.seconds(settings.retry.speedTime.seconds))")
         guard othersReceiving(besides: id) else {
             // The failure is counted once the connection has stopped (`retryAfterClose`).
             connections[id]?.phase = .closing
@@ -161,7 +172,8 @@ extension DownloadStateMachine {
         }
         var actions = dropConnection(id)
         if isDownloading, stopRequest == nil, connections.count < limit,
-           let index = parts.firstIndex(where: { $0.owner == nil && !$0.isComplete }) {
+            let index = parts.firstIndex(where: { $0.owner == nil && !$0.isComplete })
+        {
             actions += request(newConnection(part: index, isExtra: true))
         }
         return actions

@@ -58,13 +58,15 @@ extension DownloadStateMachine {
         /// and moves to another mirror after that much of the first URL, however slow it is.
         public var firstPieceWithMirrors: Int64
 
-        public init(retry: RetryPolicy = .init(), minimumSegment: Int64 = 1 << 20, minimumSteal: Int64 = 128 << 10,
-                    checkpointInterval: Double = 1, checkpointBytes: Int64 = 32 << 20, overlap: Int64 = 64 << 10,
-                    maxConnectionBackoff: Duration = .seconds(60), tickInterval: Double = 0.25,
-                    minimumStealSeconds: Double = 0.5, notesProgress: Bool = false, noteBytes: Int64 = 256 << 10,
-                    piecesPerConnection: Int64 = 2, maximumPiece: Int64 = 64 << 20,
-                    httpVersions: HTTPVersionPolicy = .automatic, refreshesURL: Bool = false, slowSourceRatio: Double = 4,
-                    firstPieceWithMirrors: Int64 = 64 << 10, sourceSpeedLifetime: Double = 10) {
+        public init(
+            retry: RetryPolicy = .init(), minimumSegment: Int64 = 1 << 20, minimumSteal: Int64 = 128 << 10,
+            checkpointInterval: Double = 1, checkpointBytes: Int64 = 32 << 20, overlap: Int64 = 64 << 10,
+            maxConnectionBackoff: Duration = .seconds(60), tickInterval: Double = 0.25,
+            minimumStealSeconds: Double = 0.5, notesProgress: Bool = false, noteBytes: Int64 = 256 << 10,
+            piecesPerConnection: Int64 = 2, maximumPiece: Int64 = 64 << 20,
+            httpVersions: HTTPVersionPolicy = .automatic, refreshesURL: Bool = false, slowSourceRatio: Double = 4,
+            firstPieceWithMirrors: Int64 = 64 << 10, sourceSpeedLifetime: Double = 10
+        ) {
             self.refreshesURL = refreshesURL
             self.slowSourceRatio = slowSourceRatio
             self.sourceSpeedLifetime = sourceSpeedLifetime

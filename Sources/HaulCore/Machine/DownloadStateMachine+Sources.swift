@@ -16,7 +16,9 @@ extension DownloadStateMachine {
     /// now, the first that is not dropped (its connection then waits out its backoff).
     func sourceForNewConnection() -> Int {
         guard sources.count > 1 else { return 0 }
-        if let index = sources.pick(now: now, canProbe: canProbe, load: sourceLoad(), slowRatio: settings.slowSourceRatio) {
+        if let index = sources.pick(
+            now: now, canProbe: canProbe, load: sourceLoad(), slowRatio: settings.slowSourceRatio)
+        {
             return index
         }
         return sources.sources.indices.first { !sources[$0].isDropped } ?? 0
@@ -40,7 +42,8 @@ extension DownloadStateMachine {
     /// Bytes already accepted that a probe can be compared with: the last `overlap` bytes of the
     /// part with the most. Remote offsets.
     func probeRegion() -> ByteRange? {
-        guard let index = parts.indices.max(by: { parts[$0].appended < parts[$1].appended }), parts[index].appended > 0 else {
+        guard let index = parts.indices.max(by: { parts[$0].appended < parts[$1].appended }), parts[index].appended > 0
+        else {
             return nil
         }
         let length = min(settings.overlap, parts[index].appended)
@@ -52,7 +55,8 @@ extension DownloadStateMachine {
     func sourceRequest(_ index: Int) -> (url: RemoteURL, credentials: Credentials?, validator: EntityValidator?) {
         guard index != 0 else { return (record.request.url, record.request.credentials, record.validator) }
         let url = sources[index].url
-        let credentials = url.credentials ?? (url.hasSameOrigin(as: record.request.url) ? record.request.credentials : nil)
+        let credentials =
+            url.credentials ?? (url.hasSameOrigin(as: record.request.url) ? record.request.credentials : nil)
         return (url, credentials, sources[index].validator)
     }
 
@@ -64,9 +68,11 @@ extension DownloadStateMachine {
         guard sources.count > 1, let connection = connections[id] else { return }
         let load = sourceLoad()
         guard let target = sources.pick(now: now, canProbe: canProbe, load: load, slowRatio: settings.slowSourceRatio),
-              target != connection.source else { return }
+            target != connection.source
+        else { return }
         let ratio = settings.slowSourceRatio
-        let faster = sources.isSlow(connection.source, ratio: ratio, now: now) && !sources.isSlow(target, ratio: ratio, now: now)
+        let faster =
+            sources.isSlow(connection.source, ratio: ratio, now: now) && !sources.isSlow(target, ratio: ratio, now: now)
         guard faster || load[target] + 1 < load[connection.source] else { return }
         connections[id]?.source = target
     }
@@ -102,13 +108,14 @@ extension DownloadStateMachine {
         var actions: [Action] = []
         for id in connections.keys.sorted() {
             guard let connection = connections[id], connection.phase == .receiving, !connection.probing,
-                  sources.isSlow(connection.source, ratio: ratio, now: now), let index = partIndex(connection.part),
-                  let speed = sources.measuredSpeed(connection.source, now: now),
-                  let target = sources.pick(now: now, canProbe: canProbe, load: sourceLoad(), slowRatio: ratio),
-                  !sources.isSlow(target, ratio: ratio, now: now)
+                sources.isSlow(connection.source, ratio: ratio, now: now), let index = partIndex(connection.part),
+                let speed = sources.measuredSpeed(connection.source, now: now),
+                let target = sources.pick(now: now, canProbe: canProbe, load: sourceLoad(), slowRatio: ratio),
+                !sources.isSlow(target, ratio: ratio, now: now)
             else { continue }
             let last = min(connection.requestedEnd ?? Int64.max, parts[index].end ?? Int64.max)
-            guard last != Int64.max, Double(last - parts[index].next + 1) / max(speed, 1) > settings.minimumStealSeconds else { continue }
+            guard last != Int64.max, Double(last - parts[index].next + 1) / max(speed, 1) > settings.minimumStealSeconds
+            else { continue }
             actions += dropConnection(id)
             if connections.count < limit, let free = parts.firstIndex(where: { $0.owner == nil && !$0.isComplete }) {
                 actions += request(newConnection(part: free, isExtra: true))
@@ -127,9 +134,10 @@ extension DownloadStateMachine {
         // piece while it waits. Once proven, the connection takes work as a free one does.
         if let index = partIndex(connection.part), parts[index].owner == id { parts[index].owner = nil }
         let source = sourceRequest(connection.source)
-        let plan = RequestPlan(url: source.url, range: region, ifRange: nil, headers: record.request.headers(for: source.url),
-                               credentials: source.credentials,
-                               allowsHTTP2: settings.httpVersions.allowsHTTP2)
+        let plan = RequestPlan(
+            url: source.url, range: region, ifRange: nil, headers: record.request.headers(for: source.url),
+            credentials: source.credentials,
+            allowsHTTP2: settings.httpVersions.allowsHTTP2)
         connections[id]?.phase = .requesting(plan)
         connections[id]?.probing = true
         connections[id]?.requestedEnd = region.end
@@ -140,7 +148,9 @@ extension DownloadStateMachine {
     }
 
     /// A probe's response: the bytes it brings are compared, none written.
-    mutating func probeAnswered(_ id: ConnectionID, _ verdict: ResponseCheck.Verdict, plan: RequestPlan, jitter: Double) -> [Action] {
+    mutating func probeAnswered(_ id: ConnectionID, _ verdict: ResponseCheck.Verdict, plan: RequestPlan, jitter: Double)
+        -> [Action]
+    {
         guard let source = connections[id]?.source else { return [] }
         switch verdict {
         case .partial(let start, let end, _, let validator):
@@ -179,8 +189,9 @@ extension DownloadStateMachine {
         connection.compare -= compare
         connection.compareOffset += compare
         connections[id] = connection
-        return Accepted(skip: 0, compare: Int(compare), compareOffset: offset - fileBase, keep: 0, writeOffset: 0,
-                        part: connection.part, partComplete: connection.compare == 0 && Int64(count) > compare)
+        return Accepted(
+            skip: 0, compare: Int(compare), compareOffset: offset - fileBase, keep: 0, writeOffset: 0,
+            part: connection.part, partComplete: connection.compare == 0 && Int64(count) > compare)
     }
 
     /// A probe's body ended: every byte matched (a mismatch is reported as `overlapMismatch`), so
@@ -188,13 +199,16 @@ extension DownloadStateMachine {
     mutating func probeEnded(_ id: ConnectionID, jitter: Double) -> [Action] {
         guard let connection = connections[id] else { return [] }
         guard connection.compare == 0 else {
-            return sourceFailed(id, HaulError(.lengthMismatch, "\(sources[connection.source].url): the probe's body ended early"),
-                                retryAfter: nil, jitter: jitter) ?? dropConnection(id)
+            return sourceFailed(
+                id, HaulError(.lengthMismatch, "\(sources[connection.source].url): the probe's body ended early"),
+                retryAfter: nil, jitter: jitter) ?? dropConnection(id)
         }
         sources.prove(connection.source)
         connections[id]?.probing = false
         connections[id]?.failures = 0
-        if let index = partIndex(connection.part), parts[index].owner == id, !parts[index].isComplete { return request(id) }
+        if let index = partIndex(connection.part), parts[index].owner == id, !parts[index].isComplete {
+            return request(id)
+        }
         return partDone(id)
     }
 
@@ -206,9 +220,12 @@ extension DownloadStateMachine {
     mutating func sourceLied(_ id: ConnectionID, reason: String) -> [Action] {
         guard let connection = connections[id] else { return [] }
         sources.drop(connection.source, reason: reason)
-        var actions: [Action] = [.notify(.sourceDropped(url: sources[connection.source].url.absoluteString, reason: reason))]
+        var actions: [Action] = [
+            .notify(.sourceDropped(url: sources[connection.source].url.absoluteString, reason: reason))
+        ]
         guard sources.sources.contains(where: { !$0.isDropped }) else {
-            return actions + fail(HaulError(.badResponse, "no source serves one consistent file: \(sources.dropReasons)"))
+            return actions
+                + fail(HaulError(.badResponse, "no source serves one consistent file: \(sources.dropReasons)"))
         }
         connections[id]?.probing = false
         connections[id]?.compare = 0
@@ -223,16 +240,21 @@ extension DownloadStateMachine {
     /// flaky one set aside for its backoff, and the connection asks another source at once,
     /// counting nothing against the download's tries. Nil when no other source can take the
     /// connection now: the failure then counts as it does with one URL.
-    mutating func sourceFailed(_ id: ConnectionID, _ error: HaulError, retryAfter: Duration?, jitter: Double) -> [Action]? {
-        guard sources.count > 1, let connection = connections[id], sources.othersRemain(besides: connection.source) else { return nil }
+    mutating func sourceFailed(_ id: ConnectionID, _ error: HaulError, retryAfter: Duration?, jitter: Double)
+        -> [Action]?
+    {
+        guard sources.count > 1, let connection = connections[id], sources.othersRemain(besides: connection.source)
+        else { return nil }
         let source = connection.source
         let dead = SourceSet.isDead(error)
-        let delay = settings.retry.delay(afterFailures: sources[source].failures + 1, retryAfter: retryAfter, jitter: jitter)
+        let delay = settings.retry.delay(
+            afterFailures: sources[source].failures + 1, retryAfter: retryAfter, jitter: jitter)
         var load = sourceLoad()
         load[source] = Int.max
         var others = sources
         others.drop(source, reason: "")
-        guard let target = others.pick(now: now, canProbe: canProbe, load: load, slowRatio: settings.slowSourceRatio) else {
+        guard let target = others.pick(now: now, canProbe: canProbe, load: load, slowRatio: settings.slowSourceRatio)
+        else {
             // The others wait out their backoffs: this connection waits with them, on the next
             // source that is not dropped, counting this failure.
             guard dead, let next = others.sources.indices.first(where: { !others[$0].isDropped }) else { return nil }

@@ -42,10 +42,14 @@ extension DownloadStateMachine {
     /// A 200 answered a range request with `If-Range`, yet the validators and the length say
     /// the file is the one on disk: the server mishandles this kind of `If-Range`. Trust one step
     /// less and ask again for the same bytes; nil when the answer means what it says.
-    mutating func ifRangeMishandled(_ id: ConnectionID, plan: RequestPlan, length: Int64?, validator: EntityValidator?) -> [Action]? {
+    mutating func ifRangeMishandled(_ id: ConnectionID, plan: RequestPlan, length: Int64?, validator: EntityValidator?)
+        -> [Action]?
+    {
         guard plan.range != nil, let sent = plan.ifRange, let known = record.validator, let validator,
-              let total = record.totalLength, length == nil || length == total else { return nil }
-        let unchanged = (known.etag != nil && known.etag == validator.etag)
+            let total = record.totalLength, length == nil || length == total
+        else { return nil }
+        let unchanged =
+            (known.etag != nil && known.etag == validator.etag)
             || (known.lastModified != nil && known.lastModified == validator.lastModified)
         guard unchanged else { return nil }
         // An answer to a request sent before another connection lowered the trust: ask again as
@@ -53,7 +57,14 @@ extension DownloadStateMachine {
         guard sent == ifRangeValue(known) else { return askAgain(id, because: nil) }
         let next: ValidatorTrust = sent == known.lastModified ? .bytes : (known.lastModified != nil ? .date : .bytes)
         validatorTrust = next
-        return askAgain(id, because: "the server ignores If-Range: \(sent); sending \(next == .date ? "its date" : "plain ranges checked by their bytes")")
+        return askAgain(
+            id,
+            because:
+                """
+                the server ignores If-Range: \(sent); sending \
+                \(next == .date ? "its date" : "plain ranges checked by their bytes")
+                """
+        )
     }
 
     /// A 206 carries another ETag, while `Last-Modified` and the length are the ones known: a
@@ -61,12 +72,16 @@ extension DownloadStateMachine {
     /// same bytes are asked again with an overlap to compare; nil when it is another file.
     mutating func etagUnstable(_ id: ConnectionID, head: ResponseHead) -> [Action]? {
         guard validatorTrust == .etag, let known = record.validator, let knownDate = known.lastModified,
-              let validator = EntityValidator(headers: head.headers), validator.lastModified == knownDate,
-              known.etag != nil, validator.etag != known.etag,
-              let total = head.headers["Content-Range"].flatMap(ContentRange.init(parsing:))?.total, total == record.totalLength
+            let validator = EntityValidator(headers: head.headers), validator.lastModified == knownDate,
+            known.etag != nil, validator.etag != known.etag,
+            let total = head.headers["Content-Range"].flatMap(ContentRange.init(parsing:))?.total,
+            total == record.totalLength
         else { return nil }
         validatorTrust = .date
-        return askAgain(id, because: "the ETag changes with every request while the date and length do not; trusting the date and the bytes")
+        return askAgain(
+            id,
+            because:
+                "the ETag changes with every request while the date and length do not; trusting the date and the bytes")
     }
 
     /// The connection's answer is not read: the same request goes out again, shaped by the new trust.

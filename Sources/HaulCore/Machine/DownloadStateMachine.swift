@@ -93,7 +93,6 @@ public struct DownloadStateMachine: Sendable {
         }
     }
 
-
     public internal(set) var record: DownloadRecord
     public internal(set) var state: State = .idle
     public let settings: Settings
@@ -174,8 +173,11 @@ public struct DownloadStateMachine: Sendable {
         self.connectionLimit = max(1, record.request.connections)
         self.sources = Self.sources(of: record.request, settings: settings)
         self.fileBase = record.request.range?.start ?? 0
-        self.pieceLength = record.request.sources.count > 1 && record.request.range == nil ? record.request.pieceHashes?.length : nil
-        self.parts = record.segments.map { Part(start: $0.start, end: $0.end, appended: $0.written, durable: $0.written) }
+        self.pieceLength =
+            record.request.sources.count > 1 && record.request.range == nil ? record.request.pieceHashes?.length : nil
+        self.parts = record.segments.map {
+            Part(start: $0.start, end: $0.end, appended: $0.written, durable: $0.written)
+        }
     }
 
     /// A fresh account of `request`'s sources, judged by `settings`.

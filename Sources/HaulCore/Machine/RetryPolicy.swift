@@ -67,12 +67,14 @@ public enum HTTPDate {
     public static func parse(_ text: String) -> Int64? {
         let parts = text.split(separator: " ")
         guard parts.count == 6, parts[5] == "GMT",
-              let day = Int64(parts[1]),
-              let month = months.firstIndex(of: parts[2].lowercased()),
-              let year = Int64(parts[3]) else { return nil }
+            let day = Int64(parts[1]),
+            let month = months.firstIndex(of: parts[2].lowercased()),
+            let year = Int64(parts[3])
+        else { return nil }
         let clock = parts[4].split(separator: ":")
         guard clock.count == 3, let hour = Int64(clock[0]), let minute = Int64(clock[1]),
-              let second = Int64(clock[2]) else { return nil }
+            let second = Int64(clock[2])
+        else { return nil }
         return daysFromCivil(year: year, month: Int64(month + 1), day: day) * 86_400
             + hour * 3600 + minute * 60 + second
     }
@@ -87,7 +89,11 @@ public enum HTTPDate {
         let weekday = weekdays[Int(((days % 7) + 7) % 7)]
         let names = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(weekday), \(two(day)) \(names[Int(month - 1)]) \(year) \(two(rest / 3600)):\(two(rest % 3600 / 60)):\(two(rest % 60)) GMT"
+        return
+            """
+            \(weekday), \(two(day)) \(names[Int(month - 1)]) \(year) \
+            \(two(rest / 3600)):\(two(rest % 3600 / 60)):\(two(rest % 60)) GMT
+            """
     }
 
     /// `2026-11-25T06:29:49Z`: a time in a message.

@@ -17,8 +17,10 @@ public struct DownloadOutcome: Sendable, Hashable {
     /// Requests and connections of the run that ended here; nil when it did not run.
     public var transfer: TransferStats?
 
-    public init(id: DownloadID, status: DownloadStatus, record: DownloadRecord? = nil, error: HaulError? = nil,
-                alreadyComplete: Bool = false, transfer: TransferStats? = nil) {
+    public init(
+        id: DownloadID, status: DownloadStatus, record: DownloadRecord? = nil, error: HaulError? = nil,
+        alreadyComplete: Bool = false, transfer: TransferStats? = nil
+    ) {
         self.id = id
         self.status = status
         self.record = record
@@ -28,7 +30,8 @@ public struct DownloadOutcome: Sendable, Hashable {
     }
 
     public init(_ record: DownloadRecord, alreadyComplete: Bool = false, transfer: TransferStats? = nil) {
-        self.init(id: record.id, status: record.status, record: record, alreadyComplete: alreadyComplete, transfer: transfer)
+        self.init(
+            id: record.id, status: record.status, record: record, alreadyComplete: alreadyComplete, transfer: transfer)
     }
 
     /// The error that ended it: its own failure, or the reason it could not run here.

@@ -78,8 +78,10 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
             let (directory, name) = Paths.split(path)
             guard let name else { throw HaulError(.usage, "output path '\(path)' names a directory, not a file") }
             guard name.utf8.count <= FileNameSanitizer.maxBytes else {
-                throw HaulError(.usage, "output file name is \(name.utf8.count) bytes long; at most \(FileNameSanitizer.maxBytes) "
-                    + "are allowed, so that NAME.part fits the 255-byte limit of file names")
+                throw HaulError(
+                    .usage,
+                    "output file name is \(name.utf8.count) bytes long; at most \(FileNameSanitizer.maxBytes) "
+                        + "are allowed, so that NAME.part fits the 255-byte limit of file names")
             }
             guard FileNameSanitizer.sanitize(name) == name else {
                 throw HaulError(.usage, "output file name '\(name)' is not allowed")
@@ -98,7 +100,8 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case url, mirrors, directory, fileName, range, checksum, headers, maxAttempts, priority, connections, maxBytesPerSecond
+        case url, mirrors, directory, fileName, range, checksum, headers, maxAttempts, priority, connections,
+            maxBytesPerSecond
         case timestamping, remoteTime, pieceHashes, cookies, growsConnections
     }
 
@@ -108,7 +111,9 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
     /// to a host of their own must not collect the password).
     /// Returns whether the credentials were kept.
     @discardableResult
-    public mutating func replaceSources(url newURL: RemoteURL, mirrors newMirrors: [RemoteURL]) throws(HaulError) -> Bool {
+    public mutating func replaceSources(url newURL: RemoteURL, mirrors newMirrors: [RemoteURL]) throws(HaulError)
+        -> Bool
+    {
         let mirrors = try Self.checkedMirrors(newMirrors, besides: newURL)
         let kept = newURL.hasSameOrigin(as: url)
         if !kept { credentials = newURL.credentials }
@@ -134,10 +139,13 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
     }
 
     public static func == (lhs: DownloadRequest, rhs: DownloadRequest) -> Bool {
-        lhs.url == rhs.url && lhs.mirrors == rhs.mirrors && lhs.directory == rhs.directory && lhs.fileName == rhs.fileName && lhs.range == rhs.range
+        lhs.url == rhs.url && lhs.mirrors == rhs.mirrors && lhs.directory == rhs.directory
+            && lhs.fileName == rhs.fileName && lhs.range == rhs.range
             && lhs.checksum == rhs.checksum && lhs.headers == rhs.headers && lhs.maxAttempts == rhs.maxAttempts
-            && lhs.priority == rhs.priority && lhs.connections == rhs.connections && lhs.maxBytesPerSecond == rhs.maxBytesPerSecond
-            && lhs.timestamping == rhs.timestamping && lhs.remoteTime == rhs.remoteTime && lhs.pieceHashes == rhs.pieceHashes
+            && lhs.priority == rhs.priority && lhs.connections == rhs.connections
+            && lhs.maxBytesPerSecond == rhs.maxBytesPerSecond
+            && lhs.timestamping == rhs.timestamping && lhs.remoteTime == rhs.remoteTime
+            && lhs.pieceHashes == rhs.pieceHashes
             && lhs.cookies == rhs.cookies && lhs.growsConnections == rhs.growsConnections
     }
 

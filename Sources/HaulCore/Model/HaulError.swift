@@ -121,7 +121,9 @@ public struct HaulError: Error, Hashable, Codable, Sendable, CustomStringConvert
     public var underlying: (any Error)?
 
     /// `cause` defaults to `underlying`'s description.
-    public init(_ code: Code, _ message: String, httpStatus: Int? = nil, cause: String? = nil, underlying: (any Error)? = nil) {
+    public init(
+        _ code: Code, _ message: String, httpStatus: Int? = nil, cause: String? = nil, underlying: (any Error)? = nil
+    ) {
         self.code = code
         self.message = message
         self.httpStatus = httpStatus
@@ -135,9 +137,10 @@ public struct HaulError: Error, Hashable, Codable, Sendable, CustomStringConvert
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(try container.decode(Code.self, forKey: .code), try container.decode(String.self, forKey: .message),
-                  httpStatus: try container.decodeIfPresent(Int.self, forKey: .httpStatus),
-                  cause: try container.decodeIfPresent(String.self, forKey: .cause))
+        self.init(
+            try container.decode(Code.self, forKey: .code), try container.decode(String.self, forKey: .message),
+            httpStatus: try container.decodeIfPresent(Int.self, forKey: .httpStatus),
+            cause: try container.decodeIfPresent(String.self, forKey: .cause))
     }
 
     public func encode(to encoder: any Encoder) throws {

@@ -101,7 +101,9 @@ enum StructuredDictionary {
                     guard Base64.value(of: byte) != nil || byte == UInt8(ascii: "=") else { return nil }
                     index += 1
                 }
-                guard take(UInt8(ascii: ":")), let decoded = Base64.decode(bytes[start..<(index - 1)]) else { return nil }
+                guard take(UInt8(ascii: ":")), let decoded = Base64.decode(bytes[start..<(index - 1)]) else {
+                    return nil
+                }
                 return .bytes(decoded)
             case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
                 return number() ? .other : nil
@@ -120,7 +122,8 @@ enum StructuredDictionary {
                 return .other
             case UInt8(ascii: "*"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"):
                 index += 1
-                while let byte = peek, isTokenCharacter(byte) || byte == UInt8(ascii: ":") || byte == UInt8(ascii: "/") {
+                while let byte = peek, isTokenCharacter(byte) || byte == UInt8(ascii: ":") || byte == UInt8(ascii: "/")
+                {
                     index += 1
                 }
                 return .other
@@ -158,7 +161,9 @@ enum StructuredDictionary {
                 case UInt8(ascii: "\""):
                     return true
                 case UInt8(ascii: "\\"):
-                    guard let escaped = peek, escaped == UInt8(ascii: "\"") || escaped == UInt8(ascii: "\\") else { return false }
+                    guard let escaped = peek, escaped == UInt8(ascii: "\"") || escaped == UInt8(ascii: "\\") else {
+                        return false
+                    }
                     index += 1
                 case 0x20...0x7E:
                     continue

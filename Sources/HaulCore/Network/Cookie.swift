@@ -20,8 +20,10 @@ public struct Cookie: Hashable, Sendable, CustomStringConvertible, CustomDebugSt
     /// Seconds since 1970; nil for a session cookie (expiry 0 in a cookie file).
     public var expires: Int64?
 
-    public init(name: String, value: String, domain: String, hostOnly: Bool = true, path: String = "/", secure: Bool = false,
-                httpOnly: Bool = false, expires: Int64? = nil) {
+    public init(
+        name: String, value: String, domain: String, hostOnly: Bool = true, path: String = "/", secure: Bool = false,
+        httpOnly: Bool = false, expires: Int64? = nil
+    ) {
         self.name = name
         self.value = value
         var domain = domain.lowercased()
@@ -68,7 +70,8 @@ public struct Cookie: Hashable, Sendable, CustomStringConvertible, CustomDebugSt
     /// RFC 6265 §5.1.4's default-path: the request path up to, not including, its last "/"
     /// ("/" when that leaves nothing).
     public static func defaultPath(of requestPath: String) -> String {
-        guard requestPath.hasPrefix("/"), let slash = requestPath.lastIndex(of: "/"), slash != requestPath.startIndex else {
+        guard requestPath.hasPrefix("/"), let slash = requestPath.lastIndex(of: "/"), slash != requestPath.startIndex
+        else {
             return "/"
         }
         return String(requestPath[..<slash])

@@ -40,8 +40,10 @@ public struct CookieJar: Hashable, Sendable, CustomStringConvertible {
                 continue
             }
             func bad(_ why: String) -> HaulError {
-                HaulError(.badCookieFile, "\(file), line \(number): \(why) (a Netscape cookie file line is DOMAIN, "
-                    + "TRUE/FALSE, PATH, TRUE/FALSE, EXPIRY, NAME, VALUE separated by tabs)")
+                HaulError(
+                    .badCookieFile,
+                    "\(file), line \(number): \(why) (a Netscape cookie file line is DOMAIN, "
+                        + "TRUE/FALSE, PATH, TRUE/FALSE, EXPIRY, NAME, VALUE separated by tabs)")
             }
             var fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
             if fields.count == 6 { fields.append("") }
@@ -56,9 +58,10 @@ public struct CookieJar: Hashable, Sendable, CustomStringConvertible {
             guard Self.hasNoControlCharacters(fields[5]), Self.hasNoControlCharacters(fields[6]) else {
                 throw bad("the name or value holds a control character")
             }
-            let cookie = Cookie(name: fields[5], value: fields[6], domain: fields[0], hostOnly: !subdomains,
-                                path: fields[2].isEmpty ? "/" : fields[2], secure: secure, httpOnly: httpOnly,
-                                expires: expiry == 0 ? nil : expiry)
+            let cookie = Cookie(
+                name: fields[5], value: fields[6], domain: fields[0], hostOnly: !subdomains,
+                path: fields[2].isEmpty ? "/" : fields[2], secure: secure, httpOnly: httpOnly,
+                expires: expiry == 0 ? nil : expiry)
             if !cookie.isExpired(now: now) { store(cookie) }
         }
     }
@@ -76,7 +79,10 @@ public struct CookieJar: Hashable, Sendable, CustomStringConvertible {
     public func header(for url: RemoteURL, now: Int64) -> String? {
         let sent = cookies.enumerated()
             .filter { !$0.element.isExpired(now: now) && $0.element.matches(url) }
-            .sorted { $0.element.path.count != $1.element.path.count ? $0.element.path.count > $1.element.path.count : $0.offset < $1.offset }
+            .sorted {
+                $0.element.path.count != $1.element.path.count
+                    ? $0.element.path.count > $1.element.path.count : $0.offset < $1.offset
+            }
             .map { "\($0.element.name)=\($0.element.value)" }
         return sent.isEmpty ? nil : sent.joined(separator: "; ")
     }
@@ -103,7 +109,8 @@ public struct CookieJar: Hashable, Sendable, CustomStringConvertible {
         let value = pair[pair.index(after: equals)...].trimmingSpaces()
         guard !name.isEmpty, Self.isClean(name), Self.isClean(value) else { return nil }
         let host = url.host.lowercased()
-        var cookie = Cookie(name: name, value: value, domain: host, hostOnly: true, path: Cookie.defaultPath(of: url.path))
+        var cookie = Cookie(
+            name: name, value: value, domain: host, hostOnly: true, path: Cookie.defaultPath(of: url.path))
         var maxAge: Int64?
         var expires: Int64?
         while let attribute = parts.next() {
@@ -161,8 +168,11 @@ public struct CookieJar: Hashable, Sendable, CustomStringConvertible {
         var text = "# Netscape HTTP Cookie File\n# Written by haul. Holds credentials: keep it private.\n\n"
         for cookie in cookies where !cookie.isExpired(now: now) {
             let domain = (cookie.httpOnly ? "#HttpOnly_" : "") + (cookie.hostOnly ? "" : ".") + cookie.domain
-            text += [domain, cookie.hostOnly ? "FALSE" : "TRUE", cookie.path, cookie.secure ? "TRUE" : "FALSE",
-                     String(cookie.expires ?? 0), cookie.name, cookie.value].joined(separator: "\t") + "\n"
+            text +=
+                [
+                    domain, cookie.hostOnly ? "FALSE" : "TRUE", cookie.path, cookie.secure ? "TRUE" : "FALSE",
+                    String(cookie.expires ?? 0), cookie.name, cookie.value,
+                ].joined(separator: "\t") + "\n"
         }
         return text
     }

@@ -6,7 +6,8 @@
 /// interpolation, `dump` and `String(reflecting:)` of any value holding one use) all hide the
 /// password. Deliberately not `Codable`, so no type holding one stores it by accident: the stores
 /// keep it as `StoredCredentials` (`StoredForms.swift`), and only a store that keeps credentials.
-public struct Credentials: Hashable, Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+public struct Credentials: Hashable, Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable
+{
     public var user: String
     public var password: String
 
@@ -34,8 +35,9 @@ public struct Credentials: Hashable, Sendable, CustomStringConvertible, CustomDe
         let colon = userinfo.firstIndex(of: ":")
         let user = userinfo[..<(colon ?? userinfo.endIndex)]
         let password = colon.map { userinfo[userinfo.index(after: $0)...] } ?? ""
-        self.init(user: String(decoding: PercentDecoding.decode(user), as: UTF8.self),
-                  password: String(decoding: PercentDecoding.decode(password), as: UTF8.self))
+        self.init(
+            user: String(decoding: PercentDecoding.decode(user), as: UTF8.self),
+            password: String(decoding: PercentDecoding.decode(password), as: UTF8.self))
     }
 
     public var description: String { "\(user):***" }

@@ -18,7 +18,10 @@ public struct Netrc: Hashable, Sendable {
         }
 
         public var description: String {
-            "\(machine.map { "machine \($0)" } ?? "default") login \(login ?? "-") password \(password == nil ? "-" : "***")"
+            """
+            \(machine.map { "machine \($0)" } ?? "default") login \(login ?? "-") password \
+            \(password == nil ? "-" : "***")
+            """
         }
     }
 

@@ -132,7 +132,9 @@ public struct ProxyEndpoint: Hashable, Sendable, CustomStringConvertible {
         }
         var port = 1080
         if let portText {
-            guard let value = Int(portText), portText.allSatisfy({ $0.isASCII && $0.isNumber }), (1...65535).contains(value) else {
+            guard let value = Int(portText), portText.allSatisfy({ $0.isASCII && $0.isNumber }),
+                (1...65535).contains(value)
+            else {
                 throw bad("a bad port '\(portText)'")
             }
             port = value
@@ -171,11 +173,14 @@ public struct NoProxy: Hashable, Sendable {
             var addressText = entry[..<slash]
             if addressText.first == "[", addressText.last == "]" { addressText = addressText.dropFirst().dropLast() }
             guard let address = IPAddress.parse(addressText), let prefix = Int(entry[entry.index(after: slash)...]),
-                  (0...address.count * 8).contains(prefix) else { return nil }
+                (0...address.count * 8).contains(prefix)
+            else { return nil }
             return .network(address: address, prefix: prefix, port: nil)
         }
         if entry.first == "[" {
-            guard let close = entry.firstIndex(of: "]"), let address = IPAddress.parse(entry[entry.index(after: entry.startIndex)..<close]) else {
+            guard let close = entry.firstIndex(of: "]"),
+                let address = IPAddress.parse(entry[entry.index(after: entry.startIndex)..<close])
+            else {
                 return nil
             }
             let after = entry[entry.index(after: close)...]
@@ -241,7 +246,8 @@ enum IPAddress {
         var bytes: [UInt8] = []
         for part in parts {
             guard !part.isEmpty, part.count <= 3, part.allSatisfy({ $0.isASCII && $0.isNumber }),
-                  let value = UInt8(part) else { return nil }
+                let value = UInt8(part)
+            else { return nil }
             bytes.append(value)
         }
         return bytes
@@ -267,7 +273,8 @@ enum IPAddress {
         }
         if let gap = text.firstRange(of: "::") {
             guard let head = groups(text[..<gap.lowerBound]), let tail = groups(text[gap.upperBound...]),
-                  head.count + tail.count <= 14 else { return nil }
+                head.count + tail.count <= 14
+            else { return nil }
             return head + [UInt8](repeating: 0, count: 16 - head.count - tail.count) + tail
         }
         guard let bytes = groups(text), bytes.count == 16 else { return nil }

@@ -37,11 +37,13 @@ public struct RemoteURL: Hashable, Codable, Sendable, CustomStringConvertible {
         }
         let scheme = trimmed[..<schemeEnd].lowercased()
         guard scheme == "http" || scheme == "https" else {
-            throw HaulError(.unsupportedScheme, "unsupported scheme '\(scheme)' in \(Self.redacted(trimmed)) (only http and https)")
+            throw HaulError(
+                .unsupportedScheme, "unsupported scheme '\(scheme)' in \(Self.redacted(trimmed)) (only http and https)")
         }
         let restStart = bytes.index(schemeEnd, offsetBy: 3)
         let rest = bytes[restStart...]
-        let authorityEnd = rest.firstIndex(where: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") })
+        let authorityEnd =
+            rest.firstIndex(where: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") })
             ?? rest.endIndex
         var host = bytes[restStart..<authorityEnd]
         var credentials: Credentials?
@@ -56,7 +58,9 @@ public struct RemoteURL: Hashable, Codable, Sendable, CustomStringConvertible {
         let authority = String(trimmed[host.startIndex..<host.endIndex])
         var port: Int?
         if host.first == UInt8(ascii: "[") {
-            guard let close = host.firstIndex(of: UInt8(ascii: "]")) else { throw HaulError(.badURL, "bad IPv6 host in \(shown)") }
+            guard let close = host.firstIndex(of: UInt8(ascii: "]")) else {
+                throw HaulError(.badURL, "bad IPv6 host in \(shown)")
+            }
             port = try Self.checkPort(host[host.index(after: close)...], in: shown)
             host = host[...close]
         } else if let colon = host.firstIndex(of: UInt8(ascii: ":")) {
@@ -68,7 +72,9 @@ public struct RemoteURL: Hashable, Codable, Sendable, CustomStringConvertible {
             throw HaulError(.badURL, "URL contains spaces or control characters: \(Self.redacted(trimmed))")
         }
         let pathAndMore = bytes[authorityEnd...]
-        let pathEnd = pathAndMore.firstIndex(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) ?? pathAndMore.endIndex
+        let pathEnd =
+            pathAndMore.firstIndex(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") })
+            ?? pathAndMore.endIndex
         let path = String(trimmed[authorityEnd..<pathEnd])
         self.absoluteString = clean
         self.scheme = scheme
@@ -105,14 +111,16 @@ public struct RemoteURL: Hashable, Codable, Sendable, CustomStringConvertible {
         var ref = Substring(reference.trimmingSpaces())
         if let hash = ref.firstIndex(of: "#") { ref = ref[..<hash] }
         if let colon = ref.firstIndex(of: ":"), ref[colon...].hasPrefix("://"),
-           ref[..<colon].allSatisfy({ $0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == "." }) {
+            ref[..<colon].allSatisfy({ $0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == "." })
+        {
             return try RemoteURL(String(ref))
         }
         if ref.hasPrefix("//") { return try RemoteURL(scheme + ":" + ref) }
         let origin = scheme + "://" + authority
-        let baseQuery = absoluteString.firstIndex(of: "?").map { index in
-            String(absoluteString[index...].prefix { $0 != "#" })
-        } ?? ""
+        let baseQuery =
+            absoluteString.firstIndex(of: "?").map { index in
+                String(absoluteString[index...].prefix { $0 != "#" })
+            } ?? ""
         if ref.isEmpty { return try RemoteURL(origin + path + baseQuery) }
         if ref.hasPrefix("?") { return try RemoteURL(origin + path + ref) }
         let queryStart = ref.firstIndex(of: "?") ?? ref.endIndex
@@ -160,7 +168,8 @@ public struct RemoteURL: Hashable, Codable, Sendable, CustomStringConvertible {
         do {
             self = try RemoteURL(text)
         } catch {
-            throw DecodingError.dataCorruptedError(forKey: .absoluteString, in: container, debugDescription: error.message)
+            throw DecodingError.dataCorruptedError(
+                forKey: .absoluteString, in: container, debugDescription: error.message)
         }
     }
 
@@ -182,12 +191,17 @@ public struct RemoteURL: Hashable, Codable, Sendable, CustomStringConvertible {
     }
 
     /// `url`: the URL as errors show it, made only for an error (redacting costs more than parsing).
-    private static func checkPort(_ text: Substring.UTF8View, in shown: @autoclosure () -> String) throws(HaulError) -> Int? {
+    private static func checkPort(_ text: Substring.UTF8View, in shown: @autoclosure () -> String) throws(HaulError)
+        -> Int?
+    {
         guard !text.isEmpty else { return nil }
         guard text.first == UInt8(ascii: ":") else { throw HaulError(.badURL, "bad host in \(shown())") }
         let digits = text.dropFirst()
         let value = Int(Substring(digits))
-        guard digits.isEmpty || (digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) && (value.map { $0 > 0 && $0 < 65536 } ?? false)) else {
+        guard
+            digits.isEmpty
+                || (digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) && (value.map { $0 > 0 && $0 < 65536 } ?? false))
+        else {
             // The text read as a port is named only if the URL shown has it: when it was the
             // start of a password, it is not.
             let url = shown()
@@ -215,7 +229,8 @@ enum PercentDecoding {
         var index = 0
         while index < bytes.count {
             if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count,
-               let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) {
+                let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2])
+            {
                 out.append(high << 4 | low)
                 index += 3
             } else {

@@ -11,7 +11,9 @@
 /// A credential: `description`, `debugDescription` and the mirror (what `print`, string
 /// interpolation and `dump` of anything holding one use) tell how many URLs have a field, never
 /// a value. Stored with the request, so only in the daemon's private state (0600).
-public struct SourceCookies: Hashable, Codable, Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+public struct SourceCookies: Hashable, Codable, Sendable, CustomStringConvertible, CustomDebugStringConvertible,
+    CustomReflectable
+{
     /// `RemoteURL.absoluteString` (no credentials in it) → the `Cookie` field value.
     public private(set) var fields: [String: String]
 

@@ -56,11 +56,14 @@ public struct ConnectionBudget: Sendable {
 
     /// `id` starts, wanting `wants` connections to `host`; `growsFrom`: it finds its count,
     /// starting there, and `wants` is its ceiling.
-    public mutating func join(_ id: DownloadID, host: String, wants: Int, growsFrom start: Int? = nil, now: Double) -> Changes {
+    public mutating func join(_ id: DownloadID, host: String, wants: Int, growsFrom start: Int? = nil, now: Double)
+        -> Changes
+    {
         changing(host, now: now) { budget in
             budget.joined += 1
-            budget.hosts[host, default: Host()].members[id] = Member(wants: max(1, wants), order: budget.joined,
-                                                                     start: start.map { max(1, $0) })
+            budget.hosts[host, default: Host()].members[id] = Member(
+                wants: max(1, wants), order: budget.joined,
+                start: start.map { max(1, $0) })
         }
     }
 
@@ -122,7 +125,9 @@ public struct ConnectionBudget: Sendable {
     public func allowance(_ id: DownloadID, host: String, now: Double) -> Int {
         guard let member = hosts[host]?.members[id] else { return 0 }
         // No budget: every download's share is what it wants (no need to deal them all).
-        if budget(host, now: now) == nil { return min(member.held, member.unbudgeted(alone: hosts[host]?.members.count == 1)) }
+        if budget(host, now: now) == nil {
+            return min(member.held, member.unbudgeted(alone: hosts[host]?.members.count == 1))
+        }
         return min(member.held, targets(host, now: now)[id] ?? 0)
     }
 

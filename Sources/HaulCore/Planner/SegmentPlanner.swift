@@ -13,7 +13,9 @@ public enum SegmentPlanner {
     /// part) and at most `maximum`. Before the length is known (the first request), `minimum`:
     /// the first answer proves ranges and tells the length early, and a small file still gets
     /// several connections. Nil when `perConnection` is 0: a request asks for its whole part.
-    public static func pieceSize(total: Int64?, connections: Int, perConnection: Int64, minimum: Int64, maximum: Int64) -> Int64? {
+    public static func pieceSize(total: Int64?, connections: Int, perConnection: Int64, minimum: Int64, maximum: Int64)
+        -> Int64?
+    {
         guard perConnection > 0 else { return nil }
         let floor = max(1, minimum)
         let ceiling = max(floor, maximum)
@@ -55,7 +57,9 @@ public enum SegmentPlanner {
     /// remaining bytes in proportion to its speed (half each while a speed is unknown). Nil when
     /// the idle connection's share would be under `minimum` bytes. A cut at `next` takes the
     /// whole rest: the running connection is so slow that replacing it is faster.
-    public static func stealPoint(next: Int64, end: Int64, ownerSpeed: Double?, thiefSpeed: Double?, minimum: Int64) -> Int64? {
+    public static func stealPoint(next: Int64, end: Int64, ownerSpeed: Double?, thiefSpeed: Double?, minimum: Int64)
+        -> Int64?
+    {
         let remaining = end - next + 1
         guard remaining > 0 else { return nil }
         var share = 0.5

@@ -52,7 +52,8 @@ extension DownloadStore {
     public func fileNameHolders(_ names: [FileNamePlace]) async throws -> [FileNamePlace: DownloadID] {
         var holders: [FileNamePlace: DownloadID] = [:]
         for name in Set(names) {
-            holders[name] = try await fileNameHolder(name.fileName, directory: name.directory, except: DownloadID(rawValue: ""))
+            holders[name] = try await fileNameHolder(
+                name.fileName, directory: name.directory, except: DownloadID(rawValue: ""))
         }
         return holders
     }

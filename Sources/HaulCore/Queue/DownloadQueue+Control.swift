@@ -63,7 +63,8 @@ extension DownloadQueue {
     /// or none: a finished one that is not running here has nothing to pause.
     public func pauseRefusal(_ records: [(id: DownloadID, status: DownloadStatus)]) -> HaulError? {
         for (id, status) in records where status.isTerminal && !isRunning(id) {
-            return HaulError(.conflict, "download \(id) is \(status.rawValue): there is nothing to pause; nothing was changed")
+            return HaulError(
+                .conflict, "download \(id) is \(status.rawValue): there is nothing to pause; nothing was changed")
         }
         return nil
     }
@@ -129,10 +130,11 @@ extension DownloadQueue {
     public mutating func shutdown() -> [Action] {
         guard !isShuttingDown else { return [] }
         isShuttingDown = true
-        let waiting: [WaitingQueue.Entry] = withLocal { slots in
-            slots.handle(.closed)
-            return slots.takeWaiting()
-        } ?? []
+        let waiting: [WaitingQueue.Entry] =
+            withLocal { slots in
+                slots.handle(.closed)
+                return slots.takeWaiting()
+            } ?? []
         var actions = waiting.map { Action.settle(DownloadOutcome(id: $0.id, status: .queued)) }
         for id in runningIDs { actions += stop(id, as: .running) }
         return actions

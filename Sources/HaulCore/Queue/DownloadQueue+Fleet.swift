@@ -4,7 +4,10 @@ extension DownloadQueue {
     /// Why a move, or an add at an index, is refused: a fleet's order is the database's, and
     /// moving a download in it is not built yet. Nil for this process's queue.
     public var reorderRefusal: HaulError? {
-        isFleet ? HaulError(.conflict, "a fleet's queue cannot be reordered yet; add the download again with another priority") : nil
+        isFleet
+            ? HaulError(
+                .conflict, "a fleet's queue cannot be reordered yet; add the download again with another priority")
+            : nil
     }
 
     /// Why new URLs for a download are refused: not built for a fleet yet. Nil for this
@@ -37,7 +40,8 @@ extension DownloadQueue {
         for record in records where record.status == .failed {
             actions += [.storeFailed(record), .releaseLease(record.id)]
         }
-        return actions + starting(records.filter { $0.status != .failed }.map(\.id), claimed: records.count, limit: limit)
+        return actions
+            + starting(records.filter { $0.status != .failed }.map(\.id), claimed: records.count, limit: limit)
     }
 
     /// Starts the claimed downloads `ids` (of `claimed` the claim gave); a claim that gave as
@@ -64,7 +68,8 @@ extension DownloadQueue {
         for (id, command) in report.commands.sorted(by: { $0.key.rawValue < $1.key.rawValue }) where isRunning(id) {
             switch command {
             case .pause: actions += stop(id, as: .paused)
-            case .remove, .removeWithFile: actions.append(.removeForAnotherHost(id, deleteFile: command == .removeWithFile))
+            case .remove, .removeWithFile:
+                actions.append(.removeForAnotherHost(id, deleteFile: command == .removeWithFile))
             }
         }
         let suspended = entries.filter { $0.value.suspended }.keys.sorted { $0.rawValue < $1.rawValue }
@@ -76,7 +81,9 @@ extension DownloadQueue {
     /// (their hosts hear it at once): one running here is asked to stop; one no host held was
     /// paused by the statement itself and is published paused (unless it was already); one held
     /// by another host is that host's to stop, and is returned to be waited for.
-    public mutating func fleetPaused(_ results: [DownloadID: FleetRequestResult]) -> (actions: [Action], elsewhere: [DownloadID]) {
+    public mutating func fleetPaused(_ results: [DownloadID: FleetRequestResult]) -> (
+        actions: [Action], elsewhere: [DownloadID]
+    ) {
         var actions: [Action] = []
         var elsewhere: [DownloadID] = []
         for (id, result) in results.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {

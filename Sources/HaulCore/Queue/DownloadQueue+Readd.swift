@@ -29,8 +29,10 @@ extension DownloadQueue {
     /// as found on disk (nil for any other, or when it has no name yet). `startsPaused`: the
     /// add asked for it paused (aria2's `pause`): one that is not scheduled here is saved paused
     /// and never starts, requests or creates a `.part` on the way.
-    public func readd(_ existing: DownloadRecord, request: DownloadRequest, finalFile: FinalFile?,
-                      startsPaused: Bool) -> Readd {
+    public func readd(
+        _ existing: DownloadRecord, request: DownloadRequest, finalFile: FinalFile?,
+        startsPaused: Bool
+    ) -> Readd {
         if isScheduled(existing.id) { return .scheduled }
         // Added paused again: it stays as it is.
         if startsPaused, existing.status == .paused { return .again(existing, save: false, checkName: false) }
@@ -39,8 +41,10 @@ extension DownloadQueue {
         var checkName = false
         if existing.status == .completed {
             // `-N` asks the server instead (If-Modified-Since): its run ends at once on a 304.
-            if let finalFile, let size = finalFile.size, existing.expectedLength == nil || existing.expectedLength == size,
-               !request.timestamping {
+            if let finalFile, let size = finalFile.size,
+                existing.expectedLength == nil || existing.expectedLength == size,
+                !request.timestamping
+            {
                 return .alreadyComplete(existing, path: finalFile.path)
             }
             // The finished file is gone or changed: fetch it again.
@@ -83,7 +87,9 @@ extension DownloadQueue {
 
     /// Reports a completed download whose file is intact.
     public func alreadyComplete(_ record: DownloadRecord, path: String) -> [Action] {
-        [.publish(DownloadEvent(id: record.id, kind: .alreadyComplete(path: path))),
-         .settle(DownloadOutcome(record, alreadyComplete: true))]
+        [
+            .publish(DownloadEvent(id: record.id, kind: .alreadyComplete(path: path))),
+            .settle(DownloadOutcome(record, alreadyComplete: true)),
+        ]
     }
 }

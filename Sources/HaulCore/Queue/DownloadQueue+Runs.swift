@@ -26,7 +26,9 @@ extension DownloadQueue {
     ///
     /// The slot is freed and given to the head of the queue first, in the same step: no other
     /// change ever sees a free slot with downloads waiting.
-    public mutating func runEnded(_ id: DownloadID, generation: UInt64, _ ending: RunEnding, holdsLease: Bool = false) -> [Action] {
+    public mutating func runEnded(_ id: DownloadID, generation: UInt64, _ ending: RunEnding, holdsLease: Bool = false)
+        -> [Action]
+    {
         let current = entries[id]?.run?.generation == generation
         var actions: [Action] = []
         if current {
@@ -47,7 +49,9 @@ extension DownloadQueue {
             actions.append(.releaseName(directory: record.request.directory, name: record.fileName))
             // Done with: a re-add after its file went missing supplies them again.
             if record.status == .completed { entries[id]?.given = GivenOptions() }
-            if current { actions.append(.settle(DownloadOutcome(record, alreadyComplete: notModified, transfer: transfer))) }
+            if current {
+                actions.append(.settle(DownloadOutcome(record, alreadyComplete: notModified, transfer: transfer)))
+            }
         case .gone:
             if current { actions.append(.settle(DownloadOutcome(id: id, status: .removed))) }
         case .refused(let error):

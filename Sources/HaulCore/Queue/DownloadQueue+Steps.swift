@@ -43,7 +43,8 @@ extension DownloadQueue {
 
     /// Pauses these downloads (each with the status its record has), all or none
     /// (`pauseRefusal`).
-    public mutating func pausing(_ records: [(id: DownloadID, status: DownloadStatus)]) -> Result<PauseStep, HaulError> {
+    public mutating func pausing(_ records: [(id: DownloadID, status: DownloadStatus)]) -> Result<PauseStep, HaulError>
+    {
         if isFleet {
             if let refusal = pauseRefusal(records) { return .failure(refusal) }
             return .success(.everywhere(records.map(\.id)))

@@ -172,7 +172,7 @@ public struct DownloadQueue: Sendable {
 
     mutating func withLocal<T>(_ body: (inout QueueSlots) -> T) -> T? {
         guard case .local(var slots) = backend else { return nil }
-        backend = .local(QueueSlots(limit: 1))  // keeps `slots` unique while it changes
+        backend = .local(QueueSlots(limit: 1)) // keeps `slots` unique while it changes
         defer { backend = .local(slots) }
         return body(&slots)
     }

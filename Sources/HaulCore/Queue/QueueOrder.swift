@@ -8,8 +8,10 @@ public enum QueueMove: String, Sendable, Codable, CaseIterable {
 /// slot go to a download the store listed behind the head). The stores' `ORDER BY` say the same
 /// (`QueueOrder.sqlite`, `QueueOrder.postgres`).
 public enum QueueOrder {
-    public static func runsBefore(_ a: (priority: Int, position: Int64, id: DownloadID),
-                                  _ b: (priority: Int, position: Int64, id: DownloadID)) -> Bool {
+    public static func runsBefore(
+        _ a: (priority: Int, position: Int64, id: DownloadID),
+        _ b: (priority: Int, position: Int64, id: DownloadID)
+    ) -> Bool {
         if a.priority != b.priority { return a.priority > b.priority }
         if a.position != b.position { return a.position < b.position }
         return a.id.rawValue < b.id.rawValue

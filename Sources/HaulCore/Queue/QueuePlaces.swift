@@ -22,7 +22,9 @@ public enum QueuePlaces {
         let previous = target > 0 ? other(target - 1) : nil
         let next = other(target)
         if target > current, let previous {
-            guard let next, next.priority == previous.priority else { return (previous.priority, previous.position + 1) }
+            guard let next, next.priority == previous.priority else {
+                return (previous.priority, previous.position + 1)
+            }
             return between(previous.position, next.position).map { (previous.priority, $0) }
         }
         guard let next else { return nil }
@@ -41,7 +43,8 @@ public enum QueuePlaces {
             guard let last = list.last, entry.runsBefore(last) else { return .keep }
             return .place(last.priority, last.position + 1)
         }
-        return moving(in: list + [entry], from: list.count, to: target).map { .place($0.priority, $0.position) } ?? .noRoom
+        return moving(in: list + [entry], from: list.count, to: target).map { .place($0.priority, $0.position) }
+            ?? .noRoom
     }
 
     public enum Insertion: Sendable, Hashable {
@@ -59,12 +62,14 @@ public enum QueuePlaces {
         guard !list.isEmpty else { return (list, 0..<0) }
         let center = min(max(0, index), list.count - 1)
         let priority = list[center].priority
-        var runStart = center, runEnd = center + 1
+        var runStart = center
+        var runEnd = center + 1
         while runStart > 0, list[runStart - 1].priority == priority { runStart -= 1 }
         while runEnd < list.count, list[runEnd].priority == priority { runEnd += 1 }
         var half = 4
         while true {
-            let low = max(runStart, center - half), high = min(runEnd, center + half + 1)
+            let low = max(runStart, center - half)
+            let high = min(runEnd, center + half + 1)
             let slots = Int64(high - low + 1)
             let below = low > runStart ? list[low - 1].position : list[low].position - slots * gap * 16
             let above = high < runEnd ? list[high].position : list[high - 1].position + slots * gap * 16

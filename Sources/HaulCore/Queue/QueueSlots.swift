@@ -107,7 +107,8 @@ public struct QueueSlots: Sendable {
     private mutating func fill() -> [WaitingQueue.Entry] {
         var starts: [WaitingQueue.Entry] = []
         while !isClosed, running.count < limit, finishing.count < finishingLimit,
-              let head = waiting.first, !unsaved.contains(head.id) {
+            let head = waiting.first, !unsaved.contains(head.id)
+        {
             _ = waiting.removeFirst()
             running.insert(head.id)
             starts.append(head)

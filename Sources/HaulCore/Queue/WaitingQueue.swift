@@ -49,9 +49,10 @@ public struct WaitingQueue: Sendable {
     /// Inserts in order. Inserting an id already here replaces its entry (it takes the new place).
     public mutating func insert(_ entry: Entry) {
         if ids.contains(entry.id) { remove(entry.id) }
-        var low = head, high = storage.count
+        var low = head
+        var high = storage.count
         if let last = storage.last, head < storage.count, !entry.runsBefore(last) {
-            low = high  // the common case: the newest goes last
+            low = high // the common case: the newest goes last
         }
         while low < high {
             let middle = (low + high) / 2

@@ -37,8 +37,9 @@ extension DownloadRecord {
     public mutating func markUnreadable(_ what: String, detail: String) {
         guard status != .completed, status != .removed else { return }
         status = .failed
-        error = HaulError(.store, "download \(id): its stored \(what) cannot be read, so it was not run without them; add it again",
-                          cause: detail)
+        error = HaulError(
+            .store, "download \(id): its stored \(what) cannot be read, so it was not run without them; add it again",
+            cause: detail)
     }
 }
 
@@ -50,7 +51,8 @@ extension DecodingError {
             context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
         }
         switch self {
-        case .dataCorrupted(let context): return context.codingPath.isEmpty ? "not JSON" : "unreadable value at '\(path(context))'"
+        case .dataCorrupted(let context):
+            return context.codingPath.isEmpty ? "not JSON" : "unreadable value at '\(path(context))'"
         case .keyNotFound(let key, let context): return "no '\(key.stringValue)' at '\(path(context))'"
         case .typeMismatch(_, let context), .valueNotFound(_, let context): return "wrong type at '\(path(context))'"
         @unknown default: return "unreadable"

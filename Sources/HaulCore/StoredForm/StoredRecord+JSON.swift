@@ -180,10 +180,18 @@ extension StoredRecord {
     public static func record(fromJSON text: String) throws(FormError) -> DownloadRecord {
         let bytes = Array(text.utf8)
         var json = JSONParser(bytes: bytes)
-        var id: String?, request: DownloadRequest?, status: DownloadStatus?, segments: [Segment]?
-        var createdAt: Int64?, position: Int64?
-        var fileName: String?, finalURL: String?, validator: EntityValidator?, totalLength: Int64?
-        var serverDigest: ServerDigest?, error: HaulError?
+        var id: String?
+        var request: DownloadRequest?
+        var status: DownloadStatus?
+        var segments: [Segment]?
+        var createdAt: Int64?
+        var position: Int64?
+        var fileName: String?
+        var finalURL: String?
+        var validator: EntityValidator?
+        var totalLength: Int64?
+        var serverDigest: ServerDigest?
+        var error: HaulError?
         do {
             try json.readObject { json, key throws(JSONParser.Failure) in
                 switch key {
@@ -224,15 +232,27 @@ extension StoredRecord {
 
     private static func request(_ json: inout JSONParser) throws(JSONParser.Failure) -> DownloadRequest {
         let start = json.offset
-        var url: RemoteURL?, mirrors: [RemoteURL] = [], directory: String?, connections: Int64?, priority: Int64?
+        var url: RemoteURL?
+        var mirrors: [RemoteURL] = []
+        var directory: String?
+        var connections: Int64?
+        var priority: Int64?
         var headers: HTTPHeaderList?
-        var fileName: String?, range: ByteRange?, checksum: Checksum?, maxAttempts: Int64?, rate: Int64?
-        var timestamping = false, remoteTime = false, growsConnections = false
-        var pieces: PieceHashes?, cookies = SourceCookies()
+        var fileName: String?
+        var range: ByteRange?
+        var checksum: Checksum?
+        var maxAttempts: Int64?
+        var rate: Int64?
+        var timestamping = false
+        var remoteTime = false
+        var growsConnections = false
+        var pieces: PieceHashes?
+        var cookies = SourceCookies()
         try json.readObject { json, key throws(JSONParser.Failure) in
             switch key {
             case "url": url = try self.url(&json)
-            case "mirrors": mirrors = try json.optional { json throws(JSONParser.Failure) in try json.readList(self.url) } ?? []
+            case "mirrors":
+                mirrors = try json.optional { json throws(JSONParser.Failure) in try json.readList(self.url) } ?? []
             case "directory": directory = try json.readString()
             case "fileName": fileName = try json.readOptionalString()
             case "range": range = try json.optional(self.span).map { ByteRange(start: $0.start, end: $0.end) }
@@ -251,14 +271,16 @@ extension StoredRecord {
             }
         }
         guard let url, let directory, let connections, let priority, let headers else {
-            throw JSONParser.Failure(offset: start, reason: "a request without its url, directory, connections, priority or headers")
+            throw JSONParser.Failure(
+                offset: start, reason: "a request without its url, directory, connections, priority or headers")
         }
         var request: DownloadRequest
         do {
             // The count as stored, held to today's bounds (a row is never refused for it).
-            request = try DownloadRequest(url: url, destination: .directory(directory),
-                                          connections: min(max(1, Int(connections)), DownloadRequest.maxConnections),
-                                          mirrors: mirrors)
+            request = try DownloadRequest(
+                url: url, destination: .directory(directory),
+                connections: min(max(1, Int(connections)), DownloadRequest.maxConnections),
+                mirrors: mirrors)
         } catch {
             throw JSONParser.Failure(offset: start, reason: error.message)
         }
@@ -292,9 +314,13 @@ extension StoredRecord {
     }
 
     /// A `Segment`'s keys, or a `ByteRange`'s (no `written`).
-    private static func span(_ json: inout JSONParser) throws(JSONParser.Failure) -> (start: Int64, end: Int64?, written: Int64?) {
+    private static func span(_ json: inout JSONParser) throws(JSONParser.Failure) -> (
+        start: Int64, end: Int64?, written: Int64?
+    ) {
         let offset = json.offset
-        var start: Int64?, end: Int64?, written: Int64?
+        var start: Int64?
+        var end: Int64?
+        var written: Int64?
         try json.readObject { json, key throws(JSONParser.Failure) in
             switch key {
             case "start": start = try json.readInteger()
@@ -311,7 +337,9 @@ extension StoredRecord {
         try json.readList { json throws(JSONParser.Failure) in
             let offset = json.offset
             let span = try self.span(&json)
-            guard let written = span.written else { throw JSONParser.Failure(offset: offset, reason: "a segment without written") }
+            guard let written = span.written else {
+                throw JSONParser.Failure(offset: offset, reason: "a segment without written")
+            }
             return Segment(start: span.start, end: span.end, written: written)
         }
     }
@@ -330,7 +358,8 @@ extension StoredRecord {
 
     private static func checksum(_ json: inout JSONParser) throws(JSONParser.Failure) -> Checksum {
         let offset = json.offset
-        var algorithm: Checksum.Algorithm?, hex: String?
+        var algorithm: Checksum.Algorithm?
+        var hex: String?
         try json.readObject { json, key throws(JSONParser.Failure) in
             switch key {
             case "algorithm": algorithm = try json.readKnown(Checksum.Algorithm.self)
@@ -338,13 +367,16 @@ extension StoredRecord {
             default: try json.skipValue()
             }
         }
-        guard let algorithm, let hex else { throw JSONParser.Failure(offset: offset, reason: "a checksum without algorithm or hex") }
+        guard let algorithm, let hex else {
+            throw JSONParser.Failure(offset: offset, reason: "a checksum without algorithm or hex")
+        }
         return Checksum(algorithm: algorithm, hex: hex)
     }
 
     private static func serverDigest(_ json: inout JSONParser) throws(JSONParser.Failure) -> ServerDigest {
         let offset = json.offset
-        var checksum: Checksum?, field: ServerDigest.Field?
+        var checksum: Checksum?
+        var field: ServerDigest.Field?
         try json.readObject { json, key throws(JSONParser.Failure) in
             switch key {
             case "checksum": checksum = try self.checksum(&json)
@@ -352,13 +384,18 @@ extension StoredRecord {
             default: try json.skipValue()
             }
         }
-        guard let checksum, let field else { throw JSONParser.Failure(offset: offset, reason: "a server digest without checksum or field") }
+        guard let checksum, let field else {
+            throw JSONParser.Failure(offset: offset, reason: "a server digest without checksum or field")
+        }
         return ServerDigest(checksum, from: field)
     }
 
     private static func error(_ json: inout JSONParser) throws(JSONParser.Failure) -> HaulError {
         let offset = json.offset
-        var code: String?, message: String?, httpStatus: Int64?, cause: String?
+        var code: String?
+        var message: String?
+        var httpStatus: Int64?
+        var cause: String?
         try json.readObject { json, key throws(JSONParser.Failure) in
             switch key {
             case "code": code = try json.readString()
@@ -368,7 +405,9 @@ extension StoredRecord {
             default: try json.skipValue()
             }
         }
-        guard let code, let message else { throw JSONParser.Failure(offset: offset, reason: "an error without code or message") }
+        guard let code, let message else {
+            throw JSONParser.Failure(offset: offset, reason: "an error without code or message")
+        }
         return HaulError(HaulError.Code(reading: code), message, httpStatus: httpStatus.map(Int.init), cause: cause)
     }
 
@@ -378,7 +417,8 @@ extension StoredRecord {
             guard key == "fields" else { return try json.skipValue() }
             fields = try json.readList { json throws(JSONParser.Failure) in
                 let offset = json.offset
-                var name: String?, value: String?
+                var name: String?
+                var value: String?
                 try json.readObject { json, key throws(JSONParser.Failure) in
                     switch key {
                     case "name": name = try json.readString()
@@ -386,7 +426,9 @@ extension StoredRecord {
                     default: try json.skipValue()
                     }
                 }
-                guard let name, let value else { throw JSONParser.Failure(offset: offset, reason: "a header without name or value") }
+                guard let name, let value else {
+                    throw JSONParser.Failure(offset: offset, reason: "a header without name or value")
+                }
                 return HTTPHeaderList.Field(name: name, value: value)
             }
         }
@@ -395,7 +437,9 @@ extension StoredRecord {
 
     private static func pieceHashes(_ json: inout JSONParser) throws(JSONParser.Failure) -> PieceHashes {
         let offset = json.offset
-        var length: Int64?, algorithm: Checksum.Algorithm?, hashes: [String]?
+        var length: Int64?
+        var algorithm: Checksum.Algorithm?
+        var hashes: [String]?
         try json.readObject { json, key throws(JSONParser.Failure) in
             switch key {
             case "length": length = try json.readInteger()
@@ -426,7 +470,8 @@ extension StoredRecord {
     public static func credentials(fromJSON text: String) throws(FormError) -> Credentials {
         let bytes = Array(text.utf8)
         var json = JSONParser(bytes: bytes)
-        var user: String?, password: String?
+        var user: String?
+        var password: String?
         do {
             try json.readObject { json, key throws(JSONParser.Failure) in
                 switch key {
@@ -473,7 +518,9 @@ extension JSONParser {
     /// A string naming one case of `T`.
     mutating func readKnown<T: RawRepresentable<String>>(_ type: T.Type) throws(Failure) -> T {
         let start = offset
-        guard let known = T(rawValue: try readString()) else { throw Failure(offset: start, reason: "an unknown \(T.self)") }
+        guard let known = T(rawValue: try readString()) else {
+            throw Failure(offset: start, reason: "an unknown \(T.self)")
+        }
         return known
     }
 }

@@ -32,7 +32,8 @@ public struct StoredRecord: Hashable, Sendable, CustomStringConvertible, CustomR
 
     /// The columns a store writes, in this order, named alike in both stores.
     public static let columns = [
-        "id", "identity", "status", "priority", "position", "created_at", "directory", "file_name", "record", "credentials",
+        "id", "identity", "status", "priority", "position", "created_at", "directory", "file_name", "record",
+        "credentials",
     ]
 
     public var description: String { "StoredRecord(\(id), \(status))" }
@@ -61,10 +62,13 @@ public struct StoredRecord: Hashable, Sendable, CustomStringConvertible, CustomR
     ///   JSON's.
     /// - Throws: `.store` when the JSON is not a record's form or the status is unknown; the
     ///   reason names where, never the text (it holds headers and cookies).
-    public static func read(id: String, status: String, priority: Int, position: Int64, fileName: String?,
-                            record json: String, credentials: String?) throws(HaulError) -> DownloadRecord {
-        try read(status: status, priority: priority, position: position, fileName: fileName,
-                 parsed: parse(id: id, record: json), credentials: credentials)
+    public static func read(
+        id: String, status: String, priority: Int, position: Int64, fileName: String?,
+        record json: String, credentials: String?
+    ) throws(HaulError) -> DownloadRecord {
+        try read(
+            status: status, priority: priority, position: position, fileName: fileName,
+            parsed: parse(id: id, record: json), credentials: credentials)
     }
 
     /// The record's JSON alone, as `read` parses it (what `StoredRecordCache` keeps).
@@ -77,8 +81,10 @@ public struct StoredRecord: Hashable, Sendable, CustomStringConvertible, CustomR
     }
 
     /// `parsed` (the row's JSON, parsed) with the row's columns applied.
-    public static func read(status: String, priority: Int, position: Int64, fileName: String?,
-                            parsed: DownloadRecord, credentials: String?) throws(HaulError) -> DownloadRecord {
+    public static func read(
+        status: String, priority: Int, position: Int64, fileName: String?,
+        parsed: DownloadRecord, credentials: String?
+    ) throws(HaulError) -> DownloadRecord {
         var record = parsed
         guard let status = DownloadStatus(rawValue: status) else {
             throw HaulError(.store, "download \(record.id) in the store cannot be read", cause: "an unknown status")

@@ -8,7 +8,9 @@ import NIOCore
 /// API client never has to parse text. The codes are `HaulError`'s and `DaemonError`'s, both
 /// closed and stable; each has its status, decided exhaustively.
 struct APIErrorMiddleware<Context: RequestContext>: RouterMiddleware {
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
         do {
             return try await next(request, context)
         } catch {
@@ -28,7 +30,8 @@ struct APIErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     static func daemonError(for error: any Error) -> DaemonError? {
         switch error {
         case let error as DaemonError: error
-        case let error as HTTPError where error.status == .unauthorized: DaemonError(.unauthorized, error.body ?? "unauthorized")
+        case let error as HTTPError where error.status == .unauthorized:
+            DaemonError(.unauthorized, error.body ?? "unauthorized")
         default: nil
         }
     }
@@ -46,7 +49,8 @@ struct APIErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             case .methodNotAllowed: return HaulError(.badRequest, "method not allowed here")
             case .contentTooLarge: return HaulError(.tooLarge, "request body is too large")
             default:
-                return HaulError(error.status.code < 500 ? .badRequest : .internal, error.body ?? error.status.reasonPhrase)
+                return HaulError(
+                    error.status.code < 500 ? .badRequest : .internal, error.body ?? error.status.reasonPhrase)
             }
         case let error as DecodingError:
             return HaulError(.badRequest, "invalid JSON: \(describe(error))")
@@ -63,8 +67,8 @@ struct APIErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         case .conflict, .fileExists, .inUse: .conflict
         case .tooLarge: .contentTooLarge
         case .httpStatus, .badResponse, .brokenFraming, .tooManyRedirects, .network, .lengthMismatch, .checksumMismatch,
-             .digestMismatch, .fileSystem, .diskFull, .interrupted, .cancelled, .store, .leaseLost, .storeUnavailable,
-             .storeTooNew, .storeLogin, .fleetNameInUse, .urlExpired, .badCookieFile, .internal:
+            .digestMismatch, .fileSystem, .diskFull, .interrupted, .cancelled, .store, .leaseLost, .storeUnavailable,
+            .storeTooNew, .storeLogin, .fleetNameInUse, .urlExpired, .badCookieFile, .internal:
             .internalServerError
         }
     }
@@ -114,7 +118,9 @@ struct BearerAuthMiddleware<Context: RequestContext & ConnectionContext>: Router
     let secret: String
     let connections: ConnectionGuard
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
         guard let header = request.headers[.authorization] else {
             throw DaemonError(.unauthorized, "missing 'Authorization: Bearer TOKEN' header")
         }
@@ -139,7 +145,8 @@ enum APIResponse {
         var buffer = ByteBuffer()
         buffer.writeBytes(data)
         buffer.writeString("\n")
-        return Response(status: status, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: buffer))
+        return Response(
+            status: status, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: buffer))
     }
 
     static func download(_ download: DownloadView, status: HTTPResponse.Status = .ok) -> Response {
@@ -157,7 +164,8 @@ enum APIResponse {
     private static func raw(_ writer: JSONWriter, status: HTTPResponse.Status) -> Response {
         var buffer = ByteBuffer(bytes: writer.bytes)
         buffer.writeString("\n")
-        return Response(status: status, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: buffer))
+        return Response(
+            status: status, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: buffer))
     }
 
     static func error(_ error: ErrorView, status: HTTPResponse.Status) -> Response {
@@ -166,8 +174,9 @@ enum APIResponse {
             response = try json(ErrorBody(error: error), status: status)
         } catch let encoding {
             // Strings do not fail to encode; were it to happen, the error still goes out, as text.
-            response = Response(status: status, headers: [.contentType: "text/plain; charset=utf-8"],
-                                body: .init(byteBuffer: ByteBuffer(string: "\(error.code): \(error.message) (\(encoding))\n")))
+            response = Response(
+                status: status, headers: [.contentType: "text/plain; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(string: "\(error.code): \(error.message) (\(encoding))\n")))
         }
         if status == .unauthorized { response.headers[.wwwAuthenticate] = "Bearer" }
         return response

@@ -16,13 +16,6 @@ struct APIRoutes<Context: RequestContext>: Sendable {
     let settings: DownloadSettingsCache
     let logger: Logger
 
-    init(manager: DownloadManager, defaults: DaemonDefaults, settings: DownloadSettingsCache, logger: Logger) {
-        self.manager = manager
-        self.defaults = defaults
-        self.settings = settings
-        self.logger = logger
-    }
-
     func register(on api: RouterGroup<Context>) {
         api.get("downloads") { request, _ in try await list(request) }
         api.post("downloads") { request, _ in try await add(request) }
@@ -31,7 +24,9 @@ struct APIRoutes<Context: RequestContext>: Sendable {
         api.put("downloads/:id") { request, context in try await change(request, id(context)) }
         api.delete("downloads/:id") { request, context in
             let id = try id(context)
-            let deleteFile = request.uri.queryParameters.get("deleteFile").map { ["1", "true", "yes"].contains($0.lowercased()) } ?? false
+            let deleteFile =
+                request.uri.queryParameters.get("deleteFile").map { ["1", "true", "yes"].contains($0.lowercased()) }
+                ?? false
             try await manager.remove(id, deleteFile: deleteFile)
             return try await view(try await manager.record(id))
         }
@@ -58,11 +53,13 @@ struct APIRoutes<Context: RequestContext>: Sendable {
         }
         api.post("pause") { request, _ in
             let selection = try await decode(Selection.self, request)
-            return try await apply(selection, all: { try await manager.pauseAll() }, each: { try await manager.pause($0) })
+            return try await apply(
+                selection, all: { try await manager.pauseAll() }, each: { try await manager.pause($0) })
         }
         api.post("resume") { request, _ in
             let selection = try await decode(Selection.self, request)
-            return try await apply(selection, all: { try await manager.resumeAll() }, each: { try await manager.resume($0) })
+            return try await apply(
+                selection, all: { try await manager.resumeAll() }, each: { try await manager.resume($0) })
         }
         api.get("options") { _, _ in try await options() }
         api.put("options") { request, _ in try await setOptions(request) }
@@ -87,7 +84,9 @@ struct APIRoutes<Context: RequestContext>: Sendable {
                 }
                 return parsed
             }
-            if statuses.isEmpty { throw HaulError(.badRequest, "status: expected one or more statuses separated by commas") }
+            if statuses.isEmpty {
+                throw HaulError(.badRequest, "status: expected one or more statuses separated by commas")
+            }
         }
         let offset = try Self.count(query.get("offset"), name: "offset") ?? 0
         let limit = try Self.count(query.get("limit"), name: "limit")
@@ -111,25 +110,27 @@ struct APIRoutes<Context: RequestContext>: Sendable {
         let manager = self.manager
         var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
         headers[HTTPFields.Element.Name("X-Total-Count")!] = String(total)
-        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
-            var first = true
-            try await writer.write(ByteBuffer(string: "["))
-            var start = 0
-            repeat {
-                let page = Array(ids[start..<min(ids.count, start + 500)])
-                var json = JSONWriter()
-                let live = await LiveRuns.lookup(manager, page)
-                for record in try await manager.records(page) {
-                    if !first { json.raw(",") }
-                    first = false
-                    live.view(record).write(to: &json)
-                }
-                try await writer.write(ByteBuffer(bytes: json.bytes))
-                start += page.count
-            } while start < ids.count
-            try await writer.write(ByteBuffer(string: "]\n"))
-            try await writer.finish(nil)
-        })
+        return Response(
+            status: .ok, headers: headers,
+            body: ResponseBody { writer in
+                var first = true
+                try await writer.write(ByteBuffer(string: "["))
+                var start = 0
+                repeat {
+                    let page = Array(ids[start..<min(ids.count, start + 500)])
+                    var json = JSONWriter()
+                    let live = await LiveRuns.lookup(manager, page)
+                    for record in try await manager.records(page) {
+                        if !first { json.raw(",") }
+                        first = false
+                        live.view(record).write(to: &json)
+                    }
+                    try await writer.write(ByteBuffer(bytes: json.bytes))
+                    start += page.count
+                } while start < ids.count
+                try await writer.write(ByteBuffer(string: "]\n"))
+                try await writer.finish(nil)
+            })
     }
 
     private func add(_ request: Request) async throws -> Response {
@@ -175,20 +176,24 @@ struct APIRoutes<Context: RequestContext>: Sendable {
     private func change(_ request: Request, _ id: DownloadID) async throws -> Response {
         let change = try await decode(DownloadChange.self, request)
         guard let rate = change.maxBytesPerSecond else {
-            throw HaulError(.badRequest, "expected {\"maxBytesPerSecond\": N} (bytes per second) or {\"maxBytesPerSecond\": null}")
+            throw HaulError(
+                .badRequest, "expected {\"maxBytesPerSecond\": N} (bytes per second) or {\"maxBytesPerSecond\": null}")
         }
         try Limits.check(maxBytesPerSecond: rate)
         try await manager.setMaxBytesPerSecond(rate, for: id)
         await settings.forget(id)
-        logger.info("download rate limit changed", metadata: ["id": "\(id)", "maxBytesPerSecond": "\(rate.map(String.init) ?? "none")"])
+        logger.info(
+            "download rate limit changed",
+            metadata: ["id": "\(id)", "maxBytesPerSecond": "\(rate.map(String.init) ?? "none")"])
         return try await view(try await manager.download(id))
     }
 
     private func options() async throws -> Response {
-        try APIResponse.json(OptionsView(
-            maxConcurrentDownloads: await manager.maxConcurrentDownloads, directory: defaults.directory,
-            connections: defaults.connections, maxBytesPerSecond: manager.globalLimiter.rate?.bytesPerSecond,
-            limitSchedule: defaults.limitSchedule?.description))
+        try APIResponse.json(
+            OptionsView(
+                maxConcurrentDownloads: await manager.maxConcurrentDownloads, directory: defaults.directory,
+                connections: defaults.connections, maxBytesPerSecond: manager.globalLimiter.rate?.bytesPerSecond,
+                limitSchedule: defaults.limitSchedule?.description))
     }
 
     /// Every field is checked before any changes, so a bad one changes nothing.

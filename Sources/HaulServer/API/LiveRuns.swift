@@ -20,6 +20,7 @@ struct LiveRuns: Sendable {
     func view(_ record: DownloadRecord) -> DownloadView {
         let own = manager.liveProgress(record.id)
         let remote = runs[record.id]
-        return DownloadView(record, live: own ?? remote?.progress, host: remote?.host ?? (own != nil ? manager.fleetHost : nil))
+        return DownloadView(
+            record, live: own ?? remote?.progress, host: remote?.host ?? (own != nil ? manager.fleetHost : nil))
     }
 }

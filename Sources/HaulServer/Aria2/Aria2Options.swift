@@ -26,11 +26,14 @@ enum Aria2Options {
     /// too unless `adding`.
     static func checkSettable(_ options: [String: JSONValue], adding: Bool = false) throws {
         if let name = options.keys.filter(notSettable.contains).sorted().first {
-            throw Aria2Error(code: 1, message: "The option '--\(name)' names a file or a command and cannot be set over RPC.")
+            throw Aria2Error(
+                code: 1, message: "The option '--\(name)' names a file or a command and cannot be set over RPC.")
         }
         if !adding, let name = options.keys.filter(readAtAdd.contains).sorted().first {
-            throw Aria2Error(code: 1, message: "The option '--\(name)' is read once, when a download is added (aria2.addUri, "
-                + "aria2.addMetalink); it cannot be changed afterwards or set for every download.")
+            throw Aria2Error(
+                code: 1,
+                message: "The option '--\(name)' is read once, when a download is added (aria2.addUri, "
+                    + "aria2.addMetalink); it cannot be changed afterwards or set for every download.")
         }
     }
 
@@ -48,7 +51,8 @@ enum Aria2Options {
 
     /// aria2's words, then what was wrong with the value.
     static func problem(_ name: String, _ cause: HaulError) -> Aria2Error {
-        Aria2Error(code: 1, message: "We encountered a problem while processing the option '--\(name)': \(cause.message)")
+        Aria2Error(
+            code: 1, message: "We encountered a problem while processing the option '--\(name)': \(cause.message)")
     }
 
     /// A string value; aria2 ignores values of other JSON types.
@@ -74,7 +78,9 @@ enum Aria2Options {
         }
     }
 
-    static func addRequest(uri: String, mirrors: [String] = [], options: [String: JSONValue], defaults: DaemonDefaults) throws -> AddRequest {
+    static func addRequest(uri: String, mirrors: [String] = [], options: [String: JSONValue], defaults: DaemonDefaults)
+        throws -> AddRequest
+    {
         try checkSettable(options, adding: true)
         var directory = text(options, "dir")
         var fileName = text(options, "out")
@@ -110,11 +116,14 @@ enum Aria2Options {
         let split = try connections(options, "split")
         let perServer = try connections(options, "max-connection-per-server")
         // aria2 opens min(split, max-connection-per-server) connections to a single server.
-        let connections: Int? = split == nil && perServer == nil ? nil : min(split ?? defaults.connections, perServer ?? defaults.connections)
+        let connections: Int? =
+            split == nil && perServer == nil
+            ? nil : min(split ?? defaults.connections, perServer ?? defaults.connections)
         let rate = try rate(options, "max-download-limit")
         if let pause = text(options, "pause"), !["true", "false"].contains(pause) { throw problem("pause") }
-        return AddRequest(url: uri, directory: directory, fileName: fileName, checksum: checksum, headers: headers,
-                          connections: connections, maxBytesPerSecond: rate ?? nil, mirrors: mirrors.isEmpty ? nil : mirrors)
+        return AddRequest(
+            url: uri, directory: directory, fileName: fileName, checksum: checksum, headers: headers,
+            connections: connections, maxBytesPerSecond: rate ?? nil, mirrors: mirrors.isEmpty ? nil : mirrors)
     }
 
     struct DownloadChange {
@@ -142,7 +151,9 @@ enum Aria2Options {
         try checkSettable(options)
         var change = GlobalChange()
         if let text = text(options, "max-concurrent-downloads") {
-            guard let count = Int(text), Limits.concurrentDownloads.contains(count) else { throw problem("max-concurrent-downloads") }
+            guard let count = Int(text), Limits.concurrentDownloads.contains(count) else {
+                throw problem("max-concurrent-downloads")
+            }
             change.maxConcurrentDownloads = count
         }
         change.overall = try rate(options, "max-overall-download-limit")

@@ -13,7 +13,9 @@ extension Aria2RPC {
         case "remove", "forceRemove":
             let id = try params.gid(0)
             let record = try await record(id)
-            guard !record.status.isTerminal else { throw Aria2Error(code: 1, message: "Active Download not found for GID#\(id)") }
+            guard !record.status.isTerminal else {
+                throw Aria2Error(code: 1, message: "Active Download not found for GID#\(id)")
+            }
             try await manager.remove(id, deleteFile: false)
             json.string(id.rawValue)
         case "pause", "forcePause":
@@ -26,7 +28,9 @@ extension Aria2RPC {
             json.string(id.rawValue)
         case "unpause":
             let id = try params.gid(0)
-            guard try await record(id).status == .paused else { throw Aria2Error(code: 1, message: "GID#\(id) cannot be unpaused now") }
+            guard try await record(id).status == .paused else {
+                throw Aria2Error(code: 1, message: "GID#\(id) cannot be unpaused now")
+            }
             try await manager.resume(id)
             json.string(id.rawValue)
         case "pauseAll", "forcePauseAll":
@@ -38,11 +42,14 @@ extension Aria2RPC {
         case "tellStatus":
             let id = try params.gid(0)
             let keys = try params.keys(1)
-            Aria2Status(try await record(id), live: await LiveRuns.lookup(manager, [id]).progress(id)).write(to: &json, keys: keys)
+            Aria2Status(try await record(id), live: await LiveRuns.lookup(manager, [id]).progress(id)).write(
+                to: &json, keys: keys)
         case "getUris":
             let id = try params.gid(0)
             let record = try await record(id)
-            guard !record.status.isTerminal else { throw Aria2Error(code: 1, message: "No URI data is available for GID#\(id)") }
+            guard !record.status.isTerminal else {
+                throw Aria2Error(code: 1, message: "No URI data is available for GID#\(id)")
+            }
             let status = Aria2Status(record, live: nil)
             json.array(record.request.sources) { json, url in status.writeURI(url, to: &json) }
         case "getFiles":
@@ -52,17 +59,21 @@ extension Aria2RPC {
         case "getServers":
             let id = try params.gid(0)
             let record = try await record(id)
-            guard record.status == .running else { throw Aria2Error(code: 1, message: "No active download for GID#\(id)") }
+            guard record.status == .running else {
+                throw Aria2Error(code: 1, message: "No active download for GID#\(id)")
+            }
             Aria2Status(record, live: manager.liveProgress(id)).writeServers(to: &json)
         case "tellActive":
             let keys = try params.keys(0)
             try await writeStatuses(try await manager.ids(status: .running), keys: keys, into: &json)
         case "tellWaiting":
             let (offset, count, keys) = (try params.integer(0), try params.integer(1), try params.keys(2))
-            try await writeStatuses(Self.window(try await manager.waitingIDs(), offset: offset, count: count), keys: keys, into: &json)
+            try await writeStatuses(
+                Self.window(try await manager.waitingIDs(), offset: offset, count: count), keys: keys, into: &json)
         case "tellStopped":
             let (offset, count, keys) = (try params.integer(0), try params.integer(1), try params.keys(2))
-            try await writeStatuses(Self.window(try await stopped(), offset: offset, count: count), keys: keys, into: &json)
+            try await writeStatuses(
+                Self.window(try await stopped(), offset: offset, count: count), keys: keys, into: &json)
         case "changePosition":
             json.raw(String(try await changePosition(params)))
         case "changeOption":
@@ -75,8 +86,9 @@ extension Aria2RPC {
             try await changeGlobalOption(try params.object(0))
             json.string("OK")
         case "getGlobalOption":
-            Aria2Options.writeGlobal(defaults: defaults, maxConcurrent: await manager.maxConcurrentDownloads,
-                                     overall: manager.globalLimiter.rate?.bytesPerSecond, to: &json)
+            Aria2Options.writeGlobal(
+                defaults: defaults, maxConcurrent: await manager.maxConcurrentDownloads,
+                overall: manager.globalLimiter.rate?.bytesPerSecond, to: &json)
         case "getGlobalStat":
             try await globalStat(into: &json)
         case "purgeDownloadResult":
@@ -112,7 +124,8 @@ extension Aria2RPC {
             let ids = try await addMetalink(params)
             json.array(ids) { json, id in json.string(id.rawValue) }
         case "addTorrent", "getPeers":
-            throw Aria2Error(code: 1, message: "haul downloads over HTTP and HTTPS only: aria2.\(method) is not supported")
+            throw Aria2Error(
+                code: 1, message: "haul downloads over HTTP and HTTPS only: aria2.\(method) is not supported")
         default:
             throw Aria2Error(code: 1, message: "No such method: aria2.\(method)")
         }
@@ -143,13 +156,19 @@ extension Aria2RPC {
         var position: Int?
         if params.value(2) != nil {
             position = try params.integer(2)
-            guard position! >= 0 else { throw Aria2Error(code: 1, message: "Position must be greater than or equal to 0.") }
+            guard position! >= 0 else {
+                throw Aria2Error(code: 1, message: "Position must be greater than or equal to 0.")
+            }
         }
-        let add = try Aria2Options.addRequest(uri: uri, mirrors: Array(texts.dropFirst()), options: options, defaults: defaults)
+        let add = try Aria2Options.addRequest(
+            uri: uri, mirrors: Array(texts.dropFirst()), options: options, defaults: defaults)
         var request = try defaults.request(for: add)
         let now = Aria2Cookies.now()
-        Aria2Cookies.attach(try await Aria2Cookies.jar(options, policy: defaults.policy, now: now), to: &request, now: now)
-        return PreparedAdd(request: request, placement: AddPlacement(startsPaused: options["pause"]?.string == "true", index: position))
+        Aria2Cookies.attach(
+            try await Aria2Cookies.jar(options, policy: defaults.policy, now: now), to: &request, now: now)
+        return PreparedAdd(
+            request: request, placement: AddPlacement(startsPaused: options["pause"]?.string == "true", index: position)
+        )
     }
 
     /// `changeUri(gid, fileIndex, delUris, addUris[, position])`: removes each of `delUris` once,
@@ -158,7 +177,9 @@ extension Aria2RPC {
     /// the same file (`DownloadManager.setSources`).
     private func changeUri(_ params: Params) async throws -> (Int, Int) {
         let id = try params.gid(0)
-        guard try params.integer(1) == 1 else { throw Aria2Error(code: 1, message: "The given file index is out of range.") }
+        guard try params.integer(1) == 1 else {
+            throw Aria2Error(code: 1, message: "The given file index is out of range.")
+        }
         let removing = try params.array(2).map { value in
             guard let text = value.string else { throw params.wrongType(2) }
             return text
@@ -174,11 +195,14 @@ extension Aria2RPC {
         var position: Int?
         if params.value(4) != nil {
             position = try params.integer(4)
-            guard position! >= 0 else { throw Aria2Error(code: 1, message: "Position must be greater than or equal to 0.") }
+            guard position! >= 0 else {
+                throw Aria2Error(code: 1, message: "Position must be greater than or equal to 0.")
+            }
         }
         let record = try await record(id)
         guard !record.status.isTerminal || record.status == .failed else {
-            throw Aria2Error(code: 1, message: "No URI to remove or add for GID#\(id): the download is \(record.status.rawValue)")
+            throw Aria2Error(
+                code: 1, message: "No URI to remove or add for GID#\(id): the download is \(record.status.rawValue)")
         }
         var urls = record.request.sources
         var deleted = 0
@@ -212,13 +236,16 @@ extension Aria2RPC {
         var position: Int?
         if params.value(2) != nil {
             position = try params.integer(2)
-            guard position! >= 0 else { throw Aria2Error(code: 1, message: "Position must be greater than or equal to 0.") }
+            guard position! >= 0 else {
+                throw Aria2Error(code: 1, message: "Position must be greater than or equal to 0.")
+            }
         }
         // Every file's request is checked (and the cookie file read) before any is added.
         var requests: [DownloadRequest] = []
         for file in metalink.files {
-            var add = try Aria2Options.addRequest(uri: file.urls[0].absoluteString, mirrors: file.urls.dropFirst().map(\.absoluteString),
-                                                  options: options, defaults: defaults)
+            var add = try Aria2Options.addRequest(
+                uri: file.urls[0].absoluteString, mirrors: file.urls.dropFirst().map(\.absoluteString),
+                options: options, defaults: defaults)
             add.fileName = file.name
             add.checksum = add.checksum ?? file.checksums.first?.description
             var request = try defaults.request(for: add)
@@ -230,7 +257,9 @@ extension Aria2RPC {
         for index in requests.indices { Aria2Cookies.attach(jar, to: &requests[index], now: now) }
         // Each file at its own index, in order, as aria2 inserts them.
         let paused = options["pause"]?.string == "true"
-        let placements = requests.indices.map { offset in AddPlacement(startsPaused: paused, index: position.map { $0 + offset }) }
+        let placements = requests.indices.map { offset in
+            AddPlacement(startsPaused: paused, index: position.map { $0 + offset })
+        }
         return try await manager.add(requests, placements: placements).map(\.id)
     }
 
@@ -238,18 +267,21 @@ extension Aria2RPC {
         let id = try params.gid(0)
         let offset = try params.integer(1)
         let how = try params.string(2)
-        guard ["POS_SET", "POS_CUR", "POS_END"].contains(how) else { throw Aria2Error(code: 1, message: "Illegal argument.") }
+        guard ["POS_SET", "POS_CUR", "POS_END"].contains(how) else {
+            throw Aria2Error(code: 1, message: "Illegal argument.")
+        }
         _ = try await record(id)
         // aria2's waiting list: queued and paused downloads.
         let queue = try await manager.waitingIDs()
         guard let current = queue.firstIndex(of: id) else {
             throw Aria2Error(code: 1, message: "GID#\(id) not found in the waiting queue.")
         }
-        let target = switch how {
-        case "POS_SET": offset
-        case "POS_CUR": current + offset
-        default: queue.count - 1 + offset
-        }
+        let target =
+            switch how {
+            case "POS_SET": offset
+            case "POS_CUR": current + offset
+            default: queue.count - 1 + offset
+            }
         return try await manager.move(id, toIndex: target)
     }
 
@@ -257,7 +289,9 @@ extension Aria2RPC {
         let id = try params.gid(0)
         let options = try params.object(1)
         let record = try await record(id)
-        guard !record.status.isTerminal else { throw Aria2Error(code: 1, message: "Cannot change option for GID#\(id)") }
+        guard !record.status.isTerminal else {
+            throw Aria2Error(code: 1, message: "Cannot change option for GID#\(id)")
+        }
         let change = try Aria2Options.downloadChange(options)
         if let rate = change.maxBytesPerSecond { try await manager.setMaxBytesPerSecond(rate, for: id) }
         // Connections apply to the next start; a running download keeps its own, as aria2's do.
@@ -295,10 +329,11 @@ extension Aria2RPC {
 
     /// The download, removed ones included (aria2 shows them as `removed`); unknown: aria2's message.
     func record(_ id: DownloadID) async throws -> DownloadRecord {
-        guard let record = try await manager.record(id) else { throw Aria2Error(code: 1, message: "GID \(id) is not found") }
+        guard let record = try await manager.record(id) else {
+            throw Aria2Error(code: 1, message: "GID \(id) is not found")
+        }
         return record
     }
-
 
     /// Finished downloads: completed and failed in the order they were added (aria2 lists them
     /// in the order they stopped, which haul does not store), then removed ones.
@@ -310,7 +345,9 @@ extension Aria2RPC {
     /// aria2's paging: a negative offset counts from the end and walks backwards.
     static func window(_ ids: [DownloadID], offset: Int, count: Int) throws -> [DownloadID] {
         guard count >= 0 else {
-            throw Aria2Error(code: 1, message: "The integer parameter at 1 has invalid value: the value must be greater than or equal to 0.")
+            throw Aria2Error(
+                code: 1,
+                message: "The integer parameter at 1 has invalid value: the value must be greater than or equal to 0.")
         }
         if offset >= 0 {
             return Array(ids.dropFirst(offset).prefix(count))

@@ -15,7 +15,9 @@ extension Aria2RPC {
         var index = 0
         while index < calls.count {
             var adds: [Call] = []
-            while index + adds.count < calls.count, case .success(let call) = calls[index + adds.count], call.name == "aria2.addUri" {
+            while index + adds.count < calls.count, case .success(let call) = calls[index + adds.count],
+                call.name == "aria2.addUri"
+            {
                 adds.append(call)
             }
             if adds.count > 1 {
@@ -23,10 +25,11 @@ extension Aria2RPC {
                 index += adds.count
                 continue
             }
-            results.append(await Result { () async throws -> [UInt8] in
-                let call = try calls[index].get()
-                return try await self.call(call.name, call.arguments, nested: true)
-            })
+            results.append(
+                await Result { () async throws -> [UInt8] in
+                    let call = try calls[index].get()
+                    return try await self.call(call.name, call.arguments, nested: true)
+                })
             index += 1
         }
         var json = JSONWriter()
@@ -46,8 +49,12 @@ extension Aria2RPC {
 
     private static func parse(_ call: JSONValue) -> Result<Call, any Error> {
         Result {
-            guard let fields = call.object else { throw Aria2Error(code: 1, message: "system.multicall expected struct.") }
-            guard let name = fields["methodName"]?.string else { throw Aria2Error(code: 1, message: "Missing methodName.") }
+            guard let fields = call.object else {
+                throw Aria2Error(code: 1, message: "system.multicall expected struct.")
+            }
+            guard let name = fields["methodName"]?.string else {
+                throw Aria2Error(code: 1, message: "Missing methodName.")
+            }
             switch fields["params"] {
             case nil: return Call(name: name, arguments: [])
             case .array(let values)?: return Call(name: name, arguments: values)
@@ -60,9 +67,10 @@ extension Aria2RPC {
     private func addUris(_ calls: [Call]) async -> [Result<[UInt8], any Error>] {
         var prepared: [Result<PreparedAdd, any Error>] = []
         for call in calls {
-            prepared.append(await Result { () async throws -> PreparedAdd in
-                try await self.prepareAddUri(try self.authorized(call.name, call.arguments))
-            })
+            prepared.append(
+                await Result { () async throws -> PreparedAdd in
+                    try await self.prepareAddUri(try self.authorized(call.name, call.arguments))
+                })
         }
         let ready = prepared.compactMap { entry -> PreparedAdd? in
             if case .success(let add) = entry { add } else { nil }
@@ -77,19 +85,20 @@ extension Aria2RPC {
         var results: [Result<[UInt8], any Error>] = []
         var next = 0
         for entry in prepared {
-            results.append(await Result { () async throws -> [UInt8] in
-                let add = try entry.get()
-                let record: DownloadRecord
-                if let records {
-                    record = records[next]
-                    next += 1
-                } else {
-                    record = try await self.manager.add([add.request], placements: [add.placement])[0]
-                }
-                var json = JSONWriter()
-                json.string(record.id.rawValue)
-                return json.bytes
-            })
+            results.append(
+                await Result { () async throws -> [UInt8] in
+                    let add = try entry.get()
+                    let record: DownloadRecord
+                    if let records {
+                        record = records[next]
+                        next += 1
+                    } else {
+                        record = try await self.manager.add([add.request], placements: [add.placement])[0]
+                    }
+                    var json = JSONWriter()
+                    json.string(record.id.rawValue)
+                    return json.bytes
+                })
         }
         return results
     }

@@ -22,8 +22,10 @@ public struct Aria2RPC: Sendable {
     let shutdown: @Sendable () -> Void
     let logger: Logger
 
-    public init(manager: DownloadManager, defaults: DaemonDefaults, secret: String, logger: Logger,
-                shutdown: @escaping @Sendable () -> Void) {
+    public init(
+        manager: DownloadManager, defaults: DaemonDefaults, secret: String, logger: Logger,
+        shutdown: @escaping @Sendable () -> Void
+    ) {
         self.manager = manager
         self.defaults = defaults
         self.secret = secret
@@ -67,7 +69,9 @@ public struct Aria2RPC: Sendable {
             return calls.contains { showsToken($0) }
         case .object(let fields):
             guard case .array(let params)? = fields["params"] else { return false }
-            if case .string(let token)? = params.first, token.hasPrefix("token:"), Token.matches(token.utf8.dropFirst(6), secret) {
+            if case .string(let token)? = params.first, token.hasPrefix("token:"),
+                Token.matches(token.utf8.dropFirst(6), secret)
+            {
                 return true
             }
             return fields["method"]?.string == "system.multicall" && params.contains { showsToken($0) }
@@ -102,7 +106,8 @@ public struct Aria2RPC: Sendable {
             let padded = params.replacingOccurrences(of: " ", with: "+")
             // Answered: parameters that are not base64 JSON are an invalid request.
             guard let data = Data(base64Encoded: padded + String(repeating: "=", count: (4 - padded.count % 4) % 4)),
-                  case .array(let values)? = try? JSONParser.parse(Array(data)) else {
+                case .array(let values)? = try? JSONParser.parse(Array(data))
+            else {
                 return Self.failure(id: .null, .invalidRequest, status: 400)
             }
             parameters = values
@@ -166,8 +171,10 @@ public struct Aria2RPC: Sendable {
     /// first, as `token:SECRET`, and is checked before the method is looked up.
     func authorized(_ method: String, _ params: [JSONValue]) throws -> Params {
         guard method.hasPrefix("aria2."), case .string(let token)? = params.first, token.hasPrefix("token:"),
-              Token.matches(token.utf8.dropFirst(6), secret) else {
-            throw method.hasPrefix("aria2.") ? Aria2Error.unauthorized : Aria2Error(code: 1, message: "No such method: \(method)")
+            Token.matches(token.utf8.dropFirst(6), secret)
+        else {
+            throw method.hasPrefix("aria2.")
+                ? Aria2Error.unauthorized : Aria2Error(code: 1, message: "No such method: \(method)")
         }
         return Params(Array(params.dropFirst()))
     }

@@ -40,7 +40,8 @@ struct Aria2Status {
     /// and download: `tellActive` of 200 downloads hashed 3,000 strings a call.
     struct Keys {
         enum Key: Int, CaseIterable {
-            case bitfield, completedLength, connections, dir, downloadSpeed, errorCode, errorMessage, files, gid, numPieces
+            case bitfield, completedLength, connections, dir, downloadSpeed, errorCode, errorMessage, files, gid,
+                numPieces
             case pieceLength, status, totalLength, uploadLength, uploadSpeed
 
             /// aria2's name of the key (`String(describing:)` would depend on reflection metadata).
@@ -48,9 +49,11 @@ struct Aria2Status {
                 Self.names[rawValue]
             }
 
-            private static let names = ["bitfield", "completedLength", "connections", "dir", "downloadSpeed", "errorCode",
-                                        "errorMessage", "files", "gid", "numPieces", "pieceLength", "status", "totalLength",
-                                        "uploadLength", "uploadSpeed"]
+            private static let names = [
+                "bitfield", "completedLength", "connections", "dir", "downloadSpeed", "errorCode",
+                "errorMessage", "files", "gid", "numPieces", "pieceLength", "status", "totalLength",
+                "uploadLength", "uploadSpeed",
+            ]
         }
 
         private let asked: UInt32
@@ -82,7 +85,9 @@ struct Aria2Status {
             if wants(.downloadSpeed) { json.field("downloadSpeed", String(speed)) }
             if stopped, wants(.errorCode) { json.field("errorCode", errorCode) }
             if stopped, wants(.errorMessage) { json.field("errorMessage", record.error?.message ?? "") }
-            if wants(.files) { json.field("files") { json in json.array([self]) { json, status in status.writeFile(to: &json) } } }
+            if wants(.files) {
+                json.field("files") { json in json.array([self]) { json, status in status.writeFile(to: &json) } }
+            }
             if wants(.gid) { json.field("gid", record.id.rawValue) }
             if wants(.numPieces) { json.field("numPieces", String(pieces ?? 0)) }
             if wants(.pieceLength) { json.field("pieceLength", String(Self.pieceLength)) }

@@ -38,17 +38,22 @@ extension Daemon {
     }
 
     /// The parts of the routes for `manager`, as `configuration` says.
-    static func routeParts(configuration: Configuration, manager: DownloadManager, metrics: DaemonMetrics, secret: String,
-                           descriptorLimit: Int, stopper: ShutdownTrigger) -> RouteParts {
+    static func routeParts(
+        configuration: Configuration, manager: DownloadManager, metrics: DaemonMetrics, secret: String,
+        descriptorLimit: Int, stopper: ShutdownTrigger
+    ) -> RouteParts {
         let logger = configuration.logger
-        let defaults = DaemonDefaults(directory: configuration.downloadDirectory, connections: configuration.defaultConnections,
-                                      allowedDirectories: configuration.allowedDirectories, limitSchedule: configuration.limitSchedule)
+        let defaults = DaemonDefaults(
+            directory: configuration.downloadDirectory, connections: configuration.defaultConnections,
+            allowedDirectories: configuration.allowedDirectories, limitSchedule: configuration.limitSchedule)
         return RouteParts(
             manager: manager, defaults: defaults, settings: DownloadSettingsCache(manager: manager), metrics: metrics,
             secret: secret,
-            connections: ConnectionGuard(configuration: configuration.connections, descriptorLimit: descriptorLimit, logger: logger),
+            connections: ConnectionGuard(
+                configuration: configuration.connections, descriptorLimit: descriptorLimit, logger: logger),
             hosts: HostCheck(host: configuration.host, allowedNames: configuration.allowedHosts),
-            rpc: Aria2RPC(manager: manager, defaults: defaults, secret: secret, logger: logger, shutdown: { stopper.trigger() }),
+            rpc: Aria2RPC(
+                manager: manager, defaults: defaults, secret: secret, logger: logger, shutdown: { stopper.trigger() }),
             logger: logger)
     }
 
@@ -58,12 +63,16 @@ extension Daemon {
         router.add(middleware: APIErrorMiddleware())
         router.add(middleware: HostCheckMiddleware(check: parts.hosts))
         WebPageRoutes.register(on: router)
-        let api = router.group("api/v1").add(middleware: BearerAuthMiddleware(secret: parts.secret, connections: parts.connections))
-        APIRoutes(manager: parts.manager, defaults: parts.defaults, settings: parts.settings, logger: parts.logger).register(on: api)
+        let api = router.group("api/v1").add(
+            middleware: BearerAuthMiddleware(secret: parts.secret, connections: parts.connections))
+        APIRoutes(manager: parts.manager, defaults: parts.defaults, settings: parts.settings, logger: parts.logger)
+            .register(on: api)
         // The same token as the API: the figures name no download, but the queue's size is the owner's business.
         let (metrics, manager) = (parts.metrics, parts.manager)
-        router.group("metrics").add(middleware: BearerAuthMiddleware(secret: parts.secret, connections: parts.connections))
-            .get { _, _ in try await metrics.scrape(manager) }
+        router.group("metrics").add(
+            middleware: BearerAuthMiddleware(secret: parts.secret, connections: parts.connections)
+        )
+        .get { _, _ in try await metrics.scrape(manager) }
         Aria2Routes.register(parts.rpc, connections: parts.connections, on: router)
         return router
     }
@@ -73,8 +82,9 @@ extension Daemon {
         let webSockets = Router(context: DaemonWebSocketContext.self)
         webSockets.add(middleware: HostCheckMiddleware(check: parts.hosts))
         let manager = parts.manager
-        Aria2Routes.registerWebSocket(parts.rpc, events: { manager.events() }, outcomes: { manager.outcomes() },
-                                      hosts: parts.hosts, connections: parts.connections, on: webSockets)
+        Aria2Routes.registerWebSocket(
+            parts.rpc, events: { manager.events() }, outcomes: { manager.outcomes() },
+            hosts: parts.hosts, connections: parts.connections, on: webSockets)
         return webSockets
     }
 
@@ -87,8 +97,9 @@ extension Daemon {
     ) -> Built {
         let logger = configuration.logger
         let stopper = ShutdownTrigger()
-        let parts = routeParts(configuration: configuration, manager: manager, metrics: metrics, secret: secret,
-                               descriptorLimit: descriptorLimit, stopper: stopper)
+        let parts = routeParts(
+            configuration: configuration, manager: manager, metrics: metrics, secret: secret,
+            descriptorLimit: descriptorLimit, stopper: stopper)
         // Subscribed now: the queue restored once the socket listens runs no download unseen.
         let (events, outcomes) = (manager.events(), manager.outcomes())
         var observers: [any Service] = [
@@ -96,15 +107,17 @@ extension Daemon {
             ObserverService { await metrics.observe(outcomes: outcomes) },
         ]
         if !configuration.hooks.isEmpty {
-            let hooks = HookDispatcher(hooks: configuration.hooks, clock: ClockAdapter(ContinuousClock()), logger: logger)
+            let hooks = HookDispatcher(
+                hooks: configuration.hooks, clock: ClockAdapter(ContinuousClock()), logger: logger)
             let hooked = manager.outcomes()
             observers.append(ObserverService { await hooks.observe(outcomes: hooked) })
         }
         let schedule = configuration.limitSchedule.map { schedule in
-            SpeedScheduleService(scheduler: SpeedScheduler(
-                schedule: schedule, fallback: configuration.manager.maxBytesPerSecond.flatMap(ByteRate.limit),
-                clock: ClockAdapter(ContinuousClock()), now: { Date() }, timeZone: .current, logger: logger,
-                apply: { manager.globalLimiter.setRate($0) }))
+            SpeedScheduleService(
+                scheduler: SpeedScheduler(
+                    schedule: schedule, fallback: configuration.manager.maxBytesPerSecond.flatMap(ByteRate.limit),
+                    clock: ClockAdapter(ContinuousClock()), now: { Date() }, timeZone: .current, logger: logger,
+                    apply: { manager.globalLimiter.setRate($0) }))
         }
         let router = buildRouter(parts)
         let webSocketResponder = buildWebSocketRouter(parts).buildResponder()
@@ -117,26 +130,34 @@ extension Daemon {
             router: router,
             server: HTTPServerBuilder { responder in
                 try DaemonTLS.wrap(
-                    GuardedChildChannel(base: HTTP1WebSocketUpgradeChannel(responder: responder, webSocketResponder: webSocketResponder,
-                                                                           configuration: channelConfiguration),
-                                        connectionGuard: connections),
+                    GuardedChildChannel(
+                        base: HTTP1WebSocketUpgradeChannel(
+                            responder: responder, webSocketResponder: webSocketResponder,
+                            configuration: channelConfiguration),
+                        connectionGuard: connections),
                     in: tls)
             },
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "haul"),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? configuration.port
                 let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
-                let file = ServeFile(url: "\(tls == nil ? "http" : "https")://\(host):\(port)", pid: pid, secret: secret)
+                let file = ServeFile(
+                    url: "\(tls == nil ? "http" : "https")://\(host):\(port)", pid: pid, secret: secret)
                 // Listening first, then the queue (a daemon that cannot bind starts nothing),
                 // then the address for the CLI: its first command finds the queue restored.
                 do {
                     try await manager.restore()
-                    logger.info("ready", metadata: [
-                        "descriptors": "\(descriptorLimit)", "unauthenticatedConnections": "\(connections.maxUnauthenticated)",
-                        "url": "\(file.url)", "directory": "\(configuration.downloadDirectory)",
-                        "jobs": "\(configuration.manager.maxConcurrentDownloads)", "connections": "\(configuration.defaultConnections)",
-                        "maxBytesPerSecond": "\(configuration.manager.maxBytesPerSecond.map(String.init) ?? "none")",
-                    ])
+                    logger.info(
+                        "ready",
+                        metadata: [
+                            "descriptors": "\(descriptorLimit)",
+                            "unauthenticatedConnections": "\(connections.maxUnauthenticated)",
+                            "url": "\(file.url)", "directory": "\(configuration.downloadDirectory)",
+                            "jobs": "\(configuration.manager.maxConcurrentDownloads)",
+                            "connections": "\(configuration.defaultConnections)",
+                            "maxBytesPerSecond":
+                                "\(configuration.manager.maxBytesPerSecond.map(String.init) ?? "none")",
+                        ])
                 } catch {
                     logger.error("cannot restore the queue: \(error)")
                 }

@@ -1,14 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import Haul
 import HaulAPI
 import HaulCore
-import HaulStore
 import HaulFleet
+import HaulStore
 import Hummingbird
 import HummingbirdCore
 import HummingbirdWebSocket
@@ -18,6 +13,12 @@ import NIOCore
 import NIOPosix
 import ServiceLifecycle
 import UnixSignals
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// `haul serve`: a `DownloadManager` on the SQLite store behind the HTTP API and the web page,
 /// run as a service group so SIGTERM and SIGINT checkpoint every download and stop in time.
@@ -63,18 +64,21 @@ public struct Daemon: Sendable {
         /// `manager.maxBytesPerSecond` holds outside its rules.
         public var limitSchedule: SpeedSchedule?
 
-        public init(host: String = "127.0.0.1", port: Int = 6800, secret: String? = nil, home: String,
-                    downloadDirectory: String, maxConcurrentDownloads: Int = 3, defaultConnections: Int = 1,
-                    maxBytesPerSecond: Int64? = nil,
-                    logger: Logger = Daemon.defaultLogger,
-                    shutdownDeadline: Duration = .milliseconds(1500)) {
+        public init(
+            host: String = "127.0.0.1", port: Int = 6800, secret: String? = nil, home: String,
+            downloadDirectory: String, maxConcurrentDownloads: Int = 3, defaultConnections: Int = 1,
+            maxBytesPerSecond: Int64? = nil,
+            logger: Logger = Daemon.defaultLogger,
+            shutdownDeadline: Duration = .milliseconds(1500)
+        ) {
             self.host = host
             self.port = port
             self.secret = secret
             self.home = home
             self.downloadDirectory = downloadDirectory
-            self.manager = .init(stateDirectory: home, maxConcurrentDownloads: maxConcurrentDownloads,
-                                 maxBytesPerSecond: maxBytesPerSecond, logger: logger)
+            self.manager = .init(
+                stateDirectory: home, maxConcurrentDownloads: maxConcurrentDownloads,
+                maxBytesPerSecond: maxBytesPerSecond, logger: logger)
             self.defaultConnections = defaultConnections
             self.logger = logger
             self.shutdownDeadline = shutdownDeadline
@@ -84,7 +88,9 @@ public struct Daemon: Sendable {
         /// flags' forms; these hold for any caller of `Daemon`).
         public func check() throws(HaulError) {
             if secret == nil, !Daemon.isLoopback(host) {
-                throw HaulError(.usage, "refusing to listen on \(host) without --secret: anyone who reaches it could fill your disk")
+                throw HaulError(
+                    .usage, "refusing to listen on \(host) without --secret: anyone who reaches it could fill your disk"
+                )
             }
             if let secret, secret.count < 8 || secret.contains(where: { $0.isWhitespace }) {
                 throw HaulError(.usage, "--secret must be at least 8 characters, without spaces")
@@ -137,7 +143,8 @@ public struct Daemon: Sendable {
         // Its state is private: a download added with credentials resumes after a restart.
         managerConfiguration.keepsCredentials = true
         // Every run resolves its directory beneath these, following no link (issue 19).
-        managerConfiguration.downloadRoots = ([configuration.downloadDirectory] + configuration.allowedDirectories).map(AddRequest.normalized)
+        managerConfiguration.downloadRoots = ([configuration.downloadDirectory] + configuration.allowedDirectories).map(
+            AddRequest.normalized)
         // A graceful shutdown (SIGTERM, aria2.shutdown) stops the runs at a checkpoint within this,
         // inside the service group's own limit (`shutdownDeadline`); one still verifying resumes
         // at the next start.
@@ -150,7 +157,8 @@ public struct Daemon: Sendable {
             manager = try await DownloadManager(configuration: managerConfiguration)
         case .postgres(let location):
             let store = try await PostgresDownloadStore.open(
-                location, host: configuration.fleetName ?? Self.defaultFleetName(), leaseTimeout: configuration.leaseTimeout,
+                location, host: configuration.fleetName ?? Self.defaultFleetName(),
+                leaseTimeout: configuration.leaseTimeout,
                 keepsCredentials: true, runsItsPool: false, logger: configuration.logger)
             fleetStore = store
             do {
@@ -166,8 +174,10 @@ public struct Daemon: Sendable {
         let pid = getpid()
         let home = configuration.home
         let logger = configuration.logger
-        let services = (fleetStore.map { [ServiceGroupConfiguration.ServiceConfiguration(service: $0)] } ?? []) + built.services
-        var group = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        let services =
+            (fleetStore.map { [ServiceGroupConfiguration.ServiceConfiguration(service: $0)] } ?? []) + built.services
+        var group = ServiceGroupConfiguration(
+            services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         group.maximumGracefulShutdownDuration = configuration.shutdownDeadline
         defer {
             do throws(HaulError) {

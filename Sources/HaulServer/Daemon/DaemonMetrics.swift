@@ -33,15 +33,26 @@ final class DaemonMetrics: Sendable {
         self.factory = factory
         bytes = Metrics.Counter(label: "haul_downloaded_bytes_total", factory: factory)
         retries = Metrics.Counter(label: "haul_retries_total", factory: factory)
-        restarts = Dictionary(uniqueKeysWithValues: RestartCause.allCases.map {
-            ($0, Metrics.Counter(label: "haul_restarts_total", dimensions: [("cause", $0.rawValue)], factory: factory))
-        })
-        finished = Dictionary(uniqueKeysWithValues: ["completed", "failed"].map {
-            ($0, Metrics.Counter(label: "haul_downloads_finished_total", dimensions: [("result", $0)], factory: factory))
-        })
-        downloads = Dictionary(uniqueKeysWithValues: DownloadStatus.allCases.map {
-            ($0, Metrics.Gauge(label: "haul_downloads", dimensions: [("status", $0.rawValue)], factory: factory))
-        })
+        restarts = Dictionary(
+            uniqueKeysWithValues: RestartCause.allCases.map {
+                (
+                    $0,
+                    Metrics.Counter(
+                        label: "haul_restarts_total", dimensions: [("cause", $0.rawValue)], factory: factory)
+                )
+            })
+        finished = Dictionary(
+            uniqueKeysWithValues: ["completed", "failed"].map {
+                (
+                    $0,
+                    Metrics.Counter(
+                        label: "haul_downloads_finished_total", dimensions: [("result", $0)], factory: factory)
+                )
+            })
+        downloads = Dictionary(
+            uniqueKeysWithValues: DownloadStatus.allCases.map {
+                ($0, Metrics.Gauge(label: "haul_downloads", dimensions: [("status", $0.rawValue)], factory: factory))
+            })
         speed = Metrics.Gauge(label: "haul_download_speed_bytes_per_second", factory: factory)
     }
 
@@ -91,6 +102,8 @@ final class DaemonMetrics: Sendable {
         speed.record(summary.downloadSpeed)
         var body = ByteBuffer()
         body.writeBytes(registry.emitToBuffer())
-        return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"], body: .init(byteBuffer: body))
+        return Response(
+            status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+            body: .init(byteBuffer: body))
     }
 }

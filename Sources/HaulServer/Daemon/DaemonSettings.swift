@@ -2,8 +2,8 @@ import Foundation
 import Haul
 import HaulAPI
 import HaulCore
-import NIOConcurrencyHelpers
 import Logging
+import NIOConcurrencyHelpers
 
 /// What the daemon itself holds beyond the manager, shared by the HTTP API and aria2's JSON-RPC:
 /// the defaults for new downloads (changeable through either) and where downloads may go.
@@ -19,11 +19,15 @@ public final class DaemonDefaults: Sendable {
     /// The global limit's schedule (`--limit-schedule`), shown by the options; nil without one.
     public let limitSchedule: SpeedSchedule?
 
-    public init(directory: String, connections: Int, maxBytesPerSecond: Int64? = nil, allowedDirectories: [String] = [],
-                limitSchedule: SpeedSchedule? = nil) {
+    public init(
+        directory: String, connections: Int, maxBytesPerSecond: Int64? = nil, allowedDirectories: [String] = [],
+        limitSchedule: SpeedSchedule? = nil
+    ) {
         self.limitSchedule = limitSchedule
-        state = NIOLockedValueBox(State(connections: connections, directory: AddRequest.normalized(directory),
-                                        maxBytesPerSecond: maxBytesPerSecond))
+        state = NIOLockedValueBox(
+            State(
+                connections: connections, directory: AddRequest.normalized(directory),
+                maxBytesPerSecond: maxBytesPerSecond))
         policy = DirectoryPolicy(roots: [directory] + allowedDirectories)
     }
 
@@ -104,12 +108,16 @@ actor DownloadSettingsCache {
             found = try await manager.record(id)
         } catch {
             // The event still goes out, without its settings; the next one reads them again.
-            await manager.configuration.logger.warning("cannot read a download's settings for its event", metadata: [
-                "id": "\(id)", "error": "\(error)"])
+            await manager.configuration.logger.warning(
+                "cannot read a download's settings for its event",
+                metadata: [
+                    "id": "\(id)", "error": "\(error)",
+                ])
             return nil
         }
         guard let record = found else { return nil }
-        let settings = Settings(maxConnections: record.request.connections, maxBytesPerSecond: record.request.maxBytesPerSecond)
+        let settings = Settings(
+            maxConnections: record.request.connections, maxBytesPerSecond: record.request.maxBytesPerSecond)
         if generation == started { entries[id] = settings }
         return settings
     }

@@ -31,7 +31,8 @@ struct SpeedScheduler: Sendable {
         let parts = calendar.dateComponents([.weekday, .hour, .minute, .second], from: date)
         // Calendar's weekday: 1 is Sunday; the schedule's week starts on Monday.
         let weekday = SpeedSchedule.Weekday(rawValue: ((parts.weekday ?? 2) + 5) % 7) ?? .monday
-        return SpeedSchedule.Moment(weekday: weekday, hour: parts.hour ?? 0, minute: parts.minute ?? 0, second: parts.second ?? 0)
+        return SpeedSchedule.Moment(
+            weekday: weekday, hour: parts.hour ?? 0, minute: parts.minute ?? 0, second: parts.second ?? 0)
     }
 
     /// Whether the limit is due: at start, when the local time of the week has passed a boundary
@@ -40,7 +41,8 @@ struct SpeedScheduler: Sendable {
     func isDue(last: (date: Date, moment: SpeedSchedule.Moment)?, date: Date, moment: SpeedSchedule.Moment) -> Bool {
         guard let last else { return true }
         let elapsed = date.timeIntervalSince(last.date)
-        return elapsed < 0 || elapsed >= Double(SpeedSchedule.Moment.week) || schedule.passesBoundary(from: last.moment, to: moment)
+        return elapsed < 0 || elapsed >= Double(SpeedSchedule.Moment.week)
+            || schedule.passesBoundary(from: last.moment, to: moment)
     }
 
     /// Until cancelled.
@@ -52,10 +54,12 @@ struct SpeedScheduler: Sendable {
             if isDue(last: last, date: date, moment: moment) {
                 let rate = schedule.rate(at: moment, otherwise: fallback)
                 apply(rate)
-                logger.info("scheduled speed limit", metadata: [
-                    "maxBytesPerSecond": "\(rate.map { String($0.bytesPerSecond) } ?? "none")",
-                    "rule": "\(schedule.rule(at: moment)?.text ?? "none (--limit-rate)")",
-                ])
+                logger.info(
+                    "scheduled speed limit",
+                    metadata: [
+                        "maxBytesPerSecond": "\(rate.map { String($0.bytesPerSecond) } ?? "none")",
+                        "rule": "\(schedule.rule(at: moment)?.text ?? "none (--limit-rate)")",
+                    ])
             }
             last = (date, moment)
             let fraction = date.timeIntervalSince1970 - date.timeIntervalSince1970.rounded(.down)
@@ -64,7 +68,7 @@ struct SpeedScheduler: Sendable {
             do {
                 try await clock.sleep(for: .milliseconds(Int64((wait * 1000).rounded(.up))))
             } catch {
-                return  // cancelled: the daemon is stopping
+                return // cancelled: the daemon is stopping
             }
         }
     }

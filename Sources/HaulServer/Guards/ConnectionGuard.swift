@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import HummingbirdCore
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Keeps connections that never show the token from using up the daemon's descriptors.
 ///
@@ -59,12 +60,15 @@ public final class ConnectionGuard: Sendable {
             state.next += 1
             state.unauthenticated[ObjectIdentifier(channel)] = Entry(sequence: state.next, channel: channel)
             guard state.unauthenticated.count > maxUnauthenticated,
-                  let oldest = state.unauthenticated.min(by: { $0.value.sequence < $1.value.sequence }) else { return nil }
+                let oldest = state.unauthenticated.min(by: { $0.value.sequence < $1.value.sequence })
+            else { return nil }
             state.unauthenticated[oldest.key] = nil
             return oldest.value.channel
         }
         if let evicted {
-            logger.debug("closing an unauthenticated connection to make room", metadata: ["remote": "\(evicted.remoteAddress.map { "\($0)" } ?? "?")"])
+            logger.debug(
+                "closing an unauthenticated connection to make room",
+                metadata: ["remote": "\(evicted.remoteAddress.map { "\($0)" } ?? "?")"])
             evicted.pipeline.fireUserInboundEventTriggered(ConnectionGuardHandler.Shut())
         }
     }
@@ -82,7 +86,9 @@ public final class ConnectionGuard: Sendable {
     public var unauthenticatedCount: Int { state.withLockedValue { $0.unauthenticated.count } }
 
     /// The handler that goes first in every connection's pipeline.
-    func handler() -> ConnectionGuardHandler { ConnectionGuardHandler(guard: self, headerTimeout: configuration.headerTimeout) }
+    func handler() -> ConnectionGuardHandler {
+        ConnectionGuardHandler(guard: self, headerTimeout: configuration.headerTimeout)
+    }
 
     /// Raises the soft limit on open descriptors to the hard limit (as nginx's
     /// `worker_rlimit_nofile` would) and answers the limit in force.
@@ -94,7 +100,7 @@ public final class ConnectionGuard: Sendable {
             var raised = limit
             raised.rlim_cur = limit.rlim_max
             #if canImport(Darwin)
-            raised.rlim_cur = min(raised.rlim_cur, rlim_t(OPEN_MAX))
+                raised.rlim_cur = min(raised.rlim_cur, rlim_t(OPEN_MAX))
             #endif
             if setrlimit(Self.noFile, &raised) == 0 { limit = raised }
         }
@@ -103,9 +109,9 @@ public final class ConnectionGuard: Sendable {
     }
 
     #if canImport(Glibc)
-    private static let noFile = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+        private static let noFile = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
     #else
-    private static let noFile = RLIMIT_NOFILE
+        private static let noFile = RLIMIT_NOFILE
     #endif
 }
 
@@ -179,12 +185,13 @@ final class ConnectionGuardHandler: ChannelInboundHandler, RemovableChannelHandl
         if matched < 4 {
             let buffer = unwrapInboundIn(data)
             for byte in buffer.readableBytesView {
-                matched = switch (matched, byte) {
-                case (0, 13), (2, 13): matched + 1
-                case (1, 10), (3, 10): matched + 1
-                case (_, 13): 1
-                default: 0
-                }
+                matched =
+                    switch (matched, byte) {
+                    case (0, 13), (2, 13): matched + 1
+                    case (1, 10), (3, 10): matched + 1
+                    case (_, 13): 1
+                    default: 0
+                    }
                 if matched == 4 {
                     timer?.cancel()
                     break

@@ -24,7 +24,9 @@ public struct DaemonTLS: Sendable {
         } catch {
             throw HaulError(.usage, "cannot use --tls-certificate \(certificatePath): \(error)")
         }
-        guard !chain.isEmpty else { throw HaulError(.usage, "--tls-certificate \(certificatePath) holds no PEM certificate") }
+        guard !chain.isEmpty else {
+            throw HaulError(.usage, "--tls-certificate \(certificatePath) holds no PEM certificate")
+        }
         let key: NIOSSLPrivateKey
         do {
             key = try NIOSSLPrivateKey(file: keyPath, format: .pem)
@@ -35,7 +37,9 @@ public struct DaemonTLS: Sendable {
     }
 
     /// `base` behind TLS, or `base` itself without it.
-    static func wrap<Base: ServerChildChannel>(_ base: Base, in configuration: TLSConfiguration?) throws -> any ServerChildChannel {
+    static func wrap<Base: ServerChildChannel>(_ base: Base, in configuration: TLSConfiguration?) throws
+        -> any ServerChildChannel
+    {
         guard let configuration else { return base }
         return try TLSChannel(base, tlsConfiguration: configuration)
     }
@@ -43,6 +47,11 @@ public struct DaemonTLS: Sendable {
     /// Off loopback without TLS, the token travels in clear text on every request: say so.
     static func warnIfPlain(host: String, tls: DaemonTLS?, logger: Logger) {
         guard tls == nil, !Daemon.isLoopback(host) else { return }
-        logger.warning("listening on \(host) over plain HTTP: the token and every request cross the network unencrypted; use --tls-certificate and --tls-key (or a TLS proxy in front)")
+        logger.warning(
+            """
+            listening on \(host) over plain HTTP: the token and every request cross the network unencrypted; use \
+            --tls-certificate and --tls-key (or a TLS proxy in front)
+            """
+        )
     }
 }

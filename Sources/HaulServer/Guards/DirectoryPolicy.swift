@@ -1,11 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import HaulAPI
 import HaulCore
 import NIOConcurrencyHelpers
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Where the daemon may write: under its download directory (`-d`) and the directories given
 /// with `--allow-dir`, nowhere else. Anyone holding the token could otherwise have files written
@@ -35,7 +36,13 @@ public struct DirectoryPolicy: Sendable, Hashable {
         let normalized = AddRequest.normalized(directory)
         guard allows(normalized) else {
             let list = roots.joined(separator: ", ")
-            throw HaulError(.forbidden, "directory \(normalized) is outside the daemon's download directories (\(list)); start 'haul serve' with --allow-dir to allow it")
+            throw HaulError(
+                .forbidden,
+                """
+                directory \(normalized) is outside the daemon's download directories (\(list)); start 'haul \
+                serve' with --allow-dir to allow it
+                """
+            )
         }
     }
 
@@ -47,8 +54,10 @@ public struct DirectoryPolicy: Sendable, Hashable {
         let normalized = AddRequest.normalized(path)
         guard allows(normalized) else {
             let list = roots.joined(separator: ", ")
-            throw HaulError(.forbidden, "\(option): \(normalized) is outside the daemon's download directories (\(list)); "
-                + "the daemon reads such a file only from one of them")
+            throw HaulError(
+                .forbidden,
+                "\(option): \(normalized) is outside the daemon's download directories (\(list)); "
+                    + "the daemon reads such a file only from one of them")
         }
     }
 

@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import HaulAPI
 import HaulCore
 import Hummingbird
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Which `Host` headers and `Origin`s name this daemon. A browser sends the page's own host
 /// name in `Host`, so a DNS-rebinding page (evil.example resolving to 127.0.0.1) is told apart
@@ -61,7 +62,8 @@ public struct HostCheck: Sendable {
     }
 
     static func port(of authority: String) -> String? {
-        let afterBracket = authority.lastIndex(of: "]").map { authority[authority.index(after: $0)...] } ?? authority[...]
+        let afterBracket =
+            authority.lastIndex(of: "]").map { authority[authority.index(after: $0)...] } ?? authority[...]
         guard let colon = afterBracket.lastIndex(of: ":") else { return nil }
         let port = afterBracket[afterBracket.index(after: colon)...]
         return port.isEmpty ? nil : String(port)
@@ -76,7 +78,8 @@ public struct HostCheck: Sendable {
     private static func isAddress(_ name: String) -> Bool {
         // Bytes rather than in_addr/in6_addr: which C module declares those depends on the
         // order clang meets the headers in.
-        var v4 = [UInt8](repeating: 0, count: 4), v6 = [UInt8](repeating: 0, count: 16)
+        var v4 = [UInt8](repeating: 0, count: 4)
+        var v6 = [UInt8](repeating: 0, count: 16)
         return inet_pton(AF_INET, name, &v4) == 1 || inet_pton(AF_INET6, name, &v6) == 1
     }
 }
@@ -87,13 +90,21 @@ struct HostCheckMiddleware<Context: RequestContext>: RouterMiddleware {
     let check: HostCheck
     private static var host: HTTPFields.Element.Name { HTTPFields.Element.Name("Host")! }
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
         // The first `Host` became `authority`; any other is still a header field.
         if request.headers[Self.host] != nil {
             throw HaulError(.badRequest, "more than one Host header")
         }
         if let authority = request.head.authority, !check.allows(authority: authority) {
-            throw DaemonError(.misdirected, "Host '\(authority.prefix(100))' does not name this daemon: use its address, localhost, or start it with --allow-host NAME")
+            throw DaemonError(
+                .misdirected,
+                """
+                Host '\(authority.prefix(100))' does not name this daemon: use its address, localhost, or start \
+                it with --allow-host NAME
+                """
+            )
         }
         return try await next(request, context)
     }

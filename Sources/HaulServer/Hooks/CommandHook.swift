@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import Haul
 import HaulCore
 import Logging
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// A program run when a download ends, with the arguments aria2 gives its `on-download-*`
 /// commands: the id (haul's download id, which aria2's RPC also uses as the GID), the number of
@@ -20,20 +21,35 @@ public struct CommandHook: Sendable, Hashable {
 
     /// `command` is a path (`./notify.sh`, `/usr/local/bin/notify`) or a name looked up in
     /// `PATH`; it must name an executable file now. `option` names the flag in the error.
-    public init(_ command: String, option: String, timeout: Duration = .seconds(300),
-                environment: [String: String] = ProcessInfo.processInfo.environment) throws(HaulError) {
-        guard !command.isEmpty, !command.allSatisfy(\.isWhitespace) else { throw HaulError(.usage, "\(option) needs a program") }
+    public init(
+        _ command: String, option: String, timeout: Duration = .seconds(300),
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(HaulError) {
+        guard !command.isEmpty, !command.allSatisfy(\.isWhitespace) else {
+            throw HaulError(.usage, "\(option) needs a program")
+        }
         let candidates: [String]
         if command.contains("/") {
             candidates = [command.hasPrefix("/") ? command : FileManager.default.currentDirectoryPath + "/" + command]
         } else {
-            candidates = (environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":").map { "\($0)/\(command)" }
+            candidates = (environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":").map {
+                "\($0)/\(command)"
+            }
         }
         var isDirectory: ObjCBool = false
-        guard let found = candidates.first(where: {
-            access($0, X_OK) == 0 && FileManager.default.fileExists(atPath: $0, isDirectory: &isDirectory) && !isDirectory.boolValue
-        }) else {
-            throw HaulError(.usage, "\(option): '\(command)' is not an executable file (a program, run without a shell, as 'PROGRAM ID 1 PATH')")
+        guard
+            let found = candidates.first(where: {
+                access($0, X_OK) == 0 && FileManager.default.fileExists(atPath: $0, isDirectory: &isDirectory)
+                    && !isDirectory.boolValue
+            })
+        else {
+            throw HaulError(
+                .usage,
+                """
+                \(option): '\(command)' is not an executable file (a program, run without a shell, as 'PROGRAM ID \
+                1 PATH')
+                """
+            )
         }
         self.executable = URL(fileURLWithPath: found).standardizedFileURL.path
         self.timeout = timeout
@@ -63,8 +79,10 @@ public struct CommandHook: Sendable, Hashable {
         if process.terminationReason == .exit, process.terminationStatus == 0 {
             logger.debug("hook command done", metadata: metadata)
         } else {
-            let how = process.terminationReason == .exit
-                ? "exited with status \(process.terminationStatus)" : "was killed (signal \(process.terminationStatus), timeout \(timeout))"
+            let how =
+                process.terminationReason == .exit
+                ? "exited with status \(process.terminationStatus)"
+                : "was killed (signal \(process.terminationStatus), timeout \(timeout))"
             logger.warning("the hook command \(how)", metadata: metadata)
         }
     }

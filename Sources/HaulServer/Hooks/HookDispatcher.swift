@@ -54,11 +54,15 @@ final class HookDispatcher: Sendable {
             let (hooks, logger, webhook) = (hooks, logger, webhook)
             if let command = hooks.onComplete {
                 let jobs = completions.stream
-                group.addTask { for await job in jobs { await command.run(id: job.id, path: job.path, logger: logger) } }
+                group.addTask {
+                    for await job in jobs { await command.run(id: job.id, path: job.path, logger: logger) }
+                }
             }
             if let command = hooks.onError {
                 let jobs = errors.stream
-                group.addTask { for await job in jobs { await command.run(id: job.id, path: job.path, logger: logger) } }
+                group.addTask {
+                    for await job in jobs { await command.run(id: job.id, path: job.path, logger: logger) }
+                }
             }
             if let webhook {
                 let jobs = deliveries.stream
@@ -76,9 +80,13 @@ final class HookDispatcher: Sendable {
         let path = outcome.record?.finalPath ?? ""
         switch outcome.status {
         case .completed where !outcome.alreadyComplete:
-            if hooks.onComplete != nil { queue(Job(id: outcome.id, path: path), on: completions.continuation, hook: "--on-complete") }
+            if hooks.onComplete != nil {
+                queue(Job(id: outcome.id, path: path), on: completions.continuation, hook: "--on-complete")
+            }
         case .failed:
-            if hooks.onError != nil { queue(Job(id: outcome.id, path: path), on: errors.continuation, hook: "--on-error") }
+            if hooks.onError != nil {
+                queue(Job(id: outcome.id, path: path), on: errors.continuation, hook: "--on-error")
+            }
         default:
             return
         }
@@ -95,7 +103,8 @@ final class HookDispatcher: Sendable {
     private func queue<Item: Sendable>(_ item: Item, on continuation: AsyncStream<Item>.Continuation, hook: String) {
         if case .dropped = continuation.yield(item) {
             droppedCount.withLockedValue { $0 += 1 }
-            logger.warning("\(hook) is behind: its oldest waiting event was dropped", metadata: ["limit": "\(hooks.queueLimit)"])
+            logger.warning(
+                "\(hook) is behind: its oldest waiting event was dropped", metadata: ["limit": "\(hooks.queueLimit)"])
         }
     }
 }

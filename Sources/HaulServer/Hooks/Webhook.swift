@@ -32,12 +32,15 @@ public struct Webhook: Sendable {
 
         /// `url` must be http or https with a host; `secret` must not be empty.
         public init(url: String, secret: String) throws(HaulError) {
-            guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), ["http", "https"].contains(scheme),
-                  let host = parsed.host, !host.isEmpty else {
+            guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(),
+                ["http", "https"].contains(scheme),
+                let host = parsed.host, !host.isEmpty
+            else {
                 throw HaulError(.usage, "--webhook: '\(url)' is not an http:// or https:// URL")
             }
             guard !secret.isEmpty else {
-                throw HaulError(.usage, "--webhook needs a secret to sign its events: --webhook-secret or --webhook-secret-file")
+                throw HaulError(
+                    .usage, "--webhook needs a secret to sign its events: --webhook-secret or --webhook-secret-file")
             }
             self.url = url
             self.secret = secret
@@ -49,7 +52,8 @@ public struct Webhook: Sendable {
             do {
                 text = try String(contentsOfFile: path, encoding: .utf8)
             } catch {
-                throw HaulError(.usage, "--webhook-secret-file: cannot read \(path): \((error as NSError).localizedDescription)")
+                throw HaulError(
+                    .usage, "--webhook-secret-file: cannot read \(path): \((error as NSError).localizedDescription)")
             }
             let secret = text.trimmingCharacters(in: .whitespacesAndNewlines)
             guard !secret.isEmpty else { throw HaulError(.usage, "--webhook-secret-file: \(path) is empty") }
@@ -74,10 +78,11 @@ public struct Webhook: Sendable {
     /// `sha256=` and the hex HMAC-SHA256 of `body` under `secret`.
     public static func signature(of body: some DataProtocol, secret: String) -> String {
         let code = HMAC<SHA256>.authenticationCode(for: body, using: SymmetricKey(data: Data(secret.utf8)))
-        return "sha256=" + code.map { byte in
-            let hex = String(byte, radix: 16)
-            return hex.count == 1 ? "0" + hex : hex
-        }.joined()
+        return "sha256="
+            + code.map { byte in
+                let hex = String(byte, radix: 16)
+                return hex.count == 1 ? "0" + hex : hex
+            }.joined()
     }
 
     static func verdict(status: Int) -> Verdict {
@@ -130,7 +135,8 @@ public struct Webhook: Sendable {
                     logger.debug("webhook delivered", metadata: metadata)
                     return true
                 case .refused:
-                    logger.warning("the webhook refused the event with status \(status); not sent again", metadata: metadata)
+                    logger.warning(
+                        "the webhook refused the event with status \(status); not sent again", metadata: metadata)
                     return false
                 case .retry:
                     problem = "status \(status)"
@@ -148,7 +154,7 @@ public struct Webhook: Sendable {
             do {
                 try await clock.sleep(for: wait)
             } catch {
-                return false  // cancelled: the daemon is stopping
+                return false // cancelled: the daemon is stopping
             }
         }
         return false

@@ -6,7 +6,8 @@ import NIOCore
 /// would not run even if an escaping bug let it into the DOM), refuse to be framed
 /// (clickjacking of the pause and remove buttons) and let the page talk only to this daemon.
 enum WebPageRoutes {
-    static let contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+    static let contentSecurityPolicy =
+        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
         + "img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
     static func register<Context: RequestContext>(on router: Router<Context>) {
@@ -17,7 +18,9 @@ enum WebPageRoutes {
     }
 
     static func response(_ text: String, type: String) -> Response {
-        var headers: HTTPFields = [.contentType: type, .cacheControl: "no-store", .contentSecurityPolicy: contentSecurityPolicy]
+        var headers: HTTPFields = [
+            .contentType: type, .cacheControl: "no-store", .contentSecurityPolicy: contentSecurityPolicy,
+        ]
         headers[HTTPFields.Element.Name("X-Content-Type-Options")!] = "nosniff"
         headers[HTTPFields.Element.Name("X-Frame-Options")!] = "DENY"
         headers[HTTPFields.Element.Name("Referrer-Policy")!] = "no-referrer"

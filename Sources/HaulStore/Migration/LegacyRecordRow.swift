@@ -10,10 +10,17 @@ enum LegacyRecordRow {
         func string(_ name: String) -> String? { row.column(name)?.string }
         func int(_ name: String) -> Int64? { row.column(name)?.integer.map(Int64.init) }
         guard let id = string("id"), let url = string("url"), let directory = string("directory"),
-              let statusText = string("status"), let status = DownloadStatus(rawValue: statusText),
-              let segmentText = string("segments"), let segments = SegmentCoding.decode(segmentText) else {
+            let statusText = string("status"), let status = DownloadStatus(rawValue: statusText),
+            let segmentText = string("segments"), let segments = SegmentCoding.decode(segmentText)
+        else {
             // Not the row itself: it holds headers and credentials.
-            throw HaulError(.store, "download \(string("id") ?? "without an id") in the store cannot be read: its url, directory, status or segments are missing or malformed")
+            throw HaulError(
+                .store,
+                """
+                download \(string("id") ?? "without an id") in the store cannot be read: its url, directory, \
+                status or segments are missing or malformed
+                """
+            )
         }
         let range = int("range_start").map { ByteRange(start: $0, end: int("range_end")) }
         let checksum = try string("checksum").map { try Checksum(parsing: $0) }
@@ -40,10 +47,12 @@ enum LegacyRecordRow {
         record.request.growsConnections = (int("grows_connections") ?? 0) != 0
         record.segments = segments
         if let code = string("error_code") {
-            record.error = HaulError(HaulError.Code(reading: code), string("error_message") ?? code,
-                                     httpStatus: int("error_http_status").map(Int.init), cause: string("error_cause"))
+            record.error = HaulError(
+                HaulError.Code(reading: code), string("error_message") ?? code,
+                httpStatus: int("error_http_status").map(Int.init), cause: string("error_cause"))
         }
-        readSecrets(of: &record, headers: string("headers"), credentials: string("credentials"), cookies: string("cookies"))
+        readSecrets(
+            of: &record, headers: string("headers"), credentials: string("credentials"), cookies: string("cookies"))
         return record
     }
 
