@@ -64,19 +64,28 @@ import Testing
     /// Sends `count` bytes at once to a client channel set up by `ReceiveBuffers.limit`; returns
     /// the client's options and whether the watcher is still in its pipeline once all came; the
     /// client is closed when it returns.
+    ///
+    /// The client reads only once the first `queued` bytes (all of them, or 512 KiB) wait in its
+    /// socket's receive buffer (made 1 MiB), so its first reads are full however the machine
+    /// schedules the two ends: on a loaded machine a reader woken for every segment would
+    /// otherwise see short reads that no server sends.
     private func readAll(_ count: Int, largeReads: ReceiveBuffers.LargeReads) async throws -> (
         (reads: UInt, largest: Int), Bool
     ) {
         let group = MultiThreadedEventLoopGroup.singleton
+        let (accepted, accept) = AsyncStream.makeStream(of: (any Channel).self)
         let server = try await ServerBootstrap(group: group)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                accept.yield(channel)
+                return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(Sender(count: count))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
         let (received, arrived) = AsyncStream.makeStream(of: Int.self)
         let client = try await ClientBootstrap(group: group)
+            .channelOption(.autoRead, value: false)
+            .channelOption(.socketOption(.so_rcvbuf), value: 1 << 20)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try ReceiveBuffers.limit(channel, logger: Logger(label: "test"), largeReads: largeReads)
@@ -84,6 +93,16 @@ import Testing
                 }
             }
             .connect(to: try #require(server.localAddress)).get()
+        var sending = accepted.makeAsyncIterator()
+        let sender = try #require(await sending.next())
+        let queued = min(count, 512 << 10)
+        var left = count
+        for _ in 0..<20_000 where count - left < queued {
+            left = try await sender.getOption(.bufferedWritableBytes).get()
+            if count - left < queued { try await Task.sleep(for: .milliseconds(1)) }
+        }
+        #expect(count - left >= queued, "the server's bytes never left it")
+        try await client.setOption(.autoRead, value: true).get()
         var total = 0
         for await bytes in received {
             total += bytes
