@@ -13,6 +13,8 @@ let package = Package(
         .library(name: "HaulServer", targets: ["HaulServer"]),
         .library(name: "HaulFleet", targets: ["HaulFleet"]),
         .executable(name: "haul", targets: ["haul"]),
+        // haul with the fleet's PostgreSQL store: `haul serve --store postgres://` runs it.
+        .executable(name: "haul-fleet", targets: ["haul-fleet"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
@@ -23,7 +25,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
         .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.2"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        // No default traits: FullFoundation would link all of Foundation (its ICU data is 37 MB of
+        // the binary) for a date formatter haul never uses; ConfigurationSupport is not used.
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1", traits: []),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
@@ -39,6 +43,7 @@ let package = Package(
             dependencies: [
                 "HaulCore",
                 "CProcessMemory",
+                "CChildProcess",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -90,7 +95,6 @@ let package = Package(
             dependencies: [
                 "Haul",
                 "HaulStore",
-                "HaulFleet",
                 "HaulCore",
                 "HaulAPI",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -119,7 +123,6 @@ let package = Package(
                 "Haul",
                 "HaulStore",
                 "HaulCore",
-                "HaulFleet",
                 "HaulAPI",
                 "HaulServer",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -132,7 +135,17 @@ let package = Package(
         ),
         // glibc's mallopt(3), which Swift's Glibc module does not show (Haul's ProcessMemory).
         .target(name: "CProcessMemory"),
+        .target(name: "CChildProcess"),
         .executableTarget(name: "haul", dependencies: ["Haul", "HaulCommands"]),
+        // Without PostgresNIO, haul links no part of Foundation but FoundationEssentials; this
+        // one links both (see HaulServer's FleetOpening).
+        .executableTarget(
+            name: "haul-fleet",
+            dependencies: [
+                "Haul", "HaulCommands", "HaulCore", "HaulFleet", "HaulServer",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Shipped test support: fault-injecting HTTP server, deterministic payloads, manual clock.
         .target(
             name: "HaulTesting",
@@ -197,7 +210,7 @@ let package = Package(
             name: "HaulEndToEndTests",
             dependencies: [
                 // `haul`: the binary the tests run (never imported).
-                "HaulStore", "HaulCore", "HaulTesting", "HaulAPI", "HaulServer", "haul",
+                "HaulStore", "HaulCore", "HaulTesting", "HaulAPI", "HaulServer", "haul", "haul-fleet",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -1,5 +1,10 @@
-import Foundation
 import HaulCore
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 #if canImport(Glibc)
     import Glibc
@@ -35,13 +40,15 @@ public struct ServeFile: Codable, Sendable, Hashable {
         }
     }
 
-    /// Replaces the file atomically, never readable by other users even for a moment.
-    public func write(home: String) throws(HaulError) {
+    /// Replaces the file atomically, never readable by other users even for a moment; by the
+    /// owner's group too when `groupReadable` (`haul serve --share-with-group`).
+    public func write(home: String, groupReadable: Bool = false) throws(HaulError) {
+        let mode: mode_t = groupReadable ? 0o640 : 0o600
         let path = Self.path(home: home)
         let temporary = path + ".tmp"
         // A leftover from a crash; if it cannot be removed, the exclusive open below says why.
         unlink(temporary)
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
         guard descriptor >= 0 else {
             throw HaulError(.fileSystem, "cannot write \(temporary): \(String(cString: strerror(errno)))")
         }
@@ -56,7 +63,7 @@ public struct ServeFile: Codable, Sendable, Hashable {
             throw HaulError(.internal, "cannot encode \(path)", underlying: error)
         }
         let written = data.withUnsafeBytes { posixWrite(descriptor, $0.baseAddress, $0.count) }
-        guard written == data.count, fchmod(descriptor, 0o600) == 0, rename(temporary, path) == 0 else {
+        guard written == data.count, fchmod(descriptor, mode) == 0, rename(temporary, path) == 0 else {
             unlink(temporary)
             throw HaulError(.fileSystem, "cannot write \(path): \(String(cString: strerror(errno)))")
         }

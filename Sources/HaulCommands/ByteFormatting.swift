@@ -1,4 +1,16 @@
-import Foundation
+import HaulCore
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Human-readable sizes, speeds and durations for progress lines.
 enum ByteFormatting {
@@ -10,7 +22,7 @@ enum ByteFormatting {
             value /= 1024
             unit += 1
         }
-        return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
+        return unit == 0 ? "\(bytes) B" : NumberText.fixed(value, places: 1) + " " + units[unit]
     }
 
     static func speed(_ bytesPerSecond: Double) -> String {
@@ -22,6 +34,7 @@ enum ByteFormatting {
         let total = Int(seconds.rounded(.up))
         let (hours, minutes, secs) = (total / 3600, total / 60 % 60, total % 60)
         return hours > 0
-            ? String(format: "%d:%02d:%02d", hours, minutes, secs) : String(format: "%d:%02d", minutes, secs)
+            ? "\(hours):\(NumberText.zeroPadded(Int64(minutes), width: 2)):\(NumberText.zeroPadded(Int64(secs), width: 2))"
+            : "\(minutes):\(NumberText.zeroPadded(Int64(secs), width: 2))"
     }
 }

@@ -1,7 +1,12 @@
 import ArgumentParser
-import Foundation
 import Haul
 import HaulCore
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 #if canImport(Glibc)
     import Glibc
@@ -50,9 +55,7 @@ struct CookieOptions: ParsableArguments {
         }
         if let saveCookies {
             let directory = Paths.split(HaulHome.absolute(saveCookies)).directory
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue
-            else {
+            guard FileKind(directory) == .directory else {
                 throw HaulError(.badCookieFile, "--save-cookies: no directory \(directory) to write \(saveCookies) in")
             }
         }
@@ -101,11 +104,11 @@ struct CookieOptions: ParsableArguments {
 
     /// The file's text; an error naming it when it is missing, a directory or unreadable.
     static func read(_ path: String) throws(HaulError) -> String {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw HaulError(.badCookieFile, "--load-cookies: no such file \(path)")
+        switch FileKind(path) {
+        case .missing: throw HaulError(.badCookieFile, "--load-cookies: no such file \(path)")
+        case .directory: throw HaulError(.badCookieFile, "--load-cookies: \(path) is a directory")
+        case .file: break
         }
-        guard !isDirectory.boolValue else { throw HaulError(.badCookieFile, "--load-cookies: \(path) is a directory") }
         guard FileManager.default.isReadableFile(atPath: path) else {
             throw HaulError(.badCookieFile, "--load-cookies: cannot read \(path): permission denied")
         }

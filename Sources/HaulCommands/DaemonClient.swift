@@ -1,10 +1,15 @@
 import ArgumentParser
 import AsyncHTTPClient
-import Foundation
 import HaulAPI
 import HaulCore
 import NIOCore
 import NIOHTTP1
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 #if canImport(Glibc)
     import Glibc
@@ -52,6 +57,22 @@ struct DaemonOptions: ParsableArguments {
 
 /// A small JSON client for the API (docs/API.md). Errors come back as the daemon's `HaulError`.
 struct DaemonClient: Sendable {
+    /// `text` as one segment of a path: every byte but an ASCII letter or digit percent-encoded.
+    static func pathSegment(_ text: String) -> String {
+        let hex = Array("0123456789ABCDEF".utf8)
+        var bytes: [UInt8] = []
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"):
+                bytes.append(byte)
+            default:
+                bytes += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     let baseURL: String
     let secret: String
     /// How long a request may wait for its whole answer.

@@ -1,8 +1,19 @@
 import ArgumentParser
-import Foundation
 import Haul
 import HaulCore
 import NIOConcurrencyHelpers
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// What `haul get` was asked to download: URLs (several on one line are mirrors of one file)
 /// and the files of Metalink documents (local, or fetched by `MetalinkFetcher`); and the
@@ -122,7 +133,7 @@ extension GetCommand.RequestTemplate {
     func request(for entry: GetCommand.Entry) throws(HaulError) -> DownloadRequest {
         switch entry {
         case .urls(let text):
-            let fields = text.split(separator: "\t").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+            let fields = text.split(separator: "\t").map { String($0.trimmed()) }.filter {
                 !$0.isEmpty
             }
             let url = try RemoteURL(fields.first ?? text)

@@ -1,5 +1,4 @@
 import ArgumentParser
-import Foundation
 import Haul
 import HaulAPI
 import HaulCore
@@ -7,6 +6,18 @@ import HaulStore
 import Logging
 import NIOConcurrencyHelpers
 import UnixSignals
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// `haul get`: download one or many URLs in the foreground, resuming whatever an earlier run
 /// (or a crash) left behind.

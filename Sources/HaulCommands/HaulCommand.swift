@@ -1,7 +1,19 @@
 import ArgumentParser
-import Foundation
 import HaulAPI
 import HaulCore
+import HaulServer
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// `haul`: the root command. `run` is the whole program; `main.swift` only calls it.
 public struct HaulCommand: AsyncParsableCommand {
@@ -29,7 +41,20 @@ public struct HaulCommand: AsyncParsableCommand {
 
     /// The whole program: runs and exits with the status.
     public static func runAndExit() async -> Never {
-        Foundation.exit(await run())
+        exit(with: await run())
+    }
+
+    /// `runAndExit` with the PostgreSQL fleet's store: `haul-fleet`'s whole program.
+    public static func runAndExit(fleet: any FleetOpening) async -> Never {
+        exit(with: await FleetExecutable.$opening.withValue(fleet) { await run() })
+    }
+
+    private static func exit(with status: Int32) -> Never {
+        #if canImport(Glibc)
+            Glibc.exit(status)
+        #else
+            Darwin.exit(status)
+        #endif
     }
 
     /// Parses `arguments`, runs the command and returns the exit status. Usage errors exit 2
@@ -48,17 +73,17 @@ public struct HaulCommand: AsyncParsableCommand {
             // The command printed its own messages.
             return exit.rawValue
         } catch let error as HaulError {
-            FileHandle.standardError.write(Data("haul: \(error.message)\n".utf8))
+            StandardStreams.error("haul: \(error.message)\n")
             return ExitCodes.code(for: error)
         } catch let error as DaemonError {
-            FileHandle.standardError.write(Data("haul: \(error.message)\n".utf8))
+            StandardStreams.error("haul: \(error.message)\n")
             return ExitCodes.code(for: error)
         } catch {
             guard let failure = failure(for: error) else {
                 print(fullMessage(for: error))
                 return ExitCodes.success
             }
-            FileHandle.standardError.write(Data((failure.line + "\n").utf8))
+            StandardStreams.error(failure.line + "\n")
             return failure.code
         }
     }

@@ -1,6 +1,18 @@
 import ArgumentParser
-import Foundation
+import Haul
 import HaulCore
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// How `haul get` reaches servers: proxies, credentials and the user agent, as curl and wget
 /// take them.
@@ -85,7 +97,7 @@ struct NetworkOptions: ParsableArguments {
             }
             return try Self.parse(text, path: netrcFile)
         }
-        let home = ProcessInfo.processInfo.environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        let home = HaulHome.userHome()
         let path = Paths.join(home, ".netrc")
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         guard let text = Self.read(path) else {
@@ -95,9 +107,7 @@ struct NetworkOptions: ParsableArguments {
     }
 
     private static func read(_ path: String) -> String? {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
-            let data = FileManager.default.contents(atPath: path)
+        guard FileKind(path) == .file, let data = FileManager.default.contents(atPath: path)
         else { return nil }
         return String(decoding: data, as: UTF8.self)
     }

@@ -1,5 +1,16 @@
 import ArgumentParser
-import Foundation
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// `haul page`: the web page's address with its token, for this user only (`haul serve` does not
 /// print the token, since its output may end up in system logs).

@@ -1,5 +1,16 @@
-import Foundation
 import HaulCore
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// The text of `haul get`'s progress display, as pure functions of plain values: no terminal,
 /// no clock, no escape codes (the Reporter adds the cursor movement). Sizes, speeds and times
@@ -323,7 +334,7 @@ enum ProgressDisplay {
     static func percentText(_ row: Row) -> String? {
         guard let fraction = fraction(row) else { return nil }
         let tenths = (fraction * 1000).rounded(.down)
-        return String(format: "%5.1f%%", tenths / 10)
+        return NumberText.fixed(tenths / 10, places: 1, width: 5) + "%"
     }
 
     static func bytesText(_ row: Row) -> String {

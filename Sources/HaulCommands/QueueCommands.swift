@@ -1,8 +1,19 @@
 import ArgumentParser
-import Foundation
 import HaulAPI
 import HaulCore
 import NIOHTTP1
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// `haul add`: queue downloads in the daemon and print their ids.
 struct AddCommand: AsyncParsableCommand {
@@ -100,13 +111,13 @@ struct ListCommand: AsyncParsableCommand {
         let client = try daemon.client()
         if json {
             // The daemon's array as it sent it: one line, keys sorted, nothing lost in a round trip.
-            FileHandle.standardOutput.write(try await client.raw(.GET, "/downloads" + query, body: nil as String?))
+            try StandardStreams.output(Array(try await client.raw(.GET, "/downloads" + query, body: nil as String?)))
             return
         }
         let downloads: [DownloadView] = try await client.get("/downloads" + query)
         var text = ""
         for download in downloads { text += DownloadLine.render(download) + "\n" }
-        FileHandle.standardOutput.write(Data(text.utf8))
+        try StandardStreams.output(text)
     }
 }
 
@@ -168,7 +179,7 @@ struct RemoveCommand: AsyncParsableCommand {
     func run() async throws {
         let client = try daemon.client()
         for id in ids {
-            let path = "/downloads/\(id.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? id)"
+            let path = "/downloads/\(DaemonClient.pathSegment(id))"
             let _: DownloadView = try await client.send(
                 .DELETE, path + (deleteFile ? "?deleteFile=true" : ""), body: nil as String?)
             print("removed \(id)")
@@ -182,13 +193,13 @@ enum DownloadLine {
         let name = download.fileName ?? download.url
         // A download whose URL expired is shown as waiting for a new one, not as a plain failure.
         let status = download.needsNewURL ? "needs-url" : download.status.rawValue
-        var parts = [download.id, status.padding(toLength: 9, withPad: " ", startingAt: 0)]
+        var parts = [download.id, status + String(repeating: " ", count: max(0, 9 - status.count))]
         if let total = download.totalLength, total > 0 {
             let fraction = min(1, Double(download.completedLength) / Double(total))
             let filled = Int(fraction * Double(width))
             parts.append(
                 "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "]")
-            parts.append(String(format: "%3.0f%%", fraction * 100))
+            parts.append(NumberText.fixed(fraction * 100, places: 0, width: 3) + "%")
             parts.append("\(ByteFormatting.size(download.completedLength))/\(ByteFormatting.size(total))")
         } else {
             parts.append(ByteFormatting.size(download.completedLength))
@@ -232,7 +243,7 @@ struct URLsCommand: AsyncParsableCommand {
 
     func run() async throws {
         for text in urls { _ = try RemoteURL(text) }
-        let path = "/downloads/\(id.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? id)/urls"
+        let path = "/downloads/\(DaemonClient.pathSegment(id))/urls"
         let view: DownloadView = try await daemon.client().send(.PUT, path, body: URLsChange(urls: urls))
         print("\(view.id) \(view.status.rawValue) \(urls.count) URL\(urls.count == 1 ? "" : "s")")
     }

@@ -1,7 +1,18 @@
-import Foundation
 import Haul
 import HaulAPI
 import HaulCore
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Everything `haul get` tells the user: progress (a screenful of running downloads and a
 /// summary line, redrawn in place on a terminal; the summary every few seconds otherwise; JSON
@@ -45,7 +56,7 @@ final class Reporter {
 
     init(
         mode: Mode, verbose: Bool = false,
-        output: @escaping (String) -> Void = { FileHandle.standardError.write(Data($0.utf8)) },
+        output: @escaping (String) -> Void = { StandardStreams.error($0) },
         terminalSize: @escaping () -> (columns: Int, rows: Int) = TerminalSize.current
     ) {
         self.mode = mode
@@ -78,7 +89,7 @@ final class Reporter {
         guard mode == .plain || mode == .terminal else { return }
         switch event.kind {
         case .retrying(_, let delay, let error):
-            message("\(Self.naming(url, error)); retrying in \(String(format: "%.1f", delay.seconds)) s")
+            message("\(Self.naming(url, error)); retrying in \(NumberText.fixed(delay.seconds, places: 1)) s")
         case .restarted(let reason, _):
             message("\(url): \(reason)")
         default:
@@ -289,11 +300,11 @@ final class Reporter {
 
     private func writeJSON(_ view: EventView) {
         do {
-            FileHandle.standardOutput.write(try encoder.encode(view) + Data("\n".utf8))
+            try StandardStreams.output(Array(try encoder.encode(view)) + [UInt8(ascii: "\n")])
         } catch {
-            // A number JSON cannot write (not finite): the line is lost, so say so.
-            FileHandle.standardError.write(
-                Data("haul: cannot write a \(view.type.rawValue) event as JSON: \(error)\n".utf8))
+            // A number JSON cannot write (not finite), or standard output is gone: the line is
+            // lost, so say so.
+            StandardStreams.error("haul: cannot write a \(view.type.rawValue) event as JSON: \(error)\n")
         }
     }
 }

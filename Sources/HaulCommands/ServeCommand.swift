@@ -1,11 +1,21 @@
 import ArgumentParser
-import Foundation
 import Haul
 import HaulAPI
 import HaulCore
-import HaulFleet
 import HaulServer
 import Logging
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// `haul serve`: the daemon in the foreground (run it under systemd, tmux or `nohup ... &`).
 struct ServeCommand: AsyncParsableCommand {
@@ -42,6 +52,14 @@ struct ServeCommand: AsyncParsableCommand {
     @OptionGroup var engine: EngineOptions<ServeCommand>
     var jobs: Int { engine.jobs ?? 3 }
     var connections: Int { engine.connections ?? 1 }
+
+    @Flag(
+        name: .customLong("share-with-group"),
+        help: """
+            Make serve.json (the address and token) readable by the daemon's group, and $HAUL_HOME \
+            searchable by it, so its members run haul add, ls, watch and page (haul.service does).
+            """)
+    var sharesWithGroup = false
 
     @Flag(name: .shortAndLong, help: "Log at debug level on stderr (failed connections, ...), not only at info.")
     var verbose = false
@@ -148,6 +166,10 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let store = try storeLocation
+        if case .postgres = store, FleetExecutable.opening == nil {
+            try FleetExecutable.execute(arguments: Array(CommandLine.arguments.dropFirst()))
+        }
         let environmentSecret = ProcessInfo.processInfo.environment["HAUL_SECRET"].flatMap { $0.isEmpty ? nil : $0 }
         // Requests (server), queue changes (daemon) and retries, restarts, refusals (engine), on stderr.
         var logger = Logger(label: "haul.serve", factory: { StreamLogHandler.standardError(label: $0) })
@@ -162,7 +184,9 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.manager.maxConnectionsPerHost = engine.maxConnectionsPerHost
         configuration.manager.refreshCommand = engine.refreshCommand
         configuration.manager.httpVersions = httpVersion.policy
-        configuration.store = try storeLocation
+        configuration.store = store
+        configuration.fleet = FleetExecutable.opening
+        configuration.sharesWithGroup = sharesWithGroup
         configuration.leaseTimeout = .milliseconds(Int64(leaseTimeout * 1000))
         configuration.fleetName = fleetName
         configuration.connections.headerTimeout = .milliseconds(Int64(headerTimeout * 1000))

@@ -1,7 +1,18 @@
 import ArgumentParser
-import Foundation
 import HaulCore
 import HaulServer
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// `haul serve`'s hooks and speed schedule: command line only (haul serve has no configuration
 /// file), never settable through the API or aria2's RPC.

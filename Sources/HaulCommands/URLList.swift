@@ -1,21 +1,32 @@
-import Foundation
 import HaulCore
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// `-i FILE`: one URL per line, `#` comments and blank lines skipped, `-` for stdin.
 enum URLList {
     static func read(_ path: String) throws -> [String] {
-        let data: Data
+        let data: [UInt8]
         if path == "-" {
-            data = FileHandle.standardInput.readDataToEndOfFile()
+            data = try StandardStreams.readInput()
         } else {
             guard let contents = FileManager.default.contents(atPath: path) else {
                 throw HaulError(.usage, "cannot read URL list \(path)")
             }
-            data = contents
+            data = Array(contents)
         }
         return String(decoding: data, as: UTF8.self)
             .split(whereSeparator: \.isNewline)
-            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .map { String($0.trimmed()) }
             .filter { !$0.isEmpty && !$0.hasPrefix("#") }
     }
 }

@@ -1,8 +1,19 @@
 import ArgumentParser
-import Foundation
 import HaulAPI
 import HaulCore
 import UnixSignals
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// `haul watch`: live progress of everything the daemon is running, until Ctrl-C. On a terminal
 /// the bars redraw in place; otherwise one line per state change, for logs.

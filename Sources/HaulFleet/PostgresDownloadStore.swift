@@ -1,10 +1,15 @@
-import Foundation
 import HaulCore
 import Logging
 import NIOConcurrencyHelpers
 import NIOSSL
 import PostgresNIO
 import ServiceLifecycle
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// The fleet's store: one queue in PostgreSQL that several `haul serve` hosts share, each
 /// claiming downloads with leases (see `SharedQueueStore` for the protocol, and

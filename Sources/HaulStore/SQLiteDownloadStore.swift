@@ -1,9 +1,14 @@
-import Foundation
 import HaulCore
 import Logging
 import NIOConcurrencyHelpers
 import NIOPosix
 import SQLiteNIO
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// The durable `DownloadStore`: one SQLite file in WAL mode with `synchronous=FULL`, so a
 /// committed checkpoint survives a crash or power loss (DESIGN rule 2). Writes go through

@@ -192,6 +192,20 @@ public enum Paths {
         directory.hasSuffix("/") ? directory + name : directory + "/" + name
     }
 
+    /// An absolute `path` with `.`, `..` and repeated or trailing slashes resolved from its text
+    /// alone, as Foundation's `standardizingPath` does; symbolic links are not followed.
+    public static func normalized(_ path: String) -> String {
+        var parts: [Substring] = []
+        for part in path.split(separator: "/") where part != "." {
+            if part == ".." {
+                if !parts.isEmpty { parts.removeLast() }
+            } else {
+                parts.append(part)
+            }
+        }
+        return "/" + parts.joined(separator: "/")
+    }
+
     /// Whether the normalised `path` is `root` or beneath it (`/dlx` is not beneath `/dl`).
     public static func isInside(_ path: String, _ root: String) -> Bool {
         root == "/" || path == root || path.hasPrefix(root + "/")

@@ -1,8 +1,13 @@
-import Foundation
 import HaulAPI
 import HaulCore
 import Hummingbird
 import NIOCore
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// Maps every error a handler throws to a status and `{"error": {"code", "message"}}`, so an
 /// API client never has to parse text. The codes are `HaulError`'s and `DaemonError`'s, both
@@ -86,7 +91,7 @@ struct APIErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     static func describe(_ error: DecodingError) -> String {
         func path(_ context: DecodingError.Context) -> String {
             let keys = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
-            return keys.isEmpty ? "body" : keys.joined(separator: ".").replacingOccurrences(of: ".[", with: "[")
+            return keys.isEmpty ? "body" : keys.joined(separator: ".").replacing(".[", with: "[")
         }
         switch error {
         case .typeMismatch(let type, let context): return "\(path(context)): expected \(jsonType(type))"

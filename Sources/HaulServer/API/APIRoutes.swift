@@ -1,4 +1,3 @@
-import Foundation
 import Haul
 import HaulAPI
 import HaulCore
@@ -6,6 +5,12 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOFoundationEssentialsCompat
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// `/api/v1`: a thin layer over `DownloadManager`. Each handler parses, calls the manager once
 /// (or once per id) and encodes; the queue's rules live in the manager, so aria2's JSON-RPC can

@@ -1,10 +1,15 @@
-import Foundation
 import Haul
 import HaulAPI
 import HaulCore
 import Hummingbird
 import NIOCore
 import ServiceLifecycle
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// `GET /api/v1/events`: the manager's events as Server-Sent Events. The response ends when the
 /// client goes away (its write fails) or the manager shuts down (its event stream finishes),
@@ -73,7 +78,7 @@ enum EventStream {
                 string:
                     """
                     : \(view.type.rawValue) event of \(event.id) not sent: \
-                    \(String(describing: error).replacingOccurrences(of: "\n", with: " "))\n\n
+                    \(String(describing: error).replacing("\n", with: " "))\n\n
                     """
             )
         }

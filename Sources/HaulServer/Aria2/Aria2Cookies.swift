@@ -1,7 +1,12 @@
-import Foundation
 import Haul
 import HaulAPI
 import HaulCore
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// aria2's `load-cookies` with `addUri` and `addMetalink`: a Netscape cookie file the daemon
 /// reads when the download is added.

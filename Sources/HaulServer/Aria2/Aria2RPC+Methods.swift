@@ -1,8 +1,13 @@
-import Foundation
 import Haul
 import HaulAPI
 import HaulCore
 import Logging
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// The `aria2.*` methods. Each parses its parameters, calls the manager and writes aria2's shape;
 /// a state aria2 refuses (pausing a paused download) gets aria2's message.

@@ -1,8 +1,13 @@
-import Foundation
 import Haul
 import HaulAPI
 import HaulCore
 import Logging
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// aria2's JSON-RPC 2.0 (`/jsonrpc`), a thin layer over the same `DownloadManager` and
 /// `DaemonDefaults` as the HTTP API: a GID is haul's download id, and every rule of the queue
@@ -103,7 +108,7 @@ public struct Aria2RPC: Sendable {
         guard let method, let id else { return Self.failure(id: .null, .invalidRequest, status: 400) }
         var parameters: [JSONValue] = []
         if let params {
-            let padded = params.replacingOccurrences(of: " ", with: "+")
+            let padded = params.replacing(" ", with: "+")
             // Answered: parameters that are not base64 JSON are an invalid request.
             guard let data = Data(base64Encoded: padded + String(repeating: "=", count: (4 - padded.count % 4) % 4)),
                 case .array(let values)? = try? JSONParser.parse(Array(data))

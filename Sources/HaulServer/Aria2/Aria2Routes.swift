@@ -1,4 +1,3 @@
-import Foundation
 import HTTPTypes
 import Haul
 import HaulAPI
@@ -7,6 +6,12 @@ import Hummingbird
 import HummingbirdWebSocket
 import NIOConcurrencyHelpers
 import NIOCore
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// `/jsonrpc` over HTTP: POST with a JSON body, GET with `?method=&id=&params=BASE64` (and
 /// `jsoncallback` for JSONP), OPTIONS for a CORS preflight. Every answer allows any origin, as

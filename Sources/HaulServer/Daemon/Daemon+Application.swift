@@ -1,4 +1,3 @@
-import Foundation
 import Haul
 import HaulAPI
 import HaulCore
@@ -9,6 +8,18 @@ import Logging
 import NIOCore
 import NIOSSL
 import ServiceLifecycle
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// `haul serve` built from a manager that exists: the routes, the HTTP application that serves
 /// them (TLS, the connection guard, WebSocket upgrades), and every service the daemon runs. `run`
@@ -116,7 +127,8 @@ extension Daemon {
             SpeedScheduleService(
                 scheduler: SpeedScheduler(
                     schedule: schedule, fallback: configuration.manager.maxBytesPerSecond.flatMap(ByteRate.limit),
-                    clock: ClockAdapter(ContinuousClock()), now: { Date() }, timeZone: .current, logger: logger,
+                    clock: ClockAdapter(ContinuousClock()), now: { Date() }, moment: SpeedScheduler.localMoment,
+                    logger: logger,
                     apply: { manager.globalLimiter.setRate($0) }))
         }
         let router = buildRouter(parts)
@@ -162,11 +174,13 @@ extension Daemon {
                     logger.error("cannot restore the queue: \(error)")
                 }
                 do {
-                    try file.write(home: configuration.home)
+                    try file.write(home: configuration.home, groupReadable: configuration.sharesWithGroup)
                 } catch {
                     logger.error("\(error)")
                 }
                 ready(file)
+                // Under systemd's Type=notify: started only now, with the queue restored.
+                SystemdNotify.send("READY=1\nSTATUS=serving \(file.url)")
             },
             logger: logger)
         var services = observers.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) }

@@ -1,8 +1,6 @@
-import Foundation
 import Haul
 import HaulAPI
 import HaulCore
-import HaulFleet
 import HaulStore
 import Hummingbird
 import HummingbirdCore
@@ -13,6 +11,12 @@ import NIOCore
 import NIOPosix
 import ServiceLifecycle
 import UnixSignals
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 #if canImport(Glibc)
     import Glibc
@@ -52,6 +56,13 @@ public struct Daemon: Sendable {
         public var leaseTimeout: Duration = .seconds(15)
         /// This host's name in the fleet, as listings show it; by default the host name and pid.
         public var fleetName: String?
+        /// `serve.json` (the address and token) readable by the daemon's group and `home`
+        /// searchable by it, so that group's members run `haul add`, `ls`, `page`
+        /// (`--share-with-group`, as `haul.service` runs it).
+        public var sharesWithGroup = false
+        /// What opens a `.postgres` store: `haul-fleet` gives HaulFleet's; without one such a
+        /// store is refused.
+        public var fleet: (any FleetOpening)?
         /// Header and idle timeouts, and how many connections may be open without the token.
         public var connections = ConnectionGuard.Configuration()
         /// Host names besides loopback and `host` that requests may name (`--allow-host`).
@@ -129,6 +140,11 @@ public struct Daemon: Sendable {
         // Idle sockets must not be what stops the daemon from accepting its owner's requests.
         let descriptorLimit = ConnectionGuard.raiseDescriptorLimit()
         let lock = try DaemonLock.acquire(home: configuration.home)
+        if configuration.sharesWithGroup, chmod(configuration.home, 0o750) != 0 {
+            let reason = String(cString: strerror(errno))
+            throw HaulError(
+                .fileSystem, "cannot open the state directory \(configuration.home) to its group: \(reason)")
+        }
         defer { withExtendedLifetime(lock) {} }
         try Directories.create(configuration.downloadDirectory, what: "download directory")
 
@@ -151,15 +167,18 @@ public struct Daemon: Sendable {
         managerConfiguration.shutdownDeadline = managerConfiguration.shutdownDeadline ?? .milliseconds(400)
         let manager: DownloadManager
         // The fleet's pool of connections, run by the service group (first, so it stops last).
-        var fleetStore: PostgresDownloadStore?
+        var fleetStore: (any FleetQueue)?
         switch configuration.store {
         case .sqlite:
             manager = try await DownloadManager(configuration: managerConfiguration)
         case .postgres(let location):
-            let store = try await PostgresDownloadStore.open(
+            guard let fleet = configuration.fleet else {
+                throw HaulError(
+                    .usage, "this haul has no PostgreSQL fleet: run haul-fleet serve for --store \(location)")
+            }
+            let store = try await fleet.open(
                 location, host: configuration.fleetName ?? Self.defaultFleetName(),
-                leaseTimeout: configuration.leaseTimeout,
-                keepsCredentials: true, runsItsPool: false, logger: configuration.logger)
+                leaseTimeout: configuration.leaseTimeout, logger: configuration.logger)
             fleetStore = store
             do {
                 manager = try await DownloadManager(configuration: managerConfiguration, fleet: store)
@@ -180,6 +199,7 @@ public struct Daemon: Sendable {
             services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         group.maximumGracefulShutdownDuration = configuration.shutdownDeadline
         defer {
+            SystemdNotify.send("STOPPING=1")
             do throws(HaulError) {
                 try ServeFile.remove(home: home, pid: pid)
             } catch {
@@ -226,7 +246,7 @@ public struct Daemon: Sendable {
             return UInt32(bigEndian: v4.s_addr) >> 24 == 127
         }
         var v6 = in6_addr()
-        if inet_pton(AF_INET6, host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")), &v6) == 1 {
+        if inet_pton(AF_INET6, String(host.trimmed { $0 == "[" || $0 == "]" }), &v6) == 1 {
             return withUnsafeBytes(of: &v6) { bytes in bytes.dropLast().allSatisfy { $0 == 0 } && bytes.last == 1 }
         }
         return false

@@ -1,9 +1,14 @@
-import Foundation
 import Haul
 import HaulAPI
 import HaulCore
 import Logging
 import NIOConcurrencyHelpers
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// What the daemon itself holds beyond the manager, shared by the HTTP API and aria2's JSON-RPC:
 /// the defaults for new downloads (changeable through either) and where downloads may go.

@@ -1,15 +1,26 @@
-import Foundation
 import Haul
 import HaulCore
 import Logging
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Applies a `SpeedSchedule` to the daemon's global limit (`haul serve --limit-schedule`): once
 /// at start, then at each boundary of the schedule, and at no other time, so a limit changed
 /// through the API or aria2's `changeGlobalOption` holds until the next boundary.
 ///
 /// Sleeps on the injected `HaulClock` (a test's manual clock) and reads calendar time from
-/// `now` (the wall clock, or one a test derives from its manual clock), in `timeZone` (the
-/// host's local time in the daemon). A sleep lasts a minute at most, so a change of the wall
+/// `now` (the wall clock, or one a test derives from its manual clock), turned into a moment of
+/// the week by `moment` (the host's local time in the daemon, `localMoment`). A sleep lasts a minute at most, so a change of the wall
 /// clock (a daylight-saving switch, a suspended laptop) is noticed within a minute; whether a
 /// boundary was passed is judged in local time of the week, from one look to the next.
 struct SpeedScheduler: Sendable {
@@ -18,21 +29,32 @@ struct SpeedScheduler: Sendable {
     var fallback: ByteRate?
     var clock: any HaulClock
     var now: @Sendable () -> Date
-    var timeZone: TimeZone
+    var moment: @Sendable (Date) -> SpeedSchedule.Moment
     var logger: Logger
     var apply: @Sendable (ByteRate?) -> Void
 
     static let longestSleep = 60.0
 
-    /// The moment of the week `date` falls on in `timeZone`.
-    static func moment(of date: Date, in timeZone: TimeZone) -> SpeedSchedule.Moment {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = timeZone
-        let parts = calendar.dateComponents([.weekday, .hour, .minute, .second], from: date)
-        // Calendar's weekday: 1 is Sunday; the schedule's week starts on Monday.
-        let weekday = SpeedSchedule.Weekday(rawValue: ((parts.weekday ?? 2) + 5) % 7) ?? .monday
-        return SpeedSchedule.Moment(
-            weekday: weekday, hour: parts.hour ?? 0, minute: parts.minute ?? 0, second: parts.second ?? 0)
+    /// The moment of the week `date` falls on in the host's local time, as the C library tells it
+    /// (`localtime_r`: the zone `TZ` names, else `/etc/localtime`, from the system's tzdata).
+    /// Not Foundation's `TimeZone`: its named zones need the internationalization data haul does
+    /// not link, and without it `TimeZone.current` is GMT.
+    @Sendable static func localMoment(of date: Date) -> SpeedSchedule.Moment {
+        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+        var parts = tm()
+        guard localtime_r(&seconds, &parts) != nil else {
+            // Only for a time past the C library's range: the schedule then reads UTC.
+            gmtime_r(&seconds, &parts)
+            return moment(parts)
+        }
+        return moment(parts)
+    }
+
+    /// `tm_wday` 0 is Sunday; the schedule's week starts on Monday.
+    private static func moment(_ parts: tm) -> SpeedSchedule.Moment {
+        SpeedSchedule.Moment(
+            weekday: SpeedSchedule.Weekday(rawValue: Int((parts.tm_wday + 6) % 7)) ?? .monday,
+            hour: Int(parts.tm_hour), minute: Int(parts.tm_min), second: Int(min(parts.tm_sec, 59)))
     }
 
     /// Whether the limit is due: at start, when the local time of the week has passed a boundary
@@ -47,10 +69,12 @@ struct SpeedScheduler: Sendable {
 
     /// Until cancelled.
     func run() async {
+        // The zone is read now (`localtime_r` need not read it itself).
+        tzset()
         var last: (date: Date, moment: SpeedSchedule.Moment)?
         while !Task.isCancelled {
             let date = now()
-            let moment = Self.moment(of: date, in: timeZone)
+            let moment = self.moment(date)
             if isDue(last: last, date: date, moment: moment) {
                 let rate = schedule.rate(at: moment, otherwise: fallback)
                 apply(rate)

@@ -1,7 +1,12 @@
-import Foundation
 import HaulAPI
 import HaulCore
 import Hummingbird
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 #if canImport(Glibc)
     import Glibc
@@ -37,7 +42,7 @@ public struct HostCheck: Sendable {
     /// request came to. No `Origin` (not a browser) is fine.
     public func allows(origin: String?, authority: String?) -> Bool {
         guard let origin else { return true }
-        guard let authority, let schemeEnd = origin.range(of: "://") else { return false }
+        guard let authority, let schemeEnd = origin.firstRange(of: "://") else { return false }
         let scheme = origin[..<schemeEnd.lowerBound].lowercased()
         guard scheme == "http" || scheme == "https" else { return false }
         let originAuthority = String(origin[schemeEnd.upperBound...])
@@ -70,7 +75,7 @@ public struct HostCheck: Sendable {
     }
 
     private static func normalized(_ name: String) -> String {
-        var name = name.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        var name = String(name.lowercased().trimmed { $0 == "[" || $0 == "]" })
         if name.hasSuffix("."), name.count > 1 { name.removeLast() }
         return name
     }

@@ -1,7 +1,12 @@
-import Foundation
 import Haul
 import HaulCore
 import Logging
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 #if canImport(Glibc)
     import Glibc
@@ -36,11 +41,10 @@ public struct CommandHook: Sendable, Hashable {
                 "\($0)/\(command)"
             }
         }
-        var isDirectory: ObjCBool = false
         guard
-            let found = candidates.first(where: {
-                access($0, X_OK) == 0 && FileManager.default.fileExists(atPath: $0, isDirectory: &isDirectory)
-                    && !isDirectory.boolValue
+            let found = candidates.first(where: { path in
+                var info = stat()
+                return access(path, X_OK) == 0 && stat(path, &info) == 0 && info.st_mode & S_IFMT != S_IFDIR
             })
         else {
             throw HaulError(
@@ -63,27 +67,21 @@ public struct CommandHook: Sendable, Hashable {
     /// Runs it and waits for it; a failure to start, a non-zero exit or a timeout is logged,
     /// never thrown: a hook cannot stop the daemon.
     func run(id: DownloadID, path: String, logger: Logger) async {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = Self.arguments(for: id, path: path)
-        process.standardInput = FileHandle.nullDevice
         let metadata: Logger.Metadata = ["id": "\(id)", "command": "\(executable)"]
         let child: ChildProcess
         do {
-            child = try ChildProcess(running: process)
+            child = try ChildProcess(executable, arguments: Self.arguments(for: id, path: path))
         } catch {
-            logger.error("cannot run the hook command: \(error)", metadata: metadata)
+            logger.error("cannot run the hook command: \(error.message)", metadata: metadata)
             return
         }
-        _ = await child.wait(timeout: timeout)
-        if process.terminationReason == .exit, process.terminationStatus == 0 {
+        switch await child.wait(timeout: timeout).termination {
+        case .exited(0):
             logger.debug("hook command done", metadata: metadata)
-        } else {
-            let how =
-                process.terminationReason == .exit
-                ? "exited with status \(process.terminationStatus)"
-                : "was killed (signal \(process.terminationStatus), timeout \(timeout))"
-            logger.warning("the hook command \(how)", metadata: metadata)
+        case .exited(let status):
+            logger.warning("the hook command exited with status \(status)", metadata: metadata)
+        case .killed(let signal):
+            logger.warning("the hook command was killed (signal \(signal), timeout \(timeout))", metadata: metadata)
         }
     }
 }

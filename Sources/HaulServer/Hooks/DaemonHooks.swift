@@ -1,5 +1,10 @@
-import Foundation
 import HaulCore
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// What `haul serve` runs or calls when a download ends: `--on-complete CMD`, `--on-error CMD`
 /// and `--webhook URL`. Set only on the command line: no API, aria2 option or request can

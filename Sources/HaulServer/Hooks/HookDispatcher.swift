@@ -1,9 +1,14 @@
 import AsyncHTTPClient
-import Foundation
 import Haul
 import HaulCore
 import Logging
 import NIOConcurrencyHelpers
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// Runs the daemon's hooks from the manager's outcomes, which are never dropped (as
 /// `DaemonMetrics` counts them): a completed download (not one found complete when added again)

@@ -1,12 +1,17 @@
 import AsyncHTTPClient
 import Crypto
-import Foundation
 import Haul
 import HaulAPI
 import HaulCore
 import Logging
 import NIOCore
 import NIOHTTP1
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// `haul serve --webhook URL`: a JSON event POSTed when a download completes or fails, signed so
 /// the receiver can tell it came from this daemon.
@@ -53,9 +58,9 @@ public struct Webhook: Sendable {
                 text = try String(contentsOfFile: path, encoding: .utf8)
             } catch {
                 throw HaulError(
-                    .usage, "--webhook-secret-file: cannot read \(path): \((error as NSError).localizedDescription)")
+                    .usage, "--webhook-secret-file: cannot read \(path): \(error)")
             }
-            let secret = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            let secret = String(text.trimmed())
             guard !secret.isEmpty else { throw HaulError(.usage, "--webhook-secret-file: \(path) is empty") }
             return secret
         }

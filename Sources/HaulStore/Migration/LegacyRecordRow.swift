@@ -1,6 +1,11 @@
-import Foundation
 import HaulCore
 import SQLiteNIO
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// A row of `downloads` as schema 11 and before kept it: 33 positional columns with five ad-hoc
 /// encodings. Read only by the migration to the stored form (`StoreSchema.recordForm`), which

@@ -1,5 +1,10 @@
-import Foundation
 import HaulCore
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// The `headers` and `credentials` columns of schema 11 (`LegacyRecordRow`): `HTTPHeaderList`'s
 /// own JSON and `StoredCredentials`' JSON, read by the migration to the stored form.

@@ -1,6 +1,3 @@
-import Foundation
-import HaulCore
-
 /// A `--store` value: `sqlite` (the default, under the state directory) or a PostgreSQL URL,
 /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]`.
 public enum StoreLocation: Sendable, Equatable {
@@ -110,7 +107,7 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
 
     /// The URL as given with its password hidden, for messages.
     static func redacted(_ text: String) -> String {
-        guard let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].lastIndex(of: "@") else {
+        guard let scheme = text.firstRange(of: "://"), let at = text[scheme.upperBound...].lastIndex(of: "@") else {
             return text
         }
         let userinfo = text[scheme.upperBound..<at]

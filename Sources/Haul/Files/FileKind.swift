@@ -1,0 +1,23 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// What a path names, from stat(2) (links followed): the check FileManager's
+/// `fileExists(atPath:isDirectory:)` made, without Foundation.
+public enum FileKind: Sendable, Equatable {
+    case missing
+    case directory
+    /// A regular file, or anything else that is not a directory.
+    case file
+
+    public init(_ path: String) {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            self = .missing
+            return
+        }
+        self = info.st_mode & S_IFMT == S_IFDIR ? .directory : .file
+    }
+}
