@@ -143,6 +143,9 @@ struct GetCommand: AsyncParsableCommand {
     @OptionGroup(title: "Cookies")
     var cookieOptions: CookieOptions
 
+    @OptionGroup(title: "Configuration file")
+    var config: ConfigOptions
+
     @OptionGroup(title: "HTTP version")
     var httpVersion: HTTPVersionOptions
 

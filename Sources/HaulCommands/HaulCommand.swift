@@ -62,6 +62,8 @@ public struct HaulCommand: AsyncParsableCommand {
     public static func run(arguments: [String] = Array(CommandLine.arguments.dropFirst())) async -> Int32 {
         ProcessSignals.ignoreFileSizeAndPipeSignals()
         do {
+            // The configuration file's options for get or serve, before the user's own.
+            let arguments = try ConfigArguments.apply(to: arguments, environment: ProcessInfo.processInfo.environment)
             var command = try parseAsRoot(arguments)
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()

@@ -128,6 +128,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The PEM private key of --tls-certificate.", valueName: "FILE"))
     var tlsKey: String?
 
+    @OptionGroup(title: "Configuration file")
+    var config: ConfigOptions
+
     @OptionGroup(title: "HTTP version")
     var httpVersion: HTTPVersionOptions
 

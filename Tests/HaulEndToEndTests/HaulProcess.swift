@@ -44,6 +44,9 @@ final class HaulProcess: @unchecked Sendable {
         }
         var environment = ProcessInfo.processInfo.environment
         environment["HAUL_HOME"] = home
+        // The test's own configuration directory, empty unless a test writes a file there: a
+        // configuration file of the user running the tests never applies.
+        environment["XDG_CONFIG_HOME"] = home + "-config"
         environment.merge(extra) { _, new in new }
         process.environment = environment
         process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory)

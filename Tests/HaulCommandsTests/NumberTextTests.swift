@@ -1,10 +1,10 @@
 import Foundation
-import HaulCore
 import Testing
 
-/// What haul writes without Foundation is what Foundation wrote: numbers as `String(format:)`
-/// gives them, trimming as `trimmingCharacters(in:)` does, paths as `standardizingPath`.
-@Suite(.timeLimit(.minutes(1))) struct TextFormattingTests {
+@testable import HaulCommands
+
+/// Numbers in progress lines as `String(format:)` wrote them (haul's binary has no Foundation).
+@Suite(.timeLimit(.minutes(1))) struct NumberTextTests {
     @Test(arguments: [0, 1, 2])
     func fixedIsPrintfsFormat(places: Int) {
         var values: [Double] = [0, -0.0, 0.05, 0.15, 0.25, 0.35, 0.45, 1.5, 2.5, 9.95, 99.95, 99.999, 100, 1023.96]
@@ -25,18 +25,4 @@ import Testing
         }
     }
 
-    @Test func trimmedIsFoundationsTrimming() {
-        for text in ["", "  ", " a ", "\t a b \n", "a", "\u{A0}x\u{2003}", "\r\n  https://h/x  \r\n"] {
-            #expect(
-                String(text.trimmed()) == text.trimmingCharacters(in: .whitespacesAndNewlines),
-                "\(text.debugDescription)")
-        }
-        #expect("[::1]".trimmed { $0 == "[" || $0 == "]" } == "::1")
-    }
-
-    @Test func normalizedIsFoundationsStandardizedPath() {
-        for path in ["/", "/a", "/a/", "/a//b", "/a/./b", "/a/b/..", "/a/../../b", "/a/b/../c/.", "/./", "/.."] {
-            #expect(Paths.normalized(path) == (path as NSString).standardizingPath, "\(path)")
-        }
-    }
 }

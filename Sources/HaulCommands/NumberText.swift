@@ -4,28 +4,16 @@
     import Darwin
 #endif
 
-/// The few pieces of text work haul needs from Foundation, written without it: the binary links
-/// only FoundationEssentials, since all of Foundation brings 37 MB of internationalization data.
-extension StringProtocol {
-    /// Without the characters `isTrimmed` picks at either end (whitespace and newlines unless
-    /// told otherwise), as Foundation's `trimmingCharacters(in:)`.
-    public func trimmed(where isTrimmed: (Character) -> Bool = \.isWhitespace) -> SubSequence {
-        guard let first = firstIndex(where: { !isTrimmed($0) }) else { return self[endIndex...] }
-        let last = lastIndex(where: { !isTrimmed($0) }) ?? first
-        return self[first...last]
-    }
-}
-
 /// Numbers as `printf` writes them with `%*.*f` and `%0*lld`: the C library's own formatting
 /// (the "C" locale, since haul never calls `setlocale`), without Foundation's `String(format:)`.
-public enum NumberText {
+enum NumberText {
     /// `value` with `places` digits after the point, padded with spaces on the left to `width`.
-    public static func fixed(_ value: Double, places: Int, width: Int = 0) -> String {
+    static func fixed(_ value: Double, places: Int, width: Int = 0) -> String {
         format("%*.*f", [Int32(width), Int32(places), value])
     }
 
     /// `value` with zeros on the left up to `width` characters (`%02d`).
-    public static func zeroPadded(_ value: Int64, width: Int) -> String {
+    static func zeroPadded(_ value: Int64, width: Int) -> String {
         format("%0*lld", [Int32(width), value])
     }
 
