@@ -4,7 +4,7 @@
 #   dist/haul-VERSION-linux-ARCH.tar.gz   bin/, share/man, completions, systemd units, docs
 #   dist/haul_VERSION_ARCH.deb             the same files under /usr, for dpkg / apt install
 #
-# VERSION is HaulVersion.current. The binaries carry the Swift runtime and FoundationEssentials
+# It prints the two paths, the build's output going to stderr. VERSION is HaulVersion.current. The binaries carry the Swift runtime and FoundationEssentials
 # (--static-swift-stdlib); libc, libstdc++, libgcc and zlib stay shared, and the package depends
 # on them as dpkg-shlibdeps finds. Packaging/check-package.sh installs and tries the result.
 set -eu
@@ -28,7 +28,7 @@ arch=$(dpkg --print-architecture 2>/dev/null || uname -m)
 # The linker drops every export (Packaging/exports.map) and folds identical functions.
 for product in haul haul-fleet; do
     swift build -c release --static-swift-stdlib --product "$product" --build-path "$build" \
-        -Xlinker --version-script="$root/Packaging/exports.map" -Xlinker --icf=safe
+        -Xlinker --version-script="$root/Packaging/exports.map" -Xlinker --icf=safe >&2
 done
 bin=$(swift build -c release --build-path "$build" --show-bin-path)
 
