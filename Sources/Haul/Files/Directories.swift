@@ -19,12 +19,10 @@ public enum Directories {
     /// - Throws: `.fileSystem` (`.diskFull` when the disk is) naming the path and the reason,
     ///   or that something there is not a directory.
     public static func create(_ path: String, what: String = "directory", isPrivate: Bool = false) throws(HaulError) {
-        var info = stat()
-        if stat(path, &info) == 0 {
-            guard (info.st_mode & S_IFMT) == S_IFDIR else {
-                throw HaulError(.fileSystem, "the \(what) \(path) is not a directory")
-            }
-            return
+        switch FileKind(path) {
+        case .directory: return
+        case .file: throw HaulError(.fileSystem, "the \(what) \(path) is not a directory")
+        case .missing: break
         }
         let parent = Paths.split(path).directory
         if parent != path {

@@ -42,10 +42,7 @@ public struct CommandHook: Sendable, Hashable {
             }
         }
         guard
-            let found = candidates.first(where: { path in
-                var info = stat()
-                return access(path, X_OK) == 0 && stat(path, &info) == 0 && info.st_mode & S_IFMT != S_IFDIR
-            })
+            let found = candidates.first(where: { access($0, X_OK) == 0 && FileKind($0) == .file })
         else {
             throw HaulError(
                 .usage,
