@@ -98,72 +98,47 @@ enum ConfigArguments {
     }
 
     /// Whether `--key` alone, after everything else, is taken: a flag, not an option that needs a
-    /// value.
+    /// value (refused alone, it needs one, or is no option, which `refusal` then says).
     private static func isFlag(_ key: String, in section: ConfigFile.Section) -> Bool {
-        do {
-            switch section {
-            case .get: _ = try GetCommand.parse(["http://127.0.0.1/"] + option(key))
-            case .serve: _ = try ServeCommand.parse(option(key))
-            }
-            return true
-        } catch {
-            // Refused alone: it needs a value, or is no option (which `refusal` then says).
-            return false
-        }
+        parserMessage(option(key), by: section, afterURL: true) == nil
     }
 
     /// Why `section`'s parser refuses `arguments` alone, or nil when it takes them.
     private static func refusal(of arguments: [String], by section: ConfigFile.Section) -> String? {
+        guard let message = parserMessage(arguments, by: section, afterURL: false) else { return nil }
+        if message.hasPrefix("Unknown option") || message.hasPrefix("Unexpected argument") {
+            let key = arguments.first.map { String($0.drop(while: { $0 == "-" })) } ?? ""
+            return section == .get ? "unknown option '\(key)'" : "unknown option '\(key)' for haul \(section.rawValue)"
+        }
+        return "\(arguments.joined(separator: " ")): \(message)"
+    }
+
+    /// What `section`'s parser says of `arguments`, nil when it takes them. For `get` a URL stands
+    /// in for the one it needs, before them or after them.
+    private static func parserMessage(_ arguments: [String], by section: ConfigFile.Section, afterURL: Bool) -> String?
+    {
         do {
             switch section {
-            // A URL stands in for the one `get` needs.
-            case .get: _ = try GetCommand.parse(arguments + ["http://127.0.0.1/"])
+            case .get:
+                let url = ["http://127.0.0.1/"]
+                _ = try GetCommand.parse(afterURL ? url + arguments : arguments + url)
             case .serve: _ = try ServeCommand.parse(arguments)
             }
             return nil
         } catch {
-            let message =
-                switch section {
-                case .get: GetCommand.message(for: error)
-                case .serve: ServeCommand.message(for: error)
-                }
-            if message.hasPrefix("Unknown option") || message.hasPrefix("Unexpected argument") {
-                let key = arguments.first.map { String($0.drop(while: { $0 == "-" })) } ?? ""
-                return section == .get
-                    ? "unknown option '\(key)'" : "unknown option '\(key)' for haul \(section.rawValue)"
+            return switch section {
+            case .get: GetCommand.message(for: error)
+            case .serve: ServeCommand.message(for: error)
             }
-            return "\(arguments.joined(separator: " ")): \(message)"
         }
     }
 
-    /// Why a file could not be read: its errno and the C library's words for it.
-    struct ReadFailure: Error {
-        var code: Int32
-        var text: String
-
-        init(_ code: Int32, _ text: String? = nil) {
-            self.code = code
-            self.text = text ?? String(cString: strerror(code))
-        }
-    }
-
-    /// A file's text, or why it cannot be read.
-    private static func readText(_ path: String) -> Result<String, ReadFailure> {
+    /// A file's text, or why it cannot be read; a configuration file is small, so past a
+    /// megabyte it is something else.
+    private static func readText(_ path: String) -> Result<String, StandardStreams.ReadFailure> {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return .failure(ReadFailure(errno)) }
+        guard descriptor >= 0 else { return .failure(StandardStreams.ReadFailure(errno)) }
         defer { close(descriptor) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16 << 10)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count == 0 { return .success(String(decoding: bytes, as: UTF8.self)) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                return .failure(ReadFailure(errno))
-            }
-            // A configuration file is small; past a megabyte it is something else.
-            guard bytes.count + count <= 1 << 20 else { return .failure(ReadFailure(EFBIG, "larger than 1 MiB")) }
-            bytes += chunk[0..<count]
-        }
+        return StandardStreams.readAll(from: descriptor, limit: 1 << 20).map { String(decoding: $0, as: UTF8.self) }
     }
 }
