@@ -127,6 +127,27 @@ import Testing
         try await world.close()
     }
 
+    /// `-i -`: the list on standard input, read to its end (haul reads it with read(2)).
+    @Test func listOfURLsOnStandardInput() async throws {
+        let world = try await World.make()
+        var lines = ["# comment", ""]
+        for index in 0..<3 {
+            world.server.setRoute("/s\(index).bin", Route(payload: Payload(seed: UInt64(40 + index), length: 70_000)))
+            lines.append("  " + world.server.url("/s\(index).bin") + "  ")
+        }
+        let list = world.directory + "/../stdin-urls.txt"
+        try lines.joined(separator: "\n").write(toFile: list, atomically: true, encoding: .utf8)
+        let result = try await HaulProcess.run(
+            ["get", "-i", "-", "-d", "in", "--quiet"], in: world, shell: "exec < '\(list)'")
+        #expect(result.status == 0, "\(result.stderr)")
+        for index in 0..<3 {
+            #expect(
+                Payload(seed: UInt64(40 + index), length: 70_000)
+                    .mismatch(inFileAt: world.directory + "/in/s\(index).bin") == nil)
+        }
+        try await world.close()
+    }
+
     @Test func jsonLinesDescribeTheDownload() async throws {
         let world = try await World.make()
         world.server.setRoute("/file.bin", Route(payload: payload))
