@@ -42,10 +42,9 @@ struct SpeedScheduler: Sendable {
     @Sendable static func localMoment(of date: Date) -> SpeedSchedule.Moment {
         var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
         var parts = tm()
-        guard localtime_r(&seconds, &parts) != nil else {
+        if localtime_r(&seconds, &parts) == nil {
             // Only for a time past the C library's range: the schedule then reads UTC.
             gmtime_r(&seconds, &parts)
-            return moment(parts)
         }
         return moment(parts)
     }
