@@ -11,6 +11,8 @@ import HaulCore
 public protocol HaulClock: Sendable {
     /// Monotonic time in seconds on an arbitrary scale.
     func seconds() -> Double
+    /// Returns once `duration` has passed on this clock; throws when the waiting task is
+    /// cancelled first.
     func sleep(for duration: Duration) async throws
     /// Calendar time in microseconds since 1970, for record timestamps, queue positions and the
     /// server's dates; never for measuring intervals.
@@ -26,6 +28,7 @@ extension HaulClock {
 
 /// Adapts any `Clock` (`ContinuousClock`, a test's manual clock) to `HaulClock`.
 public struct ClockAdapter<C: Clock>: HaulClock where C.Duration == Duration {
+    /// The clock adapted: its readings and sleeps are the adapter's.
     public let clock: C
     private let origin: C.Instant
     /// The calendar time at `origin`, in microseconds since 1970; nil: the system's calendar.
@@ -39,14 +42,19 @@ public struct ClockAdapter<C: Clock>: HaulClock where C.Duration == Duration {
         self.calendarOrigin = secondsSince1970.map { $0 * 1_000_000 }
     }
 
+    /// Seconds passed on `clock` since the adapter was made.
     public func seconds() -> Double {
         origin.duration(to: clock.now).seconds
     }
 
+    /// Sleeps on `clock` until `duration` from now; throws what its sleep throws
+    /// (`CancellationError` when the task is cancelled).
     public func sleep(for duration: Duration) async throws {
         try await clock.sleep(until: clock.now.advanced(by: duration), tolerance: nil)
     }
 
+    /// The calendar time given at `init`, moved on by what `clock` has passed since; without one,
+    /// the system's calendar time.
     public func microsecondsSince1970() -> Int64 {
         guard let calendarOrigin else { return WallClock.microsecondsSince1970() }
         let elapsed = origin.duration(to: clock.now).components

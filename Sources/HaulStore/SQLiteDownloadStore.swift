@@ -23,6 +23,7 @@ public final class SQLiteDownloadStore: DownloadStore {
     /// waits for a writer, so listing ten thousand downloads does not queue behind the fsyncs of
     /// running downloads' checkpoints (and they do not wait for it).
     private let reader = NIOLockedValueBox<(connection: SQLiteConnection, pool: NIOThreadPool)?>(nil)
+    /// The database file's path, as `open` was given it.
     public let path: String
     /// Records parsed from rows whose JSON has not changed since (`StoredRecordCache`).
     private let parsed = NIOLockedValueBox(StoredRecordCache())
@@ -221,6 +222,10 @@ public final class SQLiteDownloadStore: DownloadStore {
 
     // MARK: DownloadStore
 
+    /// Inserts or replaces `record`, committed (and fsynced) before it returns, possibly in one
+    /// transaction with other writes asked for meanwhile. A store that keeps no credentials
+    /// writes none and leaves those stored before. Throws `fileExists`, changing nothing, when
+    /// another live download in its directory already has its file name.
     public func save(_ record: DownloadRecord) async throws {
         try await upsert([record])
     }
@@ -241,6 +246,8 @@ public final class SQLiteDownloadStore: DownloadStore {
         }
     }
 
+    /// The ids with `status`, or (nil) every id but removed ones, in queue order, without
+    /// reading the records.
     public func ids(status: DownloadStatus?) async throws -> [DownloadID] {
         let order = QueueOrder.sqlite
         let rows: [SQLiteRow]
@@ -252,10 +259,13 @@ public final class SQLiteDownloadStore: DownloadStore {
         return rows.compactMap { $0.column("id")?.string.map(DownloadID.init(rawValue:)) }
     }
 
+    /// The records of `ids`, in any order, 500 ids per query; ids with no row are skipped.
     public func records(_ ids: [DownloadID]) async throws -> [DownloadRecord] {
         try await records(where: "id", in: ids.map(\.rawValue))
     }
 
+    /// The id, priority and position of each download with `status`, in queue order, read from
+    /// the columns alone (no record's JSON is parsed).
     public func places(status: DownloadStatus) async throws -> [WaitingQueue.Entry] {
         let rows = try await read(
             "SELECT id, priority, position FROM downloads WHERE status = ? \(QueueOrder.sqlite)",
@@ -296,6 +306,8 @@ public final class SQLiteDownloadStore: DownloadStore {
         try rows.map { try RecordRow.decode($0, cache: parsed) }
     }
 
+    /// Changes only the `priority` and `position` columns of `id`'s row, which win over its
+    /// JSON when it is read; nothing happens when there is no such row.
     public func setPlace(_ id: DownloadID, priority: Int, position: Int64) async throws {
         try await writes.perform(
             .statement(
@@ -303,6 +315,7 @@ public final class SQLiteDownloadStore: DownloadStore {
                 [.integer(priority), .integer(SQLiteInt64(position)), .text(id.rawValue)]))
     }
 
+    /// How many rows have each status, removed ones included; a status with none is absent.
     public func counts() async throws -> [DownloadStatus: Int] {
         let rows = try await read("SELECT status, COUNT(*) AS n FROM downloads GROUP BY status")
         var counts: [DownloadStatus: Int] = [:]
@@ -314,11 +327,14 @@ public final class SQLiteDownloadStore: DownloadStore {
         return counts
     }
 
+    /// The record with `id`, whatever its status; nil when there is none. Throws `.store` when
+    /// its row cannot be read.
     public func record(_ id: DownloadID) async throws -> DownloadRecord? {
         let rows = try await read("SELECT \(RecordRow.selectColumns) FROM downloads WHERE id = ?", [.text(id.rawValue)])
         return try decode(rows).first
     }
 
+    /// The newest live (not removed) record with `request`'s `identity`; nil when there is none.
     public func record(matching request: DownloadRequest) async throws -> DownloadRecord? {
         let rows = try await read(
             """
@@ -339,6 +355,7 @@ public final class SQLiteDownloadStore: DownloadStore {
         return Dictionary(live.map { ($0.request.identity, $0) }, uniquingKeysWith: { _, newer in newer })
     }
 
+    /// The records with `status`, or (nil) every record, removed ones included, in queue order.
     public func records(status: DownloadStatus?) async throws -> [DownloadRecord] {
         let order = QueueOrder.sqlite
         let rows: [SQLiteRow]
@@ -351,6 +368,7 @@ public final class SQLiteDownloadStore: DownloadStore {
         return try decode(rows)
     }
 
+    /// A live record other than `id` whose file is `fileName` in `directory`; nil when none is.
     public func fileNameHolder(_ fileName: String, directory: String, except id: DownloadID) async throws -> DownloadID?
     {
         let rows = try await read(
@@ -403,6 +421,7 @@ public final class SQLiteDownloadStore: DownloadStore {
         return rows.first.map { $0.column("file_name")?.string == fileName } ?? true
     }
 
+    /// Deletes `id`'s row through the group commit; nothing happens when there is none.
     public func delete(_ id: DownloadID) async throws {
         try await writes.perform(.statement("DELETE FROM downloads WHERE id = ?", [.text(id.rawValue)]))
     }

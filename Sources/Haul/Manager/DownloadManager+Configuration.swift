@@ -3,16 +3,25 @@ import HaulCore
 import Logging
 
 extension DownloadManager {
+    /// What a manager is built with: where its state lives, its limits and timings, and how it
+    /// reaches servers. The manager keeps the value it was made with (`configuration`); its
+    /// setters (`setMaxConcurrentDownloads(_:)`, `setMaxBytesPerSecond(_:)`) change the limits in
+    /// force, not this value.
     public struct Configuration: Sendable {
         /// Where the SQLite store lives (`haul.sqlite` inside).
         public var stateDirectory: String
+        /// How many downloads run at once at the start (3 by default; under 1 counts as 1).
         public var maxConcurrentDownloads: Int
         /// How often, while bytes flow, data is fsynced and the offset committed: the most a
         /// crash can cost (DESIGN rule 2).
         public var checkpointInterval: Duration
         /// How often progress events are emitted per download.
         public var progressInterval: Duration
+        /// How many tries a download gets and how long it waits between them, unless its
+        /// request names its own number of tries.
         public var retry: RetryPolicy
+        /// The HTTP client's settings: timeouts, redirects, trust roots, proxies, user agent and
+        /// cookies.
         public var http: AsyncHTTPTransport.Configuration
         /// Which HTTP versions downloads may use (`--http1.1`, `--http2`); by default HTTP/2 for
         /// a download over one connection when the server offers it.
@@ -59,6 +68,8 @@ extension DownloadManager {
         /// download's writes back.
         var fileCalls = FileCalls.system
 
+        /// The settings not among the parameters start as nil: no refresh command, a fleet
+        /// host's default renewal, and a shutdown that waits as long as the downloads take.
         public init(
             stateDirectory: String,
             maxConcurrentDownloads: Int = 3,

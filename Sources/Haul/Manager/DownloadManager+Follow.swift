@@ -17,9 +17,9 @@ extension DownloadManager {
     /// Adds these downloads (as `add(_:)`) and follows them: the stream yields `.added` once
     /// they are committed, then their events and each one's first outcome; nothing about a
     /// download comes before its `.added`. (Events and outcomes come from two hubs: a
-    /// download's last event may come just after its outcome; a reader drops it.) It ends once every one has its outcome, or when the
-    /// manager shuts down (those still running or queued then have none), and throws what the
-    /// add threw.
+    /// download's last event may come just after its outcome; a reader drops it.) It ends once
+    /// every one has its outcome, or when the manager shuts down (those still running or queued
+    /// then have none), and throws what the add threw.
     public nonisolated func addFollowing(_ requests: [DownloadRequest]) -> AsyncThrowingStream<Followed, any Error> {
         let ids = FollowedIDs()
         // Subscribed before the add decides any id: what is published meanwhile waits in them.

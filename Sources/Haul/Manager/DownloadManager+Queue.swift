@@ -300,6 +300,8 @@ extension DownloadManager {
         live.all()
     }
 
+    /// How many records the store holds of each status (removed ones included), the running
+    /// downloads' combined speed in bytes per second, and the current limit on downloads at once.
     public func summary() async throws -> QueueSummary {
         QueueSummary(
             counts: try await store.counts(),

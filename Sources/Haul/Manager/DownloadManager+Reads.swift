@@ -51,10 +51,15 @@ extension DownloadManager {
         try await existing(id)
     }
 
+    /// Every stored record with `status`, or (nil) every stored record, removed ones included, in
+    /// queue order. Read from the store only: a running download's is as its last checkpoint
+    /// left it (`record(_:)` and `records(_:)` give the fresher one).
     public func records(status: DownloadStatus? = nil) async throws -> [DownloadRecord] {
         try await store.records(status: status)
     }
 
+    /// How many downloads may run at once in this process (on this host, in a fleet): the
+    /// configuration's until `setMaxConcurrentDownloads(_:)` changes it, never less than 1.
     public var maxConcurrentDownloads: Int { queue.limit }
 
     /// More slots go to the head of the queue at once; fewer let running downloads finish.

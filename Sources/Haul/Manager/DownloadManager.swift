@@ -24,6 +24,8 @@ public actor DownloadManager {
         var limiter: RateLimiter
     }
 
+    /// The settings the manager was made with. Limits changed since by its setters are not
+    /// written back here (`maxConcurrentDownloads` reads the one in force).
     public let configuration: Configuration
     let store: any DownloadStore
     /// The shared store when this manager is one host of a fleet: the queue is then the
@@ -75,7 +77,10 @@ public actor DownloadManager {
     /// holds `http1` or `http2`): this process's store, or a fleet's shared database, whose
     /// queue is claimed with leases (`DownloadManager+Fleet.swift`).
     public enum Backend: Sendable {
+        /// A queue of this process alone, kept in `store` (SQLite, or in memory).
         case local(any DownloadStore)
+        /// One host of a fleet: the queue is the shared database's, its downloads claimed with
+        /// leases.
         case fleet(any SharedQueueStore)
 
         var store: any DownloadStore {

@@ -28,10 +28,14 @@ import NIOConcurrencyHelpers
 public final class ChildProcess: Sendable {
     /// How it ended.
     public enum Termination: Sendable, Equatable {
+        /// It exited by itself, with this status (0 for success).
         case exited(Int32)
+        /// A signal ended it: `SIGKILL` past its timeout or on a cancelled wait, or any other.
         case killed(signal: Int32)
     }
 
+    /// The process's id. Once the process has ended and been reaped, the system may give the id
+    /// to another process: do not signal it yourself (`wait(timeout:)` kills it when needed).
     public let pid: pid_t
     /// The read end of its standard output, when it is captured and not yet given to a reader
     /// (which closes it when it is done).

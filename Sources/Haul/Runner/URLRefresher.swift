@@ -12,10 +12,12 @@ import HaulCore
 /// `HAUL_ID`, `HAUL_URL` (the expired URL), `HAUL_PATH` (the file's final path, when known). It
 /// prints the new URL as its first line of output and exits 0.
 public struct URLRefresher: Sendable {
+    /// The shell command, run as `/bin/sh -c command`.
     public var command: String
     /// How long the command may run before it is killed.
     public var timeout: Duration
 
+    /// A refresher running `command`, killed past `timeout` (a minute unless told).
     public init(command: String, timeout: Duration = .seconds(60)) {
         self.command = command
         self.timeout = timeout

@@ -28,10 +28,16 @@ import NIOSSL
 /// server's close_notify, which a server busy sending a body never reads; `HTTPClient.shutdown()`
 /// waits for every connection to close, so `haul get` ended 5 s after its last byte.
 public final class AsyncHTTPTransport: HTTPTransport {
+    /// How the transport's clients connect and what they send: timeouts, redirects, trust,
+    /// connections per host, proxies, user agent and cookies.
     public struct Configuration: Sendable, Hashable {
+        /// How long making one connection may take before the request fails with `network` (the
+        /// download's retries decide what comes next).
         public var connectTimeout: Duration
         /// No byte for this long means the connection is dead; the download retries.
         public var readTimeout: Duration
+        /// Redirects followed for one request; one more fails it with `tooManyRedirects`, as
+        /// does a redirect back to a URL already visited.
         public var maxRedirects: Int
         /// PEM files of certificate authorities to trust besides the system's (a private CA).
         public var additionalTrustRoots: [String]
@@ -46,6 +52,8 @@ public final class AsyncHTTPTransport: HTTPTransport {
         /// hop's `Set-Cookie` goes; nil: no cookies are sent or kept (the daemon).
         public var cookies: CookieStore?
 
+        /// Defaults: 10 s to connect, 60 s without a byte, 10 redirects, 1024 connections per
+        /// host, no proxy, no extra trust roots, haul's own user agent and no cookies.
         public init(
             connectTimeout: Duration = .seconds(10), readTimeout: Duration = .seconds(60), maxRedirects: Int = 10,
             additionalTrustRoots: [String] = [], maxConnectionsPerHost: Int = 1024,
@@ -62,6 +70,7 @@ public final class AsyncHTTPTransport: HTTPTransport {
         }
     }
 
+    /// The settings every client of this transport is made with.
     public let configuration: Configuration
     private let logger: Logger
     /// Numbers the connections of every client, so responses tell which one they came over.
@@ -177,6 +186,17 @@ public final class AsyncHTTPTransport: HTTPTransport {
     /// Request headers that belong to the origin they were given for.
     static let originBoundHeaders = ["Authorization", "Cookie", "Proxy-Authorization"]
 
+    /// Sends `plan` as a GET and follows its redirects hop by hop, each through the proxy its
+    /// URL calls for; returns the final response's head (its URL, and the connections used)
+    /// and its body, which the caller reads. Any status the server answers with is returned,
+    /// not thrown. `Authorization`, `Cookie` and `Proxy-Authorization` of the request, and its
+    /// credentials, go only to the first URL's origin; the cookie store's cookies go wherever
+    /// they match.
+    ///
+    /// - Throws: `HaulError`, its code saying whether a retry may help: `network` for a
+    ///   connection that cannot be made, a timeout or a failed TLS handshake,
+    ///   `tooManyRedirects` past `maxRedirects` or on a loop, `interrupted` when cancelled,
+    ///   `httpStatus` for a proxy's 407, and the code of a redirect to a URL haul cannot fetch.
     public func send(_ plan: RequestPlan) async throws -> (ResponseHead, any ResponseBodyStream) {
         let origin = plan.url
         let shown = origin.absoluteString
@@ -441,12 +461,16 @@ extension AsyncHTTPTransport {
 }
 
 extension ByteBuffer: ByteChunk {
+    /// The readable bytes, the only ones a chunk holds.
     public var count: Int { readableBytes }
 
+    /// The readable bytes at `range`, counted from the reader index, sharing this buffer's
+    /// storage. `range` must lie within `count`.
     public func slice(_ range: Range<Int>) -> ByteBuffer {
         getSlice(at: readerIndex + range.lowerBound, length: range.count)!
     }
 
+    /// Calls `body` with the readable bytes, without copying them.
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try withUnsafeReadableBytes(body)
     }

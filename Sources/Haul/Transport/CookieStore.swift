@@ -41,8 +41,11 @@ public final class CookieStore: Sendable, Hashable, CustomStringConvertible {
     /// Seconds since 1970 by this store's clock.
     public var secondsSince1970: Int64 { now() }
 
+    /// Whether both are the same store; two stores holding the same cookies are not equal.
     public static func == (lhs: CookieStore, rhs: CookieStore) -> Bool { lhs === rhs }
+    /// Hashes the store's identity, not its cookies.
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+    /// How many cookies the jar holds, never their values.
     public var description: String { "CookieStore(\(jar.cookies.count) cookies)" }
 }
 

@@ -14,9 +14,12 @@ public actor BatchLine<Request: Sendable, Answer: Sendable> {
 
     /// A request and the caller waiting for its answer.
     public struct Waiting: Sendable {
+        /// What the caller asked for.
         public var request: Request
+        /// Resumed once, with the request's answer or its error.
         public var continuation: CheckedContinuation<Answer, any Error>
 
+        /// A request and the continuation its caller awaits.
         public init(request: Request, continuation: CheckedContinuation<Answer, any Error>) {
             self.request = request
             self.continuation = continuation
@@ -29,6 +32,8 @@ public actor BatchLine<Request: Sendable, Answer: Sendable> {
     /// Told when a batch failed and is carried out request by request (how many, and why).
     private let onSplit: @Sendable (Int, any Error) -> Void
 
+    /// A line whose batches `perform` carries out. `onSplit` hears of each failed batch of more
+    /// than one request (its size and its error) before its requests are carried out one by one.
     public init(perform: @escaping Perform, onSplit: @escaping @Sendable (Int, any Error) -> Void = { _, _ in }) {
         self.perform = perform
         self.onSplit = onSplit

@@ -2,9 +2,11 @@
 /// digests and its URLs in order of preference. Only http and https URLs are kept; a file left
 /// with none is reported, not dropped silently.
 public struct Metalink: Hashable, Sendable {
+    /// One `<file>` of the document: what to save it as, where to get it, and how to check it.
     public struct File: Hashable, Sendable {
         /// The name the document gives, sanitised as a `Content-Disposition` name is.
         public var name: String
+        /// Its length in bytes, as `<size>` gives it; nil when the document does not say.
         public var size: Int64?
         /// Its URLs, most preferred first.
         public var urls: [RemoteURL]
@@ -14,11 +16,18 @@ public struct Metalink: Hashable, Sendable {
         public var pieces: PieceHashes?
     }
 
+    /// The document's files, in its order; never empty once parsed.
     public var files: [File]
 
     /// The largest Metalink document haul reads.
     public static let maxBytes = 4 << 20
 
+    /// Reads a Metalink document, v4 or v3.
+    ///
+    /// - Throws: `.badRequest` when the text is larger than `maxBytes`, is not well-formed XML
+    ///   (see `MiniXML`), has a root other than `<metalink>`, lists no file, or has a file with
+    ///   no usable name, a size that is not a number of bytes, piece hashes that are unusable or
+    ///   do not cover its size, or no http or https URL.
     public static func parse(_ text: String) throws(HaulError) -> Metalink {
         guard text.utf8.count <= maxBytes else {
             throw HaulError(.badRequest, "Metalink larger than \(maxBytes >> 20) MiB")

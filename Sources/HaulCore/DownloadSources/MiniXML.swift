@@ -5,16 +5,22 @@
 public struct MiniXML: Hashable, Sendable {
     /// The element's name without its namespace prefix.
     public var name: String
+    /// Its attributes by name without namespace prefix, values with entities decoded.
     public var attributes: [String: String]
+    /// Its child elements, in document order.
     public var children: [MiniXML]
     /// Its text, character data of all its text nodes joined, entities decoded.
     public var text: String
 
+    /// How many levels elements may nest, the root counting as one; a document nested deeper
+    /// is refused.
     public static let maxDepth = 32
+    /// The most elements a document may hold, at any depth; one more is refused.
     public static let maxElements = 200_000
 
     /// The children named `name`.
     public func all(_ name: String) -> [MiniXML] { children.filter { $0.name == name } }
+    /// The first child named `name`, nil when there is none.
     public func first(_ name: String) -> MiniXML? { children.first { $0.name == name } }
 
     /// The document's root element.

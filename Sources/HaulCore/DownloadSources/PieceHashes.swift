@@ -2,11 +2,17 @@
 /// `i * length ..< (i + 1) * length` (the last one shorter). Checked with the whole file before
 /// it is published; a piece that fails is fetched again, not the file (`+PieceCheck`).
 public struct PieceHashes: Hashable, Codable, Sendable {
+    /// Bytes in each piece but the last, which holds what is left.
     public var length: Int64
+    /// The digest every piece's hash was made with.
     public var algorithm: Checksum.Algorithm
     /// Lowercase hex, one per piece, in order.
     public var hashes: [String]
 
+    /// Checks and keeps the pieces of a document, hashes lowercased.
+    ///
+    /// - Throws: `.badRequest` when `length` is not positive, `hashes` is empty, or a hash is not
+    ///   `algorithm`'s number of hex digits (naming the piece).
     public init(length: Int64, algorithm: Checksum.Algorithm, hashes: [String]) throws(HaulError) {
         guard length > 0 else { throw HaulError(.badRequest, "a piece length must be positive (got \(length))") }
         guard !hashes.isEmpty else { throw HaulError(.badRequest, "a piece list has no hash") }
@@ -20,7 +26,7 @@ public struct PieceHashes: Hashable, Codable, Sendable {
         self.hashes = lowered
     }
 
-    /// Whether these pieces describe a file of `length` bytes: one hash per piece, no more.
+    /// Whether these pieces describe a file of `fileLength` bytes: one hash per piece, no more.
     public func fits(fileLength: Int64) -> Bool {
         fileLength > 0 && Int64(hashes.count) == (fileLength + length - 1) / length
     }

@@ -14,8 +14,9 @@
 ///   the others; with none left it fails. A file mixed from two entities is never written.
 /// - **A dead source is dropped** (404, 410, 401, 403, or any failure another try will not
 ///   mend); a source that refuses connections, has no address, answers 429 or 503, or breaks a
-///   connection is set aside until its backoff ends, and the others go on. Only when no other source can be used does a failure count against the
-///   download's tries, as it does with one URL.
+///   connection is set aside until its backoff ends, and the others go on. Only when no other
+///   source can be used does a failure count against the download's tries, as it does with one
+///   URL.
 /// - **Connections are spread** over the usable sources, fewest first; slow sources lose their
 ///   work to faster connections by stealing, as any slow connection does.
 /// - **A much slower source is left.** Once one connection to a source brings less than a
@@ -25,7 +26,9 @@
 ///   A measure lasts `speedLifetime` without a new one: a source left as slow is tried again
 ///   then, so a wrong judgement (a starved client, a mirror that got faster) does not last.
 public struct SourceSet: Hashable, Sendable {
+    /// One URL of the download and what this run has learned of it.
     public struct Source: Hashable, Sendable {
+        /// Whether a source may be used, and how far it is trusted.
         public enum Standing: Hashable, Sendable {
             /// Not heard from in this run (or heard only failures).
             case untried
@@ -37,7 +40,9 @@ public struct SourceSet: Hashable, Sendable {
             case dropped(reason: String)
         }
 
+        /// The URL the source's requests go to.
         public let url: RemoteURL
+        /// Whether it may be used now and whether its bytes may be written; `.untried` at first.
         public var standing: Standing = .untried
         /// What this source's responses said, for its own `If-Range` (mirrors rarely share
         /// validators, so one source's never goes to another).
@@ -52,27 +57,34 @@ public struct SourceSet: Hashable, Sendable {
         /// When `connectionSpeed` was last measured (the machine's clock).
         public var measuredAt: Double = 0
 
+        /// A source not heard from yet: untried, with no validator, failure or speed.
         public init(url: RemoteURL) { self.url = url }
 
+        /// Whether it was dropped for the rest of the run (`.dropped`), whatever the reason.
         public var isDropped: Bool {
             if case .dropped = standing { return true }
             return false
         }
     }
 
+    /// Every source, in the order the URLs were given (a request's `url` first, then its
+    /// mirrors). The other members name a source by its index here.
     public private(set) var sources: [Source]
     /// Seconds a source's measured speed counts without a new measure (see `noteSpeed`).
     public var speedLifetime: Double = 10
 
+    /// The sources of `urls`, in that order, each untried.
     public init(_ urls: [RemoteURL]) {
         sources = urls.map(Source.init(url:))
     }
 
+    /// Source `index`, read or replaced whole.
     public subscript(index: Int) -> Source {
         get { sources[index] }
         set { sources[index] = newValue }
     }
 
+    /// How many sources the download has, dropped ones included.
     public var count: Int { sources.count }
 
     /// Whether source `index` may take a new connection at `now`.
@@ -166,6 +178,8 @@ public struct SourceSet: Hashable, Sendable {
         return earliest
     }
 
+    /// Marks source `index` as serving the download's entity, so its bytes may be written, and
+    /// clears its failures. A dropped source stays dropped.
     public mutating func prove(_ index: Int) {
         guard !sources[index].isDropped else { return }
         sources[index].standing = .proven
@@ -178,6 +192,8 @@ public struct SourceSet: Hashable, Sendable {
         for index in sources.indices where sources[index].standing == .proven { sources[index].standing = .untried }
     }
 
+    /// Drops source `index` for the rest of the run; `reason` is what `dropReasons` shows for it.
+    /// Unlike `setAside` and `prove`, this applies to a source in any standing.
     public mutating func drop(_ index: Int, reason: String) {
         sources[index].standing = .dropped(reason: reason)
     }

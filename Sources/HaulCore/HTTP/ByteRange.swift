@@ -6,6 +6,8 @@ public struct ByteRange: Hashable, Codable, Sendable, CustomStringConvertible {
     /// Last byte wanted, inclusive; nil means "to the end of the file".
     public var end: Int64?
 
+    /// Bytes `start` through `end`, or to the end of the file when `end` is nil. Unlike
+    /// `init(parsing:)`, it does not check that `start` is not negative or past `end`.
     public init(start: Int64, end: Int64? = nil) {
         self.start = start
         self.end = end
@@ -28,6 +30,7 @@ public struct ByteRange: Hashable, Codable, Sendable, CustomStringConvertible {
     /// Number of bytes, when the end is known.
     public var count: Int64? { end.map { $0 - start + 1 } }
 
+    /// `A-B` or `A-`, the form `--range` takes; the `Range` field sends it after `bytes=`.
     public var description: String { "\(start)-\(end.map(String.init) ?? "")" }
 }
 

@@ -2,10 +2,15 @@
 /// before the `.part` file is renamed, so a wrong file never appears under the final name. Also
 /// the form of a digest the server announced (`ServerDigest`).
 public struct Checksum: Hashable, Codable, Sendable, CustomStringConvertible {
+    /// A digest algorithm; the raw value is its name as `--checksum` and `description` write it.
     public enum Algorithm: String, Hashable, Codable, Sendable, CaseIterable {
+        /// SHA-256: a 32-byte digest.
         case sha256 = "sha-256"
+        /// SHA-512: a 64-byte digest.
         case sha512 = "sha-512"
+        /// SHA-1: a 20-byte digest; it catches a damaged file, not a forged one.
         case sha1 = "sha-1"
+        /// MD5: a 16-byte digest; it catches a damaged file, not a forged one.
         case md5 = "md5"
 
         var hexLength: Int { byteCount * 2 }
@@ -36,10 +41,13 @@ public struct Checksum: Hashable, Codable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The algorithm the digest is made with.
     public var algorithm: Algorithm
     /// Lowercase hex.
     public var hex: String
 
+    /// A digest from its hex form, lowercased. The length and the digits are not checked;
+    /// `init(parsing:)` checks them.
     public init(algorithm: Algorithm, hex: String) {
         self.algorithm = algorithm
         self.hex = hex.lowercased()
@@ -66,6 +74,7 @@ public struct Checksum: Hashable, Codable, Sendable, CustomStringConvertible {
         self.init(algorithm: algorithm, hex: hex)
     }
 
+    /// `sha-256=HEX`: the form `--checksum` takes.
     public var description: String { "\(algorithm.rawValue)=\(hex)" }
 }
 

@@ -5,11 +5,15 @@ public struct ContentRange: Hashable, Sendable {
     /// The whole entity's length; nil when the server wrote `*`.
     public var total: Int64?
 
+    /// A content range with these parts: nil `range` for the unsatisfied form, nil `total` for an
+    /// unknown length.
     public init(range: ClosedRange<Int64>?, total: Int64?) {
         self.range = range
         self.total = total
     }
 
+    /// Parses the field's value; nil when it is not a `bytes` range, a number is malformed, the range
+    /// ends at or past `total`, or both parts are `*`.
     public init?(parsing header: String) {
         let text = header.trimmingSpaces()
         guard text.lowercased().hasPrefix("bytes ") else { return nil }

@@ -1,9 +1,12 @@
 /// What identifies one version of a remote file, so that bytes from two versions are never
 /// glued together. A strong ETag is preferred; Last-Modified is the fallback (RFC 9110 §13.1.4).
 public struct EntityValidator: Hashable, Codable, Sendable, CustomStringConvertible {
+    /// The `ETag` as the server sent it, quotes and any `W/` kept; nil when it sent none.
     public var etag: String?
+    /// The `Last-Modified` date as the server wrote it (not parsed); nil when it sent none.
     public var lastModified: String?
 
+    /// A validator with these values, either of which may be nil.
     public init(etag: String? = nil, lastModified: String? = nil) {
         self.etag = etag
         self.lastModified = lastModified
@@ -34,5 +37,6 @@ public struct EntityValidator: Hashable, Codable, Sendable, CustomStringConverti
         return false
     }
 
+    /// The ETag, else the date, else `none`, for logs and messages.
     public var description: String { etag ?? lastModified ?? "none" }
 }

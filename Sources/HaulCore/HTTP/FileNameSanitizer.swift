@@ -69,9 +69,14 @@ public enum FileNameSanitizer {
 
 /// The parts of a `Content-Disposition` header (RFC 6266) that name a file.
 public struct ContentDisposition: Hashable, Sendable {
+    /// The disposition type, lowercased: `attachment`, `inline` or another token.
     public var type: String
+    /// The parameters by lowercased name (`filename`, `filename*`), quoted values unquoted; of two with
+    /// one name, the later wins.
     public var parameters: [String: String]
 
+    /// Parses a field value; nil when it does not start with a type. Reading stops at the first
+    /// parameter that is not `name=value`.
     public init?(parsing header: String) {
         var parser = HeaderParameterParser(Array(header.utf8))
         guard let type = parser.token(), !type.isEmpty else { return nil }

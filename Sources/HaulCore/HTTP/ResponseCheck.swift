@@ -1,10 +1,12 @@
 /// What to send for the next attempt.
 public struct RequestPlan: Hashable, Sendable {
+    /// The URL the request goes to.
     public var url: RemoteURL
     /// The `Range` to ask for; nil asks for the whole entity.
     public var range: ByteRange?
     /// The `If-Range` value, so that a changed file comes back whole (200) instead of being glued on.
     public var ifRange: String?
+    /// The extra fields (the user's `-H`, cookies); `allHeaders` adds the ones Haul needs.
     public var headers: HTTPHeaderList
     /// Sent as `Authorization: Basic` to `url`'s origin, never to another one a redirect leads to.
     public var credentials: Credentials?
@@ -15,6 +17,8 @@ public struct RequestPlan: Hashable, Sendable {
     /// server's (`ResponseCheck.Verdict.notModified`).
     public var ifModifiedSince: String?
 
+    /// A plan with these fields; `credentials` and `ifModifiedSince` default to nil, and
+    /// `allowsHTTP2` to false.
     public init(
         url: RemoteURL, range: ByteRange?, ifRange: String?, headers: HTTPHeaderList, credentials: Credentials? = nil,
         allowsHTTP2: Bool = false, ifModifiedSince: String? = nil
@@ -47,6 +51,7 @@ public struct RequestPlan: Hashable, Sendable {
 
 /// DESIGN rule 4 as a pure function: what a response means for the bytes already on disk.
 public enum ResponseCheck {
+    /// What a response means, and what to do next.
     public enum Verdict: Hashable, Sendable {
         /// A 206 for exactly the bytes asked (or fewer at the end): take it. `total` and
         /// `validator` are what the response says, falling back to what was known.
@@ -62,6 +67,7 @@ public enum ResponseCheck {
         case notModified
         /// Worth another try (5xx, 429, 408), after `retryAfter` when the server said so.
         case retry(HaulError, retryAfter: Duration?)
+        /// Stop with this error: another attempt would get the same answer.
         case fail(HaulError)
     }
 

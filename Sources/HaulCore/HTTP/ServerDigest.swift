@@ -11,14 +11,21 @@ public struct ServerDigest: Hashable, Codable, Sendable, CustomStringConvertible
     /// The header field a digest came from, in the order preferred when two carry the same
     /// algorithm.
     public enum Field: String, Hashable, Codable, Sendable, CaseIterable {
+        /// `Repr-Digest` (RFC 9530): of the whole representation, whatever part a response carries.
         case reprDigest = "Repr-Digest"
+        /// `Content-Digest` (RFC 9530): of the content sent, used only when that is the whole
+        /// representation.
         case contentDigest = "Content-Digest"
+        /// `Digest` (RFC 3230), the older field: of the whole representation.
         case digest = "Digest"
     }
 
+    /// The algorithm and the digest's value.
     public var checksum: Checksum
+    /// The header field it came from.
     public var field: Field
 
+    /// The digest `checksum`, as a server announced it in `field`.
     public init(_ checksum: Checksum, from field: Field) {
         self.checksum = checksum
         self.field = field
@@ -155,6 +162,7 @@ extension ServerDigest.Field {
 
 /// The digest a finished download is checked against, and where it came from.
 public struct ExpectedDigest: Hashable, Sendable, CustomStringConvertible {
+    /// Where an expected digest comes from.
     public enum Origin: Hashable, Sendable {
         /// The request's own checksum (`haul get --checksum`, the API's and aria2's `checksum`).
         case request
@@ -170,9 +178,13 @@ public struct ExpectedDigest: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The digest the file must have.
     public var checksum: Checksum
+    /// Where the digest came from, which decides the error of a mismatch: `checksumMismatch` for the
+    /// request's, `digestMismatch` for a server's.
     public var origin: Origin
 
+    /// The digest `checksum`, expected because of `origin`.
     public init(_ checksum: Checksum, from origin: Origin) {
         self.checksum = checksum
         self.origin = origin

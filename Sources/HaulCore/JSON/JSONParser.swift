@@ -5,9 +5,14 @@
 /// adds. This reads each byte once. Hostile input is bounded: nesting deeper than `maxDepth` is
 /// refused rather than recursed into, and every error names the byte offset.
 public struct JSONParser {
+    /// Why the bytes could not be read, and where.
     public struct Failure: Error, Equatable, CustomStringConvertible {
+        /// Where reading stopped, in bytes from the start of the input.
         public var offset: Int
+        /// What was wrong there (`expected a string`, `unterminated string`); the parser's own
+        /// reasons never quote the input.
         public var reason: String
+        /// The reason with its offset, as an error message: `invalid JSON at byte 12: expected ':'`.
         public var description: String { "invalid JSON at byte \(offset): \(reason)" }
     }
 
@@ -59,6 +64,7 @@ public struct JSONParser {
         skipWhitespace()
     }
 
+    /// Reads a string, escapes decoded; throws when the next value is not a string.
     public mutating func readString() throws(Failure) -> String {
         guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw failure("expected a string") }
         let text = try string()
@@ -79,6 +85,7 @@ public struct JSONParser {
         return value
     }
 
+    /// Reads `true` or `false`; throws when the next value is neither.
     public mutating func readBool() throws(Failure) -> Bool {
         guard index < bytes.count else { throw failure("unexpected end of input") }
         let value: Bool

@@ -1,14 +1,25 @@
 /// Any JSON value, for protocols whose parameters are not one fixed shape (aria2's JSON-RPC:
 /// positional parameters, ids that are strings, numbers or null and must be echoed as given).
 public enum JSONValue: Sendable, Hashable, Decodable {
+    /// JSON's `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// A whole number that fits in 64 bits (`JSONParser` reads `1.0` and `1e3` as such too).
     case integer(Int64)
+    /// Any other number: one with a fraction, or a whole number `integer` does not take (beyond
+    /// 64 bits, or 2^53 or more written with a fraction or exponent).
     case number(Double)
+    /// A string, escapes decoded.
     case string(String)
+    /// An array, items in order.
     case array([JSONValue])
+    /// An object by key; where a key is repeated, the parser keeps the first.
     case object([String: JSONValue])
 
+    /// Decodes whatever value the decoder holds, trying each kind in turn: null, a Boolean, a
+    /// 64-bit integer, any other number, a string, an array, then an object. Throws the
+    /// decoder's error when it is none of them.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
@@ -28,21 +39,25 @@ public enum JSONValue: Sendable, Hashable, Decodable {
         }
     }
 
+    /// The text when this is a string; nil for any other kind.
     public var string: String? {
         if case .string(let value) = self { return value }
         return nil
     }
 
+    /// The items when this is an array; nil for any other kind.
     public var array: [JSONValue]? {
         if case .array(let value) = self { return value }
         return nil
     }
 
+    /// The fields when this is an object; nil for any other kind.
     public var object: [String: JSONValue]? {
         if case .object(let value) = self { return value }
         return nil
     }
 
+    /// The value when this is an integer; nil for any other kind, `number` included.
     public var integer: Int64? {
         if case .integer(let value) = self { return value }
         return nil

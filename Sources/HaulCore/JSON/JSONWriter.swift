@@ -4,9 +4,11 @@
 /// hot shapes (`DownloadView`, aria2's status objects) write themselves with this instead. Its
 /// output is held byte-for-byte to `JSONEncoder`'s by `HaulServerTests`.
 public struct JSONWriter {
+    /// The JSON written so far, as UTF-8.
     public var bytes: [UInt8] = []
     private var needsComma = false
 
+    /// Writes `items` as an array, each one written by `write` (one value per call).
     public mutating func array<S: Sequence>(_ items: S, _ write: (inout JSONWriter, S.Element) -> Void) {
         bytes.append(UInt8(ascii: "["))
         var first = true
@@ -20,6 +22,7 @@ public struct JSONWriter {
         needsComma = true
     }
 
+    /// Writes an object whose members `fields` writes: each a `key` and its value, or a `field`.
     public mutating func object(_ fields: (inout JSONWriter) -> Void) {
         bytes.append(UInt8(ascii: "{"))
         needsComma = false
@@ -28,8 +31,11 @@ public struct JSONWriter {
         needsComma = true
     }
 
+    /// A writer with nothing written yet.
     public init() {}
 
+    /// Writes an object member's key, after a comma when a member came before; the value written
+    /// next is its value. `name` is written as it is, not escaped: it must need no escaping.
     public mutating func key(_ name: StaticString) {
         if needsComma { bytes.append(UInt8(ascii: ",")) }
         bytes.append(UInt8(ascii: "\""))
@@ -38,6 +44,7 @@ public struct JSONWriter {
         needsComma = true
     }
 
+    /// A member whose value is a string, or `null` when `value` is nil.
     public mutating func field(_ name: StaticString, _ value: String?) {
         key(name)
         guard let value else { return null() }
@@ -52,6 +59,7 @@ public struct JSONWriter {
         needsComma = true
     }
 
+    /// A member whose key is only known at run time (escaped as a string is), with a string value.
     public mutating func field(named name: String, _ value: String) {
         key(named: name)
         string(value)
@@ -100,17 +108,20 @@ public struct JSONWriter {
         bytes.append(UInt8(ascii: "\""))
     }
 
+    /// A member whose value is an integer, or `null` when `value` is nil.
     public mutating func field(_ name: StaticString, _ value: Int64?) {
         key(name)
         guard let value else { return null() }
         write(String(value))
     }
 
+    /// A member whose value is `true` or `false`.
     public mutating func field(_ name: StaticString, _ value: Bool) {
         key(name)
         write(value ? "true" : "false")
     }
 
+    /// A member whose value is a number, written as `number` writes it.
     public mutating func field(_ name: StaticString, _ value: Double) {
         key(name)
         number(value)
@@ -123,6 +134,8 @@ public struct JSONWriter {
         write(text.hasSuffix(".0") ? String(text.dropLast(2)) : text)
     }
 
+    /// A member whose value is an object `object` writes (as `object(_:)` does), or `null` when
+    /// `object` is nil.
     public mutating func field(_ name: StaticString, object: ((inout JSONWriter) -> Void)?) {
         key(name)
         guard let object else { return null() }

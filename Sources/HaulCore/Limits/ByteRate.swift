@@ -1,6 +1,7 @@
 /// A transfer rate limit in bytes per second (`--limit-rate 2M`). Always positive: "no limit" is
 /// the absence of a `ByteRate` (`nil`), never zero.
 public struct ByteRate: Hashable, Codable, Sendable, CustomStringConvertible {
+    /// The limit, in bytes per second; always positive.
     public var bytesPerSecond: Int64
 
     /// A limit of `bytesPerSecond`, or nil (no limit) for anything under one byte per second.
@@ -8,6 +9,8 @@ public struct ByteRate: Hashable, Codable, Sendable, CustomStringConvertible {
         bytesPerSecond > 0 ? ByteRate(bytesPerSecond: bytesPerSecond) : nil
     }
 
+    /// A limit of `bytesPerSecond`, which must be positive: anything else traps. `limit(_:)` takes
+    /// any value, and answers nil for one under 1.
     public init(bytesPerSecond: Int64) {
         precondition(bytesPerSecond > 0, "a ByteRate must be positive; use nil for no limit")
         self.bytesPerSecond = bytesPerSecond
@@ -106,6 +109,8 @@ public struct ByteRate: Hashable, Codable, Sendable, CustomStringConvertible {
         case bytesPerSecond
     }
 
+    /// Decodes `bytesPerSecond`; a value under 1 throws a `DecodingError` (no limit is stored as no
+    /// `ByteRate`, never as zero).
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let value = try container.decode(Int64.self, forKey: .bytesPerSecond)

@@ -28,16 +28,20 @@ public enum Limits {
 
     // MARK: The daemon's API: `bad-request`, naming the field
 
+    /// Throws `.badRequest` naming `field` when `count` is given and outside `concurrentDownloads`.
     public static func check(maxConcurrentDownloads count: Int?, field: String = "maxConcurrentDownloads")
         throws(HaulError)
     {
         try check(count, in: concurrentDownloads, field: field, code: .badRequest)
     }
 
+    /// Throws `.badRequest` naming `field` when `count` is given and outside `connections`.
     public static func check(connections count: Int?, field: String = "connections") throws(HaulError) {
         try check(count, in: Self.connections, field: field, code: .badRequest)
     }
 
+    /// Throws `.badRequest` when `maxBytesPerSecond` is given and not positive; nil (no limit)
+    /// passes.
     public static func check(maxBytesPerSecond: Int64?) throws(HaulError) {
         guard let maxBytesPerSecond else { return }
         guard maxBytesPerSecond > 0 else {

@@ -15,7 +15,9 @@
 /// Pure: a moment is given as a weekday and a time of day; the daemon turns its clock's time
 /// into one (`SpeedScheduler`).
 public struct SpeedSchedule: Sendable, Hashable, CustomStringConvertible {
+    /// A day of the week, Monday first: raw values 0 to 6, as `Moment` counts days.
     public enum Weekday: Int, Sendable, Hashable, CaseIterable {
+        /// The days in order, `monday` (0) to `sunday` (6).
         case monday, tuesday, wednesday, thursday, friday, saturday, sunday
 
         static let names = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
@@ -34,26 +36,37 @@ public struct SpeedSchedule: Sendable, Hashable, CustomStringConvertible {
 
     /// A moment in the week: seconds since Monday 00:00.
     public struct Moment: Sendable, Hashable, Comparable {
+        /// Seconds in a week: 604,800.
         public static let week = 7 * 86_400
+        /// Seconds since Monday 00:00; within one week when made by `init(secondOfWeek:)`.
         public var secondOfWeek: Int
 
+        /// `hour:minute:second` on `weekday`, as given: a time of day (hours 0-23) is not checked
+        /// or wrapped.
         public init(weekday: Weekday, hour: Int, minute: Int, second: Int = 0) {
             secondOfWeek = weekday.rawValue * 86_400 + hour * 3600 + minute * 60 + second
         }
 
+        /// The moment `secondOfWeek` seconds after Monday 00:00, wrapped into one week (a negative
+        /// count goes back from the week's end).
         public init(secondOfWeek: Int) {
             self.secondOfWeek = ((secondOfWeek % Self.week) + Self.week) % Self.week
         }
 
+        /// Earlier in the week, Monday 00:00 first.
         public static func < (lhs: Moment, rhs: Moment) -> Bool { lhs.secondOfWeek < rhs.secondOfWeek }
     }
 
+    /// One rule of the schedule: its days, its span of the day, and its rate.
     public struct Rule: Sendable, Hashable {
         /// The rule as written.
         public var text: String
+        /// The days its span starts on, in the order written, each once.
         public var days: [Weekday]
         /// Minutes since midnight: `start` in 0..<1440, `end` in 1...1440; `end <= start` wraps.
         public var start: Int
+        /// Minutes since midnight where the span ends, in 1...1440; at or before `start`, it ends
+        /// the next day.
         public var end: Int
         /// Nil: no limit.
         public var rate: ByteRate?
@@ -75,6 +88,7 @@ public struct SpeedSchedule: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The rules in the order written: the first that covers a moment gives the limit.
     public let rules: [Rule]
     /// Seconds of the week where the rule in force changes, ascending. An edge between two spans
     /// of one rule (`Sat,Sun 00:00-24:00` at Sunday 00:00) is none: nothing changes there.
@@ -83,6 +97,8 @@ public struct SpeedSchedule: Sendable, Hashable, CustomStringConvertible {
     /// The schedule as given, rules trimmed and joined by `; `.
     public var description: String { rules.map(\.text).joined(separator: "; ") }
 
+    /// Parses `text` by the grammar above; empty rules (`;;`, a trailing `;`) are skipped. Throws a
+    /// `.usage` error naming the rule and what is wrong with it, or saying that there is no rule.
     public init(parsing text: String) throws(HaulError) {
         var rules: [Rule] = []
         for (index, part) in text.split(separator: ";", omittingEmptySubsequences: false).enumerated() {

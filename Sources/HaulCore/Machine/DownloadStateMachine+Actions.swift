@@ -3,9 +3,16 @@
 extension DownloadStateMachine {
     /// Things worth telling the user; the runner turns them into events.
     public enum Notice: Hashable, Sendable {
+        /// The run began with `offset` bytes already in hand (0: from the first byte).
         case started(offset: Int64)
+        /// A connection's attempt failed with `error`; it tries again after `delay`. `attempt`: its
+        /// failures since it last made progress.
         case retrying(attempt: Int, delay: Duration, error: HaulError)
+        /// The bytes so far were thrown away and the download starts over: `reason` for the user,
+        /// `cause` for metrics and logs.
         case restarted(reason: String, cause: RestartCause)
+        /// The server refused an extra connection (429, 503): it is dropped, the others go on, and
+        /// one more may be tried after `retryIn`.
         case connectionRefused(ConnectionID, HaulError, retryIn: Duration)
         /// Every byte is in and every connection has closed: what is left is the disk's and the
         /// store's (verify, publish, the final save). The queue gives the download's slot to the
@@ -35,6 +42,7 @@ extension DownloadStateMachine {
         case urlRefreshed(RemoteURL)
     }
 
+    /// What the runner is asked to do, in the order given; each case says what to report back.
     public enum Action: Hashable, Sendable {
         /// Send this request on this connection, then report `responseReceived` or `transferFailed`.
         case request(ConnectionID, RequestPlan)
@@ -45,7 +53,9 @@ extension DownloadStateMachine {
         /// whatever it finishes with) once it has stopped, or `connectionClosed` when nothing
         /// ran for it (its answer came and its body was not read yet).
         case close(ConnectionID)
+        /// Start this timer; when it fires after the duration, report `timerFired`.
         case schedule(Timer, after: Duration)
+        /// Cancel this timer if it has not fired yet.
         case cancelTimer(Timer)
         /// Give the download its final name if it has none yet: `-o`, else `Content-Disposition`,
         /// else the final URL. Report it with `setFileName`.
@@ -80,6 +90,7 @@ extension DownloadStateMachine {
         /// (`-N`, `--remote-time`). Nothing to report: a file system that refuses it costs the
         /// time, not the file.
         case setModificationTime(Int64)
+        /// Tell the user (the runner turns it into an event); nothing to report.
         case notify(Notice)
         /// Drop every write not yet in the file and close it: another host owns the file now.
         case discardWrites
@@ -93,11 +104,15 @@ extension DownloadStateMachine {
 
     /// How a run ended: the last thing the user hears of it.
     public enum End: Hashable, Sendable {
+        /// Verified and published under its final name.
         case completed
         /// `-N`: the server's file is not newer than the local one, which is kept as it is.
         case notModified
+        /// Failed with this error, which the record keeps too.
         case failed(HaulError)
+        /// Paused; the record says paused.
         case paused
+        /// Removed; the record says removed.
         case removed
         /// Stopped to go on later (a shutdown, the store out of reach), or another host took the
         /// download over.
@@ -111,10 +126,15 @@ extension DownloadStateMachine {
         public var skip: Int
         /// Bytes after those to compare with the file at `compareOffset` (the overlap check).
         public var compare: Int
+        /// Where the compared bytes are in the `.part` file (a file offset, not a remote one).
         public var compareOffset: Int64
         /// Bytes after those to write at `writeOffset`, for the part starting at `part`.
         public var keep: Int
+        /// Where the kept bytes go in the `.part` file: a file offset, the remote offset less the
+        /// start of `--range`.
         public var writeOffset: Int64
+        /// The start of the part the kept bytes belong to, as a remote offset: what
+        /// `ChunkWriter.write` takes as `part`.
         public var part: Int64
         /// Stop reading and report `bodyEnded`: the part has every byte it needs and the body
         /// would bring more (a part shortened by a steal, a whole answer past `--range`). A body
@@ -124,6 +144,7 @@ extension DownloadStateMachine {
         /// this chunk is handed to the writer, report `noteDue`.
         public var noteDue = false
 
+        /// A verdict as given; `noteDue` starts false.
         public init(
             skip: Int, compare: Int, compareOffset: Int64, keep: Int, writeOffset: Int64, part: Int64,
             partComplete: Bool

@@ -273,6 +273,9 @@ extension DownloadStateMachine {
         return connectionFailed(id, error, retryAfter: nil, jitter: jitter)
     }
 
+    /// A timer the machine scheduled fired. A retry asks again on its connection; `moreConnections`
+    /// allows one connection more and opens what the limit now lets it. Ignored while a stop is
+    /// under way or once the download no longer downloads.
     public mutating func timerFired(_ timer: Timer) -> [Action] {
         guard isDownloading, stopRequest == nil else { return [] }
         switch timer {

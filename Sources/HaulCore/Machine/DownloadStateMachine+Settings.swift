@@ -1,5 +1,8 @@
 extension DownloadStateMachine {
+    /// What tunes the machine: pieces and steals, checkpoints and notes, retries, mirrors. The
+    /// defaults are the engine's.
     public struct Settings: Hashable, Sendable {
+        /// When a failed connection tries again and how often, and the low-speed rule.
         public var retry: RetryPolicy
         /// No part smaller than this is split off at the start (`-k`, like aria2's).
         public var minimumSegment: Int64
@@ -58,6 +61,7 @@ extension DownloadStateMachine {
         /// and moves to another mirror after that much of the first URL, however slow it is.
         public var firstPieceWithMirrors: Int64
 
+        /// Every setting, each the engine's default unless given.
         public init(
             retry: RetryPolicy = .init(), minimumSegment: Int64 = 1 << 20, minimumSteal: Int64 = 128 << 10,
             checkpointInterval: Double = 1, checkpointBytes: Int64 = 32 << 20, overlap: Int64 = 64 << 10,

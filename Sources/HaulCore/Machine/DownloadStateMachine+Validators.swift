@@ -8,6 +8,8 @@
 /// then the bytes alone. It never restarts for it and never reads a whole body it does not need;
 /// the overlap a resume re-reads proves the bytes once the ETag is no longer trusted.
 extension DownloadStateMachine {
+    /// How far the server's validators are trusted in this run, from most to least. It starts at
+    /// `etag` and only ever goes down, when a response shows the server mishandles them.
     public enum ValidatorTrust: Hashable, Sendable {
         /// `If-Range` with the strong ETag (else the date); an ETag that differs is another file.
         case etag

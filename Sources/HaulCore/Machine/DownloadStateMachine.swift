@@ -12,6 +12,8 @@
 /// accepted for writing (`appended`, the next write position) and how many are durable (fsynced;
 /// the only figure ever persisted, DESIGN rule 2). A connection works on one part at a time.
 public struct DownloadStateMachine: Sendable {
+    /// Names one connection in the events and actions about it: the machine numbers them from 0 as
+    /// it opens them, and never reuses a number within a run.
     public typealias ConnectionID = Int
 
     /// Where the download is in its life, with what each stage needs and nothing it does not: a
@@ -40,7 +42,9 @@ public struct DownloadStateMachine: Sendable {
         case publishing
         /// Terminal for this run.
         case completed
+        /// Terminal: the run failed; `record.error` says why.
         case failed
+        /// Terminal: a stop ended the run; `record.status` is the status it asked for.
         case stopped
         /// Another host took the download over: this run writes nothing more.
         case lost
@@ -64,6 +68,7 @@ public struct DownloadStateMachine: Sendable {
 
     /// Which file `.verify` checks.
     public enum VerifyTarget: Hashable, Sendable {
+        /// The `.part` file, before it gets its final name.
         case part
         /// A crash came after the verified `.part` got its final name but before the record
         /// said completed: the bytes are checked where they now are, never fetched again.
@@ -85,6 +90,8 @@ public struct DownloadStateMachine: Sendable {
         /// which a fresh start sends as `If-Modified-Since`; nil when there is none.
         public var finalModified: Int64?
 
+        /// What the runner found: `partSize` nil when there is no `.part`; `noted` empty and
+        /// `finalModified` nil unless a killed run noted progress or `-N` found a final file.
         public init(partSize: Int64?, published: Bool, noted: [Int64: Int64] = [:], finalModified: Int64? = nil) {
             self.partSize = partSize
             self.published = published
@@ -93,8 +100,12 @@ public struct DownloadStateMachine: Sendable {
         }
     }
 
+    /// The download's record: its request, its status and error, and what is known of the entity.
+    /// Its segments are those it started with; `persistentRecord` has the current ones.
     public internal(set) var record: DownloadRecord
+    /// Where the download is in its life.
     public internal(set) var state: State = .idle
+    /// The tuning the machine was made with, fixed for its life.
     public let settings: Settings
     var parts: [Part] = []
     var connections: [ConnectionID: Connection] = [:]
@@ -167,6 +178,8 @@ public struct DownloadStateMachine: Sendable {
     var urlRefreshes = 0
     var completedAtLastRefresh: Int64 = 0
 
+    /// An idle machine for `record`, its parts taken from the record's segments (their written
+    /// bytes counted durable); `start` begins the run.
     public init(record: DownloadRecord, settings: Settings) {
         self.record = record
         self.settings = settings

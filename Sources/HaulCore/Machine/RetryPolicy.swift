@@ -5,7 +5,12 @@ public struct RetryPolicy: Hashable, Codable, Sendable {
     /// progress (kept bytes beyond any kept before, see `DownloadStateMachine+Retry`) resets the
     /// count: a link that drops every minute still finishes the file.
     public var maxAttempts: Int
+    /// The ceiling of the first retry's backoff. The ceiling doubles with each failure up to
+    /// `maxDelay`, and each wait is half the ceiling plus a random share of the other half. Also
+    /// the base of the wait before one more connection after a refusal.
     public var baseDelay: Duration
+    /// The most the backoff's ceiling reaches, however many failures; a `Retry-After` is bounded by
+    /// `maxRetryAfter` instead.
     public var maxDelay: Duration
     /// The longest `Retry-After` waited for (`--retry-max-wait`). A server that asks for more
     /// fails the download at once, naming the time it asked for, unless `waitsForLongRetryAfter`.
@@ -17,8 +22,12 @@ public struct RetryPolicy: Hashable, Codable, Sendable {
     /// `speedLimit` bytes/s for `speedTime` ends its attempt as a failure that its bytes do not
     /// excuse. 0 turns it off.
     public var speedLimit: Int64
+    /// How long a connection may stay under `speedLimit` before its attempt fails.
     public var speedTime: Duration
 
+    /// A policy with the engine's defaults for what is not given: 5 attempts; backoff from 0.5 s up
+    /// to 30 s; `Retry-After` up to 60 s, and longer ones waited for; the low-speed rule at 1024
+    /// bytes/s over 60 s.
     public init(
         maxAttempts: Int = 5,
         baseDelay: Duration = .milliseconds(500),

@@ -3,6 +3,7 @@
 /// Unlike progress events, outcomes are never dropped: each download that leaves the schedule
 /// yields exactly one, so a caller can wait for ten thousand downloads without missing one.
 public struct DownloadOutcome: Sendable, Hashable {
+    /// The download that left the schedule.
     public var id: DownloadID
     /// The status it was left in. `running` or `queued` after a shutdown (the next start
     /// resumes it), or when it could not start here (`error` then says why).
@@ -17,6 +18,8 @@ public struct DownloadOutcome: Sendable, Hashable {
     /// Requests and connections of the run that ended here; nil when it did not run.
     public var transfer: TransferStats?
 
+    /// An outcome from its parts; `record`, `error` and `transfer` default to nil, and
+    /// `alreadyComplete` to false.
     public init(
         id: DownloadID, status: DownloadStatus, record: DownloadRecord? = nil, error: HaulError? = nil,
         alreadyComplete: Bool = false, transfer: TransferStats? = nil
@@ -29,6 +32,7 @@ public struct DownloadOutcome: Sendable, Hashable {
         self.transfer = transfer
     }
 
+    /// The outcome of a download that stopped as `record` says: its id and status are the record's.
     public init(_ record: DownloadRecord, alreadyComplete: Bool = false, transfer: TransferStats? = nil) {
         self.init(
             id: record.id, status: record.status, record: record, alreadyComplete: alreadyComplete, transfer: transfer)

@@ -2,13 +2,18 @@
 /// learned from the server that make a safe resume possible (final URL, validator, length).
 /// `segments[i].written` is only ever stored after those bytes were fsynced (DESIGN rule 2).
 public struct DownloadRecord: Hashable, Codable, Sendable {
+    /// The download's identity, the key the store keeps the record under.
     public var id: DownloadID
+    /// What the user asked for: the URLs, the destination and the transfer's options.
     public var request: DownloadRequest
+    /// Where the download stands, as stored and shown.
     public var status: DownloadStatus
     /// The final file's name inside `request.directory`, fixed by the first response (or `-o`).
     public var fileName: String?
     /// The URL that answered last, after redirects.
     public var finalURL: String?
+    /// The `ETag` and `Last-Modified` of the entity the bytes on disk came from; nil until a response
+    /// sends one. A resume asks with it (`If-Range`) and compares each response's with it.
     public var validator: EntityValidator?
     /// Length of the whole remote entity, once known.
     public var totalLength: Int64?
@@ -17,6 +22,8 @@ public struct DownloadRecord: Hashable, Codable, Sendable {
     /// checksum (`expectedDigest`). Stored, so a resume still checks it when the resumed
     /// response sends none. Forgotten with the entity.
     public var serverDigest: ServerDigest?
+    /// The parts of the file and how much of each is on disk. A new record has one segment, over the
+    /// whole file or the requested range.
     public var segments: [Segment]
     /// Why it failed, when it did.
     public var error: HaulError?
@@ -26,6 +33,8 @@ public struct DownloadRecord: Hashable, Codable, Sendable {
     /// time added (in microseconds); moving a download up or down changes it.
     public var position: Int64
 
+    /// A new, queued record for `request`: nothing written, its name the one the user chose (if any),
+    /// and `position` the creation time (`createdAt`, seconds since 1970) in microseconds.
     public init(id: DownloadID, request: DownloadRequest, createdAt: Int64) {
         self.id = id
         self.request = request
@@ -41,10 +50,11 @@ public struct DownloadRecord: Hashable, Codable, Sendable {
         QueueOrder.runsBefore((request.priority, position, id), (other.request.priority, other.position, other.id))
     }
 
-    /// Where the finished file goes, once the download has its name.
     /// Failed because its URL expired midway: it waits, its bytes kept, for a new URL.
     public var needsNewURL: Bool { status == .failed && error?.code == .urlExpired }
 
+    /// Where the finished file goes: `fileName` inside `request.directory`; nil while the download has
+    /// no name yet.
     public var finalPath: String? { fileName.map { Paths.join(request.directory, $0) } }
 
     /// Bytes of this download on disk, as far as the record knows.

@@ -2,6 +2,7 @@
 /// Two requests with the same `identity` are the same download, so running a command again
 /// resumes it instead of starting a second copy.
 public struct DownloadRequest: Hashable, Codable, Sendable {
+    /// Where the file goes: a directory it gets a name in, or an exact path.
     public enum Destination: Hashable, Codable, Sendable {
         /// Into this directory, named by the server or the URL.
         case directory(String)
@@ -9,6 +10,7 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
         case file(String)
     }
 
+    /// The URL to download: the first of `sources`, and the one `identity` is made of.
     public var url: RemoteURL
     /// More URLs of the same file (`--mirrors`, aria2's several URIs, a Metalink): the download
     /// takes bytes from all of them, each checked against the others (`SourceSet`). `url` is
@@ -20,6 +22,8 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
     public var fileName: String?
     /// Only these bytes of the remote file (`--range`).
     public var range: ByteRange?
+    /// The digest the finished file must have (`--checksum`), checked before it gets its final name;
+    /// nil when the user gave none (a digest the server announces is then checked instead).
     public var checksum: Checksum?
     /// Digests of the file's pieces (a Metalink's): a piece that fails is fetched again.
     public var pieceHashes: PieceHashes?
@@ -51,6 +55,13 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
     /// only (`headers(for:)`). Empty unless the daemon was given a cookie file with the add.
     public var cookies = SourceCookies()
 
+    /// A request for `url` into `destination`. `timestamping`, `remoteTime`, `pieceHashes`, `cookies`
+    /// and `growsConnections` start off and are set afterwards.
+    ///
+    /// - Throws: `.usage` when `connections` is outside `Limits.connections`, `maxBytesPerSecond` is
+    ///   not positive, a `.file` destination names no file (ends in `/`) or a name that is too long
+    ///   (over `FileNameSanitizer.maxBytes`) or not a safe file name, or when there are more than
+    ///   `maxSources` URLs.
     public init(
         url: RemoteURL,
         destination: Destination,
@@ -138,6 +149,7 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
         return unique
     }
 
+    /// Compares every field but `credentials`, which can never tell two requests apart.
     public static func == (lhs: DownloadRequest, rhs: DownloadRequest) -> Bool {
         lhs.url == rhs.url && lhs.mirrors == rhs.mirrors && lhs.directory == rhs.directory
             && lhs.fileName == rhs.fileName && lhs.range == rhs.range
@@ -149,6 +161,7 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
             && lhs.cookies == rhs.cookies && lhs.growsConnections == rhs.growsConnections
     }
 
+    /// Hashes the fields `==` compares: everything but `credentials`.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(url)
         hasher.combine(mirrors)
@@ -188,6 +201,7 @@ public enum Paths {
         return (directory, name.isEmpty ? nil : name)
     }
 
+    /// `name` inside `directory`, joined with one `/` (none added when `directory` ends in one).
     public static func join(_ directory: String, _ name: String) -> String {
         directory.hasSuffix("/") ? directory + name : directory + "/" + name
     }

@@ -83,8 +83,11 @@ public struct HaulError: Error, Hashable, Codable, Sendable, CustomStringConvert
         /// A bug: something Haul did not expect.
         case `internal` = "internal"
 
+        /// The raw value (`bad-url`), as the store and the wire spell it.
         public var description: String { rawValue }
 
+        /// Decodes the code's name; one this haul does not know reads as `internal` (see
+        /// `init(reading:)`).
         public init(from decoder: any Decoder) throws {
             self.init(reading: try decoder.singleValueContainer().decode(String.self))
         }
@@ -109,7 +112,9 @@ public struct HaulError: Error, Hashable, Codable, Sendable, CustomStringConvert
         code.isTransient && httpStatus != 407
     }
 
+    /// What kind of failure it is: the stable part that exit statuses and HTTP statuses follow.
     public var code: Code
+    /// One line for people, naming what failed (a URL, a file, an option).
     public var message: String
     /// The HTTP status that caused it, when one did.
     public var httpStatus: Int?
@@ -135,6 +140,7 @@ public struct HaulError: Error, Hashable, Codable, Sendable, CustomStringConvert
         case code, message, httpStatus, cause
     }
 
+    /// Decodes `code`, `message`, `httpStatus` and `cause`; `underlying` is never encoded, so it is nil.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
@@ -143,6 +149,7 @@ public struct HaulError: Error, Hashable, Codable, Sendable, CustomStringConvert
             cause: try container.decodeIfPresent(String.self, forKey: .cause))
     }
 
+    /// Encodes `code`, `message` and, when set, `httpStatus` and `cause`; never `underlying`.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(code, forKey: .code)
@@ -151,10 +158,12 @@ public struct HaulError: Error, Hashable, Codable, Sendable, CustomStringConvert
         try container.encodeIfPresent(cause, forKey: .cause)
     }
 
+    /// Compares `code`, `message`, `httpStatus` and `cause`; `underlying` is not compared.
     public static func == (lhs: HaulError, rhs: HaulError) -> Bool {
         lhs.code == rhs.code && lhs.message == rhs.message && lhs.httpStatus == rhs.httpStatus && lhs.cause == rhs.cause
     }
 
+    /// Hashes the fields `==` compares.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(code)
         hasher.combine(message)
@@ -162,6 +171,7 @@ public struct HaulError: Error, Hashable, Codable, Sendable, CustomStringConvert
         hasher.combine(cause)
     }
 
+    /// The message, then the cause in parentheses unless the message already contains it.
     public var description: String {
         guard let cause, !cause.isEmpty, !message.contains(cause) else { return message }
         return "\(message) (\(cause))"

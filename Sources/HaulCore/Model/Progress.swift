@@ -1,12 +1,16 @@
 /// A snapshot for progress displays: bytes, speed and time left.
 public struct Progress: Hashable, Codable, Sendable {
+    /// Bytes of the download on disk so far.
     public var completed: Int64
     /// Bytes the download will have, once known.
     public var total: Int64?
+    /// The smoothed transfer speed (`SpeedMeter`), in bytes per second; 0 before there is a rate.
     public var bytesPerSecond: Double
     /// Connections transferring right now.
     public var connections: Int
 
+    /// A snapshot of `completed` of `total` bytes (nil when not known yet) at `bytesPerSecond`, over
+    /// `connections` connections.
     public init(completed: Int64, total: Int64?, bytesPerSecond: Double, connections: Int = 1) {
         self.completed = completed
         self.total = total
@@ -31,13 +35,19 @@ public struct Progress: Hashable, Codable, Sendable {
 /// figure neither jumps with every chunk nor lags a change for long. Time comes in from the
 /// caller, in seconds on any monotonic scale.
 public struct SpeedMeter: Sendable {
-    /// Weight of history after one second (0.7: a step change shows 70% within ~3.4 s).
+    /// Seconds after which a sample's weight halves (2 by default: one second keeps about 0.7 of the
+    /// history).
     public var halfLife: Double
+    /// The smoothed speed in bytes per second; 0 until two samples are recorded.
     public private(set) var bytesPerSecond: Double = 0
     private var last: (time: Double, bytes: Int64)?
 
+    /// A meter with no samples yet, whose history loses half its weight every `halfLife` seconds.
     public init(halfLife: Double = 2) { self.halfLife = halfLife }
 
+    /// Adds a sample: the download's byte count `bytes` at `time` (seconds). The first sample only sets
+    /// the starting point; one no later than the previous sample is ignored, and a count that went down
+    /// counts as no progress.
     public mutating func record(bytes: Int64, at time: Double) {
         guard let last else {
             self.last = (time, bytes)

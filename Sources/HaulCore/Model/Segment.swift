@@ -10,6 +10,8 @@ public struct Segment: Hashable, Codable, Sendable {
     /// Bytes of this segment known to be on disk (checkpointed or about to be).
     public var written: Int64
 
+    /// A segment from `start` to `end` (nil: to the end of the entity), with `written` bytes already
+    /// on disk.
     public init(start: Int64, end: Int64? = nil, written: Int64 = 0) {
         self.start = start
         self.end = end

@@ -1,9 +1,15 @@
 /// A `--store` value: `sqlite` (the default, under the state directory) or a PostgreSQL URL,
 /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]`.
 public enum StoreLocation: Sendable, Equatable {
+    /// The SQLite database under the state directory, for this host alone.
     case sqlite
+    /// A PostgreSQL database the hosts of a fleet share.
     case postgres(PostgresLocation)
 
+    /// Parses a `--store` value: `sqlite` (or nothing) for SQLite, else a `postgres://` or
+    /// `postgresql://` URL.
+    ///
+    /// - Throws: `.usage` for anything else, naming what is wrong, the URL's password hidden.
     public init(parsing text: String) throws(HaulError) {
         if text == "sqlite" || text.isEmpty {
             self = .sqlite
@@ -15,15 +21,27 @@ public enum StoreLocation: Sendable, Equatable {
 
 /// Where a fleet's PostgreSQL database is. The password never appears in `description`.
 public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
+    /// The URL's `sslmode`: `disable` never uses TLS, `prefer` uses it when the server offers it, and
+    /// `require` refuses a server that does not.
     public enum TLSMode: String, Sendable { case disable, prefer, require }
 
+    /// The server's name or address, without the brackets of an IPv6 address.
     public var host: String
+    /// The server's TCP port; 5432 when the URL names none.
     public var port: Int
+    /// The user name to log in as, percent-decoded; never empty.
     public var user: String
+    /// The login password, percent-decoded; nil when the URL has none. Never shown in `description`.
     public var password: String?
+    /// The database's name: the URL's path after its `/`, as written (not percent-decoded).
     public var database: String
+    /// Whether the connection uses TLS (`sslmode`); `prefer` when the URL does not say.
     public var tls: TLSMode
 
+    /// Parses `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=MODE]` (`postgresql://` too).
+    ///
+    /// - Throws: `.usage` for another scheme, no user, host or database name, a bad port, or a query
+    ///   parameter other than `sslmode`; the message shows the URL with its password hidden.
     public init(parsing text: String) throws(HaulError) {
         func bad(_ why: String) -> HaulError {
             HaulError(
@@ -101,6 +119,7 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
         self.tls = tls
     }
 
+    /// `postgres://USER@HOST:PORT/DATABASE`: the password left out, for messages and logs.
     public var description: String {
         "postgres://\(user)@\(host.contains(":") ? "[\(host)]" : host):\(port)/\(database)"
     }

@@ -10,10 +10,12 @@ public struct TransferStats: Hashable, Sendable {
     public var tlsHandshakes = 0
     /// The distinct connections its answers came over, opened for it or reused from the pool.
     public private(set) var connectionIDs: Set<Int> = []
+    /// The HTTP versions its answers came in, as the responses named them (`HTTP/1.1`, `HTTP/2`).
     public private(set) var httpVersions: Set<String> = []
     /// Some answer came over TLS (https).
     public private(set) var usedTLS = false
 
+    /// Nothing sent yet: every count is zero.
     public init() {}
 
     /// Distinct connections used.

@@ -5,7 +5,9 @@
 /// value, as `Credentials` hides a password. Deliberately not `Codable`: only a cookie file the
 /// user names (`--save-cookies`, written 0600) keeps it.
 public struct Cookie: Hashable, Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The cookie's name, as the `Cookie` field sends it.
     public var name: String
+    /// The cookie's value: a credential, hidden by `description` and the mirror.
     public var value: String
     /// Lowercased, without a leading dot.
     public var domain: String
@@ -16,10 +18,13 @@ public struct Cookie: Hashable, Sendable, CustomStringConvertible, CustomDebugSt
     public var path: String
     /// Sent over https only.
     public var secure: Bool
+    /// Marked `HttpOnly` (not for scripts). Changes nothing for Haul; kept so a saved cookie file says so.
     public var httpOnly: Bool
     /// Seconds since 1970; nil for a session cookie (expiry 0 in a cookie file).
     public var expires: Int64?
 
+    /// A cookie with these fields. `domain` is lowercased and loses any leading dots; a `path`
+    /// that does not start with `/` becomes `/`.
     public init(
         name: String, value: String, domain: String, hostOnly: Bool = true, path: String = "/", secure: Bool = false,
         httpOnly: Bool = false, expires: Int64? = nil
@@ -88,8 +93,12 @@ public struct Cookie: Hashable, Sendable, CustomStringConvertible, CustomDebugSt
         name == other.name && domain == other.domain && path == other.path
     }
 
+    /// `name=*** (domain/path)`, the domain with a leading dot when subdomains get the cookie too; never
+    /// the value.
     public var description: String { "\(name)=*** (\(hostOnly ? "" : ".")\(domain)\(path))" }
+    /// `Cookie(...)` around `description`: the value hidden.
     public var debugDescription: String { "Cookie(\(description))" }
+    /// The name, domain and path, and `***` for the value.
     public var customMirror: Mirror {
         Mirror(self, children: ["name": name, "value": "***", "domain": domain, "path": path])
     }

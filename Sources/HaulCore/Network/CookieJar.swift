@@ -8,13 +8,18 @@
 /// (`Domain=com`), makes `Set-Cookie` ignored; haul has no public-suffix list, so
 /// `Domain=co.uk` from `a.co.uk` is taken, as curl without libpsl takes it.
 public struct CookieJar: Hashable, Sendable, CustomStringConvertible {
+    /// The cookies, in the order they were first stored. One may have expired since it was stored:
+    /// `header(for:now:)` and `netscapeFile(now:)` skip it.
     public private(set) var cookies: [Cookie]
 
+    /// A jar holding `cookies`; of two with the same name, domain and path, the later replaces the
+    /// earlier.
     public init(_ cookies: [Cookie] = []) {
         self.cookies = []
         for cookie in cookies { store(cookie) }
     }
 
+    /// True when the jar holds no cookie.
     public var isEmpty: Bool { cookies.isEmpty }
 
     /// Reads a Netscape cookie file's text. Comments (`#`, except the `#HttpOnly_` prefix) and
@@ -187,5 +192,6 @@ public struct CookieJar: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// `CookieJar(N cookies)`: a count, never a name or a value.
     public var description: String { "CookieJar(\(cookies.count) cookies)" }
 }

@@ -8,9 +8,12 @@
 /// keep it as `StoredCredentials` (`StoredForms.swift`), and only a store that keeps credentials.
 public struct Credentials: Hashable, Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable
 {
+    /// The user name; unlike the password, printed by `description`.
     public var user: String
+    /// The password, possibly empty; never printed (`description` shows `***`).
     public var password: String
 
+    /// Credentials from a user name and a password, taken as given (nothing is decoded).
     public init(user: String, password: String) {
         self.user = user
         self.password = password
@@ -40,7 +43,10 @@ public struct Credentials: Hashable, Sendable, CustomStringConvertible, CustomDe
             password: String(decoding: PercentDecoding.decode(password), as: UTF8.self))
     }
 
+    /// `user:***`: the password hidden.
     public var description: String { "\(user):***" }
+    /// `Credentials(user:***)`: the password hidden.
     public var debugDescription: String { "Credentials(\(user):***)" }
+    /// The user name, and `***` for the password, so `dump` and debuggers do not show it.
     public var customMirror: Mirror { Mirror(self, children: ["user": user, "password": "***"]) }
 }

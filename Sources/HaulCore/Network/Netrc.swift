@@ -5,18 +5,23 @@
 ///
 /// Pure: the caller reads the file (HaulCore does no I/O) and names it in errors.
 public struct Netrc: Hashable, Sendable {
+    /// One `machine` or `default` block, with the login and password that follow it.
     public struct Entry: Hashable, Sendable, CustomStringConvertible {
         /// Nil for the `default` entry.
         public var machine: String?
+        /// The `login` value; nil when the block has none, and then it gives no credentials.
         public var login: String?
+        /// The `password` value; nil when the block has none (an empty password then).
         public var password: String?
 
+        /// An entry for `machine` (nil for `default`).
         public init(machine: String?, login: String? = nil, password: String? = nil) {
             self.machine = machine
             self.login = login
             self.password = password
         }
 
+        /// `machine HOST login L password ***`, the password hidden (`-` for a value not given).
         public var description: String {
             """
             \(machine.map { "machine \($0)" } ?? "default") login \(login ?? "-") password \
@@ -25,8 +30,10 @@ public struct Netrc: Hashable, Sendable {
         }
     }
 
+    /// The entries in file order; the first that fits a host wins.
     public var entries: [Entry]
 
+    /// A netrc made of these entries, in this order.
     public init(entries: [Entry]) {
         self.entries = entries
     }

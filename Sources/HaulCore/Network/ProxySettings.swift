@@ -11,8 +11,10 @@ public struct ProxySettings: Hashable, Sendable {
     public var http: ProxyEndpoint?
     /// For https:// URLs (through a `CONNECT` tunnel when the proxy speaks HTTP).
     public var https: ProxyEndpoint?
+    /// Hosts that go direct even when a proxy is set (`no_proxy`, `--noproxy`).
     public var noProxy: NoProxy
 
+    /// Settings with these proxies; with none given, every URL goes direct.
     public init(http: ProxyEndpoint? = nil, https: ProxyEndpoint? = nil, noProxy: NoProxy = NoProxy()) {
         self.http = http
         self.https = https
@@ -60,19 +62,24 @@ public struct ProxySettings: Hashable, Sendable {
 /// One proxy server: `http://[user:password@]host[:port]` (a missing scheme means http, a
 /// missing port 1080, as in curl) or `socks5://host[:port]` (`socks5h` alike; no credentials).
 public struct ProxyEndpoint: Hashable, Sendable, CustomStringConvertible {
+    /// The protocol spoken to the proxy, named as its URL's scheme.
     public enum Kind: String, Hashable, Sendable {
         /// An HTTP proxy: `CONNECT` tunnels, `Proxy-Authorization: Basic` when credentials are set.
         case http
+        /// A SOCKS5 proxy (`socks5://`, also `socks5h://`), without authentication.
         case socks5
     }
 
+    /// The protocol spoken to the proxy.
     public var kind: Kind
     /// Without the brackets of an IPv6 address.
     public var host: String
+    /// The proxy's TCP port; 1080 when its URL names none.
     public var port: Int
     /// Sent as `Proxy-Authorization: Basic`; never printed (see ``Credentials``).
     public var credentials: Credentials?
 
+    /// An endpoint with these fields, taken as given (`host` without brackets).
     public init(kind: Kind = .http, host: String, port: Int = 1080, credentials: Credentials? = nil) {
         self.kind = kind
         self.host = host
@@ -157,12 +164,15 @@ public struct NoProxy: Hashable, Sendable {
 
     var rules: [Rule]
 
+    /// An empty list: no host goes direct.
     public init() { rules = [] }
 
+    /// Reads a `no_proxy` or `--noproxy` value; entries that cannot be read are dropped.
     public init(parsing text: String) {
         rules = text.split(whereSeparator: { $0 == "," || $0 == " " || $0 == "\t" }).compactMap(Self.rule)
     }
 
+    /// True when no entry was read, so no host goes direct.
     public var isEmpty: Bool { rules.isEmpty }
 
     static func rule(_ entry: Substring) -> Rule? {

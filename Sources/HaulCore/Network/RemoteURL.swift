@@ -8,7 +8,9 @@
 public struct RemoteURL: Hashable, Codable, Sendable, CustomStringConvertible {
     /// The URL without its userinfo.
     public let absoluteString: String
+    /// `http` or `https`, lowercased.
     public let scheme: String
+    /// The host as written, case kept: a name, an IPv4 address, or an IPv6 address in brackets.
     public let host: String
     /// Path without query or fragment, still percent-encoded; "/" when empty.
     public let path: String
@@ -156,7 +158,9 @@ public struct RemoteURL: Hashable, Codable, Sendable, CustomStringConvertible {
         return "/" + output.joined(separator: "/")
     }
 
+    /// Equal when `absoluteString` is; `credentials` are not compared.
     public static func == (lhs: RemoteURL, rhs: RemoteURL) -> Bool { lhs.absoluteString == rhs.absoluteString }
+    /// Hashes `absoluteString` alone, as `==` compares it.
     public func hash(into hasher: inout Hasher) { hasher.combine(absoluteString) }
 
     private enum CodingKeys: String, CodingKey { case absoluteString, scheme, host, path }
@@ -173,6 +177,8 @@ public struct RemoteURL: Hashable, Codable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Encodes `absoluteString`, which decoding reads, and `scheme`, `host` and `path` beside it; never
+    /// `credentials`.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(absoluteString, forKey: .absoluteString)
@@ -218,6 +224,7 @@ public struct RemoteURL: Hashable, Codable, Sendable, CustomStringConvertible {
         return String(decoding: PercentDecoding.decode(Substring(last)), as: UTF8.self)
     }
 
+    /// `absoluteString`: the URL without its userinfo.
     public var description: String { absoluteString }
 }
 

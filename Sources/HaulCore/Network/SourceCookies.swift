@@ -17,6 +17,7 @@ public struct SourceCookies: Hashable, Codable, Sendable, CustomStringConvertibl
     /// `RemoteURL.absoluteString` (no credentials in it) → the `Cookie` field value.
     public private(set) var fields: [String: String]
 
+    /// No `Cookie` field for any URL.
     public init() {
         fields = [:]
     }
@@ -35,6 +36,7 @@ public struct SourceCookies: Hashable, Codable, Sendable, CustomStringConvertibl
         self.fields = fields
     }
 
+    /// True when no URL has a `Cookie` field.
     public var isEmpty: Bool { fields.isEmpty }
 
     /// The `Cookie` field a request to `url` carries, nil when none was given for it.
@@ -62,8 +64,11 @@ public struct SourceCookies: Hashable, Codable, Sendable, CustomStringConvertibl
         self.fields = fields
     }
 
+    /// `SourceCookies(N URLs)`: how many URLs have a field, never a value.
     public var description: String { "SourceCookies(\(fields.count) URL\(fields.count == 1 ? "" : "s"))" }
+    /// The same as `description`: no value shown.
     public var debugDescription: String { description }
+    /// Only the number of URLs, so `dump` and debuggers show no cookie.
     public var customMirror: Mirror {
         Mirror(self, children: ["urls": fields.count])
     }

@@ -47,6 +47,7 @@ public struct ConnectionBudget: Sendable {
     var hosts: [String: Host] = [:]
     var joined = 0
 
+    /// A budget of `limit` connections per host (under 1 counts as 1); nil for no limit of our own.
     public init(limit: Int?) {
         self.limit = limit.map { max(1, $0) }
     }

@@ -25,7 +25,10 @@ public struct ConnectionGrowth: Hashable, Sendable {
     /// Seconds each count is measured over, from the moment all its connections receive.
     public static let window = 0.5
 
+    /// What `tick` asks of the machine.
     public enum Decision: Hashable, Sendable {
+        /// Nothing to do now: the count is waiting for its connections, being measured, held, or
+        /// settled already.
         case wait
         /// Open connections up to this count.
         case grow(to: Int)
@@ -45,6 +48,8 @@ public struct ConnectionGrowth: Hashable, Sendable {
         case done
     }
 
+    /// The most connections this download grows to: `ConnectionGrowth.ceiling`, or its start when
+    /// that is higher.
     public let ceiling: Int
     private(set) var phase: Phase
     struct Measure: Hashable, Sendable {
@@ -63,6 +68,7 @@ public struct ConnectionGrowth: Hashable, Sendable {
         phase = .waiting(count: start)
     }
 
+    /// Whether growth is over (settled, or stopped by the caller): it asks for no other count.
     public var isDone: Bool { phase == .done }
 
     /// Called at every tick: `receiving` is how many connections carry a body now, `open` how

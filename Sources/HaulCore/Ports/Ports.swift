@@ -3,12 +3,14 @@
 public protocol DownloadStore: Sendable {
     /// Inserts or replaces the whole record in one atomic write.
     func save(_ record: DownloadRecord) async throws
+    /// The record of `id`, whatever its status; nil when the store has none.
     func record(_ id: DownloadID) async throws -> DownloadRecord?
     /// The live (not removed) record for the same download as `request`, if any.
     func record(matching request: DownloadRequest) async throws -> DownloadRecord?
     /// `record(matching:)` for many requests at once, keyed by `identity`.
     func records(matching requests: [DownloadRequest]) async throws -> [String: DownloadRecord]
-    /// Records, optionally only those with a status, ordered by priority then creation.
+    /// Records, optionally only those with a status, in queue order (priority, then
+    /// position, then id).
     func records(status: DownloadStatus?) async throws -> [DownloadRecord]
     /// Another live record that already uses `fileName` in `directory`, if any.
     func fileNameHolder(_ fileName: String, directory: String, except id: DownloadID) async throws -> DownloadID?
@@ -20,6 +22,7 @@ public protocol DownloadStore: Sendable {
     /// hosts share decide it in one statement (and their unique index on live names), so two
     /// downloads naming themselves at once cannot both get one name.
     func reserveFileName(_ fileName: String, directory: String, for id: DownloadID) async throws -> Bool
+    /// Deletes the record of `id` for good; an unknown id is no error.
     func delete(_ id: DownloadID) async throws
     /// Saves many records at once; a store may do it in fewer writes than one per record.
     func save(_ records: [DownloadRecord]) async throws
@@ -39,9 +42,12 @@ public protocol DownloadStore: Sendable {
 
 /// A file name in a directory: what `-o` names, and what two downloads may not share.
 public struct FileNamePlace: Hashable, Sendable {
+    /// The directory the file goes in, as the request gives it.
     public var directory: String
+    /// The file's name in `directory`.
     public var fileName: String
 
+    /// The name `fileName` in `directory`.
     public init(directory: String, fileName: String) {
         self.directory = directory
         self.fileName = fileName
@@ -49,6 +55,7 @@ public struct FileNamePlace: Hashable, Sendable {
 }
 
 extension DownloadStore {
+    /// By default, one `fileNameHolder` call per distinct name, no download excepted.
     public func fileNameHolders(_ names: [FileNamePlace]) async throws -> [FileNamePlace: DownloadID] {
         var holders: [FileNamePlace: DownloadID] = [:]
         for name in Set(names) {
@@ -69,6 +76,7 @@ extension DownloadStore {
         try await fileNameHolder(fileName, directory: directory, except: id) != nil
     }
 
+    /// By default, one `record(matching:)` call per distinct identity.
     public func records(matching requests: [DownloadRequest]) async throws -> [String: DownloadRecord] {
         var found: [String: DownloadRecord] = [:]
         for request in requests where found[request.identity] == nil {
@@ -77,24 +85,32 @@ extension DownloadStore {
         return found
     }
 
+    /// By default, one `save` per record, in order: not atomic as a whole (a failure leaves the
+    /// records before it saved).
     public func save(_ records: [DownloadRecord]) async throws {
         for record in records { try await save(record) }
     }
 
+    /// By default, the ids of `records(status:)` in its order, removed ones left out when `status`
+    /// is nil.
     public func ids(status: DownloadStatus?) async throws -> [DownloadID] {
         try await records(status: status).filter { status != nil || $0.status != .removed }.map(\.id)
     }
 
+    /// By default, one `record(_:)` call per id, in the order given; unknown ids are skipped.
     public func records(_ ids: [DownloadID]) async throws -> [DownloadRecord] {
         var found: [DownloadRecord] = []
         for id in ids { if let record = try await record(id) { found.append(record) } }
         return found
     }
 
+    /// By default, the places of `records(status:)`, sorted in queue order.
     public func places(status: DownloadStatus) async throws -> [WaitingQueue.Entry] {
         try await records(status: status).map(WaitingQueue.Entry.init).sorted { $0.runsBefore($1) }
     }
 
+    /// By default, reads the record, sets its priority and position, and saves it whole; an unknown
+    /// id changes nothing.
     public func setPlace(_ id: DownloadID, priority: Int, position: Int64) async throws {
         guard var record = try await record(id) else { return }
         record.request.priority = priority
@@ -102,6 +118,7 @@ extension DownloadStore {
         try await save(record)
     }
 
+    /// By default, counts every record `records(status: nil)` returns, removed ones included.
     public func counts() async throws -> [DownloadStatus: Int] {
         var counts: [DownloadStatus: Int] = [:]
         for record in try await records(status: nil) { counts[record.status, default: 0] += 1 }
@@ -112,18 +129,24 @@ extension DownloadStore {
 /// A piece of a response body, in whatever buffer type the transport uses, so the writer can
 /// keep it without copying.
 public protocol ByteChunk: Sendable {
+    /// How many bytes the chunk holds.
     var count: Int { get }
     /// The bytes at `range` (relative to this chunk), sharing storage where the type allows.
     func slice(_ range: Range<Int>) -> Self
+    /// Calls `body` with the chunk's bytes in contiguous memory, valid only during the call, and
+    /// returns what it returns.
     func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R
 }
 
 extension Array: ByteChunk where Element == UInt8 {
+    /// The bytes at `range`, copied into a new array.
     public func slice(_ range: Range<Int>) -> [UInt8] { Array(self[range]) }
 }
 
 /// A response body, read once, in order. Errors are `HaulError`s already classified by the transport.
 public protocol ResponseBodyStream: Sendable {
+    /// The next chunk of the body, or nil once it has ended; throws the `HaulError` that cut it
+    /// short.
     func next() async throws -> (any ByteChunk)?
 }
 

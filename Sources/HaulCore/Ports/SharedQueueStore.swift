@@ -50,7 +50,10 @@ public protocol SharedQueueStore: DownloadStore {
 
 /// What one host asks of the host that runs a download.
 public enum FleetCommand: String, Sendable, Hashable {
+    /// Pause the download: its host stops it as paused (one no host holds is paused at once).
     case pause
+    /// Remove the download and its `.part`; a completed file stays on disk (`removeWithFile`
+    /// deletes it too).
     case remove
     /// Remove, and delete the completed file too.
     case removeWithFile = "remove-file"
@@ -72,6 +75,7 @@ public struct LeaseReport: Sendable, Equatable {
     /// Commands other hosts left for downloads this host holds.
     public var commands: [DownloadID: FleetCommand]
 
+    /// A report of `lost` leases and of `commands`; both empty by default.
     public init(lost: Set<DownloadID> = [], commands: [DownloadID: FleetCommand] = [:]) {
         self.lost = lost
         self.commands = commands
@@ -80,9 +84,12 @@ public struct LeaseReport: Sendable, Equatable {
 
 /// A download running somewhere in the fleet: which host, and its progress as last renewed.
 public struct FleetRun: Sendable, Hashable {
+    /// The host whose live lease holds the download.
     public var host: String
+    /// Its progress as of its host's last renewal; nil when the host gave none.
     public var progress: Progress?
 
+    /// A run on `host`, with `progress`.
     public init(host: String, progress: Progress?) {
         self.host = host
         self.progress = progress

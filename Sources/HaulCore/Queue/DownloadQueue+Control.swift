@@ -54,6 +54,9 @@ extension DownloadQueue {
         schedule(.left(ids))
     }
 
+    /// The number of downloads run at once changed to `limit` (under 1 counts as 1). Locally, free
+    /// slots go to the head of the waiting list at once; a lower limit stops no run, it only starts
+    /// fewer. A fleet host looks for work.
     public mutating func limitChanged(_ limit: Int) -> [Action] {
         if withFleet({ $0.limit = max(1, limit) }) != nil { return [.wakeClaims] }
         return schedule(.limitChanged(limit))

@@ -16,9 +16,12 @@ extension DownloadQueue {
     /// The completed file of a download, where its record says it is: its path, and its size
     /// (nil when it is gone).
     public struct FinalFile: Sendable, Hashable {
+        /// Where the file is: the path its record gives.
         public var path: String
+        /// Its size in bytes; nil when no file is there.
         public var size: Int64?
 
+        /// The file at `path`, of `size` bytes (nil: none there).
         public init(path: String, size: Int64?) {
             self.path = path
             self.size = size

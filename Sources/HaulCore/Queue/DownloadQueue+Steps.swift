@@ -6,7 +6,10 @@ extension DownloadQueue {
     /// one statement of the shared store for all of them, wherever they run, whose results are
     /// then the machine's to apply (`fleetPaused`).
     public enum PauseStep: Sendable, Hashable {
+        /// This process's queue: carry out these actions.
         case here([Action])
+        /// Fleet: pause these downloads in one statement of the shared store
+        /// (`SharedQueueStore.pause`), then hand its results to `fleetPaused`.
         case everywhere([DownloadID])
     }
 
@@ -15,7 +18,11 @@ extension DownloadQueue {
     /// another process is tried again); in a fleet, those not queued or running already are
     /// queued again in one transaction (all or none: one running on another host refuses it).
     public enum ResumeStep: Sendable, Hashable {
+        /// This process's queue: pick these up as an add would (`readd`); those scheduled here
+        /// already are left out.
         case readd([DownloadRecord])
+        /// Fleet: queue these again in one transaction, all or none; those queued or running
+        /// already are left out.
         case requeue([DownloadRecord])
     }
 
@@ -23,7 +30,10 @@ extension DownloadQueue {
     /// fleet, one not running here is removed at once when no host holds it, else by a command
     /// its host applies at its next renewal.
     public enum RemoveStep: Sendable, Hashable {
+        /// This process removes it: it runs here, or the queue is this process's own.
         case here
+        /// Fleet, and it does not run here: the shared store removes it at once when no host holds
+        /// it, else leaves a command for the host that does (`SharedQueueStore.request`).
         case throughItsHost
     }
 
@@ -31,7 +41,10 @@ extension DownloadQueue {
     /// every download queued or running on any host, listed from the store and paused in one
     /// statement.
     public enum PauseAllStep: Sendable, Hashable {
+        /// This process's queue: carry out these actions.
         case here([Action])
+        /// Fleet: list every download queued or running on any host from the store, and pause them
+        /// all in one statement.
         case everywhere
     }
 
@@ -52,6 +65,8 @@ extension DownloadQueue {
         return pause(records).map(PauseStep.here)
     }
 
+    /// Pauses everything: this process's queue answers with its actions (`pauseAll`); a fleet host
+    /// leaves it to the shared store.
     public mutating func pausingAll() -> PauseAllStep {
         isFleet ? .everywhere : .here(pauseAll())
     }

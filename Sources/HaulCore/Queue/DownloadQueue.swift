@@ -15,8 +15,12 @@
 /// - `.fleet`: one host of a fleet; the queue is the database's and a free slot is filled by a
 ///   claim (`FleetSlots`), downloads stopped by an outage are held as suspended.
 public struct DownloadQueue: Sendable {
+    /// Where the queue lives, chosen once when the queue is made: this process's memory, or a
+    /// fleet's database.
     public enum Backend: Sendable {
+        /// This process's queue: the waiting list and its slots, in memory.
         case local(QueueSlots)
+        /// One host of a fleet: the queue is the database's, and a free slot is filled by a claim.
         case fleet(FleetSlots)
     }
 
@@ -29,6 +33,8 @@ public struct DownloadQueue: Sendable {
         /// while nobody asked.
         public var stop: DownloadStatus?
 
+        /// A run of start `generation`; `stop`: what it was asked to end as (nil: nothing asked
+        /// yet).
         public init(generation: UInt64, stop: DownloadStatus? = nil) {
             self.generation = generation
             self.stop = stop
@@ -42,18 +48,27 @@ public struct DownloadQueue: Sendable {
         case idle
         /// In the waiting list (local backend), at this place.
         case waiting(WaitingQueue.Entry)
+        /// Running in this process, as this start (and any stop asked of it).
         case running(Run)
         /// A fleet host holds its lease but stopped it because the database could not be
         /// reached: it starts again here once a renewal proves the lease is still this host's.
         case suspended
     }
 
+    /// What the queue keeps of one download: its run, whether it is suspended, and what its request
+    /// gave.
     public struct Entry: Sendable, Hashable {
+        /// Its run in this process, until that run ends (asked to stop or not); nil when none runs.
         public var run: Run?
+        /// Fleet: held here under its lease but stopped by a database outage; it starts again once
+        /// a renewal proves the lease still this host's.
         public var suspended = false
+        /// What its requests gave that the store may not keep (credentials, `-N`, `--remote-time`),
+        /// applied to each of its runs.
         public var given = GivenOptions()
     }
 
+    /// Where the queue lives (`.local` or `.fleet`), fixed when the queue is made.
     public internal(set) var backend: Backend
     /// The downloads with a run, a suspension or given options; waiting ones are in the
     /// backend's list, and have an entry when their request gave anything.
@@ -62,6 +77,7 @@ public struct DownloadQueue: Sendable {
     /// After `shutdown()` nothing starts, nothing is claimed, and adds are refused.
     public internal(set) var isShuttingDown = false
 
+    /// A queue on `backend`, with nothing scheduled yet.
     public init(_ backend: Backend) {
         self.backend = backend
     }
@@ -72,6 +88,8 @@ public struct DownloadQueue: Sendable {
     /// One host of a fleet, `limit` downloads at once.
     public static func fleet(limit: Int) -> DownloadQueue { DownloadQueue(.fleet(FleetSlots(limit: limit))) }
 
+    /// Whether this is one host of a fleet (the queue is the database's) rather than this process's
+    /// own queue.
     public var isFleet: Bool {
         if case .fleet = backend { return true }
         return false
@@ -79,6 +97,8 @@ public struct DownloadQueue: Sendable {
 
     // MARK: Reads
 
+    /// Where `id` stands in this process: running (with its run), suspended, waiting (with its
+    /// place), or idle when it is none of these.
     public func state(of id: DownloadID) -> State {
         if let entry = entries[id] {
             if let run = entry.run { return .running(run) }
@@ -97,8 +117,12 @@ public struct DownloadQueue: Sendable {
         return false
     }
 
+    /// Whether `id` has a run in this process: from its start until `runEnded`, asked to stop or
+    /// not.
     public func isRunning(_ id: DownloadID) -> Bool { entries[id]?.run != nil }
 
+    /// How many downloads have a run in this process, those past their transfer that still verify,
+    /// publish or save included.
     public var runCount: Int { entries.values.count { $0.run != nil } }
 
     /// The downloads running here, in one order (by id), for actions on all of them.
@@ -116,6 +140,7 @@ public struct DownloadQueue: Sendable {
         return WaitingQueue()
     }
 
+    /// Downloads run at once (`-j`): the local slots' limit, or the fleet host's; at least 1.
     public var limit: Int {
         switch backend {
         case .local(let slots): slots.limit
@@ -129,10 +154,13 @@ public struct DownloadQueue: Sendable {
         entries.values.allSatisfy { $0.run == nil } && waiting.isEmpty
     }
 
+    /// What `id`'s requests gave (credentials, `-N`, `--remote-time`); nil when the queue keeps no
+    /// entry for it, empty when it has one but nothing was given.
     public func given(_ id: DownloadID) -> GivenOptions? { entries[id]?.given }
 
     // MARK: Actions
 
+    /// What the manager carries out for the queue, in the order the queue returns them.
     public enum Action: Sendable, Hashable {
         /// Start a run of this download: load its record, apply `given`, and take the place
         /// (a move just made may not be stored yet); report `runEnded` with this generation,
@@ -142,6 +170,7 @@ public struct DownloadQueue: Sendable {
         case stopRun(DownloadID, as: DownloadStatus)
         /// Another host holds the download now: stop writing at once, no checkpoint.
         case abandonRun(DownloadID)
+        /// Publish this event to whoever follows the downloads.
         case publish(DownloadEvent)
         /// Tell whoever waits for the download that it left this process's schedule.
         case settle(DownloadOutcome)
@@ -209,8 +238,10 @@ public struct DownloadQueue: Sendable {
 
 /// A fleet host's slots: how many downloads it runs at once; a free one is filled by a claim.
 public struct FleetSlots: Sendable, Hashable {
+    /// Downloads this host runs at once; at least 1.
     public var limit: Int
 
+    /// Slots for `limit` downloads at once; anything under 1 counts as 1.
     public init(limit: Int) {
         self.limit = max(1, limit)
     }

@@ -5,9 +5,14 @@
 /// without them, it runs without them). Dropped with the download (completed or removed), so a
 /// daemon keeps none for downloads it no longer has.
 public struct GivenOptions: Sendable, Hashable {
+    /// The latest credentials a request gave; nil when none were given (the stored ones, if any,
+    /// are used).
     public var credentials: Credentials?
+    /// `-N` and `--remote-time` as the latest request gave them; nil until a request is taken (the
+    /// stored ones are used).
     public var timestamps: GivenTimestamps?
 
+    /// Options given so far; nothing by default.
     public init(credentials: Credentials? = nil, timestamps: GivenTimestamps? = nil) {
         self.credentials = credentials
         self.timestamps = timestamps
@@ -30,14 +35,18 @@ public struct GivenOptions: Sendable, Hashable {
 
 /// `-N` and `--remote-time` of a request.
 public struct GivenTimestamps: Sendable, Hashable {
+    /// `-N`: ask with `If-Modified-Since`, and keep the local file when the server's is not newer.
     public var timestamping: Bool
+    /// `--remote-time`: give the published file the server's `Last-Modified` time.
     public var remoteTime: Bool
 
+    /// Both options as `request` has them.
     public init(_ request: DownloadRequest) {
         timestamping = request.timestamping
         remoteTime = request.remoteTime
     }
 
+    /// Sets both options on `request`, whatever it had.
     public func apply(to request: inout DownloadRequest) {
         request.timestamping = timestamping
         request.remoteTime = remoteTime

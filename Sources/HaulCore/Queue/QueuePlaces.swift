@@ -3,7 +3,9 @@
 /// index, one write (`moving`, `inserting`), and, only when they leave no room, positions spread
 /// evenly over a few entries around that index (`spread`).
 public enum QueuePlaces {
+    /// A waiting download's place in the list.
     public typealias Entry = WaitingQueue.Entry
+    /// A priority and a position: what a move or an insertion stores for the download.
     public typealias Place = (priority: Int, position: Int64)
 
     /// The least distance between the positions of downloads added one after another, and the
@@ -47,9 +49,14 @@ public enum QueuePlaces {
             ?? .noRoom
     }
 
+    /// What puts a new entry at an index (`inserting`).
     public enum Insertion: Sendable, Hashable {
+        /// Its own place puts it there already (last): nothing changes.
         case keep
+        /// Give it this priority and position.
         case place(Int, Int64)
+        /// No position lies between its new neighbours: `spread` the list around the index first,
+        /// then ask again.
         case noRoom
     }
 
@@ -95,13 +102,17 @@ public enum QueuePlaces {
 /// waiting list (aria2's position; nil: the end of its priority). Both are decided in the add's
 /// own step, before any slot can be given.
 public struct AddPlacement: Sendable, Hashable {
+    /// Saved paused, without joining the queue (aria2's `pause`).
     public var startsPaused: Bool
+    /// Its index in the waiting list (0: the head); nil: the end of its priority.
     public var index: Int?
 
+    /// A placement; by default queued at the end of its priority.
     public init(startsPaused: Bool = false, index: Int? = nil) {
         self.startsPaused = startsPaused
         self.index = index
     }
 
+    /// Neither paused nor at an index: what an ordinary add does.
     public var isDefault: Bool { !startsPaused && index == nil }
 }

@@ -13,6 +13,7 @@
 /// - a move or a spread of positions moves every entry it touches at once (a slot freed while
 ///   a move is being stored goes to the head the move made, not to the one it replaced).
 public struct QueueSlots: Sendable {
+    /// The downloads waiting for a slot, in queue order.
     public private(set) var waiting = WaitingQueue()
     /// The runs this queue started that still transfer: each holds a slot.
     public private(set) var running: Set<DownloadID> = []
@@ -28,6 +29,7 @@ public struct QueueSlots: Sendable {
     /// Added and placed, their records not saved yet: a slot does not go to them, nor past them.
     public private(set) var unsaved: Set<DownloadID> = []
 
+    /// A change the manager tells the slots of (`handle`).
     public enum Event: Sendable, Hashable {
         /// Downloads join the waiting list, each at the place it was given (their records are
         /// stored: downloads queued again, or restored at start).
@@ -48,11 +50,14 @@ public struct QueueSlots: Sendable {
         case transferEnded(DownloadID)
         /// A run this queue started ended, whatever its outcome.
         case runEnded(DownloadID)
+        /// The limit is now this many downloads at once (under 1 counts as 1); a lower one stops no
+        /// run.
         case limitChanged(Int)
         /// Shutdown: nothing more starts.
         case closed
     }
 
+    /// Empty slots for `limit` downloads at once; anything under 1 counts as 1.
     public init(limit: Int) {
         self.limit = max(1, limit)
     }

@@ -4,18 +4,24 @@
 public struct WaitingQueue: Sendable {
     /// A waiting download's place.
     public struct Entry: Sendable, Hashable {
+        /// The waiting download.
         public var id: DownloadID
+        /// Its priority: a higher one runs first.
         public var priority: Int
+        /// Its place among the downloads of its priority: a lower one runs first.
         public var position: Int64
 
+        /// A place given outright.
         public init(id: DownloadID, priority: Int, position: Int64) {
             (self.id, self.priority, self.position) = (id, priority, position)
         }
 
+        /// The place `record` has: its request's priority and its position.
         public init(_ record: DownloadRecord) {
             self.init(id: record.id, priority: record.request.priority, position: record.position)
         }
 
+        /// Whether this entry comes before `other` in queue order (`QueueOrder.runsBefore`).
         public func runsBefore(_ other: Entry) -> Bool {
             QueueOrder.runsBefore((priority, position, id), (other.priority, other.position, other.id))
         }
@@ -27,20 +33,26 @@ public struct WaitingQueue: Sendable {
     private var head = 0
     private var ids: Set<DownloadID> = []
 
+    /// An empty list.
     public init() {}
 
+    /// Whether nothing waits.
     public var isEmpty: Bool { head == storage.count }
+    /// How many downloads wait.
     public var count: Int { storage.count - head }
     /// The download a free slot goes to.
     public var first: Entry? { isEmpty ? nil : storage[head] }
 
+    /// Whether `id` waits here; a lookup, not a scan.
     public func contains(_ id: DownloadID) -> Bool { ids.contains(id) }
 
+    /// The index of `id` in the list (0: the head), or nil when it does not wait; found by a scan.
     public func index(of id: DownloadID) -> Int? {
         guard ids.contains(id), let found = storage[head...].firstIndex(where: { $0.id == id }) else { return nil }
         return found - head
     }
 
+    /// The entry at `index` (0: the head), which must be within the list.
     public subscript(index: Int) -> Entry { storage[head + index] }
 
     /// Every entry, in order.
@@ -62,6 +74,7 @@ public struct WaitingQueue: Sendable {
         ids.insert(entry.id)
     }
 
+    /// Takes the head of the list and returns it; the list must not be empty.
     public mutating func removeFirst() -> Entry {
         let entry = storage[head]
         head += 1
@@ -73,6 +86,7 @@ public struct WaitingQueue: Sendable {
         return entry
     }
 
+    /// Takes `id` out of the list; returns its entry, or nil when it did not wait.
     @discardableResult
     public mutating func remove(_ id: DownloadID) -> Entry? {
         guard let index = index(of: id) else { return nil }

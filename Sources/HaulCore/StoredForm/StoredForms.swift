@@ -8,17 +8,23 @@
 /// Rows written before (SQLite `[["name","value"]]` and `["user","password"]`, the fleet's
 /// `user:password` with `%` and `:` escaped) are converted by a migration (SQLite 10, fleet step 3).
 public struct StoredCredentials: Codable, Hashable, Sendable, CustomStringConvertible, CustomReflectable {
+    /// The user name, stored as given.
     public var user: String
+    /// The password, in clear; `description` and `customMirror` hide it.
     public var password: String
 
+    /// The stored form of `credentials`.
     public init(_ credentials: Credentials) {
         user = credentials.user
         password = credentials.password
     }
 
+    /// The credentials this form holds, for a request.
     public var credentials: Credentials { Credentials(user: user, password: password) }
 
+    /// The user and `***` in place of the password, so a printed value never shows it.
     public var description: String { "StoredCredentials(\(user):***)" }
+    /// The user and `***` in place of the password, for `dump` and debuggers.
     public var customMirror: Mirror { Mirror(self, children: ["user": user, "password": "***"]) }
 }
 

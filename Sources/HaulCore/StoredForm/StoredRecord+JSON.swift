@@ -5,6 +5,8 @@
 extension StoredRecord {
     /// Why a stored form could not be read: where, never the value (it may hold secrets).
     public struct FormError: Error, Sendable {
+        /// `not JSON`, or where the JSON is not the stored form (with the byte offset when the
+        /// parser found it); never the stored text.
         public var reason: String
 
         init(reason: String) {
@@ -24,6 +26,8 @@ extension StoredRecord {
 
     // MARK: Writing
 
+    /// The record's `Codable` form as JSON text, what the `record` column holds: keys in
+    /// declaration order, nil optionals left out, and never the request's credentials.
     public static func json(_ record: DownloadRecord) -> String {
         var json = JSONWriter()
         json.object { json in
@@ -467,6 +471,8 @@ extension StoredRecord {
         return SourceCookies(fields: fields)
     }
 
+    /// Reads `StoredCredentials`' form (`{"user": …, "password": …}`, other keys skipped).
+    /// Throws `FormError` when the text is not JSON, not that form, or lacks either field.
     public static func credentials(fromJSON text: String) throws(FormError) -> Credentials {
         let bytes = Array(text.utf8)
         var json = JSONParser(bytes: bytes)

@@ -16,13 +16,23 @@
 /// Printed (`description`, `dump`), it shows its id and status only: the JSON holds headers and
 /// cookies, the credentials column a password.
 public struct StoredRecord: Hashable, Sendable, CustomStringConvertible, CustomReflectable {
+    /// The download's id (`DownloadID`'s raw value): the row's key.
     public var id: String
+    /// The request's `identity`: how a store finds an earlier record of the same download.
     public var identity: String
+    /// `DownloadStatus`'s raw value; wins over the JSON's when the row is read.
     public var status: String
+    /// The request's priority, higher first; wins over the JSON's when the row is read.
     public var priority: Int
+    /// The place among downloads of one priority, lower first (the time added in microseconds,
+    /// until a move changes it); wins over the JSON's when the row is read.
     public var position: Int64
+    /// When the record was created, in seconds since 1970.
     public var createdAt: Int64
+    /// The request's directory, absolute: where the file and its `.part` are written.
     public var directory: String
+    /// The final file's name inside `directory`; nil until the first response (or `-o`) fixes
+    /// it. A name reservation may set it alone, so when not nil it wins over the JSON's.
     public var fileName: String?
     /// The record's `Codable` form, without credentials (no part of it).
     public var record: String
@@ -36,7 +46,9 @@ public struct StoredRecord: Hashable, Sendable, CustomStringConvertible, CustomR
         "credentials",
     ]
 
+    /// The id and status only: the rest may hold headers, cookies and a password.
     public var description: String { "StoredRecord(\(id), \(status))" }
+    /// The id and status only, for `dump` and debuggers, for the same reason.
     public var customMirror: Mirror { Mirror(self, children: ["id": id, "status": status]) }
 
     /// - Parameter keepCredentials: whether the request's credentials are written (the daemon's

@@ -9,8 +9,10 @@
 /// Bounded: past `capacity` entries it starts again from empty.
 public struct StoredRecordCache: Sendable {
     private var entries: [String: (json: String, record: DownloadRecord)] = [:]
+    /// The most records kept; one more (for a new id) empties the cache first.
     public let capacity: Int
 
+    /// An empty cache that keeps at most `capacity` records.
     public init(capacity: Int = 4_096) {
         self.capacity = capacity
     }
@@ -51,10 +53,13 @@ public struct StoredRecordCache: Sendable {
         return true
     }
 
+    /// Keeps `record`, parsed from `json`, for the row `id`, in place of what was kept for it.
+    /// A new id when the cache is full empties it first.
     public mutating func keep(_ record: DownloadRecord, id: String, json: String) {
         if entries.count >= capacity, entries[id] == nil { entries.removeAll(keepingCapacity: true) }
         entries[id] = (json, record)
     }
 
+    /// How many records are kept now.
     public var count: Int { entries.count }
 }
