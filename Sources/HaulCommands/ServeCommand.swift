@@ -26,7 +26,9 @@ struct ServeCommand: AsyncParsableCommand {
             Writes its address and a fresh token to $HAUL_HOME/serve.json (mode 0600), where \
             'haul add', 'ls', 'pause', 'resume', 'rm' and 'watch' find it. Downloads that were \
             running when it last stopped (even by kill -9) resume; paused ones stay paused. \
-            SIGTERM or Ctrl-C checkpoints every download and exits. aria2 clients (AriaNg, aria2p) \
+            SIGTERM or Ctrl-C checkpoints every download and exits. SIGHUP reads the configuration \
+            file again and applies jobs, connections, limit-rate and limit-schedule at once (other \
+            changed options are named in the log: they need a restart). aria2 clients (AriaNg, aria2p) \
             connect to http://HOST:PORT/jsonrpc with the same token as their RPC secret. \
             Downloads go only under -d and the --allow-dir directories. API: docs/API.md.
             """
@@ -198,6 +200,12 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.allowedHosts = allowedHosts
         configuration.hooks = try hookOptions.hooks()
         configuration.limitSchedule = try hookOptions.schedule()
+        if !config.skips {
+            // SIGHUP reads the file again; the command line as typed (before the file's options).
+            let reload = ServeReload(
+                arguments: Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
+            configuration.reload = { try reload.reload() }
+        }
         if let tlsCertificate, let tlsKey {
             configuration.tls = DaemonTLS(
                 certificatePath: HaulHome.absolute(tlsCertificate), keyPath: HaulHome.absolute(tlsKey))

@@ -24,14 +24,27 @@ enum ConfigArguments {
     /// right after the command's name; as it was for another command, with `--no-config`, or
     /// when there is no file at the default place (`--config FILE` must name one).
     static func apply(to arguments: [String], environment: [String: String]) throws(HaulError) -> [String] {
+        try load(arguments, environment: environment).arguments
+    }
+
+    /// What `apply` reads: the command line with the file's options, and the file (nil when none
+    /// was read). `path` is the file's place when one would be read, present or not.
+    struct Loaded: Sendable {
+        var arguments: [String]
+        var file: ConfigFile?
+        var path: String?
+    }
+
+    /// Reads the configuration file for the command `arguments` name, as `apply` describes.
+    static func load(_ arguments: [String], environment: [String: String]) throws(HaulError) -> Loaded {
         guard let command = arguments.first, let section = ConfigFile.Section(rawValue: command) else {
-            return arguments
+            return Loaded(arguments: arguments)
         }
         let rest = Array(arguments.dropFirst())
         var given: String?
         for (index, argument) in rest.enumerated() {
             if argument == "--" { break }
-            if argument == "--no-config" { return arguments }
+            if argument == "--no-config" { return Loaded(arguments: arguments) }
             if argument == "--config", index + 1 < rest.count { given = rest[index + 1] }
             if argument.hasPrefix("--config=") { given = String(argument.dropFirst("--config=".count)) }
         }
@@ -40,7 +53,7 @@ enum ConfigArguments {
         switch readText(path) {
         case .success(let read): text = read
         case .failure(let reason):
-            if given == nil, reason.code == ENOENT { return arguments }
+            if given == nil, reason.code == ENOENT { return Loaded(arguments: arguments, path: path) }
             throw HaulError(.usage, "\(path): cannot read the configuration file: \(reason.text)")
         }
         let file = try ConfigFile(parsing: text, path: path)
@@ -48,7 +61,7 @@ enum ConfigArguments {
         for entry in file.entries(for: section) {
             options += try commandLine(for: entry, in: file)
         }
-        return [command] + options + rest
+        return Loaded(arguments: [command] + options + rest, file: file, path: path)
     }
 
     /// The entry as command-line arguments, checked against every command it applies to.

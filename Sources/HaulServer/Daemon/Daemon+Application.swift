@@ -8,6 +8,7 @@ import Logging
 import NIOCore
 import NIOSSL
 import ServiceLifecycle
+import UnixSignals
 
 #if canImport(FoundationEssentials)
     import FoundationEssentials
@@ -104,7 +105,8 @@ extension Daemon {
     /// socket listens and the queue is restored.
     static func buildApplication(
         configuration: Configuration, manager: DownloadManager, metrics: DaemonMetrics, secret: String,
-        tls: TLSConfiguration?, descriptorLimit: Int, ready: @escaping @Sendable (ServeFile) -> Void
+        tls: TLSConfiguration?, descriptorLimit: Int, hangups: UnixSignalsSequence,
+        ready: @escaping @Sendable (ServeFile) -> Void
     ) -> Built {
         let logger = configuration.logger
         let stopper = ShutdownTrigger()
@@ -123,14 +125,15 @@ extension Daemon {
             let hooked = manager.outcomes()
             observers.append(ObserverService { await hooks.observe(outcomes: hooked) })
         }
-        let schedule = configuration.limitSchedule.map { schedule in
-            SpeedScheduleService(
-                scheduler: SpeedScheduler(
-                    schedule: schedule, fallback: configuration.manager.maxBytesPerSecond.flatMap(ByteRate.limit),
-                    clock: ClockAdapter(ContinuousClock()), now: { Date() }, moment: SpeedScheduler.localMoment,
-                    logger: logger,
-                    apply: { manager.globalLimiter.setRate($0) }))
-        }
+        // Always run: a reload may give a schedule the daemon started without.
+        let scheduler = SpeedScheduler(
+            schedule: configuration.limitSchedule,
+            fallback: configuration.manager.maxBytesPerSecond.flatMap(ByteRate.limit),
+            clock: ClockAdapter(ContinuousClock()), now: { Date() }, moment: SpeedScheduler.localMoment,
+            logger: logger, apply: { manager.globalLimiter.setRate($0) })
+        let reload = ReloadService(
+            hangups: hangups, reload: configuration.reload,
+            target: ReloadTarget(manager: manager, defaults: parts.defaults, scheduler: scheduler), logger: logger)
         let router = buildRouter(parts)
         let webSocketResponder = buildWebSocketRouter(parts).buildResponder()
         let channelConfiguration = HTTP1WebSocketUpgradeChannel.Configuration(
@@ -186,7 +189,8 @@ extension Daemon {
         var services = observers.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) }
         // A graceful shutdown stops its runs at a checkpoint (`configuration.manager.shutdownDeadline`).
         services.append(.init(service: manager))
-        if let schedule { services.append(.init(service: schedule)) }
+        services.append(.init(service: SpeedScheduleService(scheduler: scheduler)))
+        services.append(.init(service: reload))
         services.append(.init(service: application))
         return Built(services: services, stopper: stopper)
     }

@@ -74,6 +74,9 @@ public struct Daemon: Sendable {
         /// The global limit by time of week (`--limit-schedule`), in the host's local time;
         /// `manager.maxBytesPerSecond` holds outside its rules.
         public var limitSchedule: SpeedSchedule?
+        /// Reads the configuration file again on SIGHUP and says what changed (`haul serve` gives
+        /// one); nil: SIGHUP is logged and ignored. Runs on the daemon's own task, one at a time.
+        public var reload: (@Sendable () throws -> SettingsReload)?
 
         public init(
             host: String = "127.0.0.1", port: Int = 6800, secret: String? = nil, home: String,
@@ -187,9 +190,11 @@ public struct Daemon: Sendable {
                 throw error
             }
         }
+        // Trapped now: SIGHUP's default action would stop the daemon.
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
         let built = Self.buildApplication(
             configuration: configuration, manager: manager, metrics: metrics, secret: secret, tls: tlsConfiguration,
-            descriptorLimit: descriptorLimit, ready: ready)
+            descriptorLimit: descriptorLimit, hangups: hangups, ready: ready)
         let pid = getpid()
         let home = configuration.home
         let logger = configuration.logger

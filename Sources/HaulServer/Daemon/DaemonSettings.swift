@@ -17,22 +17,20 @@ public final class DaemonDefaults: Sendable {
         var connections: Int
         var directory: String
         var maxBytesPerSecond: Int64?
+        var limitSchedule: SpeedSchedule?
     }
 
     private let state: NIOLockedValueBox<State>
     public let policy: DirectoryPolicy
-    /// The global limit's schedule (`--limit-schedule`), shown by the options; nil without one.
-    public let limitSchedule: SpeedSchedule?
 
     public init(
         directory: String, connections: Int, maxBytesPerSecond: Int64? = nil, allowedDirectories: [String] = [],
         limitSchedule: SpeedSchedule? = nil
     ) {
-        self.limitSchedule = limitSchedule
         state = NIOLockedValueBox(
             State(
                 connections: connections, directory: AddRequest.normalized(directory),
-                maxBytesPerSecond: maxBytesPerSecond))
+                maxBytesPerSecond: maxBytesPerSecond, limitSchedule: limitSchedule))
         policy = DirectoryPolicy(roots: [directory] + allowedDirectories)
     }
 
@@ -40,6 +38,13 @@ public final class DaemonDefaults: Sendable {
     public var connections: Int {
         get { state.withLockedValue { $0.connections } }
         set { state.withLockedValue { $0.connections = newValue } }
+    }
+
+    /// The global limit's schedule (`--limit-schedule`, changed by a reload), shown by the
+    /// options; nil without one.
+    public var limitSchedule: SpeedSchedule? {
+        get { state.withLockedValue { $0.limitSchedule } }
+        set { state.withLockedValue { $0.limitSchedule = newValue } }
     }
 
     /// Where new downloads go unless they say (`-d`; aria2's global `dir`).

@@ -24,14 +24,37 @@ import Logging
 /// clock (a daylight-saving switch, a suspended laptop) is noticed within a minute; whether a
 /// boundary was passed is judged in local time of the week, from one look to the next.
 struct SpeedScheduler: Sendable {
-    var schedule: SpeedSchedule
-    /// The limit outside every rule (`--limit-rate`).
-    var fallback: ByteRate?
+    /// The schedule and the limit outside its rules (`--limit-rate`), both changed by a reload
+    /// of the configuration file; without a schedule the scheduler changes nothing.
+    let plan: GlobalLimitPlan
     var clock: any HaulClock
     var now: @Sendable () -> Date
     var moment: @Sendable (Date) -> SpeedSchedule.Moment
     var logger: Logger
     var apply: @Sendable (ByteRate?) -> Void
+
+    init(
+        plan: GlobalLimitPlan, clock: any HaulClock, now: @escaping @Sendable () -> Date,
+        moment: @escaping @Sendable (Date) -> SpeedSchedule.Moment, logger: Logger,
+        apply: @escaping @Sendable (ByteRate?) -> Void
+    ) {
+        self.plan = plan
+        self.clock = clock
+        self.now = now
+        self.moment = moment
+        self.logger = logger
+        self.apply = apply
+    }
+
+    init(
+        schedule: SpeedSchedule?, fallback: ByteRate?, clock: any HaulClock, now: @escaping @Sendable () -> Date,
+        moment: @escaping @Sendable (Date) -> SpeedSchedule.Moment, logger: Logger,
+        apply: @escaping @Sendable (ByteRate?) -> Void
+    ) {
+        self.init(
+            plan: GlobalLimitPlan(schedule: schedule, fallback: fallback), clock: clock, now: now, moment: moment,
+            logger: logger, apply: apply)
+    }
 
     static let longestSleep = 60.0
 
@@ -56,37 +79,57 @@ struct SpeedScheduler: Sendable {
             hour: Int(parts.tm_hour), minute: Int(parts.tm_min), second: Int(min(parts.tm_sec, 59)))
     }
 
-    /// Whether the limit is due: at start, when the local time of the week has passed a boundary
-    /// since the last look (local time, so a daylight-saving jump is followed), or when the wall
-    /// clock moved back or a week or more since then.
-    func isDue(last: (date: Date, moment: SpeedSchedule.Moment)?, date: Date, moment: SpeedSchedule.Moment) -> Bool {
+    /// Whether `schedule`'s limit is due: at start, when the local time of the week has passed a
+    /// boundary since the last look (local time, so a daylight-saving jump is followed), or when
+    /// the wall clock moved back or a week or more since then.
+    func isDue(
+        _ schedule: SpeedSchedule, last: (date: Date, moment: SpeedSchedule.Moment)?, date: Date,
+        moment: SpeedSchedule.Moment
+    ) -> Bool {
         guard let last else { return true }
         let elapsed = date.timeIntervalSince(last.date)
         return elapsed < 0 || elapsed >= Double(SpeedSchedule.Moment.week)
             || schedule.passesBoundary(from: last.moment, to: moment)
     }
 
-    /// Until cancelled.
+    /// Applies the plan's limit for this moment at once: the schedule's rule, else the limit
+    /// outside its rules. A reload that changed the plan calls it.
+    func applyNow() {
+        let plan = self.plan.current
+        let moment = self.moment(now())
+        let rate = plan.schedule.map { $0.rate(at: moment, otherwise: plan.fallback) } ?? plan.fallback
+        apply(rate)
+        // Without a schedule the reload's own line says the limit.
+        if let schedule = plan.schedule { log(rate, rule: schedule.rule(at: moment)?.text) }
+    }
+
+    private func log(_ rate: ByteRate?, rule: String?) {
+        logger.info(
+            "scheduled speed limit",
+            metadata: [
+                "maxBytesPerSecond": "\(rate.map { String($0.bytesPerSecond) } ?? "none")",
+                "rule": "\(rule ?? "none (--limit-rate)")",
+            ])
+    }
+
+    /// Until cancelled. Without a schedule it only looks again each minute, for one a reload gives.
     func run() async {
         // The zone is read now (`localtime_r` need not read it itself).
         tzset()
         var last: (date: Date, moment: SpeedSchedule.Moment)?
         while !Task.isCancelled {
+            let plan = self.plan.current
             let date = now()
             let moment = self.moment(date)
-            if isDue(last: last, date: date, moment: moment) {
-                let rate = schedule.rate(at: moment, otherwise: fallback)
+            if let schedule = plan.schedule, isDue(schedule, last: last, date: date, moment: moment) {
+                let rate = schedule.rate(at: moment, otherwise: plan.fallback)
                 apply(rate)
-                logger.info(
-                    "scheduled speed limit",
-                    metadata: [
-                        "maxBytesPerSecond": "\(rate.map { String($0.bytesPerSecond) } ?? "none")",
-                        "rule": "\(schedule.rule(at: moment)?.text ?? "none (--limit-rate)")",
-                    ])
+                log(rate, rule: schedule.rule(at: moment)?.text)
             }
             last = (date, moment)
             let fraction = date.timeIntervalSince1970 - date.timeIntervalSince1970.rounded(.down)
-            let untilBoundary = Double(schedule.secondsToNextBoundary(from: moment)) - fraction
+            let untilBoundary =
+                plan.schedule.map { Double($0.secondsToNextBoundary(from: moment)) - fraction } ?? Self.longestSleep
             let wait = min(max(untilBoundary, 0.001), Self.longestSleep)
             do {
                 try await clock.sleep(for: .milliseconds(Int64((wait * 1000).rounded(.up))))
