@@ -33,6 +33,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        // `swift package generate-documentation` (DocC) for Haul, HaulCore and HaulStore; CI runs it.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // Pure logic: models, the state machine, response checks, names. No NIO, no SQLite.
@@ -166,6 +168,17 @@ let package = Package(
             dependencies: [
                 // SQLiteNIO: to write rows as schema 11 did (`LegacyWriter`), for the migration's tests.
                 "HaulStore", "HaulCore", .product(name: "SQLiteNIO", package: "sqlite-nio"),
+            ]),
+        .testTarget(
+            // README's and the DocC articles' examples (`Examples/`), compiled and run against a
+            // real server; every Swift block of those texts must be their code.
+            name: "HaulDocumentationTests",
+            dependencies: [
+                "Haul", "HaulCore", "HaulStore", "HaulTesting",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
             name: "HaulFleetTests",

@@ -13,6 +13,7 @@ import HaulCore
 public enum Directories {
     /// Makes `path` and its missing parents; a directory that exists is left as it is.
     /// - Parameters:
+    ///   - path: the directory, absolute.
     ///   - what: how the error names it (`state directory`).
     ///   - isPrivate: a directory this call makes is 0700 (the state keeps headers, cookies and
     ///     tokens); one that exists keeps its mode.

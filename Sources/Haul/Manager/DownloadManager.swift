@@ -6,9 +6,10 @@ import Logging
 /// `maxConcurrentDownloads` running at once, each driven by its own state machine.
 ///
 /// ```swift
+/// // DownloadManager(configuration:) is HaulStore's: the queue in SQLite under the directory.
 /// let manager = try await DownloadManager(configuration: .init(stateDirectory: dir))
-/// let record = try await manager.add(DownloadRequest(url: RemoteURL(text), destination: .directory(dir)))
-/// let outcome = try await manager.outcome(of: record.id)   // never misses the end
+/// let record = try await manager.add(DownloadRequest(url: try RemoteURL(text), destination: .directory(dir)))
+/// let outcome = try await manager.outcome(of: record.id)  // never misses the end
 /// ```
 ///
 /// `events()` carries progress for display and may drop old events when its reader falls
@@ -126,7 +127,9 @@ public actor DownloadManager {
         }
     }
 
-    /// Injects every dependency: tests use their own store, transport or clock.
+    /// Injects every dependency: tests use their own store, transport or clock. The state
+    /// directory must exist (`prepareStateDirectory(_:)`), and the transport is the caller's
+    /// to shut down, after the manager.
     public init(
         configuration: Configuration, store: any DownloadStore, transport: any HTTPTransport, clock: any HaulClock
     ) {

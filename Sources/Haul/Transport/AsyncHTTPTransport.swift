@@ -89,8 +89,13 @@ public final class AsyncHTTPTransport: HTTPTransport {
     }
     private let clients = NIOLockedValueBox(Clients())
 
-    /// - Parameter logger: for what the transport cannot do but need not fail on (a connection
-    ///   it cannot count, a client that does not shut down cleanly).
+    /// A transport with `configuration`'s timeouts, proxies, trust roots and cookies; its
+    /// clients are made on first use, one per proxy and HTTP version, and closed by `shutdown()`.
+    ///
+    /// - Parameters:
+    ///   - configuration: timeouts, proxies, TLS trust, cookies and connection limits.
+    ///   - logger: for what the transport cannot do but need not fail on (a connection it cannot
+    ///     count, a client that does not shut down cleanly).
     public init(
         configuration: Configuration = .init(),
         logger: Logger = Logger(label: "haul", factory: { _ in SwiftLogNoOpLogHandler() })

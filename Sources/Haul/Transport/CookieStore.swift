@@ -14,7 +14,11 @@ public final class CookieStore: Sendable, Hashable, CustomStringConvertible {
     private let box: NIOLockedValueBox<CookieJar>
     private let now: @Sendable () -> Int64
 
-    /// - Parameter now: seconds since 1970; the wall clock unless a test passes its own.
+    /// A store holding `jar`.
+    ///
+    /// - Parameters:
+    ///   - jar: the cookies to start with (`--load-cookies`).
+    ///   - now: seconds since 1970; the wall clock unless a test passes its own.
     public init(_ jar: CookieJar = CookieJar(), now: (@Sendable () -> Int64)? = nil) {
         self.box = NIOLockedValueBox(jar)
         self.now = now ?? { WallClock.secondsSince1970() }

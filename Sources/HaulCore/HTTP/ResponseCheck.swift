@@ -71,12 +71,19 @@ public enum ResponseCheck {
         case fail(HaulError)
     }
 
+    /// What to do with a response to a part's request: keep its body (and from where), start
+    /// over, retry, or fail.
+    ///
     /// - Parameters:
+    ///   - head: the response's status and headers.
+    ///   - plan: the request it answers (its URL and range).
     ///   - next: the remote offset the part needs next (where a 416 says "complete").
     ///   - partEnd: the part's last byte, when known.
     ///   - resuming: the part already has bytes on disk.
     ///   - requested: the user's `--range`, if any.
-    ///   - validator, total: what the download knew before this response.
+    ///   - validator: the validator the download knew before this response.
+    ///   - total: the length the download knew before this response.
+    ///   - nowSecondsSince1970: the time, for a `Retry-After` given as a date.
     public static func evaluate(
         _ head: ResponseHead,
         asked plan: RequestPlan,

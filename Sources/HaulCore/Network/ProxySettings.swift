@@ -24,7 +24,11 @@ public struct ProxySettings: Hashable, Sendable {
     /// No proxy for anything.
     public static let direct = ProxySettings()
 
+    /// The proxies the environment names (`http_proxy`, `https_proxy`, `all_proxy`, `no_proxy` and their upper
+    /// case forms), overridden by the flags when given.
+    ///
     /// - Parameters:
+    ///   - environment: the process's environment variables.
     ///   - proxy: `--proxy`, when given (empty: no proxy at all).
     ///   - noProxy: `--noproxy`, when given.
     /// - Throws: `.usage` for a proxy URL that is malformed or of a scheme haul cannot use,
@@ -92,7 +96,12 @@ public struct ProxyEndpoint: Hashable, Sendable, CustomStringConvertible {
         "\(kind.rawValue)://\(host.contains(":") ? "[\(host)]" : host):\(port)"
     }
 
-    /// - Parameter source: the flag or variable the text came from, for the error message.
+    /// A proxy from its URL (`http://HOST:PORT`, credentials allowed, or `socks5://` and
+    /// `socks5h://`).
+    ///
+    /// - Parameters:
+    ///   - text: the proxy's URL.
+    ///   - source: the flag or variable the text came from, for the error message.
     public init(parsing text: String, source: String) throws(HaulError) {
         let trimmed = text.trimmingSpaces()
         let shown = RemoteURL.redacted(trimmed.contains("://") ? trimmed : "http://" + trimmed)

@@ -51,8 +51,12 @@ public struct StoredRecord: Hashable, Sendable, CustomStringConvertible, CustomR
     /// The id and status only, for `dump` and debuggers, for the same reason.
     public var customMirror: Mirror { Mirror(self, children: ["id": id, "status": status]) }
 
-    /// - Parameter keepCredentials: whether the request's credentials are written (the daemon's
-    ///   private store, the fleet's) or left out (`haul get`: a re-run supplies them again).
+    /// The row that stores `record`.
+    ///
+    /// - Parameters:
+    ///   - record: the record to store.
+    ///   - keepCredentials: whether the request's credentials are written (the daemon's private
+    ///     store, the fleet's) or left out (`haul get`: a re-run supplies them again).
     public init(_ record: DownloadRecord, keepCredentials: Bool) {
         id = record.id.rawValue
         identity = record.request.identity
@@ -70,8 +74,14 @@ public struct StoredRecord: Hashable, Sendable, CustomStringConvertible, CustomR
     /// differ from the JSON are read back (the others are the JSON's own values, kept for the
     /// indexes).
     ///
-    /// - Parameter fileName: the column, which a name reservation may have set; nil leaves the
-    ///   JSON's.
+    /// - Parameters:
+    ///   - id: the `id` column, named in errors.
+    ///   - status: the `status` column.
+    ///   - priority: the `priority` column.
+    ///   - position: the `position` column.
+    ///   - fileName: the column, which a name reservation may have set; nil leaves the JSON's.
+    ///   - json: the `record` column: the record's JSON.
+    ///   - credentials: the `credentials` column, nil when the store keeps none.
     /// - Throws: `.store` when the JSON is not a record's form or the status is unknown; the
     ///   reason names where, never the text (it holds headers and cookies).
     public static func read(

@@ -1,0 +1,171 @@
+import Foundation
+import Haul
+import HaulCore
+import HaulStore
+import HaulTesting
+import NIOConcurrencyHelpers
+import Testing
+
+/// The examples of README.md and the DocC articles (`Examples/`), run against a real HTTP
+/// server: each does what its text says it does.
+@Suite(.timeLimit(.minutes(2))) struct DocumentationExamplesTests {
+    /// A fresh directory for one test.
+    static func scratch(_ name: String) throws -> String {
+        let path = NSTemporaryDirectory() + "haul-docs-\(name)-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    /// Waits until download `id` has some bytes in (bounded by the suite's time limit).
+    static func firstProgress(of id: DownloadID, in events: AsyncStream<DownloadEvent>) async {
+        for await event in events where event.id == id {
+            if case .progress(let progress) = event.kind, progress.completed > 0 { return }
+        }
+    }
+
+    @Test func readmesExampleDownloadsTheFile() async throws {
+        let server = try await TestServer.start()
+        let payload = Payload(seed: 1, length: 3 << 20)
+        server.setRoute("/big.iso", Route(payload: payload))
+        let directory = try Self.scratch("readme")
+        let outcome = try await downloadOnce(
+            server.url("/big.iso"), into: directory + "/data", stateDirectory: directory + "/state")
+        #expect(outcome.status == .completed)
+        #expect(payload.mismatch(inFileAt: directory + "/data/big.iso") == nil)
+        try await server.shutdown()
+    }
+
+    @Test func gettingStartedDownloadsShowsProgressAndNeverFetchesAFinishedFileTwice() async throws {
+        let server = try await TestServer.start()
+        let payload = Payload(seed: 2, length: 4 << 20)
+        server.setRoute("/model.bin", Route(payload: payload))
+        let directory = try Self.scratch("start")
+        let url = server.url("/model.bin")
+        let outcome = try await downloadWithProgress(url, into: directory + "/data", state: directory + "/state")
+        #expect(outcome.status == .completed)
+        #expect(payload.mismatch(inFileAt: directory + "/data/model.bin") == nil)
+        let requests = server.requests(to: "/model.bin").count
+        #expect(try await fetchAgain(url, into: directory + "/data", state: directory + "/state"))
+        #expect(server.requests(to: "/model.bin").count == requests, "a finished file is not fetched again")
+
+        let line = progressLine(Progress(completed: 1 << 20, total: 4 << 20, bytesPerSecond: Double(2 << 20)))
+        #expect(line.hasPrefix("[#####---------------] 25%  2.0 MiB/s"))
+        try await server.shutdown()
+    }
+
+    @Test func gettingStartedPausesAndResumesWithARange() async throws {
+        let server = try await TestServer.start()
+        let payload = Payload(seed: 3, length: 2 << 20)
+        server.setRoute("/p.bin", Route(payload: payload, throttle: 1 << 20))
+        let directory = try Self.scratch("pause")
+        let manager = try await DownloadManager(configuration: .init(stateDirectory: directory + "/state"))
+        let events = manager.events()
+        let record = try await manager.add(
+            DownloadRequest(url: try RemoteURL(server.url("/p.bin")), destination: .directory(directory)))
+        await Self.firstProgress(of: record.id, in: events)
+        let outcome = try await pauseThenResume(record.id, on: manager)
+        await manager.shutdown()
+        #expect(outcome.status == .completed)
+        #expect(payload.mismatch(inFileAt: directory + "/p.bin") == nil)
+        let resumedFrom = server.requests(to: "/p.bin").compactMap(\.range).filter { !$0.hasPrefix("bytes=0-") }
+        #expect(!resumedFrom.isEmpty, "the resume asked for the rest only")
+    }
+
+    @Test func gettingStartedResumesAfterARestartFromTheCheckpoint() async throws {
+        let server = try await TestServer.start()
+        let payload = Payload(seed: 4, length: 2 << 20)
+        server.setRoute("/r.bin", Route(payload: payload, throttle: 1 << 20))
+        let directory = try Self.scratch("restart")
+        let first = try await DownloadManager(configuration: .init(stateDirectory: directory + "/state"))
+        let events = first.events()
+        let record = try await first.add(
+            DownloadRequest(url: try RemoteURL(server.url("/r.bin")), destination: .directory(directory)))
+        await Self.firstProgress(of: record.id, in: events)
+        await first.shutdown() // the app quits mid-download
+
+        let outcomes = try await resumeAfterRestart(state: directory + "/state")
+        #expect(outcomes.map(\.id) == [record.id])
+        #expect(outcomes.first?.status == .completed)
+        #expect(payload.mismatch(inFileAt: directory + "/r.bin") == nil)
+        let ranges = server.requests(to: "/r.bin").compactMap(\.range)
+        #expect(ranges.contains { !$0.hasPrefix("bytes=0-") }, "the restart resumed from its checkpoint")
+        try await server.shutdown()
+    }
+
+    @Test func manyDownloadsEndWithOneOutcomeEach() async throws {
+        let server = try await TestServer.start()
+        var payloads: [String: Payload] = [:]
+        for index in 0..<6 {
+            let payload = Payload(seed: UInt64(10 + index), length: 300_000)
+            server.setRoute("/f\(index).bin", Route(payload: payload))
+            payloads[server.url("/f\(index).bin")] = payload
+        }
+        let directory = try Self.scratch("many")
+        let outcomes = try await downloadAll(Array(payloads.keys), into: directory, state: directory + "/state")
+        #expect(outcomes.count == 6)
+        #expect(outcomes.values.allSatisfy { $0.status == .completed })
+        for index in 0..<6 {
+            #expect(payloads[server.url("/f\(index).bin")]?.mismatch(inFileAt: directory + "/f\(index).bin") == nil)
+        }
+        #expect(server.peakConcurrentResponses() <= 2, "two at a time")
+        try await server.shutdown()
+    }
+
+    @Test func steeringAQueueMovesPausesAndResumes() async throws {
+        let server = try await TestServer.start()
+        let directory = try Self.scratch("steer")
+        let manager = try await DownloadManager(
+            configuration: .init(stateDirectory: directory + "/state", maxConcurrentDownloads: 1))
+        var requests: [DownloadRequest] = []
+        for index in 0..<3 {
+            server.setRoute("/s\(index).bin", Route(payload: Payload(seed: UInt64(20 + index), length: 200_000)))
+            requests.append(
+                try DownloadRequest(
+                    url: try RemoteURL(server.url("/s\(index).bin")), destination: .directory(directory)))
+        }
+        let outcomes = manager.outcomes()
+        let records = try await manager.add(requests)
+        try await steer(manager, urgent: records[2].id)
+        #expect(await manager.maxConcurrentDownloads == 4)
+        var completed: Set<DownloadID> = []
+        for await outcome in outcomes where outcome.status == .completed {
+            completed.insert(outcome.id)
+            if completed.count == 3 { break }
+        }
+        #expect(completed == Set(records.map(\.id)))
+        await manager.shutdown()
+        try await server.shutdown()
+    }
+
+    @Test func aCustomStoreHearsEverySave() async throws {
+        let server = try await TestServer.start()
+        let payload = Payload(seed: 5, length: 500_000)
+        server.setRoute("/c.bin", Route(payload: payload))
+        let directory = try Self.scratch("store")
+        let seen = NIOLockedValueBox<[DownloadStatus]>([])
+        let manager = try await managerTellingTheApp(state: directory + "/state") { record in
+            seen.withLockedValue { $0.append(record.status) }
+        }
+        let record = try await manager.add(
+            DownloadRequest(url: try RemoteURL(server.url("/c.bin")), destination: .directory(directory)))
+        #expect(try await manager.outcome(of: record.id).status == .completed)
+        await manager.shutdown()
+        #expect(seen.withLockedValue { $0.first } == .queued)
+        #expect(seen.withLockedValue { $0.last } == .completed)
+        #expect(payload.mismatch(inFileAt: directory + "/c.bin") == nil)
+        try await server.shutdown()
+    }
+
+    @Test func aCustomTransportSignsEveryRequest() async throws {
+        let server = try await TestServer.start()
+        let payload = Payload(seed: 6, length: 500_000)
+        server.setRoute("/t.bin", Route(payload: payload))
+        let directory = try Self.scratch("transport")
+        let outcome = try await downloadSigned(
+            server.url("/t.bin"), into: directory, state: directory + "/state", token: { "t0k3n" })
+        #expect(outcome.status == .completed)
+        let headers = server.requests(to: "/t.bin").map { $0.header("Authorization") }
+        #expect(!headers.isEmpty && headers.allSatisfy { $0 == "Bearer t0k3n" })
+        try await server.shutdown()
+    }
+}
