@@ -148,6 +148,15 @@ import Testing
                 == 2_362_034_977)
     }
 
+    /// A hostile server's Max-Age past Int64 once added to now must not trap: it is a cookie
+    /// that lasts as long as a cookie can.
+    @Test func aHugeMaxAgeLastsForeverInsteadOfOverflowing() {
+        let page = url("http://www.example.com/")
+        let cookie = CookieJar.parse(setCookie: "k=v; Max-Age=9223372036854775807", from: page, now: now)
+        #expect(cookie?.expires == Int64.max)
+        #expect(cookie?.isExpired(now: now) == false)
+    }
+
     @Test func writesAFileItReadsBack() throws {
         var jar = try CookieJar(netscapeFile: file, file: "c.txt", now: now)
         jar.receive(setCookie: "got=g; Path=/dl", from: url("http://127.0.0.1:8080/dl/f"), now: now)

@@ -21,6 +21,16 @@ import Testing
         #expect(FileNameSanitizer.sanitize(suggested) == nil)
     }
 
+    /// A name whose short "extension" is hundreds of bytes (one letter and many combining marks
+    /// is one Character) must not trap: the extension is dropped, the name still fits.
+    @Test func anExtensionLongerThanTheLimitIsNotKept() throws {
+        let mark = String(repeating: "\u{301}", count: 200)
+        let hostile = String(repeating: "a", count: 300) + ".e" + mark
+        let name = try #require(FileNameSanitizer.sanitize(hostile))
+        #expect(name.utf8.count <= FileNameSanitizer.maxBytes)
+        #expect(!name.isEmpty)
+    }
+
     @Test func longNamesKeepExtension() {
         let name = FileNameSanitizer.sanitize(String(repeating: "a", count: 400) + ".tar.gz")!
         #expect(name.utf8.count == 250, "NAME.part fits 255 bytes")

@@ -31,11 +31,15 @@ public enum FileNameSanitizer {
     static func truncate(_ name: String) -> String {
         guard name.utf8.count > maxBytes else { return name }
         var ext = ""
-        if let dot = name.lastIndex(of: "."), name.distance(from: dot, to: name.endIndex) <= 16 {
+        // At most 16 characters, and at most half the limit in bytes: one character may be
+        // hundreds of bytes (a letter and its combining marks), and such an "extension" is none.
+        if let dot = name.lastIndex(of: "."), name.distance(from: dot, to: name.endIndex) <= 16,
+            name.utf8.distance(from: dot, to: name.endIndex) <= maxBytes / 2
+        {
             ext = String(name[dot...])
         }
         var stem = ext.isEmpty ? name : String(name[..<name.lastIndex(of: ".")!])
-        while stem.utf8.count + ext.utf8.count > maxBytes { stem.removeLast() }
+        while !stem.isEmpty, stem.utf8.count + ext.utf8.count > maxBytes { stem.removeLast() }
         return stem + ext
     }
 

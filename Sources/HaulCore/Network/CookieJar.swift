@@ -24,7 +24,10 @@ public struct CookieJar: Hashable, Sendable, CustomStringConvertible {
 
     /// Reads a Netscape cookie file's text. Comments (`#`, except the `#HttpOnly_` prefix) and
     /// blank lines are skipped; cookies expired at `now` are dropped.
-    /// - Parameter file: the path, named in errors.
+    /// - Parameters:
+    ///   - text: the file's contents.
+    ///   - file: the path, named in errors.
+    ///   - now: seconds since 1970.
     /// - Throws: `.badCookieFile` naming the file and line of the first line that is not
     ///   seven tab-separated fields (six, when the value is empty) with TRUE/FALSE flags and a
     ///   numeric expiry. The line's text is never quoted: it holds a credential.
@@ -124,7 +127,11 @@ public struct CookieJar: Hashable, Sendable, CustomStringConvertible {
             let argument = equals.map { attribute[attribute.index(after: $0)...].trimmingSpaces() } ?? ""
             switch key {
             case "max-age":
-                if let seconds = Int64(argument) { maxAge = seconds <= 0 ? Int64.min : now + seconds }
+                if let seconds = Int64(argument) {
+                    // A server's number: past Int64 once added to now, it lasts as long as can be.
+                    let (end, overflows) = now.addingReportingOverflow(seconds)
+                    maxAge = seconds <= 0 ? Int64.min : overflows ? Int64.max : end
+                }
             case "expires":
                 if let date = Self.cookieDate(argument) { expires = date }
             case "domain":
