@@ -53,43 +53,53 @@ import Testing
         try await server.shutdown()
     }
 
+    /// A download of 2 MiB served at 1 MiB/s, running, with some bytes in.
+    struct Midway {
+        var server: TestServer
+        var payload: Payload
+        var directory: String
+        var manager: DownloadManager
+        var record: DownloadRecord
+
+        static func start(_ name: String, seed: UInt64) async throws -> Midway {
+            let server = try await TestServer.start()
+            let payload = Payload(seed: seed, length: 2 << 20)
+            server.setRoute("/\(name).bin", Route(payload: payload, throttle: 1 << 20))
+            let directory = try DocumentationExamplesTests.scratch(name)
+            let manager = try await DownloadManager(configuration: .init(stateDirectory: directory + "/state"))
+            let events = manager.events()
+            let record = try await manager.add(
+                DownloadRequest(url: try RemoteURL(server.url("/\(name).bin")), destination: .directory(directory)))
+            await DocumentationExamplesTests.firstProgress(of: record.id, in: events)
+            return Midway(server: server, payload: payload, directory: directory, manager: manager, record: record)
+        }
+
+        /// The file is the payload, and a request asked for the rest only.
+        func expectResumedWithARange(_ name: String) {
+            #expect(payload.mismatch(inFileAt: directory + "/\(name).bin") == nil)
+            let ranges = server.requests(to: "/\(name).bin").compactMap(\.range)
+            #expect(ranges.contains { !$0.hasPrefix("bytes=0-") }, "resumed from where it stopped")
+        }
+    }
+
     @Test func gettingStartedPausesAndResumesWithARange() async throws {
-        let server = try await TestServer.start()
-        let payload = Payload(seed: 3, length: 2 << 20)
-        server.setRoute("/p.bin", Route(payload: payload, throttle: 1 << 20))
-        let directory = try Self.scratch("pause")
-        let manager = try await DownloadManager(configuration: .init(stateDirectory: directory + "/state"))
-        let events = manager.events()
-        let record = try await manager.add(
-            DownloadRequest(url: try RemoteURL(server.url("/p.bin")), destination: .directory(directory)))
-        await Self.firstProgress(of: record.id, in: events)
-        let outcome = try await pauseThenResume(record.id, on: manager)
-        await manager.shutdown()
+        let midway = try await Midway.start("p", seed: 3)
+        let outcome = try await pauseThenResume(midway.record.id, on: midway.manager)
+        await midway.manager.shutdown()
         #expect(outcome.status == .completed)
-        #expect(payload.mismatch(inFileAt: directory + "/p.bin") == nil)
-        let resumedFrom = server.requests(to: "/p.bin").compactMap(\.range).filter { !$0.hasPrefix("bytes=0-") }
-        #expect(!resumedFrom.isEmpty, "the resume asked for the rest only")
+        midway.expectResumedWithARange("p")
+        try await midway.server.shutdown()
     }
 
     @Test func gettingStartedResumesAfterARestartFromTheCheckpoint() async throws {
-        let server = try await TestServer.start()
-        let payload = Payload(seed: 4, length: 2 << 20)
-        server.setRoute("/r.bin", Route(payload: payload, throttle: 1 << 20))
-        let directory = try Self.scratch("restart")
-        let first = try await DownloadManager(configuration: .init(stateDirectory: directory + "/state"))
-        let events = first.events()
-        let record = try await first.add(
-            DownloadRequest(url: try RemoteURL(server.url("/r.bin")), destination: .directory(directory)))
-        await Self.firstProgress(of: record.id, in: events)
-        await first.shutdown() // the app quits mid-download
+        let midway = try await Midway.start("r", seed: 4)
+        await midway.manager.shutdown() // the app quits mid-download
 
-        let outcomes = try await resumeAfterRestart(state: directory + "/state")
-        #expect(outcomes.map(\.id) == [record.id])
+        let outcomes = try await resumeAfterRestart(state: midway.directory + "/state")
+        #expect(outcomes.map(\.id) == [midway.record.id])
         #expect(outcomes.first?.status == .completed)
-        #expect(payload.mismatch(inFileAt: directory + "/r.bin") == nil)
-        let ranges = server.requests(to: "/r.bin").compactMap(\.range)
-        #expect(ranges.contains { !$0.hasPrefix("bytes=0-") }, "the restart resumed from its checkpoint")
-        try await server.shutdown()
+        midway.expectResumedWithARange("r")
+        try await midway.server.shutdown()
     }
 
     @Test func manyDownloadsEndWithOneOutcomeEach() async throws {
