@@ -34,26 +34,16 @@ struct SpeedScheduler: Sendable {
     var apply: @Sendable (ByteRate?) -> Void
 
     init(
-        plan: GlobalLimitPlan, clock: any HaulClock, now: @escaping @Sendable () -> Date,
+        schedule: SpeedSchedule?, fallback: ByteRate?, clock: any HaulClock, now: @escaping @Sendable () -> Date,
         moment: @escaping @Sendable (Date) -> SpeedSchedule.Moment, logger: Logger,
         apply: @escaping @Sendable (ByteRate?) -> Void
     ) {
-        self.plan = plan
+        self.plan = GlobalLimitPlan(schedule: schedule, fallback: fallback)
         self.clock = clock
         self.now = now
         self.moment = moment
         self.logger = logger
         self.apply = apply
-    }
-
-    init(
-        schedule: SpeedSchedule?, fallback: ByteRate?, clock: any HaulClock, now: @escaping @Sendable () -> Date,
-        moment: @escaping @Sendable (Date) -> SpeedSchedule.Moment, logger: Logger,
-        apply: @escaping @Sendable (ByteRate?) -> Void
-    ) {
-        self.init(
-            plan: GlobalLimitPlan(schedule: schedule, fallback: fallback), clock: clock, now: now, moment: moment,
-            logger: logger, apply: apply)
     }
 
     static let longestSleep = 60.0
@@ -96,19 +86,23 @@ struct SpeedScheduler: Sendable {
     /// outside its rules. A reload that changed the plan calls it.
     func applyNow() {
         let plan = self.plan.current
-        let moment = self.moment(now())
-        let rate = plan.schedule.map { $0.rate(at: moment, otherwise: plan.fallback) } ?? plan.fallback
-        apply(rate)
-        // Without a schedule the reload's own line says the limit.
-        if let schedule = plan.schedule { log(rate, rule: schedule.rule(at: moment)?.text) }
+        guard let schedule = plan.schedule else {
+            // The reload's own line says the limit.
+            apply(plan.fallback)
+            return
+        }
+        applyRule(of: schedule, otherwise: plan.fallback, at: moment(now()))
     }
 
-    private func log(_ rate: ByteRate?, rule: String?) {
+    /// Applies `schedule`'s limit at `moment` (`fallback` outside its rules), and logs it.
+    private func applyRule(of schedule: SpeedSchedule, otherwise fallback: ByteRate?, at moment: SpeedSchedule.Moment) {
+        let rate = schedule.rate(at: moment, otherwise: fallback)
+        apply(rate)
         logger.info(
             "scheduled speed limit",
             metadata: [
                 "maxBytesPerSecond": "\(rate.map { String($0.bytesPerSecond) } ?? "none")",
-                "rule": "\(rule ?? "none (--limit-rate)")",
+                "rule": "\(schedule.rule(at: moment)?.text ?? "none (--limit-rate)")",
             ])
     }
 
@@ -122,9 +116,7 @@ struct SpeedScheduler: Sendable {
             let date = now()
             let moment = self.moment(date)
             if let schedule = plan.schedule, isDue(schedule, last: last, date: date, moment: moment) {
-                let rate = schedule.rate(at: moment, otherwise: plan.fallback)
-                apply(rate)
-                log(rate, rule: schedule.rule(at: moment)?.text)
+                applyRule(of: schedule, otherwise: plan.fallback, at: moment)
             }
             last = (date, moment)
             let fraction = date.timeIntervalSince1970 - date.timeIntervalSince1970.rounded(.down)
