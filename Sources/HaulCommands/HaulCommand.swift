@@ -63,12 +63,15 @@ public struct HaulCommand: AsyncParsableCommand {
         ProcessSignals.ignoreFileSizeAndPipeSignals()
         do {
             // The configuration file's options for get or serve, before the user's own.
-            let arguments = try ConfigArguments.apply(to: arguments, environment: ProcessInfo.processInfo.environment)
-            var command = try parseAsRoot(arguments)
-            if var asyncCommand = command as? any AsyncParsableCommand {
-                try await asyncCommand.run()
-            } else {
-                try command.run()
+            let loaded = try ConfigArguments.load(arguments, environment: ProcessInfo.processInfo.environment)
+            var command = try parseAsRoot(loaded.arguments)
+            // The file as read now: what `haul serve`'s reload compares its next reading with.
+            try await ConfigArguments.$readAtStart.withValue(loaded.file) {
+                if var asyncCommand = command as? any AsyncParsableCommand {
+                    try await asyncCommand.run()
+                } else {
+                    try command.run()
+                }
             }
             return ExitCodes.success
         } catch let exit as ExitCode {

@@ -203,7 +203,8 @@ struct ServeCommand: AsyncParsableCommand {
         if !config.skips {
             // SIGHUP reads the file again; the command line as typed (before the file's options).
             let reload = ServeReload(
-                arguments: Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
+                arguments: Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment,
+                file: ConfigArguments.readAtStart)
             configuration.reload = { try reload.reload() }
         }
         if let tlsCertificate, let tlsKey {

@@ -70,6 +70,21 @@ import Testing
         try await world.close()
     }
 
+    /// A reload compares with the file the start read: lines that did not change since change
+    /// nothing, so a setting changed through the API since then holds.
+    @Test func aReloadOfAnUnchangedFileKeepsWhatTheAPISet() async throws {
+        let world = try await World.make()
+        _ = try ConfigFileTests.writeConfig("[serve]\njobs=2\n", in: world)
+        let daemon = try await DaemonProcess.start(world)
+        #expect(try await Self.options(of: daemon)["maxConcurrentDownloads"] as? Int == 2)
+        _ = try await daemon.call(.PATCH, "/api/v1/options", body: #"{"maxConcurrentDownloads": 6}"#)
+        daemon.process.signal(SIGHUP)
+        try await Self.log(of: daemon, contains: "changed=none")
+        #expect(try await Self.options(of: daemon)["maxConcurrentDownloads"] as? Int == 6)
+        #expect(await daemon.terminate() == 0)
+        try await world.close()
+    }
+
     @Test func sighupWithoutAFileToReadLeavesTheDaemonRunning() async throws {
         let world = try await World.make()
         let daemon = try await DaemonProcess.start(world, ["--no-config"])

@@ -20,14 +20,10 @@ enum ConfigArguments {
         return Paths.join(HaulHome.userHome(environment: environment), ".config/haul/config")
     }
 
-    /// The command line after `haul`, with the configuration file's options for its command
-    /// right after the command's name; as it was for another command, with `--no-config`, or
-    /// when there is no file at the default place (`--config FILE` must name one).
-    static func apply(to arguments: [String], environment: [String: String]) throws(HaulError) -> [String] {
-        try load(arguments, environment: environment).arguments
-    }
+    /// The configuration file the running command was started with (nil: none read).
+    @TaskLocal static var readAtStart: ConfigFile?
 
-    /// What `apply` reads: the command line with the file's options, and the file (nil when none
+    /// What `load` reads: the command line with the file's options, and the file (nil when none
     /// was read). `path` is the file's place when one would be read, present or not.
     struct Loaded: Sendable {
         var arguments: [String]
@@ -35,7 +31,9 @@ enum ConfigArguments {
         var path: String?
     }
 
-    /// Reads the configuration file for the command `arguments` name, as `apply` describes.
+    /// The command line after `haul`, with the configuration file's options for its command
+    /// right after the command's name; as it was for another command, with `--no-config`, or
+    /// when there is no file at the default place (`--config FILE` must name one).
     static func load(_ arguments: [String], environment: [String: String]) throws(HaulError) -> Loaded {
         guard let command = arguments.first, let section = ConfigFile.Section(rawValue: command) else {
             return Loaded(arguments: arguments)

@@ -19,17 +19,10 @@ final class ServeReload: Sendable {
     /// The serve section's lines at the last reading, by option.
     private let lines: NIOLockedValueBox<[String: [String]]>
 
-    /// Reads the file once now, as the start read it; a file that no longer reads counts as empty.
-    init(arguments: [String], environment: [String: String]) {
+    /// Reloads compared first with `file`, the one the start read (nil: none).
+    init(arguments: [String], environment: [String: String], file: ConfigFile?) {
         self.arguments = arguments
         self.environment = environment
-        let file: ConfigFile?
-        do {
-            file = try ConfigArguments.load(arguments, environment: environment).file
-        } catch {
-            // The start read it a moment ago; a change since then shows at the next reload.
-            file = nil
-        }
         lines = NIOLockedValueBox(Self.lines(file))
     }
 
