@@ -4,7 +4,7 @@ import Testing
 /// Every Swift code block of README.md and of the DocC articles is code the examples compile:
 /// its lines, trimmed and without blank ones, appear in that order, together, in one file of
 /// `Examples/`. A block edited in the text alone, or code changed without its text, fails here.
-@Suite struct DocumentationCodeBlocksTests {
+@Suite(.timeLimit(.minutes(1))) struct DocumentationCodeBlocksTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().path
 

@@ -6,7 +6,7 @@ import Testing
 /// What the transport hands the writer pins no more memory than about twice its bytes: a small
 /// slice of a large storage (a TLS handler's plaintext buffer) is copied, a chunk that fills its
 /// storage is not.
-@Suite struct BodyChunkTests {
+@Suite(.timeLimit(.minutes(1))) struct BodyChunkTests {
     @Test func aSmallSliceOfALargeStorageIsCopiedIntoItsOwnSize() {
         var large = ByteBufferAllocator().buffer(capacity: 256 << 10)
         large.writeBytes((0..<(200 << 10)).map { UInt8(truncatingIfNeeded: $0 &* 7) })
