@@ -1,6 +1,6 @@
 import Haul
 import HaulCommands
 
-// Before anything allocates: freed receive buffers stay with the process (see ProcessMemory).
-ProcessMemory.keepFreedBuffers()
+// Before anything allocates: how malloc keeps memory, and the loader's pages given back.
+ProcessMemory.setUpProgram()
 await HaulCommand.runAndExit()

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+    import CProcessMemory
     import Glibc
     @testable import Haul
     import Testing
@@ -31,6 +32,41 @@
             #expect(
                 faults <= firstRound * 2,
                 "\(faults) page faults for \(rounds) rounds of \(held) buffers of \(size) bytes")
+        }
+
+        /// `ProcessMemory.releaseStartupPages`: the relocation table's whole pages are no longer
+        /// mapped in the process (this test binary is a position-independent executable, so it
+        /// has one), and the program goes on.
+        @Test func relocationTablePagesAreGivenBack() throws {
+            var start: UInt = 0
+            var length: UInt = 0
+            try #require(haul_relocation_table(&start, &length) == 1)
+            let page = UInt(getpagesize())
+            let first = (start + page - 1) / page
+            let end = (start + length) / page
+            try #require(end > first, "a table of \(length) bytes spans no whole page")
+
+            #expect(ProcessMemory.releaseStartupPages() == Int((end - first) * page))
+            let present = try presentPages(from: first, to: end)
+            #expect(present == 0, "\(present) of \(end - first) pages still mapped")
+        }
+
+        @Test func arenasAreLimited() {
+            #expect(ProcessMemory.limitArenas(processors: 64))
+            #expect(ProcessMemory.limitArenas())
+        }
+
+        /// How many of the pages `first..<end` of this process are present, from
+        /// /proc/self/pagemap (bit 63 of each page's entry, readable without privileges).
+        private func presentPages(from first: UInt, to end: UInt) throws -> Int {
+            let descriptor = open("/proc/self/pagemap", O_RDONLY)
+            try #require(descriptor >= 0)
+            defer { close(descriptor) }
+            var entries = [UInt64](repeating: 0, count: Int(end - first))
+            let wanted = entries.count * 8
+            let read = entries.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, wanted, off_t(first * 8)) }
+            try #require(read == wanted)
+            return entries.filter { $0 >> 63 & 1 == 1 }.count
         }
 
         /// The minor page faults of this thread while `body` runs (it must not suspend).
