@@ -45,7 +45,7 @@ public enum ProcessMemory {
     /// Limits malloc to one arena per processor (at least 2). glibc makes up to eight per
     /// processor, one for each thread that finds the others busy, and each keeps what is freed
     /// in it up to `trimThreshold`: with NIO's, the disk's and the concurrency pool's threads,
-    /// `haul get -x 1` of 1 GiB held about 1.5 MB more at its peak, 64 TLS connections 8 MB
+    /// `haul get -x 1` of 1 GiB held about 1.8 MB more at its peak, 64 TLS connections 7-15 MB
     /// more, for no time we could measure on 2 processors (see the note of issue 33). Call it
     /// before a second thread starts; true when the allocator took it (never where there is no
     /// glibc).
