@@ -1,4 +1,4 @@
-import HaulCore
+@testable import HaulCore
 import Testing
 
 @Suite(.timeLimit(.minutes(2))) struct ParsingTests {
@@ -47,6 +47,26 @@ import Testing
             try RemoteURL(text)
         } throws: { error in
             (error as? HaulError)?.code == code
+        }
+    }
+
+    /// What an error shows of a URL it could not take: credentials hidden, but a revision or a
+    /// digest in a name of content shown as typed.
+    @Test(arguments: [
+        ("ftp://user:s3cret@example.com/x", "ftp://***@example.com/x"),
+        ("ftp://user:s3/cret@example.com/x", "ftp://***@example.com/x"),
+        ("hf://org/repo@v1", "hf://org/repo@v1"),
+        ("hf://datasets/org/data@refs%2Fpr%2F1/train.csv", "hf://datasets/org/data@refs%2Fpr%2F1/train.csv"),
+        ("oci://ghcr.io/org/image@sha256:0123abcd", "oci://ghcr.io/org/image@sha256:0123abcd"),
+        ("OCI://user:pw@registry.example/image:1", "OCI://***@registry.example/image:1"),
+        ("s3://bucket/a@b.txt", "s3://bucket/a@b.txt"),
+    ])
+    func redactedURLs(text: String, shown: String) {
+        #expect(RemoteURL.redacted(text) == shown)
+        #expect {
+            try RemoteURL(text)
+        } throws: { error in
+            (error as? HaulError)?.message.contains(shown) == true
         }
     }
 

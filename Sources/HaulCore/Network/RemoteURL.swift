@@ -91,13 +91,25 @@ public struct RemoteURL: Hashable, Codable, Sendable, CustomStringConvertible {
     /// `***`, for error messages about a URL that could not be parsed. Not only the
     /// authority's: a password with an unescaped `/` ends the authority early, and is hidden
     /// too (an `@` in a path is hidden along with it; no harm in an error message).
+    ///
+    /// A name of content (`hf://`, `oci://`, `s3://`) is shown as typed but for an `@` before its
+    /// first `/`: there `@` is no credential but a revision or a digest (`hf://org/repo@v1`,
+    /// `oci://ghcr.io/org/image@sha256:...`).
     static func redacted(_ text: String) -> String {
-        guard let schemeEnd = text.firstRange(of: "://")?.upperBound else { return text }
+        guard let schemeRange = text.firstRange(of: "://") else { return text }
+        let schemeEnd = schemeRange.upperBound
         let rest = text[schemeEnd...]
-        let queryStart = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) ?? rest.endIndex
-        guard let at = rest[..<queryStart].lastIndex(of: "@") else { return text }
+        var end = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) ?? rest.endIndex
+        if contentNameSchemes.contains(text[..<schemeRange.lowerBound].lowercased()) {
+            end = rest.firstIndex(of: "/") ?? end
+        }
+        guard let at = rest[..<end].lastIndex(of: "@") else { return text }
         return String(text[..<schemeEnd]) + "***" + String(text[at...])
     }
+
+    /// The schemes of names that say what content to fetch rather than where (issue 34): in them
+    /// an `@` after the first `/` names a revision or a digest.
+    static let contentNameSchemes: Set<String> = ["hf", "oci", "s3"]
 
     /// The port a connection goes to: the URL's, else 80 or 443.
     public var effectivePort: Int { port ?? (scheme == "https" ? 443 : 80) }
