@@ -1,5 +1,6 @@
-@testable import HaulCore
 import Testing
+
+@testable import HaulCore
 
 @Suite(.timeLimit(.minutes(2))) struct ParsingTests {
     @Test func byteRanges() {
