@@ -64,6 +64,10 @@ final class HaulProcess: @unchecked Sendable {
     /// Waits for the exit status (the signal number when killed by one).
     func wait() async -> Int32 {
         for await status in exited.stream { return status }
+        // The waiting task was cancelled (a test's time limit): stop the program, not read the
+        // status of one still running (Foundation traps on that, and takes every test with it).
+        signal(SIGKILL)
+        process.waitUntilExit()
         return process.terminationStatus
     }
 

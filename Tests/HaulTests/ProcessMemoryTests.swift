@@ -51,9 +51,10 @@
             #expect(present == 0, "\(present) of \(end - first) pages still mapped")
         }
 
+        /// glibc takes the setting. (64, above glibc's own 8 per processor here: the tests
+        /// running beside this one keep their allocator as it was.)
         @Test func arenasAreLimited() {
             #expect(ProcessMemory.limitArenas(processors: 64))
-            #expect(ProcessMemory.limitArenas())
         }
 
         /// How many of the pages `first..<end` of this process are present, from
