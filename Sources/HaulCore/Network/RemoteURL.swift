@@ -100,16 +100,12 @@ public struct RemoteURL: Hashable, Codable, Sendable, CustomStringConvertible {
         let schemeEnd = schemeRange.upperBound
         let rest = text[schemeEnd...]
         var end = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) ?? rest.endIndex
-        if contentNameSchemes.contains(text[..<schemeRange.lowerBound].lowercased()) {
+        if ContentName.schemes.contains(text[..<schemeRange.lowerBound].lowercased()) {
             end = rest.firstIndex(of: "/") ?? end
         }
         guard let at = rest[..<end].lastIndex(of: "@") else { return text }
         return String(text[..<schemeEnd]) + "***" + String(text[at...])
     }
-
-    /// The schemes of names that say what content to fetch rather than where (issue 34): in them
-    /// an `@` after the first `/` names a revision or a digest.
-    static let contentNameSchemes: Set<String> = ["hf", "oci", "s3"]
 
     /// The port a connection goes to: the URL's, else 80 or 443.
     public var effectivePort: Int { port ?? (scheme == "https" ? 443 : 80) }
