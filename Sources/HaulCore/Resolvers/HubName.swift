@@ -42,7 +42,7 @@ public struct HubName: Sendable, Equatable {
         var repo = parts[1]
         if let at = repo.firstIndex(of: "@") {
             let revision = String(
-                decoding: SigV4.percentDecoded(Array(repo[repo.index(after: at)...].utf8)), as: UTF8.self)
+                decoding: PercentDecoding.decode(repo[repo.index(after: at)...]), as: UTF8.self)
             guard !revision.isEmpty, !revision.contains(".."), !revision.hasPrefix("/"), !revision.hasSuffix("/")
             else { throw bad("an empty or malformed revision after '@'") }
             self.revision = revision

@@ -183,34 +183,8 @@ public struct SigV4: Sendable {
     /// `(1)` and `%281%29` sign alike); the slashes kept.
     static func canonicalPath(_ path: String) -> String {
         path.split(separator: "/", omittingEmptySubsequences: false)
-            .map { uriEncode(String(decoding: percentDecoded(Array($0.utf8)), as: UTF8.self)) }
+            .map { uriEncode(String(decoding: PercentDecoding.decode($0), as: UTF8.self)) }
             .joined(separator: "/")
-    }
-
-    /// `%XX` sequences as their bytes; a `%` not followed by two hex digits is kept as it is.
-    static func percentDecoded(_ bytes: [UInt8]) -> [UInt8] {
-        func hex(_ byte: UInt8) -> UInt8? {
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-            default: nil
-            }
-        }
-        var out: [UInt8] = []
-        var index = 0
-        while index < bytes.count {
-            if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count,
-                let high = hex(bytes[index + 1]), let low = hex(bytes[index + 2])
-            {
-                out.append(high << 4 | low)
-                index += 3
-            } else {
-                out.append(bytes[index])
-                index += 1
-            }
-        }
-        return out
     }
 
     /// Percent-encoding as SigV4 wants it: every byte but `A-Z a-z 0-9 - _ . ~` as `%XX`, upper
