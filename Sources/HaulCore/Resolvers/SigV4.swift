@@ -219,20 +219,7 @@ struct AMZDate: Equatable {
     var date: String { String(dateTime.prefix(8)) }
 
     init(secondsSince1970 time: Int64) {
-        let days = time >= 0 ? time / 86_400 : (time - 86_399) / 86_400
-        let seconds = time - days * 86_400
-        // Howard Hinnant's days_from_civil, inverted: the proleptic Gregorian date of a day count.
-        let shifted = days + 719_468
-        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
-        let dayOfEra = shifted - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
-        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-        func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        dateTime =
-            "\(year)\(two(month))\(two(day))T\(two(seconds / 3_600))\(two(seconds / 60 % 60))\(two(seconds % 60))Z"
+        // `2013-05-24T00:00:00Z` without its separators.
+        dateTime = HTTPDate.iso8601(time).filter { $0 != "-" && $0 != ":" }
     }
 }
