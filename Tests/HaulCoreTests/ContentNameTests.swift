@@ -3,7 +3,7 @@ import Testing
 
 /// The names of issue 34's sources, parsed: Docker's short forms for images (as
 /// distribution/reference normalizes them), huggingface_hub's file-system names, S3's names.
-@Suite struct ContentNameTests {
+@Suite(.timeLimit(.minutes(1))) struct ContentNameTests {
     static let digest = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 
     @Test(
