@@ -25,20 +25,33 @@ extension GetCommand {
         case urls(String)
         /// One file of a Metalink: its URLs in order of preference, its digest and its name.
         case metalinkFile(Metalink.File)
+        /// One file a name of content (`s3://`) stands for: its URL, its path beneath the
+        /// directory, what it is checked against and how its requests are signed.
+        case resolved(ResolvedFile)
     }
 
     /// Every entry given, from the arguments, `-i` and `--metalink` (a file, or an http(s) URL
     /// that `metalinks` fetches).
-    func entries(reporter: Reporter, metalinks fetcher: MetalinkFetcher) async throws -> [Entry] {
+    func entries(
+        reporter: Reporter, metalinks fetcher: MetalinkFetcher, http: AsyncHTTPTransport.Configuration
+    ) async throws -> [Entry] {
         var entries: [Entry] = []
         var texts: [String] = []
         var metalinks = metalink
+        var names: [(text: String, name: ContentName)] = []
         for argument in urls {
-            if Self.isMetalinkFile(argument) { metalinks.append(argument) } else { texts.append(argument) }
+            if Self.isMetalinkFile(argument) {
+                metalinks.append(argument)
+            } else if let name = try Self.contentName(argument, reporter: reporter) {
+                names.append((argument, name))
+            } else {
+                texts.append(argument)
+            }
         }
         if mirrors, !texts.isEmpty { texts = [texts.joined(separator: "\t")] }
         if let inputFile { texts += try URLList.read(inputFile) }
         entries = texts.map(Entry.urls)
+        entries += try await resolveContent(names, http: http, reporter: reporter)
         for source in metalinks {
             do throws(HaulError) {
                 let document =
@@ -59,6 +72,17 @@ extension GetCommand {
             throw ExitCode(ExitCodes.usage)
         }
         return entries
+    }
+
+    /// The name of content `argument` is (`s3://`, `hf://`, `oci://`), nil for any other
+    /// argument; a bad name reported and the command ended with exit 2.
+    static func contentName(_ argument: String, reporter: Reporter) throws -> ContentName? {
+        do throws(HaulError) {
+            return try ContentName(parsing: argument)
+        } catch {
+            reporter.failure(url: nil, error)
+            throw ExitCode(ExitCodes.code(for: error))
+        }
     }
 
     /// A local file named like a Metalink, not a URL.
@@ -146,6 +170,11 @@ extension GetCommand.RequestTemplate {
                 url: file.urls[0], mirrors: Array(file.urls.dropFirst()), name: file.name,
                 checksum: checksum ?? file.checksums.first)
             request.pieceHashes = file.pieces
+            return request
+        case .resolved(let file):
+            var request = try request(url: file.url, mirrors: [], name: file.path, checksum: checksum ?? file.checksum)
+            if checksum == nil { request.compositeChecksum = file.composite }
+            request.signing = file.signing
             return request
         }
     }

@@ -143,6 +143,9 @@ struct GetCommand: AsyncParsableCommand {
     @OptionGroup(title: "Cookies")
     var cookieOptions: CookieOptions
 
+    @OptionGroup(title: "S3")
+    var content: ContentSourceOptions
+
     @OptionGroup(title: "Configuration file")
     var config: ConfigOptions
 
@@ -218,12 +221,21 @@ struct GetCommand: AsyncParsableCommand {
             maxBytesPerSecond: try engine.maxBytesPerSecond(),
             logger: logger, maxConnectionsPerHost: engine.maxConnectionsPerHost, httpVersions: httpVersion.policy)
         configuration.refreshCommand = engine.refreshCommand
+        if urls.contains(where: { $0.lowercased().hasPrefix("s3://") }) {
+            do {
+                configuration.http.awsCredentials =
+                    try content.profiles(environment: ProcessInfo.processInfo.environment).credentials
+            } catch {
+                reporter.failure(url: nil, error)
+                throw ExitCode(ExitCodes.code(for: error))
+            }
+        }
         // After the transport's settings: a `--metalink URL` is fetched with them.
         let entries = try await entries(
             reporter: reporter,
             metalinks: MetalinkFetcher(
                 http: configuration.http, headers: template.headers, credentials: template.credentials,
-                httpVersions: httpVersion.policy, logger: logger))
+                httpVersions: httpVersion.policy, logger: logger), http: configuration.http)
         let manager: DownloadManager
         do {
             manager = try await DownloadManager(configuration: configuration)

@@ -118,6 +118,13 @@ struct World {
         return try await store.records(status: nil).first
     }
 
+    /// Every stored record, read the way a second process would.
+    func storedRecords() async throws -> [DownloadRecord] {
+        let store = try await SQLiteDownloadStore.open(path: home + "/haul.sqlite")
+        defer { Task { try? await store.close() } }
+        return try await store.records(status: nil)
+    }
+
     /// Polls the store until the checkpoint passes `offset`; bounded so a broken build fails
     /// instead of hanging. Not a timing assertion: only the state is checked.
     func waitForCheckpoint(beyond offset: Int64) async throws -> Int64 {

@@ -11,7 +11,8 @@ import NIOPosix
 
 /// Checks a finished `.part` before it may take its final name: its length against what the
 /// server announced and its digest against the machine's `digestToVerify`: the user's
-/// `--checksum`, else the digest the server announced (DESIGN rule 4). Opening,
+/// `--checksum`, else the digest the server announced (DESIGN rule 4); its pieces' digests (a
+/// Metalink's); and the digest of its parts' digests (an S3 multipart object's). Opening,
 /// reading and hashing run on the run's file threads (`DiskIO`). Cancelling the calling task
 /// stops a long hash (a remove does not wait for it).
 enum Verifier {
@@ -25,7 +26,7 @@ enum Verifier {
     /// Verifies the file `name` in `directory` (opened there, never through a link).
     static func verify(
         _ name: String, in directory: DownloadDirectory, io: DiskIO, expectedLength: Int64?,
-        digest: ExpectedDigest?, pieces: PieceHashes?, url: RemoteURL
+        digest: ExpectedDigest?, pieces: PieceHashes?, composite: CompositeChecksum? = nil, url: RemoteURL
     ) async -> Verdict {
         let path = Paths.join(directory.path, name)
         let stop = NIOLockedValueBox(false)
@@ -34,7 +35,7 @@ enum Verifier {
                 try await io.run {
                     try check(
                         name, in: directory, path: path, expectedLength: expectedLength, digest: digest, pieces: pieces,
-                        url: url, stopped: { stop.withLockedValue { $0 } })
+                        composite: composite, url: url, stopped: { stop.withLockedValue { $0 } })
                 }
             } onCancel: {
                 stop.withLockedValue { $0 = true }
@@ -49,7 +50,8 @@ enum Verifier {
     /// What is wrong with the file (blocks: on a file thread).
     static func check(
         _ name: String, in directory: DownloadDirectory, path: String, expectedLength: Int64?,
-        digest expected: ExpectedDigest?, pieces: PieceHashes?, url: RemoteURL, stopped: () -> Bool
+        digest expected: ExpectedDigest?, pieces: PieceHashes?, composite: CompositeChecksum? = nil, url: RemoteURL,
+        stopped: () -> Bool
     ) throws -> Verdict {
         let file = OpenFile(descriptor: try directory.openFile(name, flags: O_RDONLY))
         var info = stat()
@@ -64,9 +66,25 @@ enum Verifier {
         // Pieces that do not describe this file (a document that lied about the size) are not
         // checked; the whole-file digest still is.
         let pieces = pieces.flatMap { $0.fits(fileLength: size) ? $0 : nil }
-        guard expected != nil || pieces != nil else { return Verdict() }
-        let scan = try Scan(of: file, path: path, whole: expected?.checksum.algorithm, pieces: pieces, stopped: stopped)
+        if let composite, composite.totalLength != size {
+            return Verdict(
+                error: HaulError(
+                    .digestMismatch,
+                    "\(url): \(size) bytes, but the store's parts add up to \(composite.totalLength); the file is not published"
+                ))
+        }
+        guard expected != nil || pieces != nil || composite != nil else { return Verdict() }
+        let scan = try Scan(
+            of: file, path: path, whole: expected?.checksum.algorithm, pieces: pieces, composite: composite,
+            stopped: stopped)
         if !scan.badPieces.isEmpty { return Verdict(badPieces: scan.badPieces) }
+        if let composite, let found = scan.composite, found != composite.hex {
+            return Verdict(
+                error: HaulError(
+                    .digestMismatch,
+                    "\(url): the \(composite.algorithm.rawValue) of its \(composite.partLengths.count) parts' digests is "
+                        + "\(found), but the store's checksum says \(composite.hex); the file is not published"))
+        }
         guard let expected, let digest = scan.whole else { return Verdict() }
         let checksum = expected.checksum
         guard digest == checksum.hex else {
@@ -98,11 +116,14 @@ enum Verifier {
     struct Scan {
         var whole: String?
         var badPieces: [Int] = []
+        /// The digest of the parts' digests, when asked for.
+        var composite: String?
 
         init(
             of file: OpenFile, path: String, whole algorithm: Checksum.Algorithm?, pieces: PieceHashes?,
-            stopped: () -> Bool
+            composite expectedComposite: CompositeChecksum? = nil, stopped: () -> Bool
         ) throws {
+            var parts = PartDigests(expectedComposite)
             var wholeDigest = algorithm.map(Verifier.digest)
             var piece = 0
             var pieceDigest = pieces.map { Verifier.digest($0.algorithm) }
@@ -119,6 +140,7 @@ enum Verifier {
                 if count == 0 { break }
                 let bytes = UnsafeRawBufferPointer(rebasing: buffer[..<count])
                 wholeDigest?.update(bytes)
+                parts?.update(bytes)
                 guard let pieces else { continue }
                 var offset = 0
                 while offset < count {
@@ -141,6 +163,49 @@ enum Verifier {
                 badPieces.append(piece)
             }
             whole = wholeDigest?.hex()
+            composite = parts?.finish()
+        }
+    }
+
+    /// The digests of a file's parts (`CompositeChecksum`), fed as the file is read, and the
+    /// digest of their concatenation.
+    struct PartDigests {
+        let algorithm: Checksum.Algorithm
+        var lengths: [Int64]
+        var part = 0
+        var left: Int64
+        var digest: any StreamingDigest
+        var digests: [UInt8] = []
+
+        init?(_ composite: CompositeChecksum?) {
+            guard let composite else { return nil }
+            algorithm = composite.algorithm
+            lengths = composite.partLengths
+            left = lengths[0]
+            digest = Verifier.digest(algorithm)
+        }
+
+        mutating func update(_ bytes: UnsafeRawBufferPointer) {
+            var offset = 0
+            while offset < bytes.count, part < lengths.count {
+                let take = min(bytes.count - offset, Int(left))
+                digest.update(UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + take)]))
+                offset += take
+                left -= Int64(take)
+                if left == 0 {
+                    digests += digest.bytes()
+                    part += 1
+                    digest = Verifier.digest(algorithm)
+                    left = part < lengths.count ? lengths[part] : 0
+                }
+            }
+        }
+
+        /// The digest of the digests, hex.
+        func finish() -> String {
+            var outer = Verifier.digest(algorithm)
+            digests.withUnsafeBytes { outer.update($0) }
+            return outer.hex()
         }
     }
 
@@ -157,6 +222,8 @@ enum Verifier {
 /// A digest fed piece by piece.
 protocol StreamingDigest {
     mutating func update(_ bytes: UnsafeRawBufferPointer)
+    /// The digest of what was fed.
+    func bytes() -> [UInt8]
     /// Lowercase hex of what was fed.
     func hex() -> String
 }
@@ -166,6 +233,8 @@ struct Hashing<H: HashFunction>: StreamingDigest {
     init(_ hasher: H) { self.hasher = hasher }
 
     mutating func update(_ bytes: UnsafeRawBufferPointer) { hasher.update(bufferPointer: bytes) }
+
+    func bytes() -> [UInt8] { Array(hasher.finalize()) }
 
     func hex() -> String {
         hasher.finalize().map { byte in

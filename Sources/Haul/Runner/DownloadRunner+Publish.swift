@@ -30,6 +30,7 @@ extension RunSession {
                         await Verifier.verify(
                             name, in: directory, io: io, expectedLength: expected,
                             digest: digest, pieces: record.request.range == nil ? record.request.pieceHashes : nil,
+                            composite: record.request.range == nil ? record.request.compositeChecksum : nil,
                             url: record.request.url)))
             case .failure(let error):
                 post.yield(.verified(Verifier.Verdict(error: error)))

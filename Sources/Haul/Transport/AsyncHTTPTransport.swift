@@ -51,14 +51,20 @@ public final class AsyncHTTPTransport: HTTPTransport {
         /// The cookies sent with every hop whose domain and path they match, and where each
         /// hop's `Set-Cookie` goes; nil: no cookies are sent or kept (the daemon).
         public var cookies: CookieStore?
+        /// The keys that sign a request whose plan asks for it (`RequestPlan.signing`: an
+        /// `s3://` object), at the moment it is sent; nil: such requests go unsigned (a public
+        /// bucket).
+        public var awsCredentials: SigV4.Credentials?
 
         /// Defaults: 10 s to connect, 60 s without a byte, 10 redirects, 1024 connections per
-        /// host, no proxy, no extra trust roots, haul's own user agent and no cookies.
+        /// host, no proxy, no extra trust roots, haul's own user agent, no cookies and no AWS keys.
         public init(
             connectTimeout: Duration = .seconds(10), readTimeout: Duration = .seconds(60), maxRedirects: Int = 10,
             additionalTrustRoots: [String] = [], maxConnectionsPerHost: Int = 1024,
-            proxies: ProxySettings = .direct, userAgent: String = HaulVersion.userAgent, cookies: CookieStore? = nil
+            proxies: ProxySettings = .direct, userAgent: String = HaulVersion.userAgent, cookies: CookieStore? = nil,
+            awsCredentials: SigV4.Credentials? = nil
         ) {
+            self.awsCredentials = awsCredentials
             self.cookies = cookies
             self.maxConnectionsPerHost = maxConnectionsPerHost
             self.connectTimeout = connectTimeout
@@ -191,7 +197,7 @@ public final class AsyncHTTPTransport: HTTPTransport {
     /// Request headers that belong to the origin they were given for.
     static let originBoundHeaders = ["Authorization", "Cookie", "Proxy-Authorization"]
 
-    /// Sends `plan` as a GET and follows its redirects hop by hop, each through the proxy its
+    /// Sends `plan` (a GET, or a HEAD) and follows its redirects hop by hop, each through the proxy its
     /// URL calls for; returns the final response's head (its URL, and the connections used)
     /// and its body, which the caller reads. Any status the server answers with is returned,
     /// not thrown. `Authorization`, `Cookie` and `Proxy-Authorization` of the request, and its
@@ -212,7 +218,7 @@ public final class AsyncHTTPTransport: HTTPTransport {
         while true {
             let sameOrigin = url.hasSameOrigin(as: origin)
             var request = HTTPClientRequest(url: url.absoluteString)
-            request.method = .GET
+            request.method = plan.method == "HEAD" ? .HEAD : .GET
             var headers = plan.allHeaders
             if !sameOrigin { for name in Self.originBoundHeaders { headers.remove(name: name) } }
             for field in headers { request.headers.add(name: field.name, value: field.value) }
@@ -231,6 +237,20 @@ public final class AsyncHTTPTransport: HTTPTransport {
                         .headerValue)
             }
             configuration.cookies?.add(to: &request.headers, for: url)
+            // SigV4 at the moment of sending, to the origin the scope was given for only (as
+            // `Authorization`): a resume months later is signed as freshly as the first request.
+            if let scope = plan.signing, sameOrigin, let keys = configuration.awsCredentials {
+                var signed = SigV4.Request(method: plan.method, url: url)
+                // Every `x-amz-*` field sent is signed, as S3 requires.
+                signed.headers = headers.fields.filter { $0.name.lowercased().hasPrefix("x-amz-") }.map {
+                    (name: $0.name, value: $0.value)
+                }
+                let signer = SigV4(credentials: keys, region: scope.region, service: scope.service, primitives: .crypto)
+                request.headers.replaceOrAdd(name: "Host", value: signed.host)
+                for field in signer.signatureHeaders(for: signed, at: Int64(time(nil))) {
+                    request.headers.replaceOrAdd(name: field.name, value: field.value)
+                }
+            }
             let proxy = configuration.proxies.proxy(for: url)
             // HTTP/2 needs TLS: a plain http URL goes to the HTTP/1.1 client whatever the plan allows.
             let http2 = plan.allowsHTTP2 && url.scheme == "https"

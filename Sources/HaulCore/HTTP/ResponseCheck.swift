@@ -16,14 +16,21 @@ public struct RequestPlan: Hashable, Sendable {
     /// `-N`: the local file's time as an HTTP date; a 304 then means the file is as new as the
     /// server's (`ResponseCheck.Verdict.notModified`).
     public var ifModifiedSince: String?
+    /// Signed with AWS Signature Version 4 in this scope when it is sent (`DownloadRequest.signing`),
+    /// to `url`'s origin only; nil: sent as it is.
+    public var signing: SigV4Scope?
+    /// `GET`, or `HEAD` for a resolver's question about an object.
+    public var method: String
 
-    /// A plan with these fields; `credentials` and `ifModifiedSince` default to nil, and
-    /// `allowsHTTP2` to false.
+    /// A plan with these fields; `credentials`, `ifModifiedSince` and `signing` default to nil,
+    /// `allowsHTTP2` to false and `method` to `GET`.
     public init(
         url: RemoteURL, range: ByteRange?, ifRange: String?, headers: HTTPHeaderList, credentials: Credentials? = nil,
-        allowsHTTP2: Bool = false, ifModifiedSince: String? = nil
+        allowsHTTP2: Bool = false, ifModifiedSince: String? = nil, signing: SigV4Scope? = nil, method: String = "GET"
     ) {
         self.ifModifiedSince = ifModifiedSince
+        self.signing = signing
+        self.method = method
         self.url = url
         self.range = range
         self.ifRange = ifRange

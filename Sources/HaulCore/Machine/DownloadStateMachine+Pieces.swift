@@ -239,7 +239,7 @@ extension DownloadStateMachine {
             headers: record.request.headers(for: source.url),
             credentials: source.credentials,
             allowsHTTP2: settings.httpVersions.allowsHTTP2,
-            ifModifiedSince: modifiedSince.map(HTTPDate.format))
+            ifModifiedSince: modifiedSince.map(HTTPDate.format), signing: record.request.signing)
         connections[id]?.phase = .requesting(plan)
         connections[id]?.requestedEnd = range?.end
         connections[id]?.received = 0

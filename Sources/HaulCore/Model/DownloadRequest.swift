@@ -27,6 +27,12 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
     public var checksum: Checksum?
     /// Digests of the file's pieces (a Metalink's): a piece that fails is fetched again.
     public var pieceHashes: PieceHashes?
+    /// The digest of the digests of the file's parts (an S3 multipart object's checksum),
+    /// checked with the whole file before it is published.
+    public var compositeChecksum: CompositeChecksum?
+    /// Each request is signed with AWS Signature Version 4 in this scope as it is sent (an
+    /// `s3://` object); nil: requests go as they are.
+    public var signing: SigV4Scope?
     /// Extra request headers (`-H`).
     public var headers: HTTPHeaderList
     /// Tries per stretch without progress; nil takes the manager's default.
@@ -55,8 +61,9 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
     /// only (`headers(for:)`). Empty unless the daemon was given a cookie file with the add.
     public var cookies = SourceCookies()
 
-    /// A request for `url` into `destination`. `timestamping`, `remoteTime`, `pieceHashes`, `cookies`
-    /// and `growsConnections` start off and are set afterwards.
+    /// A request for `url` into `destination`. `timestamping`, `remoteTime`, `pieceHashes`,
+    /// `compositeChecksum`, `signing`, `cookies` and `growsConnections` start off and are set
+    /// afterwards.
     ///
     /// - Throws: `.usage` when `connections` is outside `Limits.connections`, `maxBytesPerSecond` is
     ///   not positive, a `.file` destination names no file (ends in `/`) or a name that is too long
@@ -113,7 +120,7 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
     private enum CodingKeys: String, CodingKey {
         case url, mirrors, directory, fileName, range, checksum, headers, maxAttempts, priority, connections,
             maxBytesPerSecond
-        case timestamping, remoteTime, pieceHashes, cookies, growsConnections
+        case timestamping, remoteTime, pieceHashes, cookies, growsConnections, compositeChecksum, signing
     }
 
     /// Gives the download new URLs (a new URL that keeps the bytes, a refreshed signed URL).
@@ -159,6 +166,7 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
             && lhs.timestamping == rhs.timestamping && lhs.remoteTime == rhs.remoteTime
             && lhs.pieceHashes == rhs.pieceHashes
             && lhs.cookies == rhs.cookies && lhs.growsConnections == rhs.growsConnections
+            && lhs.compositeChecksum == rhs.compositeChecksum && lhs.signing == rhs.signing
     }
 
     /// Hashes the fields `==` compares: everything but `credentials`.
@@ -179,6 +187,8 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
         hasher.combine(pieceHashes)
         hasher.combine(cookies)
         hasher.combine(growsConnections)
+        hasher.combine(compositeChecksum)
+        hasher.combine(signing)
     }
 
     /// More connections than this to one server is abuse, not speed.
@@ -246,6 +256,8 @@ extension DownloadRequest {
         pieceHashes = try container.decodeIfPresent(PieceHashes.self, forKey: .pieceHashes)
         cookies = try container.decodeIfPresent(SourceCookies.self, forKey: .cookies) ?? SourceCookies()
         growsConnections = try container.decodeIfPresent(Bool.self, forKey: .growsConnections) ?? false
+        compositeChecksum = try container.decodeIfPresent(CompositeChecksum.self, forKey: .compositeChecksum)
+        signing = try container.decodeIfPresent(SigV4Scope.self, forKey: .signing)
         credentials = nil
     }
 }

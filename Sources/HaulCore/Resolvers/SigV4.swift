@@ -7,7 +7,7 @@
 /// against the worked examples AWS publishes for S3.
 public struct SigV4: Sendable {
     /// An access key, its secret and, for temporary credentials, the session token.
-    public struct Credentials: Sendable, Equatable {
+    public struct Credentials: Sendable, Hashable {
         /// The access key id (`AKIA...`, or `ASIA...` for temporary credentials).
         public var accessKeyID: String
         /// The secret access key.

@@ -140,6 +140,31 @@ extension StoredRecord {
                 }
             }
             json.field("growsConnections", request.growsConnections)
+            if let composite = request.compositeChecksum {
+                json.key("compositeChecksum")
+                json.object { json in
+                    json.key("algorithm")
+                    json.string(composite.algorithm.rawValue)
+                    json.key("runs")
+                    json.array(composite.runs) { json, run in
+                        json.object { json in
+                            json.integer("length", run.length)
+                            json.integer("count", Int64(run.count))
+                        }
+                    }
+                    json.key("hex")
+                    json.string(composite.hex)
+                }
+            }
+            if let signing = request.signing {
+                json.key("signing")
+                json.object { json in
+                    json.key("region")
+                    json.string(signing.region)
+                    json.key("service")
+                    json.string(signing.service)
+                }
+            }
         }
     }
 
@@ -251,6 +276,8 @@ extension StoredRecord {
         var remoteTime = false
         var growsConnections = false
         var pieces: PieceHashes?
+        var composite: CompositeChecksum?
+        var signing: SigV4Scope?
         var cookies = SourceCookies()
         try json.readObject { json, key throws(JSONParser.Failure) in
             switch key {
@@ -271,6 +298,8 @@ extension StoredRecord {
             case "pieceHashes": pieces = try json.optional(self.pieceHashes)
             case "cookies": cookies = try json.optional(self.cookies) ?? SourceCookies()
             case "growsConnections": growsConnections = try json.readOptionalBool() ?? false
+            case "compositeChecksum": composite = try json.optional(self.compositeChecksum)
+            case "signing": signing = try json.optional(self.signing)
             default: try json.skipValue()
             }
         }
@@ -300,6 +329,8 @@ extension StoredRecord {
         request.pieceHashes = pieces
         request.cookies = cookies
         request.growsConnections = growsConnections
+        request.compositeChecksum = composite
+        request.signing = signing
         return request
     }
 
@@ -460,6 +491,63 @@ extension StoredRecord {
         } catch {
             throw JSONParser.Failure(offset: offset, reason: error.message)
         }
+    }
+
+    private static func compositeChecksum(_ json: inout JSONParser) throws(JSONParser.Failure) -> CompositeChecksum {
+        let offset = json.offset
+        var algorithm: Checksum.Algorithm?
+        var lengths: [Int64] = []
+        var hex: String?
+        try json.readObject { json, key throws(JSONParser.Failure) in
+            switch key {
+            case "algorithm": algorithm = try json.readKnown(Checksum.Algorithm.self)
+            case "hex": hex = try json.readString()
+            case "runs":
+                let runs = try json.readList { json throws(JSONParser.Failure) in
+                    var length: Int64 = 0
+                    var count: Int64 = 0
+                    try json.readObject { json, key throws(JSONParser.Failure) in
+                        switch key {
+                        case "length": length = try json.readInteger()
+                        case "count": count = try json.readInteger()
+                        default: try json.skipValue()
+                        }
+                    }
+                    return (length, count)
+                }
+                guard runs.allSatisfy({ $0.1 > 0 && $0.1 <= 10_000 }) else {
+                    throw JSONParser.Failure(
+                        offset: offset, reason: "a composite checksum's run of parts is out of bounds")
+                }
+                lengths = runs.flatMap { Array(repeating: $0.0, count: Int($0.1)) }
+            default: try json.skipValue()
+            }
+        }
+        guard let algorithm, let hex else {
+            throw JSONParser.Failure(offset: offset, reason: "a composite checksum without algorithm or digest")
+        }
+        do {
+            return try CompositeChecksum(algorithm: algorithm, partLengths: lengths, hex: hex)
+        } catch {
+            throw JSONParser.Failure(offset: offset, reason: error.message)
+        }
+    }
+
+    private static func signing(_ json: inout JSONParser) throws(JSONParser.Failure) -> SigV4Scope {
+        let offset = json.offset
+        var region: String?
+        var service: String?
+        try json.readObject { json, key throws(JSONParser.Failure) in
+            switch key {
+            case "region": region = try json.readString()
+            case "service": service = try json.readString()
+            default: try json.skipValue()
+            }
+        }
+        guard let region, let service else {
+            throw JSONParser.Failure(offset: offset, reason: "a signing scope without region or service")
+        }
+        return SigV4Scope(region: region, service: service)
     }
 
     private static func cookies(_ json: inout JSONParser) throws(JSONParser.Failure) -> SourceCookies {
