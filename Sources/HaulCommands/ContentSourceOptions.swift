@@ -68,7 +68,7 @@ struct ContentSourceOptions: ParsableArguments {
 }
 
 extension GetCommand {
-    /// The files the `s3://` names among the arguments stand for, each an entry; the names'
+    /// The files the names of content among the arguments stand for, each an entry; the names'
     /// problems reported and the command ended (exit 2 for a name or a setting, 3 for the store's
     /// refusal, 4 when it cannot be reached).
     func resolveContent(
@@ -76,31 +76,24 @@ extension GetCommand {
     ) async throws -> [Entry] {
         guard !names.isEmpty else { return [] }
         var entries: [Entry] = []
-        let transport = AsyncHTTPTransport(configuration: http)
         do throws(HaulError) {
-            let endpoint = try content.endpoint()
-            let region = try content.profiles(environment: ProcessInfo.processInfo.environment).region ?? "us-east-1"
-            let resolver = S3Resolver(endpoint: endpoint, region: region, transport: transport)
+            let resolver = ContentResolver(
+                s3Endpoint: try content.endpoint(),
+                s3Region: try content.profiles(environment: ProcessInfo.processInfo.environment).region ?? "us-east-1",
+                http: http)
             for (text, name) in names {
-                switch name {
-                case .s3(let s3):
-                    let (files, skipped) = try await resolver.resolve(s3)
-                    for key in skipped {
-                        reporter.failure(
-                            url: text,
-                            HaulError(.usage, "skipped the key '\(key)': it names no file beneath the directory"))
-                    }
-                    entries += files.map(Entry.resolved)
-                case .hub, .image:
-                    throw HaulError(.unsupportedScheme, "\(text): hf:// and oci:// names are not supported yet")
+                let (files, skipped) = try await resolver.resolve(name, as: text)
+                for key in skipped {
+                    reporter.failure(
+                        url: text, HaulError(.usage, "skipped the key '\(key)': it names no file beneath the directory")
+                    )
                 }
+                entries += files.map(Entry.resolved)
             }
         } catch {
-            await transport.shutdown()
             reporter.failure(url: nil, error)
             throw ExitCode(ExitCodes.code(for: error))
         }
-        await transport.shutdown()
         return entries
     }
 }

@@ -172,9 +172,8 @@ extension GetCommand.RequestTemplate {
             request.pieceHashes = file.pieces
             return request
         case .resolved(let file):
-            var request = try request(url: file.url, mirrors: [], name: file.path, checksum: checksum ?? file.checksum)
-            if checksum == nil { request.compositeChecksum = file.composite }
-            request.signing = file.signing
+            var request = try request(url: file.url, mirrors: [], name: file.path, checksum: checksum)
+            request.take(file, userChecksum: checksum != nil)
             return request
         }
     }

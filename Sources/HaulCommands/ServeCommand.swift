@@ -133,6 +133,9 @@ struct ServeCommand: AsyncParsableCommand {
     @OptionGroup(title: "Configuration file")
     var config: ConfigOptions
 
+    @OptionGroup(title: "S3")
+    var content: ContentSourceOptions
+
     @OptionGroup(title: "HTTP version")
     var httpVersion: HTTPVersionOptions
 
@@ -189,6 +192,14 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.manager.maxConnectionsPerHost = engine.maxConnectionsPerHost
         configuration.manager.refreshCommand = engine.refreshCommand
         configuration.manager.httpVersions = httpVersion.policy
+        // `s3://` names in adds: resolved and signed with the daemon's own keys (its
+        // environment, ~/.aws), never an add's.
+        // A bad setting (an AWS_PROFILE no file has) ends the start, one line, exit 2.
+        let profiles = try content.profiles(environment: ProcessInfo.processInfo.environment)
+        configuration.manager.http.awsCredentials = profiles.credentials
+        configuration.content = ContentResolver(
+            s3Endpoint: try content.endpoint(), s3Region: profiles.region ?? "us-east-1",
+            http: configuration.manager.http)
         configuration.store = store
         configuration.fleet = FleetExecutable.opening
         configuration.sharesWithGroup = sharesWithGroup

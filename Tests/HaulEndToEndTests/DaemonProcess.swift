@@ -17,11 +17,13 @@ final class DaemonProcess: @unchecked Sendable {
 
     /// Starts the daemon and waits until it wrote `serve.json` (bounded, so a broken build fails).
     /// `shell`: commands run before `exec haul serve` (`ulimit -n 256`).
-    static func start(_ world: World, _ extra: [String] = [], shell: String? = nil) async throws -> DaemonProcess {
+    static func start(
+        _ world: World, _ extra: [String] = [], shell: String? = nil, environment: [String: String] = [:]
+    ) async throws -> DaemonProcess {
         try? FileManager.default.removeItem(atPath: ServeFile.path(home: world.home))
         let process = try HaulProcess(
             ["serve", "--port", "0", "-d", world.directory] + extra,
-            home: world.home, workingDirectory: world.directory, shell: shell)
+            home: world.home, workingDirectory: world.directory, shell: shell, environment: environment)
         for _ in 0..<1200 {
             if let file = try? ServeFile.read(home: world.home), file.pid == process.process.processIdentifier {
                 return DaemonProcess(process: process, serve: file, world: world)

@@ -1,5 +1,7 @@
 import Foundation
+import HaulAPI
 import HaulCore
+import NIOHTTP1
 import Testing
 
 /// `haul get s3://...` against a real S3 API: moto's server (`Tests/S3/moto_fixture.py`) with
@@ -79,6 +81,34 @@ struct S3EndToEndTests {
             Array(arguments.filter { $0 != "--limit-rate" && $0 != "400K" }), in: world, environment: moto.keys)
         #expect(second.status == 0, "\(second.stderr)")
         #expect(world.sha256(of: world.directory + "/multi.bin") == moto.sha256["haul-test/multi.bin"])
+        try await world.close()
+        await moto.stop()
+    }
+
+    /// The daemon takes the same names through its API and aria2's `addUri`, with its own keys:
+    /// one download per file, the API answering all of them, `addUri` the first.
+    @Test func theDaemonTakesS3NamesThroughBothAPIs() async throws {
+        let moto = try await MotoServer.start()
+        let world = try await World.make()
+        let daemon = try await DaemonProcess.start(world, ["--s3-endpoint", moto.endpoint], environment: moto.keys)
+        defer { daemon.process.signal(SIGKILL) }
+        let answer = try await daemon.call(
+            .POST, "/api/v1/downloads", body: #"{"url": "s3://haul-test/bad/", "directory": "\#(world.directory)/api"}"#
+        )
+        #expect(answer.status == 201, "\(answer.text)")
+        let added = try answer.decode([DownloadView].self)
+        #expect(added.count == 1, "bad/ok.txt only: \(answer.text)")
+        let call =
+            #"{"jsonrpc":"2.0","id":"1","method":"aria2.addUri","params":["token:\#(daemon.serve.secret)",["s3://haul-test/multi.bin"]]}"#
+        let rpc = try await daemon.call(.POST, "/jsonrpc", body: call, token: .some(nil))
+        let gid = try #require((rpc.json as? [String: Any])?["result"] as? String, "\(rpc.text)")
+        for id in added.map(\.id) + [gid] { try await daemon.wait(for: id, status: .completed) }
+        #expect(try String(contentsOfFile: world.directory + "/api/ok.txt", encoding: .utf8) == "fine\n")
+        #expect(world.sha256(of: world.directory + "/multi.bin") == moto.sha256["haul-test/multi.bin"])
+        let missing = try await daemon.call(.POST, "/api/v1/downloads", body: #"{"url": "s3://haul-test/nope.bin"}"#)
+        #expect(missing.status >= 400, "\(missing.text)")
+        #expect(missing.text.contains("no such key"), "\(missing.text)")
+        _ = await daemon.terminate()
         try await world.close()
         await moto.stop()
     }

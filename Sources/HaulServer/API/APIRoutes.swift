@@ -144,11 +144,12 @@ struct APIRoutes<Context: RequestContext>: Sendable {
         if first == UInt8(ascii: "[") {
             let adds = try JSONDecoder().decode([AddRequest].self, from: body)
             guard !adds.isEmpty else { throw HaulError(.badRequest, "nothing to add: the array is empty") }
-            let requests = try adds.enumerated().map { index, add in
+            var requests: [DownloadRequest] = []
+            for (index, add) in adds.enumerated() {
                 do {
-                    return try defaults.request(for: add)
-                } catch let error as HaulError {
-                    throw HaulError(error.code, "[\(index)]: \(error.message)")
+                    requests += try await defaults.requests(for: add)
+                } catch {
+                    throw HaulError(error.code, "[\(index)]: \(error.message)", httpStatus: error.httpStatus)
                 }
             }
             let records = try await manager.add(requests)
@@ -158,7 +159,13 @@ struct APIRoutes<Context: RequestContext>: Sendable {
             throw HaulError(.badRequest, "expected a JSON object or an array of them")
         }
         let add = try JSONDecoder().decode(AddRequest.self, from: body)
-        let record = try await manager.add(defaults.request(for: add))
+        let requests = try await defaults.requests(for: add)
+        if requests.count != 1 || add.url != requests[0].url.absoluteString {
+            // A name of content: every file it stands for, as an array of their downloads.
+            let records = try await manager.add(requests)
+            return APIResponse.downloads(records.map { DownloadView($0, live: nil) }, status: .created)
+        }
+        let record = try await manager.add(requests[0])
         return APIResponse.download(DownloadView(record, live: manager.liveProgress(record.id)), status: .created)
     }
 

@@ -139,17 +139,27 @@ extension Aria2RPC {
     // MARK: Methods with more to them
 
     /// `addUri(uris[, options[, position]])`: one file; the URIs after the first are its mirrors.
+    /// A name of content (`s3://BUCKET/PREFIX/`) is one download per file, and the answer is the
+    /// first one's gid (the others follow it in the queue).
     private func addUri(_ params: Params) async throws -> DownloadID {
         let prepared = try await prepareAddUri(params)
-        return try await manager.add([prepared.request], placements: [prepared.placement])[0].id
+        return try await manager.add(prepared.requests, placements: prepared.placements)[0].id
     }
 
     /// An `addUri` call read and checked, ready to add (alone, or with its neighbours in a
     /// `system.multicall`).
     struct PreparedAdd {
-        var request: DownloadRequest
+        /// One request, or one per file of a name of content.
+        var requests: [DownloadRequest]
         /// Paused, and where in the waiting list: decided in the add's own queue step.
         var placement: AddPlacement
+
+        /// Each request's placement: the files of a name of content one after the other.
+        var placements: [AddPlacement] {
+            requests.indices.map { offset in
+                AddPlacement(startsPaused: placement.startsPaused, index: placement.index.map { $0 + offset })
+            }
+        }
     }
 
     func prepareAddUri(_ params: Params) async throws -> PreparedAdd {
@@ -167,13 +177,13 @@ extension Aria2RPC {
         }
         let add = try Aria2Options.addRequest(
             uri: uri, mirrors: Array(texts.dropFirst()), options: options, defaults: defaults)
-        var request = try defaults.request(for: add)
+        var requests = try await defaults.requests(for: add)
         let now = Aria2Cookies.now()
-        Aria2Cookies.attach(
-            try await Aria2Cookies.jar(options, policy: defaults.policy, now: now), to: &request, now: now)
+        let jar = try await Aria2Cookies.jar(options, policy: defaults.policy, now: now)
+        for index in requests.indices { Aria2Cookies.attach(jar, to: &requests[index], now: now) }
         return PreparedAdd(
-            request: request, placement: AddPlacement(startsPaused: options["pause"]?.string == "true", index: position)
-        )
+            requests: requests,
+            placement: AddPlacement(startsPaused: options["pause"]?.string == "true", index: position))
     }
 
     /// `changeUri(gid, fileIndex, delUris, addUris[, position])`: removes each of `delUris` once,

@@ -77,7 +77,7 @@ extension Aria2RPC {
         }
         var records: [DownloadRecord]?
         do {
-            records = try await manager.add(ready.map(\.request), placements: ready.map(\.placement))
+            records = try await manager.add(ready.flatMap(\.requests), placements: ready.flatMap(\.placements))
         } catch {
             // Added one by one below, so the call that cannot be added gets the error alone.
             records = nil
@@ -90,10 +90,11 @@ extension Aria2RPC {
                     let add = try entry.get()
                     let record: DownloadRecord
                     if let records {
+                        // The first of a call's downloads answers it.
                         record = records[next]
-                        next += 1
+                        next += add.requests.count
                     } else {
-                        record = try await self.manager.add([add.request], placements: [add.placement])[0]
+                        record = try await self.manager.add(add.requests, placements: add.placements)[0]
                     }
                     var json = JSONWriter()
                     json.string(record.id.rawValue)

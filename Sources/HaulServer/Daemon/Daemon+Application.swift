@@ -57,7 +57,8 @@ extension Daemon {
         let logger = configuration.logger
         let defaults = DaemonDefaults(
             directory: configuration.downloadDirectory, connections: configuration.defaultConnections,
-            allowedDirectories: configuration.allowedDirectories, limitSchedule: configuration.limitSchedule)
+            allowedDirectories: configuration.allowedDirectories, limitSchedule: configuration.limitSchedule,
+            content: configuration.content)
         return RouteParts(
             manager: manager, defaults: defaults, settings: DownloadSettingsCache(manager: manager), metrics: metrics,
             secret: secret,

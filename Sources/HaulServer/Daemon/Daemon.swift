@@ -77,6 +77,9 @@ public struct Daemon: Sendable {
         /// Reads the configuration file again on SIGHUP and says what changed (`haul serve` gives
         /// one); nil: SIGHUP is logged and ignored. Runs on the daemon's own task, one at a time.
         public var reload: (@Sendable () throws -> SettingsReload)?
+        /// Resolves the names of content an add may give (`s3://`), with the daemon's own keys
+        /// and settings, never an add's; nil: such names are refused.
+        public var content: ContentResolver?
 
         public init(
             host: String = "127.0.0.1", port: Int = 6800, secret: String? = nil, home: String,

@@ -22,11 +22,14 @@ public final class DaemonDefaults: Sendable {
 
     private let state: NIOLockedValueBox<State>
     public let policy: DirectoryPolicy
+    /// Resolves an add's name of content (`s3://`); nil: such names are refused.
+    public let content: ContentResolver?
 
     public init(
         directory: String, connections: Int, maxBytesPerSecond: Int64? = nil, allowedDirectories: [String] = [],
-        limitSchedule: SpeedSchedule? = nil
+        limitSchedule: SpeedSchedule? = nil, content: ContentResolver? = nil
     ) {
+        self.content = content
         state = NIOLockedValueBox(
             State(
                 connections: connections, directory: AddRequest.normalized(directory),
@@ -70,6 +73,31 @@ public final class DaemonDefaults: Sendable {
         let request = try add.downloadRequest(defaultDirectory: directory, defaultConnections: connections)
         try policy.check(request.directory)
         return request
+    }
+
+    /// The engine's requests for an add: one for a URL, one per file for a name of content
+    /// (`s3://BUCKET/PREFIX/`), each at its path beneath the add's directory, checked by its
+    /// digest unless the add gives one, signed with the daemon's keys.
+    public func requests(for add: AddRequest) async throws(HaulError) -> [DownloadRequest] {
+        guard let name = try ContentName(parsing: add.url) else { return [try request(for: add)] }
+        guard let content else {
+            throw HaulError(.unsupportedScheme, "\(add.url): this daemon resolves no names of content")
+        }
+        let files = try await content.resolve(name, as: add.url).files
+        if add.fileName != nil, files.count > 1 {
+            throw HaulError(.usage, "fileName names one file; \(add.url) stands for \(files.count)")
+        }
+        let base = add.directory ?? directory
+        return try files.map { file throws(HaulError) in
+            var one = add
+            one.url = file.url.absoluteString
+            let (folder, name) = Paths.split(file.path)
+            if folder != "." { one.directory = Paths.join(base, folder) }
+            if one.fileName == nil { one.fileName = name }
+            var request = try request(for: one)
+            request.take(file, userChecksum: add.checksum != nil)
+            return request
+        }
     }
 }
 
