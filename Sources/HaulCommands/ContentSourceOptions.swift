@@ -31,6 +31,59 @@ struct ContentSourceOptions: ParsableArguments {
         help: "Send s3:// requests unsigned (a public bucket), even where AWS keys are found.")
     var noSignRequest = false
 
+    @Option(
+        name: .customLong("platform"),
+        help: ArgumentHelp(
+            "The platform an oci:// image index is narrowed to (default: this machine's).",
+            valueName: "OS/ARCH[/VARIANT]"))
+    var platform: String?
+
+    @Flag(name: .customLong("plain-http"), help: "Reach oci:// registries over HTTP without TLS.")
+    var plainHTTP = false
+
+    @Option(
+        name: .customLong("oci-auth"),
+        help: ArgumentHelp(
+            "The user name and password for the oci:// registry (else Docker's config.json credentials).",
+            valueName: "USER:PASSWORD"))
+    var ociAuth: String?
+
+    /// How registries are reached, for the image names among `names`: `--oci-auth` for their
+    /// registries, else the credentials of Docker's `config.json` (`$DOCKER_CONFIG`, else
+    /// `~/.docker`).
+    func ociSettings(for names: [ContentName], environment: [String: String]) throws(HaulError)
+        -> ContentResolver.OCISettings
+    {
+        var settings = ContentResolver.OCISettings.standard
+        settings.plainHTTP = plainHTTP
+        if let platform { settings.platform = try OCIManifest.Platform(parsing: platform) }
+        let registries = names.compactMap { name -> String? in
+            if case .image(let image) = name { image.registry } else { nil }
+        }
+        if let ociAuth {
+            guard let colon = ociAuth.firstIndex(of: ":") else {
+                throw HaulError(.usage, "--oci-auth takes USER:PASSWORD")
+            }
+            let given = Credentials(
+                user: String(ociAuth[..<colon]), password: String(ociAuth[ociAuth.index(after: colon)...]))
+            for registry in registries { settings.credentials[registry] = given }
+            return settings
+        }
+        let home = environment["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path
+        let path =
+            (environment["DOCKER_CONFIG"].flatMap { $0.isEmpty ? nil : $0 } ?? home + "/.docker") + "/config.json"
+        guard !registries.isEmpty, FileManager.default.fileExists(atPath: path) else { return settings }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw HaulError(.usage, "cannot read Docker's credentials in \(path)")
+        }
+        for registry in registries {
+            if let found = try DockerConfig.credentials(for: registry, in: Array(data)) {
+                settings.credentials[registry] = found
+            }
+        }
+        return settings
+    }
+
     /// The store's endpoint as given.
     func endpoint() throws(HaulError) -> S3Endpoint {
         guard let s3Endpoint else { return S3Endpoint(custom: nil, pathStyle: s3PathStyle) }
@@ -68,32 +121,36 @@ struct ContentSourceOptions: ParsableArguments {
 }
 
 extension GetCommand {
-    /// The files the names of content among the arguments stand for, each an entry; the names'
-    /// problems reported and the command ended (exit 2 for a name or a setting, 3 for the store's
-    /// refusal, 4 when it cannot be reached).
+    /// The files the names of content among the arguments stand for, each an entry, and what
+    /// completes each image layout once its files are in; the names' problems reported and the
+    /// command ended (exit 2 for a name or a setting, 3 for a refusal, 4 when nothing answers).
     func resolveContent(
         _ names: [(text: String, name: ContentName)], http: AsyncHTTPTransport.Configuration, reporter: Reporter
-    ) async throws -> [Entry] {
-        guard !names.isEmpty else { return [] }
+    ) async throws -> (entries: [Entry], layouts: [ImageLayoutFinish]) {
+        guard !names.isEmpty else { return ([], []) }
         var entries: [Entry] = []
+        var layouts: [ImageLayoutFinish] = []
         do throws(HaulError) {
+            let environment = ProcessInfo.processInfo.environment
+            let hasS3 = names.contains { if case .s3 = $0.name { true } else { false } }
+            let region = hasS3 ? try content.profiles(environment: environment).region : nil
             let resolver = ContentResolver(
-                s3Endpoint: try content.endpoint(),
-                s3Region: try content.profiles(environment: ProcessInfo.processInfo.environment).region ?? "us-east-1",
-                http: http)
+                s3Endpoint: try content.endpoint(), s3Region: region ?? "us-east-1", http: http,
+                oci: try content.ociSettings(for: names.map(\.name), environment: environment))
             for (text, name) in names {
-                let (files, skipped) = try await resolver.resolve(name, as: text)
-                for key in skipped {
+                let resolution = try await resolver.resolve(name, as: text)
+                for key in resolution.skipped {
                     reporter.failure(
                         url: text, HaulError(.usage, "skipped the key '\(key)': it names no file beneath the directory")
                     )
                 }
-                entries += files.map(Entry.resolved)
+                entries += resolution.files.map(Entry.resolved)
+                if let layout = resolution.layout { layouts.append(layout) }
             }
         } catch {
             reporter.failure(url: nil, error)
             throw ExitCode(ExitCodes.code(for: error))
         }
-        return entries
+        return (entries, layouts)
     }
 }

@@ -34,7 +34,7 @@ extension GetCommand {
     /// that `metalinks` fetches).
     func entries(
         reporter: Reporter, metalinks fetcher: MetalinkFetcher, http: AsyncHTTPTransport.Configuration
-    ) async throws -> [Entry] {
+    ) async throws -> (entries: [Entry], layouts: [ImageLayoutFinish]) {
         var entries: [Entry] = []
         var texts: [String] = []
         var metalinks = metalink
@@ -51,7 +51,16 @@ extension GetCommand {
         if mirrors, !texts.isEmpty { texts = [texts.joined(separator: "\t")] }
         if let inputFile { texts += try URLList.read(inputFile) }
         entries = texts.map(Entry.urls)
-        entries += try await resolveContent(names, http: http, reporter: reporter)
+        let resolved = try await resolveContent(names, http: http, reporter: reporter)
+        for entry in resolved.entries {
+            // A digest is an identity: a file already in place with it is not fetched again.
+            if case .resolved(let file) = entry, output == nil, let checksum = file.checksum,
+                await PresentFiles.has(checksum, at: Paths.join(baseDirectory, file.path))
+            {
+                continue
+            }
+            entries.append(entry)
+        }
         for source in metalinks {
             do throws(HaulError) {
                 let document =
@@ -62,7 +71,7 @@ extension GetCommand {
                 throw ExitCode(ExitCodes.code(for: error))
             }
         }
-        if entries.isEmpty {
+        if entries.isEmpty, names.isEmpty {
             reporter.failure(url: nil, HaulError(.usage, "no URL to download: give at least one URL, or -i LIST"))
             throw ExitCode(ExitCodes.usage)
         }
@@ -71,7 +80,7 @@ extension GetCommand {
                 url: nil, HaulError(.usage, "-o names one file; it cannot be used with \(entries.count) files"))
             throw ExitCode(ExitCodes.usage)
         }
-        return entries
+        return (entries, resolved.layouts)
     }
 
     /// The name of content `argument` is (`s3://`, `hf://`, `oci://`), nil for any other
@@ -84,6 +93,9 @@ extension GetCommand {
             throw ExitCode(ExitCodes.code(for: error))
         }
     }
+
+    /// Where files go: `-d`, else the current directory, absolute.
+    var baseDirectory: String { HaulHome.absolute(directory ?? FileManager.default.currentDirectoryPath) }
 
     /// A local file named like a Metalink, not a URL.
     static func isMetalinkFile(_ argument: String) -> Bool {
@@ -132,7 +144,7 @@ extension GetCommand {
                 return value
             }
             return RequestTemplate(
-                base: HaulHome.absolute(directory ?? FileManager.default.currentDirectoryPath), output: output,
+                base: baseDirectory, output: output,
                 range: parsedRange,
                 checksum: try checksum.map { text throws(HaulError) in try Checksum(parsing: text) },
                 headers: try parseHeaders(), retries: retries, connections: connections,

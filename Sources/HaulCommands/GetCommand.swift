@@ -231,7 +231,7 @@ struct GetCommand: AsyncParsableCommand {
             }
         }
         // After the transport's settings: a `--metalink URL` is fetched with them.
-        let entries = try await entries(
+        let (entries, layouts) = try await entries(
             reporter: reporter,
             metalinks: MetalinkFetcher(
                 http: configuration.http, headers: template.headers, credentials: template.credentials,
@@ -255,6 +255,16 @@ struct GetCommand: AsyncParsableCommand {
             throw ExitCode(outcome.status ?? ExitCodes.code(for: error))
         }
         if let status = outcome.status { throw ExitCode(status) }
+        // Every blob is in: the images' manifests and the layout's index, last, so a reader
+        // never finds an image whose blobs are missing.
+        for layout in layouts {
+            do throws(HaulError) {
+                try layout.write(into: template.base)
+            } catch {
+                reporter.failure(url: nil, error)
+                throw ExitCode(ExitCodes.code(for: error))
+            }
+        }
     }
 
     /// What the command's one loop hears about.

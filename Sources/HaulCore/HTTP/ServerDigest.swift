@@ -137,7 +137,8 @@ public struct ServerDigest: Hashable, Codable, Sendable, CustomStringConvertible
         return found
     }
 
-    static func hex(_ bytes: [UInt8]) -> String {
+    /// Lowercase hex of `bytes`.
+    public static func hex(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var text: [UInt8] = []
         text.reserveCapacity(bytes.count * 2)

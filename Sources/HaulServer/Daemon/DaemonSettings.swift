@@ -83,7 +83,11 @@ public final class DaemonDefaults: Sendable {
         guard let content else {
             throw HaulError(.unsupportedScheme, "\(add.url): this daemon resolves no names of content")
         }
-        let files = try await content.resolve(name, as: add.url).files
+        let resolution = try await content.resolve(name, as: add.url)
+        guard resolution.layout == nil else {
+            throw HaulError(.unsupportedScheme, "\(add.url): the daemon does not take oci:// names yet (haul get does)")
+        }
+        let files = resolution.files
         if add.fileName != nil, files.count > 1 {
             throw HaulError(.usage, "fileName names one file; \(add.url) stands for \(files.count)")
         }

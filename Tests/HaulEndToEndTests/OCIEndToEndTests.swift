@@ -1,0 +1,202 @@
+import Foundation
+import HaulCore
+import Testing
+
+/// `haul get oci://...` against a real registry: Debian's docker-registry, started by
+/// `Tests/OCI/registry_fixture.py` with images pushed through its API; what haul writes is read
+/// by skopeo and unpacked by umoci. `.ci/run` installs all three; elsewhere the suite runs when
+/// they are on the PATH.
+@Suite(
+    .serialized, .timeLimit(.minutes(5)),
+    .enabled(if: Registry.available, "needs docker-registry, skopeo and umoci (.ci/run installs them)"))
+struct OCIEndToEndTests {
+    /// An index narrowed to linux/arm64: the layout's index names that platform's manifest,
+    /// skopeo copies the image out of the layout (checking every digest) and umoci unpacks it.
+    @Test func anIndexBecomesALayoutSkopeoAndUmociRead() async throws {
+        let registry = try await Registry.start()
+        let world = try await World.make()
+        let result = try await HaulProcess.run(
+            ["get", "-q", "--plain-http", "-d", "layout", "--platform", "linux/arm64", registry.name("haul/app:v1")],
+            in: world)
+        #expect(result.status == 0, "\(result.stderr)")
+        let layout = world.directory + "/layout"
+        let index = try String(contentsOfFile: layout + "/index.json", encoding: .utf8)
+        #expect(index.contains(registry.digests["haul/app:v1@linux/arm64"]!), "\(index)")
+        #expect(index.contains(#""org.opencontainers.image.ref.name":"v1""#), "\(index)")
+        #expect(try String(contentsOfFile: layout + "/oci-layout", encoding: .utf8).contains("1.0.0"))
+        let copy = try Tools.run("skopeo", ["copy", "oci:\(layout):v1", "dir:\(world.directory)/copied"])
+        #expect(copy.status == 0, "\(copy.output)")
+        let unpack = try Tools.run(
+            "umoci", ["unpack", "--rootless", "--image", "\(layout):v1", world.directory + "/bundle"])
+        #expect(unpack.status == 0, "\(unpack.output)")
+        let unpacked = try FileManager.default.attributesOfItem(
+            atPath: world.directory + "/bundle/rootfs/opt/arm64.bin")
+        #expect((unpacked[.size] as? Int) == 24 << 20)
+        try await world.close()
+        await registry.stop()
+    }
+
+    /// A second image goes into the same layout beside the first; the layer they share is found
+    /// in place by its digest and not fetched again.
+    @Test func twoImagesShareOneLayoutAndTheSharedLayerIsNotFetchedTwice() async throws {
+        let registry = try await Registry.start()
+        let world = try await World.make()
+        let first = try await HaulProcess.run(
+            ["get", "-q", "--plain-http", "-d", "layout", "--platform", "linux/amd64", registry.name("haul/app:v1")],
+            in: world)
+        #expect(first.status == 0, "\(first.stderr)")
+        let blobs = world.directory + "/layout/blobs/sha256"
+        let before = try Dictionary(
+            uniqueKeysWithValues: FileManager.default.contentsOfDirectory(atPath: blobs).map {
+                ($0, try FileManager.default.attributesOfItem(atPath: blobs + "/" + $0)[.systemFileNumber] as? Int)
+            })
+        let second = try await HaulProcess.run(
+            ["get", "-q", "--plain-http", "-d", "layout", registry.name("haul/small")], in: world)
+        #expect(second.status == 0, "\(second.stderr)")
+        let index = try String(contentsOfFile: world.directory + "/layout/index.json", encoding: .utf8)
+        #expect(
+            index.contains(#""org.opencontainers.image.ref.name":"v1""#) && index.contains(#":"latest""#), "\(index)")
+        for (name, inode) in before {
+            let now = try FileManager.default.attributesOfItem(atPath: blobs + "/" + name)[.systemFileNumber] as? Int
+            #expect(now == inode, "\(name) was not written again")
+        }
+        for tag in ["v1", "latest"] {
+            let copy = try Tools.run(
+                "skopeo", ["copy", "oci:\(world.directory)/layout:\(tag)", "dir:\(world.directory)/\(tag)"])
+            #expect(copy.status == 0, "\(tag): \(copy.output)")
+        }
+        try await world.close()
+        await registry.stop()
+    }
+
+    /// `kill -9` in the middle of the 24 MiB layer, then the same command: the layer resumes,
+    /// and the layout is written only once every blob is in.
+    @Test func aKilledPullResumesAndWritesTheLayoutLast() async throws {
+        let registry = try await Registry.start()
+        let world = try await World.make()
+        let name = registry.name("haul/app:v1")
+        let first = try HaulProcess(
+            [
+                "get", "-q", "--plain-http", "-d", "layout", "--platform", "linux/arm64", "-x", "1", "--limit-rate",
+                "2M", "--checkpoint-interval", "0.05", name,
+            ], home: world.home, workingDirectory: world.directory)
+        // The big layer's checkpoint (the config and the small layer are done at once).
+        for _ in 0..<2400 {
+            let records = (try? await world.storedRecords()) ?? []
+            if records.contains(where: { $0.completedLength > 1 << 20 && $0.status != .completed }) { break }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        first.signal(SIGKILL)
+        #expect(await first.wait() == SIGKILL)
+        #expect(!FileManager.default.fileExists(atPath: world.directory + "/layout/index.json"), "not before the blobs")
+        let second = try await HaulProcess.run(
+            ["get", "-q", "--plain-http", "-d", "layout", "--platform", "linux/arm64", name], in: world)
+        #expect(second.status == 0, "\(second.stderr)")
+        let copy = try Tools.run(
+            "skopeo", ["copy", "oci:\(world.directory)/layout:v1", "dir:\(world.directory)/copied"])
+        #expect(copy.status == 0, "\(copy.output)")
+        try await world.close()
+        await registry.stop()
+    }
+
+    /// Each refusal is one line and its exit code: a platform the index lacks 2, an unknown tag 3,
+    /// TLS to a registry without it 4 (saying --plain-http), a bad name 2; no layout is written.
+    @Test func refusalsAreOneLineWithTheirExitCodes() async throws {
+        let registry = try await Registry.start()
+        let world = try await World.make()
+        let cases: [(arguments: [String], status: Int32, says: String)] = [
+            (["--plain-http", "--platform", "linux/s390x", registry.name("haul/app:v1")], 2, "has no linux/s390x"),
+            (["--plain-http", registry.name("haul/app:nope")], 3, "no such image"),
+            (["--plain-http", registry.name("haul/absent:v1")], 3, "no such image"),
+            ([registry.name("haul/app:v1")], 4, "--plain-http"),
+            (["oci://127.0.0.1/UPPER/case"], 2, "bad image name"),
+            (["--plain-http", "--platform", "linux", registry.name("haul/app:v1")], 2, "--platform"),
+        ]
+        for item in cases {
+            let result = try await HaulProcess.run(["get", "-q", "-d", "layout"] + item.arguments, in: world)
+            #expect(result.status == item.status, "\(item.arguments): \(result.stderr)")
+            #expect(result.stderr.contains(item.says), "\(item.arguments): \(result.stderr)")
+            #expect(result.stderr.split(separator: "\n").count == 1, "one line: \(result.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: world.directory + "/layout/index.json"))
+        try await world.close()
+        await registry.stop()
+    }
+}
+
+/// Programs the OCI tests run: skopeo, umoci.
+enum Tools {
+    static func path(_ name: String) -> String? {
+        for directory in ["/usr/bin", "/usr/local/bin", "/usr/sbin"]
+        where FileManager.default.isExecutableFile(atPath: directory + "/" + name) {
+            return directory + "/" + name
+        }
+        return nil
+    }
+
+    /// Runs to the end; its status and its output and errors together.
+    static func run(_ name: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path(name) ?? name)
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+}
+
+/// Debian's docker-registry with the test images, run by `Tests/OCI/registry_fixture.py` until
+/// its standard input closes.
+struct Registry {
+    static var available: Bool {
+        ["docker-registry", "skopeo", "umoci"].allSatisfy { Tools.path($0) != nil }
+    }
+
+    let process: Process
+    let input: Pipe
+    let port: Int
+    /// The manifests' digests by name (`haul/app:v1@linux/arm64`).
+    let digests: [String: String]
+
+    /// `oci://127.0.0.1:PORT/NAME`.
+    func name(_ image: String) -> String { "oci://127.0.0.1:\(port)/\(image)" }
+
+    static func start() async throws -> Registry {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = [PythonScript.packageRoot + "/Tests/OCI/registry_fixture.py"]
+        let input = Pipe()
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let line = try await Task.detached {
+            var bytes: [UInt8] = []
+            while true {
+                let chunk = output.fileHandleForReading.readData(ofLength: 1)
+                guard let byte = chunk.first, byte != UInt8(ascii: "\n") else { break }
+                bytes.append(byte)
+            }
+            return bytes
+        }.value
+        struct Ready: Decodable {
+            let port: Int
+            let digests: [String: String]
+        }
+        let ready = try JSONDecoder().decode(Ready.self, from: Data(line))
+        return Registry(process: process, input: input, port: ready.port, digests: ready.digests)
+    }
+
+    func stop() async {
+        try? input.fileHandleForWriting.close()
+        for _ in 0..<100 where process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+    }
+}
