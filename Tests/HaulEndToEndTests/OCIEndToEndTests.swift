@@ -99,6 +99,41 @@ struct OCIEndToEndTests {
         await registry.stop()
     }
 
+    /// A registry behind a password: refused without credentials (exit 3), fetched with
+    /// `--oci-auth` or with Docker's `config.json` (`DOCKER_CONFIG`).
+    @Test func aRegistryBehindAPasswordTakesTheUsersCredentials() async throws {
+        let registry = try await Registry.start()
+        let world = try await World.make()
+        let name = "oci://127.0.0.1:\(registry.authPort)/haul/small"
+        let refused = try await HaulProcess.run(
+            ["get", "-q", "--plain-http", "-d", "refused", name], in: world,
+            environment: ["DOCKER_CONFIG": world.home + "-no-docker"])
+        #expect(refused.status == 3, "\(refused.stderr)")
+        #expect(refused.stderr.contains("--oci-auth"), "\(refused.stderr)")
+        let wrong = try await HaulProcess.run(
+            ["get", "-q", "--plain-http", "-d", "wrong", "--oci-auth", "haul:nope", name], in: world)
+        #expect(wrong.status == 3, "\(wrong.stderr)")
+        let given = try await HaulProcess.run(
+            ["get", "-q", "--plain-http", "-d", "given", "--oci-auth", "haul:s3cret", name], in: world)
+        #expect(given.status == 0, "\(given.stderr)")
+        let docker = world.home + "-docker"
+        try FileManager.default.createDirectory(atPath: docker, withIntermediateDirectories: true)
+        let auth = Data("haul:s3cret".utf8).base64EncodedString()
+        try #"{"auths": {"127.0.0.1:\#(registry.authPort)": {"auth": "\#(auth)"}}}"#.write(
+            toFile: docker + "/config.json", atomically: true, encoding: .utf8)
+        let fromConfig = try await HaulProcess.run(
+            ["get", "-q", "--plain-http", "-d", "config", name], in: world, environment: ["DOCKER_CONFIG": docker])
+        #expect(fromConfig.status == 0, "\(fromConfig.stderr)")
+        for directory in ["given", "config"] {
+            let copy = try Tools.run(
+                "skopeo",
+                ["copy", "oci:\(world.directory)/\(directory):latest", "dir:\(world.directory)/\(directory)-copy"])
+            #expect(copy.status == 0, "\(directory): \(copy.output)")
+        }
+        try await world.close()
+        await registry.stop()
+    }
+
     /// Each refusal is one line and its exit code: a platform the index lacks 2, an unknown tag 3,
     /// TLS to a registry without it 4 (saying --plain-http), a bad name 2; no layout is written.
     @Test func refusalsAreOneLineWithTheirExitCodes() async throws {
@@ -160,6 +195,8 @@ struct Registry {
     let process: Process
     let input: Pipe
     let port: Int
+    /// The same images behind a password (user `haul`, password `s3cret`).
+    let authPort: Int
     /// The manifests' digests by name (`haul/app:v1@linux/arm64`).
     let digests: [String: String]
 
@@ -187,10 +224,12 @@ struct Registry {
         }.value
         struct Ready: Decodable {
             let port: Int
+            let authPort: Int
             let digests: [String: String]
         }
         let ready = try JSONDecoder().decode(Ready.self, from: Data(line))
-        return Registry(process: process, input: input, port: ready.port, digests: ready.digests)
+        return Registry(
+            process: process, input: input, port: ready.port, authPort: ready.authPort, digests: ready.digests)
     }
 
     func stop() async {

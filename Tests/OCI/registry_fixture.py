@@ -6,7 +6,10 @@ into it through the registry's own API (blob uploads, manifest PUTs):
   gzipped tar layers (one of 24 MiB, one small, shared by both);
 - `haul/small:latest`: one image manifest, no index.
 
-Prints one JSON line (port, the manifests' digests) once ready, then serves until its standard
+A second registry serves the same storage behind a password (htpasswd, user `haul`, password
+`s3cret`), for the credentials tests.
+
+Prints one JSON line (the two ports, the manifests' digests) once ready, then serves until its standard
 input closes. Standard library only (the registry is the Debian package; no pip).
 """
 import gzip
@@ -22,6 +25,7 @@ import sys
 import tarfile
 import tempfile
 import time
+import urllib.error
 import urllib.request
 
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -126,10 +130,40 @@ http:
     _, _, body = request("GET", f"/v2/haul/small/manifests/{small['digest']}", headers={"Accept": OCI_MANIFEST})
     request("PUT", "/v2/haul/small/manifests/latest", body, {"Content-Type": OCI_MANIFEST})
     digests["haul/small:latest"] = small["digest"]
-    print(json.dumps({"port": port, "digests": digests}), flush=True)
+    # The same storage behind htpasswd (bcrypt, through the C library's crypt).
+    import crypt
+    auth_port = free_port()
+    with open(os.path.join(root, "htpasswd"), "w") as f:
+        f.write("haul:" + crypt.crypt("s3cret", "$2b$05$" + "haulhaulhaulhaulhaulhu") + "\n")
+    auth_config = os.path.join(root, "auth.yml")
+    with open(auth_config, "w") as f:
+        f.write(f"""version: 0.1
+log:
+  level: error
+storage:
+  filesystem:
+    rootdirectory: {root}/data
+auth:
+  htpasswd:
+    realm: haul-tests
+    path: {root}/htpasswd
+http:
+  addr: 127.0.0.1:{auth_port}
+""")
+    guarded = subprocess.Popen(["docker-registry", "serve", auth_config], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    for _ in range(200):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{auth_port}/v2/").read()
+        except urllib.error.HTTPError:
+            break
+        except Exception:
+            time.sleep(0.05)
+    print(json.dumps({"port": port, "authPort": auth_port, "digests": digests}), flush=True)
     sys.stdin.read()
-    registry.terminate()
-    registry.wait()
+    for process in (registry, guarded):
+        process.terminate()
+        process.wait()
     shutil.rmtree(root, ignore_errors=True)
 
 
