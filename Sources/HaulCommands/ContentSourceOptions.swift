@@ -121,6 +121,31 @@ struct ContentSourceOptions: ParsableArguments {
 }
 
 extension GetCommand {
+    /// The AWS keys the engine signs `s3://` objects' requests with, read only when an argument
+    /// is such a name; a bad setting reported and the command ended (exit 2).
+    func awsCredentials(reporter: Reporter) throws -> SigV4.Credentials? {
+        guard urls.contains(where: { $0.lowercased().hasPrefix("s3://") }) else { return nil }
+        do throws(HaulError) {
+            return try content.profiles(environment: ProcessInfo.processInfo.environment).credentials
+        } catch {
+            reporter.failure(url: nil, error)
+            throw ExitCode(ExitCodes.code(for: error))
+        }
+    }
+
+    /// Every blob is in: the images' manifests and the layouts' indexes are written, last, so a
+    /// reader never finds an image whose blobs are missing.
+    func write(_ layouts: [ImageLayoutFinish], into directory: String, reporter: Reporter) throws {
+        for layout in layouts {
+            do throws(HaulError) {
+                try layout.write(into: directory)
+            } catch {
+                reporter.failure(url: nil, error)
+                throw ExitCode(ExitCodes.code(for: error))
+            }
+        }
+    }
+
     /// The files the names of content among the arguments stand for, each an entry, and what
     /// completes each image layout once its files are in; the names' problems reported and the
     /// command ended (exit 2 for a name or a setting, 3 for a refusal, 4 when nothing answers).

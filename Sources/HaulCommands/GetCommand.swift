@@ -221,15 +221,7 @@ struct GetCommand: AsyncParsableCommand {
             maxBytesPerSecond: try engine.maxBytesPerSecond(),
             logger: logger, maxConnectionsPerHost: engine.maxConnectionsPerHost, httpVersions: httpVersion.policy)
         configuration.refreshCommand = engine.refreshCommand
-        if urls.contains(where: { $0.lowercased().hasPrefix("s3://") }) {
-            do {
-                configuration.http.awsCredentials =
-                    try content.profiles(environment: ProcessInfo.processInfo.environment).credentials
-            } catch {
-                reporter.failure(url: nil, error)
-                throw ExitCode(ExitCodes.code(for: error))
-            }
-        }
+        configuration.http.awsCredentials = try awsCredentials(reporter: reporter)
         // After the transport's settings: a `--metalink URL` is fetched with them.
         let (entries, layouts) = try await entries(
             reporter: reporter,
@@ -255,16 +247,7 @@ struct GetCommand: AsyncParsableCommand {
             throw ExitCode(outcome.status ?? ExitCodes.code(for: error))
         }
         if let status = outcome.status { throw ExitCode(status) }
-        // Every blob is in: the images' manifests and the layout's index, last, so a reader
-        // never finds an image whose blobs are missing.
-        for layout in layouts {
-            do throws(HaulError) {
-                try layout.write(into: template.base)
-            } catch {
-                reporter.failure(url: nil, error)
-                throw ExitCode(ExitCodes.code(for: error))
-            }
-        }
+        try write(layouts, into: template.base, reporter: reporter)
     }
 
     /// What the command's one loop hears about.

@@ -18,9 +18,9 @@ import NIOHTTP1
 /// `haul add`: queue downloads in the daemon and print their ids.
 struct AddCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "add", abstract: "Queue URLs in the daemon; prints one id per URL.")
+        commandName: "add", abstract: "Queue URLs in the daemon; prints one id per download.")
 
-    @Argument(help: "http:// or https:// URLs.")
+    @Argument(help: "http:// or https:// URLs, or s3:// names (one download per object, resolved by the daemon).")
     var urls: [String] = []
 
     @Option(name: [.customShort("d"), .customLong("dir")], help: "Save into this directory (default: the daemon's).")
@@ -61,7 +61,9 @@ struct AddCommand: AsyncParsableCommand {
         guard !texts.isEmpty else { throw ValidationError("give at least one URL, or -i FILE") }
         // Every URL is checked before the first batch goes out, so a typo on line 9,000 of a
         // list doesn't leave the first 8,000 queued and the rest not.
-        for text in texts { _ = try RemoteURL(text) }
+        // A name of content (`s3://BUCKET/PREFIX/`) is resolved by the daemon, with its own keys:
+        // one id per file it stands for.
+        for text in texts where try ContentName(parsing: text) == nil { _ = try RemoteURL(text) }
         let directory = directory.map(HaulHome.absolute)
         let rate = try limitRate.map { try GetCommand.rate($0) }
         let client = try daemon.client()

@@ -105,6 +105,14 @@ struct S3EndToEndTests {
         for id in added.map(\.id) + [gid] { try await daemon.wait(for: id, status: .completed) }
         #expect(try String(contentsOfFile: world.directory + "/api/ok.txt", encoding: .utf8) == "fine\n")
         #expect(world.sha256(of: world.directory + "/multi.bin") == moto.sha256["haul-test/multi.bin"])
+        // `haul add` passes the name on: one id per object under the prefix.
+        let cli = try await HaulProcess.run(
+            ["add", "-d", world.directory + "/cli", "s3://haul-test/plain/"], in: world, environment: moto.keys)
+        #expect(cli.status == 0, "\(cli.stderr)")
+        let ids = cli.stdout.split(separator: "\n").map(String.init)
+        #expect(ids.count == 1, "\(cli.stdout)")
+        for id in ids { try await daemon.wait(for: id, status: .completed) }
+        #expect(world.sha256(of: world.directory + "/cli/etag.bin") == moto.sha256["haul-test/plain/etag.bin"])
         let missing = try await daemon.call(.POST, "/api/v1/downloads", body: #"{"url": "s3://haul-test/nope.bin"}"#)
         #expect(missing.status >= 400, "\(missing.text)")
         #expect(missing.text.contains("no such key"), "\(missing.text)")

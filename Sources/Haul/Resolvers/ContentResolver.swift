@@ -101,7 +101,7 @@ extension DownloadRequest {
     /// (or its parts') unless the user gave one (`userChecksum`), which wins.
     public mutating func take(_ file: ResolvedFile, userChecksum: Bool) {
         signing = file.signing
-        for field in file.headers { headers.replace(name: field.name, value: field.value) }
+        if let given = file.authorization { authorization = given }
         if let given = file.credentials { credentials = given }
         guard !userChecksum else { return }
         checksum = file.checksum

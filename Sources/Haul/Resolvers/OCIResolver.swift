@@ -59,7 +59,7 @@ public struct OCIResolver: Sendable {
             let url = try RemoteURL("\(session.base)/v2/\(image.repository)/blobs/\(blob.digest)")
             var file = ResolvedFile(
                 path: ImageLayout.blobPath(blob.digest), url: url, size: blob.size, checksum: blob.checksum)
-            if let authorization = session.authorization { file.headers = ["Authorization": authorization] }
+            file.authorization = session.authorization
             file.credentials = session.basic
             files.append(file)
         }

@@ -229,6 +229,9 @@ public final class AsyncHTTPTransport: HTTPTransport {
             // and never over a user's own header. Userinfo in a server's Location is never used
             // (RFC 9110 §4.2.4: an error in a received URI; wget drops it too): a server must not
             // choose the credentials sent to another host.
+            if sameOrigin, let authorization = plan.authorization, !request.headers.contains(name: "Authorization") {
+                request.headers.add(name: "Authorization", value: authorization)
+            }
             let credentials = sameOrigin ? (plan.credentials ?? origin.credentials) : nil
             if let credentials, !request.headers.contains(name: "Authorization") {
                 request.headers.add(
@@ -237,19 +240,9 @@ public final class AsyncHTTPTransport: HTTPTransport {
                         .headerValue)
             }
             configuration.cookies?.add(to: &request.headers, for: url)
-            // SigV4 at the moment of sending, to the origin the scope was given for only (as
-            // `Authorization`): a resume months later is signed as freshly as the first request.
+            // Signed at the moment of sending, to the origin the scope was given for only.
             if let scope = plan.signing, sameOrigin, let keys = configuration.awsCredentials {
-                var signed = SigV4.Request(method: plan.method, url: url)
-                // Every `x-amz-*` field sent is signed, as S3 requires.
-                signed.headers = headers.fields.filter { $0.name.lowercased().hasPrefix("x-amz-") }.map {
-                    (name: $0.name, value: $0.value)
-                }
-                let signer = SigV4(credentials: keys, region: scope.region, service: scope.service, primitives: .crypto)
-                request.headers.replaceOrAdd(name: "Host", value: signed.host)
-                for field in signer.signatureHeaders(for: signed, at: Int64(time(nil))) {
-                    request.headers.replaceOrAdd(name: field.name, value: field.value)
-                }
+                Self.sign(&request, method: plan.method, url: url, sent: headers, scope: scope, keys: keys)
             }
             let proxy = configuration.proxies.proxy(for: url)
             // HTTP/2 needs TLS: a plain http URL goes to the HTTP/1.1 client whatever the plan allows.

@@ -21,6 +21,9 @@ public struct RequestPlan: Hashable, Sendable {
     public var signing: SigV4Scope?
     /// `GET`, or `HEAD` for a resolver's question about an object.
     public var method: String
+    /// Sent as `Authorization` to `url`'s origin unless `headers` has one (a registry's token;
+    /// `DownloadRequest.authorization`).
+    public var authorization: String?
 
     /// A plan with these fields; `credentials`, `ifModifiedSince` and `signing` default to nil,
     /// `allowsHTTP2` to false and `method` to `GET`.

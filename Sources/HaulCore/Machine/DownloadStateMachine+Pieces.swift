@@ -232,7 +232,7 @@ extension DownloadStateMachine {
             // for `bytes=0-`: a 206 proves ranges.
             range = ByteRange(start: start, end: part.end)
         }
-        let plan = RequestPlan(
+        var plan = RequestPlan(
             url: source.url,
             range: range,
             ifRange: range == nil ? nil : ifRangeValue(source.validator),
@@ -240,6 +240,7 @@ extension DownloadStateMachine {
             credentials: source.credentials,
             allowsHTTP2: settings.httpVersions.allowsHTTP2,
             ifModifiedSince: modifiedSince.map(HTTPDate.format), signing: record.request.signing)
+        plan.authorization = authorization(for: source.url)
         connections[id]?.phase = .requesting(plan)
         connections[id]?.requestedEnd = range?.end
         connections[id]?.received = 0

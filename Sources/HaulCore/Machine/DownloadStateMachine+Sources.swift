@@ -134,10 +134,11 @@ extension DownloadStateMachine {
         // piece while it waits. Once proven, the connection takes work as a free one does.
         if let index = partIndex(connection.part), parts[index].owner == id { parts[index].owner = nil }
         let source = sourceRequest(connection.source)
-        let plan = RequestPlan(
+        var plan = RequestPlan(
             url: source.url, range: region, ifRange: nil, headers: record.request.headers(for: source.url),
             credentials: source.credentials,
             allowsHTTP2: settings.httpVersions.allowsHTTP2, signing: record.request.signing)
+        plan.authorization = authorization(for: source.url)
         connections[id]?.phase = .requesting(plan)
         connections[id]?.probing = true
         connections[id]?.requestedEnd = region.end
@@ -278,5 +279,12 @@ extension DownloadStateMachine {
         connections[id]?.pace = Pace()
         connections[id]?.received = 0
         return actions + request(id)
+    }
+
+    /// The download's `Authorization` for a request to `url`: only to the origin of the
+    /// download's own URL, never to a mirror's.
+    func authorization(for url: RemoteURL) -> String? {
+        guard let value = record.request.authorization, url.hasSameOrigin(as: record.request.url) else { return nil }
+        return value
     }
 }

@@ -50,6 +50,11 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
     /// `--user` or netrc). No part of `identity`, equality, hashing or the `Codable` form, so
     /// nothing stores or prints it by accident.
     public var credentials: Credentials?
+    /// Sent as the `Authorization` field to `url`'s origin only (a registry's `Bearer` token),
+    /// unless the request's headers name one. Like `credentials`, no part of `identity`,
+    /// equality, hashing or the `Codable` form: never stored, so a token is never on disk; the
+    /// command that resumes gives it again.
+    public var authorization: String?
     /// `-N` (as wget): when the final file exists, ask with `If-Modified-Since` (its time) and
     /// keep it on a 304; a newer file replaces it once complete and verified. Implies
     /// `remoteTime`.
@@ -259,5 +264,6 @@ extension DownloadRequest {
         compositeChecksum = try container.decodeIfPresent(CompositeChecksum.self, forKey: .compositeChecksum)
         signing = try container.decodeIfPresent(SigV4Scope.self, forKey: .signing)
         credentials = nil
+        authorization = nil
     }
 }

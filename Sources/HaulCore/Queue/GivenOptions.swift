@@ -8,6 +8,8 @@ public struct GivenOptions: Sendable, Hashable {
     /// The latest credentials a request gave; nil when none were given (the stored ones, if any,
     /// are used).
     public var credentials: Credentials?
+    /// The latest `Authorization` a request gave (`DownloadRequest.authorization`).
+    public var authorization: String?
     /// `-N` and `--remote-time` as the latest request gave them; nil until a request is taken (the
     /// stored ones are used).
     public var timestamps: GivenTimestamps?
@@ -22,6 +24,7 @@ public struct GivenOptions: Sendable, Hashable {
     /// before.
     public mutating func take(_ request: DownloadRequest) {
         if let credentials = request.credentials { self.credentials = credentials }
+        if let authorization = request.authorization { self.authorization = authorization }
         timestamps = GivenTimestamps(request)
     }
 
@@ -29,6 +32,7 @@ public struct GivenOptions: Sendable, Hashable {
     /// ones (a changed password).
     public func apply(to request: inout DownloadRequest) {
         if let credentials { request.credentials = credentials }
+        if let authorization { request.authorization = authorization }
         timestamps?.apply(to: &request)
     }
 }

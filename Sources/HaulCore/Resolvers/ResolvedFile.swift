@@ -13,8 +13,9 @@ public struct ResolvedFile: Sendable, Equatable {
     public var composite: CompositeChecksum?
     /// How each of its requests is signed as it is sent; nil: not signed.
     public var signing: SigV4Scope?
-    /// Fields its requests carry to the URL's origin (a registry's `Authorization: Bearer`).
-    public var headers: HTTPHeaderList = [:]
+    /// The `Authorization` its requests carry to the URL's origin (a registry's `Bearer`
+    /// token); never stored with the download.
+    public var authorization: String?
     /// `Basic` credentials for the URL's origin (a registry that asks for them).
     public var credentials: Credentials?
 
