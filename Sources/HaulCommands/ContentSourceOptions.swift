@@ -48,6 +48,47 @@ struct ContentSourceOptions: ParsableArguments {
             valueName: "USER:PASSWORD"))
     var ociAuth: String?
 
+    @Option(
+        name: .customLong("include"),
+        help: ArgumentHelp(
+            "Only the hf:// files whose path matches PATTERN (repeatable; * crosses /).", valueName: "PATTERN"))
+    var include: [String] = []
+
+    @Option(
+        name: .customLong("exclude"),
+        help: ArgumentHelp("Not the hf:// files whose path matches PATTERN (repeatable).", valueName: "PATTERN"))
+    var exclude: [String] = []
+
+    @Option(
+        name: .customLong("hf-token-file"),
+        help: ArgumentHelp("Read the Hugging Face token from FILE (else HF_TOKEN).", valueName: "FILE"))
+    var hfTokenFile: String?
+
+    @Option(
+        name: .customLong("hf-cache"),
+        help: ArgumentHelp(
+            "Write hf:// files in huggingface_hub's cache layout in DIR (as HF_HUB_CACHE), instead of the tree under -d.",
+            valueName: "DIR"))
+    var hfCache: String?
+
+    /// Where the Hub is and how it is asked: `HF_ENDPOINT`, the token (`--hf-token-file`, else
+    /// `HF_TOKEN`), the globs, the cache.
+    func hubSettings(environment: [String: String]) throws(HaulError) -> ContentResolver.HubSettings {
+        var settings = try ContentResolver.HubSettings.from(environment: environment)
+        if let hfTokenFile {
+            guard let data = FileManager.default.contents(atPath: hfTokenFile) else {
+                throw HaulError(.usage, "cannot read --hf-token-file \(hfTokenFile)")
+            }
+            let token = String(decoding: data, as: UTF8.self).filter { !$0.isWhitespace }
+            guard !token.isEmpty else { throw HaulError(.usage, "--hf-token-file \(hfTokenFile) is empty") }
+            settings.token = token
+        }
+        settings.include = include
+        settings.exclude = exclude
+        settings.cache = hfCache != nil
+        return settings
+    }
+
     /// How registries are reached, for the image names among `names`: `--oci-auth` for their
     /// registries, else the credentials of Docker's `config.json` (`$DOCKER_CONFIG`, else
     /// `~/.docker`).
@@ -135,7 +176,7 @@ extension GetCommand {
 
     /// Every blob is in: the images' manifests and the layouts' indexes are written, last, so a
     /// reader never finds an image whose blobs are missing.
-    func write(_ layouts: [ImageLayoutFinish], into directory: String, reporter: Reporter) throws {
+    func write(_ layouts: [any ResolutionFinish], into directory: String, reporter: Reporter) throws {
         for layout in layouts {
             do throws(HaulError) {
                 try layout.write(into: directory)
@@ -151,17 +192,18 @@ extension GetCommand {
     /// command ended (exit 2 for a name or a setting, 3 for a refusal, 4 when nothing answers).
     func resolveContent(
         _ names: [(text: String, name: ContentName)], http: AsyncHTTPTransport.Configuration, reporter: Reporter
-    ) async throws -> (entries: [Entry], layouts: [ImageLayoutFinish]) {
+    ) async throws -> (entries: [Entry], layouts: [any ResolutionFinish]) {
         guard !names.isEmpty else { return ([], []) }
         var entries: [Entry] = []
-        var layouts: [ImageLayoutFinish] = []
+        var layouts: [any ResolutionFinish] = []
         do throws(HaulError) {
             let environment = ProcessInfo.processInfo.environment
             let hasS3 = names.contains { if case .s3 = $0.name { true } else { false } }
             let region = hasS3 ? try content.profiles(environment: environment).region : nil
             let resolver = ContentResolver(
                 s3Endpoint: try content.endpoint(), s3Region: region ?? "us-east-1", http: http,
-                oci: try content.ociSettings(for: names.map(\.name), environment: environment))
+                oci: try content.ociSettings(for: names.map(\.name), environment: environment),
+                hub: try content.hubSettings(environment: environment))
             for (text, name) in names {
                 let resolution = try await resolver.resolve(name, as: text)
                 for key in resolution.skipped {
@@ -170,7 +212,7 @@ extension GetCommand {
                     )
                 }
                 entries += resolution.files.map(Entry.resolved)
-                if let layout = resolution.layout { layouts.append(layout) }
+                if let finish = resolution.finish { layouts.append(finish) }
             }
         } catch {
             reporter.failure(url: nil, error)

@@ -34,7 +34,7 @@ extension GetCommand {
     /// that `metalinks` fetches).
     func entries(
         reporter: Reporter, metalinks fetcher: MetalinkFetcher, http: AsyncHTTPTransport.Configuration
-    ) async throws -> (entries: [Entry], layouts: [ImageLayoutFinish]) {
+    ) async throws -> (entries: [Entry], layouts: [any ResolutionFinish]) {
         var entries: [Entry] = []
         var texts: [String] = []
         var metalinks = metalink
@@ -95,7 +95,9 @@ extension GetCommand {
     }
 
     /// Where files go: `-d`, else the current directory, absolute.
-    var baseDirectory: String { HaulHome.absolute(directory ?? FileManager.default.currentDirectoryPath) }
+    var baseDirectory: String {
+        HaulHome.absolute(content.hfCache ?? directory ?? FileManager.default.currentDirectoryPath)
+    }
 
     /// A local file named like a Metalink, not a URL.
     static func isMetalinkFile(_ argument: String) -> Bool {

@@ -174,6 +174,9 @@ struct GetCommand: AsyncParsableCommand {
         if !(retryMaxWait >= 0 && retryMaxWait <= 86_400 * 365) {
             throw ValidationError("--retry-max-wait must be between 0 and 31536000 seconds (got \(retryMaxWait))")
         }
+        if content.hfCache != nil, directory != nil {
+            throw ValidationError("--hf-cache is where hf:// files go; it cannot be used with -d")
+        }
         if timestamps.timestamping, range != nil {
             throw ValidationError("-N compares whole files; it cannot be used with --range")
         }

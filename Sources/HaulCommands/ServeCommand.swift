@@ -199,7 +199,8 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.manager.http.awsCredentials = profiles.credentials
         configuration.content = ContentResolver(
             s3Endpoint: try content.endpoint(), s3Region: profiles.region ?? "us-east-1",
-            http: configuration.manager.http)
+            http: configuration.manager.http,
+            hub: try ContentResolver.HubSettings.from(environment: ProcessInfo.processInfo.environment))
         configuration.store = store
         configuration.fleet = FleetExecutable.opening
         configuration.sharesWithGroup = sharesWithGroup

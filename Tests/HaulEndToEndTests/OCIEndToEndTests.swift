@@ -192,8 +192,7 @@ struct Registry {
         ["docker-registry", "skopeo", "umoci"].allSatisfy { Tools.path($0) != nil }
     }
 
-    let process: Process
-    let input: Pipe
+    let fixture: PythonFixture
     let port: Int
     /// The same images behind a password (user `haul`, password `s3cret`).
     let authPort: Int
@@ -204,38 +203,15 @@ struct Registry {
     func name(_ image: String) -> String { "oci://127.0.0.1:\(port)/\(image)" }
 
     static func start() async throws -> Registry {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [PythonScript.packageRoot + "/Tests/OCI/registry_fixture.py"]
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let line = try await Task.detached {
-            var bytes: [UInt8] = []
-            while true {
-                let chunk = output.fileHandleForReading.readData(ofLength: 1)
-                guard let byte = chunk.first, byte != UInt8(ascii: "\n") else { break }
-                bytes.append(byte)
-            }
-            return bytes
-        }.value
         struct Ready: Decodable {
             let port: Int
             let authPort: Int
             let digests: [String: String]
         }
-        let ready = try JSONDecoder().decode(Ready.self, from: Data(line))
-        return Registry(
-            process: process, input: input, port: ready.port, authPort: ready.authPort, digests: ready.digests)
+        let (fixture, ready) = try await PythonFixture.start(
+            python: "/usr/bin/python3", script: "Tests/OCI/registry_fixture.py", as: Ready.self)
+        return Registry(fixture: fixture, port: ready.port, authPort: ready.authPort, digests: ready.digests)
     }
 
-    func stop() async {
-        try? input.fileHandleForWriting.close()
-        for _ in 0..<100 where process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-    }
+    func stop() async { await fixture.stop() }
 }

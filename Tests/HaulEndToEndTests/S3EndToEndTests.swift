@@ -188,8 +188,7 @@ struct MotoServer {
     static let python = PythonScript.packageRoot + "/.build-venv/s3/bin/python"
     static var available: Bool { FileManager.default.isExecutableFile(atPath: python) }
 
-    let process: Process
-    let input: Pipe
+    let fixture: PythonFixture
     let endpoint: String
     /// `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY` of the fixture's IAM user.
     let keys: [String: String]
@@ -197,43 +196,19 @@ struct MotoServer {
     let sha256: [String: String]
 
     static func start() async throws -> MotoServer {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [PythonScript.packageRoot + "/Tests/S3/moto_fixture.py"]
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        // The first line, once the objects are in (bounded by the suite's time limit).
-        let line = try await Task.detached {
-            var bytes: [UInt8] = []
-            while true {
-                let chunk = output.fileHandleForReading.readData(ofLength: 1)
-                guard let byte = chunk.first else { break }
-                if byte == UInt8(ascii: "\n") { break }
-                bytes.append(byte)
-            }
-            return bytes
-        }.value
         struct Ready: Decodable {
             let port: Int
             let accessKeyID: String
             let secretAccessKey: String
             let sha256: [String: String]
         }
-        let ready = try JSONDecoder().decode(Ready.self, from: Data(line))
+        let (fixture, ready) = try await PythonFixture.start(
+            python: python, script: "Tests/S3/moto_fixture.py", as: Ready.self)
         return MotoServer(
-            process: process, input: input, endpoint: "http://127.0.0.1:\(ready.port)",
+            fixture: fixture, endpoint: "http://127.0.0.1:\(ready.port)",
             keys: ["AWS_ACCESS_KEY_ID": ready.accessKeyID, "AWS_SECRET_ACCESS_KEY": ready.secretAccessKey],
             sha256: ready.sha256)
     }
 
-    func stop() async {
-        try? input.fileHandleForWriting.close()
-        for _ in 0..<100 where process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-    }
+    func stop() async { await fixture.stop() }
 }

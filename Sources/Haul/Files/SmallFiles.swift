@@ -53,4 +53,27 @@ enum SmallFiles {
             throw HaulError.from(error, otherwise: .fileSystem)
         }
     }
+
+    /// Makes `relative` beneath `root` a symbolic link to `target` (relative to the link's
+    /// folder), replacing a link already there; missing directories made.
+    static func link(_ relative: String, to target: String, beneath root: String) throws(HaulError) {
+        let path = Paths.join(root, relative)
+        let (folder, name) = Paths.split(path)
+        do {
+            guard let name, let directory = try DownloadDirectory.resolve(folder, roots: [root], create: true) else {
+                throw HaulError(.fileSystem, "cannot link \(path): no such directory")
+            }
+            let temporary = name + ".haul-tmp"
+            _ = unlinkat(directory.descriptor, temporary, 0)
+            guard symlinkat(target, directory.descriptor, temporary) == 0 else {
+                throw FileSystemErrors.error(errno, "cannot make the link", Paths.join(folder, temporary))
+            }
+            guard renameat(directory.descriptor, temporary, directory.descriptor, name) == 0 else {
+                throw FileSystemErrors.error(errno, "cannot rename the link to", path)
+            }
+            try directory.sync()
+        } catch {
+            throw HaulError.from(error, otherwise: .fileSystem)
+        }
+    }
 }

@@ -2,8 +2,8 @@ import HaulCore
 
 /// Turns a name of content into the files it stands for, for `haul get` and the daemon alike:
 /// `s3://` through `S3Resolver`, at the store and in the region set here, with the keys of
-/// `http.awsCredentials`; `oci://` through `OCIResolver`. Each call makes its own transport and
-/// closes it.
+/// `http.awsCredentials`; `oci://` through `OCIResolver`; `hf://` through `HubResolver`. Each
+/// call makes its own transport and closes it.
 public struct ContentResolver: Sendable {
     /// Where `s3://` names are fetched from.
     public var s3Endpoint: S3Endpoint
@@ -13,6 +13,43 @@ public struct ContentResolver: Sendable {
     public var http: AsyncHTTPTransport.Configuration
     /// How registries are reached: plain HTTP or TLS, the platform, the user's credentials.
     public var oci: OCISettings
+    /// Where the Hub is, the user's token, the globs, and whether files go to its cache.
+    public var hub: HubSettings
+
+    /// How `hf://` names are fetched.
+    public struct HubSettings: Sendable {
+        /// The Hub (`HF_ENDPOINT`).
+        public var endpoint: RemoteURL
+        /// The user's token (`HF_TOKEN`, `--hf-token-file`).
+        public var token: String?
+        /// `--include` patterns.
+        public var include: [String] = []
+        /// `--exclude` patterns.
+        public var exclude: [String] = []
+        /// `--hf-cache`: huggingface_hub's cache layout rather than the repository's tree.
+        public var cache = false
+
+        /// Settings for the Hub at `endpoint` with `token`.
+        public init(endpoint: RemoteURL, token: String?) {
+            self.endpoint = endpoint
+            self.token = token
+        }
+
+        /// The Hub `environment` names (`HF_ENDPOINT`, default `https://huggingface.co`) with its
+        /// `HF_TOKEN`.
+        ///
+        /// - Throws: `.usage` when `HF_ENDPOINT` is no http(s) URL.
+        public static func from(environment: [String: String]) throws(HaulError) -> HubSettings {
+            let text = environment["HF_ENDPOINT"].flatMap { $0.isEmpty ? nil : $0 } ?? "https://huggingface.co"
+            let endpoint: RemoteURL
+            do {
+                endpoint = try RemoteURL(text)
+            } catch {
+                throw HaulError(.usage, "HF_ENDPOINT: \(error.message)")
+            }
+            return HubSettings(endpoint: endpoint, token: environment["HF_TOKEN"].flatMap { $0.isEmpty ? nil : $0 })
+        }
+    }
 
     /// How `oci://` names are fetched.
     public struct OCISettings: Sendable {
@@ -40,25 +77,26 @@ public struct ContentResolver: Sendable {
         public var files: [ResolvedFile]
         /// Keys skipped because they name no file beneath the directory.
         public var skipped: [String] = []
-        /// What completes an image layout once every file is in (`oci://`).
-        public var layout: ImageLayoutFinish?
+        /// What completes the files once every one is in (an image layout, the Hub's cache).
+        public var finish: (any ResolutionFinish)?
     }
 
     /// A resolver for these settings.
     public init(
         s3Endpoint: S3Endpoint, s3Region: String, http: AsyncHTTPTransport.Configuration,
-        oci: OCISettings = .standard
+        oci: OCISettings = .standard, hub: HubSettings
     ) {
         self.s3Endpoint = s3Endpoint
         self.s3Region = s3Region
         self.http = http
         self.oci = oci
+        self.hub = hub
     }
 
     /// The files `name` stands for.
     ///
-    /// - Throws: `HaulError`: `.unsupportedScheme` for `hf://` (not yet), and what
-    ///   `S3Resolver.resolve` and `OCIResolver.resolve` throw.
+    /// - Throws: `HaulError`: what `S3Resolver.resolve`, `OCIResolver.resolve` and
+    ///   `HubResolver.resolve` throw.
     public func resolve(_ name: ContentName, as text: String) async throws(HaulError) -> Resolution {
         let transport = AsyncHTTPTransport(configuration: http)
         let result: Result<Resolution, HaulError>
@@ -73,9 +111,13 @@ public struct ContentResolver: Sendable {
                     transport: transport, plainHTTP: oci.plainHTTP, platform: oci.platform,
                     credentials: oci.credentials[image.registry]
                 ).resolve(image, shown: text)
-                result = .success(Resolution(files: found.files, layout: found.finish))
-            case .hub:
-                throw HaulError(.unsupportedScheme, "\(text): hf:// names are not supported yet")
+                result = .success(Resolution(files: found.files, finish: found.finish))
+            case .hub(let name):
+                let found = try await HubResolver(
+                    transport: transport, endpoint: hub.endpoint, token: hub.token, include: hub.include,
+                    exclude: hub.exclude, cache: hub.cache
+                ).resolve(name, shown: text)
+                result = .success(Resolution(files: found.files, finish: found.finish))
             }
         } catch {
             result = .failure(error)
@@ -84,6 +126,17 @@ public struct ContentResolver: Sendable {
         return try result.get()
     }
 }
+
+/// What completes a resolution's files once every one is in: written by `haul get` after its
+/// downloads have all completed, so no reader finds a layout or a snapshot that names a missing
+/// file.
+public protocol ResolutionFinish: Sendable {
+    /// Writes what is left in `directory`, the downloads' root.
+    func write(into directory: String) throws(HaulError)
+}
+
+extension ImageLayoutFinish: ResolutionFinish {}
+extension HubCacheFinish: ResolutionFinish {}
 
 extension OCIManifest.Platform {
     /// The platform this program was built for: `linux/amd64`, `linux/arm64`.

@@ -84,7 +84,7 @@ public final class DaemonDefaults: Sendable {
             throw HaulError(.unsupportedScheme, "\(add.url): this daemon resolves no names of content")
         }
         let resolution = try await content.resolve(name, as: add.url)
-        guard resolution.layout == nil else {
+        guard resolution.finish == nil else {
             throw HaulError(.unsupportedScheme, "\(add.url): the daemon does not take oci:// names yet (haul get does)")
         }
         let files = resolution.files

@@ -1,0 +1,129 @@
+import HaulCore
+
+/// Turns `hf://ORG/REPO[@REVISION][/PATH]` into the repository's files at one commit: the
+/// revision asked of the Hub's API (with `HF_TOKEN` as `Bearer`, to the Hub's host only), the
+/// files a path and the globs select, each fetched from `/resolve/COMMIT/PATH` (every request
+/// asks the Hub again and follows its redirect to the CDN, so a signed CDN URL that expired is
+/// never asked twice and the bytes are kept), LFS files checked against their SHA-256, the others
+/// against their length. With `cache`, the files go to huggingface_hub's cache layout
+/// (`HubCacheFinish` makes the snapshot's links and the ref once they are in).
+public struct HubResolver: Sendable {
+    /// Asks through this transport.
+    public var transport: AsyncHTTPTransport
+    /// The Hub (`HF_ENDPOINT`, default `https://huggingface.co`).
+    public var endpoint: RemoteURL
+    /// The user's token (`HF_TOKEN`, `--hf-token-file`).
+    public var token: String?
+    /// `--include` patterns (none: every file).
+    public var include: [String]
+    /// `--exclude` patterns.
+    public var exclude: [String]
+    /// Write huggingface_hub's cache layout rather than the repository's tree.
+    public var cache: Bool
+
+    /// A resolver with these settings.
+    public init(
+        transport: AsyncHTTPTransport, endpoint: RemoteURL, token: String?, include: [String], exclude: [String],
+        cache: Bool
+    ) {
+        self.transport = transport
+        self.endpoint = endpoint
+        self.token = token
+        self.include = include
+        self.exclude = exclude
+        self.cache = cache
+    }
+
+    /// The files `name` stands for, and with `cache` what completes the cache once they are in.
+    public func resolve(_ name: HubName, shown: String) async throws(HaulError) -> (
+        files: [ResolvedFile], finish: HubCacheFinish?
+    ) {
+        let base = "\(endpoint.scheme)://\(endpoint.authority)"
+        let url = try RemoteURL(base + HubAPI.revisionPath(name))
+        var plan = RequestPlan(url: url, range: nil, ifRange: nil, headers: ["Accept": "application/json"])
+        plan.authorization = token.map { "Bearer \($0)" }
+        let head: ResponseHead
+        let body: [UInt8]
+        do {
+            let (answer, stream) = try await transport.send(plan)
+            head = answer
+            body = try await S3Resolver.read(stream, limit: 64 << 20)
+        } catch let error as HaulError {
+            throw error
+        } catch {
+            throw HaulError(.network, "\(url): \(error)", underlying: error)
+        }
+        guard head.status == 200 else { throw refusal(head, name: name, shown: shown) }
+        let revision = try HubAPI.revision(body)
+        let selected = HubAPI.select(revision.files, under: name.path, include: include, exclude: exclude)
+        guard !selected.isEmpty else {
+            throw HaulError(
+                .httpStatus, "\(shown): no file of \(name.repository) at \(name.revisionOrMain) matches",
+                httpStatus: 404)
+        }
+        var files: [ResolvedFile] = []
+        var blobs: Set<String> = []
+        var links: [(link: String, target: String)] = []
+        for (file, local) in selected {
+            let fileURL = try RemoteURL(base + HubAPI.resolvePath(name, commit: revision.commit, file: file.path))
+            var path = local
+            if cache {
+                guard let etag = file.etag else {
+                    throw HaulError(.badRequest, "\(shown): the Hub gives \(file.path) no blob id or sha256")
+                }
+                path = HubCache.blob(name, etag: etag)
+                links.append(HubCache.snapshot(name, commit: revision.commit, path: file.path, etag: etag))
+                // Two files of the same content are one blob, fetched once.
+                guard blobs.insert(etag).inserted else { continue }
+            }
+            var resolved = ResolvedFile(
+                path: path, url: fileURL, size: file.size,
+                checksum: file.lfsSHA256.map { Checksum(algorithm: .sha256, hex: $0) })
+            resolved.authorization = token.map { "Bearer \($0)" }
+            files.append(resolved)
+        }
+        let finish =
+            cache
+            ? HubCacheFinish(
+                links: links,
+                ref: name.revisionOrMain == revision.commit
+                    ? nil : (HubCache.ref(name, revision: name.revisionOrMain), revision.commit))
+            : nil
+        return (files, finish)
+    }
+
+    /// The Hub's refusal in words: its `X-Error-Code`, else the status.
+    func refusal(_ head: ResponseHead, name: HubName, shown: String) -> HaulError {
+        let code = head.headers["X-Error-Code"] ?? ""
+        let what: String
+        switch (head.status, code) {
+        case (404, "RevisionNotFound"): what = "no revision '\(name.revisionOrMain)' in \(name.repository)"
+        case (404, "EntryNotFound"): what = "no such file"
+        case (404, _), (401, "RepositoryNotFound"):
+            what =
+                "no such \(name.kind.rawValue) \(name.repository)"
+                + (token == nil ? " (or it is private: set HF_TOKEN)" : "")
+        case (401, _):
+            what = "the Hub wants a token for \(name.repository) (HF_TOKEN or --hf-token-file)"
+        case (403, _):
+            what = "access to \(name.repository) is refused: a gated repository whose terms this token has not accepted"
+        default: what = "the Hub answered HTTP \(head.status)\(ResponseCheck.reason(head.status))"
+        }
+        return HaulError(.httpStatus, "\(shown): \(what)", httpStatus: head.status)
+    }
+}
+
+/// What completes huggingface_hub's cache once a revision's blobs are in: each file's link in
+/// `snapshots/COMMIT/` and `refs/REVISION`.
+public struct HubCacheFinish: Sendable {
+    /// Each link beneath the cache and what it points to (relative).
+    public var links: [(link: String, target: String)]
+    /// The ref's file and the commit it holds; nil when the revision is the commit.
+    public var ref: (path: String, commit: String)?
+
+    /// Makes the links and writes the ref in `directory` (the cache).
+    public func write(into directory: String) throws(HaulError) {
+        for (link, target) in links { try SmallFiles.link(link, to: target, beneath: directory) }
+        if let ref { try SmallFiles.write(Array(ref.commit.utf8), to: ref.path, beneath: directory) }
+    }
+}

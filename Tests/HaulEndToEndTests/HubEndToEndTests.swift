@@ -1,0 +1,176 @@
+import AsyncHTTPClient
+import Foundation
+import HaulCore
+import NIOCore
+import Testing
+
+/// `haul get hf://...` against a Hub of our own (`Tests/HF/hub_server.py`: the revision API,
+/// `/resolve/` with its headers and a redirect to a second host acting as the CDN, with signed
+/// URLs that expire), checked against huggingface_hub itself (`Tests/HF/hub_client.py`, from
+/// `.build-venv/hf`, which `.ci/run` makes): the cache haul writes with `--hf-cache` is the tree
+/// huggingface_hub writes, and huggingface_hub finds haul's files with the network off.
+@Suite(
+    .serialized, .timeLimit(.minutes(5)),
+    .enabled(if: HubServer.available, "needs .build-venv/hf with huggingface_hub (.ci/run makes it)"))
+struct HubEndToEndTests {
+    /// The repository's tree under `-d`, every file byte-exact; the token went to the Hub and
+    /// never to the CDN; signed CDN URLs that live one second never stop a download that takes
+    /// several (each request asks the Hub again).
+    @Test func aRepositorysTreeWithItsTokenKeptFromTheCDN() async throws {
+        let hub = try await HubServer.start(urlSeconds: 1)
+        let world = try await World.make()
+        let result = try await HaulProcess.run(
+            ["get", "-q", "-d", "tree", "-x", "4", "-k", "1M", "--limit-rate", "8M", "hf://haul-test/model"], in: world,
+            environment: hub.environment(token: true))
+        #expect(result.status == 0, "\(result.stderr)")
+        for path in ["config.json", "model-00001-of-00002.safetensors", "big.bin", "sub/dir/notes.txt"] {
+            #expect(
+                world.sha256(of: world.directory + "/tree/" + path)
+                    == hub.sha256["models/haul-test/model@main/\(path)"],
+                "\(path)")
+        }
+        let stats = try await hub.stats()
+        #expect(stats.cdnAuthorization == 0, "the CDN never saw the token")
+        #expect((stats.cdn[hub.sha256["models/haul-test/model@main/big.bin"]!] ?? 0) > 1, "big.bin in several requests")
+        try await world.close()
+        await hub.stop()
+    }
+
+    /// `--hf-cache`: the same tree huggingface_hub writes (blobs by ETag, snapshot links, the
+    /// ref), and huggingface_hub in offline mode finds haul's files.
+    @Test func theCacheIsHuggingFaceHubsOwn() async throws {
+        let hub = try await HubServer.start()
+        let world = try await World.make()
+        let ours = world.directory + "/haul-cache"
+        let theirs = world.directory + "/hub-cache"
+        let result = try await HaulProcess.run(
+            ["get", "-q", "--hf-cache", ours, "hf://haul-test/model"], in: world, environment: hub.environment())
+        #expect(result.status == 0, "\(result.stderr)")
+        let download = try await PythonScript.run(
+            python: HubServer.python, ["Tests/HF/hub_client.py", "download", theirs, "haul-test/model"],
+            environment: hub.environment())
+        #expect(download.status == 0, "\(download.output)")
+        let mine = try await PythonScript.run(python: HubServer.python, ["Tests/HF/hub_client.py", "tree", ours])
+        let reference = try await PythonScript.run(
+            python: HubServer.python, ["Tests/HF/hub_client.py", "tree", theirs])
+        #expect(
+            mine.output == reference.output && !mine.output.isEmpty, "haul: \(mine.output)\nhub: \(reference.output)")
+        let offline = try await PythonScript.run(
+            python: HubServer.python, ["Tests/HF/hub_client.py", "offline", ours, "haul-test/model"],
+            environment: hub.environment())
+        #expect(offline.status == 0, "\(offline.output)")
+        #expect(offline.output.contains(hub.sha256["models/haul-test/model@main/config.json"]!), "\(offline.output)")
+        try await world.close()
+        await hub.stop()
+    }
+
+    /// A file, a folder, a revision, globs and a dataset.
+    @Test func pathsRevisionsGlobsAndDatasets() async throws {
+        let hub = try await HubServer.start()
+        let world = try await World.make()
+        let cases: [(arguments: [String], files: [String])] = [
+            (["hf://haul-test/model/sub/dir/notes.txt"], ["notes.txt"]),
+            (["hf://haul-test/model/sub"], ["dir/notes.txt"]),
+            (["hf://haul-test/model@v1"], ["config.json"]),
+            (
+                ["--include", "*.safetensors", "hf://haul-test/model"],
+                [
+                    "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
+                ]
+            ),
+            (
+                ["--exclude", "*.bin", "--exclude", "*.safetensors", "hf://haul-test/model"],
+                ["config.json", "sub/dir/notes.txt"]
+            ),
+            (["hf://datasets/haul-test/data"], ["train.csv"]),
+        ]
+        for (index, item) in cases.enumerated() {
+            let result = try await HaulProcess.run(
+                ["get", "-q", "-d", "case\(index)"] + item.arguments, in: world, environment: hub.environment())
+            #expect(result.status == 0, "\(item.arguments): \(result.stderr)")
+            let root = world.directory + "/case\(index)"
+            let found = (FileManager.default.enumerator(atPath: root)?.allObjects as? [String] ?? []).filter {
+                var directory: ObjCBool = false
+                return FileManager.default.fileExists(atPath: root + "/" + $0, isDirectory: &directory)
+                    && !directory.boolValue
+            }.sorted()
+            #expect(found == item.files.sorted(), "\(item.arguments): \(found)")
+        }
+        try await world.close()
+        await hub.stop()
+    }
+
+    /// Each refusal is one line and its exit code: an unknown repository or revision 3, a gated
+    /// repository without a token 3 and with a wrong one 3, nothing matching 3, a bad name 2.
+    @Test func refusalsAreOneLineWithTheirExitCodes() async throws {
+        let hub = try await HubServer.start()
+        let world = try await World.make()
+        var wrong = hub.environment()
+        wrong["HF_TOKEN"] = "hf_wrong"
+        let cases: [(arguments: [String], environment: [String: String], status: Int32, says: String)] = [
+            (["hf://haul-test/absent"], hub.environment(), 3, "no such model"),
+            (["hf://haul-test/model@nope"], hub.environment(), 3, "no revision 'nope'"),
+            (["hf://haul-test/gated"], hub.environment(), 3, "wants a token"),
+            (["hf://haul-test/gated"], wrong, 3, "gated"),
+            (["--include", "*.gguf", "hf://haul-test/model"], hub.environment(), 3, "matches"),
+            (["hf://only-one-part"], hub.environment(), 2, "bad Hugging Face name"),
+        ]
+        for item in cases {
+            let result = try await HaulProcess.run(
+                ["get", "-q", "-d", "refused"] + item.arguments, in: world, environment: item.environment)
+            #expect(result.status == item.status, "\(item.arguments): \(result.stderr)")
+            #expect(result.stderr.contains(item.says), "\(item.arguments): \(result.stderr)")
+            #expect(result.stderr.split(separator: "\n").count == 1, "one line: \(result.stderr)")
+        }
+        let gated = try await HaulProcess.run(
+            ["get", "-q", "-d", "gated", "hf://haul-test/gated"], in: world, environment: hub.environment(token: true))
+        #expect(gated.status == 0, "\(gated.stderr)")
+        try await world.close()
+        await hub.stop()
+    }
+}
+
+/// `Tests/HF/hub_server.py`: the Hub and its CDN, until its standard input closes.
+struct HubServer {
+    static let python = PythonScript.packageRoot + "/.build-venv/hf/bin/python"
+    static var available: Bool { FileManager.default.isExecutableFile(atPath: python) }
+
+    let fixture: PythonFixture
+    let port: Int
+    /// Each file's SHA-256 by `KIND/REPO@REVISION/PATH`.
+    let sha256: [String: String]
+
+    static func start(urlSeconds: Int = 60) async throws -> HubServer {
+        struct Ready: Decodable {
+            let port: Int
+            let sha256: [String: String]
+        }
+        let (fixture, ready) = try await PythonFixture.start(
+            python: "/usr/bin/python3", script: "Tests/HF/hub_server.py", as: Ready.self,
+            environment: ["URL_SECONDS": String(urlSeconds)])
+        return HubServer(fixture: fixture, port: ready.port, sha256: ready.sha256)
+    }
+
+    /// `HF_ENDPOINT` at this Hub, `HF_TOKEN` the one it takes when `token`, and no user's own.
+    func environment(token: Bool = false) -> [String: String] {
+        [
+            "HF_ENDPOINT": "http://127.0.0.1:\(port)", "HF_TOKEN": token ? "hf_test_token" : "",
+            "HF_HOME": "/nonexistent",
+        ]
+    }
+
+    struct Stats: Decodable {
+        let cdn: [String: Int]
+        let cdnAuthorization: Int
+    }
+
+    /// The CDN's counts.
+    func stats() async throws -> Stats {
+        let response = try await DaemonProcess.http.execute(
+            HTTPClientRequest(url: "http://127.0.0.1:\(port)/_stats"), timeout: .seconds(30))
+        let body = try await response.body.collect(upTo: 1 << 20)
+        return try JSONDecoder().decode(Stats.self, from: Data(body.readableBytesView))
+    }
+
+    func stop() async { await fixture.stop() }
+}
