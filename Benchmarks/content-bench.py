@@ -111,11 +111,11 @@ def s3_server(python, megabytes):
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_port(port)
     setup = f"""
-import boto3, hashlib, random
+import boto3, hashlib, os
 s3 = boto3.client("s3", endpoint_url="http://127.0.0.1:{port}", region_name="us-east-1",
                   aws_access_key_id="bench", aws_secret_access_key="bench")
 s3.create_bucket(Bucket="bench")
-body = random.Random(1).randbytes({megabytes} << 20)
+body = os.urandom({megabytes} << 20)
 s3.put_object(Bucket="bench", Key="object.bin", Body=body, ChecksumAlgorithm="SHA256")
 print(hashlib.sha256(body).hexdigest())
 """
@@ -123,39 +123,51 @@ print(hashlib.sha256(body).hexdigest())
     return server, port, digest
 
 
+def rounds_of(case, port, tools, rounds, results, command, check):
+    """`rounds` interleaved rounds of `tools` against the server on `port` (through a fresh relay
+    for a `-relay` case): `command(tool, endpoint_port)` gives (argv, env), run in a new directory
+    that `check(tool, directory)` then inspects."""
+    for round_number in range(rounds):
+        order = tools if round_number % 2 == 0 else list(reversed(tools))
+        for tool in order:
+            forward = None
+            target = port
+            if case.endswith("relay"):
+                forward, target = relay(port)
+            directory = tempfile.mkdtemp(dir=WORK)
+            try:
+                argv, env = command(tool, target, directory)
+                result = timed(argv, env=env, cwd=directory)
+                check(tool, directory)
+                results.setdefault((case, tool), []).append(result)
+                log(f"{case} {tool}: {result[0]:.2f} s, CPU {result[1]:.2f} s, {result[2]} KiB")
+            finally:
+                shutil.rmtree(directory, ignore_errors=True)
+                if forward:
+                    forward.terminate()
+                    forward.wait()
+
+
 def s3_runs(python, case, rounds, results):
     megabytes = S3_MB if case == "s3" else RELAY_S3_MB
     log(f"{case}: moto with a {megabytes} MiB object")
     server, port, digest = s3_server(python, megabytes)
+
+    def command(tool, target, directory):
+        endpoint = f"http://127.0.0.1:{target}"
+        if tool == "haul":
+            return ([HAUL, "get", "-q", "--s3-endpoint", endpoint, "s3://bench/object.bin"],
+                    {**KEYS, "HAUL_HOME": directory + "/home"})
+        return ([os.path.join(VENV, "bin", "aws"), "s3", "cp", "--only-show-errors", "--endpoint-url", endpoint,
+                 "s3://bench/object.bin", "object.bin"], KEYS)
+
+    def check(tool, directory):
+        got = sha256(os.path.join(directory, "object.bin"))
+        if got != digest:
+            raise SystemExit(f"{tool}: wrong bytes ({got})")
+
     try:
-        for round_number in range(rounds):
-            tools = ["haul", "aws"] if round_number % 2 == 0 else ["aws", "haul"]
-            for tool in tools:
-                forward = None
-                target = port
-                if case.endswith("relay"):
-                    forward, target = relay(port)
-                endpoint = f"http://127.0.0.1:{target}"
-                directory = tempfile.mkdtemp(dir=WORK)
-                try:
-                    if tool == "haul":
-                        command = [HAUL, "get", "-q", "--s3-endpoint", endpoint, "s3://bench/object.bin"]
-                        env = {**KEYS, "HAUL_HOME": directory + "/home"}
-                    else:
-                        command = [os.path.join(VENV, "bin", "aws"), "s3", "cp", "--only-show-errors",
-                                   "--endpoint-url", endpoint, "s3://bench/object.bin", "object.bin"]
-                        env = KEYS
-                    result = timed(command, env=env, cwd=directory)
-                    got = sha256(os.path.join(directory, "object.bin"))
-                    if got != digest:
-                        raise SystemExit(f"{tool}: wrong bytes ({got})")
-                    results.setdefault((case, tool), []).append(result)
-                    log(f"{case} {tool}: {result[0]:.2f} s, CPU {result[1]:.2f} s, {result[2]} KiB")
-                finally:
-                    shutil.rmtree(directory, ignore_errors=True)
-                    if forward:
-                        forward.terminate()
-                        forward.wait()
+        rounds_of(case, port, ["haul", "aws"], rounds, results, command, check)
     finally:
         server.terminate()
         server.wait()
@@ -207,36 +219,22 @@ def registry_with_image():
 def oci_runs(case, rounds, results):
     log(f"{case}: docker-registry with {LAYERS} layers of {LAYER_MB} MiB")
     server, port, root = registry_with_image()
+
+    def command(tool, target, directory):
+        name = f"127.0.0.1:{target}/bench/image:v1"
+        if tool == "haul":
+            return ([HAUL, "get", "-q", "--plain-http", "-d", "layout", "oci://" + name],
+                    {"HAUL_HOME": directory + "/home"})
+        return (["skopeo", "copy", "--quiet", "--src-tls-verify=false", "docker://" + name, "oci:layout:v1"], {})
+
+    def check(tool, directory):
+        answer = subprocess.run(["skopeo", "copy", "--quiet", f"oci:{directory}/layout:v1", f"dir:{directory}/check"],
+                                capture_output=True, text=True)
+        if answer.returncode != 0:
+            raise SystemExit(f"{tool}: skopeo cannot read the layout: {answer.stderr}")
+
     try:
-        for round_number in range(rounds):
-            tools = ["haul", "skopeo"] if round_number % 2 == 0 else ["skopeo", "haul"]
-            for tool in tools:
-                forward = None
-                target = port
-                if case.endswith("relay"):
-                    forward, target = relay(port)
-                directory = tempfile.mkdtemp(dir=WORK)
-                try:
-                    name = f"127.0.0.1:{target}/bench/image:v1"
-                    if tool == "haul":
-                        command = [HAUL, "get", "-q", "--plain-http", "-d", "layout", "oci://" + name]
-                        env = {"HAUL_HOME": directory + "/home"}
-                    else:
-                        command = ["skopeo", "copy", "--quiet", "--src-tls-verify=false", "docker://" + name,
-                                   "oci:layout:v1"]
-                        env = {}
-                    result = timed(command, env=env, cwd=directory)
-                    check = subprocess.run(["skopeo", "copy", "--quiet", f"oci:{directory}/layout:v1",
-                                            f"dir:{directory}/check"], capture_output=True, text=True)
-                    if check.returncode != 0:
-                        raise SystemExit(f"{tool}: skopeo cannot read the layout: {check.stderr}")
-                    results.setdefault((case, tool), []).append(result)
-                    log(f"{case} {tool}: {result[0]:.2f} s, CPU {result[1]:.2f} s, {result[2]} KiB")
-                finally:
-                    shutil.rmtree(directory, ignore_errors=True)
-                    if forward:
-                        forward.terminate()
-                        forward.wait()
+        rounds_of(case, port, ["haul", "skopeo"], rounds, results, command, check)
     finally:
         server.terminate()
         server.wait()
