@@ -1,7 +1,9 @@
 import AsyncHTTPClient
 import Foundation
+import HaulAPI
 import HaulCore
 import NIOCore
+import NIOHTTP1
 import Testing
 
 /// `haul get hf://...` against a Hub of our own (`Tests/HF/hub_server.py`: the revision API,
@@ -17,7 +19,7 @@ struct HubEndToEndTests {
     /// never to the CDN; signed CDN URLs that live one second never stop a download that takes
     /// several (each request asks the Hub again).
     @Test func aRepositorysTreeWithItsTokenKeptFromTheCDN() async throws {
-        let hub = try await HubServer.start(urlSeconds: 1)
+        let hub = try await HubServer.shared()
         let world = try await World.make()
         let result = try await HaulProcess.run(
             ["get", "-q", "-d", "tree", "-x", "4", "-k", "1M", "--limit-rate", "8M", "hf://haul-test/model"], in: world,
@@ -33,13 +35,12 @@ struct HubEndToEndTests {
         #expect(stats.cdnAuthorization == 0, "the CDN never saw the token")
         #expect((stats.cdn[hub.sha256["models/haul-test/model@main/big.bin"]!] ?? 0) > 1, "big.bin in several requests")
         try await world.close()
-        await hub.stop()
     }
 
     /// `--hf-cache`: the same tree huggingface_hub writes (blobs by ETag, snapshot links, the
     /// ref), and huggingface_hub in offline mode finds haul's files.
     @Test func theCacheIsHuggingFaceHubsOwn() async throws {
-        let hub = try await HubServer.start()
+        let hub = try await HubServer.shared()
         let world = try await World.make()
         let ours = world.directory + "/haul-cache"
         let theirs = world.directory + "/hub-cache"
@@ -61,12 +62,11 @@ struct HubEndToEndTests {
         #expect(offline.status == 0, "\(offline.output)")
         #expect(offline.output.contains(hub.sha256["models/haul-test/model@main/config.json"]!), "\(offline.output)")
         try await world.close()
-        await hub.stop()
     }
 
     /// A file, a folder, a revision, globs and a dataset.
     @Test func pathsRevisionsGlobsAndDatasets() async throws {
-        let hub = try await HubServer.start()
+        let hub = try await HubServer.shared()
         let world = try await World.make()
         let cases: [(arguments: [String], files: [String])] = [
             (["hf://haul-test/model/sub/dir/notes.txt"], ["notes.txt"]),
@@ -97,13 +97,38 @@ struct HubEndToEndTests {
             #expect(found == item.files.sorted(), "\(item.arguments): \(found)")
         }
         try await world.close()
-        await hub.stop()
+    }
+
+    /// The daemon takes `hf://` names through its API and aria2's `addUri`, with its own
+    /// `HF_ENDPOINT` and `HF_TOKEN`: one download per file, in the repository's tree.
+    @Test func theDaemonTakesHubNames() async throws {
+        let hub = try await HubServer.shared()
+        let world = try await World.make()
+        let daemon = try await DaemonProcess.start(world, environment: hub.environment(token: true))
+        defer { daemon.process.signal(SIGKILL) }
+        let answer = try await daemon.call(
+            .POST, "/api/v1/downloads",
+            body: #"{"url": "hf://haul-test/model/sub", "directory": "\#(world.directory)/api"}"#)
+        #expect(answer.status == 201, "\(answer.text)")
+        let added = try answer.decode([DownloadView].self)
+        let call =
+            #"{"jsonrpc":"2.0","id":"1","method":"aria2.addUri","params":["token:\#(daemon.serve.secret)",["hf://haul-test/gated"]]}"#
+        let rpc = try await daemon.call(.POST, "/jsonrpc", body: call, token: .some(nil))
+        let gid = try #require((rpc.json as? [String: Any])?["result"] as? String, "\(rpc.text)")
+        for id in added.map(\.id) + [gid] { try await daemon.wait(for: id, status: .completed) }
+        #expect(
+            world.sha256(of: world.directory + "/api/dir/notes.txt")
+                == hub.sha256["models/haul-test/model@main/sub/dir/notes.txt"])
+        #expect(
+            world.sha256(of: world.directory + "/weights.bin") == hub.sha256["models/haul-test/gated@main/weights.bin"])
+        _ = await daemon.terminate()
+        try await world.close()
     }
 
     /// Each refusal is one line and its exit code: an unknown repository or revision 3, a gated
     /// repository without a token 3 and with a wrong one 3, nothing matching 3, a bad name 2.
     @Test func refusalsAreOneLineWithTheirExitCodes() async throws {
-        let hub = try await HubServer.start()
+        let hub = try await HubServer.shared()
         let world = try await World.make()
         var wrong = hub.environment()
         wrong["HF_TOKEN"] = "hf_wrong"
@@ -126,7 +151,6 @@ struct HubEndToEndTests {
             ["get", "-q", "-d", "gated", "hf://haul-test/gated"], in: world, environment: hub.environment(token: true))
         #expect(gated.status == 0, "\(gated.stderr)")
         try await world.close()
-        await hub.stop()
     }
 }
 
@@ -139,6 +163,12 @@ struct HubServer {
     let port: Int
     /// Each file's SHA-256 by `KIND/REPO@REVISION/PATH`.
     let sha256: [String: String]
+
+    /// One Hub for the whole suite, its CDN's URLs living one second; it ends with the test
+    /// process. No test changes what it serves (the CDN's counts only grow, and no test sends it
+    /// a token).
+    static func shared() async throws -> HubServer { try await started.value }
+    private static let started = Task { try await HubServer.start(urlSeconds: 1) }
 
     static func start(urlSeconds: Int = 60) async throws -> HubServer {
         struct Ready: Decodable {
@@ -172,5 +202,4 @@ struct HubServer {
         return try JSONDecoder().decode(Stats.self, from: Data(body.readableBytesView))
     }
 
-    func stop() async { await fixture.stop() }
 }

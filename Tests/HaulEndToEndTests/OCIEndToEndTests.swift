@@ -13,7 +13,7 @@ struct OCIEndToEndTests {
     /// An index narrowed to linux/arm64: the layout's index names that platform's manifest,
     /// skopeo copies the image out of the layout (checking every digest) and umoci unpacks it.
     @Test func anIndexBecomesALayoutSkopeoAndUmociRead() async throws {
-        let registry = try await Registry.start()
+        let registry = try await Registry.shared()
         let world = try await World.make()
         let result = try await HaulProcess.run(
             ["get", "-q", "--plain-http", "-d", "layout", "--platform", "linux/arm64", registry.name("haul/app:v1")],
@@ -33,13 +33,12 @@ struct OCIEndToEndTests {
             atPath: world.directory + "/bundle/rootfs/opt/arm64.bin")
         #expect((unpacked[.size] as? Int) == 24 << 20)
         try await world.close()
-        await registry.stop()
     }
 
     /// A second image goes into the same layout beside the first; the layer they share is found
     /// in place by its digest and not fetched again.
     @Test func twoImagesShareOneLayoutAndTheSharedLayerIsNotFetchedTwice() async throws {
-        let registry = try await Registry.start()
+        let registry = try await Registry.shared()
         let world = try await World.make()
         let first = try await HaulProcess.run(
             ["get", "-q", "--plain-http", "-d", "layout", "--platform", "linux/amd64", registry.name("haul/app:v1")],
@@ -66,13 +65,12 @@ struct OCIEndToEndTests {
             #expect(copy.status == 0, "\(tag): \(copy.output)")
         }
         try await world.close()
-        await registry.stop()
     }
 
     /// `kill -9` in the middle of the 24 MiB layer, then the same command: the layer resumes,
     /// and the layout is written only once every blob is in.
     @Test func aKilledPullResumesAndWritesTheLayoutLast() async throws {
-        let registry = try await Registry.start()
+        let registry = try await Registry.shared()
         let world = try await World.make()
         let name = registry.name("haul/app:v1")
         let first = try HaulProcess(
@@ -96,13 +94,12 @@ struct OCIEndToEndTests {
             "skopeo", ["copy", "oci:\(world.directory)/layout:v1", "dir:\(world.directory)/copied"])
         #expect(copy.status == 0, "\(copy.output)")
         try await world.close()
-        await registry.stop()
     }
 
     /// A registry behind a password: refused without credentials (exit 3), fetched with
     /// `--oci-auth` or with Docker's `config.json` (`DOCKER_CONFIG`).
     @Test func aRegistryBehindAPasswordTakesTheUsersCredentials() async throws {
-        let registry = try await Registry.start()
+        let registry = try await Registry.shared()
         let world = try await World.make()
         let name = "oci://127.0.0.1:\(registry.authPort)/haul/small"
         let refused = try await HaulProcess.run(
@@ -131,13 +128,12 @@ struct OCIEndToEndTests {
             #expect(copy.status == 0, "\(directory): \(copy.output)")
         }
         try await world.close()
-        await registry.stop()
     }
 
     /// Each refusal is one line and its exit code: a platform the index lacks 2, an unknown tag 3,
     /// TLS to a registry without it 4 (saying --plain-http), a bad name 2; no layout is written.
     @Test func refusalsAreOneLineWithTheirExitCodes() async throws {
-        let registry = try await Registry.start()
+        let registry = try await Registry.shared()
         let world = try await World.make()
         let cases: [(arguments: [String], status: Int32, says: String)] = [
             (["--plain-http", "--platform", "linux/s390x", registry.name("haul/app:v1")], 2, "has no linux/s390x"),
@@ -155,7 +151,6 @@ struct OCIEndToEndTests {
         }
         #expect(!FileManager.default.fileExists(atPath: world.directory + "/layout/index.json"))
         try await world.close()
-        await registry.stop()
     }
 }
 
@@ -202,6 +197,11 @@ struct Registry {
     /// `oci://127.0.0.1:PORT/NAME`.
     func name(_ image: String) -> String { "oci://127.0.0.1:\(port)/\(image)" }
 
+    /// One registry for the whole suite (pushing the images costs seconds of CPU each time); it
+    /// ends with the test process. No test changes what it serves.
+    static func shared() async throws -> Registry { try await started.value }
+    private static let started = Task { try await Registry.start() }
+
     static func start() async throws -> Registry {
         struct Ready: Decodable {
             let port: Int
@@ -213,5 +213,4 @@ struct Registry {
         return Registry(fixture: fixture, port: ready.port, authPort: ready.authPort, digests: ready.digests)
     }
 
-    func stop() async { await fixture.stop() }
 }

@@ -44,8 +44,9 @@ enum PythonScript {
     }
 }
 
-/// A Python program that serves something for a suite (moto's S3, a registry) until its standard
-/// input closes, and says it is ready with one JSON line on its standard output.
+/// A Python program that serves something for a suite (moto's S3, a registry, the Hub) until its
+/// standard input closes (when the test process ends), and says it is ready with one JSON line
+/// on its standard output.
 struct PythonFixture: @unchecked Sendable {
     let process: Process
     let input: Pipe
@@ -76,13 +77,5 @@ struct PythonFixture: @unchecked Sendable {
             return bytes
         }.value
         return (PythonFixture(process: process, input: input), try JSONDecoder().decode(Ready.self, from: Data(line)))
-    }
-
-    /// Closes its standard input and waits for it to end (terminated after 5 s).
-    func stop() async {
-        try? input.fileHandleForWriting.close()
-        for _ in 0..<100 where process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
     }
 }

@@ -14,7 +14,7 @@ struct S3EndToEndTests {
     /// One object with a SHA-256 checksum and one of three parts with a checksum of its parts:
     /// both signed, both byte-exact, both named by their keys' last segment.
     @Test func objectsAreSignedCheckedAndByteExact() async throws {
-        let moto = try await MotoServer.start()
+        let moto = try await MotoServer.shared()
         let world = try await World.make()
         let result = try await HaulProcess.run(
             ["get", "-q", "--s3-endpoint", moto.endpoint, "s3://haul-test/single.bin", "s3://haul-test/multi.bin"],
@@ -35,13 +35,12 @@ struct S3EndToEndTests {
         #expect(!row.contains(moto.keys["AWS_SECRET_ACCESS_KEY"]!), "no key is stored")
         #expect(!row.contains("Signature"), "no signature is stored")
         try await world.close()
-        await moto.stop()
     }
 
     /// A prefix of 1,050 keys is listed over two pages (`ListObjectsV2` stops at 1,000), each key
     /// its own file beneath `-d`; a key that would leave the directory is skipped and said so.
     @Test func aPrefixIsListedPastOnePageAndKeptBeneathTheDirectory() async throws {
-        let moto = try await MotoServer.start()
+        let moto = try await MotoServer.shared()
         let world = try await World.make()
         let result = try await HaulProcess.run(
             [
@@ -59,13 +58,12 @@ struct S3EndToEndTests {
         #expect(!FileManager.default.fileExists(atPath: tree + "/escape.txt"))
         #expect(result.stderr.contains("skipped the key 'bad/../escape.txt'"), "\(result.stderr)")
         try await world.close()
-        await moto.stop()
     }
 
     /// `kill -9` mid-object, then the same command: the resume's requests are signed anew (moto
     /// refuses a stale or wrong signature) and the file ends byte-exact.
     @Test func aResumeAfterKillNineIsSignedAfresh() async throws {
-        let moto = try await MotoServer.start()
+        let moto = try await MotoServer.shared()
         let world = try await World.make()
         let arguments = [
             "get", "-q", "-x", "1", "--limit-rate", "400K", "--checkpoint-interval", "0.05", "--s3-endpoint",
@@ -82,13 +80,12 @@ struct S3EndToEndTests {
         #expect(second.status == 0, "\(second.stderr)")
         #expect(world.sha256(of: world.directory + "/multi.bin") == moto.sha256["haul-test/multi.bin"])
         try await world.close()
-        await moto.stop()
     }
 
     /// The daemon takes the same names through its API and aria2's `addUri`, with its own keys:
     /// one download per file, the API answering all of them, `addUri` the first.
     @Test func theDaemonTakesS3NamesThroughBothAPIs() async throws {
-        let moto = try await MotoServer.start()
+        let moto = try await MotoServer.shared()
         let world = try await World.make()
         let daemon = try await DaemonProcess.start(world, ["--s3-endpoint", moto.endpoint], environment: moto.keys)
         defer { daemon.process.signal(SIGKILL) }
@@ -118,12 +115,11 @@ struct S3EndToEndTests {
         #expect(missing.text.contains("no such key"), "\(missing.text)")
         _ = await daemon.terminate()
         try await world.close()
-        await moto.stop()
     }
 
     /// Keys from a shared credentials file and `AWS_PROFILE`, as the AWS tools read them.
     @Test func keysComeFromAProfile() async throws {
-        let moto = try await MotoServer.start()
+        let moto = try await MotoServer.shared()
         let world = try await World.make()
         let file = world.home + "-aws-credentials"
         try """
@@ -145,13 +141,12 @@ struct S3EndToEndTests {
         #expect(result.status == 0, "\(result.stderr)")
         #expect(world.sha256(of: world.directory + "/etag.bin") == moto.sha256["haul-test/plain/etag.bin"])
         try await world.close()
-        await moto.stop()
     }
 
     /// Each refusal is one line and its exit code: no such key 3, a wrong secret 3, no keys 3,
     /// a bad name 2, an unknown profile 2; nothing is written.
     @Test func refusalsAreOneLineWithTheirExitCodes() async throws {
-        let moto = try await MotoServer.start()
+        let moto = try await MotoServer.shared()
         let world = try await World.make()
         let endpoint = ["--s3-endpoint", moto.endpoint]
         var wrong = moto.keys
@@ -178,7 +173,6 @@ struct S3EndToEndTests {
         }
         #expect(world.files().isEmpty, "nothing written: \(world.files())")
         try await world.close()
-        await moto.stop()
     }
 }
 
@@ -195,6 +189,12 @@ struct MotoServer {
     /// Each object's SHA-256, by `BUCKET/KEY`.
     let sha256: [String: String]
 
+    /// One server for the whole suite, started by the first test that asks (making the 1,050
+    /// objects costs seconds of CPU each time); it ends with the test process, whose end closes
+    /// its standard input. No test changes what it serves.
+    static func shared() async throws -> MotoServer { try await started.value }
+    private static let started = Task { try await MotoServer.start() }
+
     static func start() async throws -> MotoServer {
         struct Ready: Decodable {
             let port: Int
@@ -210,5 +210,4 @@ struct MotoServer {
             sha256: ready.sha256)
     }
 
-    func stop() async { await fixture.stop() }
 }
