@@ -58,6 +58,30 @@ import Testing
         #expect(machine.record.request.url == renewed && machine.record.validator == nil)
     }
 
+    /// A refusal from where a redirect led (a CDN's signed URL that expired between the Hub's
+    /// redirect and the request, on a loaded machine): the download's own URL, asked again,
+    /// redirects to a fresh one. A retry, with or without bytes, never an expiry.
+    @Test func aRefusalWhereARedirectLedIsAskedAgainAtTheURL() throws {
+        for refreshes in [false, true] {
+            var machine = try machine(refreshes: refreshes)
+            let actions = expire(
+                &machine, answer: ResponseHead(status: 403, headers: [:], url: "http://cdn/blob?expires=1&sig=x"))
+            #expect(machine.state == .downloading, "\(machine.state)")
+            #expect(!actions.contains(.refreshURL(expired: signed)), "\(actions)")
+            #expect(
+                actions.contains { if case .schedule = $0 { true } else { false } },
+                "a retry is scheduled: \(actions)")
+            #expect(machine.completedLength == 400)
+        }
+        var fresh = try machine(refreshes: false)
+        _ = fresh.start(.init(partSize: nil, published: false), now: 0)
+        let first = fresh.responseReceived(
+            0, ResponseHead(status: 403, headers: [:], url: "http://cdn/blob?expires=1&sig=x"), nowSecondsSince1970: 0,
+            jitter: 0)
+        #expect(fresh.state == .downloading, "no byte yet: still a retry")
+        #expect(first.contains { if case .schedule = $0 { true } else { false } }, "\(first)")
+    }
+
     @Test func withoutARefreshCommandTheDownloadNeedsANewURL() throws {
         var machine = try machine(refreshes: false)
         _ = expire(&machine, answer: ResponseHead(status: 410, headers: [:], url: signed.absoluteString))

@@ -16,7 +16,7 @@ import Testing
     .enabled(if: HubServer.available, "needs .build-venv/hf with huggingface_hub (.ci/run makes it)"))
 struct HubEndToEndTests {
     /// The repository's tree under `-d`, every file byte-exact; the token went to the Hub and
-    /// never to the CDN; signed CDN URLs that live one second never stop a download that takes
+    /// never to the CDN; signed CDN URLs that live two seconds never stop a download that takes
     /// several (each request asks the Hub again).
     @Test func aRepositorysTreeWithItsTokenKeptFromTheCDN() async throws {
         let hub = try await HubServer.shared()
@@ -164,11 +164,11 @@ struct HubServer {
     /// Each file's SHA-256 by `KIND/REPO@REVISION/PATH`.
     let sha256: [String: String]
 
-    /// One Hub for the whole suite, its CDN's URLs living one second; it ends with the test
+    /// One Hub for the whole suite, its CDN's URLs living two seconds; it ends with the test
     /// process. No test changes what it serves (the CDN's counts only grow, and no test sends it
     /// a token).
     static func shared() async throws -> HubServer { try await started.value }
-    private static let started = Task { try await HubServer.start(urlSeconds: 1) }
+    private static let started = Task { try await HubServer.start(urlSeconds: 2) }
 
     static func start(urlSeconds: Int = 60) async throws -> HubServer {
         struct Ready: Decodable {

@@ -152,6 +152,18 @@ extension DownloadStateMachine {
 
         case .fail(let error):
             if let moved = sourceFailed(id, error, retryAfter: nil, jitter: jitter) { return moved }
+            if let status = error.httpStatus, [401, 403, 410].contains(status), head.url != plan.url.absoluteString {
+                // Refused where a redirect led (a CDN's signed URL, expired between the redirect
+                // and the request): the download's own URL, asked again, redirects to a fresh
+                // one. A retry, counted as any other; never an expiry of the URL itself.
+                return connectionFailed(
+                    id,
+                    HaulError(
+                        .httpStatus,
+                        "\(head.url) (where \(plan.url) redirected): HTTP \(status)\(ResponseCheck.reason(status)); "
+                            + "asking \(plan.url) again for a fresh redirect", httpStatus: status),
+                    retryAfter: nil, jitter: jitter)
+            }
             if connection.isExtra, othersReceiving(besides: id) {
                 // Some servers answer 403 past their connection limit: keep the ones that work.
                 return refused(id, error, retryAfter: nil)
