@@ -149,6 +149,28 @@ extension OCIManifest.Platform {
     }
 }
 
+extension AsyncHTTPTransport {
+    /// A resolver's question: `plan` sent, its answer's head and whole body (at most `limit`
+    /// bytes). Throws the transport's `HaulError`, a body past `limit` as `.badRequest`.
+    func answer(_ plan: RequestPlan, limit: Int) async throws(HaulError) -> (ResponseHead, [UInt8]) {
+        do {
+            let (head, body) = try await send(plan)
+            var bytes: [UInt8] = []
+            while let chunk = try await body.next() {
+                guard bytes.count + chunk.count <= limit else {
+                    throw HaulError(.badRequest, "\(plan.url): the answer is larger than \(limit >> 20) MiB")
+                }
+                chunk.withUnsafeBytes { bytes.append(contentsOf: $0) }
+            }
+            return (head, bytes)
+        } catch let error as HaulError {
+            throw error
+        } catch {
+            throw HaulError(.network, "\(plan.url): \(error)", underlying: error)
+        }
+    }
+}
+
 extension DownloadRequest {
     /// What a resolved file brings besides its URL and place: the signing scope, and its digest
     /// (or its parts') unless the user gave one (`userChecksum`), which wins.

@@ -42,17 +42,7 @@ public struct HubResolver: Sendable {
         let url = try RemoteURL(base + HubAPI.revisionPath(name))
         var plan = RequestPlan(url: url, range: nil, ifRange: nil, headers: ["Accept": "application/json"])
         plan.authorization = token.map { "Bearer \($0)" }
-        let head: ResponseHead
-        let body: [UInt8]
-        do {
-            let (answer, stream) = try await transport.send(plan)
-            head = answer
-            body = try await S3Resolver.read(stream, limit: 64 << 20)
-        } catch let error as HaulError {
-            throw error
-        } catch {
-            throw HaulError(.network, "\(url): \(error)", underlying: error)
-        }
+        let (head, body) = try await transport.answer(plan, limit: 64 << 20)
         guard head.status == 200 else { throw refusal(head, name: name, shown: shown) }
         let revision = try HubAPI.revision(body)
         let selected = HubAPI.select(revision.files, under: name.path, include: include, exclude: exclude)

@@ -160,18 +160,15 @@ public struct OCIResolver: Sendable {
             ResponseHead, [UInt8]
         ) {
             let plan = RequestPlan(url: url, range: nil, ifRange: nil, headers: headers, credentials: credentials)
-            do {
-                let (head, stream) = try await resolver.transport.send(plan)
-                return (head, try await S3Resolver.read(stream, limit: OCIResolver.maxManifest))
-            } catch let error as HaulError {
+            do throws(HaulError) {
+                return try await resolver.transport.answer(plan, limit: OCIResolver.maxManifest)
+            } catch {
                 guard error.code == .network, resolver.scheme == "https", error.message.contains("TLS") else {
                     throw error
                 }
                 throw HaulError(
                     error.code, error.message + " (a registry without TLS is reached with --plain-http)",
                     httpStatus: error.httpStatus, cause: error.cause, underlying: error.underlying)
-            } catch {
-                throw HaulError(.network, "\(url): \(error)", underlying: error)
             }
         }
     }

@@ -147,17 +147,7 @@ public struct S3Resolver: Sendable {
             let plan = RequestPlan(
                 url: url, range: nil, ifRange: nil, headers: headers, signing: SigV4Scope(region: region),
                 method: method)
-            let head: ResponseHead
-            let body: [UInt8]
-            do {
-                let (answer, stream) = try await transport.send(plan)
-                head = answer
-                body = try await Self.read(stream, limit: 16 << 20)
-            } catch let error as HaulError {
-                throw error
-            } catch {
-                throw HaulError(.network, "\(url): \(error)", underlying: error)
-            }
+            let (head, body) = try await transport.answer(plan, limit: 16 << 20)
             if !switched, let other = S3Answers.otherRegion(status: head.status, headers: head.headers, asked: region) {
                 region = other
                 switched = true
@@ -186,18 +176,6 @@ public struct S3Resolver: Sendable {
         }
         let detail = said.map { " (\($0.code)\($0.message.isEmpty ? "" : ": \($0.message)"))" } ?? ""
         return HaulError(.httpStatus, "\(name): \(what)\(detail)", httpStatus: head.status)
-    }
-
-    /// The body, at most `limit` bytes.
-    static func read(_ body: any ResponseBodyStream, limit: Int) async throws -> [UInt8] {
-        var bytes: [UInt8] = []
-        while let chunk = try await body.next() {
-            guard bytes.count + chunk.count <= limit else {
-                throw HaulError(.badRequest, "the store's answer is larger than \(limit >> 20) MiB")
-            }
-            chunk.withUnsafeBytes { bytes.append(contentsOf: $0) }
-        }
-        return bytes
     }
 
     /// A key's last segment: the file's name for `s3://BUCKET/KEY`.

@@ -62,7 +62,7 @@ public struct Cookie: Hashable, Sendable, CustomStringConvertible, CustomDebugSt
         let domain = domain.lowercased()
         if host == domain { return true }
         guard !domain.isEmpty, host.hasSuffix("." + domain) else { return false }
-        return !isIPAddress(host)
+        return !RemoteURL.isIPAddress(host)
     }
 
     /// RFC 6265 §5.1.4.
@@ -80,12 +80,6 @@ public struct Cookie: Hashable, Sendable, CustomStringConvertible, CustomDebugSt
             return "/"
         }
         return String(requestPath[..<slash])
-    }
-
-    static func isIPAddress(_ host: String) -> Bool {
-        if host.hasPrefix("[") || host.contains(":") { return true }
-        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
-        return parts.count == 4 && parts.allSatisfy { UInt8($0) != nil }
     }
 
     /// Same name, domain and path: a later one replaces it (§5.3 step 11).

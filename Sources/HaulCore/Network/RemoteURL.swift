@@ -107,6 +107,14 @@ public struct RemoteURL: Hashable, Codable, Sendable, CustomStringConvertible {
         return String(text[..<schemeEnd]) + "***" + String(text[at...])
     }
 
+    /// Whether `host` is an IP address (four decimal bytes, or an IPv6 address) rather than a name:
+    /// a cookie's domain must then match exactly, and an S3 endpoint goes path-style.
+    static func isIPAddress(_ host: String) -> Bool {
+        if host.hasPrefix("[") || host.contains(":") { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts.allSatisfy { UInt8($0) != nil }
+    }
+
     /// The port a connection goes to: the URL's, else 80 or 443.
     public var effectivePort: Int { port ?? (scheme == "https" ? 443 : 80) }
 

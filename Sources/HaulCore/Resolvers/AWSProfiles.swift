@@ -66,29 +66,19 @@ public struct AWSProfiles: Sendable, Equatable {
         var sections: [String: [String: String]] = [:]
         var current: String?
         for rawLine in text.split(whereSeparator: \.isNewline) {
-            let line = rawLine.trimmingBlanks()
+            let line = String(rawLine.trimmed())
             if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
             if line.hasPrefix("["), line.hasSuffix("]") {
-                let name = String(line.dropFirst().dropLast()).trimmingBlanks()
+                let name = String(line.dropFirst().dropLast().trimmed())
                 current = name
                 sections[name, default: [:]] = sections[name] ?? [:]
                 continue
             }
             guard let current, let equals = line.firstIndex(of: "=") else { continue }
-            let key = String(line[..<equals]).trimmingBlanks().lowercased()
-            let value = String(line[line.index(after: equals)...]).trimmingBlanks()
+            let key = line[..<equals].trimmed().lowercased()
+            let value = String(line[line.index(after: equals)...].trimmed())
             if !value.isEmpty { sections[current]?[key] = value }
         }
         return sections
-    }
-}
-
-extension StringProtocol {
-    /// The text without the spaces and tabs around it.
-    fileprivate func trimmingBlanks() -> String {
-        var slice = Substring(self)
-        while let first = slice.first, first == " " || first == "\t" { slice.removeFirst() }
-        while let last = slice.last, last == " " || last == "\t" || last == "\r" { slice.removeLast() }
-        return String(slice)
     }
 }

@@ -34,7 +34,7 @@ public enum RegistryChallenge: Sendable, Equatable {
             skip([" ", ","])
             let keyStart = index
             while index < text.endIndex, text[index] != "=", text[index] != "," { index = text.index(after: index) }
-            let key = text[keyStart..<index].trimmingCharacters(in: " ").lowercased()
+            let key = text[keyStart..<index].trimmed(where: { $0 == " " }).lowercased()
             guard index < text.endIndex, text[index] == "=" else { continue }
             index = text.index(after: index)
             var value = ""
@@ -51,7 +51,7 @@ public enum RegistryChallenge: Sendable, Equatable {
             } else {
                 let start = index
                 while index < text.endIndex, text[index] != "," { index = text.index(after: index) }
-                value = text[start..<index].trimmingCharacters(in: " ")
+                value = String(text[start..<index].trimmed(where: { $0 == " " }))
             }
             if !key.isEmpty { result[key] = value }
         }
@@ -92,16 +92,6 @@ public enum RegistryChallenge: Sendable, Equatable {
             !token.utf8.contains(where: { $0 < 0x21 || $0 > 0x7E })
         else { throw HaulError(.badRequest, "the registry's token server answered no token") }
         return token
-    }
-}
-
-extension StringProtocol {
-    /// The text without `character` at either end.
-    fileprivate func trimmingCharacters(in character: Character) -> String {
-        var slice = Substring(self)
-        while slice.first == character { slice.removeFirst() }
-        while slice.last == character { slice.removeLast() }
-        return String(slice)
     }
 }
 

@@ -16,7 +16,7 @@ public struct S3Endpoint: Sendable, Equatable {
     /// address.
     public init(custom: RemoteURL?, pathStyle: Bool) {
         self.custom = custom
-        self.pathStyle = pathStyle || (custom.map { Self.isIPAddress($0.host) } ?? false)
+        self.pathStyle = pathStyle || (custom.map { RemoteURL.isIPAddress($0.host) } ?? false)
     }
 
     /// The URL of `key` in `bucket` (`key` empty: the bucket itself, where it is listed) in
@@ -43,16 +43,6 @@ public struct S3Endpoint: Sendable, Equatable {
                 "?" + query.map { "\(SigV4.uriEncode($0.name))=\(SigV4.uriEncode($0.value))" }.joined(separator: "&")
         }
         return try RemoteURL(text)
-    }
-
-    /// Whether `host` is an IPv4 address or a bracketed IPv6 one.
-    static func isIPAddress(_ host: String) -> Bool {
-        if host.hasPrefix("[") { return true }
-        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
-        return parts.count == 4
-            && parts.allSatisfy { part in
-                !part.isEmpty && part.count <= 3 && part.allSatisfy(\.isASCII) && part.allSatisfy(\.isNumber)
-            }
     }
 }
 
