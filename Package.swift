@@ -46,6 +46,7 @@ let package = Package(
                 "HaulCore",
                 "CProcessMemory",
                 "CChildProcess",
+                "CFileClone",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -139,6 +140,8 @@ let package = Package(
         // glibc's mallopt(3), which Swift's Glibc module does not show (Haul's ProcessMemory).
         .target(name: "CProcessMemory"),
         .target(name: "CChildProcess"),
+        // Linux's FICLONE ioctl (a reflink), which Swift cannot call: ioctl(2) is variadic.
+        .target(name: "CFileClone"),
         .executableTarget(name: "haul", dependencies: ["Haul", "HaulCommands"]),
         // Without PostgresNIO, haul links no part of Foundation but FoundationEssentials; this
         // one links both (see HaulServer's FleetOpening).

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Haul
 import HaulCore
 
 /// What `haul get` and `haul serve` say differently about the engine options they share: their
@@ -31,6 +32,17 @@ struct EngineOptions<Role: EngineOptionsRole>: ParsableArguments {
     @Option(name: .customLong("refresh-command"), help: Role.refreshCommandHelp)
     var refreshCommand: String?
 
+    @Option(
+        name: .customLong("content-store"),
+        help: ArgumentHelp(
+            """
+            Keep every file whose SHA-256 or SHA-512 is known (hf://, oci://, s3://, --checksum, a Metalink) in DIR \
+            by digest, read-only, and take a file from there instead of fetching it: a reflink, else a hard link \
+            (the file then shares the store's read-only mode), else a copy, each checked against its digest first.
+            """,
+            valueName: "DIR"))
+    var contentStore: String?
+
     @Option(help: .hidden)
     var checkpointInterval: Double?
 
@@ -42,6 +54,9 @@ struct EngineOptions<Role: EngineOptionsRole>: ParsableArguments {
         if let refreshCommand, refreshCommand.allSatisfy(\.isWhitespace) {
             throw ValidationError("--refresh-command needs a command")
         }
+        if let contentStore, contentStore.allSatisfy(\.isWhitespace) {
+            throw ValidationError("--content-store needs a directory")
+        }
         if let checkpointInterval, checkpointInterval <= 0 {
             throw ValidationError("--checkpoint-interval must be positive")
         }
@@ -50,6 +65,11 @@ struct EngineOptions<Role: EngineOptionsRole>: ParsableArguments {
     /// `--limit-rate` in bytes per second; nil: no limit.
     func maxBytesPerSecond() throws -> Int64? {
         try limitRate.map { try GetCommand.rate($0) }
+    }
+
+    /// `--content-store`, absolute; nil when not given.
+    var store: ContentStore? {
+        contentStore.map { ContentStore(root: HaulHome.absolute($0)) }
     }
 
     /// `--checkpoint-interval`, default one second.

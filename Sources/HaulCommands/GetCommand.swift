@@ -224,6 +224,7 @@ struct GetCommand: AsyncParsableCommand {
             maxBytesPerSecond: try engine.maxBytesPerSecond(),
             logger: logger, maxConnectionsPerHost: engine.maxConnectionsPerHost, httpVersions: httpVersion.policy)
         configuration.refreshCommand = engine.refreshCommand
+        configuration.contentStore = engine.store
         configuration.http.awsCredentials = try awsCredentials(reporter: reporter)
         // After the transport's settings: a `--metalink URL` is fetched with them.
         let (entries, layouts) = try await entries(

@@ -191,6 +191,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.manager.checkpointInterval = engine.checkpoint
         configuration.manager.maxConnectionsPerHost = engine.maxConnectionsPerHost
         configuration.manager.refreshCommand = engine.refreshCommand
+        configuration.manager.contentStore = engine.store
         configuration.manager.httpVersions = httpVersion.policy
         // `s3://` names in adds: resolved and signed with the daemon's own keys (its
         // environment, ~/.aws), never an add's.

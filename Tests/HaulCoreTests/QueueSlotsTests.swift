@@ -69,7 +69,7 @@ import Testing
                     if let index = waiting.firstIndex(where: { $0.id == entry.id }) { waiting[index] = entry }
                 }
             case .left(let ids): waiting.removeAll { ids.contains($0.id) }
-            case .runEnded(let id), .transferEnded(let id): running.remove(id)
+            case .runEnded(let id, _), .transferEnded(let id): running.remove(id)
             case .limitChanged(let count): limit = count
             case .closed: return []
             }

@@ -243,27 +243,3 @@ struct Hashing<H: HashFunction>: StreamingDigest {
         }.joined()
     }
 }
-
-/// Files already in place, by their digest.
-public enum PresentFiles {
-    /// Whether the regular file at `path` (no link followed) has `checksum`: a file a name of
-    /// content resolved to that is already in place (an image's blob another image shares) is
-    /// not fetched again. False for a missing, unreadable or different file.
-    public static func has(_ checksum: Checksum, at path: String) async -> Bool {
-        let (folder, name) = Paths.split(path)
-        guard let name else { return false }
-        // The closure throws nothing: every failure inside means "not the file".
-        return
-            (try? await BlockingIO.run { () -> Bool in
-                // Not there, a link, unreadable: not the file, so it is fetched (and its own errors told then).
-                guard let directory = try? DownloadDirectory.resolve(folder, roots: nil, create: false),
-                    let opened = try? directory.openFile(name, flags: O_RDONLY),
-                    let scan = try? Verifier.Scan(
-                        of: Verifier.OpenFile(descriptor: opened), path: path, whole: checksum.algorithm, pieces: nil,
-                        stopped: { false })
-                else { return false }
-                return scan.whole == checksum.hex
-            }) ?? false
-    }
-
-}

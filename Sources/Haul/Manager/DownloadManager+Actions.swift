@@ -26,8 +26,8 @@ extension DownloadManager {
 
     private func perform(_ action: DownloadQueue.Action) async throws {
         switch action {
-        case .startRun(let id, let generation, let place, let given):
-            start(id, generation: generation, place: place, given: given)
+        case .startRun(let id, let generation, let place, let given, let copy):
+            start(id, generation: generation, place: place, given: given, copy: copy)
         case .stopRun(let id, let status):
             handles[id]?.stop.request(status)
         case .abandonRun(let id):

@@ -57,6 +57,11 @@ extension DownloadManager {
         /// (`--refresh-command`, `URLRefresher`); nil: the download fails as `url-expired`,
         /// keeping its bytes, until it is given one. Never set over an API.
         public var refreshCommand: String?
+        /// Files kept by digest (`--content-store DIR`): a download whose request names a
+        /// SHA-256 or SHA-512 the store has links that file instead of fetching it, and every
+        /// such download that completes puts its file there. Nil: no store (a twin that
+        /// completed is still copied by the downloads of its digest that waited for it).
+        public var contentStore: ContentStore?
         /// A fleet host's renewal, which also hears other hosts' commands when no notification
         /// brought them (`haul_commands`): every second by default, and never less often than
         /// a quarter of the lease. A test sets it long to show that notifications deliver.
@@ -68,8 +73,8 @@ extension DownloadManager {
         /// download's writes back.
         var fileCalls = FileCalls.system
 
-        /// The settings not among the parameters start as nil: no refresh command, a fleet
-        /// host's default renewal, and a shutdown that waits as long as the downloads take.
+        /// The settings not among the parameters start as nil: no refresh command, no content
+        /// store, a fleet host's default renewal, and a shutdown that waits as long as the downloads take.
         public init(
             stateDirectory: String,
             maxConcurrentDownloads: Int = 3,

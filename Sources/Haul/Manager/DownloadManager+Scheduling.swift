@@ -24,8 +24,10 @@ extension DownloadManager {
 
     /// Starts a run of `id` (the queue's `startRun`); `place`, the place it had in the waiting
     /// list, is the one its run stores (a move made just before may still be on its way to the
-    /// store).
-    func start(_ id: DownloadID, generation: UInt64, place: WaitingQueue.Entry?, given: GivenOptions?) {
+    /// store); `copy`, the file of a twin that completed with the digest this download's must have.
+    func start(
+        _ id: DownloadID, generation: UInt64, place: WaitingQueue.Entry?, given: GivenOptions?, copy: String? = nil
+    ) {
         configuration.logger.debug(
             "a run starts",
             metadata: [
@@ -55,6 +57,8 @@ extension DownloadManager {
         let store = store
         let locks = Result { () throws(HaulError) -> DownloadLocks in try downloadLocks() }
         runner.directorySyncs = directorySyncs
+        runner.contentStore = configuration.contentStore
+        runner.twinFile = copy
         runner.transferEnded = { self.spawnRunning { await self.transferEnded(id, generation: generation) } }
         let ended = Completion()
         let started = runner

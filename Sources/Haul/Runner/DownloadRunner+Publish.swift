@@ -65,6 +65,7 @@ extension RunSession {
         } catch {
             failure = HaulError.from(error, otherwise: .fileSystem)
         }
+        if failure == nil { await keepInStore() }
         await execute(machine.withLockedValue { $0.published(failure) })
     }
 

@@ -55,6 +55,12 @@ struct DownloadRunner: Sendable {
     /// Told once every byte is in and every connection has closed (the manager's queue gives
     /// the download's slot to the next one while this one verifies, publishes and saves).
     var transferEnded: @Sendable () -> Void = {}
+    /// Files kept by digest (`--content-store`): a download that names a digest the store has
+    /// links it instead of fetching, and one that completes puts its file there. Nil: none.
+    var contentStore: ContentStore? = nil
+    /// The file of a twin (a download of the same digest) that completed while this one waited
+    /// for it: checked and linked instead of fetched (the queue's `copy`). Nil: none.
+    var twinFile: String? = nil
 
     /// Runs until the download completes, fails or is stopped; returns the record as persisted.
     func run(_ record: DownloadRecord) async -> DownloadRecord {
@@ -208,6 +214,11 @@ final class RunSession {
             var local = found
             partExisted = local.partSize != nil
             local.noted = await notedProgress()
+            if !local.published, local.noted.isEmpty, machine.withLockedValue(\.canCopy),
+                let copied = await copyByDigest()
+            {
+                (local.copied, local.partSize, partExisted) = (copied, copied, true)
+            }
             await execute(machine.withLockedValue { $0.start(local, now: now) })
         } catch {
             // The directory cannot be used (a link where a directory was, outside the roots):

@@ -20,6 +20,11 @@ public struct Checksum: Hashable, Codable, Sendable, CustomStringConvertible {
             hex.count == hexLength && hex.allSatisfy(\.isHexDigit)
         }
 
+        /// Whether a digest of this algorithm names a file's content: two files with one
+        /// SHA-256 or SHA-512 are one file (`QueueSlots`' twins, the content store). MD5 and
+        /// SHA-1 catch damage, not forgery: a file is never taken for another by them.
+        public var identifiesContent: Bool { self == .sha256 || self == .sha512 }
+
         /// Bytes of the digest.
         public var byteCount: Int {
             switch self {

@@ -19,6 +19,15 @@ extension DownloadStateMachine {
             state = .verifying(.published, stop: nil)
             return [.persist, .notify(.started(offset: completedLength)), .notify(.transferEnded), .verify(.published)]
         }
+        if let copied = local.copied, canCopy {
+            // A file with this digest was there already, checked as it was copied: published
+            // without a request. A crash before the publish finds every byte claimed, and
+            // verifies the `.part` before publishing it.
+            record.totalLength = copied
+            parts = [Part(start: 0, end: copied - 1, appended: copied, durable: copied)]
+            state = .publishing
+            return [.persist, .notify(.started(offset: copied)), .notify(.transferEnded), publishAction(.part)]
+        }
         var actions: [Action] = []
         if parts.contains(where: { $0.durable > 0 }), (local.partSize ?? 0) < claimed {
             // The store may only claim bytes the `.part` really has.
@@ -36,6 +45,15 @@ extension DownloadStateMachine {
         state = .downloading
         beginGrowth()
         return actions + openFirstConnection()
+    }
+
+    /// Whether this download's file may be a copy of another with its digest instead of fetched:
+    /// its request names the whole file's digest in a strong algorithm (SHA-256 or SHA-512), it
+    /// has no byte yet, and it does not compare times with the server (`-N`).
+    public var canCopy: Bool {
+        guard let checksum = record.request.checksum, checksum.algorithm.identifiesContent else { return false }
+        return record.request.range == nil && !record.request.timestamping && record.completedLength == 0
+            && parts.allSatisfy { $0.durable == 0 }
     }
 
     /// The user changed the download's rate limit while it runs: stored with the next write.

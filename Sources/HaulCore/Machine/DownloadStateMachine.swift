@@ -89,14 +89,23 @@ public struct DownloadStateMachine: Sendable {
         /// `-N`: the modification time (seconds since 1970) of the final file already there,
         /// which a fresh start sends as `If-Modified-Since`; nil when there is none.
         public var finalModified: Int64?
+        /// The `.part` is a file of this length with the digest the request names, found by that
+        /// digest (a twin's file, the content store's) and checked against it as it was linked
+        /// or copied: nothing is fetched (`DownloadRunner`'s copy by digest). Nil: no such copy.
+        public var copied: Int64?
 
         /// What the runner found: `partSize` nil when there is no `.part`; `noted` empty and
-        /// `finalModified` nil unless a killed run noted progress or `-N` found a final file.
-        public init(partSize: Int64?, published: Bool, noted: [Int64: Int64] = [:], finalModified: Int64? = nil) {
+        /// `finalModified` nil unless a killed run noted progress or `-N` found a final file;
+        /// `copied` nil unless the `.part` is a checked copy of a file with the request's digest.
+        public init(
+            partSize: Int64?, published: Bool, noted: [Int64: Int64] = [:], finalModified: Int64? = nil,
+            copied: Int64? = nil
+        ) {
             self.partSize = partSize
             self.published = published
             self.noted = noted
             self.finalModified = finalModified
+            self.copied = copied
         }
     }
 

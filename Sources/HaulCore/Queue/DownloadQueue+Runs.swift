@@ -41,7 +41,7 @@ extension DownloadQueue {
                     actions.append(.releaseLease(id))
                 }
             } else {
-                actions += schedule(.runEnded(id))
+                actions += schedule(.runEnded(id, copy: Self.completedFile(ending)))
             }
         }
         switch ending {
@@ -64,5 +64,14 @@ extension DownloadQueue {
         if isFleet, current { actions.append(.wakeClaims) }
         tidy(id)
         return actions
+    }
+
+    /// The file a run completed, where the downloads held for its digest copy it from; nil when it
+    /// did not complete or its request names no digest.
+    static func completedFile(_ ending: RunEnding) -> String? {
+        guard case .ran(let record, _, _) = ending, record.status == .completed, record.request.checksum != nil,
+            let name = record.fileName
+        else { return nil }
+        return Paths.join(record.request.directory, name)
     }
 }

@@ -104,8 +104,9 @@ public struct DownloadQueue: Sendable {
             if let run = entry.run { return .running(run) }
             if entry.suspended { return .suspended }
         }
-        if case .local(let slots) = backend, let index = slots.waiting.index(of: id) {
-            return .waiting(slots.waiting[index])
+        if case .local(let slots) = backend {
+            if let index = slots.waiting.index(of: id) { return .waiting(slots.waiting[index]) }
+            if let held = slots.heldEntry(id) { return .waiting(held) }
         }
         return .idle
     }
@@ -113,7 +114,7 @@ public struct DownloadQueue: Sendable {
     /// Running or waiting in this process (in a fleet: held here, running or suspended).
     public func isScheduled(_ id: DownloadID) -> Bool {
         if let entry = entries[id], entry.run != nil || entry.suspended { return true }
-        if case .local(let slots) = backend { return slots.waiting.contains(id) }
+        if case .local(let slots) = backend { return slots.isWaiting(id) }
         return false
     }
 
@@ -151,7 +152,9 @@ public struct DownloadQueue: Sendable {
     /// Nothing runs, and nothing waits here (a fleet host's suspended downloads wait for the
     /// database, not for this process).
     public var isIdle: Bool {
-        entries.values.allSatisfy { $0.run == nil } && waiting.isEmpty
+        guard entries.values.allSatisfy({ $0.run == nil }) else { return false }
+        if case .local(let slots) = backend { return slots.waiting.isEmpty && slots.twins.isEmpty }
+        return true
     }
 
     /// What `id`'s requests gave (credentials, `-N`, `--remote-time`); nil when the queue keeps no
@@ -164,8 +167,10 @@ public struct DownloadQueue: Sendable {
     public enum Action: Sendable, Hashable {
         /// Start a run of this download: load its record, apply `given`, and take the place
         /// (a move just made may not be stored yet); report `runEnded` with this generation,
-        /// and `transferEnded` when every byte is in.
-        case startRun(DownloadID, generation: UInt64, place: WaitingQueue.Entry?, given: GivenOptions?)
+        /// and `transferEnded` when every byte is in. `copy`: the file of a twin that completed
+        /// with the digest this download's file must have, to check and link instead of fetching.
+        case startRun(
+            DownloadID, generation: UInt64, place: WaitingQueue.Entry?, given: GivenOptions?, copy: String? = nil)
         /// Ask this run to stop at a checkpoint, its record ending as this status.
         case stopRun(DownloadID, as: DownloadStatus)
         /// Another host holds the download now: stop writing at once, no checkpoint.
@@ -215,17 +220,19 @@ public struct DownloadQueue: Sendable {
     /// Tells the local slots of a change and starts each download they give a slot to; a fleet
     /// host looks for work instead.
     mutating func schedule(_ change: QueueSlots.Event) -> [Action] {
-        guard let starts = withLocal({ $0.handle(change) }) else { return [.wakeClaims] }
-        return starts.map { begin($0.id, place: $0) }
+        let starts = withLocal { slots in slots.handle(change).map { (place: $0, copy: slots.takeCopy($0.id)) } }
+        guard let starts else { return [.wakeClaims] }
+        return starts.map { begin($0.place.id, place: $0.place, copy: $0.copy) }
     }
 
-    /// A new run of `id`: a new generation, recorded in its entry.
-    mutating func begin(_ id: DownloadID, place: WaitingQueue.Entry?) -> Action {
+    /// A new run of `id`: a new generation, recorded in its entry; `copy`: a twin's file to copy.
+    mutating func begin(_ id: DownloadID, place: WaitingQueue.Entry?, copy: String? = nil) -> Action {
         generations += 1
         entries[id, default: Entry()].run = Run(generation: generations)
         entries[id]?.suspended = false
         let given = entries[id]?.given
-        return .startRun(id, generation: generations, place: place, given: given == GivenOptions() ? nil : given)
+        return .startRun(
+            id, generation: generations, place: place, given: given == GivenOptions() ? nil : given, copy: copy)
     }
 
     /// Drops an entry that holds nothing any more.

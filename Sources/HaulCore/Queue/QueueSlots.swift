@@ -12,6 +12,12 @@
 ///   `saveFailed`);
 /// - a move or a spread of positions moves every entry it touches at once (a slot freed while
 ///   a move is being stored goes to the head the move made, not to the one it replaced).
+///
+/// A digest is an identity: a head whose request names the digest of a file a run of this queue
+/// is fetching now (a twin) takes no slot. It is held beside that run (`twins`) until the run
+/// ends, then takes its place in the list again, at the place it had: when the run completed,
+/// with the twin's file to copy (`copies`: its run checks that file against the digest and links
+/// it instead of fetching); when it did not, to fetch the bytes itself.
 public struct QueueSlots: Sendable {
     /// The downloads waiting for a slot, in queue order.
     public private(set) var waiting = WaitingQueue()
@@ -28,6 +34,12 @@ public struct QueueSlots: Sendable {
     public private(set) var isClosed = false
     /// Added and placed, their records not saved yet: a slot does not go to them, nor past them.
     public private(set) var unsaved: Set<DownloadID> = []
+    /// The run fetching each digest now (started by this queue, not ended yet).
+    public private(set) var fetching: [Checksum: DownloadID] = [:]
+    /// Downloads held while a twin fetches their digest, by that twin: they wait, in no slot.
+    public private(set) var twins: [DownloadID: [WaitingQueue.Entry]] = [:]
+    /// Waiting downloads whose twin completed: the path of its file, which their run copies.
+    public private(set) var copies: [DownloadID: String] = [:]
 
     /// A change the manager tells the slots of (`handle`).
     public enum Event: Sendable, Hashable {
@@ -48,8 +60,9 @@ public struct QueueSlots: Sendable {
         case left([DownloadID])
         /// A run's transfer ended (every byte in, every connection closed): its slot is free.
         case transferEnded(DownloadID)
-        /// A run this queue started ended, whatever its outcome.
-        case runEnded(DownloadID)
+        /// A run this queue started ended, whatever its outcome; `copy`: the path of its file
+        /// when it completed with a known digest (the downloads held for it copy that file).
+        case runEnded(DownloadID, copy: String? = nil)
         /// The limit is now this many downloads at once (under 1 counts as 1); a lower one stops no
         /// run.
         case limitChanged(Int)
@@ -69,9 +82,11 @@ public struct QueueSlots: Sendable {
         switch event {
         case .added(let entries):
             // After shutdown they stay queued in the store for the next start.
-            for entry in entries where !isClosed && !running.contains(entry.id) { waiting.insert(entry) }
+            for entry in entries where !isClosed && !running.contains(entry.id) && !isHeld(entry.id) {
+                waiting.insert(entry)
+            }
         case .adding(let entries):
-            for entry in entries where !isClosed && !running.contains(entry.id) {
+            for entry in entries where !isClosed && !running.contains(entry.id) && !isHeld(entry.id) {
                 waiting.insert(entry)
                 unsaved.insert(entry.id)
             }
@@ -80,17 +95,23 @@ public struct QueueSlots: Sendable {
         case .saveFailed(let ids):
             for id in ids where unsaved.remove(id) != nil { waiting.remove(id) }
         case .placed(let entries):
-            for entry in entries where waiting.contains(entry.id) { waiting.insert(entry) }
+            for entry in entries { place(entry) }
         case .left(let ids):
             for id in ids {
                 waiting.remove(id)
                 unsaved.remove(id)
+                release(id)
             }
         case .transferEnded(let id):
             if running.remove(id) != nil { finishing.insert(id) }
-        case .runEnded(let id):
+        case .runEnded(let id, let copy):
             running.remove(id)
             finishing.remove(id)
+            if let digest = fetching.first(where: { $0.value == id })?.key { fetching[digest] = nil }
+            for entry in twins.removeValue(forKey: id) ?? [] {
+                waiting.insert(entry)
+                copies[entry.id] = copy
+            }
         case .limitChanged(let count):
             limit = max(1, count)
         case .closed:
@@ -99,10 +120,53 @@ public struct QueueSlots: Sendable {
         return fill()
     }
 
-    /// Empties the waiting list (shutdown, pause-all): returns what waited, in order.
+    /// Empties the waiting list (shutdown, pause-all): returns what waited, those held for a
+    /// twin included, in order.
     public mutating func takeWaiting() -> [WaitingQueue.Entry] {
         unsaved = []
-        return waiting.removeAll()
+        copies = [:]
+        let held = twins.values.joined()
+        twins = [:]
+        return (waiting.removeAll() + held).sorted { $0.runsBefore($1) }
+    }
+
+    /// Whether `id` waits, in the list or held while a twin fetches its digest.
+    public func isWaiting(_ id: DownloadID) -> Bool { waiting.contains(id) || isHeld(id) }
+
+    /// Whether `id` is held while a twin fetches its digest.
+    public func isHeld(_ id: DownloadID) -> Bool { heldEntry(id) != nil }
+
+    /// The place of `id` while it is held for a twin; nil when it is not.
+    public func heldEntry(_ id: DownloadID) -> WaitingQueue.Entry? {
+        for held in twins.values { if let entry = held.first(where: { $0.id == id }) { return entry } }
+        return nil
+    }
+
+    /// The file a starting download copies (its twin's, which completed), taken once.
+    public mutating func takeCopy(_ id: DownloadID) -> String? { copies.removeValue(forKey: id) }
+
+    /// A waiting or held download takes a new place; its digest stays.
+    private mutating func place(_ entry: WaitingQueue.Entry) {
+        if let old = waiting.entry(entry.id) {
+            waiting.insert(
+                WaitingQueue.Entry(
+                    id: entry.id, priority: entry.priority, position: entry.position, digest: old.digest))
+            return
+        }
+        for (twin, held) in twins {
+            guard let index = held.firstIndex(where: { $0.id == entry.id }) else { continue }
+            twins[twin]?[index].priority = entry.priority
+            twins[twin]?[index].position = entry.position
+        }
+    }
+
+    /// `id` no longer waits for a twin, nor for its copy.
+    private mutating func release(_ id: DownloadID) {
+        copies[id] = nil
+        for (twin, held) in twins where held.contains(where: { $0.id == id }) {
+            twins[twin] = held.filter { $0.id != id }
+            if twins[twin]?.isEmpty == true { twins[twin] = nil }
+        }
     }
 
     /// Finishing runs at once: as many as slots, and at least 16 (small files finish by the
@@ -115,7 +179,13 @@ public struct QueueSlots: Sendable {
             let head = waiting.first, !unsaved.contains(head.id)
         {
             _ = waiting.removeFirst()
+            let copies = copies[head.id] != nil
+            if !copies, let digest = head.digest, let twin = fetching[digest] {
+                twins[twin, default: []].append(head)
+                continue
+            }
             running.insert(head.id)
+            if !copies, let digest = head.digest { fetching[digest] = head.id }
             starts.append(head)
         }
         return starts

@@ -10,15 +10,23 @@ public struct WaitingQueue: Sendable {
         public var priority: Int
         /// Its place among the downloads of its priority: a lower one runs first.
         public var position: Int64
+        /// The digest its whole file must have, when its request names one: two downloads of
+        /// one digest are fetched once (`QueueSlots`). Not part of its place: a move keeps it.
+        public var digest: Checksum?
 
-        /// A place given outright.
-        public init(id: DownloadID, priority: Int, position: Int64) {
-            (self.id, self.priority, self.position) = (id, priority, position)
+        /// A place given outright; `digest`: the one its file must have, if known.
+        public init(id: DownloadID, priority: Int, position: Int64, digest: Checksum? = nil) {
+            (self.id, self.priority, self.position, self.digest) = (id, priority, position, digest)
         }
 
-        /// The place `record` has: its request's priority and its position.
+        /// The place `record` has: its request's priority and its position, and the digest its
+        /// request names for the whole file, when that digest names content (SHA-256, SHA-512);
+        /// none for a `--range` download: its file is a slice.
         public init(_ record: DownloadRecord) {
-            self.init(id: record.id, priority: record.request.priority, position: record.position)
+            self.init(
+                id: record.id, priority: record.request.priority, position: record.position,
+                digest: record.request.range == nil && record.request.checksum?.algorithm.identifiesContent == true
+                    ? record.request.checksum : nil)
         }
 
         /// Whether this entry comes before `other` in queue order (`QueueOrder.runsBefore`).
@@ -45,6 +53,9 @@ public struct WaitingQueue: Sendable {
 
     /// Whether `id` waits here; a lookup, not a scan.
     public func contains(_ id: DownloadID) -> Bool { ids.contains(id) }
+
+    /// The entry of `id`, or nil when it does not wait; found by a scan.
+    public func entry(_ id: DownloadID) -> Entry? { index(of: id).map { self[$0] } }
 
     /// The index of `id` in the list (0: the head), or nil when it does not wait; found by a scan.
     public func index(of id: DownloadID) -> Int? {
