@@ -71,13 +71,17 @@ import Testing
     @Test func digestsThatDoNotNameContentMakeNoTwins() throws {
         let md5 = Checksum(algorithm: .md5, hex: String(repeating: "0", count: 32))
         var request = try DownloadRequest(url: RemoteURL("http://h/a"), destination: .directory("/d"), checksum: md5)
-        #expect(Entry(DownloadRecord(id: Self.id("a"), request: request, createdAt: 0)).digest == nil)
+        func entry(named name: String? = "a.bin") -> Entry {
+            var record = DownloadRecord(id: Self.id("a"), request: request, createdAt: 0)
+            record.fileName = name
+            return Entry(record)
+        }
+        #expect(entry().digest == nil)
         request.checksum = Self.digest
-        #expect(Entry(DownloadRecord(id: Self.id("a"), request: request, createdAt: 0)).digest == Self.digest)
+        #expect(entry().digest == Self.digest)
+        #expect(entry(named: nil).digest == nil, "a file named by its response cannot be a copy before a request")
         request.range = ByteRange(start: 0, end: 9)
-        #expect(
-            Entry(DownloadRecord(id: Self.id("a"), request: request, createdAt: 0)).digest == nil,
-            "a range is a slice of the file, not the file")
+        #expect(entry().digest == nil, "a range is a slice of the file, not the file")
     }
 
     /// Through the queue: the completed run's file is the twin's `copy`.
@@ -87,7 +91,8 @@ import Testing
             url: RemoteURL("http://h/a"), destination: .directory("/d"), checksum: Self.digest)
         var a = DownloadRecord(id: Self.id("a"), request: request, createdAt: 0)
         a.fileName = "a.bin"
-        let twin = DownloadRecord(id: Self.id("twin"), request: request, createdAt: 0)
+        var twin = DownloadRecord(id: Self.id("twin"), request: request, createdAt: 0)
+        twin.fileName = "twin.bin"
         let started = queue.queued([Entry(a), Entry(twin)])
         #expect(started.filter { if case .startRun = $0 { true } else { false } }.count == 1)
         #expect(queue.isScheduled(Self.id("twin")))
@@ -98,5 +103,16 @@ import Testing
         #expect(
             actions.first == .startRun(Self.id("twin"), generation: 2, place: Entry(twin), given: nil, copy: "/d/a.bin")
         )
+    }
+}
+
+extension QueueTwinsTests {
+    /// As the manager adds: each placed while saved, then saved together.
+    @Test func twinsAddedOneByOneWhileSavedAreHeld() {
+        var queue = DownloadQueue.local(limit: 2)
+        var actions = queue.adding([Self.entry("a", 1)])
+        actions += queue.adding([Self.entry("b", 2)])
+        actions += queue.saved([Self.id("a"), Self.id("b")])
+        #expect(actions.filter { if case .startRun = $0 { true } else { false } }.count == 1, "\(actions)")
     }
 }

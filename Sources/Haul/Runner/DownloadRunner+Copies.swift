@@ -14,14 +14,17 @@ extension RunSession {
         let record = self.record
         guard let checksum = record.request.checksum, let part = DestinationFiles.partName(record) else { return nil }
         let stored = runner.contentStore?.path(for: checksum)
-        let candidates = [runner.twinFile, stored].compactMap { $0 }
-        guard !candidates.isEmpty else { return nil }
+        let candidates =
+            [runner.twinFile.map { DigestCopies.Candidate(path: $0, hardLink: false) }]
+            + [stored.map { DigestCopies.Candidate(path: $0, hardLink: true) }]
+        let found = candidates.compactMap { $0 }
+        guard !found.isEmpty else { return nil }
         do {
             let directory = try await resolvedDirectory()
             let (copied, mismatched) = try await io.run {
                 var mismatched: [String] = []
                 let copied = try DigestCopies.copy(
-                    checksum, from: candidates, into: directory, name: part, mismatched: &mismatched,
+                    checksum, from: found, into: directory, name: part, mismatched: &mismatched,
                     stopped: { false })
                 return (copied, mismatched)
             }

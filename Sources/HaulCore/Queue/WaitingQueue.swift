@@ -20,13 +20,14 @@ public struct WaitingQueue: Sendable {
         }
 
         /// The place `record` has: its request's priority and its position, and the digest its
-        /// request names for the whole file, when that digest names content (SHA-256, SHA-512);
-        /// none for a `--range` download: its file is a slice.
+        /// request names for the whole file, when that digest names content (SHA-256, SHA-512)
+        /// and the file's name is known (a copy needs it before any request); none for a
+        /// `--range` download: its file is a slice.
         public init(_ record: DownloadRecord) {
             self.init(
                 id: record.id, priority: record.request.priority, position: record.position,
-                digest: record.request.range == nil && record.request.checksum?.algorithm.identifiesContent == true
-                    ? record.request.checksum : nil)
+                digest: record.request.range == nil && record.fileName != nil
+                    && record.request.checksum?.algorithm.identifiesContent == true ? record.request.checksum : nil)
         }
 
         /// Whether this entry comes before `other` in queue order (`QueueOrder.runsBefore`).

@@ -41,7 +41,8 @@ public struct ContentStore: Sendable, Hashable {
         defer { close(source) }
         let temporary = ".\(checksum.hex).\(getpid()).tmp"
         try folder.remove(temporary)
-        let method = try FileClone.make(temporary, in: folder.descriptor, path: folderPath, from: source)
+        let method = try FileClone.make(
+            temporary, in: folder.descriptor, path: folderPath, from: source, hardLink: true)
         do {
             guard fchmodat(folder.descriptor, temporary, 0o444, 0) == 0 else {
                 throw FileSystemErrors.error(errno, "cannot make read-only", Paths.join(folderPath, temporary))
@@ -71,6 +72,15 @@ public struct ContentStore: Sendable, Hashable {
 /// of fetched: the candidate is opened (never through a link), read whole against the digest,
 /// and only then cloned from that same descriptor (`FileClone`).
 enum DigestCopies {
+    /// A file that may have the digest.
+    struct Candidate: Sendable, Hashable {
+        /// Where.
+        var path: String
+        /// Whether the copy may be a hard link to it: the content store's read-only file may be
+        /// shared; a user's file (a twin's) may not.
+        var hardLink: Bool
+    }
+
     /// What a copy found and made.
     struct Copied: Sendable, Hashable {
         /// The file's length.
@@ -85,20 +95,22 @@ enum DigestCopies {
     /// in `directory` (a file left there by an interrupted copy is replaced); nil when none is.
     /// Candidates that were there with another digest are added to `mismatched`. Blocks.
     static func copy(
-        _ checksum: Checksum, from candidates: [String], into directory: DownloadDirectory, name: String,
+        _ checksum: Checksum, from candidates: [Candidate], into directory: DownloadDirectory, name: String,
         mismatched: inout [String], stopped: () -> Bool
     ) throws -> Copied? {
         for candidate in candidates {
-            guard let (file, length) = try openRegular(candidate) else { continue }
+            guard let (file, length) = try openRegular(candidate.path) else { continue }
             let scan = try Verifier.Scan(
-                of: file, path: candidate, whole: checksum.algorithm, pieces: nil, stopped: stopped)
+                of: file, path: candidate.path, whole: checksum.algorithm, pieces: nil, stopped: stopped)
             guard scan.whole == checksum.hex else {
-                mismatched.append(candidate)
+                mismatched.append(candidate.path)
                 continue
             }
             try directory.remove(name)
-            let method = try FileClone.make(name, in: directory.descriptor, path: directory.path, from: file.descriptor)
-            return Copied(length: length, source: candidate, method: method)
+            let method = try FileClone.make(
+                name, in: directory.descriptor, path: directory.path, from: file.descriptor,
+                hardLink: candidate.hardLink)
+            return Copied(length: length, source: candidate.path, method: method)
         }
         return nil
     }

@@ -23,9 +23,12 @@ public enum FileClone {
     }
 
     /// Makes `name` in the directory `directory` (a descriptor; `path` names it in errors) a file
-    /// with the bytes of the open regular file `source`. `name` must not exist. Blocks: call it on
-    /// a file thread.
-    static func make(_ name: String, in directory: Int32, path: String, from source: Int32) throws -> Method {
+    /// with the bytes of the open regular file `source`; a hard link only when `hardLink` allows
+    /// it (a user's file and its twin must not become one inode: an edit of one would change
+    /// both). `name` must not exist. Blocks: call it on a file thread.
+    static func make(_ name: String, in directory: Int32, path: String, from source: Int32, hardLink: Bool) throws
+        -> Method
+    {
         let target = try create(name, in: directory, path: path)
         if haul_clone_file(target, source) == 0 {
             close(target)
@@ -33,7 +36,7 @@ public enum FileClone {
         }
         close(target)
         unlinkat(directory, name, 0)
-        if hardLink(source, as: name, in: directory) { return .hardLink }
+        if hardLink, link(source, as: name, in: directory) { return .hardLink }
         let copy = try create(name, in: directory, path: path)
         defer { close(copy) }
         do {
@@ -54,7 +57,7 @@ public enum FileClone {
     /// A second name for the open file itself: through `/proc/self/fd` on Linux, which names
     /// the inode opened. False where the file system refuses (another device, no hard links, too
     /// many links): the caller copies instead.
-    private static func hardLink(_ source: Int32, as name: String, in directory: Int32) -> Bool {
+    private static func link(_ source: Int32, as name: String, in directory: Int32) -> Bool {
         #if os(Linux)
             return linkat(AT_FDCWD, "/proc/self/fd/\(source)", directory, name, AT_SYMLINK_FOLLOW) == 0
         #else
