@@ -124,9 +124,11 @@ enum Verifier {
             composite expectedComposite: CompositeChecksum? = nil, stopped: () -> Bool
         ) throws {
             var parts = PartDigests(expectedComposite)
-            var wholeDigest = algorithm.map(Verifier.digest)
+            var info = stat()
+            guard fstat(file.descriptor, &info) == 0 else { throw FileSystemErrors.error(errno, "cannot read", path) }
+            var wholeDigest = algorithm.map { Verifier.digest($0, length: Int64(info.st_size)) }
             var piece = 0
-            var pieceDigest = pieces.map { Verifier.digest($0.algorithm) }
+            var pieceDigest = pieces.map { Verifier.digest($0.algorithm, length: $0.length) }
             var pieceLeft = pieces?.length ?? 0
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
             defer { buffer.deallocate() }
@@ -151,7 +153,7 @@ enum Verifier {
                     if pieceLeft == 0 {
                         if pieceDigest?.hex() != pieces.hashes[piece] { badPieces.append(piece) }
                         piece += 1
-                        pieceDigest = Verifier.digest(pieces.algorithm)
+                        pieceDigest = Verifier.digest(pieces.algorithm, length: pieces.length)
                         pieceLeft = pieces.length
                     }
                 }
@@ -182,7 +184,7 @@ enum Verifier {
             algorithm = composite.algorithm
             lengths = composite.partLengths
             left = lengths[0]
-            digest = Verifier.digest(algorithm)
+            digest = Verifier.digest(algorithm, length: left)
         }
 
         mutating func update(_ bytes: UnsafeRawBufferPointer) {
@@ -195,26 +197,32 @@ enum Verifier {
                 if left == 0 {
                     digests += digest.bytes()
                     part += 1
-                    digest = Verifier.digest(algorithm)
                     left = part < lengths.count ? lengths[part] : 0
+                    digest = Verifier.digest(algorithm, length: left)
                 }
             }
         }
 
         /// The digest of the digests, hex.
         func finish() -> String {
-            var outer = Verifier.digest(algorithm)
+            var outer = Verifier.digest(algorithm, length: Int64(digests.count))
             digests.withUnsafeBytes { outer.update($0) }
             return outer.hex()
         }
     }
 
-    static func digest(_ algorithm: Checksum.Algorithm) -> any StreamingDigest {
+    /// A digest of `algorithm` for a file (or piece) of `length` bytes (only git's blob id
+    /// begins with the length).
+    static func digest(_ algorithm: Checksum.Algorithm, length: Int64) -> any StreamingDigest {
         switch algorithm {
-        case .sha256: Hashing(SHA256())
-        case .sha512: Hashing(SHA512())
-        case .sha1: Hashing(Insecure.SHA1())
-        case .md5: Hashing(Insecure.MD5())
+        case .sha256: return Hashing(SHA256())
+        case .sha512: return Hashing(SHA512())
+        case .sha1: return Hashing(Insecure.SHA1())
+        case .md5: return Hashing(Insecure.MD5())
+        case .gitBlob:
+            var hashing = Hashing(Insecure.SHA1())
+            Array("blob \(length)\0".utf8).withUnsafeBytes { hashing.update($0) }
+            return hashing
         }
     }
 }

@@ -4,8 +4,8 @@ import HaulCore
 /// revision asked of the Hub's API (with `HF_TOKEN` as `Bearer`, to the Hub's host only), the
 /// files a path and the globs select, each fetched from `/resolve/COMMIT/PATH` (every request
 /// asks the Hub again and follows its redirect to the CDN, so a signed CDN URL that expired is
-/// never asked twice and the bytes are kept), LFS files checked against their SHA-256, the others
-/// against their length. With `cache`, the files go to huggingface_hub's cache layout
+/// never asked twice and the bytes are kept), LFS files checked against their SHA-256, the
+/// others against their git blob id (their ETag on the Hub) and their length. With `cache`, the files go to huggingface_hub's cache layout
 /// (`HubCacheFinish` makes the snapshot's links and the ref once they are in).
 public struct HubResolver: Sendable {
     /// Asks through this transport.
@@ -68,7 +68,8 @@ public struct HubResolver: Sendable {
             }
             var resolved = ResolvedFile(
                 path: path, url: fileURL, size: file.size,
-                checksum: file.lfsSHA256.map { Checksum(algorithm: .sha256, hex: $0) })
+                checksum: file.lfsSHA256.map { Checksum(algorithm: .sha256, hex: $0) }
+                    ?? file.blobID.map { Checksum(algorithm: .gitBlob, hex: $0) })
             resolved.authorization = token.map { "Bearer \($0)" }
             files.append(resolved)
         }

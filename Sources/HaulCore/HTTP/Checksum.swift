@@ -12,6 +12,10 @@ public struct Checksum: Hashable, Codable, Sendable, CustomStringConvertible {
         case sha1 = "sha-1"
         /// MD5: a 16-byte digest; it catches a damaged file, not a forged one.
         case md5 = "md5"
+        /// Git's blob id: the SHA-1 of `blob LENGTH\0` followed by the bytes (what the Hugging
+        /// Face Hub gives as a file's ETag when the file is not in LFS). Like SHA-1, it catches
+        /// damage, not forgery.
+        case gitBlob = "git-blob"
 
         var hexLength: Int { byteCount * 2 }
 
@@ -30,18 +34,20 @@ public struct Checksum: Hashable, Codable, Sendable, CustomStringConvertible {
             switch self {
             case .sha512: 64
             case .sha256: 32
-            case .sha1: 20
+            case .sha1, .gitBlob: 20
             case .md5: 16
             }
         }
 
-        /// Which of two digests of one file is worth checking: sha-512 > sha-256 > sha-1 > md5.
+        /// Which of two digests of one file is worth checking: sha-512 > sha-256 > sha-1 > md5 >
+        /// git-blob (no server announces the last).
         public var strength: Int {
             switch self {
             case .sha512: 4
             case .sha256: 3
             case .sha1: 2
             case .md5: 1
+            case .gitBlob: 0
             }
         }
     }
@@ -70,7 +76,8 @@ public struct Checksum: Hashable, Codable, Sendable, CustomStringConvertible {
                 $0.rawValue.replacingOccurrences(of: "-", with: "") == name
             })
         else {
-            throw HaulError(.usage, "unknown checksum algorithm '\(parts[0])' (use sha-256, sha-512, sha-1 or md5)")
+            throw HaulError(
+                .usage, "unknown checksum algorithm '\(parts[0])' (use sha-256, sha-512, sha-1, md5 or git-blob)")
         }
         let hex = parts[1].lowercased()
         guard algorithm.isDigest(hex: hex) else {
