@@ -201,7 +201,9 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.content = ContentResolver(
             s3Endpoint: try content.endpoint(), s3Region: profiles.region ?? "us-east-1",
             http: configuration.manager.http,
-            hub: try ContentResolver.HubSettings.from(environment: ProcessInfo.processInfo.environment))
+            oci: try content.ociSettings(for: [], environment: ProcessInfo.processInfo.environment),
+            hub: try content.hubSettings(environment: ProcessInfo.processInfo.environment))
+        configuration.hubCache = content.hfCache.map(HaulHome.absolute)
         configuration.store = store
         configuration.fleet = FleetExecutable.opening
         configuration.sharesWithGroup = sharesWithGroup

@@ -125,6 +125,39 @@ struct HubEndToEndTests {
         try await world.close()
     }
 
+    /// `haul serve --hf-cache DIR`: an add of an `hf://` name fills the Hub's cache, its
+    /// snapshot's links and ref made once the last file is in, and huggingface_hub reads it
+    /// offline; the tree is the same as `haul get --hf-cache` makes.
+    @Test func theDaemonFillsTheHubsCache() async throws {
+        let hub = try await HubServer.shared()
+        let world = try await World.make()
+        let cache = world.directory + "/daemon-cache"
+        let daemon = try await DaemonProcess.start(world, ["--hf-cache", cache], environment: hub.environment())
+        defer { daemon.process.signal(SIGKILL) }
+        let answer = try await daemon.call(.POST, "/api/v1/downloads", body: #"{"url": "hf://haul-test/model"}"#)
+        #expect(answer.status == 201, "\(answer.text)")
+        for view in try answer.decode([DownloadView].self) { try await daemon.wait(for: view.id, status: .completed) }
+        // The daemon's observer makes the links once it sees the last completion: bounded, not timed.
+        let ref = cache + "/models--haul-test--model/refs/main"
+        for _ in 0..<1200 where !FileManager.default.fileExists(atPath: ref) {
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        let got = try await HaulProcess.run(
+            ["get", "-q", "--hf-cache", world.directory + "/get-cache", "hf://haul-test/model"], in: world,
+            environment: hub.environment())
+        #expect(got.status == 0, "\(got.stderr)")
+        let theirs = try await PythonScript.run(python: HubServer.python, ["Tests/HF/hub_client.py", "tree", cache])
+        let mine = try await PythonScript.run(
+            python: HubServer.python, ["Tests/HF/hub_client.py", "tree", world.directory + "/get-cache"])
+        #expect(theirs.output == mine.output && !mine.output.isEmpty, "daemon: \(theirs.output)\nget: \(mine.output)")
+        let offline = try await PythonScript.run(
+            python: HubServer.python, ["Tests/HF/hub_client.py", "offline", cache, "haul-test/model"],
+            environment: hub.environment())
+        #expect(offline.status == 0, "\(offline.output)")
+        _ = await daemon.terminate()
+        try await world.close()
+    }
+
     /// Each refusal is one line and its exit code: an unknown repository or revision 3, a gated
     /// repository without a token 3 and with a wrong one 3, nothing matching 3, a bad name 2.
     @Test func refusalsAreOneLineWithTheirExitCodes() async throws {

@@ -1,5 +1,7 @@
 import Foundation
+import HaulAPI
 import HaulCore
+import NIOHTTP1
 import Testing
 
 /// `haul get oci://...` against a real registry: Debian's docker-registry, started by
@@ -93,6 +95,60 @@ struct OCIEndToEndTests {
         let copy = try Tools.run(
             "skopeo", ["copy", "oci:\(world.directory)/layout:v1", "dir:\(world.directory)/copied"])
         #expect(copy.status == 0, "\(copy.output)")
+        try await world.close()
+    }
+
+    /// The daemon takes `oci://` names through its API and aria2's `addUri`: one download per
+    /// blob, and the layout's `index.json` written once the last one is in, by the daemon that
+    /// sees it complete. A `kill -9` of the daemon mid-layer leaves no `index.json`; the next
+    /// daemon resumes the layer and then writes it (the finish was kept on disk at the add).
+    @Test func theDaemonWritesTheLayoutOnceEveryBlobIsInAcrossARestart() async throws {
+        let registry = try await Registry.shared()
+        let world = try await World.make()
+        let layout = world.directory + "/layout"
+        let options = ["--plain-http", "--platform", "linux/arm64"]
+        let slow = try await DaemonProcess.start(
+            world, options + ["--limit-rate", "2M", "--checkpoint-interval", "0.05"])
+        let answer = try await slow.call(
+            .POST, "/api/v1/downloads",
+            body: #"{"url": "\#(registry.name("haul/app:v1"))", "directory": "\#(layout)"}"#)
+        #expect(answer.status == 201, "\(answer.text)")
+        let added = try answer.decode([DownloadView].self)
+        #expect(added.count == 3, "the config and two layers: \(answer.text)")
+        for _ in 0..<2400 {
+            let records = (try? await world.storedRecords()) ?? []
+            if records.contains(where: { $0.completedLength > 1 << 20 && $0.status != .completed }) { break }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        slow.process.signal(SIGKILL)
+        #expect(await slow.process.wait() == SIGKILL)
+        #expect(!FileManager.default.fileExists(atPath: layout + "/index.json"), "not before the blobs")
+
+        let daemon = try await DaemonProcess.start(world, options)
+        defer { daemon.process.signal(SIGKILL) }
+        for id in added.map(\.id) { try await daemon.wait(for: id, status: .completed) }
+        let call =
+            #"{"jsonrpc":"2.0","id":"1","method":"aria2.addUri","params":["token:\#(daemon.serve.secret)",["\#(registry.name("haul/small"))"],{"dir":"\#(layout)"}]}"#
+        let rpc = try await daemon.call(.POST, "/jsonrpc", body: call, token: .some(nil))
+        let gid = try #require((rpc.json as? [String: Any])?["result"] as? String, "\(rpc.text)")
+        try await daemon.wait(for: gid, status: .completed)
+        // Written by the daemon's observer once the completion is seen: bounded, not timed.
+        var index = ""
+        for _ in 0..<1200 {
+            index = (try? String(contentsOfFile: layout + "/index.json", encoding: .utf8)) ?? ""
+            if index.contains(#":"v1""#), index.contains(#":"latest""#) { break }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        #expect(index.contains(#""org.opencontainers.image.ref.name":"v1""#), "\(index)")
+        #expect(index.contains(#""org.opencontainers.image.ref.name":"latest""#), "\(index)")
+        for tag in ["v1", "latest"] {
+            let copy = try Tools.run("skopeo", ["copy", "oci:\(layout):\(tag)", "dir:\(world.directory)/\(tag)"])
+            #expect(copy.status == 0, "\(tag): \(copy.output)")
+        }
+        #expect(
+            ((try? FileManager.default.contentsOfDirectory(atPath: world.home + "/finishes")) ?? []).isEmpty,
+            "written finishes are dropped")
+        _ = await daemon.terminate()
         try await world.close()
     }
 

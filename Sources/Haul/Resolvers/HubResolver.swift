@@ -53,7 +53,7 @@ public struct HubResolver: Sendable {
         }
         var files: [ResolvedFile] = []
         var blobs: Set<String> = []
-        var links: [(link: String, target: String)] = []
+        var links: [HubCacheFinish.Link] = []
         for (file, local) in selected {
             let fileURL = try RemoteURL(base + HubAPI.resolvePath(name, commit: revision.commit, file: file.path))
             var path = local
@@ -62,7 +62,8 @@ public struct HubResolver: Sendable {
                     throw HaulError(.badRequest, "\(shown): the Hub gives \(file.path) no blob id or sha256")
                 }
                 path = HubCache.blob(name, etag: etag)
-                links.append(HubCache.snapshot(name, commit: revision.commit, path: file.path, etag: etag))
+                let snapshot = HubCache.snapshot(name, commit: revision.commit, path: file.path, etag: etag)
+                links.append(HubCacheFinish.Link(link: snapshot.link, target: snapshot.target))
                 // Two files of the same content are one blob, fetched once.
                 guard blobs.insert(etag).inserted else { continue }
             }
@@ -78,7 +79,9 @@ public struct HubResolver: Sendable {
             ? HubCacheFinish(
                 links: links,
                 ref: name.revisionOrMain == revision.commit
-                    ? nil : (HubCache.ref(name, revision: name.revisionOrMain), revision.commit))
+                    ? nil
+                    : HubCacheFinish.Ref(
+                        path: HubCache.ref(name, revision: name.revisionOrMain), commit: revision.commit))
             : nil
         return (files, finish)
     }
@@ -106,15 +109,31 @@ public struct HubResolver: Sendable {
 
 /// What completes huggingface_hub's cache once a revision's blobs are in: each file's link in
 /// `snapshots/COMMIT/` and `refs/REVISION`.
-public struct HubCacheFinish: Sendable {
-    /// Each link beneath the cache and what it points to (relative).
-    public var links: [(link: String, target: String)]
-    /// The ref's file and the commit it holds; nil when the revision is the commit.
-    public var ref: (path: String, commit: String)?
+public struct HubCacheFinish: Sendable, Codable {
+    /// A link beneath the cache and what it points to (relative).
+    public struct Link: Sendable, Codable, Hashable {
+        /// The link's path beneath the cache.
+        public var link: String
+        /// What it points to, relative to it.
+        public var target: String
+    }
+
+    /// The file of a ref and the commit it holds.
+    public struct Ref: Sendable, Codable, Hashable {
+        /// The ref's path beneath the cache.
+        public var path: String
+        /// The commit.
+        public var commit: String
+    }
+
+    /// Each link of the snapshot.
+    public var links: [Link]
+    /// The ref; nil when the revision is the commit.
+    public var ref: Ref?
 
     /// Makes the links and writes the ref in `directory` (the cache).
     public func write(into directory: String) throws(HaulError) {
-        for (link, target) in links { try SmallFiles.link(link, to: target, beneath: directory) }
+        for link in links { try SmallFiles.link(link.link, to: link.target, beneath: directory) }
         if let ref { try SmallFiles.write(Array(ref.commit.utf8), to: ref.path, beneath: directory) }
     }
 }

@@ -176,7 +176,7 @@ public struct OCIResolver: Sendable {
 
 /// What completes an image layout once its blobs are in: the manifest written as a blob (it was
 /// fetched and checked by the resolver), `oci-layout`, and `index.json` naming the image.
-public struct ImageLayoutFinish: Sendable {
+public struct ImageLayoutFinish: Sendable, Codable {
     /// The image's manifest, as `index.json` names it.
     public var manifest: OCIManifest.Descriptor
     /// Its bytes, checked against its digest.

@@ -178,6 +178,10 @@ extension Aria2RPC {
         let add = try Aria2Options.addRequest(
             uri: uri, mirrors: Array(texts.dropFirst()), options: options, defaults: defaults)
         var requests = try await defaults.requests(for: add)
+        guard !requests.isEmpty else {
+            // No gid to answer with: every file of the name is in place with its digest.
+            throw Aria2Error(code: 1, message: "Every file of \(uri) is already in place; nothing to download.")
+        }
         let now = Aria2Cookies.now()
         let jar = try await Aria2Cookies.jar(options, policy: defaults.policy, now: now)
         for index in requests.indices { Aria2Cookies.attach(jar, to: &requests[index], now: now) }

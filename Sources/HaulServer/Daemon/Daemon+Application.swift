@@ -52,13 +52,13 @@ extension Daemon {
     /// The parts of the routes for `manager`, as `configuration` says.
     static func routeParts(
         configuration: Configuration, manager: DownloadManager, metrics: DaemonMetrics, secret: String,
-        descriptorLimit: Int, stopper: ShutdownTrigger
+        descriptorLimit: Int, stopper: ShutdownTrigger, finishes: DaemonFinishes? = nil
     ) -> RouteParts {
         let logger = configuration.logger
         let defaults = DaemonDefaults(
             directory: configuration.downloadDirectory, connections: configuration.defaultConnections,
             allowedDirectories: configuration.allowedDirectories, limitSchedule: configuration.limitSchedule,
-            content: configuration.content)
+            content: configuration.content, finishes: finishes, hubCache: configuration.hubCache)
         return RouteParts(
             manager: manager, defaults: defaults, settings: DownloadSettingsCache(manager: manager), metrics: metrics,
             secret: secret,
@@ -111,14 +111,17 @@ extension Daemon {
     ) -> Built {
         let logger = configuration.logger
         let stopper = ShutdownTrigger()
+        let finishes = DaemonFinishes(
+            folder: Paths.join(configuration.manager.stateDirectory, "finishes"), logger: logger)
         let parts = routeParts(
             configuration: configuration, manager: manager, metrics: metrics, secret: secret,
-            descriptorLimit: descriptorLimit, stopper: stopper)
+            descriptorLimit: descriptorLimit, stopper: stopper, finishes: finishes)
         // Subscribed now: the queue restored once the socket listens runs no download unseen.
-        let (events, outcomes) = (manager.events(), manager.outcomes())
+        let (events, outcomes, finishing) = (manager.events(), manager.outcomes(), manager.events())
         var observers: [any Service] = [
             ObserverService { await metrics.observe(events) },
             ObserverService { await metrics.observe(outcomes: outcomes) },
+            ObserverService { await finishes.observe(finishing) },
         ]
         if !configuration.hooks.isEmpty {
             let hooks = HookDispatcher(

@@ -80,6 +80,9 @@ public struct Daemon: Sendable {
         /// Resolves the names of content an add may give (`s3://`), with the daemon's own keys
         /// and settings, never an add's; nil: such names are refused.
         public var content: ContentResolver?
+        /// Where `hf://` files go in the Hub's cache layout (`--hf-cache`); nil: the repository's
+        /// tree under the add's directory.
+        public var hubCache: String?
 
         public init(
             host: String = "127.0.0.1", port: Int = 6800, secret: String? = nil, home: String,

@@ -24,17 +24,37 @@ public final class DaemonDefaults: Sendable {
     public let policy: DirectoryPolicy
     /// Resolves an add's name of content (`s3://`); nil: such names are refused.
     public let content: ContentResolver?
+    /// Where `hf://` files go when the daemon keeps them in the Hub's cache (`--hf-cache`).
+    let hubCache: String?
+    /// The finishes of names whose files need one once in (`oci://`, `hf://` into the cache);
+    /// nil: such names are refused.
+    let finishes: DaemonFinishes?
 
-    public init(
+    /// `finishes`: where the layouts and caches are completed (nil: `oci://` and the Hub's cache
+    /// are refused); `hubCache`: the directory of `hf://` files in the Hub's cache layout.
+    init(
         directory: String, connections: Int, maxBytesPerSecond: Int64? = nil, allowedDirectories: [String] = [],
-        limitSchedule: SpeedSchedule? = nil, content: ContentResolver? = nil
+        limitSchedule: SpeedSchedule? = nil, content: ContentResolver? = nil, finishes: DaemonFinishes? = nil,
+        hubCache: String? = nil
     ) {
         self.content = content
+        self.finishes = finishes
+        self.hubCache = hubCache
         state = NIOLockedValueBox(
             State(
                 connections: connections, directory: AddRequest.normalized(directory),
                 maxBytesPerSecond: maxBytesPerSecond, limitSchedule: limitSchedule))
-        policy = DirectoryPolicy(roots: [directory] + allowedDirectories)
+        policy = DirectoryPolicy(roots: [directory] + allowedDirectories + (hubCache.map { [$0] } ?? []))
+    }
+
+    /// The same, with no finishes: `oci://` names and the Hub's cache are refused.
+    public convenience init(
+        directory: String, connections: Int, maxBytesPerSecond: Int64? = nil, allowedDirectories: [String] = [],
+        limitSchedule: SpeedSchedule? = nil, content: ContentResolver? = nil
+    ) {
+        self.init(
+            directory: directory, connections: connections, maxBytesPerSecond: maxBytesPerSecond,
+            allowedDirectories: allowedDirectories, limitSchedule: limitSchedule, content: content, finishes: nil)
     }
 
     /// Connections for new downloads that do not name theirs (`haul serve -x`).
@@ -77,31 +97,47 @@ public final class DaemonDefaults: Sendable {
 
     /// The engine's requests for an add: one for a URL, one per file for a name of content
     /// (`s3://BUCKET/PREFIX/`), each at its path beneath the add's directory, checked by its
-    /// digest unless the add gives one, signed with the daemon's keys.
+    /// digest unless the add gives one, signed with the daemon's keys. A file already in place
+    /// with its digest gets none (the answer may be empty); a name whose files need a finish
+    /// (`oci://`, `hf://` into the Hub's cache) has it kept first (`DaemonFinishes`).
     public func requests(for add: AddRequest) async throws(HaulError) -> [DownloadRequest] {
         guard let name = try ContentName(parsing: add.url) else { return [try request(for: add)] }
         guard let content else {
             throw HaulError(.unsupportedScheme, "\(add.url): this daemon resolves no names of content")
         }
         let resolution = try await content.resolve(name, as: add.url)
-        guard resolution.finish == nil else {
-            throw HaulError(.unsupportedScheme, "\(add.url): the daemon does not take oci:// names yet (haul get does)")
-        }
         let files = resolution.files
-        if add.fileName != nil, files.count > 1 {
+        if add.fileName != nil, files.count > 1 || resolution.finish != nil {
             throw HaulError(.usage, "fileName names one file; \(add.url) stands for \(files.count)")
         }
-        let base = add.directory ?? directory
-        return try files.map { file throws(HaulError) in
+        var base = add.directory ?? directory
+        if case .hub = name, let hubCache, add.directory == nil { base = hubCache }
+        if let finish = resolution.finish {
+            // Kept before the downloads are added: a restart before the last file loses nothing.
+            guard let finishes, let kept = PendingFinish.Finish(finish) else {
+                throw HaulError(.unsupportedScheme, "\(add.url): this daemon cannot complete such a name")
+            }
+            try policy.check(base)
+            try await finishes.keep(PendingFinish(directory: base, files: files, finish: kept))
+        }
+        var requests: [DownloadRequest] = []
+        for file in files {
+            // A digest is an identity: a file already in place with it is not fetched again.
+            if add.fileName == nil, let checksum = file.checksum,
+                await PresentFiles.has(checksum, at: Paths.join(base, file.path))
+            {
+                continue
+            }
             var one = add
             one.url = file.url.absoluteString
             let (folder, name) = Paths.split(file.path)
-            if folder != "." { one.directory = Paths.join(base, folder) }
+            one.directory = folder == "." ? base : Paths.join(base, folder)
             if one.fileName == nil { one.fileName = name }
             var request = try request(for: one)
             request.take(file, userChecksum: add.checksum != nil)
-            return request
+            requests.append(request)
         }
+        return requests
     }
 }
 
