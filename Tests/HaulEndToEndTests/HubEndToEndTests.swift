@@ -121,6 +121,26 @@ struct HubEndToEndTests {
                 == hub.sha256["models/haul-test/model@main/sub/dir/notes.txt"])
         #expect(
             world.sha256(of: world.directory + "/weights.bin") == hub.sha256["models/haul-test/gated@main/weights.bin"])
+        // A name of several files: addUri answers the first one's gid, whose status lists the
+        // others as aria2's `followedBy`; each of them names it as `following`.
+        let tree =
+            #"{"jsonrpc":"2.0","id":"2","method":"aria2.addUri","params":["token:\#(daemon.serve.secret)",["hf://haul-test/model"],{"dir":"\#(world.directory)/rpc"}]}"#
+        let first = try #require(
+            (try await daemon.call(.POST, "/jsonrpc", body: tree, token: .some(nil)).json as? [String: Any])?["result"]
+                as? String)
+        func status(_ gid: String) async throws -> [String: Any] {
+            let call =
+                #"{"jsonrpc":"2.0","id":"3","method":"aria2.tellStatus","params":["token:\#(daemon.serve.secret)","\#(gid)"]}"#
+            let answer = try await daemon.call(.POST, "/jsonrpc", body: call, token: .some(nil))
+            return try #require((answer.json as? [String: Any])?["result"] as? [String: Any], "\(answer.text)")
+        }
+        let followers = try await status(first)["followedBy"] as? [String] ?? []
+        #expect(followers.count == 4, "five files: \(followers)")
+        for gid in followers {
+            #expect(try await status(gid)["following"] as? String == first)
+            try await daemon.wait(for: gid, status: .completed)
+        }
+        #expect(try await status(first)["following"] == nil)
         _ = await daemon.terminate()
         try await world.close()
     }

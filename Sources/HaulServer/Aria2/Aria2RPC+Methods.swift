@@ -47,7 +47,7 @@ extension Aria2RPC {
         case "tellStatus":
             let id = try params.gid(0)
             let keys = try params.keys(1)
-            Aria2Status(try await record(id), live: await LiveRuns.lookup(manager, [id]).progress(id)).write(
+            status(try await record(id), live: await LiveRuns.lookup(manager, [id]).progress(id)).write(
                 to: &json, keys: keys)
         case "getUris":
             let id = try params.gid(0)
@@ -107,6 +107,7 @@ extension Aria2RPC {
             } catch let error as HaulError where error.code == .conflict {
                 throw Aria2Error(code: 1, message: "Could not remove download result of GID#\(id)")
             }
+            follows.forget([id])
             json.string("OK")
         case "getVersion":
             json.object { json in
@@ -143,7 +144,9 @@ extension Aria2RPC {
     /// first one's gid (the others follow it in the queue).
     private func addUri(_ params: Params) async throws -> DownloadID {
         let prepared = try await prepareAddUri(params)
-        return try await manager.add(prepared.requests, placements: prepared.placements)[0].id
+        let ids = try await manager.add(prepared.requests, placements: prepared.placements).map(\.id)
+        follows.added(ids)
+        return ids[0]
     }
 
     /// An `addUri` call read and checked, ready to add (alone, or with its neighbours in a
@@ -381,7 +384,15 @@ extension Aria2RPC {
         let live = await LiveRuns.lookup(manager, ids)
         let keys = Aria2Status.Keys(keys)
         json.array(records) { json, record in
-            Aria2Status(record, live: live.progress(record.id)).write(to: &json, keys: keys)
+            status(record, live: live.progress(record.id)).write(to: &json, keys: keys)
         }
+    }
+
+    /// A download's status with the downloads its `addUri` linked to it.
+    func status(_ record: DownloadRecord, live: Progress?) -> Aria2Status {
+        var status = Aria2Status(record, live: live)
+        status.followedBy = follows.followedBy(record.id)
+        status.following = follows.following(record.id)
+        return status
     }
 }

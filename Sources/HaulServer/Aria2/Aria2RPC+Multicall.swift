@@ -88,16 +88,17 @@ extension Aria2RPC {
             results.append(
                 await Result { () async throws -> [UInt8] in
                     let add = try entry.get()
-                    let record: DownloadRecord
+                    let ids: [DownloadID]
                     if let records {
                         // The first of a call's downloads answers it.
-                        record = records[next]
+                        ids = records[next..<(next + add.requests.count)].map(\.id)
                         next += add.requests.count
                     } else {
-                        record = try await self.manager.add(add.requests, placements: add.placements)[0]
+                        ids = try await self.manager.add(add.requests, placements: add.placements).map(\.id)
                     }
+                    self.follows.added(ids)
                     var json = JSONWriter()
-                    json.string(record.id.rawValue)
+                    json.string(ids[0].rawValue)
                     return json.bytes
                 })
         }

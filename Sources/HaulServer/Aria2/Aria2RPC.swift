@@ -26,6 +26,8 @@ public struct Aria2RPC: Sendable {
     /// Stops the daemon gracefully (`aria2.shutdown`, `aria2.forceShutdown`).
     let shutdown: @Sendable () -> Void
     let logger: Logger
+    /// Which downloads followed which `addUri` (`followedBy`, `following`).
+    let follows = Aria2Follows()
 
     public init(
         manager: DownloadManager, defaults: DaemonDefaults, secret: String, logger: Logger,

@@ -10,6 +10,10 @@ struct Aria2Status {
     let total: Int64?
     let speed: Int64
     let connections: Int
+    /// The downloads that followed this one's `addUri` (aria2's `followedBy`).
+    var followedBy: [DownloadID] = []
+    /// The download whose `addUri` this one followed (aria2's `following`).
+    var following: DownloadID?
 
     /// aria2's piece size for HTTP downloads: the `bitfield` has one bit per MiB.
     static let pieceLength: Int64 = 1 << 20
@@ -42,7 +46,7 @@ struct Aria2Status {
         enum Key: Int, CaseIterable {
             case bitfield, completedLength, connections, dir, downloadSpeed, errorCode, errorMessage, files, gid,
                 numPieces
-            case pieceLength, status, totalLength, uploadLength, uploadSpeed
+            case pieceLength, status, totalLength, uploadLength, uploadSpeed, followedBy, following
 
             /// aria2's name of the key (`String(describing:)` would depend on reflection metadata).
             var name: String {
@@ -52,7 +56,7 @@ struct Aria2Status {
             private static let names = [
                 "bitfield", "completedLength", "connections", "dir", "downloadSpeed", "errorCode",
                 "errorMessage", "files", "gid", "numPieces", "pieceLength", "status", "totalLength",
-                "uploadLength", "uploadSpeed",
+                "uploadLength", "uploadSpeed", "followedBy", "following",
             ]
         }
 
@@ -88,6 +92,10 @@ struct Aria2Status {
             if wants(.files) {
                 json.field("files") { json in json.array([self]) { json, status in status.writeFile(to: &json) } }
             }
+            if wants(.followedBy), !followedBy.isEmpty {
+                json.field("followedBy") { json in json.array(followedBy) { json, id in json.string(id.rawValue) } }
+            }
+            if wants(.following), let following { json.field("following", following.rawValue) }
             if wants(.gid) { json.field("gid", record.id.rawValue) }
             if wants(.numPieces) { json.field("numPieces", String(pieces ?? 0)) }
             if wants(.pieceLength) { json.field("pieceLength", String(Self.pieceLength)) }
