@@ -46,6 +46,11 @@ struct EngineOptions<Role: EngineOptionsRole>: ParsableArguments {
     @Option(help: .hidden)
     var checkpointInterval: Double?
 
+    /// This boot's identity instead of the system's: a test plays a reboot with a new one
+    /// (progress noted without fsync is trusted only on the boot that noted it).
+    @Option(help: .hidden)
+    var bootId: String?
+
     func validate() throws {
         try Limits.validate(jobs, in: Limits.concurrentDownloads, option: "-j")
         try Limits.validate(connections, in: Limits.connections, option: "-x")

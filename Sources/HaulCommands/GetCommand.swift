@@ -225,6 +225,7 @@ struct GetCommand: AsyncParsableCommand {
             logger: logger, maxConnectionsPerHost: engine.maxConnectionsPerHost, httpVersions: httpVersion.policy)
         configuration.refreshCommand = engine.refreshCommand
         configuration.contentStore = engine.store
+        if let bootId = engine.bootId { configuration.bootID = bootId }
         configuration.http.awsCredentials = try awsCredentials(reporter: reporter)
         // After the transport's settings: a `--metalink URL` is fetched with them.
         let (entries, layouts) = try await entries(

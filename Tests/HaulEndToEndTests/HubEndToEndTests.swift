@@ -37,6 +37,47 @@ struct HubEndToEndTests {
         try await world.close()
     }
 
+    /// `kill -9` in the middle of a shard, then the same command after a reboot (a new boot id:
+    /// progress noted without fsync is not trusted): the tree ends byte-exact, and no file that
+    /// was complete before the kill is asked of the CDN again.
+    @Test func aKillMidShardThenARebootFetchesNoFinishedFileAgain() async throws {
+        let hub = try await HubServer.shared()
+        let world = try await World.make()
+        let arguments = ["get", "-q", "-d", "tree", "-j", "1", "-x", "1", "hf://haul-test/model"]
+        let first = try HaulProcess(
+            arguments + ["--limit-rate", "2M", "--checkpoint-interval", "0.05", "--boot-id", "before"],
+            home: world.home, workingDirectory: world.directory, environment: hub.environment())
+        var records: [DownloadRecord] = []
+        for _ in 0..<2400 {
+            records = (try? await world.storedRecords()) ?? []
+            let midShard = records.contains { $0.status == .running && $0.completedLength > 1 << 20 }
+            if midShard,
+                records.contains(where: { $0.status == .completed && $0.request.checksum?.algorithm == .sha256 })
+            {
+                break
+            }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        first.signal(SIGKILL)
+        #expect(await first.wait() == SIGKILL)
+        records = try await world.storedRecords()
+        let done = records.filter { $0.status == .completed }.compactMap { $0.request.checksum }
+            .filter { $0.algorithm == .sha256 }.map(\.hex)
+        #expect(!done.isEmpty && records.contains { $0.status != .completed }, "killed mid-repository")
+        let before = try await hub.stats().cdn
+        let second = try await HaulProcess.run(
+            arguments + ["--boot-id", "after"], in: world, environment: hub.environment())
+        #expect(second.status == 0, "\(second.stderr)")
+        for path in ["config.json", "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors", "big.bin"] {
+            #expect(
+                world.sha256(of: world.directory + "/tree/" + path)
+                    == hub.sha256["models/haul-test/model@main/\(path)"], "\(path)")
+        }
+        let after = try await hub.stats().cdn
+        for blob in done { #expect(after[blob] == before[blob], "\(blob) was complete: not asked again") }
+        try await world.close()
+    }
+
     /// `--hf-cache`: the same tree huggingface_hub writes (blobs by ETag, snapshot links, the
     /// ref), and huggingface_hub in offline mode finds haul's files.
     @Test func theCacheIsHuggingFaceHubsOwn() async throws {

@@ -75,10 +75,19 @@ struct S3EndToEndTests {
         first.signal(SIGKILL)
         #expect(await first.wait() == SIGKILL)
         #expect(!FileManager.default.fileExists(atPath: world.directory + "/multi.bin"), "killed before the end")
+        let checkpoint = try #require(try await world.storedRecord()).completedLength
+        // Resumed after a reboot (a new boot id): from the checkpoint, signed anew.
         let second = try await HaulProcess.run(
-            Array(arguments.filter { $0 != "--limit-rate" && $0 != "400K" }), in: world, environment: moto.keys)
+            Array(arguments.filter { $0 != "--limit-rate" && $0 != "400K" }) + [
+                "--boot-id", "after-a-reboot", "--json",
+            ],
+            in: world, environment: moto.keys)
         #expect(second.status == 0, "\(second.stderr)")
         #expect(world.sha256(of: world.directory + "/multi.bin") == moto.sha256["haul-test/multi.bin"])
+        let started = second.stdout.split(separator: "\n").first { $0.contains(#""type":"started""#) } ?? ""
+        #expect(
+            started.contains(#""completedLength":\#(checkpoint),"#),
+            "resumed at its checkpoint \(checkpoint), no noted progress trusted: \(started)")
         try await world.close()
     }
 
