@@ -7,7 +7,7 @@ import PostgresNIO
 /// refused before anything is changed.
 enum FleetSchema {
     /// The version this haul writes. Add a step to `steps` and raise it; never edit a step.
-    static let version = 3
+    static let version = 4
 
     static let steps: [[String]] = [
         [
@@ -71,6 +71,23 @@ enum FleetSchema {
                 'password', replace(replace(substr(credentials, strpos(credentials, ':') + 1), '%3A', ':'), '%25', '%'))::text
             WHERE strpos(credentials, ':') > 0
             """
+        ],
+        [
+            // A digest is an identity (issue 34): the digest that names a download's file, as
+            // `WaitingQueue.Entry.digest` takes it (a SHA-256 or SHA-512 the request names, a
+            // known name, no range), so a claim passes over a download whose twin another host
+            // holds or that comes after a twin in the queue (`claim`).
+            """
+            ALTER TABLE haul_downloads ADD COLUMN digest text GENERATED ALWAYS AS (
+                CASE WHEN (record::jsonb #>> '{request,checksum,algorithm}') IN ('sha-256', 'sha-512')
+                    AND (record::jsonb #> '{request,range}') IS NULL AND file_name IS NOT NULL
+                THEN (record::jsonb #>> '{request,checksum,algorithm}') || '='
+                    || (record::jsonb #>> '{request,checksum,hex}') END) STORED
+            """,
+            """
+            CREATE INDEX haul_downloads_digest ON haul_downloads (digest)
+            WHERE digest IS NOT NULL AND status IN ('queued', 'running')
+            """,
         ],
     ]
 

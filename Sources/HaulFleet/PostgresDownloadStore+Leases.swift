@@ -18,10 +18,17 @@ extension PostgresDownloadStore {
         let mine = Array(Set(excluded.map(\.rawValue) + held.withLockedValue { $0.keys.map(\.rawValue) }))
         let query: PostgresQuery = """
             WITH next AS (
-                SELECT id FROM haul_downloads
+                SELECT id FROM haul_downloads AS q
                 WHERE status IN ('queued', 'running')
                     AND (lease_owner IS NULL OR lease_expires < now() OR lease_owner = \(host))
                     AND id <> ALL(\(mine)::text[])
+                    AND (digest IS NULL OR NOT EXISTS (
+                        SELECT 1 FROM haul_downloads AS t
+                        WHERE t.digest = q.digest AND t.id <> q.id AND t.status IN ('queued', 'running')
+                            AND ((t.lease_owner IS NOT NULL AND t.lease_expires >= now())
+                                OR t.priority > q.priority
+                                OR (t.priority = q.priority AND (t.position < q.position
+                                    OR (t.position = q.position AND t.id COLLATE "C" < q.id COLLATE "C"))))))
                 \(unescaped: QueueOrder.postgres)
                 LIMIT \(limit)
                 FOR UPDATE SKIP LOCKED

@@ -46,6 +46,35 @@ import Testing
         await server.destroy()
     }
 
+    /// A digest is an identity across hosts: a claim passes over a download whose twin (the
+    /// same SHA-256, a named file) another host holds or that comes after a twin in the queue;
+    /// once the twin is done (with a shared content store, its file is there to link), it is
+    /// claimed. A download with an MD5 only, or none, is claimed as ever.
+    @Test func aClaimPassesOverATwinOfADigestAHostHolds() async throws {
+        let server = try await PostgresServer.start()
+        let a = try await PostgresDownloadStore.open(try location(server), host: "a")
+        let b = try await PostgresDownloadStore.open(try location(server), host: "b")
+        var records = queued(4)
+        let digest = Checksum(algorithm: .sha256, hex: String(repeating: "7c", count: 32))
+        for index in 0..<3 {
+            records[index].request.checksum = digest
+            records[index].fileName = "twin\(index).bin"
+        }
+        records[2].request.checksum = Checksum(algorithm: .md5, hex: String(repeating: "7c", count: 16))
+        try await a.save(records)
+        let first = try await a.claim(limit: 10, excluding: [])
+        #expect(first.map(\.id) == [records[0].id, records[2].id, records[3].id], "the twin waits for the first")
+        #expect(try await b.claim(limit: 10, excluding: []).isEmpty, "its twin is held by host a")
+        var done = first[0]
+        done.status = .completed
+        try await a.save(done)
+        try await a.release(done.id)
+        #expect(try await b.claim(limit: 10, excluding: []).map(\.id) == [records[1].id])
+        await a.close()
+        await b.close()
+        await server.destroy()
+    }
+
     @Test func aTakenOverLeaseFencesTheOldHolder() async throws {
         let server = try await PostgresServer.start()
         // 3 s: the live-lease checks below must come before it expires even on a loaded CI run
