@@ -179,13 +179,14 @@ public struct QueueSlots: Sendable {
             let head = waiting.first, !unsaved.contains(head.id)
         {
             _ = waiting.removeFirst()
-            let copies = copies[head.id] != nil
-            if !copies, let digest = head.digest, let twin = fetching[digest] {
+            // A download with its twin's file to copy fetches nothing: it is no one's twin.
+            let copying = copies[head.id] != nil
+            if !copying, let digest = head.digest, let twin = fetching[digest] {
                 twins[twin, default: []].append(head)
                 continue
             }
             running.insert(head.id)
-            if !copies, let digest = head.digest { fetching[digest] = head.id }
+            if !copying, let digest = head.digest { fetching[digest] = head.id }
             starts.append(head)
         }
         return starts

@@ -41,16 +41,43 @@ final class DaemonFinishes: Sendable {
         } catch {
             logger.error("cannot read the pending finishes", metadata: ["error": "\(error)"])
         }
-        for name in pending.withLockedValue({ $0.keys.sorted() }) { await check(name) }
-        for await event in events {
-            let path: String
-            switch event.kind {
-            case .completed(let done), .alreadyComplete(let done): path = done
-            default: continue
+        await checkAll()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await event in events {
+                    let path: String
+                    switch event.kind {
+                    case .completed(let done), .alreadyComplete(let done): path = done
+                    default: continue
+                    }
+                    let waiting = self.pending.withLockedValue {
+                        $0.filter { $0.value.waits(for: path) }.keys.sorted()
+                    }
+                    for name in waiting { await self.check(name) }
+                }
             }
-            let waiting = pending.withLockedValue { $0.filter { $0.value.waits(for: path) }.keys.sorted() }
-            for name in waiting { await check(name) }
+            // In a fleet another host may bring the last file: its completion is not this
+            // manager's event. Looked at every few seconds while any finish waits.
+            group.addTask {
+                while !Task.isCancelled {
+                    do {
+                        try await Task.sleep(for: Self.interval)
+                    } catch {
+                        return // cancelled: the events ended
+                    }
+                    await self.checkAll()
+                }
+            }
+            await group.next()
+            group.cancelAll()
         }
+    }
+
+    /// How often every waiting finish is looked at besides the completions this daemon sees.
+    static let interval = Duration.seconds(5)
+
+    private func checkAll() async {
+        for name in pending.withLockedValue({ $0.keys.sorted() }) { await check(name) }
     }
 
     /// Writes the finish `name` and drops it when its files are all in.
