@@ -96,6 +96,42 @@ import Testing
         try await world.close()
     }
 
+    /// On a file system with reflinks (XFS, mounted from an image by the test; `.ci/run`
+    /// installs xfsprogs), the store's file and the destination share their blocks but not their
+    /// inode: the destination keeps the user's mode, and an edit of it changes only it.
+    @Test(.enabled(if: XFSImage.available, "needs root and mkfs.xfs (.ci/run installs xfsprogs)"))
+    func aStoreWithReflinksSharesBlocksNotTheInode() async throws {
+        let world = try await World.make()
+        let xfs = try XFSImage.mount()
+        defer { xfs.unmount() }
+        world.server.setRoute("/a.bin", Route(payload: payload))
+        let store = xfs.directory + "/store"
+        var asked: [Int] = []
+        for name in ["one.bin", "two.bin"] {
+            let result = try await HaulProcess.run(
+                [
+                    "get", world.server.url("/a.bin"), "--checksum", checksum, "--content-store", store, "-o",
+                    xfs.directory + "/" + name,
+                ], in: world)
+            #expect(result.status == 0, "\(result.stderr)")
+            asked.append(gets(world, "/a.bin"))
+        }
+        #expect(asked[0] > 0 && asked[1] == asked[0], "the second came from the store: \(asked)")
+        let two = xfs.directory + "/two.bin"
+        let kept = store + "/sha-256/" + payload.sha256
+        #expect(world.sha256(of: two) == payload.sha256)
+        #expect(try inode(kept) != inode(two))
+        #expect(try mode(two) & 0o200 != 0, "a reflink keeps the user's own mode")
+        let extents = try Tools.run("filefrag", ["-v", two])
+        #expect(extents.output.contains("shared"), "blocks shared with the store: \(extents.output)")
+        let handle = try #require(FileHandle(forUpdatingAtPath: two))
+        try handle.seek(toOffset: 100)
+        handle.write(Data("edited".utf8))
+        try handle.close()
+        #expect(world.sha256(of: kept) == payload.sha256, "copy-on-write: the store's file is untouched")
+        try await world.close()
+    }
+
     /// A store on another file system (tmpfs) is copied from: the destination is a file of its
     /// own.
     @Test func aStoreOnAnotherFileSystemIsCopied() async throws {
@@ -117,5 +153,38 @@ import Testing
         #expect(try inode(kept) != inode(world.directory + "/two.bin"))
         #expect(try mode(world.directory + "/two.bin") & 0o200 != 0, "a copy keeps the user's own mode")
         try await world.close()
+    }
+}
+
+/// A small XFS file system in an image, mounted through a loop device: reflinks where the
+/// machine's own file system (ext4) has none.
+struct XFSImage {
+    let image: String
+    let directory: String
+
+    static var available: Bool {
+        getuid() == 0 && Tools.path("mkfs.xfs") != nil && Tools.path("mount") != nil && Tools.path("filefrag") != nil
+    }
+
+    static func mount() throws -> XFSImage {
+        let root = NSTemporaryDirectory() + "haul-xfs-\(UUID().uuidString)"
+        let image = XFSImage(image: root + ".img", directory: root)
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: image.image, contents: nil))
+        let handle = try #require(FileHandle(forWritingAtPath: image.image))
+        try handle.truncate(atOffset: 400 << 20)
+        try handle.close()
+        let made = try Tools.run("mkfs.xfs", ["-q", "-f", image.image])
+        try #require(made.status == 0, "mkfs.xfs: \(made.output)")
+        let mounted = try Tools.run("mount", ["-o", "loop", image.image, root])
+        try #require(mounted.status == 0, "mount: \(mounted.output)")
+        return image
+    }
+
+    func unmount() {
+        let result = try? Tools.run("umount", [directory]) // reported below
+        #expect(result?.status == 0, "umount \(directory): \(result?.output ?? "not run")")
+        try? FileManager.default.removeItem(atPath: image)
+        try? FileManager.default.removeItem(atPath: directory)
     }
 }
