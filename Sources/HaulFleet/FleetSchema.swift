@@ -78,14 +78,14 @@ enum FleetSchema {
             // known name, no range), so a claim passes over a download whose twin another host
             // holds or that comes after a twin in the queue (`claim`).
             """
-            ALTER TABLE haul_downloads ADD COLUMN digest text GENERATED ALWAYS AS (
+            ALTER TABLE haul_downloads ADD COLUMN IF NOT EXISTS digest text GENERATED ALWAYS AS (
                 CASE WHEN (record::jsonb #>> '{request,checksum,algorithm}') IN ('sha-256', 'sha-512')
                     AND (record::jsonb #> '{request,range}') IS NULL AND file_name IS NOT NULL
                 THEN (record::jsonb #>> '{request,checksum,algorithm}') || '='
                     || (record::jsonb #>> '{request,checksum,hex}') END) STORED
             """,
             """
-            CREATE INDEX haul_downloads_digest ON haul_downloads (digest)
+            CREATE INDEX IF NOT EXISTS haul_downloads_digest ON haul_downloads (digest)
             WHERE digest IS NOT NULL AND status IN ('queued', 'running')
             """,
         ],
