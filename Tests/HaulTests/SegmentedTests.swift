@@ -29,8 +29,17 @@ import Testing
             // Four, or five when AsyncHTTPClient's pool opened one for a next piece asked while the
             // previous response's connection was still going back to the pool (seen on a loaded run).
             #expect((4...5).contains(Set(responses.map(\.connection)).count), "\(responses)")
-            // No request was cut: each body went out whole.
-            #expect(responses.allSatisfy { $0.bodyBytesSent == Int64($0.range?.count ?? -1) }, "\(responses)")
+            // Each body went out whole, unless a steal took its rest (on a loaded machine one
+            // connection may fall behind): then another request asks from inside it to its end.
+            for cut in responses where cut.bodyBytesSent != Int64(cut.range?.count ?? -1) {
+                let range = try #require(cut.range)
+                #expect(
+                    responses.contains { other in
+                        guard let taken = other.range else { return false }
+                        return taken.lowerBound > range.lowerBound && taken.lowerBound < range.upperBound
+                            && taken.upperBound == range.upperBound
+                    }, "a body cut short that no steal explains: \(cut) in \(responses)")
+            }
         }
     }
 
