@@ -5,15 +5,34 @@
   against `aws s3 cp` (awscli from PyPI, its default 10 threads of 8 MiB ranges).
 - OCI: one image of several layers from Debian's docker-registry: `haul get oci://...` against
   `skopeo copy docker://... oci:DIR` (Debian).
+- HF: a model of several LFS shards and a few small files from the project's test Hub and its CDN
+  (Benchmarks/hf-hub-server.py over Tests/HF/hub_server.py, files from disk, signed URLs living an
+  hour): `haul get hf://ORG/REPO -d DIR` against huggingface_hub's snapshot_download(local_dir=DIR)
+  with HF_HUB_ENABLE_HF_TRANSFER=1 (huggingface_hub 0.36.2 and hf_transfer 0.1.9 from PyPI; the run
+  fails unless hf_transfer fetched every shard over 50 MiB, the size huggingface_hub hands it from).
+  huggingface_hub fetches one file at a time with hf_transfer, in 10 MiB ranges: a smaller model of
+  as many shards (RELAY_HF_MB) gives it fewer connections per file through the relay.
+- hf-kills (loopback), hf-kills-relay: the HF_MB model, each tool SIGKILLed KILLS (10) times, at
+  every 1/(KILLS+1) of the model's size sent by the Hub and CDN since the first start, and
+  restarted in the same directory (haul with the same HAUL_HOME) until it finishes: bytes sent /
+  model size, wall seconds (restarts included), and whether every file is byte-exact.
+- s3-kills, oci-kills (loopback): the same for a KILL_S3_MB object from moto (haul against aws s3
+  cp) and the OCI image (haul against skopeo), each tool through a pass-through relay that counts
+  the bytes the server sent; a kill comes at every 1/(KILLS+1) of the size written in the tool's
+  directory (allocated blocks), since neither server counts what it sends.
 
-Each case runs on loopback and through Benchmarks/relay.py (RTT and a per-connection cap), rounds
-interleaved, tools in turn. Every result is checked (the object's SHA-256; skopeo reads haul's
-layout back). Reported: wall seconds, CPU seconds (user + system), peak RSS (/usr/bin/time), medians.
+Each case runs on loopback and through Benchmarks/relay.py (RTT and a per-connection cap; for HF one
+relay before the Hub and one before its CDN), rounds interleaved, tools in turn. Every result is
+checked (the object's and each file's SHA-256; skopeo reads haul's layout back). Reported: wall
+seconds, CPU seconds (user + system), peak RSS (/usr/bin/time), medians.
 
 Usage:   python3 Benchmarks/content-bench.py
 Env:     HAUL_BIN (.build-static/release/haul)  ROUNDS (3)  S3_MB (1024)  LAYERS (4)  LAYER_MB (64)
-         RTT (80)  CONN_RATE (8M)  RELAY_S3_MB (256)  CASES ("s3 s3-relay oci oci-relay")
-The virtual environment with moto, boto3 and awscli goes to Benchmarks/work/content-venv.
+         RTT (80)  CONN_RATE (8M)  RELAY_S3_MB (256)  HF_MB (1024)  HF_SHARDS (4)  RELAY_HF_MB (HF_MB)
+         KILLS (10)  KILL_S3_MB (256)
+         CASES ("s3 s3-relay oci oci-relay hf hf-relay hf-kills hf-kills-relay s3-kills oci-kills")
+The virtual environment with moto, boto3 and awscli goes to Benchmarks/work/content-venv, the one
+with huggingface_hub and hf_transfer to Benchmarks/work/hf-venv, the models to Benchmarks/work/hf-model-*.
 """
 import hashlib
 import json
@@ -26,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORK = os.path.join(ROOT, "Benchmarks", "work")
@@ -37,8 +57,15 @@ LAYERS = int(os.environ.get("LAYERS", "4"))
 LAYER_MB = int(os.environ.get("LAYER_MB", "64"))
 RTT = os.environ.get("RTT", "80")
 CONN_RATE = os.environ.get("CONN_RATE", "8M")
-CASES = os.environ.get("CASES", "s3 s3-relay oci oci-relay").split()
+HF_MB = int(os.environ.get("HF_MB", "1024"))
+HF_SHARDS = int(os.environ.get("HF_SHARDS", "4"))
+RELAY_HF_MB = int(os.environ.get("RELAY_HF_MB", str(HF_MB)))
+KILLS = int(os.environ.get("KILLS", "10"))
+KILL_S3_MB = int(os.environ.get("KILL_S3_MB", "256"))
+CASES = os.environ.get(
+    "CASES", "s3 s3-relay oci oci-relay hf hf-relay hf-kills hf-kills-relay s3-kills oci-kills").split()
 VENV = os.path.join(WORK, "content-venv")
+HF_VENV = os.path.join(WORK, "hf-venv")
 KEYS = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1",
         "AWS_REGION": "us-east-1"}
 
@@ -73,10 +100,11 @@ def wait_port(port):
     raise SystemExit(f"nothing listens on {port}")
 
 
-def relay(target_port):
+def relay(target_port, listen=0):
     process = subprocess.Popen(
         [sys.executable, os.path.join(ROOT, "Benchmarks", "relay.py"), "--target", f"127.0.0.1:{target_port}",
-         "--rtt", RTT, "--conn-rate", CONN_RATE], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+         "--listen", str(listen), "--rtt", RTT, "--conn-rate", CONN_RATE], stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, text=True)
     line = process.stdout.readline()
     return process, int(line.rsplit(":", 1)[1])
 
@@ -123,17 +151,19 @@ print(hashlib.sha256(body).hexdigest())
     return server, port, digest
 
 
-def rounds_of(case, port, tools, rounds, results, command, check):
+def rounds_of(case, port, tools, rounds, results, command, check, also=()):
     """`rounds` interleaved rounds of `tools` against the server on `port` (through a fresh relay
-    for a `-relay` case): `command(tool, endpoint_port)` gives (argv, env), run in a new directory
-    that `check(tool, directory)` then inspects."""
+    for a `-relay` case, and one from each (listen, target) port of `also`): `command(tool,
+    endpoint_port)` gives (argv, env), run in a new directory that `check(tool, directory)` then
+    inspects."""
     for round_number in range(rounds):
         order = tools if round_number % 2 == 0 else list(reversed(tools))
         for tool in order:
-            forward = None
+            forwards = []
             target = port
             if case.endswith("relay"):
                 forward, target = relay(port)
+                forwards = [forward] + [relay(other, listen)[0] for listen, other in also]
             directory = tempfile.mkdtemp(dir=WORK)
             try:
                 argv, env = command(tool, target, directory)
@@ -143,7 +173,7 @@ def rounds_of(case, port, tools, rounds, results, command, check):
                 log(f"{case} {tool}: {result[0]:.2f} s, CPU {result[1]:.2f} s, {result[2]} KiB")
             finally:
                 shutil.rmtree(directory, ignore_errors=True)
-                if forward:
+                for forward in forwards:
                     forward.terminate()
                     forward.wait()
 
@@ -241,25 +271,321 @@ def oci_runs(case, rounds, results):
         shutil.rmtree(root, ignore_errors=True)
 
 
+# --- Hugging Face -----------------------------------------------------------------------------
+
+# snapshot_download(argv[1], local_dir=argv[2]) through hf_transfer; fails unless hf_transfer
+# fetched at least argv[3] files (functools.wraps keeps the signature huggingface_hub inspects).
+SNAPSHOT = """
+import functools, sys
+import hf_transfer
+from huggingface_hub import constants, snapshot_download
+if not constants.HF_HUB_ENABLE_HF_TRANSFER:
+    sys.exit("HF_HUB_ENABLE_HF_TRANSFER is off")
+calls = []
+download = hf_transfer.download
+@functools.wraps(download)
+def counted(*args, **kwargs):
+    calls.append(kwargs.get("url"))
+    return download(*args, **kwargs)
+hf_transfer.download = counted
+snapshot_download(sys.argv[1], local_dir=sys.argv[2])
+if len(calls) < int(sys.argv[3]):
+    sys.exit(f"hf_transfer fetched {len(calls)} files, not {sys.argv[3]}")
+"""
+
+
+def hf_venv():
+    python = os.path.join(HF_VENV, "bin", "python")
+    if not os.path.exists(python):
+        log("making " + HF_VENV + " (huggingface_hub, hf_transfer from PyPI)")
+        subprocess.run([sys.executable, "-m", "venv", HF_VENV], check=True)
+        subprocess.run([os.path.join(HF_VENV, "bin", "pip"), "install", "-q", "-r",
+                        os.path.join(ROOT, "Tests", "HF", "requirements.txt"), "hf-transfer==0.1.9"], check=True)
+    return python
+
+
+def hf_model(megabytes):
+    """A directory of HF_SHARDS shards, `megabytes` MiB in all, and a few small files (made once)."""
+    directory = os.path.join(WORK, f"hf-model-{megabytes}M-{HF_SHARDS}")
+    if os.path.isdir(directory):
+        return directory
+    log(f"making {directory}")
+    making = directory + ".making"
+    shutil.rmtree(making, ignore_errors=True)
+    os.makedirs(making)
+    shards = [f"model-{index + 1:05}-of-{HF_SHARDS:05}.safetensors" for index in range(HF_SHARDS)]
+    for index, name in enumerate(shards):
+        generator, left = random.Random(index), (megabytes << 20) // HF_SHARDS
+        with open(os.path.join(making, name), "wb") as f:
+            while left:
+                f.write(generator.randbytes(min(left, 16 << 20)))
+                left -= min(left, 16 << 20)
+    small = {"config.json": {"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32},
+             "generation_config.json": {"do_sample": True, "temperature": 0.6},
+             "tokenizer_config.json": {"model_max_length": 8192},
+             "model.safetensors.index.json": {"weight_map": {f"layer.{i}": name for i, name in enumerate(shards)}}}
+    for name, content in small.items():
+        with open(os.path.join(making, name), "w") as f:
+            json.dump(content, f, indent=2)
+    os.rename(making, directory)
+    return directory
+
+
+def hub(source, cdn_port=0):
+    """Benchmarks/hf-hub-server.py serving `source` as bench/model: (process, its ready line, the
+    SHA-256 of each path). Its redirects name `cdn_port` when given (a relay's)."""
+    process = subprocess.Popen([sys.executable, os.path.join(ROOT, "Benchmarks", "hf-hub-server.py"), "bench/model",
+                                source], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               text=True, env={**os.environ, "CDN_PORT": str(cdn_port or "")})
+    ready = json.loads(process.stdout.readline())
+    prefix = "models/bench/model@main/"
+    return process, ready, {k[len(prefix):]: v for k, v in ready["sha256"].items() if k.startswith(prefix)}
+
+
+def hf_command(python, tool, port, directory, shards):
+    env = {"HF_ENDPOINT": f"http://127.0.0.1:{port}", "HF_TOKEN": ""}
+    if tool == "haul":
+        return ([HAUL, "get", "-q", "-d", "model", "hf://bench/model"],
+                {**env, "HF_HOME": "/nonexistent", "HAUL_HOME": directory + "/home"})
+    return ([python, "-c", SNAPSHOT, "bench/model", "model", str(shards)],
+            {**env, "HF_HOME": directory + "/hf-home", "HF_HUB_ENABLE_HF_TRANSFER": "1",
+             "HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_HUB_DISABLE_TELEMETRY": "1"})
+
+
+def wrong_files(files, directory):
+    return [path for path, digest in files.items()
+            if not os.path.exists(os.path.join(directory, "model", path))
+            or sha256(os.path.join(directory, "model", path)) != digest]
+
+
+def hf_runs(case, rounds, results):
+    python = hf_venv()
+    megabytes = HF_MB if case == "hf" else RELAY_HF_MB
+    source = hf_model(megabytes)
+    log(f"{case}: the test Hub with {HF_SHARDS} shards, {megabytes} MiB")
+    cdn_listen = free_port() if case.endswith("relay") else 0
+    server, ready, files = hub(source, cdn_listen)
+    shards = sum(os.path.getsize(os.path.join(source, path)) > 50 << 20 for path in files)
+
+    def command(tool, target, directory):
+        return hf_command(python, tool, target, directory, shards)
+
+    def check(tool, directory):
+        if wrong := wrong_files(files, directory):
+            raise SystemExit(f"{tool}: wrong bytes in {wrong}")
+
+    try:
+        rounds_of(case, ready["port"], ["haul", "hf_transfer"], rounds, results, command, check,
+                  also=[(cdn_listen, ready["cdnPort"])])
+    finally:
+        server.stdin.close()
+        server.wait()
+
+
+def sent(port):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stats") as answer:
+        return json.load(answer)["bytes"]
+
+
+def hf_kills(case, kills):
+    """Each tool killed at every 1/(KILLS + 1) of the model's bytes sent since its first start,
+    restarted in the same directory, then left to finish (through fresh relays for hf-kills-relay):
+    (case, tool, kills, seconds, sent / size, exact)."""
+    python = hf_venv()
+    source = hf_model(HF_MB)
+    log(f"{case}: {HF_MB} MiB, {KILLS} SIGKILLs for each tool")
+    cdn_listen = free_port() if case.endswith("relay") else 0
+    server, ready, files = hub(source, cdn_listen)
+    port = ready["port"]
+    size = sum(os.path.getsize(os.path.join(source, path)) for path in files)
+    try:
+        for tool in ("haul", "hf_transfer"):
+            forwards, target = [], port
+            if cdn_listen:
+                forward, target = relay(port)
+                forwards = [forward, relay(ready["cdnPort"], cdn_listen)[0]]
+            directory = tempfile.mkdtemp(dir=WORK)
+            argv, env = hf_command(python, tool, target, directory, 0)
+            errors = open(os.path.join(directory, "stderr"), "w+")
+            first, started, killed = sent(port), time.monotonic(), 0
+            try:
+                while True:
+                    process = subprocess.Popen(argv, env={**os.environ, **env}, cwd=directory,
+                                               stdout=subprocess.DEVNULL, stderr=errors)
+                    if killed < KILLS:
+                        mark = first + size * (killed + 1) // (KILLS + 1)
+                        while process.poll() is None and sent(port) < mark:
+                            time.sleep(0.01)
+                        if process.poll() is None:
+                            process.kill()
+                            process.wait()
+                            killed += 1
+                            continue
+                    if process.wait() != 0:
+                        errors.seek(0)
+                        raise SystemExit(f"{case} {tool} failed ({process.returncode}): {errors.read()[-2000:]}")
+                    break
+                wall, ratio = time.monotonic() - started, (sent(port) - first) / size
+                exact = not wrong_files(files, directory)
+                kills.append((case, tool, killed, wall, ratio, exact))
+                log(f"{case} {tool}: {killed} kills, {wall:.2f} s, {ratio:.2f} x the model sent, exact: {exact}")
+            finally:
+                errors.close()
+                shutil.rmtree(directory, ignore_errors=True)
+                for forward in forwards:
+                    forward.terminate()
+                    forward.wait()
+    finally:
+        server.stdin.close()
+        server.wait()
+
+
+# --- Kills of S3 and OCI downloads -------------------------------------------------------------
+
+def written(directory):
+    """Bytes allocated under `directory`: what a tool has written so far (no tool here preallocates)."""
+    total = 0
+    for folder, _, names in os.walk(directory):
+        for name in names:
+            try:
+                total += os.lstat(os.path.join(folder, name)).st_blocks * 512
+            except FileNotFoundError:
+                pass  # renamed or removed while walking
+    return total
+
+
+def counted_kills(case, tool, port, size, command, check, kills):
+    """`tool` (argv, env from `command(tool, relay_port, directory)`) through a pass-through relay
+    in front of `port`, SIGKILLed at every 1/(KILLS + 1) of `size` written, restarted in the same
+    directory until it finishes; the relay's count of server bytes over `size`."""
+    directory = tempfile.mkdtemp(dir=WORK)
+    summary = tempfile.TemporaryFile(mode="w+")
+    forward = subprocess.Popen(
+        [sys.executable, os.path.join(ROOT, "Benchmarks", "relay.py"), "--target", f"127.0.0.1:{port}"],
+        stdout=subprocess.PIPE, stderr=summary, text=True)
+    target = int(forward.stdout.readline().rsplit(":", 1)[1])
+    argv, env = command(tool, target, directory)
+    errors = open(os.path.join(WORK, "kill-stderr"), "w+")
+    started, killed = time.monotonic(), 0
+    try:
+        while True:
+            process = subprocess.Popen(argv, env={**os.environ, **env}, cwd=directory,
+                                       stdout=subprocess.DEVNULL, stderr=errors)
+            if killed < KILLS:
+                mark = size * (killed + 1) // (KILLS + 1)
+                while process.poll() is None and written(directory) < mark:
+                    time.sleep(0.01)
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
+                    killed += 1
+                    continue
+            if process.wait() != 0:
+                errors.seek(0)
+                raise SystemExit(f"{case} {tool} failed ({process.returncode}): {errors.read()[-2000:]}")
+            break
+        wall = time.monotonic() - started
+        check(tool, directory)
+        forward.terminate()
+        forward.wait()
+        summary.seek(0)
+        line = summary.read()
+        sent = int(line.split(" bytes (")[-2].rsplit(", ", 1)[-1])
+        kills.append((case, tool, killed, wall, sent / size, True))
+        log(f"{case} {tool}: {killed} kills, {wall:.2f} s, {sent / size:.2f} x the size sent")
+    finally:
+        if forward.poll() is None:
+            forward.terminate()
+            forward.wait()
+        errors.close()
+        summary.close()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def s3_kills(case, kills):
+    python = venv()
+    log(f"{case}: moto with a {KILL_S3_MB} MiB object, {KILLS} SIGKILLs for each tool")
+    server, port, digest = s3_server(python, KILL_S3_MB)
+
+    def command(tool, target, directory):
+        endpoint = f"http://127.0.0.1:{target}"
+        if tool == "haul":
+            return ([HAUL, "get", "-q", "--s3-endpoint", endpoint, "s3://bench/object.bin"],
+                    {**KEYS, "HAUL_HOME": directory + "/home"})
+        return ([os.path.join(VENV, "bin", "aws"), "s3", "cp", "--only-show-errors", "--endpoint-url", endpoint,
+                 "s3://bench/object.bin", "object.bin"], KEYS)
+
+    def check(tool, directory):
+        if sha256(os.path.join(directory, "object.bin")) != digest:
+            raise SystemExit(f"{case} {tool}: wrong bytes")
+
+    try:
+        for tool in ("haul", "aws"):
+            counted_kills(case, tool, port, KILL_S3_MB << 20, command, check, kills)
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def oci_kills(case, kills):
+    log(f"{case}: docker-registry with {LAYERS} layers of {LAYER_MB} MiB, {KILLS} SIGKILLs for each tool")
+    server, port, root = registry_with_image()
+
+    def command(tool, target, directory):
+        name = f"127.0.0.1:{target}/bench/image:v1"
+        if tool == "haul":
+            return ([HAUL, "get", "-q", "--plain-http", "-d", "layout", "oci://" + name],
+                    {"HAUL_HOME": directory + "/home"})
+        return (["skopeo", "copy", "--quiet", "--src-tls-verify=false", "docker://" + name, "oci:layout:v1"], {})
+
+    def check(tool, directory):
+        answer = subprocess.run(["skopeo", "copy", "--quiet", f"oci:{directory}/layout:v1", f"dir:{directory}/check"],
+                                capture_output=True, text=True)
+        if answer.returncode != 0:
+            raise SystemExit(f"{case} {tool}: skopeo cannot read the layout: {answer.stderr}")
+
+    try:
+        for tool in ("haul", "skopeo"):
+            counted_kills(case, tool, port, LAYERS * LAYER_MB << 20, command, check, kills)
+    finally:
+        server.terminate()
+        server.wait()
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def main():
     os.makedirs(WORK, exist_ok=True)
     if not os.access(HAUL, os.X_OK):
         raise SystemExit(f"no haul at {HAUL} (HAUL_BIN)")
-    python = venv()
-    results = {}
+    results, kills = {}, []
     for case in CASES:
-        if case.startswith("s3"):
-            s3_runs(python, case, ROUNDS, results)
-        else:
+        if case == "s3-kills":
+            s3_kills(case, kills)
+        elif case == "oci-kills":
+            oci_kills(case, kills)
+        elif case.startswith("s3"):
+            s3_runs(venv(), case, ROUNDS, results)
+        elif case.startswith("oci"):
             oci_runs(case, ROUNDS, results)
-    print(f"| case | tool | seconds | CPU s | peak RSS MiB |  (medians of {ROUNDS}; RTT {RTT} ms, "
-          f"{CONN_RATE}/s per connection through the relay)")
-    print("|---|---|---:|---:|---:|")
+        elif case.startswith("hf-kills"):
+            hf_kills(case, kills)
+        else:
+            hf_runs(case, ROUNDS, results)
+    if results:
+        print(f"| case | tool | seconds | CPU s | peak RSS MiB |  (medians of {ROUNDS}; RTT {RTT} ms, "
+              f"{CONN_RATE}/s per connection through the relay)")
+        print("|---|---|---:|---:|---:|")
     for (case, tool), runs in results.items():
         wall = statistics.median(r[0] for r in runs)
         cpu = statistics.median(r[1] for r in runs)
         rss = statistics.median(r[2] for r in runs) / 1024
         print(f"| {case} | {tool} | {wall:.2f} | {cpu:.2f} | {rss:.1f} |")
+    if kills:
+        print(f"\n| case | tool | kills | seconds | sent / size | byte-exact |  (HF {HF_MB} MiB, S3 {KILL_S3_MB} MiB, "
+              f"OCI {LAYERS * LAYER_MB} MiB; SIGKILL at every 1/{KILLS + 1} of the size, then a run to the end)")
+        print("|---|---|---:|---:|---:|---|")
+        for case, tool, killed, wall, ratio, exact in kills:
+            print(f"| {case} | {tool} | {killed} | {wall:.2f} | {ratio:.2f} | {'yes' if exact else 'NO'} |")
 
 
 if __name__ == "__main__":
