@@ -225,6 +225,12 @@ struct GetCommand: AsyncParsableCommand {
             logger: logger, maxConnectionsPerHost: engine.maxConnectionsPerHost, httpVersions: httpVersion.policy)
         configuration.refreshCommand = engine.refreshCommand
         configuration.contentStore = engine.store
+        do {
+            try engine.store?.prepare()
+        } catch {
+            reporter.failure(url: nil, error)
+            throw ExitCode(ExitCodes.code(for: error))
+        }
         if let bootId = engine.bootId { configuration.bootID = bootId }
         configuration.http.awsCredentials = try awsCredentials(reporter: reporter)
         // After the transport's settings: a `--metalink URL` is fetched with them.

@@ -192,6 +192,8 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.manager.maxConnectionsPerHost = engine.maxConnectionsPerHost
         configuration.manager.refreshCommand = engine.refreshCommand
         configuration.manager.contentStore = engine.store
+        // A store that cannot be written ends the start, one line.
+        try engine.store?.prepare()
         if let bootId = engine.bootId { configuration.manager.bootID = bootId }
         configuration.manager.httpVersions = httpVersion.policy
         // `s3://` names in adds: resolved and signed with the daemon's own keys (its

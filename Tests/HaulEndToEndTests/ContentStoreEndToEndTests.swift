@@ -132,6 +132,21 @@ import Testing
         try await world.close()
     }
 
+    /// A store that cannot be made or written is one line at the start, and nothing is fetched.
+    @Test func aStoreThatCannotBeWrittenIsRefusedAtTheStart() async throws {
+        let world = try await World.make()
+        world.server.setRoute("/a.bin", Route(payload: payload))
+        let file = world.home + "-not-a-directory"
+        #expect(FileManager.default.createFile(atPath: file, contents: Data("x".utf8)))
+        let result = try await HaulProcess.run(
+            ["get", world.server.url("/a.bin"), "--checksum", checksum, "--content-store", file], in: world)
+        #expect(result.status == ExitCodesExpected.fileSystem, "\(result.stderr)")
+        #expect(result.stderr == "haul: the content store \(file) is not a directory\n", "\(result.stderr)")
+        #expect(gets(world, "/a.bin") == 0 && world.files().isEmpty)
+        try? FileManager.default.removeItem(atPath: file)
+        try await world.close()
+    }
+
     /// A store on another file system (tmpfs) is copied from: the destination is a file of its
     /// own.
     @Test func aStoreOnAnotherFileSystemIsCopied() async throws {

@@ -22,6 +22,17 @@ public struct ContentStore: Sendable, Hashable {
         self.root = root
     }
 
+    /// Makes the store's directory if it is missing and checks that files can be made in it: a
+    /// store that cannot be written is said at the start, not found out file by file.
+    ///
+    /// - Throws: `.fileSystem` naming the directory and the reason.
+    public func prepare() throws(HaulError) {
+        try Directories.create(root, what: "content store")
+        guard access(root, W_OK | X_OK) == 0 else {
+            throw FileSystemErrors.error(errno, "cannot write in the content store", root)
+        }
+    }
+
     /// Where the store keeps the file with `checksum`.
     public func path(for checksum: Checksum) -> String {
         Paths.join(Paths.join(root, checksum.algorithm.rawValue), checksum.hex)
