@@ -178,18 +178,20 @@ def rounds_of(case, port, tools, rounds, results, command, check, also=()):
                     forward.wait()
 
 
+def s3_command(tool, target, directory):
+    """The object through the endpoint on `target`, into `directory`: (argv, env)."""
+    endpoint = f"http://127.0.0.1:{target}"
+    if tool == "haul":
+        return ([HAUL, "get", "-q", "--s3-endpoint", endpoint, "s3://bench/object.bin"],
+                {**KEYS, "HAUL_HOME": directory + "/home"})
+    return ([os.path.join(VENV, "bin", "aws"), "s3", "cp", "--only-show-errors", "--endpoint-url", endpoint,
+             "s3://bench/object.bin", "object.bin"], KEYS)
+
+
 def s3_runs(python, case, rounds, results):
     megabytes = S3_MB if case == "s3" else RELAY_S3_MB
     log(f"{case}: moto with a {megabytes} MiB object")
     server, port, digest = s3_server(python, megabytes)
-
-    def command(tool, target, directory):
-        endpoint = f"http://127.0.0.1:{target}"
-        if tool == "haul":
-            return ([HAUL, "get", "-q", "--s3-endpoint", endpoint, "s3://bench/object.bin"],
-                    {**KEYS, "HAUL_HOME": directory + "/home"})
-        return ([os.path.join(VENV, "bin", "aws"), "s3", "cp", "--only-show-errors", "--endpoint-url", endpoint,
-                 "s3://bench/object.bin", "object.bin"], KEYS)
 
     def check(tool, directory):
         got = sha256(os.path.join(directory, "object.bin"))
@@ -197,7 +199,7 @@ def s3_runs(python, case, rounds, results):
             raise SystemExit(f"{tool}: wrong bytes ({got})")
 
     try:
-        rounds_of(case, port, ["haul", "aws"], rounds, results, command, check)
+        rounds_of(case, port, ["haul", "aws"], rounds, results, s3_command, check)
     finally:
         server.terminate()
         server.wait()
@@ -246,25 +248,29 @@ def registry_with_image():
     return server, port, root
 
 
+def oci_command(tool, target, directory):
+    """The image from the registry on `target` into a layout in `directory`: (argv, env)."""
+    name = f"127.0.0.1:{target}/bench/image:v1"
+    if tool == "haul":
+        return ([HAUL, "get", "-q", "--plain-http", "-d", "layout", "oci://" + name],
+                {"HAUL_HOME": directory + "/home"})
+    return (["skopeo", "copy", "--quiet", "--src-tls-verify=false", "docker://" + name, "oci:layout:v1"], {})
+
+
+def oci_check(tool, directory):
+    """skopeo reads the layout back, every digest checked."""
+    answer = subprocess.run(["skopeo", "copy", "--quiet", f"oci:{directory}/layout:v1", f"dir:{directory}/check"],
+                            capture_output=True, text=True)
+    if answer.returncode != 0:
+        raise SystemExit(f"{tool}: skopeo cannot read the layout: {answer.stderr}")
+
+
 def oci_runs(case, rounds, results):
     log(f"{case}: docker-registry with {LAYERS} layers of {LAYER_MB} MiB")
     server, port, root = registry_with_image()
 
-    def command(tool, target, directory):
-        name = f"127.0.0.1:{target}/bench/image:v1"
-        if tool == "haul":
-            return ([HAUL, "get", "-q", "--plain-http", "-d", "layout", "oci://" + name],
-                    {"HAUL_HOME": directory + "/home"})
-        return (["skopeo", "copy", "--quiet", "--src-tls-verify=false", "docker://" + name, "oci:layout:v1"], {})
-
-    def check(tool, directory):
-        answer = subprocess.run(["skopeo", "copy", "--quiet", f"oci:{directory}/layout:v1", f"dir:{directory}/check"],
-                                capture_output=True, text=True)
-        if answer.returncode != 0:
-            raise SystemExit(f"{tool}: skopeo cannot read the layout: {answer.stderr}")
-
     try:
-        rounds_of(case, port, ["haul", "skopeo"], rounds, results, command, check)
+        rounds_of(case, port, ["haul", "skopeo"], rounds, results, oci_command, oci_check)
     finally:
         server.terminate()
         server.wait()
@@ -507,21 +513,13 @@ def s3_kills(case, kills):
     log(f"{case}: moto with a {KILL_S3_MB} MiB object, {KILLS} SIGKILLs for each tool")
     server, port, digest = s3_server(python, KILL_S3_MB)
 
-    def command(tool, target, directory):
-        endpoint = f"http://127.0.0.1:{target}"
-        if tool == "haul":
-            return ([HAUL, "get", "-q", "--s3-endpoint", endpoint, "s3://bench/object.bin"],
-                    {**KEYS, "HAUL_HOME": directory + "/home"})
-        return ([os.path.join(VENV, "bin", "aws"), "s3", "cp", "--only-show-errors", "--endpoint-url", endpoint,
-                 "s3://bench/object.bin", "object.bin"], KEYS)
-
     def check(tool, directory):
         if sha256(os.path.join(directory, "object.bin")) != digest:
             raise SystemExit(f"{case} {tool}: wrong bytes")
 
     try:
         for tool in ("haul", "aws"):
-            counted_kills(case, tool, port, KILL_S3_MB << 20, command, check, kills)
+            counted_kills(case, tool, port, KILL_S3_MB << 20, s3_command, check, kills)
     finally:
         server.terminate()
         server.wait()
@@ -531,22 +529,9 @@ def oci_kills(case, kills):
     log(f"{case}: docker-registry with {LAYERS} layers of {LAYER_MB} MiB, {KILLS} SIGKILLs for each tool")
     server, port, root = registry_with_image()
 
-    def command(tool, target, directory):
-        name = f"127.0.0.1:{target}/bench/image:v1"
-        if tool == "haul":
-            return ([HAUL, "get", "-q", "--plain-http", "-d", "layout", "oci://" + name],
-                    {"HAUL_HOME": directory + "/home"})
-        return (["skopeo", "copy", "--quiet", "--src-tls-verify=false", "docker://" + name, "oci:layout:v1"], {})
-
-    def check(tool, directory):
-        answer = subprocess.run(["skopeo", "copy", "--quiet", f"oci:{directory}/layout:v1", f"dir:{directory}/check"],
-                                capture_output=True, text=True)
-        if answer.returncode != 0:
-            raise SystemExit(f"{case} {tool}: skopeo cannot read the layout: {answer.stderr}")
-
     try:
         for tool in ("haul", "skopeo"):
-            counted_kills(case, tool, port, LAYERS * LAYER_MB << 20, command, check, kills)
+            counted_kills(case, tool, port, LAYERS * LAYER_MB << 20, oci_command, oci_check, kills)
     finally:
         server.terminate()
         server.wait()
