@@ -37,6 +37,22 @@ struct HubEndToEndTests {
         try await world.close()
     }
 
+    /// A repository's files run all at once (five here) unless `-j` says otherwise: they share
+    /// one host, and three then a lone last one was a third slower through the latency relay.
+    @Test func aRepositorysFilesRunAtOnceUnlessJobsAreGiven() async throws {
+        let hub = try await HubServer.shared()
+        let world = try await World.make()
+        for (extra, limit) in [([String](), 5), (["-j", "2"], 2)] {
+            let result = try await HaulProcess.run(
+                ["get", "-v", "-d", "tree-\(limit)", "hf://haul-test/model"] + extra, in: world,
+                environment: hub.environment())
+            #expect(result.status == 0, "\(result.stderr)")
+            let starts = result.stderr.split(separator: "\n").filter { $0.contains("a run starts") }
+            #expect(starts.count == 5 && starts.allSatisfy { $0.contains("limit=\(limit) ") }, "\(starts)")
+        }
+        try await world.close()
+    }
+
     /// `kill -9` in the middle of a shard, then the same command after a reboot (a new boot id:
     /// progress noted without fsync is not trusted): the tree ends byte-exact, and no file that
     /// was complete before the kill is asked of the CDN again.
