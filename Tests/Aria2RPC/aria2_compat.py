@@ -131,7 +131,7 @@ def short(v, n=200):
 # ----------------------------------------------------------------------------------------------------------------
 
 EXACT_KEYS = {"status", "errorCode", "selected", "index"}     # small enumerations: compared as is
-GID_KEYS = {"gid", "following", "belongsTo"}
+GID_KEYS = {"gid", "following", "followedBy", "belongsTo"}
 TEXT_KEYS = {"dir", "path", "uri", "currentUri", "errorMessage", "version", "sessionId"}
 DEDUP_LIST_KEYS = {"servers"}   # aria2 lists one entry per connection; compare the distinct shapes
 # aria2's `uris` lists hold one entry per connection plus spare copies ("used" and "waiting" for the same URI);
@@ -178,6 +178,10 @@ def vshape(v, key=None):
             return "<gid>" if GID_RE.fullmatch(v) else f"<bad gid {v!r}>"
         if key in TEXT_KEYS:
             return "<str>"
+        # A result with no key that looks like a GID is one (addUri, addMetalink, remove, ...):
+        # aria2 makes one of only decimal digits now and then, which is no number.
+        if key is None and GID_RE.fullmatch(v):
+            return "<gid>"
         if NUM_RE.fullmatch(v):
             return "<num str>"
         if v in ("true", "false"):

@@ -27,9 +27,12 @@ import Testing
         try await world.close()
     }
 
-    /// The fifth connection and those after it get 2 KiB/s: the probe (one more) brings nothing,
-    /// so it is the only one opened beyond the start, and the count settles back at 4. The file
-    /// is byte-exact: the probe's slow part is taken over by the others.
+    /// The fifth connection and those after it get 32 KiB/s, under 2 % of the four first: the
+    /// probe (one more) brings nothing, and the count settles instead of climbing to the ceiling
+    /// as it does against a server that paces every connection (above). The file is byte-exact:
+    /// the probe's slow part is taken over by the others. (On an idle machine the server sees 5
+    /// at once; on two cores running the whole suite a noisy window may keep a step or two
+    /// before one is taken back, so the bound is the ceiling, not 5.)
     @Test func aStepThatDoesNotPayIsTakenBack() async throws {
         let world = try await World.make()
         let payload = Payload(seed: 3102, length: 12 << 20)
@@ -37,11 +40,13 @@ import Testing
         world.server.setRoute(
             "/capped.bin",
             Route(
-                payload: payload, connectionThrottles: [fast, fast, fast, fast] + Array(repeating: 2 << 10, count: 60)))
+                payload: payload, connectionThrottles: [fast, fast, fast, fast] + Array(repeating: 32 << 10, count: 60)
+            ))
         let result = try await HaulProcess.run(["get", world.server.url("/capped.bin"), "-k", "256K", "-v"], in: world)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(payload.mismatch(inFileAt: world.directory + "/capped.bin") == nil)
-        #expect(world.server.peakConcurrentResponses(to: "/capped.bin") == 5, "\(result.stderr)")
+        let peak = world.server.peakConcurrentResponses(to: "/capped.bin")
+        #expect(peak >= 5 && peak < ConnectionGrowth.ceiling, "probed, then held back: \(peak)\n\(result.stderr)")
         #expect(result.stderr.contains("more connections"), "\(result.stderr)")
         #expect(result.stderr.contains("connections settled"), "\(result.stderr)")
         try await world.close()
