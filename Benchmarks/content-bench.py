@@ -393,6 +393,29 @@ def sent(port):
         return json.load(answer)["bytes"]
 
 
+def killed_runs(name, argv, env, directory, errors, size, progress):
+    """Runs `argv` in `directory`, SIGKILLed each time `progress()` passes the next 1/(KILLS + 1)
+    of `size` and started again, until a run ends: (kills, wall seconds). A failing run ends the
+    benchmark with its stderr (`errors`, a file)."""
+    started, killed = time.monotonic(), 0
+    while True:
+        process = subprocess.Popen(argv, env={**os.environ, **env}, cwd=directory,
+                                   stdout=subprocess.DEVNULL, stderr=errors)
+        if killed < KILLS:
+            mark = size * (killed + 1) // (KILLS + 1)
+            while process.poll() is None and progress() < mark:
+                time.sleep(0.01)
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+                killed += 1
+                continue
+        if process.wait() != 0:
+            errors.seek(0)
+            raise SystemExit(f"{name} failed ({process.returncode}): {errors.read()[-2000:]}")
+        return killed, time.monotonic() - started
+
+
 def hf_kills(case, kills):
     """Each tool killed at every 1/(KILLS + 1) of the model's bytes sent since its first start,
     restarted in the same directory, then left to finish (through fresh relays for hf-kills-relay):
@@ -413,25 +436,11 @@ def hf_kills(case, kills):
             directory = tempfile.mkdtemp(dir=WORK)
             argv, env = hf_command(python, tool, target, directory, 0)
             errors = open(os.path.join(directory, "stderr"), "w+")
-            first, started, killed = sent(port), time.monotonic(), 0
+            first = sent(port)
             try:
-                while True:
-                    process = subprocess.Popen(argv, env={**os.environ, **env}, cwd=directory,
-                                               stdout=subprocess.DEVNULL, stderr=errors)
-                    if killed < KILLS:
-                        mark = first + size * (killed + 1) // (KILLS + 1)
-                        while process.poll() is None and sent(port) < mark:
-                            time.sleep(0.01)
-                        if process.poll() is None:
-                            process.kill()
-                            process.wait()
-                            killed += 1
-                            continue
-                    if process.wait() != 0:
-                        errors.seek(0)
-                        raise SystemExit(f"{case} {tool} failed ({process.returncode}): {errors.read()[-2000:]}")
-                    break
-                wall, ratio = time.monotonic() - started, (sent(port) - first) / size
+                killed, wall = killed_runs(f"{case} {tool}", argv, env, directory, errors, size,
+                                           lambda: sent(port) - first)
+                ratio = (sent(port) - first) / size
                 exact = not wrong_files(files, directory)
                 kills.append((case, tool, killed, wall, ratio, exact))
                 log(f"{case} {tool}: {killed} kills, {wall:.2f} s, {ratio:.2f} x the model sent, exact: {exact}")
@@ -472,25 +481,9 @@ def counted_kills(case, tool, port, size, command, check, kills):
     target = int(forward.stdout.readline().rsplit(":", 1)[1])
     argv, env = command(tool, target, directory)
     errors = open(os.path.join(WORK, "kill-stderr"), "w+")
-    started, killed = time.monotonic(), 0
     try:
-        while True:
-            process = subprocess.Popen(argv, env={**os.environ, **env}, cwd=directory,
-                                       stdout=subprocess.DEVNULL, stderr=errors)
-            if killed < KILLS:
-                mark = size * (killed + 1) // (KILLS + 1)
-                while process.poll() is None and written(directory) < mark:
-                    time.sleep(0.01)
-                if process.poll() is None:
-                    process.kill()
-                    process.wait()
-                    killed += 1
-                    continue
-            if process.wait() != 0:
-                errors.seek(0)
-                raise SystemExit(f"{case} {tool} failed ({process.returncode}): {errors.read()[-2000:]}")
-            break
-        wall = time.monotonic() - started
+        killed, wall = killed_runs(f"{case} {tool}", argv, env, directory, errors, size,
+                                   lambda: written(directory))
         check(tool, directory)
         forward.terminate()
         forward.wait()
