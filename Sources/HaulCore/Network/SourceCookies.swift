@@ -73,18 +73,3 @@ public struct SourceCookies: Hashable, Codable, Sendable, CustomStringConvertibl
         Mirror(self, children: ["urls": fields.count])
     }
 }
-
-extension DownloadRequest {
-    /// The extra header fields a request to `url` (one of `sources`) carries: `headers`, and the
-    /// cookies given for that URL (`cookies`) after a `Cookie` field of the user's own.
-    public func headers(for url: RemoteURL) -> HTTPHeaderList {
-        guard let field = cookies.field(for: url) else { return headers }
-        var all = headers
-        if let own = headers["Cookie"] {
-            all.replace(name: "Cookie", value: own + "; " + field)
-        } else {
-            all.add(name: "Cookie", value: field)
-        }
-        return all
-    }
-}
