@@ -64,6 +64,11 @@ struct ResponsePlan {
             )
             return
         }
+        for (name, value) in route.requiredHeaders
+        where requestHeaders[name].joined(separator: ", ") != value {
+            self = .text(status: 403, headers: [], sendsBody: sendsBody, text: "Forbidden: \(name)\n")
+            return
+        }
         switch decision.fault {
         case .status(let code, let headers):
             self = .text(status: code, headers: headers, sendsBody: sendsBody)

@@ -40,6 +40,11 @@ public struct Route: Sendable {
     public var connectionThrottles: [Int]?
     /// How the route mishandles validators, as some CDNs do (`.none`: as RFC 9110 says).
     public var validatorQuirk: ValidatorQuirk = .none
+    /// Fields every request to this path must carry with exactly these values (compared by
+    /// name without case), or it is answered 403 whatever its fault: a site that serves a file
+    /// only to its page's visitor (Referer, User-Agent, the session's cookie). Several fields
+    /// of one name are compared as one, their values joined with `, `.
+    public var requiredHeaders: [(String, String)] = []
     /// When set, payload bodies to this path wait (their heads sent) until the gate opens: a
     /// test that needs several responses streaming at once gets them however slow the machine.
     public var bodyGate: BodyGate?
