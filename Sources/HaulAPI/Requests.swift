@@ -16,6 +16,11 @@ public struct AddRequest: Codable, Sendable {
     public var maxBytesPerSecond: Int64?
     /// More URLs of the same file (mirrors): the download takes bytes from all of them.
     public var mirrors: [String]?
+    /// Sent as `Referer` on every request and redirect hop, over one in `headers`; `*` is the
+    /// download's own URL (aria2's `referer`).
+    public var referer: String?
+    /// Sent as `User-Agent`, over one in `headers` (aria2's `user-agent`).
+    public var userAgent: String?
 
     public init(
         url: String, directory: String? = nil, fileName: String? = nil, priority: Int? = nil,
@@ -68,8 +73,10 @@ public struct AddRequest: Codable, Sendable {
         var request = try DownloadRequest(
             url: RemoteURL(url), destination: destination,
             checksum: try checksum.map { text throws(HaulError) in try Checksum(parsing: text) },
-            headers: HTTPHeaderList(
-                (headers ?? [:]).sorted { $0.key < $1.key }.map { .init(name: $0.key, value: $0.value) }),
+            headers: RequestHeaderOptions.applying(
+                referer: referer, userAgent: userAgent,
+                to: HTTPHeaderList(
+                    (headers ?? [:]).sorted { $0.key < $1.key }.map { .init(name: $0.key, value: $0.value) })),
             priority: priority ?? 0,
             connections: connections ?? defaultConnections,
             maxBytesPerSecond: maxBytesPerSecond, mirrors: mirrorURLs)

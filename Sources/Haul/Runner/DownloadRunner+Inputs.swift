@@ -75,6 +75,8 @@ extension RunSession {
             return machine.withLockedValue { $0.leaseLost() }
         case .rateChanged(let rate):
             return machine.withLockedValue { $0.setRateLimit(rate) }
+        case .headersChanged(let headers):
+            return machine.withLockedValue { $0.setHeaders(headers) }
         case .allowance(let allowance):
             return machine.withLockedValue { $0.setAllowance(allowance) }
         case .verified(let verdict):

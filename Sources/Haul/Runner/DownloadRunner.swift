@@ -110,6 +110,7 @@ enum RunInput: Sendable {
     /// The manager heard that another host holds the download now.
     case leaseLost
     case rateChanged(Int64?)
+    case headersChanged(HTTPHeaderList)
     /// The host's connection budget lets this download have so many connections now.
     case allowance(Int)
     case verified(Verifier.Verdict)
@@ -175,6 +176,7 @@ final class RunSession {
         runner.stop.attach { status in post.yield(.stop(status)) }
         runner.stop.attachLeaseLost { post.yield(.leaseLost) }
         runner.stop.attachRate { rate in post.yield(.rateChanged(rate)) }
+        runner.stop.attachHeaders { headers in post.yield(.headersChanged(headers)) }
         // Speeds, progress and checkpoint decisions, also while every connection waits, on the
         // injected clock (a test's manual clock ticks when the test advances it).
         let interval = Duration.milliseconds(Int64(max(runner.settings.tickInterval, 0.001) * 1000))

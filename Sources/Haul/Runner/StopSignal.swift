@@ -10,6 +10,7 @@ final class StopSignal: Sendable {
         var status: DownloadStatus?
         var deliver: (@Sendable (DownloadStatus) -> Void)?
         var deliverRate: (@Sendable (Int64?) -> Void)?
+        var deliverHeaders: (@Sendable (HTTPHeaderList) -> Void)?
         var lost = false
         var deliverLost: (@Sendable () -> Void)?
     }
@@ -31,6 +32,16 @@ final class StopSignal: Sendable {
     /// record must carry it too, or its next checkpoint would store the old one.
     func changeRate(_ rate: Int64?) {
         state.withLockedValue { $0.deliverRate }?(rate)
+    }
+
+    /// New request fields for the download (`DownloadManager.setReferer`): its next requests
+    /// carry them, and the runner's record too, or its next checkpoint would store the old ones.
+    func changeHeaders(_ headers: HTTPHeaderList) {
+        state.withLockedValue { $0.deliverHeaders }?(headers)
+    }
+
+    func attachHeaders(_ deliver: @escaping @Sendable (HTTPHeaderList) -> Void) {
+        state.withLockedValue { $0.deliverHeaders = deliver }
     }
 
     /// Another host holds the download now (a fleet's renewal said so): stop writing at once,

@@ -84,12 +84,16 @@ enum Aria2Options {
         try checkSettable(options, adding: true)
         var directory = text(options, "dir")
         var fileName = text(options, "out")
-        if let out = fileName, out.contains("/") {
-            // aria2 takes `out` relative to `dir`, subdirectories included.
-            let (subdirectory, name) = Paths.split(out)
-            guard let name, !out.hasPrefix("/") else { throw problem("out") }
-            directory = AddRequest.normalized(Paths.join(directory ?? defaults.directory, subdirectory))
-            fileName = name
+        if let out = fileName {
+            // aria2 takes `out` relative to `dir`, subdirectories included, and never above it.
+            guard !out.hasPrefix("/"), !out.hasSuffix("/") else { throw problem("out") }
+            guard let place = Paths.place(out, beneath: directory ?? defaults.directory) else {
+                throw Aria2Error(code: 1, message: "The option '--out' must stay beneath dir")
+            }
+            if out.contains("/") {
+                directory = place.directory
+                fileName = place.name
+            }
         }
         var checksum: String?
         if let text = text(options, "checksum") {
@@ -100,19 +104,6 @@ enum Aria2Options {
             }
             checksum = text
         }
-        var headers: [String: String]?
-        if let header = options["header"] {
-            let lines = header.array?.compactMap(\.string) ?? header.string.map { [$0] } ?? []
-            headers = [:]
-            for line in lines {
-                do {
-                    let field = try HTTPHeaderList.field(parsing: line)
-                    headers?[field.name] = field.value
-                } catch {
-                    throw problem("header", error)
-                }
-            }
-        }
         let split = try connections(options, "split")
         let perServer = try connections(options, "max-connection-per-server")
         // aria2 opens min(split, max-connection-per-server) connections to a single server.
@@ -122,13 +113,49 @@ enum Aria2Options {
         let rate = try rate(options, "max-download-limit")
         if let pause = text(options, "pause"), !["true", "false"].contains(pause) { throw problem("pause") }
         return AddRequest(
-            url: uri, directory: directory, fileName: fileName, checksum: checksum, headers: headers,
+            url: uri, directory: directory, fileName: fileName, checksum: checksum,
             connections: connections, maxBytesPerSecond: rate ?? nil, mirrors: mirrors.isEmpty ? nil : mirrors)
+    }
+
+    /// The request fields of an add (`header`, `referer`, `user-agent`), nil when it names
+    /// none: `header` is a list of lines or one text of lines separated by `\n`.
+    static func headers(_ options: [String: JSONValue]) throws -> HTTPHeaderList? {
+        let referer = text(options, "referer")
+        let userAgent = text(options, "user-agent")
+        guard options["header"] != nil || referer != nil || userAgent != nil else { return nil }
+        var fields = HTTPHeaderList()
+        if let header = options["header"] {
+            let texts = header.array?.compactMap(\.string) ?? header.string.map { [$0] } ?? []
+            do {
+                fields = try RequestHeaderOptions.fields(RequestHeaderOptions.lines(texts))
+            } catch {
+                throw problem("header", error)
+            }
+        }
+        return try applying(referer: referer, userAgent: userAgent, to: fields)
+    }
+
+    /// `headers` with a `referer` and `user-agent` of an add or a change in place.
+    static func applying(referer: String?, userAgent: String?, to headers: HTTPHeaderList) throws -> HTTPHeaderList {
+        var headers = headers
+        do {
+            headers = try RequestHeaderOptions.applying(referer: referer, userAgent: nil, to: headers)
+        } catch {
+            throw problem("referer", error)
+        }
+        do {
+            return try RequestHeaderOptions.applying(referer: nil, userAgent: userAgent, to: headers)
+        } catch {
+            throw problem("user-agent", error)
+        }
     }
 
     struct DownloadChange {
         var maxBytesPerSecond: Int64??
         var connections: Int?
+        /// From the download's next request on (nil: unchanged; empty: none sent).
+        var referer: String?
+        var userAgent: String?
     }
 
     static func downloadChange(_ options: [String: JSONValue]) throws -> DownloadChange {
@@ -136,7 +163,13 @@ enum Aria2Options {
         let split = try connections(options, "split")
         let perServer = try connections(options, "max-connection-per-server")
         let connections: Int? = split == nil && perServer == nil ? nil : min(split ?? Int.max, perServer ?? Int.max)
-        return DownloadChange(maxBytesPerSecond: try rate(options, "max-download-limit"), connections: connections)
+        let referer = text(options, "referer")
+        let userAgent = text(options, "user-agent")
+        // Checked now, before anything changes.
+        _ = try applying(referer: referer, userAgent: userAgent, to: HTTPHeaderList())
+        return DownloadChange(
+            maxBytesPerSecond: try rate(options, "max-download-limit"), connections: connections, referer: referer,
+            userAgent: userAgent)
     }
 
     struct GlobalChange {
@@ -171,13 +204,18 @@ enum Aria2Options {
         let request = record.request
         json.object { json in
             json.field("dir", request.directory)
-            if !request.headers.fields.isEmpty {
-                json.field("header", request.headers.fields.map { "\($0.name): \($0.value)\n" }.joined())
+            // `referer` and `user-agent` under their own names, as they were given.
+            var lines = request.headers
+            for name in ["Referer", "User-Agent"] { lines.remove(name: name) }
+            if !lines.fields.isEmpty {
+                json.field("header", lines.fields.map { "\($0.name): \($0.value)\n" }.joined())
             }
             json.field("max-connection-per-server", String(request.connections))
             json.field("max-download-limit", String(request.maxBytesPerSecond ?? 0))
             if let name = record.fileName { json.field("out", name) }
+            if let referer = request.headers["Referer"] { json.field("referer", referer) }
             json.field("split", String(request.connections))
+            if let agent = request.headers["User-Agent"] { json.field("user-agent", agent) }
         }
     }
 

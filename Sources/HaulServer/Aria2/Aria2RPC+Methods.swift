@@ -180,7 +180,9 @@ extension Aria2RPC {
         }
         let add = try Aria2Options.addRequest(
             uri: uri, mirrors: Array(texts.dropFirst()), options: options, defaults: defaults)
+        let headers = try Aria2Options.headers(options)
         var requests = try await defaults.requests(for: add)
+        if let headers { for index in requests.indices { requests[index].headers = headers } }
         guard !requests.isEmpty else {
             // No gid to answer with: every file of the name is in place with its digest.
             throw Aria2Error(code: 1, message: "Every file of \(uri) is already in place; nothing to download.")
@@ -263,6 +265,7 @@ extension Aria2RPC {
             }
         }
         // Every file's request is checked (and the cookie file read) before any is added.
+        let headers = try Aria2Options.headers(options)
         var requests: [DownloadRequest] = []
         for file in metalink.files {
             var add = try Aria2Options.addRequest(
@@ -272,6 +275,7 @@ extension Aria2RPC {
             add.checksum = add.checksum ?? file.checksums.first?.description
             var request = try defaults.request(for: add)
             request.pieceHashes = file.pieces
+            if let headers { request.headers = headers }
             requests.append(request)
         }
         let now = Aria2Cookies.now()
@@ -316,6 +320,9 @@ extension Aria2RPC {
         }
         let change = try Aria2Options.downloadChange(options)
         if let rate = change.maxBytesPerSecond { try await manager.setMaxBytesPerSecond(rate, for: id) }
+        if change.referer != nil || change.userAgent != nil {
+            try await manager.setReferer(change.referer, userAgent: change.userAgent, for: id)
+        }
         // Connections apply to the next start; a running download keeps its own, as aria2's do.
         if let connections = change.connections, record.status != .running {
             try await manager.setConnections(connections, for: id)
