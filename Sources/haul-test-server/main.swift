@@ -20,7 +20,8 @@ import NIO
 let usage = """
     usage: haul-test-server --size BYTES [--seed N] [--port P] [--throttle BPS]
                             [--connection-throttles BPS,BPS,...] [--cap N] [--cap-status CODE]
-                            [--retry-after S] [--no-etag] [--dump PATH] [--log PATH]
+                            [--retry-after S] [--no-etag] [--ignore-range-every N]
+                            [--dump PATH] [--log PATH]
 
     Serves a deterministic payload of BYTES bytes at http://127.0.0.1:PORT/file, prints that URL
     on stdout once listening, and runs until SIGTERM/SIGINT or until stdin reaches EOF.
@@ -35,6 +36,9 @@ let usage = """
       --cap-status CODE            status for refused requests (default 503; e.g. 429)
       --retry-after S              send Retry-After: S with refusals
       --no-etag                    send no ETag
+      --ignore-range-every N       answer every N-th request (the N-th, the 2N-th, ...) with 200
+                                   and the whole body, whatever its Range says (of the first
+                                   65536 requests; the rest are answered as asked)
       --dump PATH                  write the payload to PATH before serving (to cmp downloads)
       --log PATH                   on exit, write every response to PATH, one tab-separated line
                                    each: status, connection number, first and last payload byte
@@ -51,6 +55,7 @@ struct Options {
     var capStatus: Int?
     var retryAfter: String?
     var etag = true
+    var ignoreRangeEvery: Int?
     var dump: String?
     var log: String?
 }
@@ -146,6 +151,8 @@ func parse(_ arguments: [String]) -> Options {
         case "--no-etag":
             guard inline == nil else { fail("--no-etag takes no value") }
             options.etag = false
+        case "--ignore-range-every":
+            options.ignoreRangeEvery = integer(name, inline: inline, in: 1...Int.max, "a positive integer")
         case "--dump":
             let path = value(name, inline: inline)
             guard !path.isEmpty else { fail("--dump needs a path") }
@@ -210,6 +217,9 @@ server.setRoute(
         payload: payload,
         etag: options.etag ? Route.defaultETag(for: payload) : nil,
         throttle: options.throttle,
+        script: options.ignoreRangeEvery.map { every in
+            (1...65536).map { $0 % every == 0 ? Fault.ignoreRange : Fault.none }
+        } ?? [],
         connectionCap: options.cap.map {
             ConnectionCap(limit: $0, status: options.capStatus ?? 503, retryAfter: options.retryAfter)
         },
