@@ -87,6 +87,44 @@ import Testing
         }
     }
 
+    /// Issue 45, part 5: a download paused and resumed is counted active as soon as its run
+    /// stores `running`, before its meter has a rate (its second tick): `getGlobalStat` gave
+    /// its count from the store and its speed from the ticks, and said 0 meanwhile.
+    @Test func globalStatKeepsTheSpeedOfAResumedDownload() async throws {
+        try await withDaemon("/slow", Route(payload: Payload(seed: 13, length: 50_000_000), throttle: 200_000), jobs: 1)
+        { api, server in
+            let added = try await api.rpc("aria2.addUri", #"["\#(server.url("/slow"))"], {"out": "p.bin"}"#)
+            let gid = try #require(added.split(separator: "\"").dropLast().last.map(String.init))
+            var stat = ""
+            for _ in 0..<3_000 {
+                stat = try await api.rpc("aria2.getGlobalStat")
+                if stat.contains(#""numActive":"1""#), !stat.contains(#""downloadSpeed":"0""#) { break }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(stat.contains(#""numActive":"1""#) && !stat.contains(#""downloadSpeed":"0""#), "\(stat)")
+            #expect(try await api.rpc("aria2.pause", #""\#(gid)""#).contains(gid))
+            var status = ""
+            for _ in 0..<3_000 where !status.contains(#""status":"paused""#) {
+                status = try await api.rpc("aria2.tellStatus", #""\#(gid)", ["status"]"#)
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(status.contains(#""status":"paused""#), "\(status)")
+            #expect(try await api.rpc("aria2.unpause", #""\#(gid)""#).contains(gid))
+            // Every answer from the moment it is counted again, through its first ticks.
+            var counted: [String] = []
+            var calls = 0
+            while counted.count < 100, calls < 20_000 {
+                calls += 1
+                stat = try await api.rpc("aria2.getGlobalStat")
+                if stat.contains(#""numActive":"1""#) { counted.append(stat) }
+            }
+            #expect(counted.count == 100)
+            let zeros = counted.filter { $0.contains(#""downloadSpeed":"0""#) }
+            let saidZero = zeros.count
+            #expect(saidZero == 0, "\(saidZero) of \(counted.count) said 0: \(zeros.first ?? "")")
+        }
+    }
+
     /// A position that cannot be taken is an RPC error, not an OK with the gid (it was dropped by
     /// a `try?`): the URL of a download already complete is not queued again, so it has no place.
     @Test func aPositionThatCannotBeTakenIsAnError() async throws {

@@ -11,24 +11,48 @@ final class LiveProgress: Sendable {
     private struct State {
         var progress: [DownloadID: Progress] = [:]
         var records: [DownloadID: DownloadRecord] = [:]
+        /// The speed a run had when a pause or a shutdown stopped it: the download's next run
+        /// shows it until it has a rate of its own (its meter has none before its second tick).
+        var lastSpeeds: [DownloadID: Double] = [:]
     }
 
     private let state = NIOLockedValueBox(State())
 
     func note(_ event: DownloadEvent) {
-        switch event.kind {
-        case .progress(let progress):
-            state.withLockedValue { $0.progress[event.id] = progress }
-        case _ where event.isFinal:
-            _ = state.withLockedValue { $0.progress.removeValue(forKey: event.id) }
-        default:
-            break
+        state.withLockedValue { state in
+            switch event.kind {
+            case .progress(var progress):
+                if progress.bytesPerSecond > 0 {
+                    state.lastSpeeds[event.id] = nil
+                } else if let last = state.lastSpeeds[event.id] {
+                    progress.bytesPerSecond = last
+                }
+                state.progress[event.id] = progress
+            case .paused, .interrupted:
+                // Resumed later: its speed until the next run has its own.
+                let last = state.progress.removeValue(forKey: event.id)?.bytesPerSecond ?? 0
+                state.lastSpeeds[event.id] = last > 0 ? last : state.lastSpeeds[event.id]
+            case _ where event.isFinal:
+                state.progress[event.id] = nil
+                state.lastSpeeds[event.id] = nil
+            default:
+                break
+            }
         }
     }
 
-    /// A run stored `record`.
+    /// A run stored `record`. A run that stored `running` and has no figures yet (before its
+    /// first tick) shows the speed its download had when it last stopped, if any: a download
+    /// counted as running has the speed it is known to run at, not 0.
     func saved(_ record: DownloadRecord) {
-        state.withLockedValue { $0.records[record.id] = record }
+        state.withLockedValue { state in
+            state.records[record.id] = record
+            if record.status == .running, state.progress[record.id] == nil, let last = state.lastSpeeds[record.id] {
+                state.progress[record.id] = Progress(
+                    completed: record.completedLength, total: record.expectedLength, bytesPerSecond: last,
+                    connections: 0)
+            }
+        }
     }
 
     /// A change made to a running download's record outside its run (a new rate limit), stored.
@@ -38,9 +62,13 @@ final class LiveProgress: Sendable {
         }
     }
 
-    /// The run ended: its record is the store's to tell.
+    /// The run ended: its record is the store's to tell, and it has no live figures (also when
+    /// it ended without a last event: a refused start after its first save).
     func ended(_ id: DownloadID) {
-        _ = state.withLockedValue { $0.records.removeValue(forKey: id) }
+        state.withLockedValue { state in
+            state.records[id] = nil
+            state.progress[id] = nil
+        }
     }
 
     func progress(_ id: DownloadID) -> Progress? {

@@ -69,7 +69,7 @@ struct APIRoutes<Context: RequestContext>: Sendable {
         api.get("options") { _, _ in try await options() }
         api.put("options") { request, _ in try await setOptions(request) }
         api.patch("options") { request, _ in try await setOptions(request) }
-        api.get("summary") { _, _ in try APIResponse.json(SummaryView(try await manager.summary())) }
+        api.get("summary") { _, _ in try APIResponse.json(SummaryView(try await LiveRuns.summary(manager))) }
         api.get("events") { _, _ in EventStream.response(manager.events(), settings: settings) }
     }
 

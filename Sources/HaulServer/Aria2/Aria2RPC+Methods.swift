@@ -342,7 +342,7 @@ extension Aria2RPC {
     }
 
     private func globalStat(into json: inout JSONWriter) async throws {
-        let summary = try await manager.summary()
+        let summary = try await LiveRuns.summary(manager)
         let count = { (statuses: [DownloadStatus]) in statuses.reduce(0) { $0 + (summary.counts[$1] ?? 0) } }
         json.object { json in
             json.field("downloadSpeed", String(Int64(summary.downloadSpeed)))
