@@ -16,6 +16,11 @@ public struct AddRequest: Codable, Sendable {
     public var maxBytesPerSecond: Int64?
     /// More URLs of the same file (mirrors): the download takes bytes from all of them.
     public var mirrors: [String]?
+    /// Saved paused: no request is sent until it is resumed (aria2's `pause` option).
+    public var paused: Bool?
+    /// Its index in the waiting list, 0 the head (aria2's `addUri` position); nil: the end of
+    /// its priority.
+    public var position: Int?
     /// Sent as `Referer` on every request and redirect hop, over one in `headers`; `*` is the
     /// download's own URL (aria2's `referer`).
     public var referer: String?

@@ -10,8 +10,9 @@ speeds, versions, paths under different directories) are never compared.
     python aria2_compat.py --only aria2            # aria2c alone (and a built-in file server)
 
 The file server (`--files`) must serve /small.bin (300000 bytes), /slow.bin, /slow2.bin, /slow3.bin (64 MiB,
-throttled to about 1 MiB/s) with Range support, and answer 404 for /missing. Without --files a built-in one is
-started. Prints one line per case (`ok` / `FAIL` + what differed); exits 1 if any case failed.
+throttled to about 1 MiB/s) with Range support, /visitor.bin (200000 bytes) and /visitor-redirect.bin (a 302 to
+/visitor.bin), both 403 unless Referer, User-Agent and Cookie are VISITOR's, and answer 404 for /missing.
+Without --files a built-in one is started. Prints one line per case (`ok` / `FAIL` + what differed); exits 1 if any case failed.
 See README.md next to this file; raw aria2 transcripts: notes/aria2-wire.md (kept by the team).
 """
 
@@ -88,6 +89,9 @@ COMPARED_OPTION_KEYS = ["dir", "max-concurrent-downloads", "max-overall-download
 FIXED_MESSAGES = {"Unauthorized", "Parse error.", "Invalid Request.", "Invalid params."}
 
 RUN_ID = os.urandom(3).hex()
+# What a site that serves a file only to its page's visitor checks (the file server's /visitor*.bin).
+VISITOR = {"Referer": "https://shop.example/item?id=7", "User-Agent": "Mozilla/5.0 (compat) Firefox/140.0",
+           "Cookie": "sid=s1; theme=dark"}
 GID_RE = re.compile(r"[0-9a-f]{16}")
 NUM_RE = re.compile(r"-?[0-9]+")
 HEX_RE = re.compile(r"[0-9a-f]*")
@@ -811,6 +815,18 @@ def c_add_options(t):
             "tellStatus dir": st["dir"] == sub, "file path": st["files"][0]["path"] == f"{sub}/{out}"}
 
 
+@case("addUri as browser extensions hand over: referer, user-agent, header as one text of lines -> complete "
+      "through a redirect to a site that checks them; getOption names them")
+def c_browser_handover(t):
+    gid = t.add("visitor-redirect", referer=VISITOR["Referer"], user_agent=VISITOR["User-Agent"],
+                header=f"Cookie: {VISITOR['Cookie']}\nX-Compat: 1\n")
+    st = t.wait_status(gid, {"complete", "error"})
+    o = t.ok("aria2.getOption", gid)
+    return {"status": st["status"], "errorCode": st.get("errorCode"),
+            "getOption referer": o.get("referer") == VISITOR["Referer"],
+            "getOption user-agent": o.get("user-agent") == VISITOR["User-Agent"]}
+
+
 @case("addUri with checksum sha-256=HEX: match -> complete, mismatch -> error errorCode 32")
 def c_checksum(t):
     good = t.add("small", checksum=f"sha-256={SMALL_SHA256}")
@@ -1389,7 +1405,8 @@ def free_port():
 
 class FileServer:
     """Built-in stand-in for --files: /small.bin fast, /slow*.bin 64 MiB at ~1 MiB/s, Range support, 404 else."""
-    SIZES = {"/small.bin": 300000, "/slow.bin": 64 << 20, "/slow2.bin": 64 << 20, "/slow3.bin": 64 << 20}
+    SIZES = {"/small.bin": 300000, "/slow.bin": 64 << 20, "/slow2.bin": 64 << 20, "/slow3.bin": 64 << 20,
+             "/visitor.bin": 200000}
     BLOCK = bytes((i * 31 + 7) & 0xFF for i in range(65536))
 
     def __init__(self, rate=1 << 20):
@@ -1409,6 +1426,17 @@ class FileServer:
 
             def serve(self, body):
                 p = self.path.split("?")[0]
+                if p.startswith("/visitor") and any(self.headers.get(k) != v for k, v in VISITOR.items()):
+                    self.send_response(403)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                if p == "/visitor-redirect.bin":
+                    self.send_response(302)
+                    self.send_header("Location", "/visitor.bin")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 if p not in sizes:
                     self.send_response(404)
                     self.send_header("Content-Length", "0")
@@ -1432,7 +1460,7 @@ class FileServer:
                 self.end_headers()
                 if not body:
                     return
-                pos, t0, sent, slow = start, time.monotonic(), 0, p != "/small.bin"
+                pos, t0, sent, slow = start, time.monotonic(), 0, p.startswith("/slow")
                 try:
                     while pos <= end:
                         k = min(16384, end - pos + 1)

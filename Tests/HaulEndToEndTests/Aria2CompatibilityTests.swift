@@ -15,6 +15,17 @@ struct Aria2CompatibilityTests {
     @Test func aria2ClientsGetTheAnswersAria2Gives() async throws {
         let world = try await World.make()
         world.server.setRoute("/small.bin", Route(payload: Payload(seed: 81, length: 300_000)))
+        // A site that serves its file only to the page's visitor (aria2_compat.py's VISITOR).
+        let visitor = [
+            ("Referer", "https://shop.example/item?id=7"), ("User-Agent", "Mozilla/5.0 (compat) Firefox/140.0"),
+            ("Cookie", "sid=s1; theme=dark"),
+        ]
+        var file = Route(payload: Payload(seed: 84, length: 200_000))
+        file.requiredHeaders = visitor
+        var redirect = Route(payload: file.payload, then: .redirect(to: "/visitor.bin"))
+        redirect.requiredHeaders = visitor
+        world.server.setRoute("/visitor.bin", file)
+        world.server.setRoute("/visitor-redirect.bin", redirect)
         for name in ["slow", "slow2", "slow3"] {
             world.server.setRoute(
                 "/\(name).bin", Route(payload: Payload(seed: 82, length: 64 << 20), throttle: 1 << 20))
