@@ -43,6 +43,9 @@ struct AddCommand: AsyncParsableCommand {
             "At most RATE bytes per second for each of these downloads (K, M, G suffixes).", valueName: "RATE"))
     var limitRate: String?
 
+    @Flag(help: "Add them paused: nothing is requested until 'haul resume'.")
+    var paused = false
+
     @OptionGroup var daemon: DaemonOptions
 
     func validate() throws {
@@ -78,9 +81,11 @@ struct AddCommand: AsyncParsableCommand {
                 end += 1
             }
             let adds = texts[start..<end].map {
-                AddRequest(
+                var add = AddRequest(
                     url: $0, directory: directory, priority: priority, connections: connections, maxBytesPerSecond: rate
                 )
+                add.paused = paused ? true : nil
+                return add
             }
             let added: [DownloadView] = try await client.send(.POST, "/downloads", body: adds)
             for download in added { print(download.id) }

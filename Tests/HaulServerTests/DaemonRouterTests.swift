@@ -19,8 +19,10 @@ import Testing
 @Suite(.timeLimit(.minutes(1))) struct DaemonRouterTests {
     static let secret = "router-test-secret"
 
-    /// The routes on a manager of their own (SQLite in a fresh directory), and a test server.
+    /// The routes on a manager of their own (SQLite in a fresh directory; downloads at once:
+    /// `jobs`, else the default), and a test server.
     func withRoutes(
+        jobs: Int? = nil,
         _ body: @escaping @Sendable (any TestClientProtocol, DownloadManager, TestServer) async throws -> Void
     ) async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("haul-router-\(UUID().uuidString)")
@@ -30,6 +32,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: root) } // a temporary directory: a leftover is harmless
         var configuration = Daemon.Configuration(home: root + "/state", downloadDirectory: downloads)
         configuration.manager.downloadRoots = [downloads]
+        if let jobs { configuration.manager.maxConcurrentDownloads = jobs }
         let manager = try await DownloadManager(configuration: configuration.manager)
         let server = try await TestServer.start()
         let parts = Daemon.routeParts(

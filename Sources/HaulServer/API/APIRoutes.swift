@@ -141,32 +141,38 @@ struct APIRoutes<Context: RequestContext>: Sendable {
     private func add(_ request: Request) async throws -> Response {
         let body = try await collect(request)
         let first = body.readableBytesView.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
+        // A key an add does not know is refused by name (`Checked`): a typo of `paused` started it.
         if first == UInt8(ascii: "[") {
-            let adds = try JSONDecoder().decode([AddRequest].self, from: body)
+            let adds = try JSONDecoder().decode([Checked<AddRequest>].self, from: body).map(\.value)
             guard !adds.isEmpty else { throw HaulError(.badRequest, "nothing to add: the array is empty") }
             var requests: [DownloadRequest] = []
+            var placements: [AddPlacement] = []
             for (index, add) in adds.enumerated() {
                 do {
-                    requests += try await defaults.requests(for: add)
+                    let placement = try add.placement()
+                    let added = try await defaults.requests(for: add)
+                    requests += added
+                    placements += placement.spread(added.count)
                 } catch {
                     throw HaulError(error.code, "[\(index)]: \(error.message)", httpStatus: error.httpStatus)
                 }
             }
-            let records = try await manager.add(requests)
+            let records = try await manager.add(requests, placements: placements)
             return APIResponse.downloads(records.map { DownloadView($0, live: nil) }, status: .created)
         }
         guard first == UInt8(ascii: "{") else {
             throw HaulError(.badRequest, "expected a JSON object or an array of them")
         }
-        let add = try JSONDecoder().decode(AddRequest.self, from: body)
+        let add = try JSONDecoder().decode(Checked<AddRequest>.self, from: body).value
+        let placement = try add.placement()
         let requests = try await defaults.requests(for: add)
+        let records = try await manager.add(requests, placements: placement.spread(requests.count))
         if requests.count != 1 || add.url != requests[0].url.absoluteString {
             // A name of content: every file it stands for, as an array of their downloads.
-            let records = try await manager.add(requests)
             return APIResponse.downloads(records.map { DownloadView($0, live: nil) }, status: .created)
         }
-        let record = try await manager.add(requests[0])
-        return APIResponse.download(DownloadView(record, live: manager.liveProgress(record.id)), status: .created)
+        return APIResponse.download(
+            DownloadView(records[0], live: manager.liveProgress(records[0].id)), status: .created)
     }
 
     /// `{"all": true}` or `{"ids": [...]}`; the manager changes the ids all or none.
