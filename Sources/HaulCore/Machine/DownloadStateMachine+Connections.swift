@@ -93,9 +93,7 @@ extension DownloadStateMachine {
                         reason: "the file changed on the server between connections (\(reason))",
                         cause: .changedBetweenConnections, answered: id)
                 }
-                return connectionFailed(
-                    id, HaulError(.badResponse, "\(plan.url): the server ignored a range request"),
-                    retryAfter: nil, jitter: jitter)
+                return rangeIgnored(id, url: plan.url, jitter: jitter)
             }
             let hadBytes = completedLength > 0
             // The whole entity from byte 0: nothing remembered about an earlier one survives,

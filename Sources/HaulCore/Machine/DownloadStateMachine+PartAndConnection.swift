@@ -50,6 +50,8 @@ extension DownloadStateMachine {
         /// Its request is a probe: the bytes are compared with the disk, none written
         /// (`+Sources`).
         var probing = false
+        /// The download's `progressInRun` when this connection last failed, or opened.
+        var progressAtFailure: Int64 = 0
 
         var isWorking: Bool {
             switch phase {

@@ -167,7 +167,8 @@ extension DownloadStateMachine {
         let id = nextConnectionID
         nextConnectionID += 1
         connections[id] = Connection(
-            phase: .waiting, part: parts[index].start, isExtra: isExtra, source: sourceForNewConnection())
+            phase: .waiting, part: parts[index].start, isExtra: isExtra, source: sourceForNewConnection(),
+            progressAtFailure: progressInRun)
         parts[index].owner = id
         return id
     }

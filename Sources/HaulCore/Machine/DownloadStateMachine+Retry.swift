@@ -9,6 +9,9 @@
 /// count of failures, except one that ended because the server broke the framing of its body
 /// (`brokenFraming`) or was too slow (the low-speed rule): those count whatever they brought,
 /// so a server that drips a byte, or a byte and a broken chunk, per try runs out of tries.
+///
+/// A 200 to one of several range requests, the file unchanged, uses no try while the download
+/// moves: other connections brought bytes since this connection last failed (`rangeIgnored`).
 extension DownloadStateMachine {
     /// Per-connection bookkeeping of progress and speed (`Connection.pace`).
     struct Pace: Hashable, Sendable {
@@ -29,6 +32,7 @@ extension DownloadStateMachine {
     mutating func progress(kept keep: Int64) -> Int64 {
         let again = min(keep, refetchDebt)
         refetchDebt -= again
+        progressInRun += keep - again
         return keep - again
     }
 
@@ -40,17 +44,41 @@ extension DownloadStateMachine {
 
     // MARK: Failures
 
+    /// A server that answers some range requests with the whole file (every second one, say):
+    /// a 200 to one of several range requests, the file unchanged. While other connections bring
+    /// bytes the answer uses no try, or such a server would use up a connection's tries by chance
+    /// and fail the download while its other connections fetch it (issue 45). With no byte
+    /// between two of them it is a failure like any other: a server that ignores every range
+    /// request still runs out of tries, and a connection alone on it gets the next answer.
+    mutating func rangeIgnored(_ id: ConnectionID, url: RemoteURL, jitter: Double) -> [Action] {
+        let error = HaulError(.badResponse, "\(url): the server ignored a range request")
+        let moved = connections[id].map { progressInRun > $0.progressAtFailure } ?? false
+        return connectionFailed(id, error, retryAfter: nil, jitter: jitter, usesTry: !moved)
+    }
+
     /// The attempt on `id` failed: retry after a backoff, or give up once the attempts without
     /// progress reach the limit. `countsProgress` is false for failures that progress does not
-    /// excuse (broken framing, too slow).
+    /// excuse (broken framing, too slow); `usesTry` is false for one that is retried without
+    /// counting (`rangeIgnored`).
     mutating func connectionFailed(
         _ id: ConnectionID, _ error: HaulError, retryAfter: Duration?, jitter: Double,
-        countsProgress: Bool = true
+        countsProgress: Bool = true, usesTry: Bool = true
     ) -> [Action] {
         guard var connection = connections[id] else { return [] }
         if connection.pace.progress > 0, countsProgress, error.code != .brokenFraming { connection.failures = 0 }
         connection.pace = Pace()
         connection.received = 0
+        connection.progressAtFailure = progressInRun
+        guard usesTry else {
+            // The retry this would be, not counted: the next failure is numbered the same.
+            connection.phase = .waiting
+            connections[id] = connection
+            let delay = settings.retry.delay(afterFailures: connection.failures + 1, retryAfter: nil, jitter: jitter)
+            return [
+                .notify(.retrying(attempt: connection.failures + 1, delay: delay, error: error)),
+                .schedule(.retry(id), after: delay),
+            ]
+        }
         connection.failures += 1
         connection.phase = .waiting
         connections[id] = connection

@@ -166,6 +166,9 @@ public struct DownloadStateMachine: Sendable {
     }
     /// Bytes thrown away by start-overs in this run and not yet fetched again: no progress.
     var refetchDebt: Int64 = 0
+    /// Bytes of progress (`+Retry`) in this run, every connection's: a 200 to a range request uses
+    /// no try when this grew since its connection last failed (`rangeIgnored`).
+    var progressInRun: Int64 = 0
     /// The server's clock as the last response came (`Retry-After` times are shown in it).
     var lastNowSince1970: Int64?
     /// `-N`: sent as `If-Modified-Since` until the server answers with the file (then it is
