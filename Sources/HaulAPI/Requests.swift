@@ -62,8 +62,13 @@ public struct AddRequest: Codable, Sendable {
                 throw HaulError(.usage, "header '\(name.prefix(40))' is not a valid HTTP header")
             }
         }
-        if let fileName, fileName.contains("/") || FileNameSanitizer.sanitize(fileName) != fileName {
-            throw HaulError(.usage, "fileName '\(fileName)' is not allowed: a plain file name, without '/'")
+        // The client's own name, kept as given (`.env` too, as aria2's `out`); a listed path's
+        // last segment passes the same rule (`GivenPaths`).
+        if let fileName,
+            let problem = fileName.contains("/")
+                ? "a plain file name, without '/'" : GivenPaths.segmentProblem(Substring(fileName))
+        {
+            throw HaulError(.usage, "fileName '\(fileName)' is not allowed: \(problem)")
         }
         let destination: DownloadRequest.Destination =
             fileName.map { .file(Paths.join(directory, $0)) } ?? .directory(directory)

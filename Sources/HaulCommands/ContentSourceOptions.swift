@@ -206,11 +206,7 @@ extension GetCommand {
                 hub: try content.hubSettings(environment: environment))
             for (text, name) in names {
                 let resolution = try await resolver.resolve(name, as: text)
-                for key in resolution.skipped {
-                    reporter.failure(
-                        url: text, HaulError(.usage, "skipped the key '\(key)': it names no file beneath the directory")
-                    )
-                }
+                for entry in resolution.skipped { reporter.failure(url: text, HaulError(.usage, entry.message)) }
                 entries += resolution.files.map(Entry.resolved)
                 if let finish = resolution.finish { layouts.append(finish) }
             }

@@ -100,6 +100,22 @@ import Testing
         #expect(FileNameSanitizer.alternative("README", attempt: 1) == "README.1")
     }
 
+    /// A user's own name (`-o`, an API's `fileName`) is taken as typed, as curl and wget take
+    /// it: a dot file, spaces and dots at either end. Only a name that is no file (`.`, `..`, a
+    /// trailing `/`, a NUL) or too long for `NAME.part` is refused.
+    @Test func aUsersOwnNameIsTakenAsTyped() throws {
+        let url = try RemoteURL("http://h/x")
+        for name in [".env", ".bashrc", " spaced. ", "..hidden", "a\tb", "-"] {
+            #expect(try DownloadRequest(url: url, destination: .file("/tmp/dir/" + name)).fileName == name, "\(name)")
+        }
+        for path in ["/tmp/dir/.", "/tmp/dir/..", "/tmp/dir/", "/tmp/dir/a\u{0}b"] {
+            let error = #expect(throws: HaulError.self, "\(path)") {
+                try DownloadRequest(url: url, destination: .file(path))
+            }
+            #expect(error?.code == .usage)
+        }
+    }
+
     @Test func outputPathMustNameAFile() throws {
         let url = try RemoteURL("http://h/x")
         let request = try DownloadRequest(url: url, destination: .file("/tmp/dir/out.bin"))

@@ -111,13 +111,24 @@ import Testing
     }
 
     @Test func keysBecomePathsBeneathTheDirectoryOrAreSkipped() {
-        #expect(S3Answers.localPath(key: "data/a/b.bin", prefix: "data/") == "a/b.bin")
-        #expect(S3Answers.localPath(key: "data/", prefix: "data/") == nil, "the folder itself")
-        #expect(S3Answers.localPath(key: "data/sub/", prefix: "data/") == nil, "a folder marker")
-        #expect(S3Answers.localPath(key: "data/../x", prefix: "data/") == nil)
-        #expect(S3Answers.localPath(key: "data/./x", prefix: "data/") == nil)
-        #expect(S3Answers.localPath(key: "data//x", prefix: "data/") == nil)
-        #expect(S3Answers.localPath(key: "x", prefix: "") == "x")
+        func path(_ key: String, _ prefix: String = "data/") -> String? {
+            if case .path(let path) = S3Answers.placement(key: key, prefix: prefix) { path } else { nil }
+        }
+        func skipped(_ key: String) -> String? {
+            if case .skipped(let entry) = S3Answers.placement(key: key, prefix: "data/") { entry.problem } else { nil }
+        }
+        #expect(path("data/a/b.bin") == "a/b.bin")
+        #expect(S3Answers.placement(key: "data/", prefix: "data/") == .folder, "the folder itself")
+        #expect(S3Answers.placement(key: "data/sub/", prefix: "data/") == .folder, "a folder marker")
+        #expect(path("data/.env") == ".env" && path("data/.github/workflows/x.yml") == ".github/workflows/x.yml")
+        #expect(skipped("data/../x") == "a '..' segment")
+        #expect(skipped("data/./x") == "a '.' segment")
+        #expect(skipped("data//x") == "an absolute path")
+        #expect(skipped("data/a//x") == "an empty segment")
+        #expect(skipped("data/a\u{7}b") == "a NUL or control character")
+        #expect(skipped("data/" + String(repeating: "x", count: 251)) == "a segment of 251 bytes (at most 250)")
+        #expect(path("data/" + String(repeating: "x", count: 250)) != nil)
+        #expect(path("x", "") == "x")
     }
 
     @Test func keysAndRegionComeFromWhereTheAWSToolsFindThem() throws {

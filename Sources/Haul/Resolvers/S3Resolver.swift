@@ -33,7 +33,7 @@ public struct S3Resolver: Sendable {
     /// - Throws: `HaulError`: `.httpStatus` for the store's refusals (no such key or bucket, 403
     ///   without keys or with wrong ones, nothing under a prefix), `.network` when it cannot be
     ///   reached, `.badRequest` for an answer that is not S3's.
-    public func resolve(_ name: S3Name) async throws(HaulError) -> (files: [ResolvedFile], skipped: [String]) {
+    public func resolve(_ name: S3Name) async throws(HaulError) -> (files: [ResolvedFile], skipped: [SkippedPath]) {
         var region = region
         if !name.isPrefix {
             return (
@@ -57,13 +57,13 @@ public struct S3Resolver: Sendable {
                 throw HaulError(.usage, "s3://\(name.bucket)/\(name.key) lists more than \(Self.maxKeys) keys")
             }
         } while token != nil
-        var skipped: [String] = []
+        var skipped: [SkippedPath] = []
         var wanted: [(key: String, path: String)] = []
         for object in objects {
-            if let path = S3Answers.localPath(key: object.key, prefix: name.key) {
-                wanted.append((object.key, path))
-            } else if !object.key.hasSuffix("/") {
-                skipped.append(object.key)
+            switch S3Answers.placement(key: object.key, prefix: name.key) {
+            case .path(let path): wanted.append((object.key, path))
+            case .folder: break
+            case .skipped(let entry): skipped.append(entry)
             }
         }
         guard !wanted.isEmpty else {

@@ -71,9 +71,9 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
     /// afterwards.
     ///
     /// - Throws: `.usage` when `connections` is outside `Limits.connections`, `maxBytesPerSecond` is
-    ///   not positive, a `.file` destination names no file (ends in `/`) or a name that is too long
-    ///   (over `FileNameSanitizer.maxBytes`) or not a safe file name, or when there are more than
-    ///   `maxSources` URLs.
+    ///   not positive, a `.file` destination names no file (ends in `/`, `.` or `..`), a name
+    ///   that is too long (over `FileNameSanitizer.maxBytes`) or holds a NUL
+    ///   (`GivenPaths.outputNameProblem`), or when there are more than `maxSources` URLs.
     public init(
         url: RemoteURL,
         destination: Destination,
@@ -100,15 +100,9 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
         case .file(let path):
             let (directory, name) = Paths.split(path)
             guard let name else { throw HaulError(.usage, "output path '\(path)' names a directory, not a file") }
-            guard name.utf8.count <= FileNameSanitizer.maxBytes else {
-                throw HaulError(
-                    .usage,
-                    "output file name is \(name.utf8.count) bytes long; at most \(FileNameSanitizer.maxBytes) "
-                        + "are allowed, so that NAME.part fits the 255-byte limit of file names")
-            }
-            guard FileNameSanitizer.sanitize(name) == name else {
-                throw HaulError(.usage, "output file name '\(name)' is not allowed")
-            }
+            // The user's own name, or a listed path's last segment: kept as given (a dot file
+            // too); the rules for a name a server suggests are `FileNameSanitizer`'s.
+            if let problem = GivenPaths.outputNameProblem(name) { throw HaulError(.usage, problem) }
             self.directory = directory
             self.fileName = name
         }

@@ -129,16 +129,26 @@ public enum S3Answers {
         return region
     }
 
-    /// Where the object `key`, listed under `prefix`, goes beneath the download directory: its
-    /// key after the prefix. Nil for a key that names a folder (ends in `/`) or that would leave
-    /// the directory or name nothing (an empty, `.` or `..` segment).
-    public static func localPath(key: String, prefix: String) -> String? {
-        guard key.hasPrefix(prefix), !key.hasSuffix("/") else { return nil }
+    /// Where a listed object goes beneath the download directory.
+    public enum Placement: Sendable, Equatable {
+        /// At this path: its key after the prefix, each segment as given (dot files too).
+        case path(String)
+        /// Nowhere, and nothing to tell: a folder's marker (a key ending in `/`).
+        case folder
+        /// Nowhere: the key names no file beneath the directory (`GivenPaths.listedProblem`).
+        case skipped(SkippedPath)
+    }
+
+    /// Where the object `key`, listed under `prefix`, goes beneath the download directory.
+    public static func placement(key: String, prefix: String) -> Placement {
+        guard !key.hasSuffix("/") else { return .folder }
+        guard key.hasPrefix(prefix) else {
+            return .skipped(SkippedPath(kind: "key", path: key, problem: "not under the prefix"))
+        }
         let rest = String(key.dropFirst(prefix.count))
-        let segments = rest.split(separator: "/", omittingEmptySubsequences: false)
-        guard !segments.isEmpty,
-            segments.allSatisfy({ !$0.isEmpty && $0 != "." && $0 != ".." && !$0.contains("\0") })
-        else { return nil }
-        return rest
+        if let problem = GivenPaths.listedProblem(rest) {
+            return .skipped(SkippedPath(kind: "key", path: key, problem: problem))
+        }
+        return .path(rest)
     }
 }
