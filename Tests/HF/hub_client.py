@@ -3,6 +3,9 @@ tests: `download CACHE REPO [REVISION]` fetches a snapshot into CACHE as hugging
 `offline CACHE REPO [REVISION]` finds the snapshot in CACHE with the network off
 (HF_HUB_OFFLINE=1) and reads config.json through `hf_hub_download`; `tree CACHE` lists the
 cache: every entry's path, kind (file or link), link target and content's SHA-256, as JSON.
+`local DIR REPO [REVISION]` fetches the repository's tree into DIR (`snapshot_download(local_dir=)`);
+`localtree DIR` lists such a tree as `tree` does, without the `.cache/` folder huggingface_hub
+keeps in it.
 """
 import hashlib
 import json
@@ -10,10 +13,11 @@ import os
 import sys
 
 
-def tree(cache):
+def tree(cache, local=False):
     entries = []
     for folder, directories, files in os.walk(cache):
-        directories[:] = sorted(d for d in directories if d != ".locks")
+        directories[:] = sorted(d for d in directories if d != ".locks" and not (local and folder == cache
+                                                                                  and d == ".cache"))
         for name in sorted(files):
             path = os.path.join(folder, name)
             relative = os.path.relpath(path, cache)
@@ -30,8 +34,8 @@ def tree(cache):
 
 def main():
     command, cache = sys.argv[1], sys.argv[2]
-    if command == "tree":
-        print(json.dumps(tree(cache)))
+    if command in ("tree", "localtree"):
+        print(json.dumps(tree(cache, local=command == "localtree")))
         return
     repo = sys.argv[3]
     revision = sys.argv[4] if len(sys.argv) > 4 else None
@@ -40,6 +44,8 @@ def main():
     from huggingface_hub import hf_hub_download, snapshot_download
     if command == "download":
         path = snapshot_download(repo, revision=revision, cache_dir=cache)
+    elif command == "local":
+        path = snapshot_download(repo, revision=revision, local_dir=cache)
     else:
         path = snapshot_download(repo, revision=revision, cache_dir=cache, local_files_only=True)
         config = hf_hub_download(repo, "config.json", revision=revision, cache_dir=cache)

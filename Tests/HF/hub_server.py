@@ -2,28 +2,34 @@
 huggingface_hub calls them, on 127.0.0.1 and two free ports (the Hub, and a second host acting as
 its CDN). Standard library only.
 
-The Hub (`HF_ENDPOINT`):
-- `GET /api/{models,datasets}/ORG/REPO/revision/REV[?blobs=true]`: the revision's commit (`sha`)
-  and its files (`siblings`: `rfilename`, `size`, `blobId`, and `lfs` with `sha256` and `size`
-  for LFS files); 404 with `X-Error-Code: RepositoryNotFound` or `RevisionNotFound`; 401 for the
-  gated repository without the token, 403 with a token that is not the one.
+The Hub (`HF_ENDPOINT`), answering as huggingface.co does:
+- `GET /api/{models,datasets}/ORG/REPO/revision/REV[?blobs=true]`: the revision's commit (`sha`),
+  whether it is gated (`gated`: false or "manual"; open for a gated repository too) and its files
+  (`siblings`: `rfilename`, `size`, `blobId`, and `lfs` with `sha256` and `size` for LFS files);
+  `X-Error-Code: RepoNotFound` (401 without a token, 404 with one) or 404 `RevisionNotFound`.
 - `GET|HEAD /ORG/REPO/resolve/REV/PATH` (and `/datasets/...`): `X-Repo-Commit`, `ETag`; an LFS
   file answers 302 to the CDN with `X-Linked-Etag` (its sha256) and `X-Linked-Size`, a small
-  file is served here with its git blob id as ETag.
-- The token (`Authorization: Bearer hf_test_token`) is required for `haul-test/gated`; the CDN
-  records whether any request to it carried an `Authorization` field (it must not).
+  file is served here with its git blob id as ETag. For the gated repository: 401 `GatedRepo`
+  without a token, 403 `GatedRepo` with a token that has not accepted its terms (any but
+  `Bearer hf_test_token`).
+- The CDN records whether any request to it carried an `Authorization` field (it must not).
 
 The CDN: `GET|HEAD /blob/SHA256?expires=T&sig=S`, byte ranges, 403 once `expires` has passed
 (signed URLs live `URL_SECONDS`, 2 s by default, so a slow download outlives one).
 
-Repositories: `haul-test/model` (main and the tag v1 at another commit): `config.json` (small),
+Repositories, each with a `.gitattributes` as every repository on the Hub has:
+`haul-test/model` (main and the tag v1 at another commit): `config.json` (small),
 `model-00001-of-00002.safetensors` and `model-00002-of-00002.safetensors` (LFS, 6 MiB and 3 MiB),
 `sub/dir/notes.txt` (small), `big.bin` (LFS, 24 MiB); `haul-test/gated` (one LFS file);
+`haul-test/dots` (dot files and dot folders: `.github/workflows/x.yml`,
+`.ipynb_checkpoints/a.txt`); `haul-test/odd` (besides `ok.txt`, paths no file beneath a
+directory can have: a control character, a segment of 251 bytes, `.` and `..`);
 `datasets/haul-test/data` (`train.csv`, small).
 
 Prints one JSON line (the Hub's port, the CDN's port, each file's sha256 by REPO/PATH, the
 commits) once ready, then serves until its standard input closes. `GET /_stats` on the Hub answers
-the CDN's counts: requests per blob and whether one carried `Authorization`.
+the CDN's counts (requests per blob and whether one carried `Authorization`) and the `/resolve/`
+requests per repository.
 """
 import hashlib
 import hmac
@@ -50,9 +56,13 @@ def git_blob_id(data):
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
+GITATTRIBUTES = b"*.bin filter=lfs diff=lfs merge=lfs -text\n*.safetensors filter=lfs diff=lfs merge=lfs -text\n"
+
+
 def repo(files, lfs_names, commit_seed):
     commit = hashlib.sha1(commit_seed.encode()).hexdigest()
     entries = {}
+    files = {".gitattributes": GITATTRIBUTES, **files}
     for name, data in files.items():
         entries[name] = {"data": data, "lfs": name in lfs_names, "sha256": hashlib.sha256(data).hexdigest(),
                          "blob": git_blob_id(data)}
@@ -73,6 +83,22 @@ REPOS = {
     ("models", "haul-test/gated"): {
         "main": repo({"weights.bin": pattern(1 << 20, 4)}, {"weights.bin"}, "gated"),
     },
+    ("models", "haul-test/dots"): {
+        "main": repo({
+            "config.json": b'{"model_type": "dots"}\n',
+            ".github/workflows/x.yml": b"on: push\n",
+            ".ipynb_checkpoints/a.txt": b"a checkpoint\n",
+        }, set(), "dots"),
+    },
+    ("models", "haul-test/odd"): {
+        "main": repo({
+            "ok.txt": b"fine\n",
+            "bad\x01name.txt": b"a control character\n",
+            "x" * 251 + "/y.txt": b"a segment of 251 bytes\n",
+            "sub/../escape.txt": b"a .. segment\n",
+            "sub/./here.txt": b"a . segment\n",
+        }, set(), "odd"),
+    },
     ("datasets", "haul-test/data"): {
         "main": repo({"train.csv": b"a,b\n1,2\n"}, set(), "data"),
     },
@@ -83,7 +109,7 @@ for revisions in REPOS.values():
     for revision in revisions.values():
         for entry in revision["files"].values():
             BLOBS[entry["sha256"]] = entry["data"]
-STATS = {"cdn": {}, "cdnAuthorization": 0, "api": 0}
+STATS = {"cdn": {}, "cdnAuthorization": 0, "api": 0, "resolve": {}}
 LOCK = threading.Lock()
 
 
@@ -119,18 +145,24 @@ class Hub(Handler):
     def do_GET(self):
         self.route(head=False)
 
-    def lookup(self, kind, name, revision, head):
+    def lookup(self, kind, name, revision, head, files=False):
+        """The revision asked, else None once the Hub's refusal is sent. The revision API is open
+        for a gated repository; its files (`files`) are not without a token that accepted."""
         revisions = REPOS.get((kind, name))
+        token = self.headers.get("Authorization")
         if revisions is None:
-            self.error(404, "RepositoryNotFound", f"Repository Not Found for url: {self.path}.", head)
+            # The Hub says 401 without a token (a private repository looks the same), 404 with one.
+            self.error(401 if token is None else 404, "RepoNotFound",
+                       f"Repository Not Found for url: {self.path}.", head)
             return None
-        if (kind, name) in GATED:
-            token = self.headers.get("Authorization")
+        if files and (kind, name) in GATED:
             if token is None:
-                self.error(401, "GatedRepo", "Access to this repository is restricted; log in.", head)
+                self.error(401, "GatedRepo", f"Access to model {name} is restricted. You must have access to it "
+                           "and be authenticated to access it. Please log in.", head)
                 return None
             if token != f"Bearer {TOKEN}":
-                self.error(403, "GatedRepo", "Access to this repository is restricted.", head)
+                self.error(403, "GatedRepo", f"Access to model {name} is restricted and you are not in the "
+                           f"authorized list. Visit https://huggingface.co/{name} to ask for access.", head)
                 return None
         found = revisions.get(revision) or next(
             (r for r in revisions.values() if r["commit"] == revision), None)
@@ -157,14 +189,17 @@ class Hub(Handler):
                 if entry["lfs"]:
                     sibling["lfs"] = {"sha256": entry["sha256"], "size": len(entry["data"]), "pointerSize": 134}
                 siblings.append(sibling)
-            body = json.dumps({"id": name, "sha": found["commit"], "siblings": siblings}).encode()
+            gated = "manual" if (kind, name) in GATED else False
+            body = json.dumps({"id": name, "sha": found["commit"], "gated": gated, "siblings": siblings}).encode()
             return self.send(200, body, {"Content-Type": "application/json"}, head)
         kind = "models"
         if parts and parts[0] in ("datasets", "spaces"):
             kind, parts = parts[0], parts[1:]
         if len(parts) >= 5 and parts[2] == "resolve":
             name, revision, path = parts[0] + "/" + parts[1], parts[3], "/".join(parts[4:])
-            found = self.lookup(kind, name, revision, head)
+            with LOCK:
+                STATS["resolve"][name] = STATS["resolve"].get(name, 0) + 1
+            found = self.lookup(kind, name, revision, head, files=True)
             if found is None:
                 return
             entry = found["files"].get(path)

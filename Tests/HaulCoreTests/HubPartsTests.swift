@@ -33,13 +33,74 @@ import Testing
         #expect(revision.files[0].etag == String(repeating: "1", count: 40), "a small file's ETag is its blob id")
         #expect(revision.files[1].size == 6_291_456, "an LFS file's size is its content's, not its pointer's")
         #expect(revision.files[1].etag == String(repeating: "c", count: 64), "an LFS file's ETag is its sha256")
+        #expect(!revision.gated, "no `gated`: open")
         for bad in [
-            #"{"sha": "short"}"#, #"{"sha": "\#(Self.commit)", "siblings": [{"rfilename": "../x"}]}"#,
-            #"{"sha": "\#(Self.commit)", "siblings": [{"rfilename": "/abs"}]}"#,
+            #"{"sha": "short"}"#, #"{"sha": "\#(Self.commit)", "siblings": [{"size": 1}]}"#,
             #"{"sha": "\#(Self.commit)", "siblings": [{"rfilename": "a", "lfs": {"sha256": "zz"}}]}"#, "[",
         ] {
             #expect(throws: HaulError.self, "\(bad)") { try HubAPI.revision(Array(bad.utf8)) }
         }
+        for (gated, expected) in [(#""manual""#, true), (#""auto""#, true), ("false", false), ("true", true)] {
+            let answer = #"{"sha": "\#(Self.commit)", "gated": \#(gated), "siblings": []}"#
+            #expect(try HubAPI.revision(Array(answer.utf8)).gated == expected, "\(gated)")
+        }
+    }
+
+    /// A listed path is a path beneath the directory, each segment as given: dot files and dot
+    /// folders are kept; a path no file can have (`..`, `.`, an empty segment, a control
+    /// character, a segment over 250 bytes, absolute) is skipped and named, the rest selected.
+    @Test func dotFilesAreKeptAndPathsNoFileCanHaveAreSkipped() {
+        let kept = [".gitattributes", ".github/workflows/x.yml", ".ipynb_checkpoints/a.txt", "..hidden", "a/.b/c"]
+        let bad: [(String, String)] = [
+            ("../x", "a '..' segment"), ("a/./b", "a '.' segment"), ("a//b", "an empty segment"),
+            ("/abs", "an absolute path"), ("bad\u{1}name", "a NUL or control character"),
+            ("esc\u{1B}[31m", "a NUL or control character"),
+            (String(repeating: "x", count: 251) + "/y", "a segment of 251 bytes (at most 250)"),
+        ]
+        let files = (kept + bad.map(\.0)).map { HubAPI.File(path: $0, size: 1, lfsSHA256: nil, blobID: nil) }
+        let chosen = HubAPI.select(files, under: nil, include: [], exclude: [])
+        #expect(chosen.files.map(\.local) == kept)
+        #expect(chosen.skipped.map(\.path) == bad.map(\.0))
+        #expect(chosen.skipped.map(\.problem) == bad.map(\.1))
+        #expect(
+            chosen.skipped[4].message
+                == "skipped the file 'bad\\x01name': it names no file beneath the directory (a NUL or control character)",
+            "a control character is shown, never sent to the terminal")
+        let under = HubAPI.select(files, under: "a", include: [], exclude: [])
+        #expect(under.files.map(\.local) == [".b/c"] && under.skipped.map(\.path) == ["a/./b", "a//b"])
+    }
+
+    /// A gated repository: refused without a token before any file is asked, probed with one;
+    /// the Hub's `GatedRepo` (401 or 403) is the same one line, naming no file's address; its
+    /// `RepoNotFound` (401 without a token) is no such repository.
+    @Test func aGatedRepositorysAccess() throws {
+        let model = try HubName(parsing: "org/gated")
+        let line = "hf://org/gated is gated: accept its terms on the Hub and set HF_TOKEN (or --hf-token-file)"
+        #expect(HubAccess.step(gated: false, hasToken: false, name: model) == .fetch)
+        #expect(HubAccess.step(gated: true, hasToken: true, name: model) == .probe)
+        guard case .refuse(let error) = HubAccess.step(gated: true, hasToken: false, name: model) else {
+            Issue.record("a gated repository without a token is refused")
+            return
+        }
+        #expect(error.message == line && error.code == .httpStatus)
+        for status in [401, 403] {
+            let refusal = HubAccess.refusal(
+                status: status, errorCode: "GatedRepo", name: model, shown: "hf://org/gated/sub",
+                hasToken: status == 403)
+            #expect(refusal.message == line && refusal.httpStatus == status)
+        }
+        let dataset = try HubName(parsing: "datasets/org/data")
+        #expect(HubAccess.gatedRefusal(dataset, status: 401).message.hasPrefix("hf://datasets/org/data is gated"))
+        #expect(
+            HubAccess.refusal(
+                status: 401, errorCode: "RepoNotFound", name: model, shown: "hf://org/gated", hasToken: false
+            )
+            .message == "hf://org/gated: no such model org/gated (or it is private: set HF_TOKEN)")
+        #expect(
+            HubAccess.refusal(
+                status: 404, errorCode: "RepoNotFound", name: model, shown: "hf://org/gated", hasToken: true
+            )
+            .message == "hf://org/gated: no such model org/gated")
     }
 
     @Test func whatAPathAndTheGlobsSelect() {
@@ -48,7 +109,7 @@ import Testing
             HubAPI.File(path: $0, size: 1, lfsSHA256: nil, blobID: nil)
         }
         func chosen(_ path: String?, _ include: [String] = [], _ exclude: [String] = []) -> [String] {
-            HubAPI.select(files, under: path, include: include, exclude: exclude).map(\.local)
+            HubAPI.select(files, under: path, include: include, exclude: exclude).files.map(\.local)
         }
         #expect(chosen(nil).count == 5)
         #expect(chosen("sub") == ["dir/notes.txt", "x.bin"], "a folder's files, relative to it")

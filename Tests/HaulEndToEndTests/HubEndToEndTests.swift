@@ -37,18 +37,18 @@ struct HubEndToEndTests {
         try await world.close()
     }
 
-    /// A repository's files run all at once (five here) unless `-j` says otherwise: they share
+    /// A repository's files run all at once (six here) unless `-j` says otherwise: they share
     /// one host, and three then a lone last one was a third slower through the latency relay.
     @Test func aRepositorysFilesRunAtOnceUnlessJobsAreGiven() async throws {
         let hub = try await HubServer.shared()
         let world = try await World.make()
-        for (extra, limit) in [([String](), 5), (["-j", "2"], 2)] {
+        for (extra, limit) in [([String](), 6), (["-j", "2"], 2)] {
             let result = try await HaulProcess.run(
                 ["get", "-v", "-d", "tree-\(limit)", "hf://haul-test/model"] + extra, in: world,
                 environment: hub.environment())
             #expect(result.status == 0, "\(result.stderr)")
             let starts = result.stderr.split(separator: "\n").filter { $0.contains("a run starts") }
-            #expect(starts.count == 5 && starts.allSatisfy { $0.contains("limit=\(limit) ") }, "\(starts)")
+            #expect(starts.count == 6 && starts.allSatisfy { $0.contains("limit=\(limit) ") }, "\(starts)")
         }
         try await world.close()
     }
@@ -128,7 +128,7 @@ struct HubEndToEndTests {
         let cases: [(arguments: [String], files: [String])] = [
             (["hf://haul-test/model/sub/dir/notes.txt"], ["notes.txt"]),
             (["hf://haul-test/model/sub"], ["dir/notes.txt"]),
-            (["hf://haul-test/model@v1"], ["config.json"]),
+            (["hf://haul-test/model@v1"], [".gitattributes", "config.json"]),
             (
                 ["--include", "*.safetensors", "hf://haul-test/model"],
                 [
@@ -137,9 +137,9 @@ struct HubEndToEndTests {
             ),
             (
                 ["--exclude", "*.bin", "--exclude", "*.safetensors", "hf://haul-test/model"],
-                ["config.json", "sub/dir/notes.txt"]
+                [".gitattributes", "config.json", "sub/dir/notes.txt"]
             ),
-            (["hf://datasets/haul-test/data"], ["train.csv"]),
+            (["hf://datasets/haul-test/data"], [".gitattributes", "train.csv"]),
         ]
         for (index, item) in cases.enumerated() {
             let result = try await HaulProcess.run(
@@ -192,12 +192,36 @@ struct HubEndToEndTests {
             return try #require((answer.json as? [String: Any])?["result"] as? [String: Any], "\(answer.text)")
         }
         let followers = try await status(first)["followedBy"] as? [String] ?? []
-        #expect(followers.count == 4, "five files: \(followers)")
+        #expect(followers.count == 5, "six files: \(followers)")
         for gid in followers {
             #expect(try await status(gid)["following"] as? String == first)
             try await daemon.wait(for: gid, status: .completed)
         }
         #expect(try await status(first)["following"] == nil)
+        _ = await daemon.terminate()
+        try await world.close()
+    }
+
+    /// A daemon without a token refuses an add of a gated repository at once, before any file is
+    /// asked: REST 403 `forbidden` (never 401, which `haul add` reads as the daemon refusing its
+    /// own token), aria2 an error with the same text.
+    @Test func theDaemonRefusesAGatedRepositoryWithoutAToken() async throws {
+        let hub = try await HubServer.shared()
+        let world = try await World.make()
+        let daemon = try await DaemonProcess.start(world, environment: hub.environment())
+        defer { daemon.process.signal(SIGKILL) }
+        let before = try await hub.stats().resolve["haul-test/gated"] ?? 0
+        let says = "hf://haul-test/gated is gated: accept its terms on the Hub and set HF_TOKEN (or --hf-token-file)"
+        let answer = try await daemon.call(.POST, "/api/v1/downloads", body: #"{"url": "hf://haul-test/gated"}"#)
+        #expect(answer.status == 403, "\(answer.text)")
+        let error = (answer.json as? [String: Any])?["error"] as? [String: Any]
+        #expect(error?["code"] as? String == "forbidden" && error?["message"] as? String == says, "\(answer.text)")
+        let call =
+            #"{"jsonrpc":"2.0","id":"1","method":"aria2.addUri","params":["token:\#(daemon.serve.secret)",["hf://haul-test/gated"]]}"#
+        let rpc = try await daemon.call(.POST, "/jsonrpc", body: call, token: .some(nil))
+        let rpcError = (rpc.json as? [String: Any])?["error"] as? [String: Any]
+        #expect((rpcError?["message"] as? String)?.contains(says) == true, "\(rpc.text)")
+        #expect(try await hub.stats().resolve["haul-test/gated"] ?? 0 == before, "no file asked")
         _ = await daemon.terminate()
         try await world.close()
     }
@@ -235,27 +259,39 @@ struct HubEndToEndTests {
         try await world.close()
     }
 
-    /// Each refusal is one line and its exit code: an unknown repository or revision 3, a gated
-    /// repository without a token 3 and with a wrong one 3, nothing matching 3, a bad name 2.
+    /// Each refusal is one line and its exit code: an unknown repository (the Hub's 401
+    /// `RepoNotFound` without a token, 404 with one) or revision 3, nothing matching 3, a bad
+    /// name 2; a gated repository 3, with one line that says what to do and no `/resolve/`
+    /// address: without a token refused from the revision's answer (`gated`) before any file is
+    /// asked, with a token that has not accepted its terms from the Hub's 403 `GatedRepo`.
     @Test func refusalsAreOneLineWithTheirExitCodes() async throws {
         let hub = try await HubServer.shared()
         let world = try await World.make()
         var wrong = hub.environment()
         wrong["HF_TOKEN"] = "hf_wrong"
+        let refused =
+            "haul: hf://haul-test/gated is gated: accept its terms on the Hub and set HF_TOKEN (or --hf-token-file)\n"
         let cases: [(arguments: [String], environment: [String: String], status: Int32, says: String)] = [
-            (["hf://haul-test/absent"], hub.environment(), 3, "no such model"),
+            (["hf://haul-test/absent"], hub.environment(), 3, "no such model haul-test/absent (or it is private"),
+            (["hf://haul-test/absent"], wrong, 3, "no such model haul-test/absent"),
             (["hf://haul-test/model@nope"], hub.environment(), 3, "no revision 'nope'"),
-            (["hf://haul-test/gated"], hub.environment(), 3, "wants a token"),
-            (["hf://haul-test/gated"], wrong, 3, "gated"),
+            (["hf://haul-test/gated"], hub.environment(), 3, refused),
+            (["hf://haul-test/gated"], wrong, 3, refused),
             (["--include", "*.gguf", "hf://haul-test/model"], hub.environment(), 3, "matches"),
             (["hf://only-one-part"], hub.environment(), 2, "bad Hugging Face name"),
         ]
         for item in cases {
+            let before = try await hub.stats().resolve["haul-test/gated"] ?? 0
             let result = try await HaulProcess.run(
                 ["get", "-q", "-d", "refused"] + item.arguments, in: world, environment: item.environment)
             #expect(result.status == item.status, "\(item.arguments): \(result.stderr)")
             #expect(result.stderr.contains(item.says), "\(item.arguments): \(result.stderr)")
             #expect(result.stderr.split(separator: "\n").count == 1, "one line: \(result.stderr)")
+            #expect(!result.stderr.contains("/resolve/"), "no address: \(result.stderr)")
+            if item.says == refused, item.environment["HF_TOKEN"] == "" {
+                #expect(
+                    try await hub.stats().resolve["haul-test/gated"] ?? 0 == before, "no file asked without a token")
+            }
         }
         let gated = try await HaulProcess.run(
             ["get", "-q", "-d", "gated", "hf://haul-test/gated"], in: world, environment: hub.environment(token: true))
@@ -302,9 +338,11 @@ struct HubServer {
     struct Stats: Decodable {
         let cdn: [String: Int]
         let cdnAuthorization: Int
+        /// `/resolve/` requests by `ORG/REPO`.
+        let resolve: [String: Int]
     }
 
-    /// The CDN's counts.
+    /// The CDN's counts, and the Hub's of `/resolve/`.
     func stats() async throws -> Stats {
         let response = try await DaemonProcess.http.execute(
             HTTPClientRequest(url: "http://127.0.0.1:\(port)/_stats"), timeout: .seconds(30))

@@ -81,6 +81,8 @@ import Testing
         (#"{"url": "http://x/f", "headers": {"Bad Name": "1"}}"#, "header"),
         (#"{"url": "http://x/f", "fileName": "../etc/passwd"}"#, "fileName"),
         (#"{"url": "http://x/f", "fileName": "a/b"}"#, "fileName"),
+        (#"{"url": "http://x/f", "fileName": ".."}"#, "fileName"),
+        (#"{"url": "http://x/f", "fileName": "a\u001b[31m"}"#, "control character"),
         (#"{"url": "http://x/f", "directory": "relative/dir"}"#, "absolute"),
         (#"{"url": "http://x/f", "connections": 65}"#, "connections"),
         (#"{"url": "http://x/f", "connections": 0}"#, "connections"),
@@ -96,6 +98,25 @@ import Testing
         } throws: { error in
             (error as? HaulError).map { $0.message.contains(mentions) } ?? false
         }
+    }
+
+    /// The client's own `fileName` is kept as given, a dot file too (as aria2's `out` and curl's
+    /// `-o` take `.env`).
+    @Test func aClientsOwnNameIsKeptAsGiven() throws {
+        let defaults = DaemonDefaults(directory: "/srv/downloads", connections: 1)
+        for name in [".env", "..hidden", " spaced. "] {
+            #expect(try defaults.request(for: AddRequest(url: "http://x/f", fileName: name)).fileName == name)
+        }
+    }
+
+    /// A name of content its source refuses (a gated repository without a token: 401) is the
+    /// daemon's `forbidden` (REST 403), never a 401 a client reads as its own token refused.
+    @Test func aSourcesRefusalIsForbidden() {
+        for status in [401, 403] {
+            let refused = DaemonDefaults.refused(HaulError(.httpStatus, "hf://o/r is gated", httpStatus: status))
+            #expect(refused.code == .forbidden && refused.message == "hf://o/r is gated")
+        }
+        #expect(DaemonDefaults.refused(HaulError(.httpStatus, "no such", httpStatus: 404)).code == .httpStatus)
     }
 
     @Test func defaultsFillWhatAnAddLeavesOut() throws {

@@ -75,8 +75,9 @@ public struct ContentResolver: Sendable {
     public struct Resolution: Sendable {
         /// The files to download.
         public var files: [ResolvedFile]
-        /// Keys skipped because they name no file beneath the directory.
-        public var skipped: [String] = []
+        /// Listed paths (S3 keys, the Hub's files) skipped because they name no file beneath
+        /// the directory.
+        public var skipped: [SkippedPath] = []
         /// What completes the files once every one is in (an image layout, the Hub's cache).
         public var finish: (any ResolutionFinish)?
     }
@@ -117,7 +118,7 @@ public struct ContentResolver: Sendable {
                     transport: transport, endpoint: hub.endpoint, token: hub.token, include: hub.include,
                     exclude: hub.exclude, cache: hub.cache
                 ).resolve(name, shown: text)
-                result = .success(Resolution(files: found.files, finish: found.finish))
+                result = .success(Resolution(files: found.files, skipped: found.skipped, finish: found.finish))
             }
         } catch {
             result = .failure(error)

@@ -6,7 +6,9 @@ import HaulCore
 /// asks the Hub again and follows its redirect to the CDN, so a signed CDN URL that expired is
 /// never asked twice and the bytes are kept), LFS files checked against their SHA-256, the
 /// others against their git blob id (their ETag on the Hub) and their length. With `cache`, the files go to huggingface_hub's cache layout
-/// (`HubCacheFinish` makes the snapshot's links and the ref once they are in).
+/// (`HubCacheFinish` makes the snapshot's links and the ref once they are in). A gated
+/// repository is refused without a token before any file is asked, and with one whose user has
+/// not accepted its terms after one (`HubAccess`).
 public struct HubResolver: Sendable {
     /// Asks through this transport.
     public var transport: AsyncHTTPTransport
@@ -34,9 +36,10 @@ public struct HubResolver: Sendable {
         self.cache = cache
     }
 
-    /// The files `name` stands for, and with `cache` what completes the cache once they are in.
+    /// The files `name` stands for, those of its listing skipped (a path no file beneath a
+    /// directory can have), and with `cache` what completes the cache once they are in.
     public func resolve(_ name: HubName, shown: String) async throws(HaulError) -> (
-        files: [ResolvedFile], finish: HubCacheFinish?
+        files: [ResolvedFile], skipped: [SkippedPath], finish: HubCacheFinish?
     ) {
         let base = "\(endpoint.scheme)://\(endpoint.authority)"
         let url = try RemoteURL(base + HubAPI.revisionPath(name))
@@ -45,11 +48,22 @@ public struct HubResolver: Sendable {
         let (head, body) = try await transport.answer(plan, limit: 64 << 20)
         guard head.status == 200 else { throw refusal(head, name: name, shown: shown) }
         let revision = try HubAPI.revision(body)
-        let selected = HubAPI.select(revision.files, under: name.path, include: include, exclude: exclude)
+        let (selected, skipped) = HubAPI.select(revision.files, under: name.path, include: include, exclude: exclude)
         guard !selected.isEmpty else {
             throw HaulError(
                 .httpStatus, "\(shown): no file of \(name.repository) at \(name.revisionOrMain) matches",
                 httpStatus: 404)
+        }
+        switch HubAccess.step(gated: revision.gated, hasToken: token != nil, name: name) {
+        case .fetch: break
+        case .refuse(let error): throw error
+        case .probe:
+            let first = try RemoteURL(
+                base + HubAPI.resolvePath(name, commit: revision.commit, file: selected[0].file.path))
+            var probe = RequestPlan(url: first, range: nil, ifRange: nil, headers: [:], method: "HEAD")
+            probe.authorization = token.map { "Bearer \($0)" }
+            let (answer, _) = try await transport.answer(probe, limit: 1 << 20)
+            guard answer.status < 400 else { throw refusal(answer, name: name, shown: shown) }
         }
         var files: [ResolvedFile] = []
         var blobs: Set<String> = []
@@ -83,27 +97,14 @@ public struct HubResolver: Sendable {
                     : HubCacheFinish.Ref(
                         path: HubCache.ref(name, revision: name.revisionOrMain), commit: revision.commit))
             : nil
-        return (files, finish)
+        return (files, skipped, finish)
     }
 
-    /// The Hub's refusal in words: its `X-Error-Code`, else the status.
+    /// The Hub's refusal in words (`HubAccess.refusal`).
     func refusal(_ head: ResponseHead, name: HubName, shown: String) -> HaulError {
-        let code = head.headers["X-Error-Code"] ?? ""
-        let what: String
-        switch (head.status, code) {
-        case (404, "RevisionNotFound"): what = "no revision '\(name.revisionOrMain)' in \(name.repository)"
-        case (404, "EntryNotFound"): what = "no such file"
-        case (404, _), (401, "RepositoryNotFound"):
-            what =
-                "no such \(name.kind.rawValue) \(name.repository)"
-                + (token == nil ? " (or it is private: set HF_TOKEN)" : "")
-        case (401, _):
-            what = "the Hub wants a token for \(name.repository) (HF_TOKEN or --hf-token-file)"
-        case (403, _):
-            what = "access to \(name.repository) is refused: a gated repository whose terms this token has not accepted"
-        default: what = "the Hub answered HTTP \(head.status)\(ResponseCheck.reason(head.status))"
-        }
-        return HaulError(.httpStatus, "\(shown): \(what)", httpStatus: head.status)
+        HubAccess.refusal(
+            status: head.status, errorCode: head.headers["X-Error-Code"], name: name, shown: shown,
+            hasToken: token != nil)
     }
 }
 

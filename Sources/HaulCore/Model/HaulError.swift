@@ -73,7 +73,8 @@ public struct HaulError: Error, Hashable, Codable, Sendable, CustomStringConvert
         /// download roots.
         case tooLarge = "too-large"
         /// A path haul refuses: a directory outside the allowed ones, a symbolic link, a `.part`
-        /// with other hard links.
+        /// with other hard links; and, from the daemon, a name of content its source refuses
+        /// (a gated repository without a token).
         case forbidden = "forbidden"
         /// The URL stopped serving the file after bytes had arrived (401, 403 or 410: a signed
         /// link that expired): the bytes are kept, and a new URL for the same file continues it.

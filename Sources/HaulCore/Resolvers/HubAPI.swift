@@ -31,8 +31,12 @@ public enum HubAPI {
     public struct Revision: Sendable, Equatable {
         /// The commit the revision is at (40 hex digits).
         public var commit: String
-        /// Every file of the repository at that commit.
+        /// Every file of the repository at that commit, as listed (`select` skips a path no
+        /// file beneath a directory can have).
         public var files: [File]
+        /// The repository is gated (`"gated": "auto"` or `"manual"`): its files need a token
+        /// whose user accepted its terms, though the revision's answer needs none.
+        public var gated = false
     }
 
     /// The API path that answers `name`'s revision with its files.
@@ -51,7 +55,7 @@ public enum HubAPI {
     /// Reads the revision API's answer.
     ///
     /// - Throws: `.badRequest` when it is not JSON, has no 40-hex commit (`sha`), or a file has no
-    ///   safe path (absolute, `..`, `.` or an empty segment) or a malformed digest.
+    ///   path or a malformed digest.
     public static func revision(_ bytes: [UInt8]) throws(HaulError) -> Revision {
         let value: JSONValue
         do {
@@ -64,8 +68,8 @@ public enum HubAPI {
         else { throw HaulError(.badRequest, "the Hub's answer names no commit") }
         var files: [File] = []
         for sibling in object["siblings"]?.array ?? [] {
-            guard let entry = sibling.object, let path = entry["rfilename"]?.string, isSafe(path) else {
-                throw HaulError(.badRequest, "the Hub's answer lists a file without a safe path")
+            guard let entry = sibling.object, let path = entry["rfilename"]?.string else {
+                throw HaulError(.badRequest, "the Hub's answer lists a file without a path")
             }
             let lfs = entry["lfs"]?.object
             let sha256 = lfs?["sha256"]?.string
@@ -78,28 +82,32 @@ public enum HubAPI {
                     path: path, size: lfs?["size"]?.integer ?? entry["size"]?.integer, lfsSHA256: sha256?.lowercased(),
                     blobID: blob?.lowercased()))
         }
-        return Revision(commit: commit.lowercased(), files: files)
-    }
-
-    /// A relative path with no empty, `.` or `..` segment.
-    static func isSafe(_ path: String) -> Bool {
-        let segments = path.split(separator: "/", omittingEmptySubsequences: false)
-        return !segments.isEmpty && segments.allSatisfy { !$0.isEmpty && $0 != "." && $0 != ".." }
-            && !path.utf8.contains(0)
+        // `false` when not gated, else how access is granted ("auto", "manual").
+        let gated: Bool
+        switch object["gated"] {
+        case .string(let how): gated = !how.isEmpty
+        case .bool(let value): gated = value
+        default: gated = false
+        }
+        return Revision(commit: commit.lowercased(), files: files, gated: gated)
     }
 
     /// The files `path` (a file, a folder, or nil for all) and the globs select, each kept with
-    /// its path relative to the folder (a file asked by name keeps its name). `include` empty
-    /// takes every file; `exclude` drops any file one of its patterns matches. Patterns match
-    /// the file's path in the repository as `fnmatch` does (as `huggingface-cli download` takes
-    /// them: `*` crosses `/`; a pattern ending in `/` takes the folder's files).
+    /// its path relative to the folder (a file asked by name keeps its name), and those of them
+    /// skipped because their path names no file beneath a directory (`GivenPaths`: an empty,
+    /// `.` or `..` segment, a control character, a segment too long); dot files and dot folders
+    /// are kept. `include` empty takes every file; `exclude` drops any file one of its patterns
+    /// matches. Patterns match the file's path in the repository as `fnmatch` does (as
+    /// `huggingface-cli download` takes them: `*` crosses `/`; a pattern ending in `/` takes
+    /// the folder's files).
     public static func select(
         _ files: [File], under path: String?, include: [String], exclude: [String]
-    ) -> [(file: File, local: String)] {
+    ) -> (files: [(file: File, local: String)], skipped: [SkippedPath]) {
         func matches(_ patterns: [String], _ path: String) -> Bool {
             patterns.contains { Glob.matches($0.hasSuffix("/") ? $0 + "*" : $0, path) }
         }
         var selected: [(File, String)] = []
+        var skipped: [SkippedPath] = []
         for file in files {
             var local = file.path
             if let path {
@@ -112,9 +120,13 @@ public enum HubAPI {
                 }
             }
             guard include.isEmpty || matches(include, file.path), !matches(exclude, file.path) else { continue }
+            if let problem = GivenPaths.listedProblem(file.path) {
+                skipped.append(SkippedPath(kind: "file", path: file.path, problem: problem))
+                continue
+            }
             selected.append((file, local))
         }
-        return selected
+        return (selected, skipped)
     }
 }
 

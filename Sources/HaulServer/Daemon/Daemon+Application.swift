@@ -58,7 +58,7 @@ extension Daemon {
         let defaults = DaemonDefaults(
             directory: configuration.downloadDirectory, connections: configuration.defaultConnections,
             allowedDirectories: configuration.allowedDirectories, limitSchedule: configuration.limitSchedule,
-            content: configuration.content, finishes: finishes, hubCache: configuration.hubCache)
+            content: configuration.content, finishes: finishes, hubCache: configuration.hubCache, logger: logger)
         return RouteParts(
             manager: manager, defaults: defaults, settings: DownloadSettingsCache(manager: manager), metrics: metrics,
             secret: secret,

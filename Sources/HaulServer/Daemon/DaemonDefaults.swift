@@ -29,14 +29,17 @@ public final class DaemonDefaults: Sendable {
     /// The finishes of names whose files need one once in (`oci://`, `hf://` into the cache);
     /// nil: such names are refused.
     let finishes: DaemonFinishes?
+    /// Where a name's skipped paths are told (one warning each).
+    let logger: Logger
 
     /// `finishes`: where the layouts and caches are completed (nil: `oci://` and the Hub's cache
     /// are refused); `hubCache`: the directory of `hf://` files in the Hub's cache layout.
     init(
         directory: String, connections: Int, maxBytesPerSecond: Int64? = nil, allowedDirectories: [String] = [],
         limitSchedule: SpeedSchedule? = nil, content: ContentResolver? = nil, finishes: DaemonFinishes? = nil,
-        hubCache: String? = nil
+        hubCache: String? = nil, logger: Logger = Daemon.defaultLogger
     ) {
+        self.logger = logger
         self.content = content
         self.finishes = finishes
         self.hubCache = hubCache
@@ -99,13 +102,21 @@ public final class DaemonDefaults: Sendable {
     /// (`s3://BUCKET/PREFIX/`), each at its path beneath the add's directory, checked by its
     /// digest unless the add gives one, signed with the daemon's keys. A file already in place
     /// with its digest gets none (the answer may be empty); a name whose files need a finish
-    /// (`oci://`, `hf://` into the Hub's cache) has it kept first (`DaemonFinishes`).
+    /// (`oci://`, `hf://` into the Hub's cache) has it kept first (`DaemonFinishes`). A listed
+    /// path no file beneath a directory can have is skipped with a warning naming it, as
+    /// `haul get` skips it; a source's refusal is `refused(_:)`'s.
     public func requests(for add: AddRequest) async throws(HaulError) -> [DownloadRequest] {
         guard let name = try ContentName(parsing: add.url) else { return [try request(for: add)] }
         guard let content else {
             throw HaulError(.unsupportedScheme, "\(add.url): this daemon resolves no names of content")
         }
-        let resolution = try await content.resolve(name, as: add.url)
+        let resolution: ContentResolver.Resolution
+        do throws(HaulError) {
+            resolution = try await content.resolve(name, as: add.url)
+        } catch {
+            throw Self.refused(error)
+        }
+        for entry in resolution.skipped { logger.warning("\(add.url): \(entry.message)") }
         let files = resolution.files
         if add.fileName != nil, files.count > 1 || resolution.finish != nil {
             throw HaulError(.usage, "fileName names one file; \(add.url) stands for \(files.count)")
@@ -138,5 +149,13 @@ public final class DaemonDefaults: Sendable {
             requests.append(request)
         }
         return requests
+    }
+
+    /// A name of content its source refuses (401 or 403: a gated repository without a token or
+    /// with one that has not accepted its terms, a bucket without keys) is `forbidden` (REST
+    /// 403), never a 401, which a client reads as the daemon refusing its own token.
+    static func refused(_ error: HaulError) -> HaulError {
+        guard error.code == .httpStatus, error.httpStatus == 401 || error.httpStatus == 403 else { return error }
+        return HaulError(.forbidden, error.message, httpStatus: error.httpStatus)
     }
 }
