@@ -26,7 +26,10 @@ import Testing
         var machine = try machine()
         #expect(machine.canCopy)
         let actions = machine.start(Machine.LocalFiles(partSize: 700, published: false, copied: 700), now: 0)
-        #expect(actions == [.persist, .notify(.started(offset: 700)), .notify(.transferEnded), .publish(.part)])
+        #expect(
+            actions == [
+                .persist, .notify(.started(offset: 700)), .notify(.transferEnded(finishBytes: 0)), .publish(.part),
+            ])
         #expect(machine.expectedLength == 700)
         #expect(machine.persistentRecord.completedLength == 700, "a crash now finds every byte claimed")
         #expect(machine.published(nil).last == .finish(.completed))

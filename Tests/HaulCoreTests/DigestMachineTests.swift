@@ -67,7 +67,7 @@ import Testing
         _ = machine.received(0, count: 1000)
         #expect(
             machine.bodyEnded(0, jitter: 0) == [
-                .notify(.transferEnded), .checkpoint(epoch: machine.epoch), .verify(.part),
+                .notify(.transferEnded(finishBytes: 1000)), .checkpoint(epoch: machine.epoch), .verify(.part),
             ])
         let failed = machine.verified(HaulError(.digestMismatch, "wrong"))
         #expect(Array(failed.prefix(2)) == [.persist, .truncate(to: 0)])

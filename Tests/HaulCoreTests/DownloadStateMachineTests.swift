@@ -86,7 +86,7 @@ import Testing
         #expect(accepted.last?.partComplete == false)
         #expect(
             machine.bodyEnded(0, jitter: 0) == [
-                .notify(.transferEnded), .checkpoint(epoch: machine.epoch), .verify(.part),
+                .notify(.transferEnded(finishBytes: 100)), .checkpoint(epoch: machine.epoch), .verify(.part),
             ])
         #expect(machine.verified(nil) == [.publish(.part)])
         #expect(machine.published(nil) == [.persist, .finish(.completed)])

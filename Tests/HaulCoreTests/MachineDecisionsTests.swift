@@ -252,7 +252,7 @@ import Testing
         var machine = try receiving(1000)
         #expect(
             machine.bodyEnded(0, jitter: 0) == [
-                .notify(.transferEnded), .checkpoint(epoch: machine.epoch), .verify(.part),
+                .notify(.transferEnded(finishBytes: 1000)), .checkpoint(epoch: machine.epoch), .verify(.part),
             ])
         #expect(machine.state == .verifying(.part, stop: nil))
         #expect(machine.stopRequested(status: .paused) == [])

@@ -69,7 +69,7 @@ import Testing
                     if let index = waiting.firstIndex(where: { $0.id == entry.id }) { waiting[index] = entry }
                 }
             case .left(let ids): waiting.removeAll { ids.contains($0.id) }
-            case .runEnded(let id, _), .transferEnded(let id): running.remove(id)
+            case .runEnded(let id, _), .transferEnded(let id, _): running.remove(id)
             case .limitChanged(let count): limit = count
             case .closed: return []
             }
@@ -128,16 +128,17 @@ import Testing
     @Test func aFinishedTransferGivesItsSlotToTheHead() {
         var slots = QueueSlots(limit: 1)
         #expect(slots.ids(.added([Self.entry("a", 1), Self.entry("b", 2), Self.entry("c", 3)])) == [Self.id("a")])
-        #expect(slots.ids(.transferEnded(Self.id("a"))) == [Self.id("b")])
+        #expect(slots.ids(.transferEnded(Self.id("a"), finishBytes: 16_000)) == [Self.id("b")])
         #expect(slots.running == [Self.id("b")] && slots.finishing == [Self.id("a")])
         #expect(slots.ids(.runEnded(Self.id("a"))).isEmpty, "its slot was given already")
         #expect(slots.finishing.isEmpty)
         // A run that ends without finishing its transfer (failed, paused) frees its slot then.
         #expect(slots.ids(.runEnded(Self.id("b"))) == [Self.id("c")])
         // A transfer end of a run that is not the queue's changes nothing.
-        #expect(slots.ids(.transferEnded(Self.id("elsewhere"))).isEmpty)
-        #expect(slots.ids(.transferEnded(Self.id("c"))).isEmpty)
-        #expect(slots.ids(.transferEnded(Self.id("c"))).isEmpty, "told twice: still one finishing run")
+        #expect(slots.ids(.transferEnded(Self.id("elsewhere"), finishBytes: 16_000)).isEmpty)
+        #expect(slots.ids(.transferEnded(Self.id("c"), finishBytes: 16_000)).isEmpty)
+        #expect(
+            slots.ids(.transferEnded(Self.id("c"), finishBytes: 16_000)).isEmpty, "told twice: still one finishing run")
         #expect(slots.finishing == [Self.id("c")] && slots.running.isEmpty)
     }
 
@@ -149,14 +150,47 @@ import Testing
         slots.ids(.added(names.enumerated().map { Self.entry($1, Int64($0)) }))
         #expect(slots.finishingLimit == 16)
         for index in 0..<15 {
-            #expect(slots.ids(.transferEnded(Self.id(names[index]))) == [Self.id(names[index + 1])])
+            #expect(
+                slots.ids(.transferEnded(Self.id(names[index]), finishBytes: 16_000)) == [Self.id(names[index + 1])])
         }
-        #expect(slots.ids(.transferEnded(Self.id(names[15]))).isEmpty, "sixteen finishing: nothing starts")
+        #expect(
+            slots.ids(.transferEnded(Self.id(names[15]), finishBytes: 16_000)).isEmpty,
+            "sixteen finishing: nothing starts")
         #expect(slots.running.isEmpty && slots.finishing.count == 16)
         #expect(slots.ids(.runEnded(Self.id(names[3]))) == [Self.id(names[16])])
         // A larger limit allows as many finishing runs as slots.
         #expect(slots.ids(.limitChanged(20)).count == 3)
         #expect(slots.finishingLimit == 20)
+    }
+
+    /// Issue 45, the interleaving `control_plane.py` found: slow downloads that never end hold
+    /// every slot but one, and a ring of 1 GiB downloads goes through the last one, the next
+    /// added at the head each time one completes. A big download's transfer ends long before it
+    /// completes (a GiB to sync and verify); the next one then transferred so fast that its own
+    /// transfer ended while the first still finished, and its slot went to a slow download. When
+    /// the first completed, the ring's new download waited at the head behind 21 slow runs, for
+    /// good. A long finish holds its slot, as aria2 counts the download active until it completes.
+    @Test func aLongFinishHoldsItsSlotForTheRingAtTheHead() {
+        let gigabyte: Int64 = 1 << 30
+        var slots = QueueSlots(limit: 2)
+        #expect(
+            slots.ids(.added((0..<6).map { Self.entry("slow\($0)", 100 + Int64($0)) })) == [
+                Self.id("slow0"), Self.id("slow1"),
+            ])
+        #expect(slots.ids(.added([Self.entry("big1", 0), Self.entry("big2", 1)])).isEmpty)
+        #expect(slots.ids(.limitChanged(3)) == [Self.id("big1")])
+        #expect(slots.ids(.transferEnded(Self.id("big1"), finishBytes: gigabyte)).isEmpty, "big1 still finishes")
+        #expect(slots.running.contains(Self.id("big1")) && slots.finishing.isEmpty)
+        #expect(slots.ids(.runEnded(Self.id("big1"))) == [Self.id("big2")])
+        // The front-end saw big1 complete: the next one goes to the head.
+        #expect(slots.ids(.added([Self.entry("big3", -1)])).isEmpty)
+        #expect(slots.ids(.transferEnded(Self.id("big2"), finishBytes: gigabyte)).isEmpty, "big2 still finishes")
+        #expect(slots.ids(.runEnded(Self.id("big2"))) == [Self.id("big3")])
+        #expect(slots.running == [Self.id("slow0"), Self.id("slow1"), Self.id("big3")])
+        // A short finish (at most `shortFinish` bytes to sync and verify) still lends its slot.
+        #expect(
+            slots.ids(.transferEnded(Self.id("big3"), finishBytes: QueueSlots.shortFinish)) == [Self.id("slow2")])
+        #expect(slots.finishing == [Self.id("big3")])
     }
 
     /// The interleaving the daemon had: `addUri` at position 0 was an add at the tail, then a

@@ -24,7 +24,7 @@ import Testing
         #expect(slots.isHeld(Self.id("twin")) && slots.isWaiting(Self.id("twin")))
         #expect(slots.waiting.isEmpty)
         // Its transfer ends: the twin still waits for the file to be verified and published.
-        #expect(slots.handle(.transferEnded(Self.id("a"))).isEmpty)
+        #expect(slots.handle(.transferEnded(Self.id("a"), finishBytes: 16_000)).isEmpty)
         #expect(slots.handle(.runEnded(Self.id("a"), copy: "/d/a.bin")).map(\.id) == [Self.id("twin")])
         #expect(slots.takeCopy(Self.id("twin")) == "/d/a.bin")
         #expect(slots.takeCopy(Self.id("twin")) == nil, "taken once")

@@ -59,7 +59,9 @@ extension DownloadManager {
         runner.directorySyncs = directorySyncs
         runner.contentStore = configuration.contentStore
         runner.twinFile = copy
-        runner.transferEnded = { self.spawnRunning { await self.transferEnded(id, generation: generation) } }
+        runner.transferEnded = { finishBytes in
+            self.spawnRunning { await self.transferEnded(id, generation: generation, finishBytes: finishBytes) }
+        }
         let ended = Completion()
         let started = runner
         // A child of the manager's task group (`run()`).
@@ -71,10 +73,10 @@ extension DownloadManager {
         handles[id] = RunHandle(ended: ended, stop: stop, limiter: limiter)
     }
 
-    /// A run's transfer ended: the queue may give its slot to the next download while it
-    /// verifies, publishes and saves.
-    func transferEnded(_ id: DownloadID, generation: UInt64) async {
-        await perform(queue.transferEnded(id, generation: generation))
+    /// A run's transfer ended, its finish to go through `finishBytes`: the queue may give its
+    /// slot to the next download while it verifies, publishes and saves.
+    func transferEnded(_ id: DownloadID, generation: UInt64, finishBytes: Int64) async {
+        await perform(queue.transferEnded(id, generation: generation, finishBytes: finishBytes))
     }
 
     /// Loads the record, takes the download's lock for as long as it runs, and runs it.

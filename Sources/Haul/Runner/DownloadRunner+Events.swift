@@ -7,6 +7,8 @@ extension RunSession {
     func notify(_ notice: DownloadStateMachine.Notice) {
         switch notice {
         case .started(let offset):
+            // The meter's first sample: the first tick has a rate, not the 0 of a lone sample.
+            speed.record(bytes: offset, at: runner.clock.seconds())
             runner.emit(DownloadEvent(id: id, kind: .started(offset: offset)))
         case .retrying(let attempt, let delay, let error):
             runner.logger.info(
@@ -44,8 +46,8 @@ extension RunSession {
             // A signed URL's query is a credential: only where it leads is logged.
             runner.logger.warning(
                 "continuing from a refreshed URL", metadata: ["id": "\(id)", "host": "\(url.scheme)://\(url.host)"])
-        case .transferEnded:
-            runner.transferEnded()
+        case .transferEnded(let finishBytes):
+            runner.transferEnded(finishBytes)
         case .notModified:
             notModified = true
             runner.logger.info("not modified on the server", metadata: ["id": "\(id)"])

@@ -52,9 +52,10 @@ struct DownloadRunner: Sendable {
     /// Where a publish makes its new name durable together with the others published into the
     /// same directory meanwhile (the manager's, shared by its runs; by default the run's own).
     var directorySyncs = DirectorySyncs()
-    /// Told once every byte is in and every connection has closed (the manager's queue gives
-    /// the download's slot to the next one while this one verifies, publishes and saves).
-    var transferEnded: @Sendable () -> Void = {}
+    /// Told once every byte is in and every connection has closed, with the bytes its finish goes
+    /// through (the manager's queue gives the slot of a short finish to the next download while
+    /// this one verifies, publishes and saves).
+    var transferEnded: @Sendable (Int64) -> Void = { _ in }
     /// Files kept by digest (`--content-store`): a download that names a digest the store has
     /// links it instead of fetching, and one that completes puts its file there. Nil: none.
     var contentStore: ContentStore? = nil

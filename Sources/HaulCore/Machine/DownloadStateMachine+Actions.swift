@@ -15,9 +15,10 @@ extension DownloadStateMachine {
         /// one more may be tried after `retryIn`.
         case connectionRefused(ConnectionID, HaulError, retryIn: Duration)
         /// Every byte is in and every connection has closed: what is left is the disk's and the
-        /// store's (verify, publish, the final save). The queue gives the download's slot to the
-        /// next one meanwhile.
-        case transferEnded
+        /// store's (verify, publish, the final save), which goes through `finishBytes` bytes (to
+        /// sync and verify; 0 for a copy checked already). The queue gives the slot of a short
+        /// finish to the next download meanwhile (`QueueSlots.shortFinish`).
+        case transferEnded(finishBytes: Int64)
         /// No count was named, and the last one paid: the download now runs over up to this many.
         case connectionsGrown(Int)
         /// No count was named: the download keeps this many (the last step up did not pay, or

@@ -17,7 +17,11 @@ extension DownloadStateMachine {
         let claimed = parts.filter { $0.durable > 0 }.map { $0.start - fileBase + $0.durable }.max() ?? 0
         if local.published, parts.allSatisfy(\.isComplete), expectedLength != nil {
             state = .verifying(.published, stop: nil)
-            return [.persist, .notify(.started(offset: completedLength)), .notify(.transferEnded), .verify(.published)]
+            return [
+                .persist, .notify(.started(offset: completedLength)),
+                .notify(.transferEnded(finishBytes: completedLength)),
+                .verify(.published),
+            ]
         }
         if let copied = local.copied, canCopy {
             // A file with this digest was there already, checked as it was copied: published
@@ -26,7 +30,10 @@ extension DownloadStateMachine {
             record.totalLength = copied
             parts = [Part(start: 0, end: copied - 1, appended: copied, durable: copied)]
             state = .publishing
-            return [.persist, .notify(.started(offset: copied)), .notify(.transferEnded), publishAction(.part)]
+            return [
+                .persist, .notify(.started(offset: copied)), .notify(.transferEnded(finishBytes: 0)),
+                publishAction(.part),
+            ]
         }
         var actions: [Action] = []
         if parts.contains(where: { $0.durable > 0 }), (local.partSize ?? 0) < claimed {
@@ -185,7 +192,7 @@ extension DownloadStateMachine {
     mutating func beginVerify() -> [Action] {
         state = .verifying(.part, stop: stopRequest)
         lastCheckpoint = 0
-        return [.notify(.transferEnded), .checkpoint(epoch: epoch), .verify(.part)]
+        return [.notify(.transferEnded(finishBytes: completedLength)), .checkpoint(epoch: epoch), .verify(.part)]
     }
 
     /// Forgets every byte and fact about the remote entity: it changed, or it cannot be resumed.

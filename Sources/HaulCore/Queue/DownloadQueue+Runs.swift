@@ -12,12 +12,13 @@ extension DownloadQueue {
         case refused(HaulError)
     }
 
-    /// A run's transfer ended (every byte in, every connection closed): locally its slot goes
-    /// to the next download while it verifies, publishes and saves (`QueueSlots.finishing`). A
-    /// fleet host's claims count every run until it ends.
-    public mutating func transferEnded(_ id: DownloadID, generation: UInt64) -> [Action] {
+    /// A run's transfer ended (every byte in, every connection closed), its finish to go through
+    /// `finishBytes` (sync, verify): locally the slot of a short finish goes to the next download
+    /// while it verifies, publishes and saves (`QueueSlots.finishing`, `shortFinish`). A fleet
+    /// host's claims count every run until it ends.
+    public mutating func transferEnded(_ id: DownloadID, generation: UInt64, finishBytes: Int64) -> [Action] {
         guard case .local = backend, entries[id]?.run?.generation == generation else { return [] }
-        return schedule(.transferEnded(id))
+        return schedule(.transferEnded(id, finishBytes: finishBytes))
     }
 
     /// A run ended. `holdsLease`: a fleet host still holds the download's lease (a run stopped

@@ -25,8 +25,9 @@ public struct QueueSlots: Sendable {
     public private(set) var running: Set<DownloadID> = []
     /// Runs that let their slot go once every byte was in (`transferEnded`): what is left of
     /// them is the disk's and the store's (verify, publish, the final save), so the next download
-    /// transfers meanwhile. At most `finishingLimit` at once: a disk that cannot keep up holds
-    /// the queue back instead of piling up finished transfers.
+    /// transfers meanwhile. Only a finish of at most `shortFinish` bytes lets its slot go so:
+    /// a longer one holds it until it ends. At most `finishingLimit` at once: a disk that cannot
+    /// keep up holds the queue back instead of piling up finished transfers.
     public private(set) var finishing: Set<DownloadID> = []
     /// Downloads at once (`-j`, aria2's `max-concurrent-downloads`), at least 1.
     public private(set) var limit: Int
@@ -58,8 +59,10 @@ public struct QueueSlots: Sendable {
         /// Waiting downloads leave the list without running: paused, removed, or taken out to be
         /// queued again with new URLs.
         case left([DownloadID])
-        /// A run's transfer ended (every byte in, every connection closed): its slot is free.
-        case transferEnded(DownloadID)
+        /// A run's transfer ended (every byte in, every connection closed), its finish to go
+        /// through `finishBytes` (sync, verify): its slot is free when that is at most
+        /// `shortFinish`.
+        case transferEnded(DownloadID, finishBytes: Int64)
         /// A run this queue started ended, whatever its outcome; `copy`: the path of its file
         /// when it completed with a known digest (the downloads held for it copy that file).
         case runEnded(DownloadID, copy: String? = nil)
@@ -102,8 +105,8 @@ public struct QueueSlots: Sendable {
                 unsaved.remove(id)
                 release(id)
             }
-        case .transferEnded(let id):
-            if running.remove(id) != nil { finishing.insert(id) }
+        case .transferEnded(let id, let finishBytes):
+            if finishBytes <= Self.shortFinish, running.remove(id) != nil { finishing.insert(id) }
         case .runEnded(let id, let copy):
             running.remove(id)
             finishing.remove(id)
@@ -168,6 +171,16 @@ public struct QueueSlots: Sendable {
             if twins[twin]?.isEmpty == true { twins[twin] = nil }
         }
     }
+
+    /// The most bytes a run's finish may go through (sync, verify) for its slot to go to the next
+    /// download once every byte is in. What is left of a run then is the disk's: fsync of the bytes not yet durable, verification,
+    /// publish, the final save. For a small file that is milliseconds, and many small files
+    /// transfer while the earlier ones finish. For a large one it is seconds (a GiB to fsync and
+    /// verify), during which aria2 and its front-ends count it active, as it is: a front-end that
+    /// queues its next download at the head once one completes must find that download given the
+    /// slot the completion frees, not find the slot given at the transfer's end to a download from
+    /// behind (issue 45: a ring of 1 GiB downloads behind slow ones stalled for good).
+    public static let shortFinish: Int64 = 16 << 20
 
     /// Finishing runs at once: as many as slots, and at least 16 (small files finish by the
     /// dozen while one `-j 1` transfer runs).
