@@ -1,4 +1,5 @@
 import HaulCore
+import HaulTesting
 import Testing
 
 @testable import Haul
@@ -51,5 +52,36 @@ import Testing
         #expect(live.progress(id) == nil)
         live.note(progress(0))
         #expect(live.progress(id)?.bytesPerSecond == 0)
+    }
+
+    /// A run's first tick has a rate: the meter's first sample is the transfer's start. It was the
+    /// first tick, and a lone sample has no rate: every run (a new one too) said 0 at its first
+    /// tick while its bytes flowed.
+    @Test(.timeLimit(.minutes(1))) func aRunsFirstTickHasARate() async throws {
+        let clock = ManualClock()
+        try await withHarness(clock: ClockAdapter(clock)) { harness in
+            harness.server.setRoute("/slow", Route(payload: Payload(seed: 61, length: 5_000_000), throttle: 200_000))
+            let events = harness.manager.events()
+            let record = try await harness.manager.add(harness.request("/slow"))
+            // Bytes flow (the server's throttle runs on real time); no tick has come yet.
+            #expect(try await eventually { harness.server.bodyBytesSent(to: "/slow") > 50_000 })
+            let ticks = Task {
+                while !Task.isCancelled {
+                    clock.advance(by: .milliseconds(20))
+                    try await Task.sleep(for: .milliseconds(5))
+                }
+            }
+            var first: Progress?
+            for await event in events where event.id == record.id {
+                if case .progress(let progress) = event.kind {
+                    first = progress
+                    break
+                }
+            }
+            ticks.cancel()
+            let progress = try #require(first)
+            #expect(progress.completed > 0)
+            #expect(progress.bytesPerSecond > 0, "\(progress)")
+        }
     }
 }
