@@ -27,15 +27,9 @@ struct MetalinkFetcher: Sendable {
     func fetch(_ text: String) async throws(HaulError) -> Metalink {
         let url = try RemoteURL(text)
         let shown = url.absoluteString
-        let transport = AsyncHTTPTransport(configuration: http, logger: logger)
-        let body: [UInt8]
-        do {
-            body = try await download(url, transport: transport)
-        } catch {
-            await transport.shutdown()
-            throw error
+        let body = try await AsyncHTTPTransport.withTransport(configuration: http, logger: logger) {
+            transport throws(HaulError) in try await download(url, transport: transport)
         }
-        await transport.shutdown()
         do {
             return try Metalink.parse(String(decoding: body, as: UTF8.self))
         } catch {

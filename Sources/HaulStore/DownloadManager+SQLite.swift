@@ -14,16 +14,21 @@ extension DownloadManager {
         let store = try await SQLiteDownloadStore.open(
             path: Paths.join(configuration.stateDirectory, "haul.sqlite"),
             keepsCredentials: configuration.keepsCredentials, logger: logger)
-        try await self.init(
-            configuration: configuration, store: store,
-            closeStore: {
-                do {
-                    try await store.close()
-                } catch {
-                    // Every write was committed before its caller returned; only the file handles are at stake.
-                    logger.warning(
-                        "cannot close the state database", metadata: ["path": "\(store.path)", "error": "\(error)"])
-                }
-            })
+        let closeStore: @Sendable () async -> Void = {
+            do {
+                try await store.close()
+            } catch {
+                // Every write was committed before its caller returned; only the file handles are at stake.
+                logger.warning(
+                    "cannot close the state database", metadata: ["path": "\(store.path)", "error": "\(error)"])
+            }
+        }
+        do {
+            try await self.init(configuration: configuration, store: store, closeStore: closeStore)
+        } catch {
+            // No manager owns the store: closed here (its connection traps in its deinit otherwise).
+            await closeStore()
+            throw error
+        }
     }
 }

@@ -32,8 +32,10 @@ extension DownloadManager: Service {
         /// Adds waiting to be carried out together in the next add turn (`submitAdd`).
         var adds: [BatchLine<AddBatch, AddedBatch>.Waiting] = []
         var addTurnQueued = false
-        /// Set by the first `shutdown`; finished once it is done.
+        /// Set by the first `shutdown` (or the group's end without one); finished once it is done.
         var shutdown: Completion?
+        /// Set once the shutdown's work has begun (`stopEverything`): it is done only once.
+        var stopped = false
     }
 
     /// One queue change: what it does, and how its caller hears it will not run.
@@ -63,10 +65,16 @@ extension DownloadManager: Service {
                 stopGracefully()
             }
         case .selfStarted(let task):
-            await withGracefulShutdownHandler {
-                await task.value
-            } onGracefulShutdown: {
-                stopGracefully()
+            // Its task is no child of this one: a cancellation of the caller (a service group
+            // cancelled, or past its graceful shutdown's limit) is handed on, as `.running` gets it.
+            await withTaskCancellationHandler {
+                await withGracefulShutdownHandler {
+                    await task.value
+                } onGracefulShutdown: {
+                    stopGracefully()
+                }
+            } onCancel: {
+                task.cancel()
             }
         case .running, .ended:
             return
@@ -85,10 +93,16 @@ extension DownloadManager: Service {
         await loopEnded()
     }
 
-    private func loopEnded() {
+    /// The group is the scope the manager's transport and store are used in (every run, turn
+    /// and fleet loop is its child): however it ends, they are released as it ends. Cancelled
+    /// without a shutdown, or before the shutdown's own job ran, the shutdown's work is done here
+    /// (AsyncHTTPClient's client and sqlite-nio's connection trap in their deinit otherwise).
+    private func loopEnded() async {
         service.loop = .ended
         // Cancelled without a shutdown: nothing will take a turn any more.
         refuseTurns()
+        if service.shutdown == nil { service.shutdown = Completion() }
+        await stopEverything(deadline: nil)
     }
 
     /// Starts `run()` in a task of its own when no one runs it. Throws once it has ended.

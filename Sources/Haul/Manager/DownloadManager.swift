@@ -34,7 +34,8 @@ public actor DownloadManager {
     let fleet: (any SharedQueueStore)?
     var fleetState = FleetState()
     let transport: any HTTPTransport
-    private let ownedTransport: AsyncHTTPTransport?
+    /// The transport this manager made, and shuts down when its task group ends.
+    let ownedTransport: AsyncHTTPTransport?
     /// Closes the store this manager opened or was handed to own; nil for an injected one.
     private let closeStore: (@Sendable () async -> Void)?
     let clock: any HaulClock
@@ -288,29 +289,35 @@ public actor DownloadManager {
     /// With a `deadline`, stops waiting for downloads after it: one still verifying a large
     /// file keeps its status `running` and is verified again on the next start.
     public func shutdown(deadline: Duration? = nil) async {
+        let done = service.shutdown ?? Completion()
         if service.shutdown == nil {
-            let done = Completion()
             service.shutdown = done
             if case .ended = service.loop {
                 // The group was cancelled: what is left to stop and close is stopped here.
                 await stopEverything(deadline: deadline)
-                done.finish()
             } else {
-                spawn {
-                    await self.stopEverything(deadline: deadline)
-                    done.finish()
-                }
+                // Should the group be cancelled before this job runs, its end stops everything
+                // instead (`loopEnded`).
+                spawn { await self.stopEverything(deadline: deadline) }
             }
         }
-        await service.shutdown?.wait()
+        await done.wait()
     }
 
-    private func stopEverything(deadline: Duration?) async {
+    /// The shutdown's work, done once: by the shutdown's job in the task group, or by the
+    /// group's end when it ended without one (cancelled). Ends with the transport this manager
+    /// made and the store it owns released, and the shutdown finished.
+    func stopEverything(deadline: Duration?) async {
+        guard !service.stopped else { return }
+        service.stopped = true
         stopFleet()
         let running = handles.values
         // What waits is left queued and every run stops as running: the next start picks them up.
         await perform(queue.shutdown())
-        if let deadline {
+        if case .ended = service.loop {
+            // Every run was a child of the group, which has ended: none is left to wait for (a
+            // run handed to it after it was cancelled never started, and never ends).
+        } else if let deadline {
             // The runs' ends (each once its outcome is settled) race the deadline.
             let (ended, signal) = AsyncStream.makeStream(of: Void.self)
             runsEnded = signal
@@ -335,5 +342,6 @@ public actor DownloadManager {
         await closeStore?()
         signalIdleIfNeeded()
         endTurns()
+        service.shutdown?.finish()
     }
 }

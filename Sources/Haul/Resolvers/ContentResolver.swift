@@ -99,32 +99,26 @@ public struct ContentResolver: Sendable {
     /// - Throws: `HaulError`: what `S3Resolver.resolve`, `OCIResolver.resolve` and
     ///   `HubResolver.resolve` throw.
     public func resolve(_ name: ContentName, as text: String) async throws(HaulError) -> Resolution {
-        let transport = AsyncHTTPTransport(configuration: http)
-        let result: Result<Resolution, HaulError>
-        do throws(HaulError) {
+        try await AsyncHTTPTransport.withTransport(configuration: http) { transport throws(HaulError) in
             switch name {
             case .s3(let s3):
                 let found = try await S3Resolver(endpoint: s3Endpoint, region: s3Region, transport: transport)
                     .resolve(s3)
-                result = .success(Resolution(files: found.files, skipped: found.skipped))
+                return Resolution(files: found.files, skipped: found.skipped)
             case .image(let image):
                 let found = try await OCIResolver(
                     transport: transport, plainHTTP: oci.plainHTTP, platform: oci.platform,
                     credentials: oci.credentials[image.registry]
                 ).resolve(image, shown: text)
-                result = .success(Resolution(files: found.files, finish: found.finish))
+                return Resolution(files: found.files, finish: found.finish)
             case .hub(let name):
                 let found = try await HubResolver(
                     transport: transport, endpoint: hub.endpoint, token: hub.token, include: hub.include,
                     exclude: hub.exclude, cache: hub.cache
                 ).resolve(name, shown: text)
-                result = .success(Resolution(files: found.files, skipped: found.skipped, finish: found.finish))
+                return Resolution(files: found.files, skipped: found.skipped, finish: found.finish)
             }
-        } catch {
-            result = .failure(error)
         }
-        await transport.shutdown()
-        return try result.get()
     }
 }
 

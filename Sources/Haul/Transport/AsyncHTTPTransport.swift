@@ -170,6 +170,33 @@ public final class AsyncHTTPTransport: HTTPTransport {
         }
     }
 
+    /// Runs `body` with a transport of its own, shut down once `body` has returned or thrown
+    /// (cancelled or not): for work that needs a transport for a while (a name of content
+    /// resolved, a Metalink fetched). A client that is not shut down traps in its deinit.
+    ///
+    /// - Parameters:
+    ///   - configuration: what the transport's clients are made with.
+    ///   - logger: for what the transport cannot do but need not fail on.
+    ///   - body: the work; the transport must not be kept beyond it.
+    public static func withTransport<T, Failure: Error>(
+        configuration: Configuration = .init(),
+        logger: Logger = Logger(label: "haul", factory: { _ in SwiftLogNoOpLogHandler() }),
+        _ body: (AsyncHTTPTransport) async throws(Failure) -> T
+    ) async throws(Failure) -> T {
+        let transport = AsyncHTTPTransport(configuration: configuration, logger: logger)
+        let result: Result<T, Failure>
+        do throws(Failure) {
+            result = .success(try await body(transport))
+        } catch {
+            result = .failure(error)
+        }
+        await transport.shutdown()
+        return try result.get()
+    }
+
+    /// Whether `shutdown()` has been called: no client is made after it.
+    var isShutDown: Bool { clients.withLockedValue { $0.isShutDown } }
+
     /// Shuts every client down, together. Each returns once its connections have closed, which
     /// (with no close_notify wait) is at once.
     public func shutdown() async {

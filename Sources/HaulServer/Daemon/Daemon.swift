@@ -196,38 +196,55 @@ public struct Daemon: Sendable {
                 throw error
             }
         }
-        // Trapped now: SIGHUP's default action would stop the daemon.
-        let hangups = await UnixSignalsSequence(trapping: .sighup)
-        let built = Self.buildApplication(
-            configuration: configuration, manager: manager, metrics: metrics, secret: secret, tls: tlsConfiguration,
-            descriptorLimit: descriptorLimit, hangups: hangups, ready: ready)
-        let pid = getpid()
-        let home = configuration.home
-        let logger = configuration.logger
-        let services =
-            (fleetStore.map { [ServiceGroupConfiguration.ServiceConfiguration(service: $0)] } ?? []) + built.services
-        var group = ServiceGroupConfiguration(
-            services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-        group.maximumGracefulShutdownDuration = configuration.shutdownDeadline
-        defer {
-            SystemdNotify.send("STOPPING=1")
-            do throws(HaulError) {
-                try ServeFile.remove(home: home, pid: pid)
+        // From here the manager is this scope's: shut down however the service group ends.
+        try await Self.shuttingDown(manager) {
+            // Trapped now: SIGHUP's default action would stop the daemon.
+            let hangups = await UnixSignalsSequence(trapping: .sighup)
+            let built = Self.buildApplication(
+                configuration: configuration, manager: manager, metrics: metrics, secret: secret,
+                tls: tlsConfiguration, descriptorLimit: descriptorLimit, hangups: hangups, ready: ready)
+            let pid = getpid()
+            let home = configuration.home
+            let logger = configuration.logger
+            let services =
+                (fleetStore.map { [ServiceGroupConfiguration.ServiceConfiguration(service: $0)] } ?? [])
+                + built.services
+            var group = ServiceGroupConfiguration(
+                services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            group.maximumGracefulShutdownDuration = configuration.shutdownDeadline
+            defer {
+                SystemdNotify.send("STOPPING=1")
+                do throws(HaulError) {
+                    try ServeFile.remove(home: home, pid: pid)
+                } catch {
+                    // Harmless for the next start (it checks the pid), but said.
+                    logger.warning("\(error.message)")
+                }
+            }
+            let serviceGroup = ServiceGroup(configuration: group)
+            built.stopper.set(serviceGroup)
+            do {
+                try await serviceGroup.run()
+            } catch let error as HaulError {
+                throw error
             } catch {
-                // Harmless for the next start (it checks the pid), but said.
-                logger.warning("\(error.message)")
+                throw Self.classify(error, host: configuration.host, port: configuration.port)
             }
         }
-        let serviceGroup = ServiceGroup(configuration: group)
-        built.stopper.set(serviceGroup)
+    }
+
+    /// Runs `body`, then shuts `manager` down however `body` ended: returned (its graceful
+    /// shutdown done, this returns at once), threw, or cancelled (the service group cancelled, or
+    /// past `shutdownDeadline`, which cancels what has not stopped). The manager then closes its
+    /// HTTP clients and its store, which trap in their deinit when they were not shut down.
+    static func shuttingDown(_ manager: DownloadManager, after body: () async throws -> Void) async throws {
         do {
-            try await serviceGroup.run()
-        } catch let error as HaulError {
-            throw error
+            try await body()
         } catch {
             await manager.shutdown()
-            throw Self.classify(error, host: configuration.host, port: configuration.port)
+            throw error
         }
+        await manager.shutdown()
     }
 
     /// `HOST/PID`: unique on a machine, and says where to look.
