@@ -98,7 +98,12 @@ func withDaemon(jobs: Int? = nil, _ body: (DaemonAPI, TestServer) async throws -
         try await body(api, server)
         try await api.stop()
     } catch {
-        try? await api.stop()
+        // The body failed, or its test's time limit cancelled it (then no call reaches the
+        // daemon): the daemon's task is cancelled, which shuts its manager down.
+        api.task.cancel()
+        if case .failure(let stopError) = await api.task.result, !(stopError is CancellationError) {
+            Issue.record(stopError, "the daemon's end after the test's failure")
+        }
         try await server.shutdown()
         throw error
     }
