@@ -21,8 +21,8 @@ final class Harness: Sendable {
     static func make(
         maxConcurrent: Int = 3,
         maxAttempts: Int = 5,
-        readTimeout: Duration = .seconds(10),
-        connectTimeout: Duration = .seconds(5),
+        readTimeout: Duration? = nil,
+        connectTimeout: Duration? = nil,
         clock: (any HaulClock)? = nil,
         tls: TLSFiles? = nil,
         checkpointInterval: Duration = .milliseconds(20),
@@ -45,7 +45,8 @@ final class Harness: Sendable {
             checkpointInterval: checkpointInterval, progressInterval: .milliseconds(20),
             retry: RetryPolicy(maxAttempts: maxAttempts, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50)),
             http: .init(
-                connectTimeout: connectTimeout, readTimeout: readTimeout,
+                connectTimeout: connectTimeout ?? transportTimeouts(clock).connect,
+                readTimeout: readTimeout ?? transportTimeouts(clock).read,
                 additionalTrustRoots: tls.map { [$0.certificatePath] } ?? []),
             minimumSegmentSize: minimumSegmentSize, downloadRoots: confined ? [directory] : nil, bootID: bootID,
             maxConnectionsPerHost: maxConnectionsPerHost)
@@ -58,6 +59,16 @@ final class Harness: Sendable {
         return Harness(
             server: server, directory: directory, stateDirectory: stateDirectory, manager: manager,
             transport: transport, store: store, configuration: configuration)
+    }
+
+    /// The transport's timeouts unless a test names its own: 5 s to connect and 10 s without a
+    /// byte on the real clock. With an injected (manual) clock they are the one wall-clock wait
+    /// left in the engine, and a timeout's retry waits on a clock only the test advances: a
+    /// connect that took longer than 5 s while every test ran at once on two cores left
+    /// `anHTTPDateRetryAfterWaitsByTheInjectedClock` waiting for a retry until its time limit.
+    /// They are then longer than any suite's time limit, which is the hang guard.
+    static func transportTimeouts(_ clock: (any HaulClock)?) -> (connect: Duration, read: Duration) {
+        clock == nil ? (.seconds(5), .seconds(10)) : (.seconds(600), .seconds(600))
     }
 
     private init(
@@ -156,8 +167,8 @@ final class Harness: Sendable {
 
 /// A throwing wrapper so tests can use `defer`-like cleanup with async work.
 func withHarness(
-    maxConcurrent: Int = 3, maxAttempts: Int = 5, readTimeout: Duration = .seconds(10),
-    connectTimeout: Duration = .seconds(5), clock: (any HaulClock)? = nil, tls: TLSFiles? = nil,
+    maxConcurrent: Int = 3, maxAttempts: Int = 5, readTimeout: Duration? = nil,
+    connectTimeout: Duration? = nil, clock: (any HaulClock)? = nil, tls: TLSFiles? = nil,
     checkpointInterval: Duration = .milliseconds(20), minimumSegmentSize: Int64 = 1 << 20, confined: Bool = false,
     bootID: String? = nil, maxConnectionsPerHost: Int? = nil, fileCalls: FileCalls = .system,
     refreshCommand: String? = nil,
