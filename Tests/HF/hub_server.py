@@ -24,11 +24,13 @@ Repositories, each with a `.gitattributes` as every repository on the Hub has:
 `haul-test/dots` (dot files and dot folders: `.github/workflows/x.yml`,
 `.ipynb_checkpoints/a.txt`); `haul-test/odd` (besides `ok.txt`, paths no file beneath a
 directory can have: a control character, a segment of 251 bytes, `.` and `..`);
+`haul-test/twins` (one 2 MiB LFS blob at `a/weights.bin` and `b/weights.bin`, and `other.bin`);
 `datasets/haul-test/data` (`train.csv`, small).
 
 Prints one JSON line (the Hub's port, the CDN's port, each file's sha256 by REPO/PATH, the
 commits) once ready, then serves until its standard input closes. `GET /_stats` on the Hub answers
-the CDN's counts (requests per blob and whether one carried `Authorization`) and the `/resolve/`
+the CDN's counts (requests and body bytes sent per blob, and whether one carried
+`Authorization`) and the `/resolve/`
 requests per repository.
 """
 import hashlib
@@ -99,6 +101,14 @@ REPOS = {
             "sub/./here.txt": b"a . segment\n",
         }, set(), "odd"),
     },
+    # One LFS blob at two paths (a checkpoint copied into two folders), as repositories often have.
+    ("models", "haul-test/twins"): {
+        "main": repo({
+            "a/weights.bin": pattern(2 << 20, 5),
+            "b/weights.bin": pattern(2 << 20, 5),
+            "other.bin": pattern(3 << 20, 6),
+        }, {"a/weights.bin", "b/weights.bin", "other.bin"}, "twins"),
+    },
     ("datasets", "haul-test/data"): {
         "main": repo({"train.csv": b"a,b\n1,2\n"}, set(), "data"),
     },
@@ -109,7 +119,7 @@ for revisions in REPOS.values():
     for revision in revisions.values():
         for entry in revision["files"].values():
             BLOBS[entry["sha256"]] = entry["data"]
-STATS = {"cdn": {}, "cdnAuthorization": 0, "api": 0, "resolve": {}}
+STATS = {"cdn": {}, "cdnBytes": {}, "cdnAuthorization": 0, "api": 0, "resolve": {}}
 LOCK = threading.Lock()
 
 
@@ -131,7 +141,14 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         if not head:
-            self.wfile.write(body)
+            # Written in pieces so the bytes a client took before it closed are counted.
+            view = memoryview(body)
+            for start in range(0, len(view), 256 << 10):
+                self.wfile.write(view[start:start + (256 << 10)])
+                self.sent(len(view[start:start + (256 << 10)]))
+
+    def sent(self, count):
+        """Counts body bytes written (the CDN's, by blob)."""
 
     def error(self, status, code, message, head=False):
         self.send(status, json.dumps({"error": message}).encode(),
@@ -231,6 +248,11 @@ class Hub(Handler):
 
 
 class CDN(Hub):
+    def sent(self, count):
+        sha = urllib.parse.urlsplit(self.path).path.rsplit("/", 1)[-1]
+        with LOCK:
+            STATS["cdnBytes"][sha] = STATS["cdnBytes"].get(sha, 0) + count
+
     def route(self, head):
         url = urllib.parse.urlsplit(self.path)
         query = urllib.parse.parse_qs(url.query)

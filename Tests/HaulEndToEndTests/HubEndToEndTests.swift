@@ -338,6 +338,8 @@ struct HubServer {
     struct Stats: Decodable {
         let cdn: [String: Int]
         let cdnAuthorization: Int
+        /// Body bytes the CDN wrote, by blob (those a connection closed early took included).
+        let cdnBytes: [String: Int]
         /// `/resolve/` requests by `ORG/REPO`.
         let resolve: [String: Int]
     }

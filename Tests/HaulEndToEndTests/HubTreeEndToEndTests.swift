@@ -87,4 +87,46 @@ struct HubTreeEndToEndTests {
         _ = await daemon.terminate()
         try await world.close()
     }
+
+    /// Issue 45: one LFS blob at two paths (`a/weights.bin`, `b/weights.bin`) is fetched once, in
+    /// tree mode and through the daemon's add: the listing names each file's digest before any
+    /// request, the second path waits for the first (the queue's twins) and copies its file. One
+    /// connection a file (`-x 1`, and the daemon's default), so the CDN's bytes count the fetches
+    /// alone: a steal between connections asks again bytes already in flight to the one it
+    /// shortens, and the fixture's server counts those as sent.
+    @Test func oneBlobAtTwoPathsIsFetchedOnce() async throws {
+        let hub = try await HubServer.shared()
+        let blob = try #require(hub.sha256["models/haul-test/twins@main/a/weights.bin"])
+        #expect(blob == hub.sha256["models/haul-test/twins@main/b/weights.bin"])
+        let world = try await World.make()
+        var sent = try await hub.stats().cdnBytes[blob] ?? 0
+        let result = try await HaulProcess.run(
+            ["get", "-q", "-x", "1", "-d", "twins", "hf://haul-test/twins"], in: world, environment: hub.environment())
+        #expect(result.status == 0, "\(result.stderr)")
+        for path in ["a/weights.bin", "b/weights.bin", "other.bin"] {
+            #expect(
+                world.sha256(of: world.directory + "/twins/" + path)
+                    == hub.sha256["models/haul-test/twins@main/\(path)"],
+                "\(path)")
+        }
+        var now = try await hub.stats().cdnBytes[blob] ?? 0
+        #expect(now - sent == 2 << 20, "haul get: the 2 MiB blob once")
+        sent = now
+        let daemon = try await DaemonProcess.start(world, environment: hub.environment())
+        defer { daemon.process.signal(SIGKILL) }
+        let answer = try await daemon.call(
+            .POST, "/api/v1/downloads",
+            body: #"{"url": "hf://haul-test/twins", "directory": "\#(world.directory)/daemon"}"#)
+        #expect(answer.status == 201, "\(answer.text)")
+        for view in try answer.decode([DownloadView].self) {
+            try await daemon.wait(for: view.id, status: .completed)
+        }
+        for path in ["a/weights.bin", "b/weights.bin"] {
+            #expect(world.sha256(of: world.directory + "/daemon/" + path) == blob, "\(path)")
+        }
+        now = try await hub.stats().cdnBytes[blob] ?? 0
+        #expect(now - sent == 2 << 20, "the daemon: the 2 MiB blob once")
+        _ = await daemon.terminate()
+        try await world.close()
+    }
 }
