@@ -171,8 +171,17 @@ struct HubEndToEndTests {
         let call =
             #"{"jsonrpc":"2.0","id":"1","method":"aria2.addUri","params":["token:\#(daemon.serve.secret)",["hf://haul-test/gated"]]}"#
         let rpc = try await daemon.call(.POST, "/jsonrpc", body: call, token: .some(nil))
+        func status(_ gid: String) async throws -> [String: Any] {
+            let call =
+                #"{"jsonrpc":"2.0","id":"3","method":"aria2.tellStatus","params":["token:\#(daemon.serve.secret)","\#(gid)"]}"#
+            let answer = try await daemon.call(.POST, "/jsonrpc", body: call, token: .some(nil))
+            return try #require((answer.json as? [String: Any])?["result"] as? [String: Any], "\(answer.text)")
+        }
         let gid = try #require((rpc.json as? [String: Any])?["result"] as? String, "\(rpc.text)")
-        for id in added.map(\.id) + [gid] { try await daemon.wait(for: id, status: .completed) }
+        // The gated repository's first file is its `.gitattributes`; `weights.bin` follows it.
+        let gated = try await status(gid)["followedBy"] as? [String] ?? []
+        #expect(gated.count == 1, "two files: \(gated)")
+        for id in added.map(\.id) + [gid] + gated { try await daemon.wait(for: id, status: .completed) }
         #expect(
             world.sha256(of: world.directory + "/api/dir/notes.txt")
                 == hub.sha256["models/haul-test/model@main/sub/dir/notes.txt"])
@@ -185,12 +194,6 @@ struct HubEndToEndTests {
         let first = try #require(
             (try await daemon.call(.POST, "/jsonrpc", body: tree, token: .some(nil)).json as? [String: Any])?["result"]
                 as? String)
-        func status(_ gid: String) async throws -> [String: Any] {
-            let call =
-                #"{"jsonrpc":"2.0","id":"3","method":"aria2.tellStatus","params":["token:\#(daemon.serve.secret)","\#(gid)"]}"#
-            let answer = try await daemon.call(.POST, "/jsonrpc", body: call, token: .some(nil))
-            return try #require((answer.json as? [String: Any])?["result"] as? [String: Any], "\(answer.text)")
-        }
         let followers = try await status(first)["followedBy"] as? [String] ?? []
         #expect(followers.count == 5, "six files: \(followers)")
         for gid in followers {
