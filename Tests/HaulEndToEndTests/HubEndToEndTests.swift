@@ -330,11 +330,14 @@ struct HubServer {
         return HubServer(fixture: fixture, port: ready.port, sha256: ready.sha256)
     }
 
-    /// `HF_ENDPOINT` at this Hub, `HF_TOKEN` the one it takes when `token`, and no user's own.
+    /// `HF_ENDPOINT` at this Hub, `HF_TOKEN` the one it takes when `token`, and no user's own:
+    /// `HF_HOME` is a folder of this Hub's own under the temporary directory, never the machine's
+    /// (huggingface_hub writes a snapshot's ref there even with `local_dir`; a fixed path such as
+    /// `/nonexistent` became a real folder that way and broke another suite's "no such file").
     func environment(token: Bool = false) -> [String: String] {
         [
             "HF_ENDPOINT": "http://127.0.0.1:\(port)", "HF_TOKEN": token ? "hf_test_token" : "",
-            "HF_HOME": "/nonexistent",
+            "HF_HOME": FileManager.default.temporaryDirectory.path + "/haul-test-hf-home-\(port)",
         ]
     }
 

@@ -160,9 +160,13 @@ struct S3EndToEndTests {
         let endpoint = ["--s3-endpoint", moto.endpoint]
         var wrong = moto.keys
         wrong["AWS_SECRET_ACCESS_KEY"] = "wrong"
+        // Absent files inside the test's own folder: a fixed path such as `/nonexistent` is a
+        // folder on some machines (another program's home), which haul rightly cannot read.
+        let absent = world.directory + "/absent"
         let none = [
-            "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
-            "AWS_CONFIG_FILE": "/nonexistent",
+            "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "",
+            "AWS_SHARED_CREDENTIALS_FILE": absent + "/credentials",
+            "AWS_CONFIG_FILE": absent + "/config",
         ]
         let cases: [(arguments: [String], environment: [String: String], status: Int32, says: String)] = [
             (["s3://haul-test/nope.bin"], moto.keys, 3, "no such key"),
