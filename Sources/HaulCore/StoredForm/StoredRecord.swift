@@ -7,11 +7,14 @@
 /// `priority`, `position` by a move, `file_name` by a name reservation) win over the JSON when
 /// a row is read.
 ///
-/// The JSON is written and read by hand (`StoredRecord+JSON.swift`), not through Foundation's
-/// `JSONEncoder`: that cost about 30 µs to encode and 35 µs to decode one record (release
-/// build), against a few for this codec, and a listing of ten thousand reads every one. It is the
-/// same form: `JSONDecoder` reads what this writes, and this reads what `JSONEncoder` wrote (the
-/// fleet's rows before this codec), which `StoredRecordTests` holds for every field.
+/// The JSON is written and read by hand (`StoredRecord+JSONWrite.swift`,
+/// `StoredRecord+JSONRead.swift`), not through Foundation's `JSONEncoder`: that cost about 30 µs to
+/// encode and 35 µs to decode one record (release build), against a few for this codec, and a
+/// listing of ten thousand reads every one. It is the same form: `JSONDecoder` reads what this
+/// writes, and this reads what `JSONEncoder` wrote (the fleet's rows before this codec), which
+/// `StoredRecordTests` holds for hand-built samples and `StoredRecordCompletenessTests` for every
+/// stored property, found by `Mirror`, so a field added to the record and forgotten by the codec
+/// fails a test.
 ///
 /// Printed (`description`, `dump`), it shows its id and status only: the JSON holds headers and
 /// cookies, the credentials column a password.
