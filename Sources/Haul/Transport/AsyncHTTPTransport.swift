@@ -7,12 +7,6 @@ import NIOHTTP1
 import NIOPosix
 import NIOSSL
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// The real transport: AsyncHTTPClient, streaming. Its response body applies backpressure, so a
 /// slow disk slows the socket instead of filling memory (DESIGN rule 6).
 ///
@@ -27,6 +21,9 @@ import NIOSSL
 /// would otherwise wait up to `TLSConfiguration.shutdownTimeout` (5 s by default) for the
 /// server's close_notify, which a server busy sending a body never reads; `HTTPClient.shutdown()`
 /// waits for every connection to close, so `haul get` ended 5 s after its last byte.
+///
+/// How a failure is named for the user is in `AsyncHTTPTransport+Errors.swift`; the body a
+/// response is read through is `AsyncHTTPBody`.
 public final class AsyncHTTPTransport: HTTPTransport {
     /// How the transport's clients connect and what they send: timeouts, redirects, trust,
     /// connections per host, proxies, user agent and cookies.
@@ -342,199 +339,5 @@ public final class AsyncHTTPTransport: HTTPTransport {
             // Nothing of it was wanted: only its connection is lost.
             logger.debug("a redirect's body broke off", metadata: ["error": "\(error)"])
         }
-    }
-
-    /// Names the cause in the user's terms and says whether retrying can help (via the code).
-    /// `proxy` is the proxy the request went through, if any. `url` carries no credentials
-    /// (``RemoteURL/absoluteString``), nor does anything else here.
-    static func classify(_ error: any Error, url: String, proxy: ProxyEndpoint? = nil) -> HaulError {
-        if let error = error as? HaulError { return error }
-        if error is CancellationError { return HaulError(.interrupted, "\(url): stopped") }
-        if let error = error as? HTTPClientError {
-            switch error {
-            case .redirectLimitReached, .redirectCycleDetected:
-                return HaulError(.tooManyRedirects, "\(url): too many redirects", underlying: error)
-            case .readTimeout:
-                return HaulError(.network, "\(url): no data received before the read timeout", underlying: error)
-            case .connectTimeout:
-                return HaulError(.network, "\(url): connection timed out", underlying: error)
-            case .remoteConnectionClosed:
-                return HaulError(.network, "\(url): connection closed by the server", underlying: error)
-            case .cancelled:
-                return HaulError(.interrupted, "\(url): stopped")
-            case .invalidURL, .emptyHost, .emptyScheme:
-                return HaulError(.badURL, "\(url): \(error)", underlying: error)
-            case .proxyAuthenticationRequired:
-                let what = proxy?.credentials == nil ? "wants credentials" : "refused the credentials"
-                return HaulError(
-                    .httpStatus,
-                    "\(url): the proxy \(proxy.map { "\($0)" } ?? "") \(what) (HTTP 407 Proxy Authentication Required)",
-                    httpStatus: 407, underlying: error)
-            case .invalidProxyResponse:
-                // AsyncHTTPClient tunnels http:// through CONNECT too, and many proxies allow
-                // CONNECT only to port 443; it does not tell which status the proxy answered.
-                let hint =
-                    proxy?.credentials == nil
-                    ? "the proxy may allow CONNECT only to some ports, such as 443"
-                    : "wrong proxy credentials, or the proxy allows CONNECT only to some ports, such as 443"
-                return HaulError(
-                    .network, "\(url): the proxy \(proxy.map { "\($0)" } ?? "") refused the CONNECT tunnel (\(hint))",
-                    underlying: error)
-            default:
-                return HaulError(.network, "\(url): \(error)", underlying: error)
-            }
-        }
-        if let error = error as? NIOConnectionError {
-            let target =
-                proxy.map {
-                    $0.host == error.host && $0.port == error.port ? "the proxy \(error.host):\(error.port)" : nil
-                }
-                ?? nil
-            if error.connectionErrors.isEmpty, error.dnsAError != nil || error.dnsAAAAError != nil {
-                return HaulError(.network, "\(url): cannot resolve host \(target ?? error.host)", underlying: error)
-            }
-            let reasons = error.connectionErrors.map { "\($0.error)" }.joined(separator: ", ")
-            return HaulError(
-                .network, "\(url): cannot connect to \(target ?? "\(error.host):\(error.port)")", cause: reasons)
-        }
-        if let error = error as? IOError {
-            return HaulError(.network, "\(url): \(String(cString: strerror(error.errnoCode)))", underlying: error)
-        }
-        if let error = error as? NIOSSLError {
-            let detail =
-                "\(error)".contains("CERTIFICATE_VERIFY_FAILED")
-                ? "handshake failed: the server's certificate is not trusted" : "handshake failed"
-            return HaulError(.network, "\(url): TLS \(detail)", underlying: error)
-        }
-        return HaulError(.network, "\(url): \(error)", cause: String(reflecting: error), underlying: error)
-    }
-}
-
-/// The body of one response. Read by one runner, in order.
-final class AsyncHTTPBody: ResponseBodyStream, @unchecked Sendable {
-    /// How the response said its body ends: what a failure in the middle of it means.
-    enum Framing: Hashable {
-        case chunked
-        case length(Int64)
-        /// Read until the connection closes (HTTP/1.0 style): an early close cannot be told apart.
-        case close
-
-        init(headers: HTTPHeaders) {
-            if headers[canonicalForm: "Transfer-Encoding"].contains(where: { $0.lowercased() == "chunked" }) {
-                self = .chunked
-            } else if let length = headers.first(name: "Content-Length").flatMap({ Int64($0) }) {
-                self = .length(length)
-            } else {
-                self = .close
-            }
-        }
-    }
-
-    private var iterator: HTTPClientResponse.Body.AsyncIterator
-    private let url: String
-    private let proxy: ProxyEndpoint?
-    private let framing: Framing
-    private var read: Int64 = 0
-
-    init(
-        _ iterator: HTTPClientResponse.Body.AsyncIterator, url: String, proxy: ProxyEndpoint? = nil,
-        framing: Framing = .close
-    ) {
-        self.iterator = iterator
-        self.url = url
-        self.proxy = proxy
-        self.framing = framing
-    }
-
-    func next() async throws -> (any ByteChunk)? {
-        do {
-            let chunk = try await iterator.next()
-            read += Int64(chunk?.readableBytes ?? 0)
-            return chunk.map(Self.compacted)
-        } catch {
-            throw AsyncHTTPTransport.classifyBody(error, url: url, proxy: proxy, framing: framing, read: read)
-        }
-    }
-}
-
-extension AsyncHTTPBody {
-    /// A chunk whose storage is more than twice its bytes, copied into storage of its own size.
-    ///
-    /// The writer keeps chunks until their batch is on disk, and a chunk pins its whole storage.
-    /// Over TLS a chunk is a slice of the TLS handler's plaintext buffer, which grows to hold a
-    /// whole network read and is copied at that capacity whenever it is written again while a
-    /// slice of it is held: with 64 TLS connections the chunks the writer held (about 2 MiB of
-    /// bytes) pinned 90 MB of such storage (heaptrack's peak). A copy costs one `memcpy` of bytes
-    /// that were just decrypted; a chunk that fills most of its storage (a plain HTTP read) is
-    /// passed on as it is.
-    static func compacted(_ chunk: ByteBuffer) -> ByteBuffer {
-        guard chunk.storageCapacity > 2 * chunk.readableBytes else { return chunk }
-        var copy = ByteBufferAllocator().buffer(capacity: chunk.readableBytes)
-        copy.writeImmutableBuffer(chunk)
-        return copy
-    }
-}
-
-extension AsyncHTTPTransport {
-    /// A body that failed after `read` bytes: a server that broke the body's framing or closed
-    /// the connection before its announced end is named in words (the parser's own text, such as
-    /// "invalid constant string", tells a user nothing). Other failures are classified as any.
-    static func classifyBody(
-        _ error: any Error, url: String, proxy: ProxyEndpoint?, framing: AsyncHTTPBody.Framing,
-        read: Int64
-    ) -> HaulError {
-        let cause = "\(error)"
-        let closedEarly: Bool
-        if let parser = error as? HTTPParserError {
-            switch parser {
-            case .invalidEOFState, .closedConnection:
-                closedEarly = true
-            case .invalidChunkSize:
-                return HaulError(
-                    .brokenFraming,
-                    "\(url): the server broke chunked encoding: a chunk size that is not a "
-                        + "hexadecimal number or is too large, after \(read) bytes", cause: cause)
-            default:
-                let what = framing == .chunked ? "broke chunked encoding" : "broke HTTP framing"
-                return HaulError(
-                    .brokenFraming, "\(url): the server \(what): malformed bytes after \(read) bytes of the body",
-                    cause: cause)
-            }
-        } else if let client = error as? HTTPClientError, client == .remoteConnectionClosed {
-            closedEarly = true
-        } else {
-            closedEarly = false
-        }
-        guard closedEarly else { return classify(error, url: url, proxy: proxy) }
-        switch framing {
-        case .chunked:
-            return HaulError(
-                .badResponse,
-                "\(url): the server closed the connection after \(read) bytes, inside its chunked "
-                    + "body (no last chunk)", cause: cause)
-        case .length(let length):
-            return HaulError(
-                .badResponse,
-                "\(url): the server closed the connection after \(read) of the \(length) bytes "
-                    + "its Content-Length announced", cause: cause)
-        case .close:
-            return classify(error, url: url, proxy: proxy)
-        }
-    }
-}
-
-extension ByteBuffer: ByteChunk {
-    /// The readable bytes, the only ones a chunk holds.
-    public var count: Int { readableBytes }
-
-    /// The readable bytes at `range`, counted from the reader index, sharing this buffer's
-    /// storage. `range` must lie within `count`.
-    public func slice(_ range: Range<Int>) -> ByteBuffer {
-        getSlice(at: readerIndex + range.lowerBound, length: range.count)!
-    }
-
-    /// Calls `body` with the readable bytes, without copying them.
-    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        try withUnsafeReadableBytes(body)
     }
 }
