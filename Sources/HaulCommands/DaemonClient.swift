@@ -149,14 +149,11 @@ struct DaemonClient: Sendable {
         return AsyncThrowingStream { continuation in
             let task = Task {
                 var parser = ServerSentEvents()
+                var unreadable = UnreadableEvents()
                 do {
                     for try await buffer in response.body {
                         for data in parser.feed(buffer.readableBytesView) {
-                            // Nothing lost that this haul could show: an event it cannot read is
-                            // of a kind a newer daemon knows and it does not.
-                            if let event = try? JSONDecoder().decode(EventView.self, from: data) {
-                                continuation.yield(event)
-                            }
+                            if let event = unreadable.decode(data) { continuation.yield(event) }
                         }
                     }
                     continuation.finish()
@@ -207,5 +204,31 @@ struct ServerSentEvents {
             line = []
         }
         return complete
+    }
+}
+
+/// Reads the events of the daemon's stream, and says on stderr which it cannot read: of a kind a
+/// newer daemon knows and this haul does not, or (the same version) a bug in how one is written,
+/// which would otherwise go unseen. Each different failure is said once, ten at most, so a newer
+/// daemon's stream cannot bury the display; the stream goes on without the event.
+struct UnreadableEvents {
+    /// The failures already said, by their text.
+    private(set) var reported: Set<String> = []
+    /// Different failures said at most.
+    static let limit = 10
+    /// Where a failure is said: stderr, but for tests.
+    var report: (String) -> Void = { StandardStreams.error($0) }
+
+    /// The event in `data`, or nil (said, the first times) when it cannot be read.
+    mutating func decode(_ data: Data) -> EventView? {
+        do {
+            return try JSONDecoder().decode(EventView.self, from: data)
+        } catch {
+            let text = "\(error)"
+            guard reported.count < Self.limit, reported.insert(text).inserted else { return nil }
+            let more = reported.count == Self.limit ? " (further unreadable events are not said)" : ""
+            report("haul: skipped an event from the daemon that this haul cannot read: \(text)\(more)\n")
+            return nil
+        }
     }
 }

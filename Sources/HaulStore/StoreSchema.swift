@@ -1,4 +1,5 @@
 import HaulCore
+import Logging
 import SQLiteNIO
 
 /// The schema as an ordered list of migrations; `PRAGMA user_version` records how many ran.
@@ -156,7 +157,17 @@ enum StoreSchema {
             }
             _ = try await store.query("COMMIT")
         } catch {
-            _ = try? await store.query("ROLLBACK")
+            // The migration's own error is the one thrown; a rollback that fails as well is told
+            // to the store's logger (SQLite rolls back on its own when the connection closes).
+            do {
+                _ = try await store.query("ROLLBACK")
+            } catch let rollback {
+                store.logger.error(
+                    "cannot roll back a failed migration of the state database",
+                    metadata: [
+                        "path": "\(store.path)", "error": "\(error)", "rollback": "\(rollback)",
+                    ])
+            }
             throw error
         }
     }

@@ -20,23 +20,34 @@ public enum JSONValue: Sendable, Hashable, Decodable {
     /// Decodes whatever value the decoder holds, trying each kind in turn: null, a Boolean, a
     /// 64-bit integer, any other number, a string, an array, then an object. Throws the
     /// decoder's error when it is none of them.
+    ///
+    /// A `Decoder` cannot say which kind it holds, only refuse the wrong one, and not always with
+    /// a `DecodingError` (Foundation's `JSONDecoder` refuses some numbers, such as `1.5e-3`,
+    /// with an error of its own): an error from any kind but the last says only that the value
+    /// is not of that kind, so nothing is lost when the next kind is tried. The object's error is
+    /// thrown.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null
-        } else if let value = try? container.decode(Bool.self) {
-            self = .bool(value)
-        } else if let value = try? container.decode(Int64.self) {
-            self = .integer(value)
-        } else if let value = try? container.decode(Double.self) {
-            self = .number(value)
-        } else if let value = try? container.decode(String.self) {
-            self = .string(value)
-        } else if let value = try? container.decode([JSONValue].self) {
-            self = .array(value)
-        } else {
-            self = .object(try container.decode([String: JSONValue].self))
+            return
         }
+        let kinds: [() throws -> JSONValue] = [
+            { .bool(try container.decode(Bool.self)) },
+            { .integer(try container.decode(Int64.self)) },
+            { .number(try container.decode(Double.self)) },
+            { .string(try container.decode(String.self)) },
+            { .array(try container.decode([JSONValue].self)) },
+        ]
+        for kind in kinds {
+            do {
+                self = try kind()
+                return
+            } catch {
+                continue
+            }
+        }
+        self = .object(try container.decode([String: JSONValue].self))
     }
 
     /// The text when this is a string; nil for any other kind.

@@ -111,12 +111,20 @@ public struct Aria2RPC: Sendable {
         var parameters: [JSONValue] = []
         if let params {
             let padded = params.replacing(" ", with: "+")
-            // Answered: parameters that are not base64 JSON are an invalid request.
-            guard let data = Data(base64Encoded: padded + String(repeating: "=", count: (4 - padded.count % 4) % 4)),
-                case .array(let values)? = try? JSONParser.parse(Array(data))
+            // Answered: parameters that are not base64 JSON are an invalid request (aria2's
+            // answer names no reason; the parser's is logged).
+            guard let data = Data(base64Encoded: padded + String(repeating: "=", count: (4 - padded.count % 4) % 4))
             else {
                 return Self.failure(id: .null, .invalidRequest, status: 400)
             }
+            let parsed: JSONValue
+            do {
+                parsed = try JSONParser.parse(Array(data))
+            } catch {
+                logger.debug("a GET request's params are not JSON", metadata: ["error": "\(error)"])
+                return Self.failure(id: .null, .invalidRequest, status: 400)
+            }
+            guard case .array(let values) = parsed else { return Self.failure(id: .null, .invalidRequest, status: 400) }
             parameters = values
         }
         return await answer(.object(["id": .string(id), "method": .string(method), "params": .array(parameters)]))
