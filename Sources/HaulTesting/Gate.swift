@@ -9,6 +9,8 @@ import NIOConcurrencyHelpers
 public final class Gate: Sendable {
     private let condition = ConditionLock(value: false)
     private let state = NIOLockedValueBox(State())
+    /// Tasks waiting for a condition on ``arrivals``: checked at each arrival.
+    private let changes = Waiters()
 
     private struct State {
         var arrived: [String] = []
@@ -21,6 +23,7 @@ public final class Gate: Sendable {
     /// arrived (a file's path, say).
     public func pass(_ key: String, limit: Double = 120) {
         state.withLockedValue { $0.arrived.append(key) }
+        changes.changed()
         if condition.lock(whenValue: true, timeoutSeconds: limit) {
             condition.unlock()
         } else {
@@ -39,6 +42,14 @@ public final class Gate: Sendable {
 
     /// The keys of every `pass`, in order of arrival (held or not).
     public var arrivals: [String] { state.withLockedValue { $0.arrived } }
+
+    /// Returns once ``arrivals`` satisfy `condition`: checked now and at each arrival, before
+    /// the arriving thread is held. Returns early when the waiting task is cancelled (a test's
+    /// time limit); the result is whether it holds.
+    @discardableResult
+    public func waitForArrivals(where condition: @escaping @Sendable ([String]) -> Bool) async -> Bool {
+        await changes.wait { [self] in condition(arrivals) }
+    }
 
     /// Whether a thread stopped waiting because its limit passed, not because the gate opened.
     public var expired: Bool { state.withLockedValue { $0.expired } }

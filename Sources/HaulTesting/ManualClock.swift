@@ -46,6 +46,8 @@ public final class ManualClock: Clock, Sendable {
     }
 
     private let state = NIOLockedValueBox(State())
+    /// Tasks waiting for a condition on ``sleepers``: checked whenever a sleeper comes or goes.
+    private let changes = Waiters()
 
     public init() {}
 
@@ -84,6 +86,8 @@ public final class ManualClock: Clock, Sendable {
                 }
                 if let outcome {
                     continuation.resume(with: outcome)
+                } else {
+                    changes.changed()
                 }
             }
         } onCancel: {
@@ -100,6 +104,7 @@ public final class ManualClock: Clock, Sendable {
                 }
             }
             continuation?.resume(throwing: CancellationError())
+            changes.changed()
         }
     }
 
@@ -123,6 +128,7 @@ public final class ManualClock: Clock, Sendable {
         for continuation in woken {
             continuation.resume()
         }
+        changes.changed()
     }
 
     /// The deadlines currently waited on, earliest first.
@@ -138,9 +144,14 @@ public final class ManualClock: Clock, Sendable {
     /// Returns once at least `count` tasks are sleeping on this clock (or the waiting task is
     /// cancelled), so a test can advance only after the code under test has gone to sleep.
     public func waitForSleepers(count: Int) async {
-        while !Task.isCancelled && sleepers.count < count {
-            await Task.yield()
-            try? await Task.sleep(for: .milliseconds(1))
-        }
+        await waitForSleepers { $0.count >= count }
+    }
+
+    /// Returns once the deadlines waited on (``sleepers``, earliest first) satisfy `condition`:
+    /// checked now and each time a sleeper comes or goes, never on a timer. Returns early when
+    /// the waiting task is cancelled (a test's time limit); the result is whether it holds.
+    @discardableResult
+    public func waitForSleepers(where condition: @escaping @Sendable ([Instant]) -> Bool) async -> Bool {
+        await changes.wait { [self] in condition(sleepers) }
     }
 }

@@ -53,6 +53,9 @@ final class ServerState: Sendable {
     }
 
     private let storage = NIOLockedValueBox(Storage())
+    /// Tasks waiting for a condition on what the server has seen (``TestServer/wait(until:)``):
+    /// checked after every change below, outside the storage lock.
+    let changes = Waiters()
 
     var origin: String {
         get { storage.withLockedValue { $0.origin } }
@@ -65,7 +68,8 @@ final class ServerState: Sendable {
 
     /// A new server-wide serial number for an accepted TCP connection.
     func openConnection() -> Int {
-        storage.withLockedValue { storage in
+        defer { changes.changed() }
+        return storage.withLockedValue { storage in
             defer { storage.connectionsOpened += 1 }
             return storage.connectionsOpened
         }
@@ -78,6 +82,7 @@ final class ServerState: Sendable {
 
     func hold() {
         storage.withLockedValue { $0.held += 1 }
+        changes.changed()
     }
 
     var held: Int {
@@ -87,7 +92,8 @@ final class ServerState: Sendable {
     /// Returns the request's place in the log, for ``appendBody(_:toRequest:)``.
     @discardableResult
     func record(_ request: RecordedRequest, connection: Int) -> Int {
-        storage.withLockedValue {
+        defer { changes.changed() }
+        return storage.withLockedValue {
             $0.requests.append(request)
             $0.connectionsByPath[request.path, default: []].insert(connection)
             return $0.requests.count - 1
@@ -96,6 +102,7 @@ final class ServerState: Sendable {
 
     func appendBody(_ bytes: [UInt8], toRequest index: Int) {
         storage.withLockedValue { $0.requests[index].body += bytes }
+        changes.changed()
     }
 
     var requests: [RecordedRequest] {
@@ -111,7 +118,8 @@ final class ServerState: Sendable {
     func respond(method: HTTPMethod, requestHeaders: HTTPHeaders, path: String, connection: Int) -> (
         plan: ResponsePlan, id: Int
     ) {
-        storage.withLockedValue { storage in
+        defer { changes.changed() }
+        return storage.withLockedValue { storage in
             let decision = Self.decide(for: path, connection: connection, in: &storage)
             let plan = ResponsePlan(method: method, requestHeaders: requestHeaders, decision: decision)
             var range: Range<Int64>?
@@ -142,6 +150,7 @@ final class ServerState: Sendable {
             storage.responses[id].response.bodyBytesSent += count
             storage.bodyBytes[storage.responses[id].response.path, default: 0] += count
         }
+        changes.changed()
     }
 
     /// The response's body is finished or its connection closed; safe to call more than once.
@@ -152,6 +161,7 @@ final class ServerState: Sendable {
             storage.inFlight[storage.responses[id].response.path, default: 1] -= 1
             storage.allInFlight -= 1
         }
+        changes.changed()
     }
 
     func bodyBytes(to path: String) -> Int64 {

@@ -113,8 +113,8 @@ public final class TestServer: Sendable {
     }
 
     /// Total payload body bytes written for `path` over all requests (error and redirect texts
-    /// are not counted). Updated as each chunk is handed to the kernel, so a test can poll it
-    /// while a throttled response is running, or check that a resume did not refetch.
+    /// are not counted). Updated as each chunk is handed to the kernel, so a test can wait for
+    /// it (``wait(until:)``) while a throttled response is running, or check that a resume did not refetch.
     public func bodyBytesSent(to path: String) -> Int64 {
         state.bodyBytes(to: path)
     }
@@ -156,6 +156,18 @@ public final class TestServer: Sendable {
     /// closes none of them before it shuts down: only the client can.
     public var heldConnections: Int {
         state.held
+    }
+
+    /// Returns once `condition` holds for this server: checked now and after every request,
+    /// response, body chunk and connection it sees, never on a timer. Returns early when the
+    /// waiting task is cancelled (a test's time limit); the result is whether it holds.
+    ///
+    /// ```swift
+    /// #expect(await server.wait { $0.requests(to: "/file").count == 2 })
+    /// ```
+    @discardableResult
+    public func wait(until condition: @escaping @Sendable (TestServer) -> Bool) async -> Bool {
+        await state.changes.wait { [self] in condition(self) }
     }
 
     /// Stops listening and closes every connection, including stalled ones. Safe to call twice.

@@ -17,7 +17,7 @@ import Testing
             store.hold = hold
             // The first add is held in its save; eight more arrive meanwhile.
             let first = Task { try await manager.add(harness.request("/first")) }
-            #expect(try await eventuallyAwaiting { await hold.arrivals == 1 })
+            #expect(await hold.waitForArrivals(1))
             let requests = try (0..<8).map { try harness.request("/a\($0)") }
             let later = requests.map { request in Task { try await manager.add(request) } }
             #expect(try await eventuallyAwaiting { await manager.waitingAdds == 8 })
@@ -43,7 +43,7 @@ import Testing
             #expect(
                 FileManager.default.createFile(atPath: harness.directory + "/taken.bin", contents: Data("mine".utf8)))
             let first = Task { try await manager.add(harness.request("/first")) }
-            #expect(try await eventuallyAwaiting { await hold.arrivals == 1 })
+            #expect(await hold.waitForArrivals(1))
             let good = try (0..<3).map { try harness.request("/g\($0)") }
             let goodTasks = good.map { request in Task { try await manager.add(request) } }
             let bad = Task { try await manager.add(harness.request("/other", output: "taken.bin")) }

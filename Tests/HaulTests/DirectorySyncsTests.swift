@@ -20,21 +20,25 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: path) }
         let gate = Gate()
         let calls = NIOLockedValueBox(0)
-        let syncs = DirectorySyncs(sync: { directory in
-            if calls.withLockedValue({
-                $0 += 1
-                return $0
-            }) == 1 {
-                gate.pass("first", limit: 30)
-            }
-            try directory.sync()
-        })
+        let joined = Watched(0)
+        let syncs = DirectorySyncs(
+            sync: { directory in
+                if calls.withLockedValue({
+                    $0 += 1
+                    return $0
+                }) == 1 {
+                    gate.pass("first", limit: 30)
+                }
+                try directory.sync()
+            }, joined: { joined.withLockedValue { $0 += 1 } })
         let io = DiskIO()
         let first = Task { try await syncs.sync(directory, io: io) }
-        #expect(try await eventually { gate.arrivals.count == 1 })
+        #expect(await gate.waitForArrivals { $0.count == 1 })
         // Five more publishes while the first fsync is held: they wait for the next one.
         let others = (0..<5).map { _ in Task { try await syncs.sync(directory, io: io) } }
-        #expect(try await eventually { syncs.waitingCount(directory) == 5 })
+        // Told as each caller joins the line: the first one, then the five.
+        await joined.wait { $0 >= 6 }
+        #expect(syncs.waitingCount(directory) == 5)
         gate.open()
         try await first.value
         for other in others { try await other.value }
@@ -50,19 +54,23 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: path) }
         let gate = Gate()
         let calls = NIOLockedValueBox(0)
-        let syncs = DirectorySyncs(sync: { _ in
-            let call = calls.withLockedValue {
-                $0 += 1
-                return $0
-            }
-            if call == 1 { gate.pass("first", limit: 30) }
-            if call == 2 { throw HaulError(.fileSystem, "cannot sync directory: input/output error") }
-        })
+        let joined = Watched(0)
+        let syncs = DirectorySyncs(
+            sync: { _ in
+                let call = calls.withLockedValue {
+                    $0 += 1
+                    return $0
+                }
+                if call == 1 { gate.pass("first", limit: 30) }
+                if call == 2 { throw HaulError(.fileSystem, "cannot sync directory: input/output error") }
+            }, joined: { joined.withLockedValue { $0 += 1 } })
         let io = DiskIO()
         let first = Task { try await syncs.sync(directory, io: io) }
-        #expect(try await eventually { gate.arrivals.count == 1 })
+        #expect(await gate.waitForArrivals { $0.count == 1 })
         let failing = (0..<3).map { _ in Task { try await syncs.sync(directory, io: io) } }
-        #expect(try await eventually { syncs.waitingCount(directory) == 3 })
+        // The first caller and the three have joined the line.
+        await joined.wait { $0 >= 4 }
+        #expect(syncs.waitingCount(directory) == 3)
         gate.open()
         try await first.value
         for task in failing {

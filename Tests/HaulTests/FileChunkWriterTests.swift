@@ -19,16 +19,17 @@ import Testing
     }
 
     /// The writer of the `.part` at `path`, opened as a run opens it: through its directory, with
-    /// lanes of its own.
+    /// lanes of its own; on `clock`, and counting in `waits` the calls that waited for the disk.
     private func withWriter(
         _ path: String, batchSize: Int = FileChunkWriter.batchSize(connections: 1), calls: FileCalls = .system,
+        clock: ManualClock = ManualClock(), waits: Watched<Int> = Watched(0),
         _ body: (FileChunkWriter) async throws -> Void
     ) async throws {
         let (directory, name) = Paths.split(path)
         let opened = try #require(try DownloadDirectory.resolve(directory, roots: nil, create: true))
         let writer = try await FileChunkWriter.open(
             in: opened, name: try #require(name), exclusive: false, batchSize: batchSize,
-            io: DiskIO(calls: calls))
+            io: DiskIO(calls: calls), clock: ClockAdapter(clock), waited: { waits.withLockedValue { $0 += 1 } })
         try await body(writer)
     }
 
@@ -58,16 +59,26 @@ import Testing
     }
 
     /// A slow download's small chunks do not wait for a full batch (or the next checkpoint):
-    /// once the first has waited `maxHoldNanoseconds`, the next chunk hands them all over.
+    /// once the first has waited `maxHoldNanoseconds` (on the writer's clock, here a manual one),
+    /// the next chunk hands them all over.
     @Test func aBatchThatFillsSlowlyGoesToTheDiskAnyway() async throws {
         let path = try temporaryFile()
-        try await withWriter(path, batchSize: 1 << 20) { writer in
+        let clock = ManualClock()
+        // The bytes the disk has taken, counted as each write returns.
+        let written = Watched(0)
+        var calls = FileCalls.system
+        calls.write = { descriptor, vectors, count, offset, path in
+            let result = FileCalls.system.write(descriptor, vectors, count, offset, path)
+            written.withLockedValue { $0 += max(result, 0) }
+            return result
+        }
+        try await withWriter(path, batchSize: 1 << 20, calls: calls, clock: clock) { writer in
             try await writer.write(bytes(1, 10), at: 0, part: 0)
-            try await Task.sleep(for: .nanoseconds(FileChunkWriter.maxHoldNanoseconds + 10_000_000))
+            clock.advance(by: .nanoseconds(FileChunkWriter.maxHoldNanoseconds))
             try await writer.write(bytes(2, 10), at: 10, part: 0)
             // Written by the writing thread with no flush asked for.
-            #expect(
-                try await eventually { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) == 20 })
+            #expect(await written.wait { $0 >= 20 })
+            #expect(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int == 20)
             try await writer.close()
         }
         let data = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
@@ -124,7 +135,8 @@ import Testing
         }
         let batch = 64 << 10
         let batches = 2 * FileChunkWriter.maxQueuedBytes / batch
-        try await withWriter(path, batchSize: batch, calls: calls) { writer in
+        let waits = Watched(0)
+        try await withWriter(path, batchSize: batch, calls: calls, waits: waits) { writer in
             let accepted = NIOLockedValueBox(0)
             let connection = Task {
                 for index in 0..<batches {
@@ -132,9 +144,9 @@ import Testing
                     accepted.withLockedValue { $0 += batch }
                 }
             }
-            #expect(
-                try await eventually { gate.arrivals.count == 1 && writer.waitingCalls == 1 },
-                "the connection waits for the held disk")
+            await gate.waitForArrivals { !$0.isEmpty }
+            await waits.wait { $0 >= 1 }
+            #expect(gate.arrivals.count == 1 && writer.waitingCalls == 1, "the connection waits for the held disk")
             let ahead = accepted.withLockedValue { $0 } + batch // the waiting call's batch too
             #expect(ahead >= 3 * batch, "handing a batch over does not wait for its write")
             #expect(ahead <= FileChunkWriter.maxQueuedBytes + batch, "read \(ahead) bytes ahead of the disk")
@@ -170,12 +182,16 @@ import Testing
             log.withLockedValue { $0.append("close") }
             return FileCalls.system.close(descriptor, path)
         }
-        try await withWriter(path, calls: calls) { writer in
+        let waits = Watched(0)
+        try await withWriter(path, calls: calls, waits: waits) { writer in
             try await writer.write(bytes(7, 1000), at: 0, part: 0)
             let checkpoint = Task { try await writer.checkpoint() }
-            #expect(try await eventually { gate.arrivals.count == 1 })
+            #expect(await gate.waitForArrivals { $0.count == 1 })
+            // The checkpoint's flush may have waited for its write; the close's wait comes next.
+            let before = waits.value
             let closing = Task { discarding ? try await writer.discard() : try await writer.close() }
-            #expect(try await eventually { writer.waitingCalls == 1 }, "the close waits")
+            await waits.wait { $0 > before }
+            #expect(writer.waitingCalls == 1, "the close waits")
             #expect(log.withLockedValue { $0 } == ["sync"], "nothing closed while the fsync runs")
             gate.open()
             try await closing.value

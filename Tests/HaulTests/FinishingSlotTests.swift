@@ -28,7 +28,7 @@ import Testing
             harness.server.setRoute("/second", Route(payload: second))
             let held = try await harness.manager.add(harness.request("/first", output: "first"))
             let next = try await harness.manager.add(harness.request("/second", output: "second"))
-            #expect(try await eventually { !gate.arrivals.isEmpty }, "the first download's sync reached the disk")
+            #expect(await gate.waitForArrivals { !$0.isEmpty }, "the first download's sync reached the disk")
 
             // With -j 1, the second download runs from start to end while the first one's
             // fsync is held.

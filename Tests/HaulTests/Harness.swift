@@ -195,17 +195,13 @@ extension DownloadEvent.Kind {
     var failure: HaulError? { if case .failed(let error) = self { error } else { nil } }
 }
 
-/// Polls until `condition` holds, for at most about a minute (a hang guard, not a timing);
-/// false if it never did.
-func eventually(_ condition: () -> Bool) async throws -> Bool {
-    for _ in 0..<12_000 {
-        if condition() { return true }
-        try await Task.sleep(for: .milliseconds(5))
-    }
-    return condition()
-}
-
-/// `eventually` for a condition that must await (an actor's state).
+/// Polls an actor's state until `condition` holds, for at most about a minute (a hang guard,
+/// not a timing); false if it never did.
+///
+/// The one wait in these tests that polls: for the manager's own line counts (`waitingAdds`,
+/// `waitingTurns`), which nothing tells when they change. Everything else waits on its event
+/// (`Watched`, `Waiters`, `ManualClock.waitForSleepers`, `Gate.waitForArrivals`,
+/// `TestServer.wait`, the manager's events); this goes once the manager can be waited on.
 func eventuallyAwaiting(_ condition: () async -> Bool) async throws -> Bool {
     for _ in 0..<12_000 {
         if await condition() { return true }

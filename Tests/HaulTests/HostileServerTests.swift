@@ -123,12 +123,13 @@ import Testing
     @Test func aLongRetryAfterIsWaitedForVisibly() async throws {
         try await withManager(quick(attempts: 5)) { manager, server, directory in
             server.setRoute("/busy", Route(payload: payload, then: .status(503, headers: [("Retry-After", "999999")])))
+            let events = manager.events()
             let record = try await manager.add(request(server, "/busy", into: directory))
-            var stored = try await manager.record(record.id)
-            while stored?.error == nil {
-                try await Task.sleep(for: .milliseconds(10))
-                stored = try await manager.record(record.id)
+            // The run stores the wait in its record, then tells its retry.
+            for await event in events where event.id == record.id {
+                if case .retrying = event.kind { break }
             }
+            let stored = try await manager.record(record.id)
             #expect(stored?.status == .running)
             #expect(
                 stored?.error?.message.contains("waiting: the server asks to be tried again in 999999 s (at ") == true)

@@ -99,22 +99,20 @@ import Testing
     @Test func aRunNotesItsProgressWhileItRuns() async throws {
         try await withHarness(checkpointInterval: .seconds(3600), bootID: "boot-A") { harness in
             harness.server.setRoute("/n.bin", Route(payload: payload, script: [.stallAfter(300_000)]))
+            let events = harness.manager.events()
             let added = try await harness.manager.add(harness.request("/n.bin", output: "n.bin"))
-            await harness.waitForProgress(of: added.id, beyond: 150_000, in: harness.manager.events())
+            // A tick that finds new bytes tells them, then notes them; the run takes its next
+            // input (the next tick) only once that note is written.
+            await harness.waitForProgress(of: added.id, beyond: 150_000, in: events)
+            await harness.waitForProgress(of: added.id, beyond: 0, in: events)
             // With checkpoints an hour apart, only the notes tell the progress.
             let notes = ProgressNotes(directory: harness.stateDirectory + "/progress", boot: "boot-A")
-            var noted: [Int64: Int64] = [:]
-            for _ in 0..<400 where noted[0] ?? 0 < 100_000 {
-                var info = stat()
-                let record = try #require(try await harness.manager.record(added.id))
-                if lstat(harness.directory + "/n.bin.part", &info) == 0 {
-                    var tagged = record
-                    tagged.validator = EntityValidator(etag: Route.defaultETag(for: payload))
-                    tagged.totalLength = payload.length
-                    noted = notes.read(added.id, tag: .init(boot: "boot-A", part: info, record: tagged))
-                }
-                try await Task.sleep(for: .milliseconds(25))
-            }
+            var info = stat()
+            #expect(lstat(harness.directory + "/n.bin.part", &info) == 0)
+            var tagged = try #require(try await harness.manager.record(added.id))
+            tagged.validator = EntityValidator(etag: Route.defaultETag(for: payload))
+            tagged.totalLength = payload.length
+            let noted = notes.read(added.id, tag: .init(boot: "boot-A", part: info, record: tagged))
             #expect(noted[0] ?? 0 >= 100_000, "noted: \(noted)")
             #expect(
                 try await harness.store.record(added.id)?.completedLength == 0, "no checkpoint claimed anything yet")

@@ -19,7 +19,7 @@ import Testing
             let events = harness.manager.events()
             let record = try await harness.manager.add(request)
             // At 1000 bytes per second the first chunk costs many seconds: the run waits on the clock.
-            #expect(try await eventually { clock.sleepers.contains { $0 >= clock.now.advanced(by: .seconds(1)) } })
+            #expect(await clock.waitForSleepers { $0.contains { $0 >= clock.now.advanced(by: .seconds(1)) } })
             #expect(try await harness.manager.download(record.id).status == .running)
             try await harness.manager.setMaxBytesPerSecond(nil, for: record.id)
             let outcome = try await harness.waitForEnd(of: record.id, in: events)
@@ -43,11 +43,11 @@ import Testing
             var request = try harness.request("/file")
             request.maxBytesPerSecond = 10_000
             let record = try await harness.manager.add(request)
-            #expect(try await eventually { clock.sleepers.contains { $0 > clock.now.advanced(by: .milliseconds(50)) } })
+            #expect(await clock.waitForSleepers { $0.contains { $0 > clock.now.advanced(by: .milliseconds(50)) } })
             let before = try #require(clock.sleepers.last)
             // A hundred times slower: what is still owed now costs a hundred times as long.
             try await harness.manager.setMaxBytesPerSecond(100, for: record.id)
-            #expect(try await eventually { (clock.sleepers.last ?? before) > before })
+            #expect(await clock.waitForSleepers { ($0.last ?? before) > before })
             let after = try #require(clock.sleepers.last)
             #expect(after.offset > before.offset * 50, "\(before) -> \(after)")
             #expect(harness.server.requests(to: "/file").count == 1)

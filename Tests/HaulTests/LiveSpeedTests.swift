@@ -64,11 +64,16 @@ import Testing
             let events = harness.manager.events()
             let record = try await harness.manager.add(harness.request("/slow"))
             // Bytes flow (the server's throttle runs on real time); no tick has come yet.
-            #expect(try await eventually { harness.server.bodyBytesSent(to: "/slow") > 50_000 })
+            #expect(await harness.server.wait { $0.bodyBytesSent(to: "/slow") > 50_000 })
+            // The run's ticker sleeps one tick (the progress and checkpoint intervals) at a time
+            // on the manual clock: each time it does, the clock goes to its deadline, until the
+            // first tick that finds the transfer under way has told its progress.
+            let interval = min(harness.configuration.progressInterval, harness.configuration.checkpointInterval)
             let ticks = Task {
-                while !Task.isCancelled {
-                    clock.advance(by: .milliseconds(20))
-                    try await Task.sleep(for: .milliseconds(5))
+                while !Task.isCancelled,
+                    await clock.waitForSleepers(where: { $0.contains(clock.now.advanced(by: interval)) })
+                {
+                    clock.advance(by: interval)
                 }
             }
             var first: Progress?

@@ -58,14 +58,16 @@ import Testing
             let events = manager.events()
             let slow = try await manager.add(harness.request("/slow", output: "slow.bin"))
             await harness.waitForProgress(of: slow.id, beyond: 0, in: events)
-            let returned = NIOLockedValueBox(false)
+            let returned = Watched(false)
             let running = Task {
                 await manager.run()
                 returned.withLockedValue { $0 = true }
             }
             running.cancel()
             // A hang guard: before, `run()` waited for the manager's own task, which no one stopped.
-            let ended = try await eventually { returned.withLockedValue { $0 } }
+            // The wait ends with the suite's time limit if it never returns; the test then fails
+            // and shuts the manager down itself.
+            let ended = await returned.wait { $0 }
             if !ended { await manager.shutdown() }
             #expect(ended, "run() returns once cancelled")
             #expect(await manager.ownedTransport?.isShutDown == true, "the transport is shut down")

@@ -56,7 +56,7 @@ import Testing
             store.hold = hold
             // An add held in its save keeps the turn; the three changes queue behind it in order.
             let held = Task { try await manager.add(harness.request("/slow?n=3", output: "held.bin")) }
-            #expect(try await eventuallyAwaiting { await hold.arrivals == 1 })
+            #expect(await hold.waitForArrivals(1))
             var changes: [Task<Void, any Error>] = []
             for (turn, pause) in [true, false, true].enumerated() {
                 changes.append(

@@ -23,7 +23,7 @@ struct Ring {
         harness.server.setRoute("/behind", Route(payload: Payload(seed: 45, length: 1_000)))
         let slow = try await manager.add(harness.request("/slow"))
         let ring = try await manager.add(harness.request("/ring"))
-        #expect(try await eventually { harness.server.requests(to: "/ring").count == 1 })
+        #expect(await harness.server.wait { $0.requests(to: "/ring").count == 1 })
         let behind = try await manager.add(harness.request("/behind"))
         #expect(await manager.queuedIDs == [behind.id])
         return Ring(slow: slow, ring: ring, behind: behind)
@@ -54,7 +54,7 @@ struct Ring {
             let hold = AsyncHold()
             store.hold = hold
             let next = Task { try await manager.add([harness.request("/next")], placements: [AddPlacement(index: 0)]) }
-            #expect(try await eventuallyAwaiting { await hold.arrivals == 1 })
+            #expect(await hold.waitForArrivals(1))
             try await ring.end(harness, manager)
 
             // The slot waits for the add being saved: the download behind it has not started.
@@ -112,7 +112,7 @@ struct Ring {
             let again = Task {
                 try await manager.add([harness.request("/missing")], placements: [AddPlacement(index: 0)])
             }
-            #expect(try await eventuallyAwaiting { await hold.arrivals == 1 })
+            #expect(await hold.waitForArrivals(1))
             try await ring.end(harness, manager)
             #expect(await manager.isRunningHere(behind.id) == false)
             #expect(harness.server.requests(to: "/behind").isEmpty, "the slot waited for the re-add being saved")
@@ -171,7 +171,7 @@ struct Ring {
         try await withHarness(maxConcurrent: 1) { harness in
             harness.server.setRoute("/slow", Route(payload: Payload(seed: 43, length: 100_000_000), throttle: 20_000))
             let slow = try await harness.manager.add(harness.request("/slow"))
-            #expect(try await eventually { harness.server.requests(to: "/slow").count == 1 })
+            #expect(await harness.server.wait { $0.requests(to: "/slow").count == 1 })
             var expected = try await harness.manager.add((0..<6).map { try harness.request("/w\($0)") }).map(\.id)
             try await harness.manager.pause(expected[4])
             // Moves to index 0 give adjacent positions; the add at 1 between them needs a spread.
@@ -200,7 +200,7 @@ struct Ring {
             let (store, manager) = harness.countingManager()
             harness.server.setRoute("/slow", Route(payload: Payload(seed: 43, length: 100_000_000), throttle: 20_000))
             let slow = try await manager.add(harness.request("/slow"))
-            #expect(try await eventually { harness.server.requests(to: "/slow").count == 1 })
+            #expect(await harness.server.wait { $0.requests(to: "/slow").count == 1 })
             var order = try await manager.add((0..<8).map { try harness.request("/w\($0)") }).map(\.id)
             // Two moves to the front leave adjacent positions there: a move between them spreads.
             for _ in 0..<2 {
@@ -233,7 +233,7 @@ struct Ring {
             harness.server.setRoute("/slow", Route(payload: Payload(seed: 43, length: 100_000_000), throttle: 20_000))
             harness.server.setRoute("/x", Route(payload: Payload(seed: 49, length: 10_000)))
             let slow = try await harness.manager.add(harness.request("/slow"))
-            #expect(try await eventually { harness.server.requests(to: "/slow").count == 1 })
+            #expect(await harness.server.wait { $0.requests(to: "/slow").count == 1 })
             let request = try harness.request("/x")
             let records = try await harness.manager.add(
                 [request, request], placements: [AddPlacement(), AddPlacement(startsPaused: true)])
@@ -258,11 +258,15 @@ struct Ring {
             let hold = AsyncHold()
             store.holdCompleted = hold
             let record = try await manager.add(harness.request("/f"))
-            #expect(try await eventuallyAwaiting { await hold.arrivals == 1 })
+            #expect(await hold.waitForArrivals(1))
             #expect(try await harness.store.record(record.id)?.status == .completed)
             #expect(await manager.isRunningHere(record.id))
+            let readsBefore = store.reads.value.filter { $0 == record.id }.count
             let forgetting = Task { try await manager.forget(record.id) }
-            #expect(try await eventuallyAwaiting { await manager.isRunningHere(record.id) })
+            // The forget reads the record once it has found the run still there: from then on it
+            // waits for the run to return.
+            #expect(await store.reads.wait { $0.filter { $0 == record.id }.count > readsBefore })
+            #expect(await manager.isRunningHere(record.id))
             await hold.open()
             try await forgetting.value
             #expect(try await harness.store.record(record.id) == nil)

@@ -12,14 +12,6 @@ import Testing
         RateLimiter(rate: bytesPerSecond.map { ByteRate(bytesPerSecond: $0) }, clock: ClockAdapter(clock))
     }
 
-    /// Polls (on real time, briefly) until `condition` holds; the suite's time limit bounds it.
-    private func eventually(_ condition: () -> Bool) async {
-        while !condition() {
-            await Task.yield()
-            try? await Task.sleep(for: .milliseconds(1))
-        }
-    }
-
     /// Acquires `bytes` in a task of its own; its value is the simulated instant it got them.
     private func acquiring(_ bytes: Int, from limiter: RateLimiter, _ clock: ManualClock) -> Task<
         ManualClock.Instant, any Error
@@ -69,7 +61,7 @@ import Testing
         // 56 KiB still owed at 4 s; at 28 KiB/s that is 2 s more.
         limiter.setRate(ByteRate(bytesPerSecond: 28 * 1024))
         #expect(limiter.rate == ByteRate(bytesPerSecond: 28 * 1024))
-        await eventually { clock.sleepers == [at(6)] }
+        #expect(await clock.waitForSleepers { $0 == [at(6)] })
         clock.advance(by: .seconds(2))
         #expect(try await task.value == at(6))
     }
@@ -84,7 +76,7 @@ import Testing
         clock.advance(by: .seconds(1))
         // 16 KiB still owed at 1 s; at 4 KiB/s that is 4 s more.
         limiter.setRate(ByteRate(bytesPerSecond: 4096))
-        await eventually { clock.sleepers == [at(5)] }
+        #expect(await clock.waitForSleepers { $0 == [at(5)] })
         clock.advance(by: .seconds(4))
         #expect(try await task.value == at(5))
     }
@@ -120,7 +112,7 @@ import Testing
         cancelled.cancel()
         await #expect(throws: CancellationError.self) { try await cancelled.value }
         // The one behind no longer waits for the cancelled 32 KiB.
-        await eventually { clock.sleepers == [at(1)] }
+        #expect(await clock.waitForSleepers { $0 == [at(1)] })
         clock.advance(by: .seconds(1))
         #expect(try await behind.value == at(1))
     }
@@ -148,11 +140,17 @@ import Testing
     }
 
     /// When each connection got its bytes.
-    private actor Log {
-        var entries: [(connection: Int, time: ManualClock.Instant)] = []
-        func append(_ connection: Int, _ time: ManualClock.Instant) { entries.append((connection, time)) }
+    private final class Log: Sendable {
+        struct Entry {
+            var connection: Int
+            var time: ManualClock.Instant
+        }
+        let entries = Watched<[Entry]>([])
+        func append(_ connection: Int, _ time: ManualClock.Instant) {
+            entries.withLockedValue { $0.append(Entry(connection: connection, time: time)) }
+        }
         func times(of connection: Int) -> [ManualClock.Instant] {
-            entries.filter { $0.connection == connection }.map(\.time)
+            entries.value.filter { $0.connection == connection }.map(\.time)
         }
     }
 
@@ -164,16 +162,14 @@ import Testing
         @Sendable func connection(_ number: Int) async throws {
             for _ in 0..<4 {
                 try await limiter.acquire(16 * Self.kib)
-                await log.append(number, clock.now)
+                log.append(number, clock.now)
             }
         }
         let first = Task { try await connection(1) }
         let second = Task { try await connection(2) }
         // One 16 KiB chunk per second, handed out in turn: at t the next two are queued.
         for t in 0..<8 {
-            while await log.entries.count < t {
-                try await Task.sleep(for: .milliseconds(1))
-            }
+            #expect(await log.entries.wait { $0.count >= t })
             let expected = [at(Double(t + 1)), at(Double(t + 2))].filter { $0 <= at(8) }
             await clock.waitForSleepers(count: expected.count)
             #expect(clock.sleepers == expected)
@@ -181,7 +177,7 @@ import Testing
         }
         try await first.value
         try await second.value
-        let times = await [log.times(of: 1), log.times(of: 2)].sorted { $0[0] < $1[0] }
+        let times = [log.times(of: 1), log.times(of: 2)].sorted { $0[0] < $1[0] }
         #expect(times == [[at(1), at(3), at(5), at(7)], [at(2), at(4), at(6), at(8)]])
     }
 
@@ -198,7 +194,7 @@ import Testing
         #expect(clock.sleepers == [at(1)])
         clock.advance(by: .seconds(1))
         // Then the global one: 16 KiB beyond its burst at 32 KiB/s is 0.5 s.
-        await eventually { clock.sleepers == [at(1.5)] }
+        #expect(await clock.waitForSleepers { $0 == [at(1.5)] })
         clock.advance(by: .milliseconds(500))
         #expect(try await task.value == at(1.5))
     }

@@ -169,7 +169,7 @@ import Testing
             let record = try await harness.manager.add(harness.request("/file"))
             // The retry's wait, on the injected clock; the run's ticker sleeps on it too, shorter.
             let retry = clock.now.advanced(by: .seconds(120))
-            #expect(try await eventually { clock.sleepers.contains(retry) })
+            #expect(await clock.waitForSleepers { $0.contains(retry) })
             #expect(clock.sleepers.last == retry)
             #expect(harness.server.requests(to: "/file").count == 1, "nothing is sent before the server's time")
             clock.advance(by: .seconds(120))

@@ -18,7 +18,7 @@ import Testing
             case synced(Int64)
             case saved(Int64)
         }
-        let entries = NIOLockedValueBox<[Entry]>([])
+        let entries = Watched<[Entry]>([])
         func append(_ entry: Entry) { entries.withLockedValue { $0.append(entry) } }
     }
 
@@ -88,7 +88,7 @@ import Testing
             func next() async throws -> (any ByteChunk)? {
                 let offset = next.withLockedValue { $0 }
                 if let stallAfter, offset >= stallAfter {
-                    try await Task.sleep(for: .seconds(3600))
+                    try await suspendUntilCancelled()
                 }
                 guard offset < payload.length else { return nil }
                 let end = min(payload.length, offset + 10_000)
@@ -100,7 +100,7 @@ import Testing
 
     func runner(
         log: Log, store: any DownloadStore, stallAfter: Int64?, checkpointInterval: Double, stop: StopSignal,
-        events: NIOLockedValueBox<[DownloadEvent.Kind]>
+        events: Watched<[DownloadEvent.Kind]>
     ) -> DownloadRunner {
         let clock = ClockAdapter(ContinuousClock())
         return DownloadRunner(
@@ -113,19 +113,15 @@ import Testing
     }
 
     /// A run of the fake download into a fresh directory, returned once its progress reached
-    /// `bytes` (events are kept in a locked array: none can be lost while the test polls).
-    func start(_ runner: DownloadRunner, until bytes: Int64, events: NIOLockedValueBox<[DownloadEvent.Kind]>)
+    /// `bytes` (events are kept in a watched array: none can be lost while the test waits).
+    func start(_ runner: DownloadRunner, until bytes: Int64, events: Watched<[DownloadEvent.Kind]>)
         async throws -> (task: Task<DownloadRecord, Never>, initial: DownloadRecord, directory: String)
     {
         let directory = NSTemporaryDirectory() + "haul-runner-\(UUID().uuidString)"
         let request = try DownloadRequest(url: RemoteURL("http://h/file"), destination: .directory(directory))
         let initial = DownloadRecord(id: .random(), request: request, createdAt: 0)
         let task = Task { await runner.run(initial) }
-        while !events.withLockedValue({ $0 }).contains(where: {
-            if case .progress(let p) = $0 { p.completed >= bytes } else { false }
-        }) {
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        #expect(await events.wait { Self.progressed($0, to: bytes) })
         return (task, initial, directory)
     }
 
@@ -136,14 +132,14 @@ import Testing
         let initial: DownloadRecord
         let directory: String
         let stop: StopSignal
-        let events: NIOLockedValueBox<[DownloadEvent.Kind]>
+        let events: Watched<[DownloadEvent.Kind]>
     }
 
     func stalledRun(log: Log, store: any DownloadStore, bytes: Int64, checkpointInterval: Double) async throws
         -> StalledRun
     {
         let stop = StopSignal()
-        let events = NIOLockedValueBox<[DownloadEvent.Kind]>([])
+        let events = Watched<[DownloadEvent.Kind]>([])
         let runner = runner(
             log: log, store: store, stallAfter: bytes, checkpointInterval: checkpointInterval, stop: stop,
             events: events)
@@ -217,7 +213,7 @@ import Testing
             func next() async throws -> (any ByteChunk)? {
                 let offset = next.withLockedValue { $0 }
                 if offset == transport.pauseAt { await transport.gate.wait() }
-                if offset >= transport.stallAfter { try await Task.sleep(for: .seconds(3600)) }
+                if offset >= transport.stallAfter { try await suspendUntilCancelled() }
                 guard offset < transport.payload.length else { return nil }
                 let end = min(transport.payload.length, offset + 10_000)
                 next.withLockedValue { $0 = end }
@@ -231,7 +227,7 @@ import Testing
     final class SlowFirstSyncWriter: ChunkWriter {
         let inner: FakeWriter
         let gate: Latch
-        let calls = NIOLockedValueBox(0)
+        let calls = Watched(0)
         init(log: Log, gate: Latch) {
             self.inner = FakeWriter(log: log)
             self.gate = gate
@@ -255,8 +251,9 @@ import Testing
         func discard() async {}
     }
 
-    func progressed(_ events: NIOLockedValueBox<[DownloadEvent.Kind]>, to bytes: Int64) -> Bool {
-        events.withLockedValue { $0 }.contains { if case .progress(let p) = $0 { p.completed >= bytes } else { false } }
+    /// Whether a progress event among `events` reached `bytes`.
+    static func progressed(_ events: [DownloadEvent.Kind], to bytes: Int64) -> Bool {
+        events.contains { if case .progress(let p) = $0 { p.completed >= bytes } else { false } }
     }
 
     /// The old runner dropped a periodic checkpoint asked for while one was in flight, after the
@@ -266,7 +263,7 @@ import Testing
         let log = Log()
         let store = LoggingStore(log: log)
         let stop = StopSignal()
-        let events = NIOLockedValueBox<[DownloadEvent.Kind]>([])
+        let events = Watched<[DownloadEvent.Kind]>([])
         let (bodyGate, syncGate) = (Latch(), Latch())
         let writer = SlowFirstSyncWriter(log: log, gate: syncGate)
         // Due every 100,000 bytes, never by time.
@@ -279,14 +276,12 @@ import Testing
             logger: .init(label: "test"), stop: stop,
             emit: { event in events.withLockedValue { $0.append(event.kind) } })
         let (task, _, directory) = try await start(runner, until: 100_000, events: events)
-        while writer.calls.withLockedValue({ $0 }) < 1 { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(await writer.calls.wait { $0 >= 1 })
         bodyGate.open()
         // A tick saw 200,000 bytes while the first checkpoint still held its fsync: due again.
-        while !progressed(events, to: 200_000) { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(await events.wait { Self.progressed($0, to: 200_000) })
         syncGate.open()
-        while !log.entries.withLockedValue({ $0 }).contains(.saved(100_000)) {
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        #expect(await log.entries.wait { $0.contains(.saved(100_000)) })
         // The second is asked for with the first one's save, before the loop reads the stop.
         stop.request(.paused)
         let final = await task.value
@@ -357,7 +352,7 @@ import Testing
             #expect(record.createdAt == start, "the record's time is the injected calendar's too")
             // The retry's wait, on the injected clock; the run's ticker sleeps on it too, shorter.
             let retry = clock.now.advanced(by: .seconds(90))
-            #expect(try await eventually { clock.sleepers.contains(retry) })
+            #expect(await clock.waitForSleepers { $0.contains(retry) })
             #expect(clock.sleepers.last == retry)
             #expect(harness.server.requests(to: "/file").count == 1, "nothing is sent before the server's date")
             clock.advance(by: .seconds(90))

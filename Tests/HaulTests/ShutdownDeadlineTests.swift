@@ -47,14 +47,14 @@ import Testing
             harness.server.setRoute("/held", Route(payload: Payload(seed: 34, length: 64 << 10)))
             let outcomes = harness.manager.outcomes()
             let held = try await harness.manager.add(harness.request("/held", output: "held"))
-            #expect(try await eventually { !gate.arrivals.isEmpty })
+            #expect(await gate.waitForArrivals { !$0.isEmpty })
             let returned = NIOLockedValueBox(false)
             let shutdown = Task {
                 await harness.manager.shutdown(deadline: .seconds(5))
                 returned.withLockedValue { $0 = true }
             }
             let deadline = clock.now.advanced(by: .seconds(5))
-            #expect(try await eventually { clock.sleepers.contains(deadline) })
+            #expect(await clock.waitForSleepers { $0.contains(deadline) })
             // Nothing but the clock can end the wait: the run is held in its fsync.
             #expect(returned.withLockedValue { $0 } == false)
             clock.advance(by: .seconds(5))

@@ -35,7 +35,7 @@ import Testing
                 held.append(try await harness.manager.add(harness.request("/file", output: "held-\(index)")))
             }
             #expect(
-                try await eventually { Set(gate.arrivals).count == Self.heldCount },
+                await gate.waitForArrivals { Set($0).count == Self.heldCount },
                 "every held download reached its disk")
 
             // Meanwhile another download runs from start to end, over several connections, and

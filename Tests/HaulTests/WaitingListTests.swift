@@ -244,7 +244,13 @@ final class CountingStore: DownloadStore, @unchecked Sendable {
         try await base.delete(id)
     }
 
-    func record(_ id: DownloadID) async throws -> DownloadRecord? { try await base.record(id) }
+    /// The id of every `record(_:)` read, in order: a test waits for a read it expects.
+    let reads = Watched<[DownloadID]>([])
+
+    func record(_ id: DownloadID) async throws -> DownloadRecord? {
+        reads.withLockedValue { $0.append(id) }
+        return try await base.record(id)
+    }
     func record(matching request: DownloadRequest) async throws -> DownloadRecord? {
         try await base.record(matching: request)
     }
@@ -264,10 +270,13 @@ final class CountingStore: DownloadStore, @unchecked Sendable {
 actor AsyncHold {
     private var isOpen = false
     private var held: [CheckedContinuation<Void, Never>] = []
-    private(set) var arrivals = 0
+    /// How many tasks arrived, held or not; a test waits on it (`waitForArrivals`).
+    private nonisolated let arrived = Watched(0)
+
+    var arrivals: Int { arrived.value }
 
     func arrive() async {
-        arrivals += 1
+        arrived.withLockedValue { $0 += 1 }
         if isOpen { return }
         await withCheckedContinuation { held.append($0) }
     }
@@ -276,5 +285,12 @@ actor AsyncHold {
         isOpen = true
         for waiter in held { waiter.resume() }
         held = []
+    }
+
+    /// Returns once `count` tasks have arrived (or the waiting task is cancelled): whether
+    /// exactly `count` have.
+    nonisolated func waitForArrivals(_ count: Int) async -> Bool {
+        await arrived.wait { $0 >= count }
+        return arrived.value == count
     }
 }

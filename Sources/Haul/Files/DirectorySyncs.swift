@@ -28,9 +28,13 @@ final class DirectorySyncs: Sendable {
 
     private let lines = NIOLockedValueBox<[Key: Line]>([:])
     private let syncDirectory: Sync
+    /// Told each time a caller joins a line (`waitingCount`), so a test can wait for that
+    /// instead of polling it.
+    private let joined: @Sendable () -> Void
 
-    init(sync: @escaping Sync = { try $0.sync() }) {
+    init(sync: @escaping Sync = { try $0.sync() }, joined: @escaping @Sendable () -> Void = {}) {
         syncDirectory = sync
+        self.joined = joined
     }
 
     /// Returns once an fsync of `directory` that began after this call has succeeded; throws
@@ -51,6 +55,7 @@ final class DirectorySyncs: Sendable {
                 lines[key] = line
                 return starts
             }
+            joined()
             // Drained by a task of its own, never cancelled with a caller.
             if starts { Task { await self.drain(key) } }
         }

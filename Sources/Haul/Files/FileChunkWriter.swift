@@ -41,8 +41,8 @@ final class FileChunkWriter: ChunkWriter {
     }
 
     /// The longest pending bytes wait for their batch to fill before they go to the disk anyway
-    /// (checked when the next chunk comes): with a thousand slow downloads, what they held
-    /// between checkpoints was most of the daemon's memory.
+    /// (checked when the next chunk comes, on the writer's clock): with a thousand slow
+    /// downloads, what they held between checkpoints was most of the daemon's memory.
     static let maxHoldNanoseconds: Int64 = 200_000_000
 
     /// Bytes handed to the writing thread and not yet written above which a connection with a
@@ -53,6 +53,11 @@ final class FileChunkWriter: ChunkWriter {
     private let descriptor: Int32
     private let batchSize: Int
     private let io: DiskIO
+    /// Times how long pending bytes have waited (`maxHoldNanoseconds`); a test's is manual.
+    private let clock: any HaulClock
+    /// Told each time a call starts waiting for the disk (`waitingCalls`), so a test can wait
+    /// for that instead of polling it.
+    private let waited: @Sendable () -> Void
     private let state = NIOLockedValueBox(State())
 
     /// Opens (creating if needed, never truncating) the file `name` in `directory`, never
@@ -61,11 +66,13 @@ final class FileChunkWriter: ChunkWriter {
     /// fails, so two downloads (or two hosts of a fleet) can never share one `.part`. A new
     /// file's directory entry is synced, so a crash cannot lose the `.part` while the store
     /// claims its bytes: through `syncs` (one fsync of the directory for every file created or
-    /// published in it meanwhile; by default one of its own).
+    /// published in it meanwhile; by default one of its own). `clock` and `waited`: see their
+    /// properties (a test's).
     static func open(
         in directory: DownloadDirectory, name: String, exclusive: Bool,
         batchSize: Int = FileChunkWriter.batchSize(connections: 1), io: DiskIO,
-        syncs: DirectorySyncs = DirectorySyncs()
+        syncs: DirectorySyncs = DirectorySyncs(), clock: any HaulClock = ClockAdapter(ContinuousClock()),
+        waited: @escaping @Sendable () -> Void = {}
     ) async throws -> FileChunkWriter {
         let calls = io.calls
         let path = Paths.join(directory.path, name)
@@ -82,14 +89,20 @@ final class FileChunkWriter: ChunkWriter {
                 throw error
             }
         }
-        return FileChunkWriter(descriptor: descriptor, path: path, batchSize: batchSize, io: io)
+        return FileChunkWriter(
+            descriptor: descriptor, path: path, batchSize: batchSize, io: io, clock: clock, waited: waited)
     }
 
-    private init(descriptor: Int32, path: String, batchSize: Int, io: DiskIO) {
+    private init(
+        descriptor: Int32, path: String, batchSize: Int, io: DiskIO, clock: any HaulClock,
+        waited: @escaping @Sendable () -> Void
+    ) {
         self.descriptor = descriptor
         self.path = path
         self.batchSize = batchSize
         self.io = io
+        self.clock = clock
+        self.waited = waited
     }
 
     deinit {
@@ -114,7 +127,7 @@ final class FileChunkWriter: ChunkWriter {
             buffer = ByteBuffer(buffer.readableBytesView)
         }
         let (path, batchSize) = (path, batchSize)
-        let now = NIODeadline.now().uptimeNanoseconds
+        let now = Int64(clock.seconds() * 1e9)
         let (drain, full) = try state.withLockedValue { state in
             try state.checkOpen(path, "written")
             // Taken out and put back, so the batch array is never copied on write.
@@ -125,12 +138,12 @@ final class FileChunkWriter: ChunkWriter {
                 // Not back to back: what came before goes first.
                 drain = state.handOver(&queue, part: part)
             }
-            if queue.pendingBytes == 0 { (queue.pendingOffset, queue.pendingSince) = (offset, Int64(now)) }
+            if queue.pendingBytes == 0 { (queue.pendingOffset, queue.pendingSince) = (offset, now) }
             queue.pending.append(buffer)
             queue.pendingBytes += buffer.readableBytes
             // A slow download's batch would take seconds to fill, each of its small chunks
             // keeping a whole receive buffer: it goes to the disk once it has waited long enough.
-            guard queue.pendingBytes >= batchSize || Int64(now) - queue.pendingSince >= Self.maxHoldNanoseconds else {
+            guard queue.pendingBytes >= batchSize || now - queue.pendingSince >= Self.maxHoldNanoseconds else {
                 return (drain, false)
             }
             guard state.hasRoom(for: queue.pendingBytes) else { return (drain, true) }
@@ -298,7 +311,11 @@ final class FileChunkWriter: ChunkWriter {
                 state.waiters.append(Waiter(ready: ready, continuation: continuation))
                 return false
             }
-            if now { continuation.resume() }
+            if now {
+                continuation.resume()
+            } else {
+                waited()
+            }
         }
     }
 
