@@ -319,18 +319,19 @@ import Testing
     @Test func aLostLeaseStopsWithoutWritingAndAnOutageSuspendsUntilARenewalSaysItIsStillOurs() throws {
         var queue = Queue.fleet(limit: 2)
         _ = queue.claimed([Self.id("x"), Self.id("y")], limit: 3)
+        // Both still hold their slots until their runs end (x's abandoned run too): no claim yet.
         #expect(
-            queue.renewed(LeaseReport(lost: [Self.id("x")], commands: [Self.id("y"): .pause])) == [
+            queue.renewed(LeaseReport(lost: [Self.id("x")], commands: [Self.id("y"): .pause]), now: 1) == [
                 .abandonRun(Self.id("x")), .stopRun(Self.id("y"), as: .paused),
             ])
-        var outage = Queue.fleet(limit: 2)
+        #expect(queue.claimRequest() == nil)
+        var outage = Queue.fleet(limit: 2, leaseTimeout: .seconds(10))
         _ = outage.claimed([Self.id("y")], limit: 2)
+        // The loop's first tick renews: the outage clock starts there.
+        #expect(outage.tick(now: 100) == [.renewLeases])
         // A short outage changes nothing; past half the lease every run stops at a checkpoint.
-        #expect(outage.renewalFailed(outage: .seconds(4), leaseTimeout: .seconds(10)) == [])
-        #expect(
-            outage.renewalFailed(outage: .seconds(6), leaseTimeout: .seconds(10)) == [
-                .stopRun(Self.id("y"), as: .running)
-            ])
+        #expect(outage.renewalFailed(now: 104) == [])
+        #expect(outage.renewalFailed(now: 106) == [.stopRun(Self.id("y"), as: .running)])
         // It ended running with its lease still held: suspended, its slot still taken, no release.
         let stopped = try Self.record("y", .running)
         #expect(
@@ -340,8 +341,16 @@ import Testing
             ])
         #expect(outage.state(of: Self.id("y")) == .suspended)
         #expect(outage.claimRequest() == .claim(limit: 1, excluding: [Self.id("y")]))
+        // Suspended downloads make every tick a renewal, due or not.
+        #expect(outage.tick(now: 106.1) == [.renewLeases])
         // The database is back and the lease is still this host's: it goes on here.
-        #expect(outage.renewed(LeaseReport()) == [.startRun(Self.id("y"), generation: 2, place: nil, given: nil)])
+        #expect(
+            outage.renewed(LeaseReport(), now: 107) == [
+                .startRun(Self.id("y"), generation: 2, place: nil, given: nil),
+                .claim(limit: 1, excluding: [Self.id("y")]),
+            ])
+        // The outage clock starts again from that renewal.
+        #expect(outage.renewalFailed(now: 111) == [])
     }
 
     @Test func aFleetPauseStopsRunsHereAndLeavesOthersToTheirHosts() throws {

@@ -64,6 +64,11 @@ extension DownloadManager {
             await enqueue(try await store.records(status: nil).filter(\.status.resumesAfterRestart))
         case .startClaiming:
             startFleet()
+        case .renewLeases:
+            await renewLeases()
+        case .remoteAnswered, .remoteRefused:
+            // Answers to a caller's wait, read by that caller (`fleetAwait`): never sent here.
+            break
         }
     }
 

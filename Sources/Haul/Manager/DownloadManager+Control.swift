@@ -35,7 +35,8 @@ extension DownloadManager {
             }
         }
         for run in stopping { await run.wait() }
-        for id in remote { _ = try await fleetAwait(.paused, of: id) }
+        // Each answered once its host applied it; one that has not in time refuses the call.
+        for id in remote { _ = try await fleetAwait(.pause, of: id) }
         return ids.count
     }
 

@@ -1,18 +1,14 @@
 import HaulCore
 import Logging
 
-/// What a manager that is one host of a fleet keeps beside its runs.
+/// What a manager that is one host of a fleet keeps beside its runs: only the loop's plumbing.
+/// When to renew, how long an outage lasts and how long another host may take are the queue's
+/// (`FleetBackend`).
 struct FleetState {
     /// Whether the loop that renews leases, hears commands and claims work was started.
     var started = false
     /// Wakes the loop; finished to end it.
     var wake: AsyncStream<Void>.Continuation?
-    /// When a renewal last succeeded (or the fleet started), in the manager's clock's seconds.
-    var lastRenewal: Double = 0
-    /// When a renewal was last tried; nil before the first.
-    var lastRenewalAttempt: Double?
-    /// Another host notified a command for this one: renew at the next turn, due or not.
-    var renewNow = false
 }
 
 /// One host of a fleet (a `SharedQueueStore`): instead of a queue in memory, the manager claims
@@ -37,19 +33,12 @@ extension DownloadManager {
         }
     }
 
-    var renewInterval: Duration {
-        guard let fleet else { return .seconds(1) }
-        return min(configuration.fleetRenewInterval ?? .seconds(1), fleet.leaseTimeout / 4)
-    }
-
     func startFleet() {
-        guard let fleet, !fleetState.started else { return }
+        guard let fleet, case .fleet(let backend) = queue.backend, !fleetState.started else { return }
         fleetState.started = true
         let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         fleetState.wake = wake
-        fleetState.lastRenewal = clock.seconds()
-        // Claims look for work every second whatever the renewal's pace.
-        let interval = min(.seconds(1), renewInterval)
+        let interval = backend.wakeInterval
         spawn { await self.fleetLoop(fleet, wakes: wakes, wake: wake, interval: interval) }
     }
 
@@ -84,9 +73,8 @@ extension DownloadManager {
     }
 
     /// Another host left a command for this one: the loop renews at once, which hears it.
-    func commandNoticed() {
-        fleetState.renewNow = true
-        wakeFleet()
+    func commandNoticed() async {
+        await perform(queue.commandNoticed())
     }
 
     /// Asks the loop for a claim soon (a download was added or a slot freed).
@@ -94,17 +82,9 @@ extension DownloadManager {
         fleetState.wake?.yield()
     }
 
-    /// One turn of the loop: renew when due, then fill free slots (`DownloadQueue.claimRequest`).
+    /// One turn of the loop: the queue says whether to renew or to claim (`DownloadQueue.tick`).
     func fleetTick() async {
-        guard let fleet, !queue.isShuttingDown else { return }
-        let now = clock.seconds()
-        let due = fleetState.lastRenewalAttempt.map { now - $0 >= renewInterval.seconds } ?? true
-        if due || queue.holdsSuspended || fleetState.renewNow {
-            fleetState.lastRenewalAttempt = now
-            fleetState.renewNow = false
-            guard await renewLeases(fleet) else { return }
-        }
-        if let claim = queue.claimRequest() { await perform([claim]) }
+        await perform(queue.tick(now: clock.seconds()))
     }
 
     /// Claims downloads for free slots; the queue starts them.
@@ -118,20 +98,19 @@ extension DownloadManager {
         }
     }
 
-    /// Renews every lease held here; returns whether the database answered.
-    private func renewLeases(_ fleet: any SharedQueueStore) async -> Bool {
+    /// Renews every lease held here, and tells the queue what the database answered, or that it
+    /// did not.
+    func renewLeases() async {
+        guard let fleet else { return }
         let report: LeaseReport
         do {
             report = try await fleet.renew(live.all())
         } catch {
             configuration.logger.warning("cannot renew leases", metadata: ["error": "\(error)"])
-            let outage = Duration.milliseconds(Int64((clock.seconds() - fleetState.lastRenewal) * 1000))
-            await perform(queue.renewalFailed(outage: outage, leaseTimeout: fleet.leaseTimeout))
-            return false
+            await perform(queue.renewalFailed(now: clock.seconds()))
+            return
         }
-        fleetState.lastRenewal = clock.seconds()
-        await perform(queue.renewed(report))
-        return true
+        await perform(queue.renewed(report, now: clock.seconds()))
     }
 
     /// Applies a remove another host left for a download running here. No one waits for the
@@ -181,17 +160,30 @@ extension DownloadManager {
             hub.publish(DownloadEvent(id: id, kind: command == .pause ? .paused : .removed))
             return applied
         }
-        return try await fleetAwait(command == .pause ? .paused : .removed, of: id)
+        return try await fleetAwait(command, of: id)
     }
 
-    /// Waits (a few seconds at most) until the record of a download another host runs shows
-    /// `wanted` (or it finished). Returns the record as it ended up.
-    func fleetAwait(_ wanted: DownloadStatus, of id: DownloadID) async throws -> DownloadRecord {
-        var record = try await existingOrRemoved(id)
-        for _ in 0..<500 where record.status != wanted && !record.status.isTerminal {
-            try await clock.sleep(for: .milliseconds(20))
-            record = try await existingOrRemoved(id)
+    /// Waits until the record of a download another host holds shows `command` carried out (or
+    /// it finished), reading it every 20 ms. The queue decides when it has waited long enough
+    /// (`DownloadQueue.remoteSeen`): then a `conflict` naming the host, whose command stays
+    /// stored. Returns the record as it ended up.
+    func fleetAwait(_ command: FleetCommand, of id: DownloadID) async throws -> DownloadRecord {
+        let holder = await fleetRuns([id])[id]?.host
+        let ask = queue.remoteAsked(command, of: id, now: clock.seconds())
+        do {
+            while true {
+                let record = try await existingOrRemoved(id)
+                for action in queue.remoteSeen(ask, status: record.status, holder: holder, now: clock.seconds()) {
+                    switch action {
+                    case .remoteRefused(_, let error): throw error
+                    default: return record
+                    }
+                }
+                try await clock.sleep(for: .milliseconds(20))
+            }
+        } catch {
+            queue.remoteAbandoned(ask)
+            throw error
         }
-        return record
     }
 }

@@ -139,6 +139,17 @@ public actor DownloadManager {
             ownedTransport: nil, closeStore: nil)
     }
 
+    /// One host of a fleet with every dependency injected, as the local one above: tests drive
+    /// its renewals and its waits for other hosts with their own clock. The fleet's store and the
+    /// transport are the caller's to close, after the manager.
+    public init(
+        configuration: Configuration, fleet: any SharedQueueStore, transport: any HTTPTransport, clock: any HaulClock
+    ) {
+        self.init(
+            configuration: configuration, backend: .fleet(fleet), transport: transport, clock: clock,
+            ownedTransport: nil, closeStore: nil)
+    }
+
     private init(
         configuration: Configuration, backend: Backend, transport: any HTTPTransport, clock: any HaulClock,
         ownedTransport: AsyncHTTPTransport?, closeStore: (@Sendable () async -> Void)?
@@ -152,7 +163,9 @@ public actor DownloadManager {
             self.queue = .local(limit: configuration.maxConcurrentDownloads)
         case .fleet(let fleet):
             self.fleet = fleet
-            self.queue = .fleet(limit: configuration.maxConcurrentDownloads)
+            self.queue = .fleet(
+                limit: configuration.maxConcurrentDownloads,
+                renewInterval: configuration.fleetRenewInterval ?? .seconds(1), leaseTimeout: fleet.leaseTimeout)
         }
         self.transport = transport
         self.clock = clock

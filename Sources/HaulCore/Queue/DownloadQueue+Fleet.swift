@@ -56,9 +56,11 @@ extension DownloadQueue {
         return actions
     }
 
-    /// A renewal answered: leases lost stop without writing, other hosts' commands apply to the
-    /// runs here, and downloads held through an outage start again (still ours).
-    public mutating func renewed(_ report: LeaseReport) -> [Action] {
+    /// A renewal answered at `now`: leases lost stop without writing, other hosts' commands apply
+    /// to the runs here, downloads held through an outage start again (still ours), and free
+    /// slots are filled by a claim.
+    public mutating func renewed(_ report: LeaseReport, now: Double) -> [Action] {
+        withFleet { $0.lastRenewal = now }
         var actions: [Action] = []
         for id in report.lost.sorted(by: { $0.rawValue < $1.rawValue }) {
             entries[id]?.suspended = false
@@ -74,6 +76,7 @@ extension DownloadQueue {
         }
         let suspended = entries.filter { $0.value.suspended }.keys.sorted { $0.rawValue < $1.rawValue }
         for id in suspended where !isShuttingDown { actions.append(begin(id, place: nil)) }
+        if let claim = claimRequest() { actions.append(claim) }
         return actions
     }
 
@@ -98,11 +101,53 @@ extension DownloadQueue {
         return (actions, elsewhere)
     }
 
-    /// A renewal failed, `outage` after the last one that succeeded. Past half the lease, every
-    /// run stops at a checkpoint, well before another host may take it over; each keeps its
-    /// lease and goes on once the database is back (`runEnded` with `holdsLease`).
-    public mutating func renewalFailed(outage: Duration, leaseTimeout: Duration) -> [Action] {
-        guard outage > leaseTimeout / 2 else { return [] }
+    /// A renewal failed at `now`. Past half a lease since the last one that succeeded, every run
+    /// stops at a checkpoint, well before another host may take it over; each keeps its lease
+    /// and goes on once the database is back (`runEnded` with `holdsLease`).
+    public mutating func renewalFailed(now: Double) -> [Action] {
+        guard let (outage, lease) = withFleet({ ($0.outage(now: now), $0.leaseTimeout) }), outage > lease / 2 else {
+            return []
+        }
         return runningIDs.flatMap { stop($0, as: .running) }
+    }
+
+    /// The host's loop woke at `now` (a tick, a freed slot, a new download): renew when due (or
+    /// when another host left a command, or downloads wait for the database), else claim for free
+    /// slots. The renewal's answer claims after it (`renewed`).
+    public mutating func tick(now: Double) -> [Action] {
+        guard !isShuttingDown else { return [] }
+        let suspended = holdsSuspended
+        guard let due = withFleet({ $0.renewalDue(now: now, suspended: suspended) }) else { return [] }
+        if due { return [.renewLeases] }
+        return claimRequest().map { [$0] } ?? []
+    }
+
+    /// Another host notified a command for this one: the next tick renews, due or not, and so
+    /// hears it; the loop wakes for it at once.
+    public mutating func commandNoticed() -> [Action] {
+        withFleet { $0.renewNow = true } == nil ? [] : [.wakeClaims]
+    }
+
+    /// A caller asked another host, through the database, to pause or remove `id` at `now`, and
+    /// waits for it: tell the queue each reading of its record (`remoteSeen`) until it answers.
+    public mutating func remoteAsked(_ command: FleetCommand, of id: DownloadID, now: Double) -> FleetBackend.RemoteAsk
+    {
+        withFleet { $0.ask(command, of: id, now: now) } ?? FleetBackend.RemoteAsk(id: id, command: command, number: 0)
+    }
+
+    /// The record of a download another host was asked to pause or remove shows `status` at
+    /// `now`, held by `holder`: the caller is answered once it shows what was asked (or ended
+    /// meanwhile), refused with `conflict` once `FleetBackend.remoteDeadline` passed without it,
+    /// and otherwise reads it again.
+    public mutating func remoteSeen(
+        _ ask: FleetBackend.RemoteAsk, status: DownloadStatus, holder: String?, now: Double
+    ) -> [Action] {
+        guard let answer = withFleet({ $0.answer(ask, status: status, holder: holder, now: now) }) else { return [] }
+        return answer.map { [$0] } ?? []
+    }
+
+    /// The caller of `remoteAsked` stopped waiting (its read of the record failed).
+    public mutating func remoteAbandoned(_ ask: FleetBackend.RemoteAsk) {
+        withFleet { $0.forget(ask) }
     }
 }

@@ -13,7 +13,8 @@
 /// - `.local`: this process's queue, in memory (`QueueSlots`: the waiting list, its slots, and
 ///   adds not yet saved);
 /// - `.fleet`: one host of a fleet; the queue is the database's and a free slot is filled by a
-///   claim (`FleetSlots`), downloads stopped by an outage are held as suspended.
+///   claim, and the host's clock (renewals, the outage, other hosts' answers) is its own
+///   (`FleetBackend`); downloads stopped by an outage are held as suspended.
 public struct DownloadQueue: Sendable {
     /// Where the queue lives, chosen once when the queue is made: this process's memory, or a
     /// fleet's database.
@@ -21,7 +22,7 @@ public struct DownloadQueue: Sendable {
         /// This process's queue: the waiting list and its slots, in memory.
         case local(QueueSlots)
         /// One host of a fleet: the queue is the database's, and a free slot is filled by a claim.
-        case fleet(FleetSlots)
+        case fleet(FleetBackend)
     }
 
     /// One run of a download in this process.
@@ -85,8 +86,13 @@ public struct DownloadQueue: Sendable {
     /// A queue of this process, `limit` downloads at once.
     public static func local(limit: Int) -> DownloadQueue { DownloadQueue(.local(QueueSlots(limit: limit))) }
 
-    /// One host of a fleet, `limit` downloads at once.
-    public static func fleet(limit: Int) -> DownloadQueue { DownloadQueue(.fleet(FleetSlots(limit: limit))) }
+    /// One host of a fleet, `limit` downloads at once, renewing its leases of `leaseTimeout` every
+    /// `renewInterval` (at most a quarter of the lease).
+    public static func fleet(
+        limit: Int, renewInterval: Duration = .seconds(1), leaseTimeout: Duration = .seconds(30)
+    ) -> DownloadQueue {
+        DownloadQueue(.fleet(FleetBackend(limit: limit, renewInterval: renewInterval, leaseTimeout: leaseTimeout)))
+    }
 
     /// Whether this is one host of a fleet (the queue is the database's) rather than this process's
     /// own queue.
@@ -198,12 +204,22 @@ public struct DownloadQueue: Sendable {
         /// `queued`.
         case restoreQueued
         /// Fleet: start the loop that renews this host's leases, hears other hosts' commands
-        /// and claims work for free slots.
+        /// and claims work for free slots; it tells the queue `tick(now:)` at each wake.
         case startClaiming
+        /// Fleet: renew every lease held here, with live progress; report `renewed(_:now:)`, or
+        /// `renewalFailed(now:)` when the database does not answer.
+        case renewLeases
+        /// Fleet: the pause or remove asked of another host (`remoteAsked`) happened, or the
+        /// download finished meanwhile: its caller is answered with the record.
+        case remoteAnswered(FleetBackend.RemoteAsk)
+        /// Fleet: the host holding the download did not carry out the pause or remove in time:
+        /// its caller is refused with this error (the command stays stored for that host).
+        case remoteRefused(FleetBackend.RemoteAsk, HaulError)
     }
 
     // MARK: Shared steps
 
+    @discardableResult
     mutating func withLocal<T>(_ body: (inout QueueSlots) -> T) -> T? {
         guard case .local(var slots) = backend else { return nil }
         backend = .local(QueueSlots(limit: 1)) // keeps `slots` unique while it changes
@@ -211,7 +227,8 @@ public struct DownloadQueue: Sendable {
         return body(&slots)
     }
 
-    mutating func withFleet<T>(_ body: (inout FleetSlots) -> T) -> T? {
+    @discardableResult
+    mutating func withFleet<T>(_ body: (inout FleetBackend) -> T) -> T? {
         guard case .fleet(var slots) = backend else { return nil }
         defer { backend = .fleet(slots) }
         return body(&slots)
@@ -240,16 +257,5 @@ public struct DownloadQueue: Sendable {
         if let entry = entries[id], entry.run == nil, !entry.suspended, entry.given == GivenOptions() {
             entries[id] = nil
         }
-    }
-}
-
-/// A fleet host's slots: how many downloads it runs at once; a free one is filled by a claim.
-public struct FleetSlots: Sendable, Hashable {
-    /// Downloads this host runs at once; at least 1.
-    public var limit: Int
-
-    /// Slots for `limit` downloads at once; anything under 1 counts as 1.
-    public init(limit: Int) {
-        self.limit = max(1, limit)
     }
 }
