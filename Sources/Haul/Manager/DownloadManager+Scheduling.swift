@@ -53,7 +53,7 @@ extension DownloadManager {
                 hub.publish(event)
             }, io: DiskIO(calls: configuration.fileCalls),
             refresher: configuration.refreshCommand.map { URLRefresher(command: $0) },
-            saved: { [live] record in live.saved(record) })
+            saved: { [live] record in live.saved(record) }, saving: { [live] record in live.saving(record) })
         let store = store
         let locks = Result { () throws(HaulError) -> DownloadLocks in try downloadLocks() }
         runner.directorySyncs = directorySyncs

@@ -41,12 +41,17 @@ final class LiveProgress: Sendable {
         }
     }
 
-    /// A run stored `record`. A run that stored `running` and has no figures yet (before its
-    /// first tick) shows the speed its download had when it last stopped, if any: a download
-    /// counted as running has the speed it is known to run at, not 0.
+    /// A run stored `record`: its copy answers reads of the running download.
     func saved(_ record: DownloadRecord) {
+        state.withLockedValue { $0.records[record.id] = record }
+    }
+
+    /// A run is about to store `record`. A run that stores `running` and has no figures yet
+    /// (before its first tick) shows the speed its download had when it last stopped, if any,
+    /// from before the store says it runs: a download counted as running has the speed it is
+    /// known to run at, not 0 (seeded after the save, a summary read between the two said 0).
+    func saving(_ record: DownloadRecord) {
         state.withLockedValue { state in
-            state.records[record.id] = record
             if record.status == .running, state.progress[record.id] == nil, let last = state.lastSpeeds[record.id] {
                 state.progress[record.id] = Progress(
                     completed: record.completedLength, total: record.expectedLength, bytesPerSecond: last,

@@ -7,6 +7,7 @@ import NIOConcurrencyHelpers
 extension RunSession {
     func persist() async {
         let record = machine.withLockedValue { $0.persistentRecord }
+        runner.saving(record)
         do {
             try await runner.metrics.time(runner.metrics.store) { try await runner.store.save(record) }
             runner.saved(record)

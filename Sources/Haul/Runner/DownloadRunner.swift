@@ -49,6 +49,9 @@ struct DownloadRunner: Sendable {
     /// Told every record the run has just stored (the manager's `LiveProgress`, which answers
     /// status reads of running downloads from memory).
     var saved: @Sendable (DownloadRecord) -> Void = { _ in }
+    /// Told every record the run is about to store, before the store has it (the manager's
+    /// `LiveProgress`: a download stored `running` already has the speed it is shown with).
+    var saving: @Sendable (DownloadRecord) -> Void = { _ in }
     /// Where a publish makes its new name durable together with the others published into the
     /// same directory meanwhile (the manager's, shared by its runs; by default the run's own).
     var directorySyncs = DirectorySyncs()
