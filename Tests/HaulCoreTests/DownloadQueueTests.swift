@@ -65,7 +65,7 @@ import Testing
     @Test func aPauseDuringAStartStopsTheRunAndAStaleEndChangesNothing() throws {
         var queue = Self.oneRunning()
         // Paused while its start loads the record: the run is asked to stop, nothing else.
-        #expect(try queue.pause([(Self.id("a"), .queued)]).get() == [.stopRun(Self.id("a"), as: .paused)])
+        #expect(queue.pausing([(Self.id("a"), .queued)]) == [.stopRun(Self.id("a"), as: .paused)])
         #expect(queue.state(of: Self.id("a")) == .running(Queue.Run(generation: 1, stop: .paused)))
         // A remove wins over the pause; a second pause asks again but changes nothing.
         #expect(queue.stop(Self.id("a"), as: .removed) == [.stopRun(Self.id("a"), as: .removed)])
@@ -80,11 +80,11 @@ import Testing
 
     @Test func aPauseOfWaitingDownloadsTakesThemOutInOneSaveAndAFinishedOneRefusesAll() throws {
         var queue = Self.oneRunning()
-        #expect(queue.pause([(Self.id("b"), .queued), (Self.id("z"), .completed)]).refusal?.code == .conflict)
+        #expect(queue.pausing([(Self.id("b"), .queued), (Self.id("z"), .completed)]).refusal?.code == .conflict)
         // Refused whole: `b` still waits.
         #expect(queue.waiting.contains(Self.id("b")))
         #expect(
-            try queue.pause([(Self.id("b"), .queued), (Self.id("c"), .queued), (Self.id("p"), .paused)]).get()
+            queue.pausing([(Self.id("b"), .queued), (Self.id("c"), .queued), (Self.id("p"), .paused)])
                 == [.savePaused([Self.id("b"), Self.id("c")])])
         #expect(queue.waiting.isEmpty)
     }
@@ -254,25 +254,32 @@ import Testing
         #expect(local.restore() == [.restoreQueued])
         #expect(fleet.restore() == [.startClaiming])
         // A pause: the machine's actions here, one statement for all of them in a fleet.
-        #expect(try local.pausing([(Self.id("b"), .queued)]).get() == .here([.savePaused([Self.id("b")])]))
+        #expect(local.pausing([(Self.id("b"), .queued)]) == [.savePaused([Self.id("b")])])
         #expect(
-            try fleet.pausing([(Self.id("here"), .running), (Self.id("x"), .queued)]).get()
-                == .everywhere([Self.id("here"), Self.id("x")]))
+            fleet.pausing([(Self.id("here"), .running), (Self.id("x"), .queued)])
+                == [.pauseEverywhere([Self.id("here"), Self.id("x")])])
         #expect(fleet.pausing([(Self.id("x"), .queued), (Self.id("z"), .completed)]).refusal?.code == .conflict)
         // A resume: here each one not scheduled is picked up again; in a fleet those not queued
         // or running are queued in one transaction; a completed one refuses them all.
         let (paused, failed) = (try Self.record("p", .paused), try Self.record("f", .failed))
         let (waiting, running) = (try Self.record("c", .queued), try Self.record("r", .running))
-        #expect(try local.resuming([paused, waiting]).get() == .readd([paused]))
-        #expect(try fleet.resuming([paused, failed, running]).get() == .requeue([paused, failed]))
+        #expect(local.resuming([paused, waiting]) == [.readd(paused)])
+        #expect(fleet.resuming([paused, failed, running]) == [.requeue([paused, failed])])
         #expect(local.resuming([paused, try Self.record("done", .completed)]).refusal?.code == .conflict)
-        // A remove: here, or through the host that holds it when it does not run here.
-        #expect(local.removing(Self.id("c")) == .here)
-        #expect(fleet.removing(Self.id("here")) == .here)
-        #expect(fleet.removing(Self.id("x")) == .throughItsHost)
+        // A remove: here (a run stopped first), or through the host that holds it when it does
+        // not run here.
+        #expect(local.removing(Self.id("c"), deleteFile: false) == [.removeHere(Self.id("c"), deleteFile: false, runnerStopped: false)])
+        #expect(
+            fleet.removing(Self.id("here"), deleteFile: true) == [
+                .stopRun(Self.id("here"), as: .removed),
+                .removeHere(Self.id("here"), deleteFile: true, runnerStopped: true),
+            ])
+        #expect(fleet.removing(Self.id("x"), deleteFile: true) == [.removeThroughHost(Self.id("x"), .removeWithFile)])
         // A pause of everything: from memory here (`b` left the list with its pause above).
-        #expect(local.pausingAll() == .here([.stopRun(Self.id("a"), as: .paused), .savePaused([Self.id("c")])]))
-        #expect(fleet.pausingAll() == .everywhere)
+        let all = local.pausingAll()
+        #expect(all == [.stopRun(Self.id("a"), as: .paused), .savePaused([Self.id("c")])])
+        #expect(all.pausedCount == 2)
+        #expect(fleet.pausingAll() == [.pauseAllEverywhere])
         #expect(local.holdsWaitingList && !fleet.holdsWaitingList)
         #expect(local.trustsProgressNotes && !fleet.trustsProgressNotes)
     }
@@ -357,16 +364,17 @@ import Testing
         var queue = Queue.fleet(limit: 2)
         _ = queue.claimed([Self.id("here")], limit: 2)
         let paused = try Self.record("free", .paused)
-        let (actions, elsewhere) = queue.fleetPaused([
+        let actions = queue.fleetPaused([
             Self.id("here"): .leftForHolder, Self.id("free"): .applied(paused, before: .queued),
             Self.id("again"): .applied(try Self.record("again", .paused), before: .paused),
             Self.id("other"): .leftForHolder,
         ])
+        // The caller waits for the other host's only after what happens here.
         #expect(
             actions == [
                 .publish(DownloadEvent(id: Self.id("free"), kind: .paused)), .stopRun(Self.id("here"), as: .paused),
+                .awaitRemote(Self.id("other"), .pause),
             ])
-        #expect(elsewhere == [Self.id("other")])
     }
 
     @Test func aFleetRunThatEndsWithoutItsLeaseReleasesIt() throws {
@@ -381,9 +389,10 @@ import Testing
     }
 }
 
-extension Result {
-    var refusal: Failure? {
-        if case .failure(let failure) = self { return failure }
+extension [DownloadQueue.Action] {
+    /// The error of the one `.refuse` these actions are, or nil.
+    var refusal: HaulError? {
+        if count == 1, case .refuse(let error) = first { return error }
         return nil
     }
 }

@@ -5,31 +5,72 @@ import Logging
 /// it decides nothing here. A start is made before anything awaits, so a slot the queue gives is
 /// taken in the same step as the event that freed it.
 extension DownloadManager {
+    /// What a caller's change leaves for after its turn: the runs it asked to stop (the caller
+    /// returns once they have), and the actions that wait for them or for another host
+    /// (`.removeHere`, `.removeThroughHost`, `.awaitRemote`, `.pauseAllEverywhere`), carried out
+    /// by `finish` in order.
+    struct CallerWork {
+        var stopping: [Completion] = []
+        var later: [DownloadQueue.Action] = []
+    }
+
     func perform(_ actions: [DownloadQueue.Action]) async {
+        var work = CallerWork()
         for action in actions {
             do {
-                try await perform(action)
+                try await perform(action, for: &work)
             } catch {
-                // Only a save of paused downloads and the restore's read throw, and both are
-                // asked for through `performSaving`.
+                // Only a caller's steps throw (a save of paused downloads, the restore's read, a
+                // refusal), and those are asked for through `performCalling`.
                 configuration.logger.error(
                     "cannot carry out a queue action", metadata: ["action": "\(action)", "error": "\(error)"])
             }
         }
     }
 
-    /// The same, for the steps that save (a pause) or read (a restore): the first failure is the caller's answer,
-    /// after the actions before it were carried out.
-    func performSaving(_ actions: [DownloadQueue.Action]) async throws {
-        for action in actions { try await perform(action) }
+    /// The same, for a caller's change in its turn: the first failure (or `.refuse`) is the
+    /// caller's answer, after the actions before it were carried out. Returns what is left for
+    /// after the turn (`finish`).
+    func performCalling(_ actions: [DownloadQueue.Action]) async throws -> CallerWork {
+        var work = CallerWork()
+        for action in actions { try await perform(action, for: &work) }
+        return work
     }
 
-    private func perform(_ action: DownloadQueue.Action) async throws {
+    /// After a caller's turn: waits for the runs it stopped, then carries out what was left for
+    /// later, in order; the first failure is the caller's answer. Returns how many downloads a
+    /// fleet's pause of everything paused (0 for any other work).
+    @discardableResult
+    func finish(_ work: CallerWork) async throws -> Int {
+        var pausedEverywhere = 0
+        for run in work.stopping { await run.wait() }
+        for action in work.later {
+            switch action {
+            case .removeHere(let id, let deleteFile, let runnerStopped):
+                try await inTurn { [self] in
+                    try await removeNow(id, deleteFile: deleteFile, runnerStopped: runnerStopped)
+                }
+            case .removeThroughHost(let id, let command):
+                let record = try await fleetRequest(command, for: id)
+                await names.release(directory: record.request.directory, name: record.fileName)
+            case .awaitRemote(let id, let command):
+                _ = try await fleetAwait(command, of: id)
+            case .pauseAllEverywhere:
+                pausedEverywhere += try await pauseEverywhere()
+            default:
+                throw HaulError(.internal, "\(action) is not carried out after a turn")
+            }
+        }
+        return pausedEverywhere
+    }
+
+    private func perform(_ action: DownloadQueue.Action, for work: inout CallerWork) async throws {
         switch action {
         case .startRun(let id, let generation, let place, let given, let copy):
             start(id, generation: generation, place: place, given: given, copy: copy)
         case .stopRun(let id, let status):
             handles[id]?.stop.request(status)
+            if let ended = handles[id]?.ended { work.stopping.append(ended) }
         case .abandonRun(let id):
             configuration.logger.notice("another host took the download over", metadata: ["id": "\(id)"])
             handles[id]?.stop.leaseLost()
@@ -66,6 +107,20 @@ extension DownloadManager {
             startFleet()
         case .renewLeases:
             await renewLeases()
+        case .refuse(let error):
+            throw error
+        case .readd(let record):
+            _ = try await readd(record, request: record.request)
+        case .requeue(let records):
+            try await requeue(records)
+        case .pauseEverywhere(let ids):
+            // One statement decides for all of them, wherever they run (`fleetPaused`).
+            for action in queue.fleetPaused(try await sharedStore().pause(ids)) {
+                try await perform(action, for: &work)
+            }
+        case .pauseAllEverywhere, .awaitRemote, .removeThroughHost, .removeHere:
+            // They wait for runs or other hosts: after the caller's turn (`finish`).
+            work.later.append(action)
         case .remoteAnswered, .remoteRefused:
             // Answers to a caller's wait, read by that caller (`fleetAwait`): never sent here.
             break

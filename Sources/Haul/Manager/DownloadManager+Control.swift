@@ -15,36 +15,16 @@ extension DownloadManager {
     /// paused). Already paused ones count and stay paused.
     @discardableResult
     public func pause(_ ids: [DownloadID]) async throws -> Int {
-        // The runs here that stop, and the downloads another host of a fleet pauses.
-        let (stopping, remote): ([Completion], [DownloadID]) = try await inTurn { [self] in
+        let work = try await inTurn { [self] in
             var records: [(id: DownloadID, status: DownloadStatus)] = []
             for id in ids { records.append((id, try await existing(id).status)) }
-            switch try queue.pausing(records).get() {
-            case .here(let actions):
-                // A running one stops at a checkpoint; a waiting one leaves the list and is saved paused.
-                let stopping = runs(stoppedBy: actions)
-                try await performSaving(actions)
-                signalIdleIfNeeded()
-                return (stopping, [])
-            case .everywhere(let ids):
-                // One statement decides for all of them, wherever they run (`fleetPaused`).
-                let (actions, elsewhere) = queue.fleetPaused(try await sharedStore().pause(ids))
-                let stopping = runs(stoppedBy: actions)
-                await perform(actions)
-                return (stopping, elsewhere)
-            }
+            defer { signalIdleIfNeeded() }
+            return try await performCalling(queue.pausing(records))
         }
-        for run in stopping { await run.wait() }
-        // Each answered once its host applied it; one that has not in time refuses the call.
-        for id in remote { _ = try await fleetAwait(.pause, of: id) }
+        // The running ones checkpoint; one another host holds is answered once that host
+        // applied it, and one that has not in time refuses the call.
+        try await finish(work)
         return ids.count
-    }
-
-    /// The runs `actions` ask to stop: what a pause returns only once they have.
-    private func runs(stoppedBy actions: [DownloadQueue.Action]) -> [Completion] {
-        actions.compactMap { action in
-            if case .stopRun(let id, _) = action { handles[id]?.ended } else { nil }
-        }
     }
 
     /// Puts a paused or failed download back in the queue at its old place; a queued or
@@ -59,12 +39,7 @@ extension DownloadManager {
         try await inTurn { [self] in
             var records: [DownloadRecord] = []
             for id in ids { records.append(try await existing(id)) }
-            switch try queue.resuming(records).get() {
-            case .readd(let records):
-                for record in records { _ = try await readd(record, request: record.request) }
-            case .requeue(let records):
-                try await requeue(records)
-            }
+            _ = try await performCalling(queue.resuming(records))
             return ids.count
         }
     }
@@ -78,23 +53,14 @@ extension DownloadManager {
     /// `deleteFile` is true. The queue is not held while a running download stops (a remove
     /// interrupts even a long checksum verification).
     public func remove(_ id: DownloadID, deleteFile: Bool) async throws {
-        let stopping: Completion? = try await inTurn { [self] in
+        let work = try await inTurn { [self] in
             _ = try await existing(id)
-            guard let running = handles[id] else { return nil }
-            await perform(queue.stop(id, as: .removed))
-            return running.ended
+            return try await performCalling(queue.removing(id, deleteFile: deleteFile))
         }
-        if stopping == nil, queue.removing(id) == .throughItsHost {
-            // Not running here: its host removes it, or this one at once when none holds it.
-            let record = try await fleetRequest(deleteFile ? .removeWithFile : .remove, for: id)
-            await names.release(directory: record.request.directory, name: record.fileName)
-            return
-        }
-        await stopping?.wait()
-        try await inTurn { [self] in try await removeNow(id, deleteFile: deleteFile, runnerStopped: stopping != nil) }
+        try await finish(work)
     }
 
-    private func removeNow(_ id: DownloadID, deleteFile: Bool, runnerStopped: Bool) async throws {
+    func removeNow(_ id: DownloadID, deleteFile: Bool, runnerStopped: Bool) async throws {
         guard var record = try await store.record(id) else { throw HaulError(.notFound, "no download with id \(id)") }
         if record.status == .removed, !runnerStopped { throw HaulError(.notFound, "no download with id \(id)") }
         if let running = handles[id] {

@@ -141,8 +141,8 @@ extension DownloadManager {
         }
     }
 
-    /// The fleet's shared store, for the steps the queue sends there (`DownloadQueue.PauseStep`,
-    /// `RemoveStep`): a local manager is never sent there.
+    /// The fleet's shared store, for the actions the queue sends there (`.pauseEverywhere`,
+    /// `.removeThroughHost`): a local manager is never sent there.
     func sharedStore() throws(HaulError) -> any SharedQueueStore {
         guard let fleet else { throw HaulError(.internal, "not part of a fleet") }
         return fleet

@@ -197,24 +197,20 @@ extension DownloadManager {
     /// the running ones have checkpointed.
     @discardableResult
     public func pauseAll() async throws -> Int {
-        let here: (count: Int, stopping: [Completion])? = try await inTurn { [self] in
-            guard case .here(let actions) = queue.pausingAll() else { return nil }
+        let (count, work) = try await inTurn { [self] in
             // Decided from memory, in one step: a queued entry cannot start once it is out of
             // the waiting list, so its stored record is not being written by anyone else.
-            let stopping = handles.values.map(\.ended)
-            let waiting = actions.reduce(0) { count, action in
-                if case .savePaused(let ids) = action { count + ids.count } else { count }
-            }
-            try await performSaving(actions)
-            signalIdleIfNeeded()
-            return (waiting + stopping.count, stopping)
+            let actions = queue.pausingAll()
+            defer { signalIdleIfNeeded() }
+            return (actions.pausedCount, try await performCalling(actions))
         }
-        if let here {
-            for run in here.stopping { await run.wait() }
-            return here.count
-        }
-        // The fleet's queue: every download queued or running on any host, in one statement.
-        // One that finished between the listing and the statement refuses it: list again.
+        return count + (try await finish(work))
+    }
+
+    /// The fleet's pause of everything: every download queued or running on any host, in one
+    /// statement. One that finished between the listing and the statement refuses it: list
+    /// again (three tries).
+    func pauseEverywhere() async throws -> Int {
         var attempt = 0
         while true {
             attempt += 1

@@ -285,7 +285,7 @@ public actor DownloadManager {
     /// Puts back in the queue what was queued or running when the last process stopped.
     /// A fleet host starts claiming from the database instead (`DownloadQueue.restore`).
     public func restore() async throws {
-        try await inTurn { [self] in try await performSaving(queue.restore()) }
+        _ = try await inTurn { [self] in try await performCalling(queue.restore()) }
     }
 
     /// Returns once nothing is running or queued in this process.

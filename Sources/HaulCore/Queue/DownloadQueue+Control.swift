@@ -72,34 +72,6 @@ extension DownloadQueue {
         return nil
     }
 
-    /// Pauses these downloads of this process's queue, all or none (`pauseRefusal`), before
-    /// anything changes. A running one is asked to stop as paused; a waiting one leaves the list
-    /// and is saved paused; one already paused stays so.
-    public mutating func pause(_ records: [(id: DownloadID, status: DownloadStatus)]) -> Result<[Action], HaulError> {
-        if let refusal = pauseRefusal(records) { return .failure(refusal) }
-        var actions: [Action] = []
-        var paused: [DownloadID] = []
-        for (id, status) in records {
-            if isRunning(id) {
-                actions += stop(id, as: .paused)
-            } else if status != .paused {
-                actions += schedule(.left([id]))
-                paused.append(id)
-            }
-        }
-        if !paused.isEmpty { actions.append(.savePaused(paused)) }
-        return .success(actions)
-    }
-
-    /// Pauses everything queued or running here: the waiting list is emptied into one save.
-    public mutating func pauseAll() -> [Action] {
-        let waiting = withLocal { $0.takeWaiting() } ?? []
-        var actions: [Action] = []
-        for id in runningIDs { actions += stop(id, as: .paused) }
-        actions.append(.savePaused(waiting.map(\.id)))
-        return actions
-    }
-
     /// Asks a running download to stop as `status` (a remove wins over a pause or shutdown
     /// already asked: it may interrupt a verification).
     public mutating func stop(_ id: DownloadID, as status: DownloadStatus) -> [Action] {

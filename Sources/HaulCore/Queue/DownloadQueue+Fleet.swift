@@ -83,22 +83,20 @@ extension DownloadQueue {
     /// A fleet's pause, decided by the database for all of `results`' downloads in one statement
     /// (their hosts hear it at once): one running here is asked to stop; one no host held was
     /// paused by the statement itself and is published paused (unless it was already); one held
-    /// by another host is that host's to stop, and is returned to be waited for.
-    public mutating func fleetPaused(_ results: [DownloadID: FleetRequestResult]) -> (
-        actions: [Action], elsewhere: [DownloadID]
-    ) {
+    /// by another host is that host's to stop, and its caller waits for it (`.awaitRemote`).
+    public mutating func fleetPaused(_ results: [DownloadID: FleetRequestResult]) -> [Action] {
         var actions: [Action] = []
-        var elsewhere: [DownloadID] = []
+        var elsewhere: [Action] = []
         for (id, result) in results.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
             if isRunning(id) {
                 actions += stop(id, as: .paused)
             } else if case .applied(_, let before) = result {
                 if before != .paused { actions.append(.publish(DownloadEvent(id: id, kind: .paused))) }
             } else {
-                elsewhere.append(id)
+                elsewhere.append(.awaitRemote(id, .pause))
             }
         }
-        return (actions, elsewhere)
+        return actions + elsewhere
     }
 
     /// A renewal failed at `now`. Past half a lease since the last one that succeeded, every run

@@ -209,6 +209,27 @@ public struct DownloadQueue: Sendable {
         /// Fleet: renew every lease held here, with live progress; report `renewed(_:now:)`, or
         /// `renewalFailed(now:)` when the database does not answer.
         case renewLeases
+        /// A caller's change is refused with this error, before anything changed: its answer.
+        case refuse(HaulError)
+        /// Put this download back in the queue as an add would pick it up (`readd`).
+        case readd(DownloadRecord)
+        /// Fleet: queue these again in one transaction, their errors cleared, all or none.
+        case requeue([DownloadRecord])
+        /// Fleet: pause these downloads in one statement of the shared store, wherever they run;
+        /// report its results to `fleetPaused`.
+        case pauseEverywhere([DownloadID])
+        /// Fleet: pause every download queued or running on any host: list them from the store,
+        /// then pause them as `pausing` does (again when one finished between the two).
+        case pauseAllEverywhere
+        /// Fleet: the caller waits (after its turn) until the host holding this download carries
+        /// out the command (`remoteAsked`, `remoteSeen`).
+        case awaitRemote(DownloadID, FleetCommand)
+        /// Fleet: remove this download, which does not run here, through the shared store: at
+        /// once when no host holds it, else by a command for its host, which the caller waits for.
+        case removeThroughHost(DownloadID, FleetCommand)
+        /// Remove this download here, once its run (if `runnerStopped`, asked to stop as removed
+        /// just before) has stopped: its files, its name, its record saved removed (`removed`).
+        case removeHere(DownloadID, deleteFile: Bool, runnerStopped: Bool)
         /// Fleet: the pause or remove asked of another host (`remoteAsked`) happened, or the
         /// download finished meanwhile: its caller is answered with the record.
         case remoteAnswered(FleetBackend.RemoteAsk)
