@@ -1,3 +1,4 @@
+import Haul
 import HaulCore
 import Logging
 import SQLiteNIO
@@ -14,26 +15,27 @@ final class GroupCommit: Sendable {
         case statement(String, [SQLiteData])
     }
 
-    private let line: BatchLine<Write, Void>
+    /// One line (key 0): every write of the store's one connection.
+    private let line: BatchLine<Int, Write, Void>
 
     init(connection: SQLiteConnection, keepCredentials: Bool, logger: Logger) {
         line = BatchLine(
-            perform: { writes in
-                try await Self.commit(writes, connection: connection, keepCredentials: keepCredentials, logger: logger)
-                return writes.map { _ in () }
-            },
-            onSplit: { count, error in
+            failure: .eachAlone(onSplit: { count, error in
                 // One refused write (a name the unique index keeps for another download) must not
                 // fail the others with it: each is tried alone, and hears its own answer.
                 logger.debug(
                     "a batch of writes failed; each is written alone",
                     metadata: ["writes": "\(count)", "error": "\(error)"])
             })
+        ) { _, writes in
+            try await Self.commit(writes, connection: connection, keepCredentials: keepCredentials, logger: logger)
+            return writes.map { _ in () }
+        }
     }
 
     /// Returns once `write` is committed; throws if its transaction failed.
     func perform(_ write: Write) async throws {
-        try await line.submit(write)
+        try await line.submit(write, to: 0)
     }
 
     /// One statement runs alone (it is atomic by itself); more run in one transaction.

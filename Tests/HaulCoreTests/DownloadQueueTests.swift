@@ -268,7 +268,10 @@ import Testing
         #expect(local.resuming([paused, try Self.record("done", .completed)]).refusal?.code == .conflict)
         // A remove: here (a run stopped first), or through the host that holds it when it does
         // not run here.
-        #expect(local.removing(Self.id("c"), deleteFile: false) == [.removeHere(Self.id("c"), deleteFile: false, runnerStopped: false)])
+        #expect(
+            local.removing(Self.id("c"), deleteFile: false) == [
+                .removeHere(Self.id("c"), deleteFile: false, runnerStopped: false)
+            ])
         #expect(
             fleet.removing(Self.id("here"), deleteFile: true) == [
                 .stopRun(Self.id("here"), as: .removed),

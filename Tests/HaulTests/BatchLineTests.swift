@@ -1,3 +1,4 @@
+import Haul
 import HaulCore
 import Testing
 
@@ -28,11 +29,11 @@ import Testing
 
     @Test func whatArrivesDuringABatchIsOneBatchAndAFailedOneIsSplit() async throws {
         let calls = Calls()
-        let line = BatchLine<Int, String>(perform: { try await calls.perform($0) })
-        let first = Task { try await line.submit(1) }
+        let line = BatchLine<Int, Int, String> { _, batch in try await calls.perform(batch) }
+        let first = Task { try await line.submit(1, to: 0) }
         while await !calls.waitingAtGate { await Task.yield() }
-        let later = [2, 13, 4].map { value in Task { try await line.submit(value) } }
-        while await line.waitingCount < 3 { await Task.yield() }
+        let later = [2, 13, 4].map { value in Task { try await line.submit(value, to: 0) } }
+        while await line.waitingCount(0) < 3 { await Task.yield() }
         await calls.open()
         #expect(try await first.value == "answer 1")
         #expect(try await later[0].value == "answer 2")

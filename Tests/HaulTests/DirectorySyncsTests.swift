@@ -38,7 +38,7 @@ import Testing
         let others = (0..<5).map { _ in Task { try await syncs.sync(directory, io: io) } }
         // Told as each caller joins the line: the first one, then the five.
         await joined.wait { $0 >= 6 }
-        #expect(syncs.waitingCount(directory) == 5)
+        #expect(await syncs.waitingCount(directory) == 5)
         gate.open()
         try await first.value
         for other in others { try await other.value }
@@ -70,7 +70,7 @@ import Testing
         let failing = (0..<3).map { _ in Task { try await syncs.sync(directory, io: io) } }
         // The first caller and the three have joined the line.
         await joined.wait { $0 >= 4 }
-        #expect(syncs.waitingCount(directory) == 3)
+        #expect(await syncs.waitingCount(directory) == 3)
         gate.open()
         try await first.value
         for task in failing {

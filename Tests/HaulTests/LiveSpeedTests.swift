@@ -28,9 +28,11 @@ import Testing
         live.note(DownloadEvent(id: id, kind: .paused))
         #expect(live.progress(id) == nil, "a paused download has no live figures")
         live.ended(id)
-        // The next run stores `running` before its first tick ...
-        live.saved(try record(.running))
+        // The next run stores `running` before its first tick: shown from before the store has
+        // it (a summary reads the store's running downloads, then their live speeds) ...
+        live.saving(try record(.running))
         #expect(live.progress(id)?.bytesPerSecond == 1_000)
+        live.saved(try record(.running))
         #expect(live.all()[id]?.bytesPerSecond == 1_000)
         // ... and its first tick has no rate yet (one sample).
         live.note(progress(0))
@@ -48,6 +50,7 @@ import Testing
         live.note(progress(500))
         live.note(DownloadEvent(id: id, kind: .removed))
         live.ended(id)
+        live.saving(try record(.running))
         live.saved(try record(.running))
         #expect(live.progress(id) == nil)
         live.note(progress(0))
@@ -76,9 +79,13 @@ import Testing
                     clock.advance(by: interval)
                 }
             }
+            // The first tick that finds bytes received: under load the client may not have read
+            // what the server sent when the first tick comes (it then tells 0 bytes; the next
+            // one has a rate whatever the meter's first sample was, so this catches the old
+            // fault only when the first tick has bytes, as it does on an idle machine).
             var first: Progress?
             for await event in events where event.id == record.id {
-                if case .progress(let progress) = event.kind {
+                if case .progress(let progress) = event.kind, progress.completed > 0 {
                     first = progress
                     break
                 }

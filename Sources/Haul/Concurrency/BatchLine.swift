@@ -1,16 +1,31 @@
-/// Group commit, once: every request waits in one line, and whatever waits when the previous
-/// batch is done is carried out as one batch, so eight callers cost one transaction and one
-/// fsync, not eight. Order is kept, and each caller returns only once its own request is done,
-/// with its own answer. A batch that fails is carried out again request by request, so one
-/// refused request (a name the store keeps for another download) fails only its caller.
+import HaulCore
+
+/// Group commit, written once: every request waits in the line of its key, and whatever waits
+/// there when the key's previous batch is done is carried out as one batch, so eight callers
+/// cost one transaction (or one fsync), not eight. Order is kept within a key, and each caller
+/// returns only once its own request is done, with its own answer; keys are drained
+/// independently.
 ///
-/// The store's writes (`GroupCommit`) wait in one of these. The manager's adds wait for its
-/// next add turn instead, drained by its own task group, and are answered by `answer`.
+/// Its users: the store's writes (`GroupCommit`, one key), the directory syncs of files published
+/// together (`DirectorySyncs`, a key per directory), and the manager's adds (drained by the
+/// manager's own turns through `answer`).
 ///
-/// An actor, so HaulCore needs no lock: one hop per request, against a transaction per batch.
-public actor BatchLine<Request: Sendable, Answer: Sendable> {
-    /// Carries out a batch: one answer per request, in order.
-    public typealias Perform = @Sendable ([Request]) async throws -> [Answer]
+/// What a failed batch does is the line's `failure`: carried out again request by request, so
+/// one refused request (a name the store keeps for another download) fails only its caller; or
+/// every caller it was for fails with it (an fsync: one retried after a failure may report
+/// success for what was lost).
+public actor BatchLine<Key: Hashable & Sendable, Request: Sendable, Answer: Sendable> {
+    /// Carries out a batch of one key: one answer per request, in order.
+    public typealias Perform = @Sendable (Key, [Request]) async throws -> [Answer]
+
+    /// What a failed batch of more than one request does.
+    public enum Failure: Sendable {
+        /// Each request is carried out again alone, and hears its own answer; told first to
+        /// `onSplit` with the batch's size and error.
+        case eachAlone(onSplit: @Sendable (Int, any Error) -> Void)
+        /// Every request of the batch fails with its error.
+        case all
+    }
 
     /// A request and the caller waiting for its answer.
     public struct Waiting: Sendable {
@@ -26,57 +41,66 @@ public actor BatchLine<Request: Sendable, Answer: Sendable> {
         }
     }
 
-    private var waiting: [Waiting] = []
-    private var draining = false
-    private let perform: Perform
-    /// Told when a batch failed and is carried out request by request (how many, and why).
-    private let onSplit: @Sendable (Int, any Error) -> Void
-
-    /// A line whose batches `perform` carries out. `onSplit` hears of each failed batch of more
-    /// than one request (its size and its error) before its requests are carried out one by one.
-    public init(perform: @escaping Perform, onSplit: @escaping @Sendable (Int, any Error) -> Void = { _, _ in }) {
-        self.perform = perform
-        self.onSplit = onSplit
+    /// One key's callers waiting for the next batch, and whether a batch of it runs.
+    private struct Line {
+        var waiting: [Waiting] = []
+        var draining = false
     }
 
-    /// Requests waiting for the next batch.
-    public var waitingCount: Int { waiting.count }
+    private var lines: [Key: Line] = [:]
+    private let perform: Perform
+    private let failure: Failure
+    /// Told each time a caller joins a line, so a test can wait for that instead of polling.
+    private let joined: @Sendable () -> Void
+
+    /// A line whose batches `perform` carries out; a failed batch does what `failure` says.
+    public init(
+        failure: Failure = .eachAlone(onSplit: { _, _ in }), joined: @escaping @Sendable () -> Void = {},
+        perform: @escaping Perform
+    ) {
+        self.perform = perform
+        self.failure = failure
+        self.joined = joined
+    }
+
+    /// Requests of `key` waiting for its next batch (not the one running).
+    public func waitingCount(_ key: Key) -> Int { lines[key]?.waiting.count ?? 0 }
 
     /// Returns `request`'s answer once its batch is done; throws what its batch (or, after a
-    /// failed batch, it alone) threw.
-    public func submit(_ request: Request) async throws -> Answer {
+    /// failed batch split, it alone) threw.
+    public func submit(_ request: Request, to key: Key) async throws -> Answer {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Answer, any Error>) in
-            waiting.append(Waiting(request: request, continuation: continuation))
-            let start = !draining
-            draining = true
+            var line = lines[key] ?? Line()
+            line.waiting.append(Waiting(request: request, continuation: continuation))
+            let starts = !line.draining
+            line.draining = true
+            lines[key] = line
+            joined()
             // The line is drained by a task of its own, not by the caller that found it idle:
             // that caller would otherwise also wait for every batch that queued behind its own.
             // (Being unstructured, it is never cancelled with a caller either: sqlite-nio drops
             // queued work of a cancelled task, and one caller's cancellation must not fail the
-            // others' adds.)
-            if start { Task { await self.drain() } }
+            // others' requests.)
+            if starts { Task { await self.drain(key) } }
         }
     }
 
-    private func drain() async {
-        while true {
-            let batch = waiting
-            waiting = []
-            if batch.isEmpty {
-                draining = false
-                return
-            }
-            await Self.answer(batch, perform: perform, onSplit: onSplit)
+    /// Batch after batch of `key`, until nobody waits; then the key's line goes.
+    private func drain(_ key: Key) async {
+        while let batch = lines[key]?.waiting, !batch.isEmpty {
+            lines[key]?.waiting = []
+            await Self.answer(batch, perform: { try await self.perform(key, $0) }, failure: failure)
         }
+        lines[key] = nil
     }
 
-    /// Carries out `batch` as one and answers each caller; when it fails, each request is
-    /// carried out alone and hears its own answer. The line's own drain, and an owner that
-    /// drains its batches in a loop of its own (the download manager's queue turns).
+    /// Carries out `batch` as one and answers each caller; a failure does what `failure` says.
+    /// The line's own drain, and an owner that drains its batches in a loop of its own (the
+    /// download manager's queue turns).
     public static func answer(
-        _ batch: [Waiting], perform: Perform, onSplit: @Sendable (Int, any Error) -> Void = { _, _ in }
+        _ batch: [Waiting], perform: @Sendable ([Request]) async throws -> [Answer], failure: Failure
     ) async {
-        if batch.isEmpty { return }
+        guard !batch.isEmpty else { return }
         do {
             let answers = try await perform(batch.map(\.request))
             guard answers.count == batch.count else {
@@ -84,8 +108,8 @@ public actor BatchLine<Request: Sendable, Answer: Sendable> {
             }
             for (waiting, answer) in zip(batch, answers) { waiting.continuation.resume(returning: answer) }
         } catch {
-            guard batch.count > 1 else {
-                batch[0].continuation.resume(throwing: error)
+            guard batch.count > 1, case .eachAlone(let onSplit) = failure else {
+                for waiting in batch { waiting.continuation.resume(throwing: error) }
                 return
             }
             onSplit(batch.count, error)

@@ -1,5 +1,3 @@
-import NIOConcurrencyHelpers
-
 /// One fsync of a directory for all the files published into it meanwhile (issue 31,
 /// requirement 6: files that finish together share the cost of their durability).
 ///
@@ -13,28 +11,26 @@ final class DirectorySyncs: Sendable {
     /// Makes a directory's entries durable (`DownloadDirectory.sync`); a test's may count or hold.
     typealias Sync = @Sendable (DownloadDirectory) throws -> Void
 
-    private typealias Key = DownloadDirectory.Identity
-
-    private struct Waiter {
+    /// A caller's directory, and the lanes its fsync may run on (the run's own file lanes).
+    private struct Request: Sendable {
         var directory: DownloadDirectory
         var io: DiskIO
-        var continuation: CheckedContinuation<Void, any Error>
     }
 
-    private struct Line {
-        var waiting: [Waiter] = []
-        var syncing = false
-    }
-
-    private let lines = NIOLockedValueBox<[Key: Line]>([:])
+    /// A line per directory: a failed fsync fails every caller it was for, and is not tried
+    /// again for them (after a failed fsync, another may report success for what was lost).
+    private let line: BatchLine<DownloadDirectory.Identity, Request, Void>
     private let syncDirectory: Sync
-    /// Told each time a caller joins a line (`waitingCount`), so a test can wait for that
-    /// instead of polling it.
-    private let joined: @Sendable () -> Void
 
+    /// `joined`: told each time a caller joins a directory's line (`waitingCount`), so a test
+    /// can wait for that instead of polling it.
     init(sync: @escaping Sync = { try $0.sync() }, joined: @escaping @Sendable () -> Void = {}) {
         syncDirectory = sync
-        self.joined = joined
+        line = BatchLine(failure: .all, joined: joined) { _, batch in
+            let first = batch[0]
+            try await first.io.run { try sync(first.directory) }
+            return batch.map { _ in () }
+        }
     }
 
     /// Returns once an fsync of `directory` that began after this call has succeeded; throws
@@ -46,52 +42,12 @@ final class DirectorySyncs: Sendable {
             try await io.run { try sync(directory) }
             return
         }
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let starts = lines.withLockedValue { lines -> Bool in
-                var line = lines[key] ?? Line()
-                line.waiting.append(Waiter(directory: directory, io: io, continuation: continuation))
-                let starts = !line.syncing
-                line.syncing = true
-                lines[key] = line
-                return starts
-            }
-            joined()
-            // Drained by a task of its own, never cancelled with a caller.
-            if starts { Task { await self.drain(key) } }
-        }
+        try await line.submit(Request(directory: directory, io: io), to: key)
     }
 
     /// Callers waiting for the next fsync of `directory` (not the one running): for tests.
-    func waitingCount(_ directory: DownloadDirectory) -> Int {
+    func waitingCount(_ directory: DownloadDirectory) async -> Int {
         guard let key = directory.identity else { return 0 }
-        return lines.withLockedValue { $0[key]?.waiting.count ?? 0 }
-    }
-
-    /// Syncs for whoever waits, batch after batch, until nobody does.
-    private func drain(_ key: Key) async {
-        let sync = syncDirectory
-        while true {
-            let batch = lines.withLockedValue { lines -> [Waiter] in
-                guard var line = lines[key] else { return [] }
-                let batch = line.waiting
-                line.waiting = []
-                if batch.isEmpty {
-                    lines[key] = nil
-                } else {
-                    lines[key] = line
-                }
-                return batch
-            }
-            guard let first = batch.first else { return }
-            let result: Result<Void, any Error>
-            do {
-                let directory = first.directory
-                try await first.io.run { try sync(directory) }
-                result = .success(())
-            } catch {
-                result = .failure(error)
-            }
-            for waiter in batch { waiter.continuation.resume(with: result) }
-        }
+        return await line.waitingCount(key)
     }
 }

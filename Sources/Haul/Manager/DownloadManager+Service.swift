@@ -30,7 +30,7 @@ extension DownloadManager: Service {
         /// Set once the shutdown is done (or the group was cancelled): a later change is refused.
         var turnsEnded = false
         /// Adds waiting to be carried out together in the next add turn (`submitAdd`).
-        var adds: [BatchLine<AddBatch, AddedBatch>.Waiting] = []
+        var adds: [BatchLine<Int, AddBatch, AddedBatch>.Waiting] = []
         var addTurnQueued = false
         /// Set by the first `shutdown` (or the group's end without one); finished once it is done.
         var shutdown: Completion?
@@ -86,6 +86,7 @@ extension DownloadManager: Service {
     private nonisolated func loop() async {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.takeTurns() }
+            group.addTask { await self.budgets.run() }
             for await job in jobs.stream {
                 group.addTask { await job() }
             }
@@ -195,6 +196,7 @@ extension DownloadManager: Service {
     /// still run (and find the manager shut down), later ones are refused.
     func endTurns() {
         turnWakes.continuation.finish()
+        budgets.close()
         jobs.continuation.finish()
     }
 
@@ -204,7 +206,7 @@ extension DownloadManager: Service {
     var waitingAdds: Int { service.adds.count }
 
     /// The adds that waited for this add turn; later ones queue the next.
-    private func takeAdds() -> [BatchLine<AddBatch, AddedBatch>.Waiting] {
+    private func takeAdds() -> [BatchLine<Int, AddBatch, AddedBatch>.Waiting] {
         service.addTurnQueued = false
         defer { service.adds = [] }
         return service.adds
@@ -223,13 +225,13 @@ extension DownloadManager: Service {
                 Turn(
                     run: {
                         let adds = self.takeAdds()
-                        await BatchLine.answer(
+                        await BatchLine<Int, AddBatch, AddedBatch>.answer(
                             adds, perform: { batches in try await self.addTogether(batches) },
-                            onSplit: { [logger = self.configuration.logger] count, error in
+                            failure: .eachAlone(onSplit: { [logger = self.configuration.logger] count, error in
                                 logger.debug(
                                     "a batch of adds failed; each caller's is added alone",
                                     metadata: ["callers": "\(count)", "error": "\(error)"])
-                            })
+                            }))
                     },
                     refuse: { error in
                         for add in self.takeAdds() { add.continuation.resume(throwing: error) }

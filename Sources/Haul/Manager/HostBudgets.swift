@@ -3,16 +3,19 @@ import NIOConcurrencyHelpers
 
 /// The engine's side of `ConnectionBudget`: one per manager, shared by every run. It keeps the
 /// budget behind a lock, tells each run its allowance (posted into the run's inbox), and lifts a
-/// budget lowered by a refusal when its time is up. Every decision is the budget's.
+/// budget lowered by a refusal when its time is up (`run()`, a child of the manager's task
+/// group). Every decision is the budget's.
 final class HostBudgets: Sendable {
     private struct State {
         var budget: ConnectionBudget
         var listeners: [DownloadID: @Sendable (Int) -> Void] = [:]
-        var expiry: Task<Void, Never>?
     }
 
     private let state: NIOLockedValueBox<State>
     private let clock: any HaulClock
+    /// The earliest time a lowered budget is lifted, each time it changes (nil: none is
+    /// lowered); finished by `close()`, which ends `run()`.
+    private let deadlines = AsyncStream.makeStream(of: Double?.self, bufferingPolicy: .bufferingNewest(1))
 
     init(limit: Int?, clock: any HaulClock) {
         self.state = NIOLockedValueBox(State(budget: ConnectionBudget(limit: limit)))
@@ -52,35 +55,66 @@ final class HostBudgets: Sendable {
         let now = clock.seconds()
         update { state in
             let changes = state.budget.refused(host: host, seconds: seconds, now: now)
-            scheduleExpiry(&state, now: now)
+            scheduleExpiry(&state)
             return (changes, ())
         }
+    }
+
+    /// Lifts lowered budgets when their time is up, until `close()`: one sleep at a time, for
+    /// the earliest deadline; a new earliest one replaces it (the sleep before is told so, and
+    /// ends without lifting anything).
+    func run() async {
+        await withDiscardingTaskGroup { group in
+            var current: AsyncStream<Void>.Continuation?
+            for await deadline in deadlines.stream {
+                current?.finish()
+                current = nil
+                guard let deadline else { continue }
+                // Finished when a new deadline replaces this one; its reader ends when cancelled.
+                let (replaced, replace) = AsyncStream.makeStream(of: Void.self)
+                current = replace
+                let wait = Duration.milliseconds(Int64(max(0, deadline - clock.seconds()) * 1000) + 1)
+                group.addTask { [clock] in
+                    let due = await withTaskGroup(of: Bool.self) { sleep in
+                        sleep.addTask {
+                            do {
+                                try await clock.sleep(for: wait)
+                                return true
+                            } catch {
+                                return false // replaced, or the manager's group is cancelled
+                            }
+                        }
+                        sleep.addTask {
+                            for await _ in replaced {}
+                            return false
+                        }
+                        defer { sleep.cancelAll() }
+                        return await sleep.next() ?? false
+                    }
+                    if due { self.expire() }
+                }
+            }
+            current?.finish()
+        }
+    }
+
+    /// Ends `run()`: the manager's task group is ending.
+    func close() {
+        deadlines.continuation.finish()
     }
 
     private func expire() {
         let now = clock.seconds()
         update { state in
-            state.expiry = nil
             let changes = state.budget.expire(now: now)
-            scheduleExpiry(&state, now: now)
+            scheduleExpiry(&state)
             return (changes, ())
         }
     }
 
-    /// One timer, for the earliest lowered budget.
-    private func scheduleExpiry(_ state: inout State, now: Double) {
-        state.expiry?.cancel()
-        state.expiry = nil
-        guard let until = state.budget.nextExpiry else { return }
-        let clock = self.clock
-        state.expiry = Task { [weak self] in
-            do {
-                try await clock.sleep(for: .milliseconds(Int64(max(0, until - now) * 1000) + 1))
-            } catch {
-                return // replaced by a later timer
-            }
-            self?.expire()
-        }
+    /// Tells `run()` the earliest lowered budget's deadline.
+    private func scheduleExpiry(_ state: inout State) {
+        deadlines.continuation.yield(state.budget.nextExpiry)
     }
 
     /// Runs `body` under the lock, then tells the listeners of the allowances it changed.

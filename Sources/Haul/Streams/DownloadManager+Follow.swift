@@ -1,7 +1,9 @@
 import HaulCore
 
 /// Adds that are followed to their ends: what `haul get` consumes, one stream per batch, with
-/// nothing about a download before the add has returned it.
+/// nothing about a download before the add has returned it. A reader of the manager, beside
+/// its hubs (`Broadcast.swift`): the stream's producer is a task of the reader's stream, ended
+/// with it, not work of the manager's.
 extension DownloadManager {
     /// What a followed batch of adds yields.
     public enum Followed: Sendable {
