@@ -109,6 +109,10 @@ extension DownloadManager {
             await renewLeases()
         case .refuse(let error):
             throw error
+        case .saveRecord(let record):
+            try await store.save(record)
+        case .deleteRecords(let ids):
+            for id in ids { try await store.delete(id) }
         case .readd(let record):
             _ = try await readd(record, request: record.request)
         case .requeue(let records):

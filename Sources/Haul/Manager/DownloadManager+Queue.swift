@@ -142,7 +142,7 @@ extension DownloadManager {
                     if !placed { existed.append(offset) }
                 } else if let existing = try await sameDestination(as: request, facts: facts) {
                     // The same `-o` with another URL: the download goes on from its bytes.
-                    let renewed = Self.withNewSources(existing, request: request)
+                    let renewed = DownloadQueue.withNewSources(existing, request: request)
                     following[offset]?.insert(existing.id)
                     queue.give(request, to: existing.id)
                     try await store.save(renewed)
@@ -241,30 +241,20 @@ extension DownloadManager {
         if let running = handles[id], try await store.record(id)?.status.isTerminal == true {
             await running.ended.wait()
         }
-        try await inTurn { [self] in
-            guard let record = try await store.record(id) else {
-                throw HaulError(.notFound, "no download with id \(id)")
-            }
-            guard record.status.isTerminal, !isScheduled(id) else {
-                throw HaulError(
-                    .conflict, "download \(id) is \(record.status.rawValue); only finished downloads can be forgotten")
-            }
-            try await store.delete(id)
-        }
+        _ = try await inTurn { [self] in try await performCalling(queue.forgetting(existingOrRemoved(id))) }
     }
 
     /// Deletes the records of every finished download (aria2's `purgeDownloadResult`). Returns how many.
     @discardableResult
     public func forgetFinished() async throws -> Int {
         try await inTurn { [self] in
-            var count = 0
+            var finished: [DownloadID] = []
             for status in [DownloadStatus.completed, .failed, .removed] {
-                for id in try await store.ids(status: status) where !isScheduled(id) {
-                    try await store.delete(id)
-                    count += 1
-                }
+                finished += try await store.ids(status: status)
             }
-            return count
+            let actions = queue.forgettingFinished(finished)
+            _ = try await performCalling(actions)
+            return actions.deletedCount
         }
     }
 
@@ -272,17 +262,8 @@ extension DownloadManager {
     /// one keeps its connections until its next start.
     public func setConnections(_ connections: Int, for id: DownloadID) async throws {
         try Limits.check(connections, in: Limits.connections, field: "connections", code: .usage)
-        try await inTurn { [self] in
-            var record = try await existing(id)
-            // Its runner owns a running record: a change now would be overwritten at the next checkpoint.
-            guard !queue.isRunning(id) else {
-                throw HaulError(
-                    .conflict, "download \(id) is running; its connections can change while it is paused or queued")
-            }
-            record.request.connections = connections
-            // A count named now is a fixed count.
-            record.request.growsConnections = false
-            try await store.save(record)
+        _ = try await inTurn { [self] in
+            try await performCalling(queue.changingConnections(existing(id), to: connections))
         }
     }
 

@@ -13,43 +13,21 @@ extension DownloadManager {
     public func setSources(_ urls: [RemoteURL], for id: DownloadID) async throws -> DownloadRecord {
         guard let first = urls.first else { throw HaulError(.usage, "a download needs at least one URL") }
         let mirrors = try DownloadRequest.checkedMirrors(Array(urls.dropFirst()), besides: first)
-        if let refusal = queue.sourcesRefusal { throw refusal }
         // A running download stops first, with its checkpoint: its runner owns the record.
-        let stopping: Completion? = try await inTurn { [self] in
-            let record = try await existing(id)
-            if record.status == .completed {
-                throw HaulError(.conflict, "download \(id) is already complete; nothing was changed")
-            }
-            guard let running = handles[id] else { return nil }
-            await perform(queue.stop(id, as: .queued))
-            return running.ended
-        }
-        await stopping?.wait()
+        let work = try await inTurn { [self] in try await performCalling(queue.changingSources(of: existing(id))) }
+        try await finish(work)
         return try await inTurn { [self] in
-            var record = try await existing(id)
-            if record.status == .completed {
-                throw HaulError(.conflict, "download \(id) is already complete; nothing was changed")
-            }
+            let record = try await existing(id)
             var request = record.request
             // The credentials kept in memory for the runs follow the same rule.
             if try !request.replaceSources(url: first, mirrors: mirrors) {
                 queue.giveCredentials(request.credentials, to: id)
             }
-            record = Self.withNewSources(record, request: request)
-            try await store.save(record)
-            if record.status == .paused { return record }
-            await perform(queue.left([id]))
-            return try await readd(record, request: record.request).0
+            _ = try await performCalling(queue.sourcesChanged(record, request: request))
+            let renewed = DownloadQueue.withNewSources(record, request: request)
+            _ = try await performCalling(queue.sourcesSaved(renewed))
+            return try await existing(id)
         }
-    }
-
-    /// `existing` with `request`'s URLs: when its first URL is another, what its validator said
-    /// belongs to the old server and is dropped (the length and the bytes are checked instead).
-    static func withNewSources(_ existing: DownloadRecord, request: DownloadRequest) -> DownloadRecord {
-        var record = existing
-        if request.url != existing.request.url { record.validator = nil }
-        record.request = request
-        return record
     }
 }
 

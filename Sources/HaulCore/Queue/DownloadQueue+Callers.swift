@@ -67,6 +67,80 @@ extension DownloadQueue {
         return stop(id, as: .removed) + [.removeHere(id, deleteFile: deleteFile, runnerStopped: isRunning(id))]
     }
 
+    /// Forgets the record of a finished download (aria2's `removeDownloadResult`): one that has
+    /// not finished, or that a run here has not let go of yet, is a conflict.
+    public func forgetting(_ record: DownloadRecord) -> [Action] {
+        guard record.status.isTerminal, !isScheduled(record.id) else {
+            return [
+                .refuse(
+                    HaulError(
+                        .conflict,
+                        "download \(record.id) is \(record.status.rawValue); only finished downloads can be forgotten"))
+            ]
+        }
+        return [.deleteRecords([record.id])]
+    }
+
+    /// Forgets the records of every finished download among `finished` (aria2's
+    /// `purgeDownloadResult`), but those a run here has not let go of yet.
+    public func forgettingFinished(_ finished: [DownloadID]) -> [Action] {
+        [.deleteRecords(finished.filter { !isScheduled($0) })]
+    }
+
+    /// A fixed count of connections for `record`'s download from its next start: a running one's
+    /// runner owns its record (a change now would be overwritten at its next checkpoint), so it
+    /// is a conflict.
+    public func changingConnections(_ record: DownloadRecord, to connections: Int) -> [Action] {
+        guard !isRunning(record.id) else {
+            return [
+                .refuse(
+                    HaulError(
+                        .conflict,
+                        "download \(record.id) is running; its connections can change while it is paused or queued"))
+            ]
+        }
+        var changed = record
+        changed.request.connections = connections
+        // A count named now is a fixed count.
+        changed.request.growsConnections = false
+        return [.saveRecord(changed)]
+    }
+
+    /// New URLs for `record`'s download, first step: refused in a fleet or for a completed one;
+    /// a running one stops at a checkpoint first (its runner owns the record), as queued.
+    public mutating func changingSources(of record: DownloadRecord) -> [Action] {
+        if let refusal = sourcesRefusal { return [.refuse(refusal)] }
+        guard record.status != .completed else {
+            return [.refuse(HaulError(.conflict, "download \(record.id) is already complete; nothing was changed"))]
+        }
+        return stop(record.id, as: .queued)
+    }
+
+    /// New URLs, second step (no run holds the record now): `record` with `request`, to be
+    /// saved; then `sourcesSaved`. When the first URL is another, what the old validator said is
+    /// dropped (the length and the bytes are checked instead).
+    public func sourcesChanged(_ record: DownloadRecord, request: DownloadRequest) -> [Action] {
+        guard record.status != .completed else {
+            return [.refuse(HaulError(.conflict, "download \(record.id) is already complete; nothing was changed"))]
+        }
+        return [.saveRecord(Self.withNewSources(record, request: request))]
+    }
+
+    /// New URLs, saved: a paused download stays paused; any other leaves the list and is picked
+    /// up again as an add would (`.readd`).
+    public mutating func sourcesSaved(_ record: DownloadRecord) -> [Action] {
+        record.status == .paused ? [] : left([record.id]) + [.readd(record)]
+    }
+
+    /// `existing` with `request`'s URLs: when its first URL is another, what its validator said
+    /// belongs to the old server and is dropped.
+    public static func withNewSources(_ existing: DownloadRecord, request: DownloadRequest) -> DownloadRecord {
+        var record = existing
+        if request.url != existing.request.url { record.validator = nil }
+        record.request = request
+        return record
+    }
+
     /// Whether the waiting list is this process's, in memory (a fleet's is the database's: no
     /// host holds it).
     public var holdsWaitingList: Bool { !isFleet }
@@ -77,6 +151,13 @@ extension DownloadQueue {
 }
 
 extension [DownloadQueue.Action] {
+    /// How many records these actions delete.
+    public var deletedCount: Int {
+        reduce(0) { count, action in
+            if case .deleteRecords(let ids) = action { count + ids.count } else { count }
+        }
+    }
+
     /// How many downloads these actions pause: runs asked to stop as paused, and waiting ones
     /// saved paused (what a pause of everything answers).
     public var pausedCount: Int {

@@ -211,6 +211,10 @@ public struct DownloadQueue: Sendable {
         case renewLeases
         /// A caller's change is refused with this error, before anything changed: its answer.
         case refuse(HaulError)
+        /// Store this record as it is (a change a caller asked for); a failure is the caller's.
+        case saveRecord(DownloadRecord)
+        /// Delete these finished downloads' records; a failure is the caller's.
+        case deleteRecords([DownloadID])
         /// Put this download back in the queue as an add would pick it up (`readd`).
         case readd(DownloadRecord)
         /// Fleet: queue these again in one transaction, their errors cleared, all or none.
