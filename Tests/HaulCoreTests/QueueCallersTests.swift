@@ -43,7 +43,11 @@ extension DownloadQueueTests {
         var renewed = waiting
         renewed.request = request
         renewed.validator = nil
-        #expect(queue.sourcesChanged(waiting, request: request) == [.saveRecord(renewed)])
+        #expect(Queue.withNewSources(waiting, request: request) == renewed)
+        #expect(queue.sourcesChanged(renewed) == [.saveRecord(renewed)])
+        var completed = renewed
+        completed.status = .completed
+        #expect(queue.sourcesChanged(completed).refusal?.code == .conflict)
         // Saved: a queued one leaves the list and is picked up again; a paused one stays.
         #expect(queue.sourcesSaved(renewed) == [.readd(renewed)])
         #expect(!queue.waiting.contains(Self.id("b")))

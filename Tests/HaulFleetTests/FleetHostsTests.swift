@@ -23,15 +23,26 @@ import Testing
                 directory: directory)
         }
 
+        /// Host `name`'s state directory, made.
+        func stateDirectory(_ name: String) throws -> String {
+            let state = root + "/state-\(name)"
+            try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+            return state
+        }
+
+        /// A connection to the fleet's database as host `name`.
+        func store(_ name: String, leaseTimeout: Duration) async throws -> PostgresDownloadStore {
+            try await PostgresDownloadStore.open(
+                try PostgresLocation(parsing: database.url + "?sslmode=disable"), host: name, leaseTimeout: leaseTimeout
+            )
+        }
+
         func host(
             _ name: String, jobs: Int, leaseTimeout: Duration = .seconds(15),
             renewInterval: Duration? = nil
         ) async throws -> DownloadManager {
-            let state = root + "/state-\(name)"
-            try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-            let store = try await PostgresDownloadStore.open(
-                try PostgresLocation(parsing: database.url + "?sslmode=disable"), host: name, leaseTimeout: leaseTimeout
-            )
+            let state = try stateDirectory(name)
+            let store = try await store(name, leaseTimeout: leaseTimeout)
             var configuration = DownloadManager.Configuration(
                 stateDirectory: state, maxConcurrentDownloads: jobs, checkpointInterval: .milliseconds(100),
                 progressInterval: .milliseconds(50),
@@ -169,9 +180,7 @@ import Testing
         hosts.server.setRoute("/slow.bin", Route(payload: payload, throttle: 2_000_000))
         // The process before: it claimed the download and died holding it (its connection, and
         // the lock on its name, gone; the lease live for ten minutes).
-        let before = try await PostgresDownloadStore.open(
-            try PostgresLocation(parsing: hosts.database.url + "?sslmode=disable"), host: "a",
-            leaseTimeout: .seconds(600))
+        let before = try await hosts.store("a", leaseTimeout: .seconds(600))
         var record = DownloadRecord(
             id: .random(),
             request: try DownloadRequest(

@@ -11,41 +11,35 @@ import Testing
 /// queue's `FleetBackend` (10 s on a's clock); before, a's pause reported success after 10 s
 /// whatever had happened.
 @Suite(.serialized, .timeLimit(.minutes(4))) struct FleetRemoteCommandTests {
+    /// The two hosts' fixture (`FleetHostsTests.Hosts`: PostgreSQL, a download directory), with
+    /// the ghost's store and the download it claimed.
     struct Ghost {
-        let database: PostgresServer
+        let hosts: FleetHostsTests.Hosts
         let ghost: PostgresDownloadStore
-        let root: String
         let record: DownloadRecord
 
         /// The ghost claimed one download and says it runs it.
         static func make() async throws -> Ghost {
-            let root = NSTemporaryDirectory() + "haul-fleet-ghost-\(UUID().uuidString)"
-            try FileManager.default.createDirectory(atPath: root + "/downloads", withIntermediateDirectories: true)
-            let database = try await PostgresServer.start()
-            let ghost = try await PostgresDownloadStore.open(
-                try PostgresLocation(parsing: database.url + "?sslmode=disable"), host: "ghost",
-                leaseTimeout: .seconds(600))
+            let hosts = try await FleetHostsTests.Hosts.make()
+            let ghost = try await hosts.store("ghost", leaseTimeout: .seconds(600))
             var record = DownloadRecord(
                 id: .random(),
                 request: try DownloadRequest(
-                    url: RemoteURL("http://127.0.0.1:9/long.bin"), destination: .directory(root + "/downloads")),
+                    url: RemoteURL(hosts.server.url("/long.bin")), destination: .directory(hosts.directory)),
                 createdAt: 1)
             record.status = .queued
             try await ghost.save([record])
             #expect(try await ghost.claim(limit: 1, excluding: []).map(\.id) == [record.id])
             record.status = .running
             try await ghost.save(record)
-            return Ghost(database: database, ghost: ghost, root: root, record: record)
+            return Ghost(hosts: hosts, ghost: ghost, record: record)
         }
 
         /// Host a, on `clock`; its store and transport are closed by `close`.
         func host(clock: ManualClock) async throws -> (DownloadManager, PostgresDownloadStore, AsyncHTTPTransport) {
-            let state = root + "/state-a"
-            try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-            let store = try await PostgresDownloadStore.open(
-                try PostgresLocation(parsing: database.url + "?sslmode=disable"), host: "a",
-                leaseTimeout: .seconds(600))
-            let configuration = DownloadManager.Configuration(stateDirectory: state, maxConcurrentDownloads: 1)
+            let store = try await hosts.store("a", leaseTimeout: .seconds(600))
+            let configuration = DownloadManager.Configuration(
+                stateDirectory: try hosts.stateDirectory("a"), maxConcurrentDownloads: 1)
             let transport = AsyncHTTPTransport(configuration: configuration.http)
             let manager = DownloadManager(
                 configuration: configuration, fleet: store, transport: transport, clock: ClockAdapter(clock))
@@ -54,7 +48,7 @@ import Testing
         }
 
         func commandStored() async throws -> String {
-            try await database.psql("SELECT coalesce(command, '') FROM haul_downloads WHERE id = '\(record.id)'")
+            try await hosts.database.psql("SELECT coalesce(command, '') FROM haul_downloads WHERE id = '\(record.id)'")
         }
 
         func close(_ manager: DownloadManager, _ store: PostgresDownloadStore, _ transport: AsyncHTTPTransport)
@@ -64,8 +58,7 @@ import Testing
             await store.close()
             await transport.shutdown()
             await ghost.close()
-            await database.destroy()
-            try FileManager.default.removeItem(atPath: root)
+            try await hosts.close([])
         }
     }
 

@@ -23,8 +23,8 @@ extension DownloadManager {
             if try !request.replaceSources(url: first, mirrors: mirrors) {
                 queue.giveCredentials(request.credentials, to: id)
             }
-            _ = try await performCalling(queue.sourcesChanged(record, request: request))
             let renewed = DownloadQueue.withNewSources(record, request: request)
+            _ = try await performCalling(queue.sourcesChanged(renewed))
             _ = try await performCalling(queue.sourcesSaved(renewed))
             return try await existing(id)
         }

@@ -50,7 +50,7 @@ extension DownloadQueue {
     /// one running on another host refuses it).
     public func resuming(_ records: [DownloadRecord]) -> [Action] {
         if let done = records.first(where: { $0.status == .completed }) {
-            return [.refuse(HaulError(.conflict, "download \(done.id) is already complete; nothing was changed"))]
+            return [Self.alreadyComplete(done.id)]
         }
         if isFleet { return [.requeue(records.filter { !$0.status.resumesAfterRestart })] }
         return records.filter { !isScheduled($0.id) }.map { .readd($0) }
@@ -110,20 +110,19 @@ extension DownloadQueue {
     /// a running one stops at a checkpoint first (its runner owns the record), as queued.
     public mutating func changingSources(of record: DownloadRecord) -> [Action] {
         if let refusal = sourcesRefusal { return [.refuse(refusal)] }
-        guard record.status != .completed else {
-            return [.refuse(HaulError(.conflict, "download \(record.id) is already complete; nothing was changed"))]
-        }
+        guard record.status != .completed else { return [Self.alreadyComplete(record.id)] }
         return stop(record.id, as: .queued)
     }
 
-    /// New URLs, second step (no run holds the record now): `record` with `request`, to be
-    /// saved; then `sourcesSaved`. When the first URL is another, what the old validator said is
-    /// dropped (the length and the bytes are checked instead).
-    public func sourcesChanged(_ record: DownloadRecord, request: DownloadRequest) -> [Action] {
-        guard record.status != .completed else {
-            return [.refuse(HaulError(.conflict, "download \(record.id) is already complete; nothing was changed"))]
-        }
-        return [.saveRecord(Self.withNewSources(record, request: request))]
+    /// The refusal of a change to a completed download (a resume, new URLs).
+    static func alreadyComplete(_ id: DownloadID) -> Action {
+        .refuse(HaulError(.conflict, "download \(id) is already complete; nothing was changed"))
+    }
+
+    /// New URLs, second step (no run holds the record now): `renewed`, the record with them
+    /// (`withNewSources`), to be saved; then `sourcesSaved`. It may have completed meanwhile.
+    public func sourcesChanged(_ renewed: DownloadRecord) -> [Action] {
+        renewed.status == .completed ? [Self.alreadyComplete(renewed.id)] : [.saveRecord(renewed)]
     }
 
     /// New URLs, saved: a paused download stays paused; any other leaves the list and is picked
