@@ -4,7 +4,7 @@ import Testing
 /// A fleet host's clock, decided by the queue on plain seconds (`FleetBackend`): when it renews,
 /// when it claims, how long an outage lasts, and how long a pause or remove asked of another host
 /// may take. No database, no server, no sleep.
-struct FleetBackendTests {
+@Suite(.timeLimit(.minutes(1))) struct FleetBackendTests {
     typealias Queue = DownloadQueue
 
     static func id(_ name: String) -> DownloadID { DownloadID(rawValue: name) }
