@@ -245,18 +245,20 @@ struct GetCommand: AsyncParsableCommand {
             let resolved = entries.count { if case .resolved = $0 { true } else { false } }
             configuration.maxConcurrentDownloads = max(jobs, min(resolved, Self.contentJobs))
         }
-        let manager: DownloadManager
+        let outcome: Outcome
         do {
-            manager = try await DownloadManager(configuration: configuration)
+            // Shut down once the drive returns: its runs checkpointed, the store closed.
+            outcome = try await DownloadManager.withManager(configuration: configuration) { manager in
+                await drive(manager, entries: entries, template: template, reporter: reporter)
+            }
         } catch {
+            // The drive throws nothing: this is the manager's start (its state, its store).
             let haulError =
                 (error as? HaulError)
                 ?? HaulError(.store, "cannot open state in \(configuration.stateDirectory)", underlying: error)
             reporter.failure(url: nil, haulError)
             throw ExitCode(ExitCodes.code(for: haulError))
         }
-        let outcome = await drive(manager, entries: entries, template: template, reporter: reporter)
-        await manager.shutdown()
         do {
             try cookieOptions.save(cookies)
         } catch {

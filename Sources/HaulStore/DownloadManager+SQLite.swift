@@ -3,8 +3,25 @@ import HaulCore
 import Logging
 
 extension DownloadManager {
+    /// A manager on the SQLite store in `configuration.stateDirectory`, with AsyncHTTPClient,
+    /// running for as long as `body` runs; then it shuts down (its runs checkpointed, left to
+    /// resume at the next start) and closes the store, however `body` ends.
+    ///
+    /// ```swift
+    /// try await DownloadManager.withManager(configuration: .init(stateDirectory: state)) { manager in
+    ///     let record = try await manager.add(request)
+    ///     return try await manager.outcome(of: record.id)
+    /// }
+    /// ```
+    public static func withManager<Result>(
+        configuration: Configuration, _ body: (DownloadManager) async throws -> Result
+    ) async throws -> Result {
+        try await DownloadManager(configuration: configuration).withRunning(body)
+    }
+
     /// Opens (creating if needed) the SQLite store in `configuration.stateDirectory` and uses
-    /// AsyncHTTPClient. Call `shutdown()` when done; it closes the store.
+    /// AsyncHTTPClient. Nothing runs until `run()` does (in a `ServiceGroup`, or through
+    /// `withRunning`); `shutdown()` closes the store.
     ///
     /// Here rather than in the engine, so that `Haul` knows its store only through HaulCore's
     /// `DownloadStore`: this is where the engine and SQLite are put together.

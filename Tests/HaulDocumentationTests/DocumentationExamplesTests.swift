@@ -70,6 +70,7 @@ import Testing
             server.setRoute("/\(name).bin", Route(payload: payload, throttle: 1 << 20))
             let directory = try DocumentationExamplesTests.scratch(name)
             let manager = try await DownloadManager(configuration: .init(stateDirectory: directory + "/state"))
+                .runningInATask()
             let record = try await manager.add(
                 DownloadRequest(url: try RemoteURL(server.url("/\(name).bin")), destination: .directory(directory)))
             try await DocumentationExamplesTests.firstProgress(of: record.id, on: manager)
@@ -127,7 +128,8 @@ import Testing
         let server = try await TestServer.start()
         let directory = try Self.scratch("steer")
         let manager = try await DownloadManager(
-            configuration: .init(stateDirectory: directory + "/state", maxConcurrentDownloads: 1))
+            configuration: .init(stateDirectory: directory + "/state", maxConcurrentDownloads: 1)
+        ).runningInATask()
         var requests: [DownloadRequest] = []
         for index in 0..<3 {
             server.setRoute("/s\(index).bin", Route(payload: Payload(seed: UInt64(20 + index), length: 200_000)))
@@ -155,13 +157,14 @@ import Testing
         server.setRoute("/c.bin", Route(payload: payload))
         let directory = try Self.scratch("store")
         let seen = NIOLockedValueBox<[DownloadStatus]>([])
-        let manager = try await managerTellingTheApp(state: directory + "/state") { record in
+        let status = try await withManagerTellingTheApp(state: directory + "/state") { record in
             seen.withLockedValue { $0.append(record.status) }
+        } _: { manager in
+            let record = try await manager.add(
+                DownloadRequest(url: try RemoteURL(server.url("/c.bin")), destination: .directory(directory)))
+            return try await manager.outcome(of: record.id).status
         }
-        let record = try await manager.add(
-            DownloadRequest(url: try RemoteURL(server.url("/c.bin")), destination: .directory(directory)))
-        #expect(try await manager.outcome(of: record.id).status == .completed)
-        await manager.shutdown()
+        #expect(status == .completed)
         #expect(seen.withLockedValue { $0.first } == .queued)
         #expect(seen.withLockedValue { $0.last } == .completed)
         #expect(payload.mismatch(inFileAt: directory + "/c.bin") == nil)
@@ -179,5 +182,15 @@ import Testing
         let headers = server.requests(to: "/t.bin").map { $0.header("Authorization") }
         #expect(!headers.isEmpty && headers.allSatisfy { $0 == "Bearer t0k3n" })
         try await server.shutdown()
+    }
+}
+
+extension DownloadManager {
+    /// Runs the manager in a task of the test's own (the app's, in the articles' words);
+    /// `shutdown()` ends it.
+    func runningInATask() async throws -> DownloadManager {
+        try await prepareToRun()
+        Task { await run() }
+        return self
     }
 }

@@ -48,7 +48,7 @@ import Testing
                 progressInterval: .milliseconds(50),
                 retry: RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50)))
             configuration.fleetRenewInterval = renewInterval
-            let manager = try await DownloadManager(configuration: configuration, fleet: store)
+            let manager = try await DownloadManager(configuration: configuration, fleet: store).runningInATask()
             try await manager.restore()
             return manager
         }
@@ -199,5 +199,15 @@ import Testing
         #expect(ended.first?.status == .completed)
         #expect(payload.mismatch(inFileAt: hosts.directory + "/slow.bin") == nil)
         try await hosts.close([a])
+    }
+}
+
+extension DownloadManager {
+    /// Runs a host's manager in a task of the test's own, as the daemon's service group would;
+    /// `shutdown()` ends it.
+    func runningInATask() async throws -> DownloadManager {
+        try await prepareToRun()
+        Task { await run() }
+        return self
     }
 }

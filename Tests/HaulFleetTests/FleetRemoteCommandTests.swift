@@ -41,8 +41,9 @@ import Testing
             let configuration = DownloadManager.Configuration(
                 stateDirectory: try hosts.stateDirectory("a"), maxConcurrentDownloads: 1)
             let transport = AsyncHTTPTransport(configuration: configuration.http)
-            let manager = DownloadManager(
-                configuration: configuration, fleet: store, transport: transport, clock: ClockAdapter(clock))
+            let manager = try await DownloadManager(
+                configuration: configuration, fleet: store, transport: transport, clock: ClockAdapter(clock)
+            ).runningInATask()
             try await manager.restore()
             return (manager, store, transport)
         }

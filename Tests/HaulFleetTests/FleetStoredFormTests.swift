@@ -83,7 +83,8 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: state) }
         let manager = try await DownloadManager(
             configuration: .init(stateDirectory: state, maxConcurrentDownloads: 5, retry: RetryPolicy(maxAttempts: 1)),
-            fleet: store)
+            fleet: store
+        ).runningInATask()
         try await manager.restore()
         let released = """
             SELECT status || ' ' || (lease_owner IS NULL)::text || ' ' || credentials FROM haul_downloads WHERE id = '\(records[0].id.rawValue)'

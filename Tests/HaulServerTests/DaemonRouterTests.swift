@@ -33,20 +33,19 @@ import Testing
         var configuration = Daemon.Configuration(home: root + "/state", downloadDirectory: downloads)
         configuration.manager.downloadRoots = [downloads]
         if let jobs { configuration.manager.maxConcurrentDownloads = jobs }
-        let manager = try await DownloadManager(configuration: configuration.manager)
         let server = try await TestServer.start()
-        let parts = Daemon.routeParts(
-            configuration: configuration, manager: manager, metrics: DaemonMetrics(),
-            secret: Self.secret, descriptorLimit: 1024, stopper: ShutdownTrigger())
-        let application = Application(router: Daemon.buildRouter(parts))
         do {
-            try await application.test(.router) { client in try await body(client, manager, server) }
+            try await DownloadManager.withManager(configuration: configuration.manager) { manager in
+                let parts = Daemon.routeParts(
+                    configuration: configuration, manager: manager, metrics: DaemonMetrics(),
+                    secret: Self.secret, descriptorLimit: 1024, stopper: ShutdownTrigger())
+                let application = Application(router: Daemon.buildRouter(parts))
+                try await application.test(.router) { client in try await body(client, manager, server) }
+            }
         } catch {
-            await manager.shutdown()
             try await server.shutdown()
             throw error
         }
-        await manager.shutdown()
         try await server.shutdown()
     }
 

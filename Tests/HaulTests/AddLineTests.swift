@@ -12,7 +12,7 @@ import Testing
 @Suite(.timeLimit(.minutes(2))) struct AddLineTests {
     @Test func addsThatArriveTogetherAreSavedTogether() async throws {
         try await withHarness(maxConcurrent: 1) { harness in
-            let (store, manager) = harness.countingManager()
+            let (store, manager) = try await harness.countingManager()
             let hold = AsyncHold()
             store.hold = hold
             // The first add is held in its save; eight more arrive meanwhile.
@@ -20,7 +20,7 @@ import Testing
             #expect(await hold.waitForArrivals(1))
             let requests = try (0..<8).map { try harness.request("/a\($0)") }
             let later = requests.map { request in Task { try await manager.add(request) } }
-            #expect(try await eventuallyAwaiting { await manager.waitingAdds == 8 })
+            #expect(await manager.inboxHolds { $0.waitingAdds == 8 })
             await hold.open()
             let firstID = try await first.value.id
             var ids: [DownloadID] = []
@@ -37,7 +37,7 @@ import Testing
 
     @Test func aBadRequestInTheLineFailsOnlyItsCaller() async throws {
         try await withHarness(maxConcurrent: 1) { harness in
-            let (store, manager) = harness.countingManager()
+            let (store, manager) = try await harness.countingManager()
             let hold = AsyncHold()
             store.hold = hold
             #expect(
@@ -47,7 +47,7 @@ import Testing
             let good = try (0..<3).map { try harness.request("/g\($0)") }
             let goodTasks = good.map { request in Task { try await manager.add(request) } }
             let bad = Task { try await manager.add(harness.request("/other", output: "taken.bin")) }
-            #expect(try await eventuallyAwaiting { await manager.waitingAdds == 4 })
+            #expect(await manager.inboxHolds { $0.waitingAdds == 4 })
             await hold.open()
             _ = try await first.value
             for task in goodTasks { _ = try await task.value }

@@ -31,7 +31,8 @@ final class Harness: Sendable {
         bootID: String? = nil,
         maxConnectionsPerHost: Int? = nil,
         fileCalls: FileCalls = .system,
-        refreshCommand: String? = nil
+        refreshCommand: String? = nil,
+        runs: Bool = true
     ) async throws -> Harness {
         let root = NSTemporaryDirectory() + "haul-test-\(UUID().uuidString)"
         let directory = root + "/downloads"
@@ -56,6 +57,7 @@ final class Harness: Sendable {
         let manager = DownloadManager(
             configuration: configuration, store: store, transport: transport,
             clock: clock ?? ClockAdapter(ContinuousClock()))
+        if runs { try await manager.started() }
         return Harness(
             server: server, directory: directory, stateDirectory: stateDirectory, manager: manager,
             transport: transport, store: store, configuration: configuration)
@@ -86,11 +88,12 @@ final class Harness: Sendable {
 
     /// A second manager on the same store and files: the process after a restart (after a
     /// reboot too, given another boot id).
-    func restartedManager(bootID: String? = nil) -> DownloadManager {
+    func restartedManager(bootID: String? = nil) async throws -> DownloadManager {
         var configuration = configuration
         if let bootID { configuration.bootID = bootID }
-        return DownloadManager(
-            configuration: configuration, store: store, transport: transport, clock: ClockAdapter(ContinuousClock()))
+        return try await DownloadManager(
+            configuration: configuration, store: store, transport: transport, clock: ClockAdapter(ContinuousClock())
+        ).started()
     }
 
     func close() async throws {
@@ -171,7 +174,7 @@ func withHarness(
     connectTimeout: Duration? = nil, clock: (any HaulClock)? = nil, tls: TLSFiles? = nil,
     checkpointInterval: Duration = .milliseconds(20), minimumSegmentSize: Int64 = 1 << 20, confined: Bool = false,
     bootID: String? = nil, maxConnectionsPerHost: Int? = nil, fileCalls: FileCalls = .system,
-    refreshCommand: String? = nil,
+    refreshCommand: String? = nil, runs: Bool = true,
     _ body: (Harness) async throws -> Void
 ) async throws {
     let harness = try await Harness.make(
@@ -179,7 +182,7 @@ func withHarness(
         connectTimeout: connectTimeout, clock: clock, tls: tls,
         checkpointInterval: checkpointInterval, minimumSegmentSize: minimumSegmentSize,
         confined: confined, bootID: bootID, maxConnectionsPerHost: maxConnectionsPerHost,
-        fileCalls: fileCalls, refreshCommand: refreshCommand)
+        fileCalls: fileCalls, refreshCommand: refreshCommand, runs: runs)
     do {
         try await body(harness)
     } catch {
@@ -195,17 +198,21 @@ extension DownloadEvent.Kind {
     var failure: HaulError? { if case .failed(let error) = self { error } else { nil } }
 }
 
-/// Polls an actor's state until `condition` holds, for at most about a minute (a hang guard,
-/// not a timing); false if it never did.
-///
-/// The one wait in these tests that polls: for the manager's own line counts (`waitingAdds`,
-/// `waitingTurns`), which nothing tells when they change. Everything else waits on its event
-/// (`Watched`, `Waiters`, `ManualClock.waitForSleepers`, `Gate.waitForArrivals`,
-/// `TestServer.wait`, the manager's events); this goes once the manager can be waited on.
-func eventuallyAwaiting(_ condition: () async -> Bool) async throws -> Bool {
-    for _ in 0..<12_000 {
-        if await condition() { return true }
-        try await Task.sleep(for: .milliseconds(5))
+extension DownloadManager {
+    /// Runs the manager in a task of the test's own, as a service group would; `shutdown()`
+    /// ends it. Operations may be called as soon as this returns.
+    @discardableResult
+    func started() async throws -> DownloadManager {
+        try prepareToRun()
+        Task { await run() }
+        return self
     }
-    return await condition()
+
+    /// Returns once `condition` holds of what waits in the manager's inbox (checked at each of
+    /// its changes, no poll); false if the test's time limit came first.
+    func inboxHolds(_ condition: @escaping @Sendable (DownloadManager) -> Bool) async -> Bool {
+        let waiters = Waiters()
+        observeInbox { waiters.changed() }
+        return await waiters.wait { condition(self) }
+    }
 }

@@ -23,9 +23,10 @@ import Testing
             // (628 tests on 2 cores) is not taken for a silent server.
             http: .init(connectTimeout: .seconds(30), readTimeout: .seconds(60)))
         let transport = AsyncHTTPTransport(configuration: configuration.http)
-        let manager = DownloadManager(
+        let manager = try await DownloadManager(
             configuration: configuration, store: InMemoryDownloadStore(), transport: transport,
-            clock: ClockAdapter(ContinuousClock()))
+            clock: ClockAdapter(ContinuousClock())
+        ).started()
         var failure: (any Error)?
         do { try await body(manager, server, root) } catch { failure = error }
         await manager.shutdown()

@@ -57,7 +57,7 @@ import Testing
     func restart(_ harness: Harness, _ killed: Killed, bootID: String) async throws -> String? {
         let before = harness.server.requests(to: "/k.bin").count
         harness.server.setRoute("/k.bin", Route(payload: payload))
-        let manager = harness.restartedManager(bootID: bootID)
+        let manager = try await harness.restartedManager(bootID: bootID)
         try await manager.restore()
         let ended = try await manager.outcome(of: killed.id)
         await manager.shutdown()

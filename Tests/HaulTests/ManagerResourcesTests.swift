@@ -29,6 +29,7 @@ import Testing
             let closes = NIOLockedValueBox(0)
             let manager = try await owningManager(harness, closes: closes)
             let group = ServiceGroup(services: [manager], logger: Logger(label: "test"))
+            try await manager.prepareToRun()
             let running = Task { try await group.run() }
             let outcomes = manager.outcomes()
             let events = manager.events()
@@ -47,29 +48,48 @@ import Testing
         }
     }
 
-    /// A manager that started itself (its first operation came before its service group ran
-    /// it) is stopped by the group's cancellation as well: `run()` returns, and what it owns
+    /// A manager nobody runs starts nothing: an operation says so (not a wait for ever), and a
+    /// shutdown still releases what it owns.
+    @Test func aManagerNobodyRunsRefusesOperationsWithAClearError() async throws {
+        try await withHarness(maxConcurrent: 1) { harness in
+            let closes = NIOLockedValueBox(0)
+            let manager = try await owningManager(harness, closes: closes)
+            await #expect {
+                try await manager.add(harness.request("/never"))
+            } throws: { error in
+                let error = error as? HaulError
+                return error?.code == .usage && error?.message.contains("withManager") == true
+            }
+            #expect(try await manager.store.records(status: nil).isEmpty, "nothing was added")
+            await manager.shutdown()
+            #expect(await manager.ownedTransport?.isShutDown == true, "the transport is shut down")
+            #expect(closes.withLockedValue { $0 } == 1, "the store is closed")
+        }
+    }
+
+    /// `withRunning` runs the manager for its body and shuts it down after, even when the body
+    /// throws: the run it started is stopped as running (for the next start), and what it owns
     /// is released.
-    @Test func aSelfStartedManagerIsStoppedByItsCancelledServiceGroup() async throws {
+    @Test func withRunningShutsTheManagerDownWhenItsBodyThrows() async throws {
         try await withHarness(maxConcurrent: 1) { harness in
             harness.server.setRoute("/slow", Route(payload: payload, throttle: 200_000))
             let closes = NIOLockedValueBox(0)
             let manager = try await owningManager(harness, closes: closes)
-            let events = manager.events()
-            let slow = try await manager.add(harness.request("/slow", output: "slow.bin"))
-            await harness.waitForProgress(of: slow.id, beyond: 0, in: events)
-            let returned = Watched(false)
-            let running = Task {
-                await manager.run()
-                returned.withLockedValue { $0 = true }
+            struct Stop: Error {}
+            let outcomes = manager.outcomes()
+            var added: DownloadID?
+            await #expect(throws: Stop.self) {
+                try await manager.withRunning { manager in
+                    let events = manager.events()
+                    let slow = try await manager.add(harness.request("/slow", output: "slow.bin"))
+                    added = slow.id
+                    await harness.waitForProgress(of: slow.id, beyond: 0, in: events)
+                    throw Stop()
+                }
             }
-            running.cancel()
-            // A hang guard: before, `run()` waited for the manager's own task, which no one stopped.
-            // The wait ends with the suite's time limit if it never returns; the test then fails
-            // and shuts the manager down itself.
-            let ended = await returned.wait { $0 }
-            if !ended { await manager.shutdown() }
-            #expect(ended, "run() returns once cancelled")
+            var seen: [DownloadID: DownloadStatus] = [:]
+            for await outcome in outcomes { seen[outcome.id] = outcome.status }
+            #expect(added.map { seen[$0] } == .running, "stopped as running: \(seen)")
             #expect(await manager.ownedTransport?.isShutDown == true, "the transport is shut down")
             #expect(closes.withLockedValue { $0 } == 1, "the store is closed")
             await #expect { try await manager.add(harness.request("/late")) } throws: {

@@ -14,9 +14,11 @@ import Testing
     let payload = Payload(seed: 41, length: 4_000_000)
 
     @Test func aGracefulShutdownOfItsServiceGroupStopsTheRunsAtACheckpointAndEndsRun() async throws {
-        try await withHarness(maxConcurrent: 1) { harness in
+        try await withHarness(maxConcurrent: 1, runs: false) { harness in
             harness.server.setRoute("/slow", Route(payload: payload, throttle: 200_000))
             let group = ServiceGroup(services: [harness.manager], logger: Logger(label: "test"))
+            // The group runs it from now on: the adds below wait for it rather than being refused.
+            try await harness.manager.prepareToRun()
             let running = Task { try await group.run() }
             let outcomes = harness.manager.outcomes()
             let events = harness.manager.events()
@@ -49,7 +51,7 @@ import Testing
     @Test func queueChangesTakeTheirTurnsInTheOrderAsked() async throws {
         try await withHarness(maxConcurrent: 1) { harness in
             harness.server.setRoute("/slow", Route(payload: payload, throttle: 100_000))
-            let (store, manager) = harness.countingManager()
+            let (store, manager) = try await harness.countingManager()
             let first = try await manager.add(harness.request("/slow", output: "first.bin"))
             let behind = try await manager.add(harness.request("/slow?n=2", output: "behind.bin"))
             let hold = AsyncHold()
@@ -63,7 +65,7 @@ import Testing
                     Task {
                         if pause { try await manager.pause(behind.id) } else { try await manager.resume(behind.id) }
                     })
-                #expect(try await eventuallyAwaiting { await manager.waitingTurns == turn + 1 })
+                #expect(await manager.inboxHolds { $0.waitingTurns == turn + 1 })
             }
             await hold.open()
             _ = try await held.value

@@ -47,7 +47,7 @@ import Testing
             }
             let requestsBefore = harness.server.requests(to: "/crash.bin").count
 
-            let manager = harness.restartedManager()
+            let manager = try await harness.restartedManager()
             try await manager.restore()
             let ended = try await manager.outcome(of: record.id)
             await manager.shutdown()

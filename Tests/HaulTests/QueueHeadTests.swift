@@ -29,23 +29,25 @@ struct Ring {
         return Ring(slow: slow, ring: ring, behind: behind)
     }
 
-    /// Lets the ring's download end; returns once it has, its slot given on.
-    func end(_ harness: Harness, _ manager: DownloadManager) async throws {
-        let ended = Task { try await manager.outcome(of: ring.id) }
+    /// Lets the ring's download end while the manager's loop is busy with an add (held in its
+    /// save): returns once the run has returned and its end waits in the loop's inbox, behind
+    /// the add, to free its slot.
+    func endBehindTheAdd(_ harness: Harness, _ manager: DownloadManager) async throws {
         let release = try await HTTPClient.shared.execute(
             HTTPClientRequest(url: harness.server.url("/ring")), timeout: .seconds(60))
         _ = try await release.body.collect(upTo: 1 << 20)
-        #expect(try await ended.value.status == .completed)
+        #expect(await manager.inboxHolds { $0.waitingRunEnds == 1 })
     }
 }
 
 /// Issue 30: a freed slot goes to the head of the waiting list as it stands at that moment. An
 /// add at position 0 takes its place in the add's own step, before its record is saved: a run
-/// that ends while the save is under way leaves its slot to it, not to the download behind it.
+/// that ends while the save is under way (its end waits in the manager's inbox behind the add)
+/// leaves its slot to it, not to the download behind it.
 @Suite(.timeLimit(.minutes(2))) struct QueueHeadTests {
     @Test func aSlotFreedWhileAnAddAtPositionZeroIsSavedGoesToIt() async throws {
         try await withHarness(maxConcurrent: 2) { harness in
-            let (store, manager) = harness.countingManager()
+            let (store, manager) = try await harness.countingManager()
             harness.server.setRoute("/next", Route(payload: Payload(seed: 46, length: 1_000)))
             let ring = try await Ring.start(harness, manager)
             let (slow, behind) = (ring.slow, ring.behind)
@@ -55,7 +57,7 @@ struct Ring {
             store.hold = hold
             let next = Task { try await manager.add([harness.request("/next")], placements: [AddPlacement(index: 0)]) }
             #expect(await hold.waitForArrivals(1))
-            try await ring.end(harness, manager)
+            try await ring.endBehindTheAdd(harness, manager)
 
             // The slot waits for the add being saved: the download behind it has not started.
             #expect(await manager.isRunningHere(behind.id) == false)
@@ -100,7 +102,7 @@ struct Ring {
     /// for it instead of going to the download behind.
     @Test func aSlotFreedWhileAnExistingDownloadIsReaddedAtPositionZeroGoesToIt() async throws {
         try await withHarness(maxConcurrent: 2) { harness in
-            let (store, manager) = harness.countingManager()
+            let (store, manager) = try await harness.countingManager()
             let failed = try await manager.add(harness.request("/missing"))
             #expect(try await manager.outcome(of: failed.id).status == .failed)
             let ring = try await Ring.start(harness, manager)
@@ -113,7 +115,7 @@ struct Ring {
                 try await manager.add([harness.request("/missing")], placements: [AddPlacement(index: 0)])
             }
             #expect(await hold.waitForArrivals(1))
-            try await ring.end(harness, manager)
+            try await ring.endBehindTheAdd(harness, manager)
             #expect(await manager.isRunningHere(behind.id) == false)
             #expect(harness.server.requests(to: "/behind").isEmpty, "the slot waited for the re-add being saved")
             store.holdOne = nil
@@ -197,7 +199,7 @@ struct Ring {
     /// the list goes back to what it was, a spread's neighbours included.
     @Test func aMoveTheStoreRefusesIsUndone() async throws {
         try await withHarness(maxConcurrent: 1) { harness in
-            let (store, manager) = harness.countingManager()
+            let (store, manager) = try await harness.countingManager()
             harness.server.setRoute("/slow", Route(payload: Payload(seed: 43, length: 100_000_000), throttle: 20_000))
             let slow = try await manager.add(harness.request("/slow"))
             #expect(await harness.server.wait { $0.requests(to: "/slow").count == 1 })
@@ -253,7 +255,7 @@ struct Ring {
     /// refused as a download still scheduled (it failed one control-bench run in ten).
     @Test func aResultIsForgottenWhileItsRunReturns() async throws {
         try await withHarness(maxConcurrent: 1) { harness in
-            let (store, manager) = harness.countingManager()
+            let (store, manager) = try await harness.countingManager()
             harness.server.setRoute("/f", Route(payload: Payload(seed: 50, length: 10_000)))
             let hold = AsyncHold()
             store.holdCompleted = hold

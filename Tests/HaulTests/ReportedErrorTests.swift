@@ -81,9 +81,10 @@ struct LogRecorder: LogHandler {
         try await store.save(record)
         let configuration = DownloadManager.Configuration(stateDirectory: root + "/state", logger: recorder.logger)
         let transport = AsyncHTTPTransport(configuration: configuration.http)
-        let manager = DownloadManager(
+        let manager = try await DownloadManager(
             configuration: configuration, store: store, transport: transport,
-            clock: ClockAdapter(ContinuousClock()))
+            clock: ClockAdapter(ContinuousClock())
+        ).started()
 
         await manager.removeForAnotherHost(.random(), deleteFile: false)
         #expect(recorder.messages(atLeast: .warning).isEmpty)

@@ -52,7 +52,7 @@ import Testing
     /// order is a plain array move's, in memory and in the store.
     @Test func movesAmongTenThousandAreOneWriteEach() async throws {
         try await withHarness(maxConcurrent: 1) { harness in
-            let (store, manager) = harness.countingManager()
+            let (store, manager) = try await harness.countingManager()
             harness.server.setRoute("/slow", Route(payload: Payload(seed: 42, length: 100_000_000), throttle: 20_000))
             let events = manager.events()
             let running = try await manager.add(harness.request("/slow"))
@@ -107,7 +107,7 @@ import Testing
     /// writes stay a few per move.
     @Test func repeatedMovesToOnePlaceStayCheap() async throws {
         try await withHarness(maxConcurrent: 1) { harness in
-            let (store, manager) = harness.countingManager()
+            let (store, manager) = try await harness.countingManager()
             harness.server.setRoute("/slow", Route(payload: Payload(seed: 44, length: 100_000_000), throttle: 20_000))
             let events = manager.events()
             let running = try await manager.add(harness.request("/slow"))
@@ -183,12 +183,12 @@ import Testing
 
 extension Harness {
     /// A second manager on the harness's store, through a `CountingStore`.
-    func countingManager() -> (CountingStore, DownloadManager) {
+    func countingManager() async throws -> (CountingStore, DownloadManager) {
         let store = CountingStore(self.store)
         let manager = DownloadManager(
             configuration: configuration, store: store, transport: transport,
             clock: ClockAdapter(ContinuousClock()))
-        return (store, manager)
+        return (store, try await manager.started())
     }
 }
 

@@ -47,8 +47,14 @@ extension DownloadManager {
         for action in work.later {
             switch action {
             case .removeHere(let id, let deleteFile, let runnerStopped):
-                try await inTurn { [self] in
-                    try await removeNow(id, deleteFile: deleteFile, runnerStopped: runnerStopped)
+                // A run started again meanwhile is stopped, and waited for outside the loop.
+                var stoppedAgain = false
+                while let run = try await inTurn({ [self, stoppedAgain] in
+                    try await removeNow(
+                        id, deleteFile: deleteFile, runnerStopped: runnerStopped, stoppedAgain: stoppedAgain)
+                }) {
+                    await run.wait()
+                    stoppedAgain = true
                 }
             case .removeThroughHost(let id, let command):
                 let record = try await fleetRequest(command, for: id)

@@ -60,14 +60,19 @@ extension DownloadManager {
         try await finish(work)
     }
 
-    func removeNow(_ id: DownloadID, deleteFile: Bool, runnerStopped: Bool) async throws {
+    /// Removes a download whose run has stopped (`.removeHere`). One started again while the
+    /// queue was free is stopped too: its end is returned, for the caller to wait for outside
+    /// the loop (which settles it) and call again with `stoppedAgain`.
+    func removeNow(_ id: DownloadID, deleteFile: Bool, runnerStopped: Bool, stoppedAgain: Bool) async throws
+        -> Completion?
+    {
         guard var record = try await store.record(id) else { throw HaulError(.notFound, "no download with id \(id)") }
-        if record.status == .removed, !runnerStopped { throw HaulError(.notFound, "no download with id \(id)") }
+        if record.status == .removed, !runnerStopped, !stoppedAgain {
+            throw HaulError(.notFound, "no download with id \(id)")
+        }
         if let running = handles[id] {
-            // Started again while the queue was free: stop it too.
             await perform(queue.stop(id, as: .removed))
-            await running.ended.wait()
-            record = try await store.record(id) ?? record
+            return running.ended
         }
         // Out of the list before anything awaits: no slot goes to it meanwhile.
         let wasWaiting = queue.waiting.contains(id)
@@ -79,6 +84,7 @@ extension DownloadManager {
         try await store.save(record)
         await perform(queue.removed(record, runnerSaidSo: runnerSaidSo, wasWaiting: wasWaiting))
         signalIdleIfNeeded()
+        return nil
     }
 
     /// Deletes a removed download's `.part`, and its final file when the remove asked for it

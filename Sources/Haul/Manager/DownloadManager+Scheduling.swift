@@ -59,14 +59,16 @@ extension DownloadManager {
         runner.directorySyncs = directorySyncs
         runner.contentStore = configuration.contentStore
         runner.twinFile = copy
-        runner.transferEnded = { finishBytes in
-            self.spawnRunning { await self.transferEnded(id, generation: generation, finishBytes: finishBytes) }
+        runner.transferEnded = { [inbox] finishBytes in
+            inbox.post(.transferEnded(id, generation: generation, finishBytes: finishBytes))
         }
         let ended = Completion()
         let started = runner
-        // A child of the manager's task group (`run()`).
-        spawn {
+        // A child of the manager's task group (`run()`); its end goes back through the inbox.
+        spawn { [inbox] in
             let ending = await Self.launch(id, store: store, locks: locks, given: given, place: place, runner: started)
+            guard !inbox.post(.runEnded(id, generation: generation, ending, ended: ended)) else { return }
+            // The loop has ended (a run left past the shutdown's deadline): settled here.
             await self.finished(id, generation: generation, ending)
             ended.finish()
         }

@@ -2,40 +2,52 @@ import HaulCore
 import Logging
 import ServiceLifecycle
 
-/// The manager as a `Service`: `run()` owns one task group, and everything the manager runs
-/// is a child of it: each download's run, the queue's turns (queue changes one at a time, adds
-/// batched), a fleet host's loop, another host's remove applied here, and the shutdown.
+/// The manager as one loop: `run()` reads one inbox (callers' changes with their continuations,
+/// adds, runs' ends, work for the task group) and carries each out in order, as `RunSession`
+/// does for one download. Everything the manager runs is a child of that loop's task group:
+/// each download's run, a fleet host's loop, another host's remove applied here, the host
+/// budgets' expiry, and the shutdown.
 ///
-/// A daemon lists the manager in its `ServiceGroup`: a graceful shutdown stops it as
-/// `shutdown(deadline: configuration.shutdownDeadline)` does. A program that never calls `run()`
-/// (README's library example, `haul get`) needs nothing more: the manager's first operation
-/// starts `run()` in a task of its own, which `shutdown()` ends.
+/// Nothing starts by itself: a program calls `withManager(configuration:_:)` (or `withRunning`
+/// on a manager it made), or lists the manager in a `ServiceGroup`, whose graceful shutdown
+/// stops it as `shutdown(deadline: configuration.shutdownDeadline)` does. An operation on a
+/// manager that nobody runs throws `notRunning`.
 extension DownloadManager: Service {
     /// What runs the manager's work, and where it stands.
     struct ServiceState {
         enum Loop {
-            /// Nothing ran yet.
+            /// Nothing runs it yet: an operation is refused.
             case idle
-            /// Started by the manager's first operation, in a task of its own.
-            case selfStarted(Task<Void, Never>)
-            /// Inside a caller's `run()` (a service group's).
+            /// `run()` is on its way (`prepareToRun`): operations wait in the inbox for it.
+            case prepared
+            /// `run()` reads the inbox.
             case running
-            /// The task group has ended: nothing more runs.
+            /// The loop has ended: nothing more runs.
             case ended
         }
 
         var loop = Loop.idle
-        /// Queue changes waiting for their turn, oldest first (`inTurn`).
+        /// Queue changes posted to the inbox, oldest first: each `.change` takes the first.
         var turns: [Turn] = []
-        /// Set once the shutdown is done (or the group was cancelled): a later change is refused.
-        var turnsEnded = false
-        /// Adds waiting to be carried out together in the next add turn (`submitAdd`).
-        var adds: [BatchLine<Int, AddBatch, AddedBatch>.Waiting] = []
-        var addTurnQueued = false
-        /// Set by the first `shutdown` (or the group's end without one); finished once it is done.
+        /// Set by the first `shutdown` (or the loop's end without one); finished once it is done.
         var shutdown: Completion?
         /// Set once the shutdown's work has begun (`stopEverything`): it is done only once.
         var stopped = false
+    }
+
+    /// What the loop reads, in the order it was posted.
+    enum Message: Sendable {
+        /// A caller's queue change (the first of `service.turns`): carried out to its end before
+        /// the next message.
+        case change
+        /// A caller's adds: those waiting together are carried out as one batch (group commit).
+        case add(AddLine.Waiting)
+        /// Work for the task group (a run, a fleet loop, a remove another host asked for, the shutdown).
+        case child(Work)
+        /// A run's transfer ended; its finish goes on (`DownloadQueue.transferEnded`).
+        case transferEnded(DownloadID, generation: UInt64, finishBytes: Int64)
+        /// A run returned; `ended` is finished once its end is settled.
+        case runEnded(DownloadID, generation: UInt64, DownloadQueue.RunEnding, ended: Completion)
     }
 
     /// One queue change: what it does, and how its caller hears it will not run.
@@ -47,106 +59,157 @@ extension DownloadManager: Service {
     /// A piece of work for the task group.
     typealias Work = @Sendable () async -> Void
 
+    /// Adds carried out together, each caller answered with its own records.
+    typealias AddLine = BatchLine<Int, AddBatch, AddedBatch>
+
     /// Runs until the manager shuts down; a graceful shutdown of its service group shuts it
-    /// down (with `configuration.shutdownDeadline`). Called once; a manager that already runs by
-    /// itself (an operation came first) is stopped by this call's graceful shutdown as well.
+    /// down (with `configuration.shutdownDeadline`). Called once: a second call returns at once.
     public func run() async {
-        let deadline = configuration.shutdownDeadline
-        // Sent to the task group: the shutdown is one of its children.
-        let stopGracefully: @Sendable () -> Void = { [jobs] in
-            jobs.continuation.yield { await self.shutdown(deadline: deadline) }
-        }
         switch service.loop {
-        case .idle:
+        case .idle, .prepared:
             service.loop = .running
-            await withGracefulShutdownHandler {
-                await self.loop()
-            } onGracefulShutdown: {
-                stopGracefully()
-            }
-        case .selfStarted(let task):
-            // Its task is no child of this one: a cancellation of the caller (a service group
-            // cancelled, or past its graceful shutdown's limit) is handed on, as `.running` gets it.
-            await withTaskCancellationHandler {
-                await withGracefulShutdownHandler {
-                    await task.value
-                } onGracefulShutdown: {
-                    stopGracefully()
-                }
-            } onCancel: {
-                task.cancel()
-            }
         case .running, .ended:
+            configuration.logger.debug("run() of a manager that runs or has run returns at once")
             return
+        }
+        let deadline = configuration.shutdownDeadline
+        await withGracefulShutdownHandler {
+            await self.loop()
+        } onGracefulShutdown: { [inbox] in
+            // A child of the loop's group, like every other piece of work.
+            inbox.post(.child { await self.shutdown(deadline: deadline) })
         }
     }
 
-    /// The task group: the queue's turns, and every job handed to it, until the shutdown ends
-    /// the jobs.
+    /// Says that `run()` is on its way (a service group about to start): operations from now on
+    /// wait in the inbox for it instead of being refused. Throws once the manager has run.
+    public func prepareToRun() throws(HaulError) {
+        switch service.loop {
+        case .idle: service.loop = .prepared
+        case .prepared: break
+        case .running, .ended: throw HaulError(.usage, "this download manager runs already, or has run")
+        }
+    }
+
+    /// Runs the manager for as long as `body` runs, then shuts it down (waiting for its runs to
+    /// checkpoint), however `body` ends. The manager is `body`'s to use, and nobody's after.
+    public nonisolated func withRunning<Result>(_ body: (DownloadManager) async throws -> Result) async throws
+        -> Result
+    {
+        try await prepareToRun()
+        return try await withThrowingTaskGroup(of: Void.self, returning: Result.self) { group in
+            group.addTask { await self.run() }
+            do {
+                let result = try await body(self)
+                await shutdown()
+                return result
+            } catch {
+                await shutdown()
+                throw error
+            }
+        }
+    }
+
+    /// The loop: every message, in order, until the shutdown closes the inbox.
     private nonisolated func loop() async {
         await withDiscardingTaskGroup { group in
-            group.addTask { await self.takeTurns() }
             group.addTask { await self.budgets.run() }
-            for await job in jobs.stream {
-                group.addTask { await job() }
+            while let messages = await inbox.next() {
+                var adds: [AddLine.Waiting] = []
+                for message in messages {
+                    if case .add(let waiting) = message {
+                        adds.append(waiting)
+                        continue
+                    }
+                    // Adds posted before this message are carried out before it.
+                    await carryOut(adds)
+                    adds = []
+                    switch message {
+                    case .child(let work):
+                        group.addTask { await work() }
+                    case .change:
+                        await takeTurn()
+                    case .transferEnded(let id, let generation, let finishBytes):
+                        await transferEnded(id, generation: generation, finishBytes: finishBytes)
+                    case .runEnded(let id, let generation, let ending, let ended):
+                        await finished(id, generation: generation, ending)
+                        ended.finish()
+                    case .add:
+                        break
+                    }
+                }
+                await carryOut(adds)
             }
         }
         await loopEnded()
     }
 
-    /// The group is the scope the manager's transport and store are used in (every run, turn
-    /// and fleet loop is its child): however it ends, they are released as it ends. Cancelled
-    /// without a shutdown, or before the shutdown's own job ran, the shutdown's work is done here
+    /// Carries out adds that waited together as one batch; a batch that fails is carried out
+    /// again caller by caller, so one caller's bad request fails only that caller.
+    private nonisolated func carryOut(_ adds: [AddLine.Waiting]) async {
+        await AddLine.answer(
+            adds, perform: { batches in try await self.addTogether(batches) },
+            failure: .eachAlone(onSplit: { [logger = configuration.logger] count, error in
+                logger.debug(
+                    "a batch of adds failed; each caller's is added alone",
+                    metadata: ["callers": "\(count)", "error": "\(error)"])
+            }))
+    }
+
+    /// The group is the scope the manager's transport and store are used in (every run and fleet
+    /// loop is its child): however it ends, they are released as it ends. Cancelled without a
+    /// shutdown, or before the shutdown's own work ran, the shutdown's work is done here
     /// (AsyncHTTPClient's client and sqlite-nio's connection trap in their deinit otherwise).
     private func loopEnded() async {
         service.loop = .ended
-        // Cancelled without a shutdown: nothing will take a turn any more.
-        refuseTurns()
+        // Cancelled: what still waits in the inbox will never be read.
+        refuse(inbox.close(keep: false))
         if service.shutdown == nil { service.shutdown = Completion() }
         await stopEverything(deadline: nil)
     }
 
-    /// Starts `run()` in a task of its own when no one runs it. Throws once it has ended.
-    func startIfNeeded() throws(HaulError) {
+    /// Answers messages nobody will read: changes and adds are refused, runs' ends settled.
+    func refuse(_ messages: [Message]) {
+        for message in messages {
+            switch message {
+            case .change: if !service.turns.isEmpty { service.turns.removeFirst().refuse(Self.shutDown) }
+            case .add(let waiting): waiting.continuation.resume(throwing: Self.shutDown)
+            case .runEnded(_, _, _, let ended): ended.finish()
+            case .child, .transferEnded: break
+            }
+        }
+    }
+
+    /// Throws unless the loop runs (or is on its way): an operation would otherwise wait forever.
+    func checkRunning() throws(HaulError) {
         switch service.loop {
         case .idle:
-            service.loop = .selfStarted(Task { await self.loop() })
-        case .selfStarted, .running:
-            break
-        case .ended:
-            throw Self.shutDown
+            throw HaulError(
+                .usage,
+                "the download manager is not running: use it inside DownloadManager.withManager(configuration:) "
+                    + "{ manager in ... }, or run it in a ServiceGroup")
+        case .prepared, .running: break
+        case .ended: throw Self.shutDown
         }
     }
 
     /// Hands `job` to the task group (a run, a fleet loop, a remove another host asked for).
-    func spawn(_ job: @escaping Work) {
-        do {
-            try startIfNeeded()
-        } catch {
-            configuration.logger.debug("work handed to a manager that has shut down is dropped")
-            return
-        }
-        spawnRunning(job)
-    }
-
-    /// The same, from outside the actor, once the group runs (a run's callbacks).
-    nonisolated func spawnRunning(_ job: @escaping Work) {
-        if case .terminated = jobs.continuation.yield(job) {
+    nonisolated func spawn(_ job: @escaping Work) {
+        if !inbox.post(.child(job)) {
             configuration.logger.debug("work handed to a manager that has shut down is dropped")
         }
     }
 
-    // MARK: Turns
-
-    /// Runs `body` in the queue's next turn: queue changes (add, pause, resume, move, remove,
+    /// Runs `body` as the loop's next change: queue changes (add, pause, resume, move, remove,
     /// restore) run one at a time, in the order they were asked for, each to its end, since
     /// every await inside one lets another call in between a check and the write that depends
-    /// on it. The turn runs in the manager's task group, not the caller's task: a caller that
-    /// is cancelled does not cancel a change half made.
+    /// on it. It runs in the loop, not the caller's task: a caller that is cancelled does not
+    /// cancel a change half made.
     func inTurn<T: Sendable>(_ body: @escaping () async throws -> T) async throws -> T {
-        try startIfNeeded()
+        try checkRunning()
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            queueTurn(
+            guard inbox.post(.change) else { return continuation.resume(throwing: Self.shutDown) }
+            service.turns.append(
                 Turn(
                     run: {
                         do {
@@ -158,84 +221,38 @@ extension DownloadManager: Service {
         }
     }
 
-    /// Queue changes waiting for their turn.
-    var waitingTurns: Int { service.turns.count }
-
-    private func queueTurn(_ turn: Turn) {
-        guard !service.turnsEnded else {
-            turn.refuse(Self.shutDown)
-            return
-        }
-        service.turns.append(turn)
-        turnWakes.continuation.yield()
+    /// Carries out the oldest queue change (a `.change` read from the inbox).
+    private func takeTurn() async {
+        guard !service.turns.isEmpty else { return }
+        await service.turns.removeFirst().run()
     }
+
+    /// One caller's adds, carried out together with every other caller's that waits in the
+    /// inbox with it (group commit: eight clients adding one download each cost one transaction
+    /// and one fsync).
+    func submitAdd(_ batch: AddBatch) async throws -> AddedBatch {
+        try checkRunning()
+        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<AddedBatch, any Error>) in
+            if !inbox.post(.add(.init(request: batch, continuation: continuation))) {
+                continuation.resume(throwing: Self.shutDown)
+            }
+        }
+    }
+
+    /// Queue changes and adds waiting in the inbox (a test waits for them, told by `observeInbox`).
+    nonisolated var waitingTurns: Int { inbox.count { if case .change = $0 { true } else { false } } }
+    nonisolated var waitingAdds: Int { inbox.count { if case .add = $0 { true } else { false } } }
+    nonisolated var waitingRunEnds: Int { inbox.count { if case .runEnded = $0 { true } else { false } } }
+
+    /// Calls `observer` at every change of the inbox.
+    nonisolated func observeInbox(_ observer: @escaping @Sendable () -> Void) { inbox.observe(observer) }
 
     static var shutDown: HaulError { HaulError(.interrupted, "the download manager has shut down") }
 
-    /// Takes the turns, one at a time, until the shutdown has ended them.
-    private func takeTurns() async {
-        for await _ in turnWakes.stream {
-            while !service.turns.isEmpty {
-                let turn = service.turns.removeFirst()
-                await turn.run()
-            }
-        }
-        // Ended by the shutdown, or cancelled with the group.
-        refuseTurns()
-    }
-
-    /// No turn runs any more: those still waiting are refused, and so is every later one.
-    private func refuseTurns() {
-        service.turnsEnded = true
-        let left = service.turns
-        service.turns = []
-        for turn in left { turn.refuse(Self.shutDown) }
-    }
-
-    /// Ends the turns and the task group once the shutdown is done: turns already asked for
-    /// still run (and find the manager shut down), later ones are refused.
-    func endTurns() {
-        turnWakes.continuation.finish()
+    /// Ends the loop once the shutdown is done: what was posted already is still read (and finds
+    /// the manager shut down), later posts are refused.
+    func endLoop() {
         budgets.close()
-        jobs.continuation.finish()
-    }
-
-    // MARK: Adds
-
-    /// Callers' adds waiting for the next add turn.
-    var waitingAdds: Int { service.adds.count }
-
-    /// The adds that waited for this add turn; later ones queue the next.
-    private func takeAdds() -> [BatchLine<Int, AddBatch, AddedBatch>.Waiting] {
-        service.addTurnQueued = false
-        defer { service.adds = [] }
-        return service.adds
-    }
-
-    /// One caller's adds, carried out in the next add turn together with every other caller's
-    /// that waits for it (group commit: eight clients adding one download each cost one
-    /// transaction and one fsync). A batch that fails is carried out again caller by caller.
-    func submitAdd(_ batch: AddBatch) async throws -> AddedBatch {
-        try startIfNeeded()
-        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<AddedBatch, any Error>) in
-            service.adds.append(.init(request: batch, continuation: continuation))
-            guard !service.addTurnQueued else { return }
-            service.addTurnQueued = true
-            queueTurn(
-                Turn(
-                    run: {
-                        let adds = self.takeAdds()
-                        await BatchLine<Int, AddBatch, AddedBatch>.answer(
-                            adds, perform: { batches in try await self.addTogether(batches) },
-                            failure: .eachAlone(onSplit: { [logger = self.configuration.logger] count, error in
-                                logger.debug(
-                                    "a batch of adds failed; each caller's is added alone",
-                                    metadata: ["callers": "\(count)", "error": "\(error)"])
-                            }))
-                    },
-                    refuse: { error in
-                        for add in self.takeAdds() { add.continuation.resume(throwing: error) }
-                    }))
-        }
+        inbox.close(keep: true)
     }
 }

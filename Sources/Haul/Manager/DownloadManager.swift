@@ -6,10 +6,12 @@ import Logging
 /// `maxConcurrentDownloads` running at once, each driven by its own state machine.
 ///
 /// ```swift
-/// // DownloadManager(configuration:) is HaulStore's: the queue in SQLite under the directory.
-/// let manager = try await DownloadManager(configuration: .init(stateDirectory: dir))
-/// let record = try await manager.add(DownloadRequest(url: try RemoteURL(text), destination: .directory(dir)))
-/// let outcome = try await manager.outcome(of: record.id)  // never misses the end
+/// // withManager(configuration:) is HaulStore's: the queue in SQLite under the directory, the
+/// // manager running while the closure runs.
+/// try await DownloadManager.withManager(configuration: .init(stateDirectory: dir)) { manager in
+///     let record = try await manager.add(DownloadRequest(url: try RemoteURL(text), destination: .directory(dir)))
+///     return try await manager.outcome(of: record.id)  // never misses the end
+/// }
 /// ```
 ///
 /// `events()` carries progress for display and may drop old events when its reader falls
@@ -67,10 +69,8 @@ public actor DownloadManager {
     var locks: DownloadLocks?
     /// What `run()` runs and where it stands (`DownloadManager+Service.swift`).
     var service = ServiceState()
-    /// Work for `run()`'s task group: runs, a fleet host's loop, the shutdown.
-    let jobs = AsyncStream.makeStream(of: Work.self)
-    /// Wakes the turns (`inTurn`): a queue change is waiting.
-    let turnWakes = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    /// What `run()`'s loop reads: callers' changes and adds, runs' ends, work for its task group.
+    let inbox = Inbox<Message>()
     /// Finished once no run is left, after the last one's outcome is settled: what a shutdown
     /// with a deadline waits on (`signalIdleIfNeeded`).
     var runsEnded: AsyncStream<Void>.Continuation?
@@ -305,12 +305,15 @@ public actor DownloadManager {
         let done = service.shutdown ?? Completion()
         if service.shutdown == nil {
             service.shutdown = done
-            if case .ended = service.loop {
-                // The group was cancelled: what is left to stop and close is stopped here.
+            switch service.loop {
+            case .idle, .ended:
+                // Never run, or the loop was cancelled: what is left to stop and close is
+                // stopped here, and nothing runs it after.
+                service.loop = .ended
                 await stopEverything(deadline: deadline)
-            } else {
-                // Should the group be cancelled before this job runs, its end stops everything
-                // instead (`loopEnded`).
+            case .prepared, .running:
+                // A child of the loop's group. Should the group be cancelled before it runs,
+                // the loop's end stops everything instead (`loopEnded`).
                 spawn { await self.stopEverything(deadline: deadline) }
             }
         }
@@ -354,7 +357,7 @@ public actor DownloadManager {
         await ownedTransport?.shutdown()
         await closeStore?()
         signalIdleIfNeeded()
-        endTurns()
+        endLoop()
         service.shutdown?.finish()
     }
 }

@@ -223,6 +223,8 @@ public struct Daemon: Sendable {
             }
             let serviceGroup = ServiceGroup(configuration: group)
             built.stopper.set(serviceGroup)
+            // The group runs the manager: the restore once listening may come before its run().
+            try await manager.prepareToRun()
             do {
                 try await serviceGroup.run()
             } catch let error as HaulError {

@@ -34,10 +34,12 @@ struct ObservedStore: DownloadStore {
     }
 }
 
-/// A manager on that store, in memory: nothing survives the process.
-func managerTellingTheApp(state: String, changed: @escaping @Sendable (DownloadRecord) -> Void) async throws
-    -> DownloadManager
-{
+/// A manager on that store, in memory (nothing survives the process), running while `body` runs.
+func withManagerTellingTheApp<Result>(
+    state: String, changed: @escaping @Sendable (DownloadRecord) -> Void,
+    _ body: (DownloadManager) async throws -> Result
+) async throws -> Result {
     let store = ObservedStore(base: InMemoryDownloadStore(), changed: changed)
-    return try await DownloadManager(configuration: .init(stateDirectory: state), store: store)
+    let manager = try await DownloadManager(configuration: .init(stateDirectory: state), store: store)
+    return try await manager.withRunning(body) // shut down after: the store's close is the manager's
 }

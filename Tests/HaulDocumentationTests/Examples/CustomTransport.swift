@@ -25,9 +25,17 @@ func downloadSigned(
     let manager = DownloadManager(
         configuration: configuration, store: InMemoryDownloadStore(),
         transport: SigningTransport(base: http, token: token), clock: ClockAdapter(ContinuousClock()))
-    let record = try await manager.add(DownloadRequest(url: try RemoteURL(url), destination: .directory(directory)))
-    let outcome = try await manager.outcome(of: record.id)
-    await manager.shutdown()
-    await http.shutdown() // a transport you give is yours to close, after the manager
-    return outcome
+    // A transport you give is yours to close, after the manager (which shuts down as the closure ends).
+    let outcome: Result<DownloadOutcome, any Error>
+    do {
+        outcome = .success(
+            try await manager.withRunning { manager in
+                let request = try DownloadRequest(url: try RemoteURL(url), destination: .directory(directory))
+                return try await manager.outcome(of: try await manager.add(request).id)
+            })
+    } catch {
+        outcome = .failure(error)
+    }
+    await http.shutdown()
+    return try outcome.get()
 }

@@ -5,20 +5,19 @@ import HaulStore
 
 /// Downloads one large file with a progress bar, and returns how it ended.
 func downloadWithProgress(_ url: String, into directory: String, state: String) async throws -> DownloadOutcome {
-    let manager = try await DownloadManager(configuration: .init(stateDirectory: state))
-    // Subscribed before the add, so no event of this download is missed.
-    let events = manager.events()
-    let request = try DownloadRequest(url: try RemoteURL(url), destination: .directory(directory), connections: 4)
-    let record = try await manager.add(request)
-    let bar = Task {
-        for await event in events where event.id == record.id {
-            if case .progress(let progress) = event.kind { print(progressLine(progress)) }
+    try await DownloadManager.withManager(configuration: .init(stateDirectory: state)) { manager in
+        // Subscribed before the add, so no event of this download is missed.
+        let events = manager.events()
+        let request = try DownloadRequest(url: try RemoteURL(url), destination: .directory(directory), connections: 4)
+        let record = try await manager.add(request)
+        let bar = Task {
+            for await event in events where event.id == record.id {
+                if case .progress(let progress) = event.kind { print(progressLine(progress)) }
+            }
         }
+        defer { bar.cancel() }
+        return try await manager.outcome(of: record.id)
     }
-    let outcome = try await manager.outcome(of: record.id)
-    bar.cancel()
-    await manager.shutdown()
-    return outcome
 }
 
 /// `[########----------]  42%  12.5 MiB/s  8 s left`
@@ -42,12 +41,13 @@ func pauseThenResume(_ id: DownloadID, on manager: DownloadManager) async throws
 
 /// At the app's next start (after a quit, a crash or a reboot): the same state directory.
 func resumeAfterRestart(state: String) async throws -> [DownloadOutcome] {
-    let manager = try await DownloadManager(configuration: .init(stateDirectory: state))
-    let outcomes = manager.outcomes()
-    // What was running starts again from its last checkpoint; what was paused stays paused.
-    try await manager.restore()
-    await manager.waitUntilIdle()
-    await manager.shutdown()
+    let outcomes = try await DownloadManager.withManager(configuration: .init(stateDirectory: state)) { manager in
+        let outcomes = manager.outcomes()
+        // What was running starts again from its last checkpoint; what was paused stays paused.
+        try await manager.restore()
+        await manager.waitUntilIdle()
+        return outcomes // ends at the shutdown, when the closure returns
+    }
     var ended: [DownloadOutcome] = []
     for await outcome in outcomes { ended.append(outcome) }
     return ended
@@ -55,9 +55,10 @@ func resumeAfterRestart(state: String) async throws -> [DownloadOutcome] {
 
 /// Asks for a file again: a finished download whose file is intact is not fetched twice.
 func fetchAgain(_ url: String, into directory: String, state: String) async throws -> Bool {
-    let manager = try await DownloadManager(configuration: .init(stateDirectory: state))
-    let record = try await manager.add(DownloadRequest(url: try RemoteURL(url), destination: .directory(directory)))
-    let outcome = try await manager.outcome(of: record.id) // at once: no request is sent
-    await manager.shutdown()
-    return outcome.status == .completed
+    try await DownloadManager.withManager(configuration: .init(stateDirectory: state)) { manager in
+        let request = try DownloadRequest(url: try RemoteURL(url), destination: .directory(directory))
+        let record = try await manager.add(request)
+        let outcome = try await manager.outcome(of: record.id) // at once: no request is sent
+        return outcome.status == .completed
+    }
 }

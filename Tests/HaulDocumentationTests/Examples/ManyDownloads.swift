@@ -8,21 +8,22 @@ import UnixSignals
 
 /// Downloads every URL into `directory`, two at a time, and returns each one's outcome by URL.
 func downloadAll(_ urls: [String], into directory: String, state: String) async throws -> [String: DownloadOutcome] {
-    let manager = try await DownloadManager(configuration: .init(stateDirectory: state, maxConcurrentDownloads: 2))
-    // Subscribed before adding: exactly one outcome per download that ends, none dropped.
-    let outcomes = manager.outcomes()
-    let requests = try urls.map { try DownloadRequest(url: try RemoteURL($0), destination: .directory(directory)) }
-    let records = try await manager.add(requests) // one batch: one transaction in the store
-    var urlOf: [DownloadID: String] = [:]
-    for record in records { urlOf[record.id] = record.request.url.absoluteString }
-    var ended: [String: DownloadOutcome] = [:]
-    for await outcome in outcomes {
-        guard let url = urlOf[outcome.id] else { continue }
-        ended[url] = outcome
-        if ended.count == records.count { break }
+    let configuration = DownloadManager.Configuration(stateDirectory: state, maxConcurrentDownloads: 2)
+    return try await DownloadManager.withManager(configuration: configuration) { manager in
+        // Subscribed before adding: exactly one outcome per download that ends, none dropped.
+        let outcomes = manager.outcomes()
+        let requests = try urls.map { try DownloadRequest(url: try RemoteURL($0), destination: .directory(directory)) }
+        let records = try await manager.add(requests) // one batch: one transaction in the store
+        var urlOf: [DownloadID: String] = [:]
+        for record in records { urlOf[record.id] = record.request.url.absoluteString }
+        var ended: [String: DownloadOutcome] = [:]
+        for await outcome in outcomes {
+            guard let url = urlOf[outcome.id] else { continue }
+            ended[url] = outcome
+            if ended.count == records.count { break }
+        }
+        return ended
     }
-    await manager.shutdown()
-    return ended
 }
 
 /// Reorders and throttles a queue while it runs.
@@ -41,5 +42,6 @@ func steer(_ manager: DownloadManager, urgent: DownloadID) async throws {
 func serve(_ manager: DownloadManager, with services: [any Service], logger: Logger) async throws {
     let group = ServiceGroup(
         services: [manager] + services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+    try await manager.prepareToRun() // the other services may call it before its run() begins
     try await group.run()
 }
