@@ -99,9 +99,10 @@ extension DownloadManager {
         return answers
     }
 
-    /// One batch of adds, as one queue change (in its add turn). Returns the records, and the
-    /// offsets of those that existed before (their placements are carried out after it).
-    /// `following[i]`: where `requests[i]`'s download's id goes once decided.
+    /// One batch of adds, as one queue change (one message of the manager's loop). Returns the
+    /// records, and the offsets of those whose placement is carried out after it. What each
+    /// request is, the queue decides (`DownloadQueue.addKinds`); this reads what it needs and
+    /// carries it out. `following[i]`: where `requests[i]`'s download's id goes once decided.
     private func addNow(
         _ requests: [DownloadRequest], placements: [AddPlacement],
         following: [FollowedIDs?]
@@ -110,49 +111,42 @@ extension DownloadManager {
         if queue.isShuttingDown { throw HaulError(.interrupted, "the download manager is shutting down") }
         var results: [DownloadRecord] = []
         var fresh: [DownloadRecord] = []
-        var existed: [Int] = []
-        var byIdentity: [String: DownloadRecord] = [:]
+        var placed: [Int: Bool] = [:]
+        let kinds: [DownloadQueue.AddKind]
         do {
             let known = try await store.records(matching: requests)
-            // The explicit names' disk and store state, read once for the batch.
-            // Each request's identity, made once (it is a string built from four).
+            // Each request's identity, made once (it is a string built from four); the explicit
+            // names' disk and store state, read once for the batch.
             let identities = requests.map(\.identity)
-            let facts = try await names.facts(
-                for: requests.indices.filter { known[identities[$0]] == nil }.map { requests[$0] })
+            let unknown = requests.indices.filter { known[identities[$0]] == nil }
+            let facts = try await names.facts(for: unknown.map { requests[$0] })
+            kinds = queue.addKinds(
+                requests, identities: identities, placements: placements, known: known,
+                sameOutput: try await holders(of: unknown, in: requests, facts: facts))
             // Followers hear about the downloads that exist before anything in the batch can
             // settle one (a file found complete is settled within its readd).
-            for (offset, identity) in identities.enumerated() {
-                if let existing = known[identity] { following[offset]?.insert(existing.id) }
-            }
+            for (offset, kind) in kinds.enumerated() { kind.existingID.map { following[offset]?.insert($0) } }
             for (offset, request) in requests.enumerated() {
-                let identity = identities[offset]
-                if let seen = byIdentity[identity] {
-                    following[offset]?.insert(seen.id)
-                    results.append(seen)
-                    // Its placement is carried out after the batch, as an existing one's.
-                    if !placements[offset].isDefault { existed.append(offset) }
-                    continue
-                }
                 let record: DownloadRecord
-                if let existing = known[identity] {
+                switch kinds[offset] {
+                case .sameAs(let earlier):
+                    following[offset]?.insert(results[earlier].id)
+                    results.append(results[earlier])
+                    continue
+                case .existing(let existing):
                     // Before readd: it may start the run at once, which takes them.
                     queue.give(request, to: existing.id)
-                    let (readded, placed) = try await readd(existing, request: request, placement: placements[offset])
-                    record = readded
-                    if !placed { existed.append(offset) }
-                } else if let existing = try await sameDestination(as: request, facts: facts) {
+                    (record, placed[offset]) = try await readd(
+                        existing, request: request, placement: placements[offset])
+                case .newSources(let renewed):
                     // The same `-o` with another URL: the download goes on from its bytes.
-                    let renewed = DownloadQueue.withNewSources(existing, request: request)
-                    following[offset]?.insert(existing.id)
-                    queue.give(request, to: existing.id)
+                    queue.give(request, to: renewed.id)
                     try await store.save(renewed)
-                    let (readded, placed) = try await readd(renewed, request: request, placement: placements[offset])
-                    record = readded
-                    if !placed { existed.append(offset) }
-                } else {
+                    (record, placed[offset]) = try await readd(renewed, request: request, placement: placements[offset])
+                case .new(let status):
                     var new = try await newRecord(for: request, facts: facts)
+                    new.status = status
                     following[offset]?.insert(new.id)
-                    if placements[offset].startsPaused { new.status = .paused }
                     if let index = placements[offset].index {
                         // Decided on the list as it stands, and taken at once.
                         try await givePlace(&new, index: index, fresh: &fresh)
@@ -161,16 +155,15 @@ extension DownloadManager {
                     fresh.append(record)
                     // In the list from now on (at the end of its priority, or where it was
                     // placed): the batch's later adds at an index count it.
-                    if new.status == .queued { await perform(queue.adding([WaitingQueue.Entry(new)])) }
+                    await perform(queue.addingNew(new))
                 }
-                byIdentity[identity] = record
                 results.append(record)
                 queue.give(request, to: record.id)
             }
             // A spread may have moved new ones placed earlier in the batch.
-            let placed = Dictionary(fresh.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
-            for index in results.indices { results[index] = placed[results[index].id] ?? results[index] }
-            // Each is in the list already; a slot freed during the save waits for them.
+            let moved = Dictionary(fresh.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
+            for index in results.indices { results[index] = moved[results[index].id] ?? results[index] }
+            // Each is in the list already; a message read after this save waits for them.
             try await store.save(fresh)
         } catch {
             // Nothing new was saved: they leave the list, and give back their names.
@@ -178,19 +171,23 @@ extension DownloadManager {
             for record in fresh { await names.release(directory: record.request.directory, name: record.fileName) }
             throw error
         }
-        // Saved: a slot may go to them now.
-        let queued = fresh.filter { $0.status == .queued }
-        for record in queued { hub.publish(DownloadEvent(id: record.id, kind: .queued)) }
-        if !queued.isEmpty { await perform(queue.saved(queued.map(\.id))) }
-        // A shutdown that began during the save left them queued for the next start.
-        if queue.isShuttingDown {
-            for record in queued { outcomeHub.publish(DownloadOutcome(id: record.id, status: .queued)) }
+        // Saved: a slot may go to them now; events and outcomes as the queue says.
+        await perform(queue.newSaved(fresh))
+        return (results, DownloadQueue.placedAfter(kinds, placements: placements, placed: placed))
+    }
+
+    /// For the batch's requests that the store does not know by identity, the download holding
+    /// each one's explicit name (from `facts`), if any.
+    private func holders(of offsets: [Int], in requests: [DownloadRequest], facts: FileNameClaims.Facts)
+        async throws -> [Int: DownloadRecord]
+    {
+        var holders: [Int: DownloadRecord] = [:]
+        for offset in offsets {
+            let request = requests[offset]
+            let place = request.fileName.map { FileNamePlace(directory: request.directory, fileName: $0) }
+            if let id = place.flatMap({ facts.holders[$0] }) { holders[offset] = try await store.record(id) }
         }
-        for record in fresh where record.status == .paused {
-            hub.publish(DownloadEvent(id: record.id, kind: .paused))
-            outcomeHub.publish(DownloadOutcome(record))
-        }
-        return (results, existed)
+        return holders
     }
 
     /// Pauses every download that is queued or running here. Returns how many it paused, once

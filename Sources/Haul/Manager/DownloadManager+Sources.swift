@@ -30,26 +30,3 @@ extension DownloadManager {
         }
     }
 }
-
-extension DownloadManager {
-    /// The unfinished download that `request` names by its `-o` (the same directory, file name
-    /// and range) under another URL: `haul get NEW-URL -o NAME` then continues it instead of
-    /// refusing the name.
-    func sameDestination(as request: DownloadRequest, facts: FileNameClaims.Facts? = nil) async throws
-        -> DownloadRecord?
-    {
-        guard let fileName = request.fileName else { return nil }
-        let holder: DownloadID? =
-            if let facts {
-                facts.holders[FileNamePlace(directory: request.directory, fileName: fileName)]
-            } else {
-                try await store.fileNameHolder(fileName, directory: request.directory, except: DownloadID(rawValue: ""))
-            }
-        guard let holder,
-            let existing = try await store.record(holder),
-            existing.request.fileName == fileName, existing.request.range == request.range,
-            existing.status != .completed, existing.status != .removed, !isScheduled(existing.id)
-        else { return nil }
-        return existing
-    }
-}
