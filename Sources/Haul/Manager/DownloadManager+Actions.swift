@@ -98,21 +98,14 @@ extension DownloadManager {
                 configuration.logger.error(
                     "cannot store the failure", metadata: ["id": "\(record.id)", "error": "\(error)"])
             }
-        case .releaseLease(let id):
-            await releaseLease(id)
-        case .claim(let limit, let excluding):
-            await claim(limit: limit, excluding: excluding)
-        case .wakeClaims:
-            wakeFleet()
+        case .releaseLease, .claim, .wakeClaims, .startClaiming, .renewLeases:
+            // Only the fleet's backend sends these: dispatched here once, to its store.
+            await perform(action, on: try sharedStore())
         case .removeForAnotherHost(let id, let deleteFile):
             // No caller waits for it: a child of the manager's task group, logged if it fails.
             spawn { await self.removeForAnotherHost(id, deleteFile: deleteFile) }
         case .restoreQueued:
             await enqueue(try await store.records(status: nil).filter(\.status.resumesAfterRestart))
-        case .startClaiming:
-            startFleet()
-        case .renewLeases:
-            await renewLeases()
         case .refuse(let error):
             throw error
         case .saveRecord(let record):

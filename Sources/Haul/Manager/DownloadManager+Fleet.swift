@@ -33,8 +33,20 @@ extension DownloadManager {
         }
     }
 
-    func startFleet() {
-        guard let fleet, case .fleet(let backend) = queue.backend, !fleetState.started else { return }
+    /// Carries out an action only a fleet's backend sends, on the fleet's store.
+    func perform(_ action: DownloadQueue.Action, on fleet: any SharedQueueStore) async {
+        switch action {
+        case .releaseLease(let id): await releaseLease(id, on: fleet)
+        case .claim(let limit, let excluding): await claim(limit: limit, excluding: excluding, from: fleet)
+        case .wakeClaims: wakeFleet()
+        case .startClaiming: startFleet(fleet)
+        case .renewLeases: await renewLeases(on: fleet)
+        default: configuration.logger.error("not a fleet's action", metadata: ["action": "\(action)"])
+        }
+    }
+
+    private func startFleet(_ fleet: any SharedQueueStore) {
+        guard case .fleet(let backend) = queue.backend, !fleetState.started else { return }
         fleetState.started = true
         let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         fleetState.wake = wake
@@ -88,8 +100,7 @@ extension DownloadManager {
     }
 
     /// Claims downloads for free slots; the queue starts them.
-    func claim(limit: Int, excluding: Set<DownloadID>) async {
-        guard let fleet else { return }
+    private func claim(limit: Int, excluding: Set<DownloadID>, from fleet: any SharedQueueStore) async {
         do {
             let claimed = try await fleet.claim(limit: limit, excluding: Array(excluding))
             await perform(queue.claimed(claimed, limit: limit))
@@ -100,8 +111,7 @@ extension DownloadManager {
 
     /// Renews every lease held here, and tells the queue what the database answered, or that it
     /// did not.
-    func renewLeases() async {
-        guard let fleet else { return }
+    private func renewLeases(on fleet: any SharedQueueStore) async {
         let report: LeaseReport
         do {
             report = try await fleet.renew(live.all())
@@ -131,8 +141,7 @@ extension DownloadManager {
     }
 
     /// The queue is done with a run here: its lease ends.
-    func releaseLease(_ id: DownloadID) async {
-        guard let fleet else { return }
+    private func releaseLease(_ id: DownloadID, on fleet: any SharedQueueStore) async {
         do {
             try await fleet.release(id)
         } catch {
