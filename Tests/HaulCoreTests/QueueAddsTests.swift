@@ -86,13 +86,28 @@ extension DownloadQueueTests {
         #expect(!queue.isScheduled(paused.id))
     }
 
-    @Test func aBatchSavedDuringAShutdownIsSettledQueuedForTheNextStart() throws {
+    /// A shutdown that begins while a batch is saved settles each of its queued downloads once,
+    /// queued for the next start: the shutdown settles those in the list when it began, the
+    /// save those added after it (a second outcome broke `outcomes()`' one per download).
+    @Test func aBatchSavedDuringAShutdownIsSettledQueuedOnce() throws {
+        let early = try Self.record("early", .queued)
+        let late = try Self.record("late", .queued)
         var queue = Queue.local(limit: 2)
-        let queued = try Self.record("q", .queued)
-        _ = queue.addingNew(queued)
-        _ = queue.shutdown()
-        let actions = queue.newSaved([queued])
-        #expect(actions.contains(.settle(DownloadOutcome(id: queued.id, status: .queued))))
+        _ = queue.addingNew(early)
+        var settled = queue.shutdown().filter(\.isSettle)
+        _ = queue.addingNew(late)
+        let actions = queue.newSaved([early, late])
+        settled += actions.filter(\.isSettle)
+        #expect(
+            settled == [
+                .settle(DownloadOutcome(id: early.id, status: .queued)),
+                .settle(DownloadOutcome(id: late.id, status: .queued)),
+            ])
         #expect(!actions.contains { if case .startRun = $0 { true } else { false } })
+        #expect(queue.isIdle)
     }
+}
+
+extension DownloadQueue.Action {
+    var isSettle: Bool { if case .settle = self { true } else { false } }
 }

@@ -61,13 +61,18 @@ extension DownloadQueue {
     }
 
     /// The batch's new downloads are saved: the queued ones are published and may take a slot
-    /// now (or, when a shutdown began during the save, are settled queued, for the next start);
-    /// the paused ones are published and settled paused.
+    /// now; the paused ones are published and settled paused. During a shutdown the queued ones
+    /// are settled queued, for the next start: each once (the shutdown settled those that were
+    /// in the list when it began).
     public mutating func newSaved(_ records: [DownloadRecord]) -> [Action] {
         let queued = records.filter { $0.status == .queued }
         var actions: [Action] = queued.map { .publish(DownloadEvent(id: $0.id, kind: .queued)) }
         if !queued.isEmpty { actions += saved(queued.map(\.id)) }
-        if isShuttingDown { actions += queued.map { .settle(DownloadOutcome(id: $0.id, status: .queued)) } }
+        if isShuttingDown {
+            actions += queued.filter { !settledAtShutdown.contains($0.id) }.map {
+                .settle(DownloadOutcome(id: $0.id, status: .queued))
+            }
+        }
         for record in records where record.status == .paused {
             actions += [.publish(DownloadEvent(id: record.id, kind: .paused)), .settle(DownloadOutcome(record))]
         }

@@ -110,6 +110,7 @@ extension DownloadQueue {
                 slots.handle(.closed)
                 return slots.takeWaiting()
             } ?? []
+        settledAtShutdown = Set(waiting.map(\.id))
         var actions = waiting.map { Action.settle(DownloadOutcome(id: $0.id, status: .queued)) }
         for id in runningIDs { actions += stop(id, as: .running) }
         return actions

@@ -77,6 +77,8 @@ public struct DownloadQueue: Sendable {
     var generations: UInt64 = 0
     /// After `shutdown()` nothing starts, nothing is claimed, and adds are refused.
     public internal(set) var isShuttingDown = false
+    /// What the shutdown settled as queued (it waited): settled once, not again by an add's save.
+    var settledAtShutdown: Set<DownloadID> = []
 
     /// A queue on `backend`, with nothing scheduled yet.
     public init(_ backend: Backend) {
