@@ -13,26 +13,13 @@ import ServiceLifecycle
 /// stops it as `shutdown(deadline: configuration.shutdownDeadline)` does. An operation on a
 /// manager that nobody runs throws `notRunning`.
 extension DownloadManager: Service {
-    /// What runs the manager's work, and where it stands.
+    /// Where the manager's loop stands (`ManagerLifecycle`, which decides), and what it owns.
     struct ServiceState {
-        enum Loop {
-            /// Nothing runs it yet: an operation is refused.
-            case idle
-            /// `run()` is on its way (`prepareToRun`): operations wait in the inbox for it.
-            case prepared
-            /// `run()` reads the inbox.
-            case running
-            /// The loop has ended: nothing more runs.
-            case ended
-        }
-
-        var loop = Loop.idle
+        var lifecycle = ManagerLifecycle()
         /// Queue changes posted to the inbox, oldest first: each `.change` takes the first.
         var turns: [Turn] = []
-        /// Set by the first `shutdown` (or the loop's end without one); finished once it is done.
-        var shutdown: Completion?
-        /// Set once the shutdown's work has begun (`stopEverything`): it is done only once.
-        var stopped = false
+        /// Finished once the shutdown is done.
+        let stopped = Completion()
     }
 
     /// What the loop reads, in the order it was posted.
@@ -65,10 +52,7 @@ extension DownloadManager: Service {
     /// Runs until the manager shuts down; a graceful shutdown of its service group shuts it
     /// down (with `configuration.shutdownDeadline`). Called once: a second call returns at once.
     public func run() async {
-        switch service.loop {
-        case .idle, .prepared:
-            service.loop = .running
-        case .running, .ended:
+        guard service.lifecycle.runCalled() else {
             configuration.logger.debug("run() of a manager that runs or has run returns at once")
             return
         }
@@ -84,11 +68,7 @@ extension DownloadManager: Service {
     /// Says that `run()` is on its way (a service group about to start): operations from now on
     /// wait in the inbox for it instead of being refused. Throws once the manager has run.
     public func prepareToRun() throws(HaulError) {
-        switch service.loop {
-        case .idle: service.loop = .prepared
-        case .prepared: break
-        case .running, .ended: throw HaulError(.usage, "this download manager runs already, or has run")
-        }
+        try service.lifecycle.prepare()
     }
 
     /// Runs the manager for as long as `body` runs, then shuts it down (waiting for its runs to
@@ -161,10 +141,9 @@ extension DownloadManager: Service {
     /// shutdown, or before the shutdown's own work ran, the shutdown's work is done here
     /// (AsyncHTTPClient's client and sqlite-nio's connection trap in their deinit otherwise).
     private func loopEnded() async {
-        service.loop = .ended
+        service.lifecycle.loopEnded()
         // Cancelled: what still waits in the inbox will never be read.
         refuse(inbox.close(keep: false))
-        if service.shutdown == nil { service.shutdown = Completion() }
         await stopEverything(deadline: nil)
     }
 
@@ -182,15 +161,7 @@ extension DownloadManager: Service {
 
     /// Throws unless the loop runs (or is on its way): an operation would otherwise wait forever.
     func checkRunning() throws(HaulError) {
-        switch service.loop {
-        case .idle:
-            throw HaulError(
-                .usage,
-                "the download manager is not running: use it inside DownloadManager.withManager(configuration:) "
-                    + "{ manager in ... }, or run it in a ServiceGroup")
-        case .prepared, .running: break
-        case .ended: throw Self.shutDown
-        }
+        try service.lifecycle.checkOperation()
     }
 
     /// Hands `job` to the task group (a run, a fleet loop, a remove another host asked for).
@@ -247,7 +218,7 @@ extension DownloadManager: Service {
     /// Calls `observer` at every change of the inbox.
     nonisolated func observeInbox(_ observer: @escaping @Sendable () -> Void) { inbox.observe(observer) }
 
-    static var shutDown: HaulError { HaulError(.interrupted, "the download manager has shut down") }
+    static var shutDown: HaulError { ManagerLifecycle.shutDown }
 
     /// Ends the loop once the shutdown is done: what was posted already is still read (and finds
     /// the manager shut down), later posts are refused.

@@ -302,35 +302,31 @@ public actor DownloadManager {
     /// With a `deadline`, stops waiting for downloads after it: one still verifying a large
     /// file keeps its status `running` and is verified again on the next start.
     public func shutdown(deadline: Duration? = nil) async {
-        let done = service.shutdown ?? Completion()
-        if service.shutdown == nil {
-            service.shutdown = done
-            switch service.loop {
-            case .idle, .ended:
-                // Never run, or the loop was cancelled: what is left to stop and close is
-                // stopped here, and nothing runs it after.
-                service.loop = .ended
-                await stopEverything(deadline: deadline)
-            case .prepared, .running:
-                // A child of the loop's group. Should the group be cancelled before it runs,
-                // the loop's end stops everything instead (`loopEnded`).
-                spawn { await self.stopEverything(deadline: deadline) }
-            }
+        switch service.lifecycle.shutdown() {
+        case .stopHere:
+            // Never run, or the loop was cancelled: what is left to stop and close is stopped
+            // here, and nothing runs it after.
+            await stopEverything(deadline: deadline)
+        case .stopInLoop:
+            // A child of the loop's group. Should the group be cancelled before it runs, the
+            // loop's end stops everything instead (`loopEnded`).
+            spawn { await self.stopEverything(deadline: deadline) }
+        case .wait:
+            break
         }
-        await done.wait()
+        await service.stopped.wait()
     }
 
     /// The shutdown's work, done once: by the shutdown's job in the task group, or by the
     /// group's end when it ended without one (cancelled). Ends with the transport this manager
     /// made and the store it owns released, and the shutdown finished.
     func stopEverything(deadline: Duration?) async {
-        guard !service.stopped else { return }
-        service.stopped = true
+        guard service.lifecycle.beginStopping() else { return }
         stopFleet()
         let running = handles.values
         // What waits is left queued and every run stops as running: the next start picks them up.
         await perform(queue.shutdown())
-        if case .ended = service.loop {
+        if !service.lifecycle.waitsForRuns {
             // Every run was a child of the group, which has ended: none is left to wait for (a
             // run handed to it after it was cancelled never started, and never ends).
         } else if let deadline {
@@ -358,6 +354,6 @@ public actor DownloadManager {
         await closeStore?()
         signalIdleIfNeeded()
         endLoop()
-        service.shutdown?.finish()
+        service.stopped.finish()
     }
 }
