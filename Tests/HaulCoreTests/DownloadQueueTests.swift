@@ -41,6 +41,7 @@ import Testing
         let done = try Self.record("a", .completed)
         #expect(
             queue.runEnded(Self.id("a"), generation: 1, Self.ran(done)) == [
+                .dropRun(Self.id("a")),
                 .startRun(Self.id("b"), generation: 2, place: Self.place("b", 2), given: nil),
                 .releaseName(directory: "/d", name: "a"),
                 .settle(DownloadOutcome(done, transfer: TransferStats())),
@@ -54,6 +55,7 @@ import Testing
         let refusal = HaulError(.inUse, "another haul process")
         #expect(
             queue.runEnded(Self.id("a"), generation: 1, .refused(refusal)) == [
+                .dropRun(Self.id("a")),
                 .startRun(Self.id("b"), generation: 2, place: Self.place("b", 2), given: nil),
                 .publish(DownloadEvent(id: Self.id("a"), kind: .failed(refusal))),
                 .settle(DownloadOutcome(id: Self.id("a"), status: .queued, error: refusal)),
@@ -346,6 +348,7 @@ import Testing
         let stopped = try Self.record("y", .running)
         #expect(
             outage.runEnded(Self.id("y"), generation: 1, Self.ran(stopped), holdsLease: true) == [
+                .dropRun(Self.id("y")),
                 .releaseName(directory: "/d", name: "y"), .settle(DownloadOutcome(stopped, transfer: TransferStats())),
                 .wakeClaims,
             ])
@@ -386,7 +389,7 @@ import Testing
         let done = try Self.record("x", .completed)
         #expect(
             queue.runEnded(Self.id("x"), generation: 1, Self.ran(done)) == [
-                .releaseLease(Self.id("x")), .releaseName(directory: "/d", name: "x"),
+                .dropRun(Self.id("x")), .releaseLease(Self.id("x")), .releaseName(directory: "/d", name: "x"),
                 .settle(DownloadOutcome(done, transfer: TransferStats())), .wakeClaims,
             ])
     }

@@ -77,6 +77,9 @@ extension DownloadManager {
         case .stopRun(let id, let status):
             handles[id]?.stop.request(status)
             if let ended = handles[id]?.ended { work.stopping.append(ended) }
+        case .dropRun(let id):
+            handles[id] = nil
+            live.ended(id)
         case .abandonRun(let id):
             configuration.logger.notice("another host took the download over", metadata: ["id": "\(id)"])
             handles[id]?.stop.leaseLost()

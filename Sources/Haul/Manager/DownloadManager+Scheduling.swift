@@ -114,10 +114,6 @@ extension DownloadManager {
 
     /// A run ended: the queue frees its slot and gives it on, and says what to settle.
     func finished(_ id: DownloadID, generation: UInt64, _ ending: DownloadQueue.RunEnding) async {
-        if queue.entries[id]?.run?.generation == generation {
-            handles[id] = nil
-            live.ended(id)
-        }
         let holdsLease = fleet?.holds(id) ?? false
         await perform(queue.runEnded(id, generation: generation, ending, holdsLease: holdsLease))
         signalIdleIfNeeded()

@@ -33,6 +33,7 @@ extension DownloadQueue {
         let current = entries[id]?.run?.generation == generation
         var actions: [Action] = []
         if current {
+            actions.append(.dropRun(id))
             entries[id]?.run = nil
             if isFleet {
                 if case .ran(let record, _, _) = ending, record.status == .running, !isShuttingDown, holdsLease {

@@ -183,6 +183,9 @@ public struct DownloadQueue: Sendable {
         case stopRun(DownloadID, as: DownloadStatus)
         /// Another host holds the download now: stop writing at once, no checkpoint.
         case abandonRun(DownloadID)
+        /// The current run of the download has returned: what the manager held for it goes
+        /// (a stale run's end, of an earlier generation, changes nothing).
+        case dropRun(DownloadID)
         /// Publish this event to whoever follows the downloads.
         case publish(DownloadEvent)
         /// Tell whoever waits for the download that it left this process's schedule.
