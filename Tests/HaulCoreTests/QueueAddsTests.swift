@@ -106,6 +106,31 @@ extension DownloadQueueTests {
         #expect(!actions.contains { if case .startRun = $0 { true } else { false } })
         #expect(queue.isIdle)
     }
+
+    /// A re-add decided `.again`: one to be queued whose record changes takes its place first and
+    /// is saved after; a paused one is saved first and published paused once; one unchanged is
+    /// queued at once.
+    @Test func aReaddIsSavedWhereItsPlaceAndItsStatusSay() throws {
+        var queue = Self.oneRunning()
+        var failed = try Self.record("f", .queued)
+        failed.position = 9
+        #expect(queue.readdDecided(failed, save: true, wasPaused: false) == [.saveReadd(failed)])
+        #expect(queue.isScheduled(failed.id), "in the list before its save")
+        let paused = try Self.record("p", .paused)
+        #expect(
+            queue.readdDecided(paused, save: true, wasPaused: false) == [
+                .saveRecord(paused), .publish(DownloadEvent(id: paused.id, kind: .paused)),
+                .settle(DownloadOutcome(paused)),
+            ])
+        #expect(queue.readdDecided(paused, save: false, wasPaused: true) == [], "paused already: nothing to say")
+        #expect(!queue.isScheduled(paused.id))
+        let unchanged = try Self.record("u", .queued)
+        #expect(
+            queue.readdDecided(unchanged, save: false, wasPaused: false).first
+                == .publish(
+                    DownloadEvent(id: unchanged.id, kind: .queued)))
+        #expect(queue.isScheduled(unchanged.id))
+    }
 }
 
 extension DownloadQueue.Action {

@@ -77,6 +77,15 @@ extension DownloadManager {
         case .stopRun(let id, let status):
             handles[id]?.stop.request(status)
             if let ended = handles[id]?.ended { work.stopping.append(ended) }
+        case .saveReadd(let record):
+            // The save's answer goes back to the queue: saved, it may take a slot; failed, it leaves.
+            do {
+                try await store.save(record)
+            } catch {
+                await perform(queue.saveFailed([record.id]))
+                throw error
+            }
+            for action in queue.readdSaved(record.id) { try await perform(action, for: &work) }
         case .dropRun(let id):
             handles[id] = nil
             live.ended(id)

@@ -264,20 +264,8 @@ public actor DownloadManager {
                 try await givePlace(&record, index: index, fresh: &none, excluding: record.id)
                 if (record.request.priority, record.position) != before { save = true }
             }
-            guard save, record.status == .queued else {
-                if save { try await store.save(record) }
-                await perform(queue.readded(record, wasPaused: existing.status == .paused))
-                return (record, true)
-            }
-            // In the list at its place before the save, as a new download is.
-            await perform(queue.readding(record))
-            do {
-                try await store.save(record)
-            } catch {
-                await perform(queue.saveFailed([record.id]))
-                throw error
-            }
-            await perform(queue.readdSaved(record.id))
+            _ = try await performCalling(
+                queue.readdDecided(record, save: save, wasPaused: existing.status == .paused))
             return (record, true)
         }
     }

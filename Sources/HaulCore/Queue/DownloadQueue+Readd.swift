@@ -68,6 +68,17 @@ extension DownloadQueue {
         return .again(record, save: false, checkName: checkName)
     }
 
+    /// A re-add decided `.again` (its name checked and its placement taken): what becomes of its
+    /// record. One to be queued whose record changes takes its place now and is saved after
+    /// (`.saveReadd`); any other is saved first when it changed, then queued or published paused.
+    public mutating func readdDecided(_ record: DownloadRecord, save: Bool, wasPaused: Bool) -> [Action] {
+        guard save, record.status == .queued else {
+            // Not queued (paused): nothing here changes before the save.
+            return (save ? [.saveRecord(record)] : []) + readded(record, wasPaused: wasPaused)
+        }
+        return readding(record) + [.saveReadd(record)]
+    }
+
     /// A re-add to be queued whose record must be saved first takes its place now, as a new
     /// download does (`adding`): a slot freed during the save waits for it. Then `readdSaved`,
     /// or `saveFailed`.

@@ -186,6 +186,9 @@ public struct DownloadQueue: Sendable {
         /// The current run of the download has returned: what the manager held for it goes
         /// (a stale run's end, of an earlier generation, changes nothing).
         case dropRun(DownloadID)
+        /// Save a re-added record that took its place in the list before its save: then
+        /// `readdSaved`, or `saveFailed` (the caller's answer is the failure).
+        case saveReadd(DownloadRecord)
         /// Publish this event to whoever follows the downloads.
         case publish(DownloadEvent)
         /// Tell whoever waits for the download that it left this process's schedule.
