@@ -131,6 +131,28 @@ extension DownloadQueueTests {
                     DownloadEvent(id: unchanged.id, kind: .queued)))
         #expect(queue.isScheduled(unchanged.id))
     }
+
+    @Test func aBatchTheQueueCannotTakeIsRefusedWhole() throws {
+        let local = Self.oneRunning()
+        let good = try Self.output("http://h/a", "a.bin")
+        var relative = good
+        relative.directory = "downloads"
+        func refusal(_ queue: Queue, _ requests: [DownloadRequest], _ placements: [AddPlacement]) -> HaulError? {
+            do {
+                try queue.checkAdds(requests, placements: placements)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(refusal(local, [good], [AddPlacement(index: 0)]) == nil)
+        #expect(refusal(local, [good, relative], [AddPlacement(), AddPlacement()])?.code == .usage)
+        #expect(refusal(local, [good], [AddPlacement(index: -1)])?.code == .usage)
+        #expect(refusal(local, [good], [])?.code == .internal)
+        // A fleet's queue is the database's order: no index can be taken there.
+        #expect(refusal(Queue.fleet(limit: 1), [good], [AddPlacement(index: 0)])?.code == .conflict)
+        #expect(refusal(Queue.fleet(limit: 1), [good], [AddPlacement(startsPaused: true)]) == nil)
+    }
 }
 
 extension DownloadQueue.Action {

@@ -30,16 +30,7 @@ extension DownloadManager {
     func add(_ requests: [DownloadRequest], placements: [AddPlacement], following: FollowedIDs?) async throws
         -> [DownloadRecord]
     {
-        for request in requests where !request.directory.hasPrefix("/") {
-            throw HaulError(.usage, "destination directory must be an absolute path: \(request.directory)")
-        }
-        guard placements.count == requests.count else {
-            throw HaulError(.internal, "\(placements.count) placements for \(requests.count) adds")
-        }
-        if let index = placements.compactMap(\.index).first(where: { $0 < 0 }) {
-            throw HaulError(.usage, "a queue index must be 0 or more (got \(index))")
-        }
-        if let refusal = queue.reorderRefusal, placements.contains(where: { $0.index != nil }) { throw refusal }
+        try queue.checkAdds(requests, placements: placements)
         if requests.isEmpty { return [] }
         let (records, existing) = try await submitAdd(
             AddBatch(requests: requests, placements: placements, following: following))

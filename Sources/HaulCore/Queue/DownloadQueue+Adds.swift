@@ -26,6 +26,22 @@ extension DownloadQueue {
         }
     }
 
+    /// Refuses a batch of adds the queue cannot take, before anything is read or saved: a
+    /// directory that is not absolute, a negative index, an index where the queue cannot be
+    /// reordered (a fleet's), or placements that do not match the requests.
+    public func checkAdds(_ requests: [DownloadRequest], placements: [AddPlacement]) throws(HaulError) {
+        for request in requests where !request.directory.hasPrefix("/") {
+            throw HaulError(.usage, "destination directory must be an absolute path: \(request.directory)")
+        }
+        guard placements.count == requests.count else {
+            throw HaulError(.internal, "\(placements.count) placements for \(requests.count) adds")
+        }
+        if let index = placements.compactMap(\.index).first(where: { $0 < 0 }) {
+            throw HaulError(.usage, "a queue index must be 0 or more (got \(index))")
+        }
+        if let refusal = reorderRefusal, placements.contains(where: { $0.index != nil }) { throw refusal }
+    }
+
     /// The kind of each request, in order. `identities[i]`: `requests[i].identity`; `known`: the
     /// stored records by identity; `sameOutput[i]`: the download that holds `requests[i]`'s
     /// explicit name, for those the store does not know by identity.
