@@ -78,6 +78,9 @@ extension DownloadManager {
     /// A run's transfer ended, its finish to go through `finishBytes`: the queue may give its
     /// slot to the next download while it verifies, publishes and saves.
     func transferEnded(_ id: DownloadID, generation: UInt64, finishBytes: Int64) async {
+        configuration.logger.debug(
+            "a transfer ends",
+            metadata: ["id": "\(id)", "finishBytes": "\(finishBytes)", "running": "\(queue.runCount)"])
         await perform(queue.transferEnded(id, generation: generation, finishBytes: finishBytes))
     }
 
@@ -114,6 +117,12 @@ extension DownloadManager {
 
     /// A run ended: the queue frees its slot and gives it on, and says what to settle.
     func finished(_ id: DownloadID, generation: UInt64, _ ending: DownloadQueue.RunEnding) async {
+        configuration.logger.debug(
+            "a run ends",
+            metadata: [
+                "id": "\(id)", "ending": "\(ending.summary)", "running": "\(queue.runCount)",
+                "waiting": "\(queue.waiting.count)",
+            ])
         let holdsLease = fleet?.holds(id) ?? false
         await perform(queue.runEnded(id, generation: generation, ending, holdsLease: holdsLease))
         signalIdleIfNeeded()

@@ -10,6 +10,15 @@ extension DownloadQueue {
         case gone
         /// It could not run here: another process holds it, or the store or the lock failed.
         case refused(HaulError)
+
+        /// In a few words, for logs: the stored status it ended with, or why it did not run.
+        public var summary: String {
+            switch self {
+            case .ran(let record, _, _): record.status.rawValue
+            case .gone: "gone"
+            case .refused(let error): "refused: \(error.message)"
+            }
+        }
     }
 
     /// A run's transfer ended (every byte in, every connection closed), its finish to go through
