@@ -245,6 +245,28 @@ import Testing
         #expect(slots.ids(.runEnded(Self.id("running"))) == [Self.id("w1")])
     }
 
+    /// A move as the places to store: one write where its new neighbours leave room; a spread's
+    /// entries first, then the moved one, where they are adjacent; nothing where it is already.
+    @Test func aMoveIsOneWriteOrASpreadThenOneWrite() throws {
+        let roomy = (0..<4).map { Self.entry("r\($0)", 1_000 * Int64($0)) }
+        let one = try QueuePlaces.move(in: roomy, from: 3, to: 1)
+        #expect(one.target == 1 && one.changed.map(\.id) == [Self.id("r3")])
+        #expect(one.changed[0].position > 0 && one.changed[0].position < 1_000)
+        #expect(try QueuePlaces.move(in: roomy, from: 2, to: 2).changed.isEmpty)
+        #expect(try QueuePlaces.move(in: roomy, from: 0, to: 99).target == 3, "clamped to the list")
+
+        let crowded = (1...12).map { Self.entry("w\($0)", 100 + Int64($0)) }
+        let spread = try QueuePlaces.move(in: crowded, from: 9, to: 1)
+        #expect(spread.changed.count > 1, "the neighbours are spread first")
+        #expect(spread.changed.last?.id == Self.id("w10"))
+        #expect(Set(spread.changed.map(\.id)).count == spread.changed.count, "each entry once")
+        var list = crowded
+        for entry in spread.changed { list[list.firstIndex { $0.id == entry.id }!] = entry }
+        list.sort { $0.runsBefore($1) }
+        #expect(
+            list.map(\.id) == [Self.id("w1"), Self.id("w10")] + (2...12).filter { $0 != 10 }.map { Self.id("w\($0)") })
+    }
+
     /// An add at the last index goes after the last entry even when that one has a lower
     /// priority (or a place a move gave it), taking its priority; its own place otherwise.
     @Test func anAddAtTheEndGoesLast() {

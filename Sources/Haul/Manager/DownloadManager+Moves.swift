@@ -93,41 +93,16 @@ extension DownloadManager {
         return index
     }
 
-    /// Gives the entry at `current` the place that puts it at `index`: one write, or a spread
-    /// first. The waiting list takes the new places before they are stored, in one step (a slot
-    /// freed while the write is under way goes to the head the move made); a failed write puts
-    /// back the places of those still waiting.
+    /// Gives the entry at `current` the place that puts it at `index` (`QueuePlaces.move`: one
+    /// write, or a spread first). The waiting list takes the new places before they are stored,
+    /// in one step (a slot freed while the write is under way goes to the head the move made); a
+    /// failed write puts back the places of those still waiting.
     private func place(_ id: DownloadID, at index: Int, from current: Int, in list: [WaitingPlace]) async throws -> Int
     {
-        let target = min(max(0, index), list.count - 1)
-        if target == current { return current }
         let before = list.map(\.entry)
-        var list = list
-        var changed: [WaitingQueue.Entry] = []
-        var place = QueuePlaces.moving(in: list.map(\.entry), from: current, to: target)
-        if place == nil {
-            // No room between the new neighbours (adjacent positions): spread the few around
-            // them, then the move is one write again.
-            let spread = QueuePlaces.spread(list.map(\.entry), around: target)
-            for index in spread.changed { list[index].entry = spread.list[index] }
-            changed = spread.changed.map { spread.list[$0] }
-            place = QueuePlaces.moving(in: list.map(\.entry), from: current, to: target)
-        }
-        guard let place else {
-            throw HaulError(
-                .store,
-                """
-                no queue position is left between downloads \(list[max(0, target - 1)].entry.id) and \
-                \(list[target].entry.id)
-                """
-            )
-        }
-        var moved = list[current].entry
-        (moved.priority, moved.position) = place
-        changed.removeAll { $0.id == id }
-        changed.append(moved)
-        try await setPlaces(changed, before: before)
-        return target
+        let move = try QueuePlaces.move(in: before, from: current, to: index)
+        try await setPlaces(move.changed, before: before)
+        return move.target
     }
 
     /// New places for waiting entries: in memory at once, then in the store one by one. When a

@@ -34,6 +34,36 @@ public enum QueuePlaces {
         return between(previous.position, next.position).map { (next.priority, $0) }
     }
 
+    /// A move of the entry at `current` to `index` (clamped to the list), as the places to store:
+    /// the entries a spread moved first (when the new neighbours leave no room), then the moved
+    /// entry; none when it is there already. Throws when even a spread leaves no room.
+    public static func move(in list: [Entry], from current: Int, to index: Int) throws(HaulError)
+        -> (target: Int, changed: [Entry])
+    {
+        let target = min(max(0, index), list.count - 1)
+        if target == current { return (current, []) }
+        var list = list
+        var changed: [Entry] = []
+        var place = moving(in: list, from: current, to: target)
+        if place == nil {
+            // No room between the new neighbours (adjacent positions): spread the few around
+            // them, then the move is one write again.
+            let spread = spread(list, around: target)
+            for index in spread.changed { list[index] = spread.list[index] }
+            changed = spread.changed.map { spread.list[$0] }
+            place = moving(in: list, from: current, to: target)
+        }
+        guard let place else {
+            throw HaulError(
+                .store,
+                "no queue position is left between downloads \(list[max(0, target - 1)].id) and \(list[target].id)")
+        }
+        var moved = list[current]
+        (moved.priority, moved.position) = place
+        changed.removeAll { $0.id == moved.id }
+        return (target, changed + [moved])
+    }
+
     /// What puts a new entry at `index` of `list` (aria2's `addUri` at a position): as if it
     /// were last and moved there. `.keep` when its own place is last anyway, `.noRoom` when its
     /// new neighbours leave no room (spread first).
