@@ -267,6 +267,27 @@ import Testing
             list.map(\.id) == [Self.id("w1"), Self.id("w10")] + (2...12).filter { $0 != 10 }.map { Self.id("w\($0)") })
     }
 
+    /// An insertion as the places to store: the new entry's place between its neighbours, a
+    /// spread's entries first where they are adjacent, none for an add at the end.
+    @Test func anInsertionIsOnePlaceOrASpreadThenOnePlace() throws {
+        let roomy = (0..<4).map { Self.entry("r\($0)", 1_000 * Int64($0)) }
+        let new = Self.entry("new", 9_000)
+        let between = try QueuePlaces.insert(new, in: roomy, at: 1)
+        #expect(between.spread.isEmpty)
+        #expect(between.place.map { $0.position > 0 && $0.position < 1_000 } == true)
+        #expect(try QueuePlaces.insert(new, in: roomy, at: 99).place == nil, "last anyway: its own place")
+
+        let crowded = (1...12).map { Self.entry("w\($0)", 100 + Int64($0)) }
+        let spread = try QueuePlaces.insert(new, in: crowded, at: 1)
+        #expect(!spread.spread.isEmpty, "the neighbours are spread first")
+        let place = try #require(spread.place)
+        var list = crowded
+        for entry in spread.spread { list[list.firstIndex { $0.id == entry.id }!] = entry }
+        list.append(WaitingQueue.Entry(id: new.id, priority: place.priority, position: place.position))
+        list.sort { $0.runsBefore($1) }
+        #expect(list.map(\.id).prefix(3) == [Self.id("w1"), Self.id("new"), Self.id("w2")])
+    }
+
     /// An add at the last index goes after the last entry even when that one has a lower
     /// priority (or a place a move gave it), taking its priority; its own place otherwise.
     @Test func anAddAtTheEndGoesLast() {

@@ -143,35 +143,24 @@ extension DownloadManager {
         func currentList() async throws -> [WaitingPlace] {
             try await waitingList(adding: pausedNew()).filter { $0.entry.id != excluding }
         }
-        var list = try await currentList()
-        let target = min(max(0, index), list.count)
-        var answer = QueuePlaces.inserting(WaitingQueue.Entry(record), in: list.map(\.entry), at: target)
-        if answer == .noRoom {
-            let spread = QueuePlaces.spread(list.map(\.entry), around: target)
-            var stored: [WaitingQueue.Entry] = []
-            var before: [WaitingQueue.Entry] = []
-            var unsaved: [WaitingQueue.Entry] = []
-            for index in spread.changed {
-                let entry = spread.list[index]
-                if let new = fresh.firstIndex(where: { $0.id == entry.id }) {
-                    // One of this batch's, not in the store yet: its record takes the place.
-                    (fresh[new].request.priority, fresh[new].position) = (entry.priority, entry.position)
-                    unsaved.append(entry)
-                } else {
-                    stored.append(entry)
-                    before.append(list[index].entry)
-                }
-            }
-            await perform(queue.placed(unsaved))
-            keepAddsLast(after: unsaved)
-            try await setPlaces(stored, before: before)
-            list = try await currentList()
-            answer = QueuePlaces.inserting(WaitingQueue.Entry(record), in: list.map(\.entry), at: target)
+        let list = try await currentList().map(\.entry)
+        let insertion = try QueuePlaces.insert(WaitingQueue.Entry(record), in: list, at: index)
+        // The spread's entries: the batch's own (not in the store yet) take their places in
+        // their records and in the list; the others are stored.
+        let new = Set(fresh.map(\.id))
+        let spread = Dictionary(uniqueKeysWithValues: insertion.spread.map { ($0.id, $0) })
+        fresh = fresh.map { record in
+            var record = record
+            (record.request.priority, record.position) =
+                spread[record.id].map { ($0.priority, $0.position) } ?? (record.request.priority, record.position)
+            return record
         }
-        switch answer {
-        case .keep: break
-        case .place(let priority, let position): (record.request.priority, record.position) = (priority, position)
-        case .noRoom: throw HaulError(.store, "no queue position is left at index \(target)")
-        }
+        let unsaved = insertion.spread.filter { new.contains($0.id) }
+        await perform(queue.placed(unsaved))
+        keepAddsLast(after: unsaved)
+        try await setPlaces(
+            insertion.spread.filter { !new.contains($0.id) },
+            before: list.filter { spread[$0.id] != nil && !new.contains($0.id) })
+        if let place = insertion.place { (record.request.priority, record.position) = place }
     }
 }

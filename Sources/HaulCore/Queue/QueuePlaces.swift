@@ -64,6 +64,27 @@ public enum QueuePlaces {
         return (target, changed + [moved])
     }
 
+    /// An insertion of a new entry at `index` (clamped to the list) as the places to store: the
+    /// entries a spread moved first (when the new neighbours leave no room), and the new entry's
+    /// place (nil: its own place puts it there already). Throws when even a spread leaves none.
+    public static func insert(_ entry: Entry, in list: [Entry], at index: Int) throws(HaulError)
+        -> (spread: [Entry], place: Place?)
+    {
+        let target = min(max(0, index), list.count)
+        var answer = inserting(entry, in: list, at: target)
+        var spreadEntries: [Entry] = []
+        if answer == .noRoom {
+            let spread = spread(list, around: target)
+            spreadEntries = spread.changed.map { spread.list[$0] }
+            answer = inserting(entry, in: spread.list, at: target)
+        }
+        switch answer {
+        case .keep: return (spreadEntries, nil)
+        case .place(let priority, let position): return (spreadEntries, (priority, position))
+        case .noRoom: throw HaulError(.store, "no queue position is left at index \(target)")
+        }
+    }
+
     /// What puts a new entry at `index` of `list` (aria2's `addUri` at a position): as if it
     /// were last and moved there. `.keep` when its own place is last anyway, `.noRoom` when its
     /// new neighbours leave no room (spread first).
