@@ -3,15 +3,16 @@ import Logging
 import ServiceLifecycle
 
 /// The manager as one loop: `run()` reads one inbox (callers' changes with their continuations,
-/// adds, runs' ends, work for the task group) and carries each out in order, as `RunSession`
-/// does for one download. Everything the manager runs is a child of that loop's task group:
-/// each download's run, a fleet host's loop, another host's remove applied here, the host
-/// budgets' expiry, and the shutdown.
+/// adds, runs' transfer ends and ends) and carries each out in order, as `RunSession` does for
+/// one download. Everything the manager runs is a child of its task group: the loop, each
+/// download's run, a fleet host's loop, another host's remove applied here, the host budgets'
+/// expiry, and the shutdown (handed over by `spawn`, not through the inbox, so that a change
+/// that takes long cannot hold them back).
 ///
 /// Nothing starts by itself: a program calls `withManager(configuration:_:)` (or `withRunning`
 /// on a manager it made), or lists the manager in a `ServiceGroup`, whose graceful shutdown
 /// stops it as `shutdown(deadline: configuration.shutdownDeadline)` does. An operation on a
-/// manager that nobody runs throws `notRunning`.
+/// manager that nobody runs throws a usage error that says so.
 extension DownloadManager: Service {
     /// Where the manager's loop stands (`ManagerLifecycle`, which decides), and what it owns.
     struct ServiceState {
@@ -29,8 +30,6 @@ extension DownloadManager: Service {
         case change
         /// A caller's adds: those waiting together are carried out as one batch (group commit).
         case add(AddLine.Waiting)
-        /// Work for the task group (a run, a fleet loop, a remove another host asked for, the shutdown).
-        case child(Work)
         /// A run's transfer ended; its finish goes on (`DownloadQueue.transferEnded`).
         case transferEnded(DownloadID, generation: UInt64, finishBytes: Int64)
         /// A run returned; `ended` is finished once its end is settled.
@@ -59,9 +58,9 @@ extension DownloadManager: Service {
         let deadline = configuration.shutdownDeadline
         await withGracefulShutdownHandler {
             await self.loop()
-        } onGracefulShutdown: { [inbox] in
+        } onGracefulShutdown: {
             // A child of the loop's group, like every other piece of work.
-            inbox.post(.child { await self.shutdown(deadline: deadline) })
+            self.spawn { await self.shutdown(deadline: deadline) }
         }
     }
 
@@ -90,38 +89,47 @@ extension DownloadManager: Service {
         }
     }
 
-    /// The loop: every message, in order, until the shutdown closes the inbox.
+    /// The task group: the inbox's reader, the host budgets' expiry, and every piece of work
+    /// handed to it (`spawn`: runs, a fleet loop, a remove another host asked for, the
+    /// shutdown), until the shutdown ends both. Work does not wait in the inbox: a change that
+    /// takes long (a fleet's statement, up to its time limit) must not hold back the shutdown.
     private nonisolated func loop() async {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.budgets.run() }
-            while let messages = await inbox.next() {
-                var adds: [AddLine.Waiting] = []
-                for message in messages {
-                    if case .add(let waiting) = message {
-                        adds.append(waiting)
-                        continue
-                    }
-                    // Adds posted before this message are carried out before it.
-                    await carryOut(adds)
-                    adds = []
-                    switch message {
-                    case .child(let work):
-                        group.addTask { await work() }
-                    case .change:
-                        await takeTurn()
-                    case .transferEnded(let id, let generation, let finishBytes):
-                        await transferEnded(id, generation: generation, finishBytes: finishBytes)
-                    case .runEnded(let id, let generation, let ending, let ended):
-                        await finished(id, generation: generation, ending)
-                        ended.finish()
-                    case .add:
-                        break
-                    }
-                }
-                await carryOut(adds)
+            group.addTask { await self.readInbox() }
+            for await work in children.stream {
+                group.addTask { await work() }
             }
         }
         await loopEnded()
+    }
+
+    /// The loop proper: every message, in order, until the shutdown closes the inbox.
+    private nonisolated func readInbox() async {
+        while let messages = await inbox.next() {
+            var adds: [AddLine.Waiting] = []
+            for message in messages {
+                if case .add(let waiting) = message {
+                    adds.append(waiting)
+                    continue
+                }
+                // Adds posted before this message are carried out before it.
+                await carryOut(adds)
+                adds = []
+                switch message {
+                case .change:
+                    await takeTurn()
+                case .transferEnded(let id, let generation, let finishBytes):
+                    await transferEnded(id, generation: generation, finishBytes: finishBytes)
+                case .runEnded(let id, let generation, let ending, let ended):
+                    await finished(id, generation: generation, ending)
+                    ended.finish()
+                case .add:
+                    break
+                }
+            }
+            await carryOut(adds)
+        }
     }
 
     /// Carries out adds that waited together as one batch; a batch that fails is carried out
@@ -154,7 +162,7 @@ extension DownloadManager: Service {
             case .change: if !service.turns.isEmpty { service.turns.removeFirst().refuse(Self.shutDown) }
             case .add(let waiting): waiting.continuation.resume(throwing: Self.shutDown)
             case .runEnded(_, _, _, let ended): ended.finish()
-            case .child, .transferEnded: break
+            case .transferEnded: break
             }
         }
     }
@@ -166,7 +174,7 @@ extension DownloadManager: Service {
 
     /// Hands `job` to the task group (a run, a fleet loop, a remove another host asked for).
     nonisolated func spawn(_ job: @escaping Work) {
-        if !inbox.post(.child(job)) {
+        if case .terminated = children.continuation.yield(job) {
             configuration.logger.debug("work handed to a manager that has shut down is dropped")
         }
     }
@@ -225,5 +233,6 @@ extension DownloadManager: Service {
     func endLoop() {
         budgets.close()
         inbox.close(keep: true)
+        children.continuation.finish()
     }
 }

@@ -69,8 +69,10 @@ public actor DownloadManager {
     var locks: DownloadLocks?
     /// What `run()` runs and where it stands (`DownloadManager+Service.swift`).
     var service = ServiceState()
-    /// What `run()`'s loop reads: callers' changes and adds, runs' ends, work for its task group.
+    /// What `run()`'s loop reads: callers' changes and adds, runs' transfer ends and ends.
     let inbox = Inbox<Message>()
+    /// Work for `run()`'s task group: runs, a fleet host's loop, another host's remove, the shutdown.
+    let children = AsyncStream.makeStream(of: Work.self)
     /// Finished once no run is left, after the last one's outcome is settled: what a shutdown
     /// with a deadline waits on (`signalIdleIfNeeded`).
     var runsEnded: AsyncStream<Void>.Continuation?
