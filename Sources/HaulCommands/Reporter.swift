@@ -39,7 +39,7 @@ final class Reporter {
     private var asking: Set<DownloadID> = []
     private var live: [DownloadID: HaulCore.Progress] = [:]
     private var counts = ProgressDisplay.Counts()
-    /// Bytes of the downloads that finished in this run.
+    /// Bytes of the downloads that ended in this run: completed, or stopped with their bytes kept.
     private var finishedBytes: Int64 = 0
     private let started = Date()
     private var drawnLines = 0
@@ -125,6 +125,8 @@ final class Reporter {
             if mode != .json { failure(url: url, error) }
         case .paused, .interrupted, .removed:
             counts.stopped += 1
+            // Its bytes were transferred (a removed one's too, though deleted since).
+            finishedBytes += size
             if mode != .json {
                 message("\(url): stopped at \(ByteFormatting.size(size)); run the same command again to resume")
             }

@@ -56,6 +56,27 @@ import Testing
         #expect(screen.text.hasPrefix("[ 0/1 done"))
     }
 
+    /// A download stopped by Ctrl-C keeps its bytes, and the last summary line counts them: it
+    /// said `0 B` after a SIGINT while the `.part` kept 6 MB for the next run.
+    @Test func theSummaryCountsTheBytesOfAStoppedDownload() throws {
+        let screen = Screen()
+        let reporter = Reporter(mode: .plain, output: { screen.text += $0 }, terminalSize: { (100, 10) })
+        var a = try record("a", "http://example.test/big.bin")
+        reporter.added(a)
+        // A second download, never started: the last summary is left for two or more.
+        reporter.added(try record("b", "http://example.test/next.bin"))
+        reporter.tick([
+            a.id: HaulCore.Progress(completed: 6_000_000, total: 20_000_000, bytesPerSecond: 1, connections: 1)
+        ])
+        a.status = .running // stopped by the shutdown: interrupted, for the next run
+        a.segments = [Segment(start: 0, end: 19_999_999, written: 6_000_000)]
+        screen.text = ""
+        reporter.settled(DownloadOutcome(a))
+        reporter.finish()
+        #expect(screen.text.contains("stopped at 5.7 MiB"))
+        #expect(screen.text.contains("1 stopped, 0 running, 1 queued ]  5.7 MiB"), "\(screen.text)")
+    }
+
     /// `-v`: when a download ends, what it cost on the wire, in one line after its result.
     @Test func verboseTellsRequestsConnectionsAndHandshakes() throws {
         let screen = Screen()
