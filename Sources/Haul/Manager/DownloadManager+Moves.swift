@@ -67,7 +67,7 @@ extension DownloadManager {
                 case .top: 0
                 case .bottom: list.count - 1
                 }
-            _ = try await place(id, at: target, from: current, in: list)
+            _ = try await place(at: target, from: current, in: list)
             return try await existing(id)
         }
     }
@@ -78,7 +78,7 @@ extension DownloadManager {
     public func move(_ id: DownloadID, toIndex index: Int) async throws -> Int {
         try await inTurn { [self] in
             let list = try await waitingList()
-            return try await place(id, at: index, from: try await self.index(of: id, in: list), in: list)
+            return try await place(at: index, from: try await self.index(of: id, in: list), in: list)
         }
     }
 
@@ -97,8 +97,7 @@ extension DownloadManager {
     /// write, or a spread first). The waiting list takes the new places before they are stored,
     /// in one step (a slot freed while the write is under way goes to the head the move made); a
     /// failed write puts back the places of those still waiting.
-    private func place(_ id: DownloadID, at index: Int, from current: Int, in list: [WaitingPlace]) async throws -> Int
-    {
+    private func place(at index: Int, from current: Int, in list: [WaitingPlace]) async throws -> Int {
         let before = list.map(\.entry)
         let move = try QueuePlaces.move(in: before, from: current, to: index)
         try await setPlaces(move.changed, before: before)
@@ -149,11 +148,9 @@ extension DownloadManager {
         // their records and in the list; the others are stored.
         let new = Set(fresh.map(\.id))
         let spread = Dictionary(uniqueKeysWithValues: insertion.spread.map { ($0.id, $0) })
-        fresh = fresh.map { record in
-            var record = record
-            (record.request.priority, record.position) =
-                spread[record.id].map { ($0.priority, $0.position) } ?? (record.request.priority, record.position)
-            return record
+        for offset in fresh.indices {
+            guard let entry = spread[fresh[offset].id] else { continue }
+            (fresh[offset].request.priority, fresh[offset].position) = (entry.priority, entry.position)
         }
         let unsaved = insertion.spread.filter { new.contains($0.id) }
         await perform(queue.placed(unsaved))
