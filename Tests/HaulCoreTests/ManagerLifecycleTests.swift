@@ -3,7 +3,7 @@ import Testing
 
 /// A manager's loop: nothing runs it by itself, an operation before anyone runs it is refused
 /// with a clear error, `run()` runs the loop once, and a shutdown stops it once.
-@Suite struct ManagerLifecycleTests {
+@Suite(.timeLimit(.minutes(1))) struct ManagerLifecycleTests {
     @Test func anOperationBeforeAnyoneRunsTheManagerIsRefusedAndAfterAPrepareItWaits() throws {
         var lifecycle = ManagerLifecycle()
         #expect(throws: HaulError.self) { try lifecycle.checkOperation() }

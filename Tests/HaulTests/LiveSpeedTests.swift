@@ -7,7 +7,7 @@ import Testing
 /// The live speed of a download that runs again after a pause: its run stores `running` at once,
 /// and its meter has no rate before its second tick, so the daemon's summary (aria2's
 /// `getGlobalStat`) counted it running at a speed of 0 while its bytes flowed.
-@Suite struct LiveSpeedTests {
+@Suite(.timeLimit(.minutes(1))) struct LiveSpeedTests {
     private let id = DownloadID(rawValue: "live-speed")
 
     private func record(_ status: DownloadStatus) throws -> DownloadRecord {
@@ -60,7 +60,7 @@ import Testing
     /// A run's first tick has a rate: the meter's first sample is the transfer's start. It was the
     /// first tick, and a lone sample has no rate: every run (a new one too) said 0 at its first
     /// tick while its bytes flowed.
-    @Test(.timeLimit(.minutes(1))) func aRunsFirstTickHasARate() async throws {
+    @Test func aRunsFirstTickHasARate() async throws {
         let clock = ManualClock()
         try await withHarness(clock: ClockAdapter(clock)) { harness in
             harness.server.setRoute("/slow", Route(payload: Payload(seed: 61, length: 5_000_000), throttle: 200_000))
