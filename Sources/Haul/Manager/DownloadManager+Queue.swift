@@ -7,8 +7,8 @@ extension DownloadManager {
     /// in order; a request for a download that already exists gets the existing record (see
     /// `add(_:)`), and the same request twice in one batch is one download.
     ///
-    /// Adds that arrive while another queue change is made wait for one add turn and are added
-    /// together (`submitAdd`): eight clients adding one download each cost one transaction and
+    /// Adds that arrive while another queue change is made wait together in the manager's inbox
+    /// and are added as one batch (`submitAdd`): eight clients adding one download each cost one transaction and
     /// one fsync, not eight, and each caller still returns only once its own are committed.
     public func add(_ requests: [DownloadRequest]) async throws -> [DownloadRecord] {
         try await add(requests, placements: requests.map { _ in AddPlacement() })
@@ -63,7 +63,7 @@ extension DownloadManager {
         }
     }
 
-    /// One caller's adds, waiting for their add turn (`submitAdd`).
+    /// One caller's adds, waiting in the manager's inbox (`submitAdd`).
     struct AddBatch: Sendable {
         var requests: [DownloadRequest]
         var placements: [AddPlacement]
