@@ -99,7 +99,12 @@ extension DownloadManager {
         case .releaseName(let directory, let name):
             await names.release(directory: directory, name: name)
         case .savePaused(let ids):
-            try await savePaused(ids)
+            var paused = try await store.records(ids)
+            for index in paused.indices { paused[index].status = .paused }
+            try await store.save(paused)
+            for action in queue.pausedSaved(paused) { try await perform(action, for: &work) }
+        case .storePlaces(let entries, let restore):
+            try await storePlaces(entries, restore: restore)
         case .storeFailed(let record):
             configuration.logger.error(
                 "download cannot be run", metadata: ["id": "\(record.id)", "error": "\(record.error?.message ?? "")"])
@@ -117,7 +122,7 @@ extension DownloadManager {
             // No caller waits for it: a child of the manager's task group, logged if it fails.
             spawn { await self.removeForAnotherHost(id, deleteFile: deleteFile) }
         case .restoreQueued:
-            await enqueue(try await store.records(status: nil).filter(\.status.resumesAfterRestart))
+            for action in queue.restored(try await store.records(status: nil)) { try await perform(action, for: &work) }
         case .refuse(let error):
             throw error
         case .saveRecord(let record):
@@ -139,17 +144,6 @@ extension DownloadManager {
         case .remoteAnswered, .remoteRefused:
             // Answers to a caller's wait, read by that caller (`fleetAwait`): never sent here.
             break
-        }
-    }
-
-    /// Waiting downloads the queue took out of its list: saved paused, then published and settled.
-    private func savePaused(_ ids: [DownloadID]) async throws {
-        var paused = try await store.records(ids)
-        for index in paused.indices { paused[index].status = .paused }
-        try await store.save(paused)
-        for record in paused {
-            hub.publish(DownloadEvent(id: record.id, kind: .paused))
-            outcomeHub.publish(DownloadOutcome(record))
         }
     }
 }

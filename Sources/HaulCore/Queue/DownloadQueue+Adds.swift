@@ -70,10 +70,16 @@ extension DownloadQueue {
         }
     }
 
-    /// A new download of the batch, not saved yet: a queued one takes its place in the list now
-    /// (a slot freed during the save waits for it); a paused one joins no list.
+    /// A new download of the batch, not saved yet, takes its place in the list now: a queued one
+    /// among the queued (a slot freed during the save waits for it), a paused one among the
+    /// paused (the batch's later adds at an index count it).
     public mutating func addingNew(_ record: DownloadRecord) -> [Action] {
-        record.status == .queued ? adding([WaitingQueue.Entry(record)]) : []
+        guard record.status == .paused else { return adding([WaitingQueue.Entry(record)]) }
+        if !isFleet {
+            paused.insert(WaitingQueue.Entry(record))
+            unsavedPaused.insert(record.id)
+        }
+        return []
     }
 
     /// The batch's new downloads are saved: the queued ones are published and may take a slot
@@ -81,6 +87,7 @@ extension DownloadQueue {
     /// are settled queued, for the next start: each once (the shutdown settled those that were
     /// in the list when it began).
     public mutating func newSaved(_ records: [DownloadRecord]) -> [Action] {
+        unsavedPaused.subtract(records.map(\.id))
         let queued = records.filter { $0.status == .queued }
         var actions: [Action] = queued.map { .publish(DownloadEvent(id: $0.id, kind: .queued)) }
         if !queued.isEmpty { actions += saved(queued.map(\.id)) }

@@ -32,6 +32,26 @@ extension DownloadQueue {
         return actions
     }
 
+    /// Waiting downloads a pause took out of the queued list are saved paused (`records`, as
+    /// saved): each takes its place among the paused, and is published and settled paused.
+    public mutating func pausedSaved(_ records: [DownloadRecord]) -> [Action] {
+        var actions: [Action] = []
+        for record in records {
+            if !isFleet { paused.insert(WaitingQueue.Entry(record)) }
+            actions += [.publish(DownloadEvent(id: record.id, kind: .paused)), .settle(DownloadOutcome(record))]
+        }
+        return actions
+    }
+
+    /// At start, the stored records (`.restoreQueued`): those stored queued or running join the
+    /// queue, and the paused ones the paused half of the waiting list, each at its place.
+    public mutating func restored(_ records: [DownloadRecord]) -> [Action] {
+        for record in records where record.status == .paused && !isScheduled(record.id) && !isFleet {
+            paused.insert(WaitingQueue.Entry(record))
+        }
+        return queued(records.filter(\.status.resumesAfterRestart).map(WaitingQueue.Entry.init))
+    }
+
     /// Pauses everything: here, every run stops as paused and the waiting list is emptied into
     /// one save; in a fleet, every download queued or running on any host
     /// (`.pauseAllEverywhere`).

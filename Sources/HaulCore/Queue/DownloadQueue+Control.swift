@@ -41,12 +41,17 @@ extension DownloadQueue {
     /// The new downloads' records could not be saved: they leave the list, and their entries go.
     public mutating func saveFailed(_ ids: [DownloadID]) -> [Action] {
         for id in ids where entries[id]?.run == nil { entries[id] = nil }
+        for id in ids where unsavedPaused.remove(id) != nil { paused.remove(id) }
         return schedule(.saveFailed(ids))
     }
 
     /// Waiting downloads take new places, all at once (a move, and positions spread for it).
     public mutating func placed(_ places: [WaitingQueue.Entry]) -> [Action] {
-        schedule(.placed(places))
+        for place in places {
+            guard let old = paused.entry(place.id) else { continue }
+            paused.insert(WaitingQueue.Entry(id: old.id, priority: place.priority, position: place.position, digest: old.digest))
+        }
+        return schedule(.placed(places))
     }
 
     /// Waiting downloads leave the list without running (taken out to be queued again).
@@ -86,6 +91,7 @@ extension DownloadQueue {
     /// for it while it waited (`wasWaiting`) hears it ended.
     public mutating func removed(_ record: DownloadRecord, runnerSaidSo: Bool, wasWaiting: Bool) -> [Action] {
         var actions = schedule(.left([record.id]))
+        paused.remove(record.id)
         entries[record.id]?.given = GivenOptions()
         entries[record.id]?.suspended = false
         tidy(record.id)

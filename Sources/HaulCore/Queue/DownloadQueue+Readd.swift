@@ -95,6 +95,7 @@ extension DownloadQueue {
     /// published paused once.
     public mutating func readded(_ record: DownloadRecord, wasPaused: Bool) -> [Action] {
         guard record.status == .paused else { return queued([WaitingQueue.Entry(record)]) }
+        if !isFleet { paused.insert(WaitingQueue.Entry(record)) }
         if wasPaused { return [] }
         return [.publish(DownloadEvent(id: record.id, kind: .paused)), .settle(DownloadOutcome(record))]
     }

@@ -60,6 +60,8 @@ extension DownloadQueue {
             actions.append(.releaseName(directory: record.request.directory, name: record.fileName))
             // Done with: a re-add after its file went missing supplies them again.
             if record.status == .completed { entries[id]?.given = GivenOptions() }
+            // Stopped paused: it keeps its place in the waiting list, skipped until resumed.
+            if current, record.status == .paused, !isFleet { paused.insert(WaitingQueue.Entry(record)) }
             if current {
                 actions.append(.settle(DownloadOutcome(record, alreadyComplete: notModified, transfer: transfer)))
             }

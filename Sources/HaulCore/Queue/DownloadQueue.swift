@@ -79,6 +79,12 @@ public struct DownloadQueue: Sendable {
     public internal(set) var isShuttingDown = false
     /// What the shutdown settled as queued (it waited): settled once, not again by an add's save.
     var settledAtShutdown: Set<DownloadID> = []
+    /// The paused half of this process's waiting list, in queue order: each keeps its place,
+    /// skipped by the slots until it is resumed (`waitingList` merges both halves). Empty for a
+    /// fleet host, whose list is the database's.
+    public internal(set) var paused = WaitingQueue()
+    /// New downloads added paused whose records are not saved yet: a failed save takes them out.
+    var unsavedPaused: Set<DownloadID> = []
 
     /// A queue on `backend`, with nothing scheduled yet.
     public init(_ backend: Backend) {
@@ -195,9 +201,13 @@ public struct DownloadQueue: Sendable {
         case settle(DownloadOutcome)
         /// Its name is guarded by the store's record from now on (`FileNameClaims`).
         case releaseName(directory: String, name: String?)
-        /// Save these waiting downloads as paused (taken out of the list already), then publish
-        /// `.paused` and settle each.
+        /// Save these waiting downloads as paused (taken out of the list already); then
+        /// `pausedSaved` with their records.
         case savePaused([DownloadID])
+        /// Store these places, one write each, in order (the list took them already); a failed
+        /// write is the caller's answer, after `placesFailed` with the entries of `restore`
+        /// (their places before) not written yet.
+        case storePlaces([WaitingQueue.Entry], restore: [WaitingQueue.Entry])
         /// Fleet: end this host's lease of the download.
         case releaseLease(DownloadID)
         /// Fleet: store this claimed record as it is (failed, with why: it cannot be run).
@@ -270,6 +280,11 @@ public struct DownloadQueue: Sendable {
     /// Tells the local slots of a change and starts each download they give a slot to; a fleet
     /// host looks for work instead.
     mutating func schedule(_ change: QueueSlots.Event) -> [Action] {
+        // Queued again and stored so (resumed, re-added, restored): it leaves the paused half of
+        // the list. A re-add still being saved is in both (`waitingList` shows it queued): a
+        // failed save leaves it paused, as its record still is.
+        if case .added(let entries) = change { for entry in entries { paused.remove(entry.id) } }
+        if case .saved(let ids) = change { for id in ids { paused.remove(id) } }
         let starts = withLocal { slots in slots.handle(change).map { (place: $0, copy: slots.takeCopy($0.id)) } }
         guard let starts else { return [.wakeClaims] }
         return starts.map { begin($0.place.id, place: $0.place, copy: $0.copy) }
