@@ -59,3 +59,66 @@ extension DownloadQueueTests {
         #expect(fleet.changingSources(of: waiting).refusal?.code == .conflict)
     }
 }
+
+/// A remove carried out here and a rate change, decided by the queue as actions.
+extension DownloadQueueTests {
+    @Test func aRemoveHereStopsARunStartedAgainThenDeletesReleasesSavesAndSettles() throws {
+        var queue = Self.oneRunning()
+        // `a` runs (started again after its first run stopped): stopped first, for the caller to wait.
+        let running = try Self.record("a", .running)
+        #expect(
+            queue.removingNow(running, deleteFile: true, runnerStopped: true, stoppedAgain: false) == [
+                .stopRun(Self.id("a"), as: .removed)
+            ])
+        // `b` waits: out of the list first; only a completed file is deleted with its `.part`.
+        let waiting = try Self.record("b", .queued)
+        var removed = waiting
+        removed.status = .removed
+        #expect(
+            queue.removingNow(waiting, deleteFile: true, runnerStopped: false, stoppedAgain: false) == [
+                .deleteFiles(waiting, final: false),
+                .releaseName(directory: "/d", name: "b"),
+                .saveRecord(removed),
+                .publish(DownloadEvent(id: removed.id, kind: .removed)),
+                .settle(DownloadOutcome(removed)),
+            ])
+        #expect(!queue.waiting.contains(Self.id("b")))
+        // Completed and not waiting: its file goes too, and nobody waited for it.
+        let done = try Self.record("done", .completed)
+        var gone = done
+        gone.status = .removed
+        #expect(
+            queue.removingNow(done, deleteFile: true, runnerStopped: false, stoppedAgain: false) == [
+                .deleteFiles(done, final: true), .releaseName(directory: "/d", name: "done"), .saveRecord(gone),
+                .publish(DownloadEvent(id: gone.id, kind: .removed)),
+            ])
+        // Removed already: not found, unless its run (or one stopped for this remove) said so,
+        // and then it is not published twice.
+        #expect(
+            queue.removingNow(gone, deleteFile: false, runnerStopped: false, stoppedAgain: false).refusal?.code
+                == .notFound)
+        #expect(
+            queue.removingNow(gone, deleteFile: false, runnerStopped: true, stoppedAgain: false) == [
+                .deleteFiles(gone, final: false), .releaseName(directory: "/d", name: "done"), .saveRecord(gone),
+            ])
+    }
+
+    @Test func aRateChangeIsAppliedToTheRunAndStoredAndANonPositiveOneIsRefused() throws {
+        let queue = Self.oneRunning()
+        let record = try Self.record("a", .running)
+        var changed = record
+        changed.request.maxBytesPerSecond = 1000
+        #expect(queue.changingRate(record, to: 1000) == [.applyRate(record.id, 1000), .saveRecord(changed)])
+        changed.request.maxBytesPerSecond = nil
+        #expect(queue.changingRate(record, to: nil) == [.applyRate(record.id, nil), .saveRecord(changed)])
+        #expect(queue.changingRate(record, to: 0).refusal?.code == .usage)
+        #expect(queue.changingRate(record, to: -5).refusal?.code == .usage)
+    }
+
+    @Test func aBatchThatComesDuringTheShutdownIsRefused() throws {
+        var queue = Self.oneRunning()
+        try queue.checkBatch()
+        _ = queue.shutdown()
+        #expect(throws: HaulError.self) { try queue.checkBatch() }
+    }
+}

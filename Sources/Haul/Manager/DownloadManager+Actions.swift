@@ -49,11 +49,11 @@ extension DownloadManager {
             case .removeHere(let id, let deleteFile, let runnerStopped):
                 // A run started again meanwhile is stopped, and waited for outside the loop.
                 var stoppedAgain = false
-                while let run = try await inTurn({ [self, stoppedAgain] in
+                while case let runs = try await inTurn({ [self, stoppedAgain] in
                     try await removeNow(
                         id, deleteFile: deleteFile, runnerStopped: runnerStopped, stoppedAgain: stoppedAgain)
-                }) {
-                    await run.wait()
+                }), !runs.isEmpty {
+                    for run in runs { await run.wait() }
                     stoppedAgain = true
                 }
             case .removeThroughHost(let id, let command):
@@ -103,6 +103,12 @@ extension DownloadManager {
             for index in paused.indices { paused[index].status = .paused }
             try await store.save(paused)
             for action in queue.pausedSaved(paused) { try await perform(action, for: &work) }
+        case .deleteFiles(let record, let final):
+            await removeFiles(of: record, final: final)
+        case .applyRate(let id, let rate):
+            handles[id]?.limiter.setRate(rate.flatMap(ByteRate.limit))
+            handles[id]?.stop.changeRate(rate)
+            live.update(id) { $0.request.maxBytesPerSecond = rate }
         case .storePlaces(let entries, let restore):
             try await storePlaces(entries, restore: restore)
         case .storeFailed(let record):

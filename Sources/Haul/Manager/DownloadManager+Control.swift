@@ -60,41 +60,26 @@ extension DownloadManager {
         try await finish(work)
     }
 
-    /// Removes a download whose run has stopped (`.removeHere`). One started again while the
-    /// queue was free is stopped too: its end is returned, for the caller to wait for outside
-    /// the loop (which settles it) and call again with `stoppedAgain`.
+    /// Removes a download whose run has stopped (`.removeHere`), as the queue decides
+    /// (`removingNow`). One started again while the queue was free is stopped too: its end is
+    /// returned, for the caller to wait for outside the loop (which settles it) and call again
+    /// with `stoppedAgain`.
     func removeNow(_ id: DownloadID, deleteFile: Bool, runnerStopped: Bool, stoppedAgain: Bool) async throws
-        -> Completion?
+        -> [Completion]
     {
-        guard var record = try await store.record(id) else { throw HaulError(.notFound, "no download with id \(id)") }
-        if record.status == .removed, !runnerStopped, !stoppedAgain {
-            throw HaulError(.notFound, "no download with id \(id)")
-        }
-        if let running = handles[id] {
-            await perform(queue.stop(id, as: .removed))
-            return running.ended
-        }
-        // Out of the list before anything awaits: no slot goes to it meanwhile.
-        let wasWaiting = queue.waiting.contains(id)
-        await perform(queue.left([id]))
-        await removeFiles(of: record, deleteFile: deleteFile, status: record.status)
-        await names.release(directory: record.request.directory, name: record.fileName)
-        let runnerSaidSo = runnerStopped && record.status == .removed
-        record.status = .removed
-        try await store.save(record)
-        await perform(queue.removed(record, runnerSaidSo: runnerSaidSo, wasWaiting: wasWaiting))
+        let record = try await existingOrRemoved(id)
+        let work = try await performCalling(
+            queue.removingNow(record, deleteFile: deleteFile, runnerStopped: runnerStopped, stoppedAgain: stoppedAgain))
         signalIdleIfNeeded()
-        return nil
+        return work.stopping
     }
 
-    /// Deletes a removed download's `.part`, and its final file when the remove asked for it
-    /// (`deleteFile`) and the download had completed (`status`, before the remove): a final
-    /// name of a download that never completed may be another file. Through its directory
-    /// resolved beneath the roots, on the shared thread pool (the download has no run, hence no
-    /// threads of its own). A failure is logged: the record is removed anyway, and a file that
-    /// could not be deleted stays where it is.
-    nonisolated func removeFiles(of record: DownloadRecord, deleteFile: Bool, status: DownloadStatus) async {
-        let (roots, final) = (configuration.downloadRoots, deleteFile && status == .completed)
+    /// Deletes a removed download's `.part`, and its final file when `final` (`.deleteFiles`).
+    /// Through its directory resolved beneath the roots, on the shared thread pool (the download
+    /// has no run, hence no threads of its own). A failure is logged: the record is removed
+    /// anyway, and a file that could not be deleted stays where it is.
+    nonisolated func removeFiles(of record: DownloadRecord, final: Bool) async {
+        let roots = configuration.downloadRoots
         do {
             try await BlockingIO.run { try DestinationFiles.remove(record, final: final, roots: roots) }
         } catch {

@@ -163,7 +163,7 @@ extension DownloadManager {
     func fleetRequest(_ command: FleetCommand, for id: DownloadID) async throws -> DownloadRecord {
         if case .applied(let applied, let before) = try await sharedStore().request(command, for: id) {
             if command != .pause {
-                await removeFiles(of: applied, deleteFile: command == .removeWithFile, status: before)
+                await removeFiles(of: applied, final: command == .removeWithFile && before == .completed)
                 queue.forgetGiven(id)
             }
             hub.publish(DownloadEvent(id: id, kind: command == .pause ? .paused : .removed))

@@ -98,8 +98,7 @@ extension DownloadManager {
         _ requests: [DownloadRequest], placements: [AddPlacement],
         following: [FollowedIDs?]
     ) async throws -> ([DownloadRecord], [Int]) {
-        // Nothing added now would ever start or settle.
-        if queue.isShuttingDown { throw HaulError(.interrupted, "the download manager is shutting down") }
+        try queue.checkBatch()
         var results: [DownloadRecord] = []
         var fresh: [DownloadRecord] = []
         var placed: [Int: Bool] = [:]

@@ -10,15 +10,7 @@ extension DownloadManager {
 
     /// Changes one download's rate limit, stored and, if it runs, applied at once.
     public func setMaxBytesPerSecond(_ rate: Int64?, for id: DownloadID) async throws {
-        try await inTurn { [self] in
-            var record = try await existing(id)
-            if let rate, rate <= 0 { throw HaulError(.usage, "a download's rate limit must be positive (got \(rate))") }
-            record.request.maxBytesPerSecond = rate
-            handles[id]?.limiter.setRate(rate.flatMap(ByteRate.limit))
-            handles[id]?.stop.changeRate(rate)
-            try await store.save(record)
-            live.update(id) { $0.request.maxBytesPerSecond = rate }
-        }
+        _ = try await inTurn { [self] in try await performCalling(queue.changingRate(existing(id), to: rate)) }
     }
 
     /// The record: a running download's from memory (as its run last stored it), others' from

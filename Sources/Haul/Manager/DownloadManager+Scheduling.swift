@@ -1,8 +1,8 @@
 import HaulCore
 import Logging
 
-/// Scheduling: which waiting download starts when a slot frees, and the life of one start
-/// (load the record, take the cross-process lock, run, release).
+/// Scheduling: a start the queue gives (its runner made and handed to the task group), a
+/// transfer's and a run's end told to the queue. The start itself is the runner's (`launch`).
 extension DownloadManager {
     func existing(_ id: DownloadID) async throws -> DownloadRecord {
         guard let record = try await store.record(id), record.status != .removed else {
@@ -54,7 +54,6 @@ extension DownloadManager {
             }, io: DiskIO(calls: configuration.fileCalls),
             refresher: configuration.refreshCommand.map { URLRefresher(command: $0) },
             saved: { [live] record in live.saved(record) }, saving: { [live] record in live.saving(record) })
-        let store = store
         let locks = Result { () throws(HaulError) -> DownloadLocks in try downloadLocks() }
         runner.directorySyncs = directorySyncs
         runner.contentStore = configuration.contentStore
@@ -66,7 +65,7 @@ extension DownloadManager {
         let started = runner
         // A child of the manager's task group (`run()`); its end goes back through the inbox.
         spawn { [inbox] in
-            let ending = await Self.launch(id, store: store, locks: locks, given: given, place: place, runner: started)
+            let ending = await started.launch(id, locks: locks, given: given, place: place)
             guard !inbox.post(.runEnded(id, generation: generation, ending, ended: ended)) else { return }
             // The loop has ended (a run left past the shutdown's deadline): settled here.
             await self.finished(id, generation: generation, ending)
@@ -82,37 +81,6 @@ extension DownloadManager {
             "a transfer ends",
             metadata: ["id": "\(id)", "finishBytes": "\(finishBytes)", "running": "\(queue.runCount)"])
         await perform(queue.transferEnded(id, generation: generation, finishBytes: finishBytes))
-    }
-
-    /// Loads the record, takes the download's lock for as long as it runs, and runs it.
-    nonisolated static func launch(
-        _ id: DownloadID, store: any DownloadStore, locks: Result<DownloadLocks, HaulError>,
-        given: GivenOptions?, place: WaitingQueue.Entry?, runner: DownloadRunner
-    ) async -> DownloadQueue.RunEnding {
-        var record: DownloadRecord
-        do {
-            guard let stored = try await store.record(id), stored.status != .removed else { return .gone }
-            record = stored
-            // The latest given win over stored ones (a changed password).
-            given?.apply(to: &record.request)
-            if let place { (record.request.priority, record.position) = (place.priority, place.position) }
-            runner.limiters.first?.setRate(stored.request.maxBytesPerSecond.flatMap(ByteRate.limit))
-        } catch {
-            return .refused(HaulError.from(error, otherwise: .store))
-        }
-        let lock: DownloadLocks.Lease
-        do {
-            guard let acquired = try locks.get().acquire(id) else {
-                // Another process runs it: leave its record alone, report, move on.
-                return .refused(HaulError(.inUse, "\(record.request.url) is being downloaded by another haul process"))
-            }
-            lock = acquired
-        } catch {
-            return .refused(HaulError.from(error, otherwise: .fileSystem))
-        }
-        defer { withExtendedLifetime(lock) {} }
-        let (ended, transfer, notModified) = await runner.runCounting(record)
-        return .ran(ended, transfer, notModified: notModified)
     }
 
     /// A run ended: the queue frees its slot and gives it on, and says what to settle.

@@ -42,6 +42,12 @@ extension DownloadQueue {
         if let refusal = reorderRefusal, placements.contains(where: { $0.index != nil }) { throw refusal }
     }
 
+    /// Refuses a batch when it comes to be added during the shutdown: nothing added then would
+    /// ever start or settle.
+    public func checkBatch() throws(HaulError) {
+        if isShuttingDown { throw HaulError(.interrupted, "the download manager is shutting down") }
+    }
+
     /// The kind of each request, in order. `identities[i]`: `requests[i].identity`; `known`: the
     /// stored records by identity; `sameOutput[i]`: the download that holds `requests[i]`'s
     /// explicit name, for those the store does not know by identity.

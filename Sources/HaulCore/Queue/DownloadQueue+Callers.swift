@@ -126,6 +126,17 @@ extension DownloadQueue {
         return [.saveRecord(changed)]
     }
 
+    /// A rate limit for `record`'s download (nil: none): refused unless positive; applied to
+    /// its run at once if it runs, and stored.
+    public func changingRate(_ record: DownloadRecord, to rate: Int64?) -> [Action] {
+        if let rate, rate <= 0 {
+            return [.refuse(HaulError(.usage, "a download's rate limit must be positive (got \(rate))"))]
+        }
+        var changed = record
+        changed.request.maxBytesPerSecond = rate
+        return [.applyRate(record.id, rate), .saveRecord(changed)]
+    }
+
     /// New URLs for `record`'s download, first step: refused in a fleet or for a completed one;
     /// a running one stops at a checkpoint first (its runner owns the record), as queued.
     public mutating func changingSources(of record: DownloadRecord) -> [Action] {

@@ -49,7 +49,8 @@ extension DownloadQueue {
     public mutating func placed(_ places: [WaitingQueue.Entry]) -> [Action] {
         for place in places {
             guard let old = paused.entry(place.id) else { continue }
-            paused.insert(WaitingQueue.Entry(id: old.id, priority: place.priority, position: place.position, digest: old.digest))
+            paused.insert(
+                WaitingQueue.Entry(id: old.id, priority: place.priority, position: place.position, digest: old.digest))
         }
         return schedule(.placed(places))
     }
@@ -98,6 +99,32 @@ extension DownloadQueue {
         if !runnerSaidSo { actions.append(.publish(DownloadEvent(id: record.id, kind: .removed))) }
         if wasWaiting { actions.append(.settle(DownloadOutcome(record))) }
         return actions
+    }
+
+    /// A remove of `record`'s download carried out here (`.removeHere`), once the run it had
+    /// (`runnerStopped`) stopped. One removed already is not found, unless its own run or a run
+    /// stopped for this remove (`stoppedAgain`) said so. One started again meanwhile is stopped
+    /// first (`.stopRun`: the caller waits for it outside the loop and asks again). Any other
+    /// leaves the list before anything awaits, its `.part` (and its file, when `deleteFile` and
+    /// it had completed: a name of a download that never completed may be another file) is
+    /// deleted, its name released and its record saved removed; then it is published and settled.
+    public mutating func removingNow(
+        _ record: DownloadRecord, deleteFile: Bool, runnerStopped: Bool, stoppedAgain: Bool
+    )
+        -> [Action]
+    {
+        if record.status == .removed, !runnerStopped, !stoppedAgain {
+            return [.refuse(HaulError(.notFound, "no download with id \(record.id)"))]
+        }
+        if isRunning(record.id) { return stop(record.id, as: .removed) }
+        let wasWaiting = waiting.contains(record.id)
+        var removed = record
+        removed.status = .removed
+        return schedule(.left([record.id])) + [
+            .deleteFiles(record, final: deleteFile && record.status == .completed),
+            .releaseName(directory: record.request.directory, name: record.fileName),
+            .saveRecord(removed),
+        ] + self.removed(removed, runnerSaidSo: runnerStopped && record.status == .removed, wasWaiting: wasWaiting)
     }
 
     /// Another host removed it (no host held it): its given options go.

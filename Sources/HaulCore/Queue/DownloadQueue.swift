@@ -208,6 +208,11 @@ public struct DownloadQueue: Sendable {
         /// write is the caller's answer, after `placesFailed` with the entries of `restore`
         /// (their places before) not written yet.
         case storePlaces([WaitingQueue.Entry], restore: [WaitingQueue.Entry])
+        /// Delete the removed download's `.part`, and its final file when `final` (a failure is
+        /// logged: the record is removed anyway).
+        case deleteFiles(DownloadRecord, final: Bool)
+        /// This rate limit (nil: none) applies to the download's run at once, if it runs.
+        case applyRate(DownloadID, Int64?)
         /// Fleet: end this host's lease of the download.
         case releaseLease(DownloadID)
         /// Fleet: store this claimed record as it is (failed, with why: it cannot be run).
