@@ -153,3 +153,32 @@ extension DownloadQueue.Action {
         return nil
     }
 }
+
+extension DownloadQueueTests {
+    @Test func anAddsPlacementOfADownloadAFreeSlotStartedIsNoRefusalButACompleteOneIs() throws {
+        var queue = Self.oneRunning()
+        // `a` runs here; `r` runs for another process (its record says so): no place to take.
+        #expect(queue.moving(try Self.record("a", .running), toIndex: 0, afterAdd: true) == [])
+        #expect(queue.moving(try Self.record("r", .running), toIndex: 0, afterAdd: true) == [])
+        #expect(queue.moving(try Self.record("a", .running), toIndex: 0).refusal?.code == .conflict)
+        #expect(queue.moving(try Self.record("done", .completed), toIndex: 0, afterAdd: true).refusal?.code == .conflict)
+    }
+
+    @Test func aFleetsPauseOrRemoveAppliedAtOnceIsPublishedAndARemoveDeletesAsAsked() throws {
+        var fleet = Queue.fleet(limit: 1)
+        var request = try Self.record("x", .paused).request
+        request.credentials = Credentials(user: "u", password: "p")
+        fleet.give(request, to: Self.id("x"))
+        let paused = try Self.record("x", .paused)
+        #expect(fleet.fleetApplied(.pause, paused, before: .queued) == [.publish(DownloadEvent(id: paused.id, kind: .paused))])
+        #expect(fleet.given(Self.id("x")) != nil, "a pause keeps what the requests gave")
+        let removed = try Self.record("x", .removed)
+        #expect(
+            fleet.fleetApplied(.removeWithFile, removed, before: .completed) == [
+                .deleteFiles(removed, final: true), .publish(DownloadEvent(id: removed.id, kind: .removed)),
+            ])
+        #expect(fleet.given(Self.id("x")) == nil)
+        #expect(fleet.fleetApplied(.removeWithFile, removed, before: .paused).first == .deleteFiles(removed, final: false))
+        #expect(fleet.fleetApplied(.remove, removed, before: .completed).first == .deleteFiles(removed, final: false))
+    }
+}

@@ -16,6 +16,14 @@ enum DestinationFiles {
         record.finalPath
     }
 
+    /// A completed download's file as found on disk, for a re-add to judge (`DownloadQueue.readd`):
+    /// its path and size, read on the shared thread pool; nil for a download that has not
+    /// completed or has no name.
+    static func completedFile(_ record: DownloadRecord) async throws -> DownloadQueue.FinalFile? {
+        guard record.status == .completed, let path = finalPath(record) else { return nil }
+        return DownloadQueue.FinalFile(path: path, size: try await BlockingIO.run { size(path) })
+    }
+
     static func join(_ directory: String, _ name: String) -> String {
         Paths.join(directory, name)
     }

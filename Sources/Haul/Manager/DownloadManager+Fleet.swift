@@ -161,15 +161,11 @@ extension DownloadManager {
     /// else through a command its host applies at its next renewal; waits (a few seconds at
     /// most) until the record says it happened. Returns the record as it ended up.
     func fleetRequest(_ command: FleetCommand, for id: DownloadID) async throws -> DownloadRecord {
-        if case .applied(let applied, let before) = try await sharedStore().request(command, for: id) {
-            if command != .pause {
-                await removeFiles(of: applied, final: command == .removeWithFile && before == .completed)
-                queue.forgetGiven(id)
-            }
-            hub.publish(DownloadEvent(id: id, kind: command == .pause ? .paused : .removed))
-            return applied
+        guard case .applied(let applied, let before) = try await sharedStore().request(command, for: id) else {
+            return try await fleetAwait(command, of: id)
         }
-        return try await fleetAwait(command, of: id)
+        _ = try await performCalling(queue.fleetApplied(command, applied, before: before))
+        return applied
     }
 
     /// Waits until the record of a download another host holds shows `command` carried out (or

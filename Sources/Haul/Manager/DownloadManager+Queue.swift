@@ -53,13 +53,9 @@ extension DownloadManager {
     private func place(existing id: DownloadID, _ placement: AddPlacement) async throws {
         if placement.startsPaused { try await pause([id]) }
         guard let index = placement.index else { return }
-        do {
-            try await move(id, toIndex: index)
-        } catch let error as HaulError where error.code == .conflict {
-            // A free slot started it at once: a running download has no place in the queue to
-            // take. Anything else (a complete download) is the caller's to know.
-            if isRunningHere(id) { return }
-            guard try await store.record(id)?.status == .running else { throw error }
+        // One a free slot started at once has no place to take; a complete one is a conflict.
+        _ = try await inTurn { [self] in
+            try await performCalling(queue.moving(existing(id), toIndex: index, afterAdd: true))
         }
     }
 

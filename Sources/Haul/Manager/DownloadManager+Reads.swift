@@ -16,8 +16,7 @@ extension DownloadManager {
     /// The record: a running download's from memory (as its run last stored it), others' from
     /// the store.
     public func record(_ id: DownloadID) async throws -> DownloadRecord? {
-        if let running = live.record(id) { return running }
-        return try await store.record(id)
+        try await live.records([id]) { [store] _ in try await store.record(id).map { [$0] } ?? [] }.first
     }
 
     /// Ids in queue order: with that status, or (nil) every status but removed.
@@ -27,15 +26,7 @@ extension DownloadManager {
 
     /// These records in the order of `ids`; ids removed meanwhile are skipped.
     public func records(_ ids: [DownloadID]) async throws -> [DownloadRecord] {
-        var found: [DownloadID: DownloadRecord] = [:]
-        var stored: [DownloadID] = []
-        for id in ids {
-            if let running = live.record(id) { found[id] = running } else { stored.append(id) }
-        }
-        if !stored.isEmpty {
-            for record in try await store.records(stored) where found[record.id] == nil { found[record.id] = record }
-        }
-        return ids.compactMap { found[$0] }
+        try await live.records(ids) { [store] in try await store.records($0) }
     }
 
     /// The record of a download that exists and was not removed; throws `notFound` otherwise.

@@ -5,10 +5,7 @@ import Logging
 /// transfer's and a run's end told to the queue. The start itself is the runner's (`launch`).
 extension DownloadManager {
     func existing(_ id: DownloadID) async throws -> DownloadRecord {
-        guard let record = try await store.record(id), record.status != .removed else {
-            throw HaulError(.notFound, "no download with id \(id)")
-        }
-        return record
+        try await store.existing(id)
     }
 
     /// Running or waiting in this process (in a fleet: held here, running or suspended).

@@ -11,19 +11,12 @@ extension DownloadManager {
     /// the bytes it re-reads before the resume point; a different file starts over, and says so.
     @discardableResult
     public func setSources(_ urls: [RemoteURL], for id: DownloadID) async throws -> DownloadRecord {
-        guard let first = urls.first else { throw HaulError(.usage, "a download needs at least one URL") }
-        let mirrors = try DownloadRequest.checkedMirrors(Array(urls.dropFirst()), besides: first)
+        let (first, mirrors) = try DownloadRequest.checkedSources(urls)
         // A running download stops first, with its checkpoint: its runner owns the record.
         let work = try await inTurn { [self] in try await performCalling(queue.changingSources(of: existing(id))) }
         try await finish(work)
         return try await inTurn { [self] in
-            let record = try await existing(id)
-            var request = record.request
-            // The credentials kept in memory for the runs follow the same rule.
-            if try !request.replaceSources(url: first, mirrors: mirrors) {
-                queue.giveCredentials(request.credentials, to: id)
-            }
-            let renewed = DownloadQueue.withNewSources(record, request: request)
+            let renewed = try queue.renewingSources(try await existing(id), url: first, mirrors: mirrors)
             _ = try await performCalling(queue.sourcesChanged(renewed))
             _ = try await performCalling(queue.sourcesSaved(renewed))
             return try await existing(id)

@@ -208,8 +208,7 @@ public actor DownloadManager {
 
     /// The record, removed ones included; throws `notFound` when there is none.
     func existingOrRemoved(_ id: DownloadID) async throws -> DownloadRecord {
-        guard let record = try await store.record(id) else { throw HaulError(.notFound, "no download with id \(id)") }
-        return record
+        try await store.existing(id, removedToo: true)
     }
 
     // MARK: Queue
@@ -242,13 +241,7 @@ public actor DownloadManager {
         _ existing: DownloadRecord, request: DownloadRequest,
         placement: AddPlacement = AddPlacement()
     ) async throws -> (DownloadRecord, placed: Bool) {
-        var finalFile: DownloadQueue.FinalFile?
-        if existing.status == .completed, !queue.isScheduled(existing.id),
-            let path = DestinationFiles.finalPath(existing)
-        {
-            finalFile = DownloadQueue.FinalFile(
-                path: path, size: try await BlockingIO.run { DestinationFiles.size(path) })
-        }
+        let finalFile = try await DestinationFiles.completedFile(existing)
         switch queue.readd(existing, request: request, finalFile: finalFile, startsPaused: placement.startsPaused) {
         case .scheduled:
             return (existing, placement.isDefault)

@@ -88,4 +88,18 @@ final class LiveProgress: Sendable {
     func record(_ id: DownloadID) -> DownloadRecord? {
         state.withLockedValue { $0.records[id] }
     }
+
+    /// These records in the order of `ids`: a running download's as its run last stored it (fresher
+    /// than the store's checkpoint), the others read at once through `stored`; ids found nowhere
+    /// (removed meanwhile) are skipped.
+    func records(
+        _ ids: [DownloadID], stored: @Sendable ([DownloadID]) async throws -> [DownloadRecord]
+    ) async throws -> [DownloadRecord] {
+        var found = state.withLockedValue { state in ids.reduce(into: [:]) { $0[$1] = state.records[$1] } }
+        let others = ids.filter { found[$0] == nil }
+        for record in try await others.isEmpty ? [] : stored(others) where found[record.id] == nil {
+            found[record.id] = record
+        }
+        return ids.compactMap { found[$0] }
+    }
 }

@@ -145,6 +145,13 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
     /// The most URLs one download takes (aria2 uses at most `split` of them at once).
     public static let maxSources = 64
 
+    /// A download's URLs as given (`urls[0]` its URL, the rest its mirrors), checked: at least
+    /// one, the mirrors as `checkedMirrors` leaves them.
+    public static func checkedSources(_ urls: [RemoteURL]) throws(HaulError) -> (url: RemoteURL, mirrors: [RemoteURL]) {
+        guard let first = urls.first else { throw HaulError(.usage, "a download needs at least one URL") }
+        return (first, try checkedMirrors(Array(urls.dropFirst()), besides: first))
+    }
+
     /// `mirrors` without `url` and without repeats, at most `maxSources - 1`.
     public static func checkedMirrors(_ mirrors: [RemoteURL], besides url: RemoteURL) throws(HaulError) -> [RemoteURL] {
         var seen: Set<RemoteURL> = [url]

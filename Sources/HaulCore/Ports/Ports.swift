@@ -186,3 +186,14 @@ public protocol ChunkWriter: AnyObject, Sendable {
     /// run that lost its lease to another host, which now owns the file.
     func discard() async throws
 }
+
+extension DownloadStore {
+    /// The record of `id`; throws `notFound` when there is none, or (unless `removedToo`) when it
+    /// was removed.
+    public func existing(_ id: DownloadID, removedToo: Bool = false) async throws -> DownloadRecord {
+        guard let record = try await record(id), removedToo || record.status != .removed else {
+            throw HaulError(.notFound, "no download with id \(id)")
+        }
+        return record
+    }
+}

@@ -150,6 +150,19 @@ extension DownloadQueue {
         .refuse(HaulError(.conflict, "download \(id) is already complete; nothing was changed"))
     }
 
+    /// `record` with new URLs (`url` first, then `mirrors`), for `sourcesChanged`: the
+    /// credentials kept for its runs follow the request's rule (`replaceSources`: dropped for
+    /// another origin).
+    public mutating func renewingSources(_ record: DownloadRecord, url: RemoteURL, mirrors: [RemoteURL])
+        throws(HaulError) -> DownloadRecord
+    {
+        var request = record.request
+        if try !request.replaceSources(url: url, mirrors: mirrors) {
+            giveCredentials(request.credentials, to: record.id)
+        }
+        return Self.withNewSources(record, request: request)
+    }
+
     /// New URLs, second step (no run holds the record now): `renewed`, the record with them
     /// (`withNewSources`), to be saved; then `sourcesSaved`. It may have completed meanwhile.
     public func sourcesChanged(_ renewed: DownloadRecord) -> [Action] {

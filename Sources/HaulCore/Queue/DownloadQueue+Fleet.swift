@@ -148,4 +148,18 @@ extension DownloadQueue {
     public mutating func remoteAbandoned(_ ask: FleetBackend.RemoteAsk) {
         withFleet { $0.forget(ask) }
     }
+
+    /// The shared store applied a pause or remove of a download no host held (`applied`, as it
+    /// is now; `before`, its status before): a remove deletes its `.part` (and its file, when
+    /// asked and it had completed) and forgets what its requests gave; either is published.
+    public mutating func fleetApplied(_ command: FleetCommand, _ applied: DownloadRecord, before: DownloadStatus)
+        -> [Action]
+    {
+        guard command != .pause else { return [.publish(DownloadEvent(id: applied.id, kind: .paused))] }
+        forgetGiven(applied.id)
+        return [
+            .deleteFiles(applied, final: command == .removeWithFile && before == .completed),
+            .publish(DownloadEvent(id: applied.id, kind: .removed)),
+        ]
+    }
 }

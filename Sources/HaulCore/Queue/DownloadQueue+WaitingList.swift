@@ -50,10 +50,14 @@ extension DownloadQueue {
     /// Moves `record`'s download to `index` of the waiting list (clamped to it): refused in a
     /// fleet, or for a download that does not wait (queued or paused); else its new place (and
     /// any spread) is taken at once and stored (`.storePlaces`). Nothing when it is there already.
-    public mutating func moving(_ record: DownloadRecord, toIndex index: Int) -> [Action] {
+    /// `afterAdd`: the placement of an add of a download that existed, carried out after the
+    /// add's batch; one that a free slot started meanwhile has no place to take, and that is no
+    /// refusal.
+    public mutating func moving(_ record: DownloadRecord, toIndex index: Int, afterAdd: Bool = false) -> [Action] {
         if let refusal = reorderRefusal { return [.refuse(refusal)] }
         let list = waitingList.map(\.entry)
         guard let current = list.firstIndex(where: { $0.id == record.id }) else {
+            if afterAdd, isRunning(record.id) || record.status == .running { return [] }
             return [
                 .refuse(
                     HaulError(
