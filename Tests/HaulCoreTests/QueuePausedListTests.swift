@@ -161,7 +161,8 @@ extension DownloadQueueTests {
         #expect(queue.moving(try Self.record("a", .running), toIndex: 0, afterAdd: true) == [])
         #expect(queue.moving(try Self.record("r", .running), toIndex: 0, afterAdd: true) == [])
         #expect(queue.moving(try Self.record("a", .running), toIndex: 0).refusal?.code == .conflict)
-        #expect(queue.moving(try Self.record("done", .completed), toIndex: 0, afterAdd: true).refusal?.code == .conflict)
+        #expect(
+            queue.moving(try Self.record("done", .completed), toIndex: 0, afterAdd: true).refusal?.code == .conflict)
     }
 
     @Test func aFleetsPauseOrRemoveAppliedAtOnceIsPublishedAndARemoveDeletesAsAsked() throws {
@@ -170,7 +171,10 @@ extension DownloadQueueTests {
         request.credentials = Credentials(user: "u", password: "p")
         fleet.give(request, to: Self.id("x"))
         let paused = try Self.record("x", .paused)
-        #expect(fleet.fleetApplied(.pause, paused, before: .queued) == [.publish(DownloadEvent(id: paused.id, kind: .paused))])
+        #expect(
+            fleet.fleetApplied(.pause, paused, before: .queued) == [
+                .publish(DownloadEvent(id: paused.id, kind: .paused))
+            ])
         #expect(fleet.given(Self.id("x")) != nil, "a pause keeps what the requests gave")
         let removed = try Self.record("x", .removed)
         #expect(
@@ -178,7 +182,8 @@ extension DownloadQueueTests {
                 .deleteFiles(removed, final: true), .publish(DownloadEvent(id: removed.id, kind: .removed)),
             ])
         #expect(fleet.given(Self.id("x")) == nil)
-        #expect(fleet.fleetApplied(.removeWithFile, removed, before: .paused).first == .deleteFiles(removed, final: false))
+        #expect(
+            fleet.fleetApplied(.removeWithFile, removed, before: .paused).first == .deleteFiles(removed, final: false))
         #expect(fleet.fleetApplied(.remove, removed, before: .completed).first == .deleteFiles(removed, final: false))
     }
 }
