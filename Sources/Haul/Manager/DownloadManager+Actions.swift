@@ -12,6 +12,8 @@ extension DownloadManager {
     struct CallerWork {
         var stopping: [Completion] = []
         var later: [DownloadQueue.Action] = []
+        /// A re-add's answer (`.answerReadd`): the record, and whether its placement is carried out.
+        var readd: (DownloadRecord, placed: Bool)?
     }
 
     func perform(_ actions: [DownloadQueue.Action]) async {
@@ -103,6 +105,16 @@ extension DownloadManager {
             for index in paused.indices { paused[index].status = .paused }
             try await store.save(paused)
             for action in queue.pausedSaved(paused) { try await perform(action, for: &work) }
+        case .checkName(let record, let step):
+            try await names.checkExplicit(record)
+            for action in queue.readdNameChecked(step) { try await perform(action, for: &work) }
+        case .placeReadd(let step, let index):
+            var record = step.record
+            var none: [DownloadRecord] = []
+            try await givePlace(&record, index: index, fresh: &none, excluding: record.id)
+            for action in queue.readdPlaced(step, as: record) { try await perform(action, for: &work) }
+        case .answerReadd(let record, let placed):
+            work.readd = (record, placed)
         case .deleteFiles(let record, let final):
             await removeFiles(of: record, final: final)
         case .applyRate(let id, let rate):

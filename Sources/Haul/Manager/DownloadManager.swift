@@ -233,36 +233,21 @@ public actor DownloadManager {
         return record
     }
 
-    /// Picks up a download that exists (`DownloadQueue.readd` decides). `placement`: saved
-    /// paused instead of queued, and at its index of the waiting list, in the same step, when
-    /// it is not scheduled here. Returns the record, and whether the placement is carried out
-    /// (a download running or waiting here is paused or moved after, as `pause` and `move` do).
+    /// Picks up a download that exists, as the queue decides (`DownloadQueue.readdAsked`; the
+    /// manager reads its completed file, checks its name and gives it its place when asked).
+    /// `placement`: saved paused instead of queued, and at its index of the waiting list, in
+    /// the same step, when it is not scheduled here. Returns the record, and whether the
+    /// placement is carried out (a download running or waiting here is paused or moved after,
+    /// as `pause` and `move` do).
     func readd(
         _ existing: DownloadRecord, request: DownloadRequest,
         placement: AddPlacement = AddPlacement()
     ) async throws -> (DownloadRecord, placed: Bool) {
         let finalFile = try await DestinationFiles.completedFile(existing)
-        switch queue.readd(existing, request: request, finalFile: finalFile, startsPaused: placement.startsPaused) {
-        case .scheduled:
-            return (existing, placement.isDefault)
-        case .alreadyComplete(let record, let path):
-            await perform(queue.alreadyComplete(record, path: path))
-            // Complete: it has no place to take (the move after says so).
-            return (record, placement.index == nil)
-        case .again(var record, var save, let checkName):
-            if checkName { try await names.checkExplicit(record) }
-            if let index = placement.index {
-                // Its place decided on the list as it stands without it, and taken before any
-                // slot can go to it.
-                var none: [DownloadRecord] = []
-                let before = (record.request.priority, record.position)
-                try await givePlace(&record, index: index, fresh: &none, excluding: record.id)
-                if (record.request.priority, record.position) != before { save = true }
-            }
-            _ = try await performCalling(
-                queue.readdDecided(record, save: save, wasPaused: existing.status == .paused))
-            return (record, true)
-        }
+        let work = try await performCalling(
+            queue.readdAsked(existing, request: request, finalFile: finalFile, placement: placement))
+        guard let answer = work.readd else { throw HaulError(.internal, "a re-add of \(existing.id) had no answer") }
+        return answer
     }
 
     /// Puts back in the queue what was queued or running when the last process stopped.

@@ -208,6 +208,15 @@ public struct DownloadQueue: Sendable {
         /// write is the caller's answer, after `placesFailed` with the entries of `restore`
         /// (their places before) not written yet.
         case storePlaces([WaitingQueue.Entry], restore: [WaitingQueue.Entry])
+        /// Check a re-add's name again (its file went: it starts over under a checked name);
+        /// then `readdNameChecked` with `then`.
+        case checkName(DownloadRecord, then: ReaddStep)
+        /// Give a re-add the place that puts it at `index` of the waiting list, not counted where
+        /// it stands now; then `readdPlaced` with its record so placed.
+        case placeReadd(ReaddStep, index: Int)
+        /// The answer to the caller of a re-add: the record, and whether its placement is carried
+        /// out (false: it is paused or moved after the batch, as `pause` and `move` do).
+        case answerReadd(DownloadRecord, placed: Bool)
         /// Delete the removed download's `.part`, and its final file when `final` (a failure is
         /// logged: the record is removed anyway).
         case deleteFiles(DownloadRecord, final: Bool)

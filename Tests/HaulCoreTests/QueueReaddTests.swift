@@ -1,0 +1,67 @@
+import HaulCore
+import Testing
+
+/// An add of a download that exists, as the queue's actions from the ask to the caller's answer:
+/// its name checked again, its place taken at an index, its save, and the answer last.
+extension DownloadQueueTests {
+    @Test func aReaddOfOneScheduledHereOrCompleteIsAnsweredAtOnce() throws {
+        var queue = Self.oneRunning()
+        let running = try Self.record("a", .running)
+        #expect(
+            queue.readdAsked(running, request: running.request, finalFile: nil, placement: AddPlacement())
+                == [.answerReadd(running, placed: true)])
+        // Waiting here with a placement: it is carried out after the batch.
+        let waiting = try Self.record("b", .queued)
+        #expect(
+            queue.readdAsked(waiting, request: waiting.request, finalFile: nil, placement: AddPlacement(index: 0))
+                == [.answerReadd(waiting, placed: false)])
+        let done = try Self.record("done", .completed)
+        let intact = Queue.FinalFile(path: "/d/done", size: 0)
+        #expect(
+            queue.readdAsked(done, request: done.request, finalFile: intact, placement: AddPlacement(index: 0)) == [
+                .publish(DownloadEvent(id: done.id, kind: .alreadyComplete(path: "/d/done"))),
+                .settle(DownloadOutcome(done, alreadyComplete: true)),
+                .answerReadd(done, placed: false),
+            ])
+    }
+
+    @Test func aReaddWhoseFileWentChecksItsNameThenTakesItsPlaceThenIsSavedAndAnswered() throws {
+        var queue = Self.oneRunning()
+        let done = try Self.record("done", .completed, at: 50)
+        let gone = Queue.FinalFile(path: "/d/done", size: nil)
+        let actions = queue.readdAsked(done, request: done.request, finalFile: gone, placement: AddPlacement(index: 0))
+        guard case .checkName(let fresh, let step) = actions.first, actions.count == 1 else {
+            Issue.record("expected one name check, got \(actions)")
+            return
+        }
+        #expect(fresh.status == .queued && fresh.position == 50 && step.save && step.index == 0 && !step.wasPaused)
+        // Checked: it takes its place at index 0 before anything is saved.
+        #expect(queue.readdNameChecked(step) == [.placeReadd(step, index: 0)])
+        // Placed ahead of b: saved after its place is taken (a slot freed meanwhile waits for it).
+        var placed = fresh
+        placed.position = 1
+        let answer = queue.readdPlaced(step, as: placed)
+        #expect(answer.suffix(2) == [.saveReadd(placed), .answerReadd(placed, placed: true)])
+        #expect(Self.names(queue) == ["done", "b", "c"])
+    }
+
+    @Test func aPausedReaddAtItsOwnPlaceIsSavedOnlyWhenItMoved() throws {
+        var queue = Self.oneRunning()
+        let failed = try Self.record("f", .failed, at: 9)
+        let actions = queue.readdAsked(
+            failed, request: failed.request, finalFile: nil, placement: AddPlacement(startsPaused: true))
+        var paused = failed
+        paused.status = .paused
+        #expect(
+            actions == [
+                .saveRecord(paused), .publish(DownloadEvent(id: paused.id, kind: .paused)),
+                .settle(DownloadOutcome(paused)), .answerReadd(paused, placed: true),
+            ])
+        #expect(Self.names(queue) == ["b", "c", "f*"])
+        // Paused again, at its own place: nothing to save, nothing published.
+        #expect(
+            queue.readdAsked(
+                paused, request: paused.request, finalFile: nil, placement: AddPlacement(startsPaused: true))
+                == [.answerReadd(paused, placed: true)])
+    }
+}
