@@ -103,14 +103,14 @@ extension DownloadQueueTests {
             ])
     }
 
-    @Test func aRateChangeIsAppliedToTheRunAndStoredAndANonPositiveOneIsRefused() throws {
+    @Test func aRateChangeIsStoredThenAppliedToTheRunAndANonPositiveOneIsRefused() throws {
         let queue = Self.oneRunning()
         let record = try Self.record("a", .running)
         var changed = record
         changed.request.maxBytesPerSecond = 1000
-        #expect(queue.changingRate(record, to: 1000) == [.applyRate(record.id, 1000), .saveRecord(changed)])
+        #expect(queue.changingRate(record, to: 1000) == [.saveRecord(changed), .applyRate(record.id, 1000)])
         changed.request.maxBytesPerSecond = nil
-        #expect(queue.changingRate(record, to: nil) == [.applyRate(record.id, nil), .saveRecord(changed)])
+        #expect(queue.changingRate(record, to: nil) == [.saveRecord(changed), .applyRate(record.id, nil)])
         #expect(queue.changingRate(record, to: 0).refusal?.code == .usage)
         #expect(queue.changingRate(record, to: -5).refusal?.code == .usage)
     }

@@ -126,15 +126,16 @@ extension DownloadQueue {
         return [.saveRecord(changed)]
     }
 
-    /// A rate limit for `record`'s download (nil: none): refused unless positive; applied to
-    /// its run at once if it runs, and stored.
+    /// A rate limit for `record`'s download (nil: none): refused unless positive; stored, then
+    /// applied to its run, if it runs, and to the record read from it (a checkpoint the run
+    /// made meanwhile lands first).
     public func changingRate(_ record: DownloadRecord, to rate: Int64?) -> [Action] {
         if let rate, rate <= 0 {
             return [.refuse(HaulError(.usage, "a download's rate limit must be positive (got \(rate))"))]
         }
         var changed = record
         changed.request.maxBytesPerSecond = rate
-        return [.applyRate(record.id, rate), .saveRecord(changed)]
+        return [.saveRecord(changed), .applyRate(record.id, rate)]
     }
 
     /// New URLs for `record`'s download, first step: refused in a fleet or for a completed one;
