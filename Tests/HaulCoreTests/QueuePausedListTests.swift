@@ -47,10 +47,22 @@ extension DownloadQueueTests {
         #expect(Self.names(queue) == ["a*", "c"])
     }
 
+    @Test func theRestoreQueuesWhatWasQueuedOrRunningAndListsThePausedAtTheirPlaces() throws {
+        var queue = Queue.local(limit: 1)
+        let actions = queue.restored(
+            [try Self.record("r", .running, at: 4), try Self.record("q", .queued, at: 2)],
+            paused: [Self.place("p", 3), Self.place("o", 1)])
+        #expect(actions.compactMap(\.startedID) == [Self.id("q")], "the head starts: q, not the paused o")
+        #expect(Self.names(queue) == ["o*", "p*", "r"])
+        // Restored twice (a second restore call): nothing is listed twice.
+        _ = queue.restored([try Self.record("r", .running, at: 4)], paused: [Self.place("p", 3)])
+        #expect(Self.names(queue) == ["o*", "p*", "r"])
+    }
+
     @Test func aResumeQueuesItAtItsPlaceAndASaveThatFailsLeavesItPaused() throws {
         var queue = Queue.local(limit: 1)
         _ = queue.queued([Self.place("a", 1)])
-        _ = queue.restored([try Self.record("p", .paused, at: 5), try Self.record("q", .paused, at: 7)])
+        _ = queue.restored([], paused: [Self.place("p", 5), Self.place("q", 7)])
         _ = queue.queued([Self.place("c", 9)])
         #expect(Self.names(queue) == ["p*", "q*", "c"])
         // A resume whose record is saved first takes its place at once, listed queued once.
@@ -95,13 +107,13 @@ extension DownloadQueueTests {
 
     @Test func aPausedReaddKeepsItsNewPlaceAndAFleetHostKeepsNoList() throws {
         var queue = Self.oneRunning()
-        _ = queue.restored([try Self.record("p", .paused, at: 10)])
+        _ = queue.restored([], paused: [Self.place("p", 10)])
         #expect(Self.names(queue) == ["b", "c", "p*"])
         // Added paused again at another place: the list takes it.
         _ = queue.readded(try Self.record("p", .paused, at: 0), wasPaused: true)
         #expect(Self.names(queue) == ["p*", "b", "c"])
         var fleet = Queue.fleet(limit: 1)
-        _ = fleet.restored([try Self.record("p", .paused, at: 10)])
+        _ = fleet.restored([], paused: [Self.place("p", 10)])
         #expect(fleet.addingNew(try Self.record("n", .paused, at: 4)) == [])
         _ = fleet.pausedSaved([try Self.record("b", .paused, at: 2)])
         #expect(fleet.waitingList.isEmpty)
@@ -109,7 +121,7 @@ extension DownloadQueueTests {
 
     @Test func aMoveTakesItsPlacesAtOnceStoresThemAndAFailedWritePutsThemBack() throws {
         var queue = Self.oneRunning()
-        _ = queue.restored([try Self.record("p", .paused, at: 10)])
+        _ = queue.restored([], paused: [Self.place("p", 10)])
         let before = queue.waitingList.map(\.entry)
         // The paused one to the top: one write, between nothing and b.
         let actions = queue.moving(try Self.record("p", .paused, at: 10), toIndex: 0)

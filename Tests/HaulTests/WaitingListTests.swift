@@ -48,6 +48,38 @@ import Testing
         }
     }
 
+    /// The paused half of the list is the queue's memory: after a restart the restore lists the
+    /// paused downloads at the places they were moved to, among the queued ones, and they move
+    /// and stay paused as before.
+    @Test func pausedDownloadsKeepTheirPlacesAcrossARestart() async throws {
+        try await withHarness(maxConcurrent: 1) { harness in
+            let running = try await holdTheSlot(harness)
+            let ids = try await harness.manager.add(["a", "b", "c", "d", "e"].map { try harness.request("/\($0)") })
+                .map(\.id)
+            try await harness.manager.pause([ids[1], ids[3]])
+            try await harness.manager.move(ids[3], toIndex: 0)
+            let before = try await harness.manager.waitingIDs()
+            #expect(before == [ids[3], ids[0], ids[1], ids[2], ids[4]])
+            await harness.manager.shutdown()
+
+            let manager = try await harness.restartedManager()
+            try await manager.restore()
+            // The run stopped by the shutdown runs again; the list is as it was.
+            #expect(await manager.isRunningHere(running))
+            #expect(try await manager.waitingIDs() == before)
+            #expect(await manager.queuedIDs == [ids[0], ids[2], ids[4]])
+            // A paused one moves among them, and stays paused.
+            #expect(try await manager.move(ids[1], toIndex: 4) == 4)
+            #expect(try await manager.waitingIDs() == [ids[3], ids[0], ids[2], ids[4], ids[1]])
+            #expect(try await harness.store.record(ids[1])?.status == .paused)
+            // Resumed, it is queued at that place.
+            try await manager.resume(ids[3])
+            #expect(await manager.queuedIDs == [ids[3], ids[0], ids[2], ids[4]])
+            try await manager.pause(running)
+            await manager.shutdown()
+        }
+    }
+
     /// Ten thousand waiting, some paused, moves by index and by step: each is one write, and the
     /// order is a plain array move's, in memory and in the store.
     @Test func movesAmongTenThousandAreOneWriteEach() async throws {

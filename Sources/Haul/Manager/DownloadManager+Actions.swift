@@ -140,7 +140,11 @@ extension DownloadManager {
             // No caller waits for it: a child of the manager's task group, logged if it fails.
             spawn { await self.removeForAnotherHost(id, deleteFile: deleteFile) }
         case .restoreQueued:
-            for action in queue.restored(try await store.records(status: nil)) { try await perform(action, for: &work) }
+            // The paused ones' places alone: their records are read when they are resumed.
+            let records = try await store.records(status: .queued) + store.records(status: .running)
+            for action in queue.restored(records, paused: try await store.places(status: .paused)) {
+                try await perform(action, for: &work)
+            }
         case .refuse(let error):
             throw error
         case .saveRecord(let record):

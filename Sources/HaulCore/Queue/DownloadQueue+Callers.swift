@@ -43,12 +43,10 @@ extension DownloadQueue {
         return actions
     }
 
-    /// At start, the stored records (`.restoreQueued`): those stored queued or running join the
-    /// queue, and the paused ones the paused half of the waiting list, each at its place.
-    public mutating func restored(_ records: [DownloadRecord]) -> [Action] {
-        for record in records where record.status == .paused && !isScheduled(record.id) && !isFleet {
-            paused.insert(WaitingQueue.Entry(record))
-        }
+    /// At start (`.restoreQueued`): the records stored queued or running join the queue, and the
+    /// places of those stored paused the paused half of the waiting list.
+    public mutating func restored(_ records: [DownloadRecord], paused places: [WaitingQueue.Entry]) -> [Action] {
+        for place in places where !isScheduled(place.id) && !isFleet { paused.insert(place) }
         return queued(records.filter(\.status.resumesAfterRestart).map(WaitingQueue.Entry.init))
     }
 
