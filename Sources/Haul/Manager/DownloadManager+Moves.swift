@@ -81,15 +81,11 @@ extension DownloadManager {
     ) async throws {
         let list = queue.waitingList.map(\.entry).filter { $0.id != excluding }
         let insertion = try QueuePlaces.insert(WaitingQueue.Entry(record), in: list, at: index)
-        // The batch's own entries (not in the store yet) take the spread's places in their
-        // records too; the others' are stored.
-        let spread = Dictionary(uniqueKeysWithValues: insertion.spread.map { ($0.id, $0) })
-        for offset in fresh.indices {
-            guard let entry = spread[fresh[offset].id] else { continue }
-            (fresh[offset].request.priority, fresh[offset].position) = (entry.priority, entry.position)
-        }
         keepAddsLast(after: insertion.spread)
         _ = try await performCalling(queue.placing(insertion.spread, unsaved: Set(fresh.map(\.id)), before: list))
-        if let place = insertion.place { (record.request.priority, record.position) = place }
+        // The batch's own entries (not in the store yet) take the spread's places in their records.
+        let spread = Dictionary(uniqueKeysWithValues: insertion.spread.map { ($0.id, ($0.priority, $0.position)) })
+        fresh = fresh.map { $0.placed(at: spread[$0.id]) }
+        record = record.placed(at: insertion.place)
     }
 }

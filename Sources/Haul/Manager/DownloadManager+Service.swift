@@ -1,5 +1,6 @@
 import HaulCore
 import Logging
+import NIOCore
 import ServiceLifecycle
 
 /// The manager as one loop: `run()` reads one inbox (callers' changes with their continuations,
@@ -18,7 +19,7 @@ extension DownloadManager: Service {
     struct ServiceState {
         var lifecycle = ManagerLifecycle()
         /// Queue changes posted to the inbox, oldest first: each `.change` takes the first.
-        var turns: [Turn] = []
+        var turns = CircularBuffer<Turn>()
         /// Finished once the shutdown is done.
         let stopped = Completion()
     }
@@ -108,33 +109,31 @@ extension DownloadManager: Service {
     private nonisolated func readInbox() async {
         while let messages = await inbox.next() {
             var adds: [AddLine.Waiting] = []
+            // Adds read together are one batch, carried out before the first message after them.
             for message in messages {
-                if case .add(let waiting) = message {
-                    adds.append(waiting)
-                    continue
-                }
-                // Adds posted before this message are carried out before it.
-                await carryOut(adds)
-                adds = []
                 switch message {
+                case .add(let waiting):
+                    adds.append(waiting)
                 case .change:
+                    await carryOut(&adds)
                     await takeTurn()
                 case .transferEnded(let id, let generation, let finishBytes):
+                    await carryOut(&adds)
                     await transferEnded(id, generation: generation, finishBytes: finishBytes)
                 case .runEnded(let id, let generation, let ending, let ended):
+                    await carryOut(&adds)
                     await finished(id, generation: generation, ending)
                     ended.finish()
-                case .add:
-                    break
                 }
             }
-            await carryOut(adds)
+            await carryOut(&adds)
         }
     }
 
     /// Carries out adds that waited together as one batch; a batch that fails is carried out
     /// again caller by caller, so one caller's bad request fails only that caller.
-    private nonisolated func carryOut(_ adds: [AddLine.Waiting]) async {
+    private nonisolated func carryOut(_ adds: inout [AddLine.Waiting]) async {
+        defer { adds = [] }
         await AddLine.answer(
             adds, perform: { batches in try await self.addTogether(batches) },
             failure: .eachAlone(onSplit: { [logger = configuration.logger] count, error in
@@ -159,7 +158,7 @@ extension DownloadManager: Service {
     func refuse(_ messages: [Message]) {
         for message in messages {
             switch message {
-            case .change: if !service.turns.isEmpty { service.turns.removeFirst().refuse(Self.shutDown) }
+            case .change: service.turns.popFirst()?.refuse(Self.shutDown)
             case .add(let waiting): waiting.continuation.resume(throwing: Self.shutDown)
             case .runEnded(_, _, _, let ended): ended.finish()
             case .transferEnded: break
@@ -202,8 +201,7 @@ extension DownloadManager: Service {
 
     /// Carries out the oldest queue change (a `.change` read from the inbox).
     private func takeTurn() async {
-        guard !service.turns.isEmpty else { return }
-        await service.turns.removeFirst().run()
+        await service.turns.popFirst()?.run()
     }
 
     /// One caller's adds, carried out together with every other caller's that waits in the

@@ -167,3 +167,14 @@ public struct AddPlacement: Sendable, Hashable {
     /// Neither paused nor at an index: what an ordinary add does.
     public var isDefault: Bool { !startsPaused && index == nil }
 }
+
+extension DownloadRecord {
+    /// This record at `place` (its request's priority and its position); unchanged for nil (its
+    /// own place puts it where it goes, `QueuePlaces.insert`).
+    public func placed(at place: QueuePlaces.Place?) -> DownloadRecord {
+        guard let place else { return self }
+        var record = self
+        (record.request.priority, record.position) = place
+        return record
+    }
+}
