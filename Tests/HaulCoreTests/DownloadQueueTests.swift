@@ -254,7 +254,8 @@ import Testing
         var fleet = Queue.fleet(limit: 1)
         _ = fleet.claimed([Self.id("here")], limit: 1)
         #expect(local.restore() == [.restoreQueued])
-        #expect(fleet.restore() == [.startClaiming])
+        #expect(fleet.restore() == [.startClaiming(every: .seconds(1))])
+        #expect(fleet.restore() == [], "one loop, however often the restore is called")
         // A pause: the machine's actions here, one statement for all of them in a fleet.
         #expect(local.pausing([(Self.id("b"), .queued)]) == [.savePaused([Self.id("b")])])
         #expect(

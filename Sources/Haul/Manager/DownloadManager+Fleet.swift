@@ -5,8 +5,6 @@ import Logging
 /// When to renew, how long an outage lasts and how long another host may take are the queue's
 /// (`FleetBackend`).
 struct FleetState {
-    /// Whether the loop that renews leases, hears commands and claims work was started.
-    var started = false
     /// Wakes the loop; finished to end it.
     var wake: AsyncStream<Void>.Continuation?
 }
@@ -39,18 +37,17 @@ extension DownloadManager {
         case .releaseLease(let id): await releaseLease(id, on: fleet)
         case .claim(let limit, let excluding): await claim(limit: limit, excluding: excluding, from: fleet)
         case .wakeClaims: wakeFleet()
-        case .startClaiming: startFleet(fleet)
+        case .startClaiming(let interval): startFleet(fleet, every: interval)
         case .renewLeases: await renewLeases(on: fleet)
         default: configuration.logger.error("not a fleet's action", metadata: ["action": "\(action)"])
         }
     }
 
-    private func startFleet(_ fleet: any SharedQueueStore) {
-        guard case .fleet(let backend) = queue.backend, !fleetState.started else { return }
-        fleetState.started = true
+    /// Starts the host's loop (`.startClaiming`, which the queue sends once), waking every
+    /// `interval`.
+    private func startFleet(_ fleet: any SharedQueueStore, every interval: Duration) {
         let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         fleetState.wake = wake
-        let interval = backend.wakeInterval
         spawn { await self.fleetLoop(fleet, wakes: wakes, wake: wake, interval: interval) }
     }
 

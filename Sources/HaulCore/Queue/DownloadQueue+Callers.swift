@@ -5,9 +5,10 @@
 /// A refusal is an action too (`.refuse`): the caller's answer, before anything changed.
 extension DownloadQueue {
     /// At start: this process's queue is what its store says was queued or running when the last
-    /// process stopped; a fleet host starts claiming from the database.
-    public func restore() -> [Action] {
-        isFleet ? [.startClaiming] : [.restoreQueued]
+    /// process stopped; a fleet host starts claiming from the database (once: a second restore
+    /// starts no second loop).
+    public mutating func restore() -> [Action] {
+        withFleet { $0.startClaiming().map { [.startClaiming(every: $0)] } ?? [] } ?? [.restoreQueued]
     }
 
     /// Pauses these downloads (each with the status its record has), all or none

@@ -236,8 +236,9 @@ public struct DownloadQueue: Sendable {
         /// `queued`.
         case restoreQueued
         /// Fleet: start the loop that renews this host's leases, hears other hosts' commands
-        /// and claims work for free slots; it tells the queue `tick(now:)` at each wake.
-        case startClaiming
+        /// and claims work for free slots; it wakes every `every` (and when woken) and tells the
+        /// queue `tick(now:)`. Sent once.
+        case startClaiming(every: Duration)
         /// Fleet: renew every lease held here, with live progress; report `renewed(_:now:)`, or
         /// `renewalFailed(now:)` when the database does not answer.
         case renewLeases

@@ -33,6 +33,8 @@ public struct FleetBackend: Sendable, Hashable {
     var lastAttempt: Double?
     /// Another host notified a command for this one: renew at the next tick, due or not.
     var renewNow = false
+    /// Whether the host's loop was started (`startClaiming`).
+    var claiming = false
     /// Callers waiting for other hosts, and since when (seconds).
     var asks: [RemoteAsk: Double] = [:]
     var askNumbers: UInt64 = 0
@@ -48,6 +50,13 @@ public struct FleetBackend: Sendable, Hashable {
     /// How often the host's loop wakes (`tick(now:)`): claims look for work every second whatever
     /// the renewal's pace.
     public var wakeInterval: Duration { min(.seconds(1), renewInterval) }
+
+    /// The host's loop starts, waking every `wakeInterval`; nil when it started already.
+    mutating func startClaiming() -> Duration? {
+        guard !claiming else { return nil }
+        claiming = true
+        return wakeInterval
+    }
 
     /// Whether a renewal is due at `now`: its interval passed since the last try, another host
     /// left a command (`renewNow`), or downloads wait for the database (`suspended`). Marks it
