@@ -4,14 +4,18 @@ import Testing
 /// A caller's forget, connection change and new URLs, decided by the queue as actions: a
 /// refusal is an action, and the store's writes are actions whose failure is the caller's.
 extension DownloadQueueTests {
-    @Test func aFinishedDownloadIsForgottenAndAnyOtherOrOneStillRunningIsAConflict() throws {
+    @Test func aFinishedDownloadIsForgottenOnceItsRunReturnedAndAnyOtherIsAConflict() throws {
         let queue = Self.oneRunning()
         let done = try Self.record("done", .completed)
         #expect(queue.forgetting(done) == [.deleteRecords([done.id])])
         #expect(queue.forgetting(try Self.record("b", .queued)).refusal?.code == .conflict)
         #expect(queue.forgetting(try Self.record("p", .paused)).refusal?.code == .conflict)
-        // `a` stored its end but its run has not let go of it yet.
-        #expect(queue.forgetting(try Self.record("a", .completed)).refusal?.code == .conflict)
+        // `a` stored its end but its run has not returned yet: waited for, then forgotten.
+        #expect(
+            queue.forgetting(try Self.record("a", .completed)) == [
+                .awaitRun(Self.id("a")), .forgetAfterRun(Self.id("a")),
+            ])
+        #expect(queue.forgetting(try Self.record("a", .running)).refusal?.code == .conflict)
         // Forgetting every finished one leaves out the one a run here still holds.
         let all = queue.forgettingFinished([Self.id("a"), done.id, Self.id("gone")])
         #expect(all == [.deleteRecords([done.id, Self.id("gone")])])

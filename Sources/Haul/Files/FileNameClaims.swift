@@ -51,6 +51,11 @@ actor FileNameClaims {
         var existing: Set<String> = []
         /// The live record holding each name that one holds.
         var holders: [FileNamePlace: DownloadID] = [:]
+
+        /// The download holding `request`'s explicit name, if it has one and one holds it.
+        func holder(of request: DownloadRequest) -> DownloadID? {
+            request.fileName.flatMap { holders[FileNamePlace(directory: request.directory, fileName: $0)] }
+        }
     }
 
     /// Looks up the explicit names of `requests`.

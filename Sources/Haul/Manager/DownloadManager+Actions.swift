@@ -14,6 +14,11 @@ extension DownloadManager {
         var later: [DownloadQueue.Action] = []
         /// A re-add's answer (`.answerReadd`): the record, and whether its placement is carried out.
         var readd: (DownloadRecord, placed: Bool)?
+
+        /// The caller returns once this run (if any) has returned.
+        mutating func wait(for run: RunHandle?) {
+            if let run { stopping.append(run.ended) }
+        }
     }
 
     func perform(_ actions: [DownloadQueue.Action]) async {
@@ -65,6 +70,9 @@ extension DownloadManager {
                 _ = try await fleetAwait(command, of: id)
             case .pauseAllEverywhere:
                 pausedEverywhere += try await pauseEverywhere()
+            case .forgetAfterRun(let id):
+                try await finish(
+                    try await inTurn { [self] in try await performCalling(queue.forgetting(existingOrRemoved(id))) })
             default:
                 throw HaulError(.internal, "\(action) is not carried out after a turn")
             }
@@ -78,7 +86,9 @@ extension DownloadManager {
             start(id, generation: generation, place: place, given: given, copy: copy)
         case .stopRun(let id, let status):
             handles[id]?.stop.request(status)
-            if let ended = handles[id]?.ended { work.stopping.append(ended) }
+            work.wait(for: handles[id])
+        case .awaitRun(let id):
+            work.wait(for: handles[id])
         case .saveReadd(let record):
             // The save's answer goes back to the queue: saved, it may take a slot; failed, it leaves.
             do {
@@ -160,7 +170,7 @@ extension DownloadManager {
             for action in queue.fleetPaused(try await sharedStore().pause(ids)) {
                 try await perform(action, for: &work)
             }
-        case .pauseAllEverywhere, .awaitRemote, .removeThroughHost, .removeHere:
+        case .pauseAllEverywhere, .awaitRemote, .removeThroughHost, .removeHere, .forgetAfterRun:
             // They wait for runs or other hosts: after the caller's turn (`finish`).
             work.later.append(action)
         case .remoteAnswered, .remoteRefused:

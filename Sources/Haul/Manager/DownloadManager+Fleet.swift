@@ -21,9 +21,8 @@ extension DownloadManager {
 
     /// Where downloads held by live leases run, with their progress as last renewed.
     public func fleetRuns(_ ids: [DownloadID]) async -> [DownloadID: FleetRun] {
-        guard let fleet else { return [:] }
         do {
-            return try await fleet.runs(ids)
+            return try await fleet?.runs(ids) ?? [:]
         } catch {
             // Only the live progress of other hosts' runs is missing: the records are still answered.
             configuration.logger.warning("cannot read the fleet's live runs", metadata: ["error": "\(error)"])

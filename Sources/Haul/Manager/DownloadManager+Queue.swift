@@ -167,13 +167,10 @@ extension DownloadManager {
     private func holders(of offsets: [Int], in requests: [DownloadRequest], facts: FileNameClaims.Facts)
         async throws -> [Int: DownloadRecord]
     {
-        var holders: [Int: DownloadRecord] = [:]
-        for offset in offsets {
-            let request = requests[offset]
-            let place = request.fileName.map { FileNamePlace(directory: request.directory, fileName: $0) }
-            if let id = place.flatMap({ facts.holders[$0] }) { holders[offset] = try await store.record(id) }
-        }
-        return holders
+        let ids = offsets.reduce(into: [Int: DownloadID]()) { $0[$1] = facts.holder(of: requests[$1]) }
+        let records = try await store.records(Array(Set(ids.values)))
+        let byID = Dictionary(records.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        return ids.compactMapValues { byID[$0] }
     }
 
     /// Pauses every download that is queued or running here. Returns how many it paused, once
@@ -219,12 +216,9 @@ extension DownloadManager {
     /// Deletes the record of a finished download (completed, failed or removed), leaving its
     /// file alone: aria2's `removeDownloadResult`. Anything else is a conflict.
     public func forget(_ id: DownloadID) async throws {
-        // A run that has stored its end (a status read already says `complete`) but has not
-        // returned yet: its result is finished, so wait for the run rather than refuse.
-        if let running = handles[id], try await store.record(id)?.status.isTerminal == true {
-            await running.ended.wait()
-        }
-        _ = try await inTurn { [self] in try await performCalling(queue.forgetting(existingOrRemoved(id))) }
+        // A run that stored its end but has not returned yet is waited for, then asked again.
+        try await finish(
+            try await inTurn { [self] in try await performCalling(queue.forgetting(existingOrRemoved(id))) })
     }
 
     /// Deletes the records of every finished download (aria2's `purgeDownloadResult`). Returns how many.

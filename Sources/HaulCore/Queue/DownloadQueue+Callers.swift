@@ -87,8 +87,11 @@ extension DownloadQueue {
     }
 
     /// Forgets the record of a finished download (aria2's `removeDownloadResult`): one that has
-    /// not finished, or that a run here has not let go of yet, is a conflict.
+    /// not finished is a conflict. One whose run stored its end (a status read already says
+    /// `complete`) but has not returned yet is finished: its run is waited for (`.awaitRun`),
+    /// then it is forgotten (`.forgetAfterRun`, which asks again).
     public func forgetting(_ record: DownloadRecord) -> [Action] {
+        if record.status.isTerminal, isRunning(record.id) { return [.awaitRun(record.id), .forgetAfterRun(record.id)] }
         guard record.status.isTerminal, !isScheduled(record.id) else {
             return [
                 .refuse(

@@ -217,6 +217,12 @@ public struct DownloadQueue: Sendable {
         /// The answer to the caller of a re-add: the record, and whether its placement is carried
         /// out (false: it is paused or moved after the batch, as `pause` and `move` do).
         case answerReadd(DownloadRecord, placed: Bool)
+        /// Wait for the download's run to return (after the caller's turn), without asking it
+        /// to stop.
+        case awaitRun(DownloadID)
+        /// Forget the download's record once its run returned (`forgetting`, asked again after
+        /// the caller's turn).
+        case forgetAfterRun(DownloadID)
         /// Delete the removed download's `.part`, and its final file when `final` (a failure is
         /// logged: the record is removed anyway).
         case deleteFiles(DownloadRecord, final: Bool)
