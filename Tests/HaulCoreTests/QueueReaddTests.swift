@@ -65,3 +65,31 @@ extension DownloadQueueTests {
                 == [.answerReadd(paused, placed: true)])
     }
 }
+
+extension DownloadQueueTests {
+    @Test func anAddsPlacementOfOneRunningOrWaitingHerePausesFirstThenMovesAfterThePause() throws {
+        var queue = Self.oneRunning()
+        let running = try Self.record("a", .running)
+        // Paused and placed: the run stops paused, and the move waits for that.
+        #expect(
+            queue.placingAfterAdd(running, AddPlacement(startsPaused: true, index: 1)) == [
+                .stopRun(running.id, as: .paused), .moveAfterPause(running.id, toIndex: 1),
+            ])
+        // Waiting, paused: saved paused, then moved once the save is done.
+        let waiting = try Self.record("c", .queued)
+        #expect(
+            queue.placingAfterAdd(waiting, AddPlacement(startsPaused: true, index: 0)) == [
+                .savePaused([waiting.id]), .moveAfterPause(waiting.id, toIndex: 0),
+            ])
+        // Placed only: moved at once (`b` to the end of what waits, past the paused `c`).
+        _ = queue.pausedSaved([try Self.record("c", .paused, at: 3)])
+        let b = try Self.record("b", .queued, at: 2)
+        #expect(
+            queue.placingAfterAdd(b, AddPlacement(index: 9)) == [
+                .storePlaces([Self.place("b", 4)], restore: [Self.place("b", 2)])
+            ])
+        #expect(Self.names(queue) == ["c*", "b"])
+        // Paused only, and one already paused: nothing to move.
+        #expect(queue.placingAfterAdd(try Self.record("p", .paused), AddPlacement(startsPaused: true)) == [])
+    }
+}

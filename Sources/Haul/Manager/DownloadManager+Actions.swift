@@ -70,6 +70,11 @@ extension DownloadManager {
                 _ = try await fleetAwait(command, of: id)
             case .pauseAllEverywhere:
                 pausedEverywhere += try await pauseEverywhere()
+            case .moveAfterPause(let id, let index):
+                try await finish(
+                    try await inTurn { [self] in
+                        try await performCalling(queue.moving(existing(id), toIndex: index, afterAdd: true))
+                    })
             case .forgetAfterRun(let id):
                 try await finish(
                     try await inTurn { [self] in try await performCalling(queue.forgetting(existingOrRemoved(id))) })
@@ -170,7 +175,7 @@ extension DownloadManager {
             for action in queue.fleetPaused(try await sharedStore().pause(ids)) {
                 try await perform(action, for: &work)
             }
-        case .pauseAllEverywhere, .awaitRemote, .removeThroughHost, .removeHere, .forgetAfterRun:
+        case .pauseAllEverywhere, .awaitRemote, .removeThroughHost, .removeHere, .forgetAfterRun, .moveAfterPause:
             // They wait for runs or other hosts: after the caller's turn (`finish`).
             work.later.append(action)
         case .remoteAnswered, .remoteRefused:

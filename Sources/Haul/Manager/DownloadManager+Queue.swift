@@ -48,15 +48,11 @@ extension DownloadManager {
     }
 
     /// A download that existed before its add: one that was not scheduled here was saved paused
-    /// in the add's own step (`DownloadQueue.readd`); one running or waiting here is paused now,
-    /// then moved to its index, each a queue step of its own (as `pause` and `move` are).
+    /// or placed in the add's own step (`DownloadQueue.readd`); one running or waiting here is
+    /// paused now, then moved to its index, as the queue says (`placingAfterAdd`).
     private func place(existing id: DownloadID, _ placement: AddPlacement) async throws {
-        if placement.startsPaused { try await pause([id]) }
-        guard let index = placement.index else { return }
-        // One a free slot started at once has no place to take; a complete one is a conflict.
-        _ = try await inTurn { [self] in
-            try await performCalling(queue.moving(existing(id), toIndex: index, afterAdd: true))
-        }
+        try await finish(
+            try await inTurn { [self] in try await performCalling(queue.placingAfterAdd(existing(id), placement)) })
     }
 
     /// One caller's adds, waiting in the manager's inbox (`submitAdd`).

@@ -73,6 +73,18 @@ extension DownloadQueue {
         }
     }
 
+    /// The placement of an add of `record`'s download, which existed and was running or waiting
+    /// here (`placedAfter`), carried out after the add's batch as `pause` and `move` would: paused
+    /// first when asked (`pausing`), then moved to its index once the pause is done
+    /// (`.moveAfterPause`, after the caller's turn: a run stops paused first), or at once.
+    public mutating func placingAfterAdd(_ record: DownloadRecord, _ placement: AddPlacement) -> [Action] {
+        guard placement.startsPaused else {
+            return placement.index.map { moving(record, toIndex: $0, afterAdd: true) } ?? []
+        }
+        return pausing([(record.id, record.status)])
+            + (placement.index.map { [.moveAfterPause(record.id, toIndex: $0)] } ?? [])
+    }
+
     /// Waiting entries take the places in `changed` at once (a slot freed while they are stored
     /// goes to the head they made); those not in `unsaved` (downloads of an add whose records
     /// are saved with their places) are then stored, each put back at its place in `before` if

@@ -217,6 +217,9 @@ public struct DownloadQueue: Sendable {
         /// The answer to the caller of a re-add: the record, and whether its placement is carried
         /// out (false: it is paused or moved after the batch, as `pause` and `move` do).
         case answerReadd(DownloadRecord, placed: Bool)
+        /// Move the download to `toIndex` of the waiting list once its pause is done (after the
+        /// caller's turn: `moving`, asked again, for an add's placement).
+        case moveAfterPause(DownloadID, toIndex: Int)
         /// Wait for the download's run to return (after the caller's turn), without asking it
         /// to stop.
         case awaitRun(DownloadID)
