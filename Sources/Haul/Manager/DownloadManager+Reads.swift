@@ -16,7 +16,8 @@ extension DownloadManager {
     /// The record: a running download's from memory (as its run last stored it), others' from
     /// the store.
     public func record(_ id: DownloadID) async throws -> DownloadRecord? {
-        try await live.records([id]) { [store] _ in try await store.record(id).map { [$0] } ?? [] }.first
+        if let running = live.record(id) { return running }
+        return try await store.record(id)
     }
 
     /// Ids in queue order: with that status, or (nil) every status but removed.

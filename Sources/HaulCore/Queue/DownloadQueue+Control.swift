@@ -47,11 +47,7 @@ extension DownloadQueue {
 
     /// Waiting downloads take new places, all at once (a move, and positions spread for it).
     public mutating func placed(_ places: [WaitingQueue.Entry]) -> [Action] {
-        for place in places {
-            guard let old = paused.entry(place.id) else { continue }
-            paused.insert(
-                WaitingQueue.Entry(id: old.id, priority: place.priority, position: place.position, digest: old.digest))
-        }
+        for place in places { paused.replacePlace(with: place) }
         return schedule(.placed(places))
     }
 

@@ -150,12 +150,7 @@ public struct QueueSlots: Sendable {
 
     /// A waiting or held download takes a new place; its digest stays.
     private mutating func place(_ entry: WaitingQueue.Entry) {
-        if let old = waiting.entry(entry.id) {
-            waiting.insert(
-                WaitingQueue.Entry(
-                    id: entry.id, priority: entry.priority, position: entry.position, digest: old.digest))
-            return
-        }
+        if waiting.replacePlace(with: entry) { return }
         for (twin, held) in twins {
             guard let index = held.firstIndex(where: { $0.id == entry.id }) else { continue }
             twins[twin]?[index].priority = entry.priority

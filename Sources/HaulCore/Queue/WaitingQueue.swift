@@ -86,6 +86,15 @@ public struct WaitingQueue: Sendable {
         ids.insert(entry.id)
     }
 
+    /// `entry`'s download takes `entry`'s priority and position; its digest stays (a move does
+    /// not change what its file must be). False when it does not wait here.
+    @discardableResult
+    public mutating func replacePlace(with entry: Entry) -> Bool {
+        guard let old = self.entry(entry.id) else { return false }
+        insert(Entry(id: entry.id, priority: entry.priority, position: entry.position, digest: old.digest))
+        return true
+    }
+
     /// Takes the head of the list and returns it; the list must not be empty.
     public mutating func removeFirst() -> Entry {
         let entry = storage[head]
