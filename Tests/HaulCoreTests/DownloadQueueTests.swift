@@ -20,6 +20,17 @@ import Testing
         return record
     }
 
+    /// An add of `request` for download `id`, which the store knows: what it gives is kept
+    /// once the batch decided it (the batch then ends without a save).
+    static func give(_ queue: inout Queue, _ request: DownloadRequest, to id: DownloadID) {
+        var known = DownloadRecord(id: id, request: request, createdAt: 0)
+        known.status = .paused
+        _ = queue.addsAsked([request], placements: [AddPlacement()])
+        _ = queue.addsLookedUp([request.identity: known])
+        #expect(queue.namesRead([:]).contains(.readd(known, request: request, offset: 0)))
+        _ = queue.addsFailed()
+    }
+
     static func ran(_ record: DownloadRecord) -> Queue.RunEnding { .ran(record, TransferStats(), notModified: false) }
 
     /// Limit 1: `a` runs (generation 1), `b` and `c` wait behind it.
@@ -120,14 +131,14 @@ import Testing
         var request = try DownloadRequest(url: RemoteURL("http://h/a"), destination: .directory("/d"))
         request.credentials = Credentials(user: "u", password: "p")
         request.timestamping = true
-        queue.give(request, to: Self.id("a"))
+        Self.give(&queue, request, to: Self.id("a"))
         let given = GivenOptions(credentials: request.credentials, timestamps: GivenTimestamps(request))
         #expect(
             queue.queued([Self.place("a", 1)]).last
                 == .startRun(Self.id("a"), generation: 1, place: Self.place("a", 1), given: given))
         // A re-add by id (no credentials) keeps those given before.
         request.credentials = nil
-        queue.give(request, to: Self.id("a"))
+        Self.give(&queue, request, to: Self.id("a"))
         #expect(queue.given(Self.id("a")) == given)
         // Completed: nothing is kept.
         _ = queue.runEnded(Self.id("a"), generation: 1, Self.ran(try Self.record("a", .completed)))
@@ -139,7 +150,7 @@ import Testing
         var queue = Self.oneRunning()
         var request = try DownloadRequest(url: RemoteURL("http://h/b"), destination: .directory("/d"))
         request.credentials = Credentials(user: "u", password: "p")
-        queue.give(request, to: Self.id("b"))
+        Self.give(&queue, request, to: Self.id("b"))
         #expect(queue.left([Self.id("b")]) == [])
         let removed = try Self.record("b", .removed)
         #expect(
@@ -266,7 +277,7 @@ import Testing
         // or running are queued in one transaction; a completed one refuses them all.
         let (paused, failed) = (try Self.record("p", .paused), try Self.record("f", .failed))
         let (waiting, running) = (try Self.record("c", .queued), try Self.record("r", .running))
-        #expect(local.resuming([paused, waiting]) == [.readd(paused)])
+        #expect(local.resuming([paused, waiting]) == [.readd(paused, request: paused.request)])
         #expect(fleet.resuming([paused, failed, running]) == [.requeue([paused, failed])])
         #expect(local.resuming([paused, try Self.record("done", .completed)]).refusal?.code == .conflict)
         // A remove: here (a run stopped first), or through the host that holds it when it does

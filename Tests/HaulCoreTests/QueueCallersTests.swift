@@ -53,7 +53,7 @@ extension DownloadQueueTests {
         completed.status = .completed
         #expect(queue.sourcesChanged(completed).refusal?.code == .conflict)
         // Saved: a queued one leaves the list and is picked up again; a paused one stays.
-        #expect(queue.sourcesSaved(renewed) == [.readd(renewed)])
+        #expect(queue.sourcesSaved(renewed) == [.readd(renewed, request: renewed.request)])
         #expect(!queue.waiting.contains(Self.id("b")))
         var paused = renewed
         paused.status = .paused
@@ -119,10 +119,4 @@ extension DownloadQueueTests {
         #expect(queue.changingRate(record, to: -5).refusal?.code == .usage)
     }
 
-    @Test func aBatchThatComesDuringTheShutdownIsRefused() throws {
-        var queue = Self.oneRunning()
-        try queue.checkBatch()
-        _ = queue.shutdown()
-        #expect(throws: HaulError.self) { try queue.checkBatch() }
-    }
 }

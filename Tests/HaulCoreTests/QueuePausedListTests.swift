@@ -181,7 +181,7 @@ extension DownloadQueueTests {
         var fleet = Queue.fleet(limit: 1)
         var request = try Self.record("x", .paused).request
         request.credentials = Credentials(user: "u", password: "p")
-        fleet.give(request, to: Self.id("x"))
+        Self.give(&fleet, request, to: Self.id("x"))
         let paused = try Self.record("x", .paused)
         #expect(
             fleet.fleetApplied(.pause, paused, before: .queued) == [

@@ -1,48 +1,79 @@
 import HaulCore
 import Testing
 
-/// An add of a download that exists, as the queue's actions from the ask to the caller's answer:
+/// An add of a download that exists, as the queue's actions from the ask to the batch's answer:
 /// its name checked again, its place taken at an index, its save, and the answer last.
 extension DownloadQueueTests {
+    /// A batch of one add of `existing`, which the store knows: the actions up to its re-add.
+    static func readding(_ queue: inout Queue, _ existing: DownloadRecord, _ placement: AddPlacement)
+        -> [Queue.Action]
+    {
+        #expect(queue.addsAsked([existing.request], placements: [placement]) == [.lookUpAdds([existing.request])])
+        #expect(queue.addsLookedUp([existing.request.identity: existing]) == [.readNames([:])])
+        return queue.namesRead([:])
+    }
+
+    /// The batch under way is carried out (nothing new to save) and answered.
+    static func answered(_ queue: inout Queue) -> [Queue.Action] {
+        #expect(queue.addsCarriedOut() == [.saveNew([])])
+        return queue.addsSaved()
+    }
+
     @Test func aReaddOfOneScheduledHereOrCompleteIsAnsweredAtOnce() throws {
         var queue = Self.oneRunning()
         let running = try Self.record("a", .running)
         #expect(
-            queue.readdAsked(running, request: running.request, finalFile: nil, placement: AddPlacement())
-                == [.answerReadd(running, placed: true)])
+            Self.readding(&queue, running, AddPlacement()) == [
+                .follow(offset: 0, running.id),
+                .readd(running, request: running.request, placement: AddPlacement(), offset: 0), .saveAdds,
+            ])
+        #expect(
+            queue.readdAsked(running, request: running.request, finalFile: nil, placement: AddPlacement(), offset: 0)
+                == [])
+        #expect(Self.answered(&queue) == [.answerAdds([running], placedAfter: [])])
         // Waiting here with a placement: it is carried out after the batch.
         let waiting = try Self.record("b", .queued)
+        _ = Self.readding(&queue, waiting, AddPlacement(index: 0))
         #expect(
-            queue.readdAsked(waiting, request: waiting.request, finalFile: nil, placement: AddPlacement(index: 0))
-                == [.answerReadd(waiting, placed: false)])
+            queue.readdAsked(
+                waiting, request: waiting.request, finalFile: nil, placement: AddPlacement(index: 0), offset: 0) == [])
+        #expect(Self.answered(&queue) == [.answerAdds([waiting], placedAfter: [0])])
         let done = try Self.record("done", .completed)
         let intact = Queue.FinalFile(path: "/d/done", size: 0)
+        _ = Self.readding(&queue, done, AddPlacement(index: 0))
         #expect(
-            queue.readdAsked(done, request: done.request, finalFile: intact, placement: AddPlacement(index: 0)) == [
-                .publish(DownloadEvent(id: done.id, kind: .alreadyComplete(path: "/d/done"))),
-                .settle(DownloadOutcome(done, alreadyComplete: true)),
-                .answerReadd(done, placed: false),
-            ])
+            queue.readdAsked(
+                done, request: done.request, finalFile: intact, placement: AddPlacement(index: 0), offset: 0) == [
+                    .publish(DownloadEvent(id: done.id, kind: .alreadyComplete(path: "/d/done"))),
+                    .settle(DownloadOutcome(done, alreadyComplete: true)),
+                ])
+        // Complete: it has no place to take, and the move after says so.
+        #expect(Self.answered(&queue) == [.answerAdds([done], placedAfter: [0])])
     }
 
     @Test func aReaddWhoseFileWentChecksItsNameThenTakesItsPlaceThenIsSavedAndAnswered() throws {
         var queue = Self.oneRunning()
         let done = try Self.record("done", .completed, at: 50)
         let gone = Queue.FinalFile(path: "/d/done", size: nil)
-        let actions = queue.readdAsked(done, request: done.request, finalFile: gone, placement: AddPlacement(index: 0))
+        _ = Self.readding(&queue, done, AddPlacement(index: 0))
+        let actions = queue.readdAsked(
+            done, request: done.request, finalFile: gone, placement: AddPlacement(index: 0), offset: 0)
         guard case .checkName(let fresh, let step) = actions.first, actions.count == 1 else {
             Issue.record("expected one name check, got \(actions)")
             return
         }
         #expect(fresh.status == .queued && fresh.position == 50 && step.save && step.index == 0 && !step.wasPaused)
-        // Checked: it takes its place at index 0 before anything is saved.
-        #expect(queue.readdNameChecked(step) == [.placeReadd(step, index: 0)])
-        // Placed ahead of b: saved after its place is taken (a slot freed meanwhile waits for it).
-        var placed = fresh
-        placed.position = 1
-        let answer = queue.readdPlaced(step, as: placed)
-        #expect(answer.suffix(2) == [.saveReadd(placed), .answerReadd(placed, placed: true)])
+        #expect(step.offset == 0)
+        // Checked: it takes its place at index 0, ahead of b, before anything is saved; saved
+        // after its place is taken (a slot freed meanwhile waits for it).
+        let checked = queue.readdNameChecked(step)
+        let placed = try #require(queue.waiting.entries.first { $0.id == done.id })
+        #expect(placed.position < 2)
+        var record = fresh
+        record.position = placed.position
+        #expect(checked.last == .saveReadd(record))
         #expect(Self.names(queue) == ["done", "b", "c"])
+        #expect(Self.answered(&queue) == [.answerAdds([record], placedAfter: [])])
     }
 
     @Test func aPausedReaddAtItsOwnPlaceIsSavedOnlyWhenItMoved() throws {
@@ -55,14 +86,13 @@ extension DownloadQueueTests {
         #expect(
             actions == [
                 .saveRecord(paused), .publish(DownloadEvent(id: paused.id, kind: .paused)),
-                .settle(DownloadOutcome(paused)), .answerReadd(paused, placed: true),
+                .settle(DownloadOutcome(paused)),
             ])
         #expect(Self.names(queue) == ["b", "c", "f*"])
         // Paused again, at its own place: nothing to save, nothing published.
         #expect(
             queue.readdAsked(
-                paused, request: paused.request, finalFile: nil, placement: AddPlacement(startsPaused: true))
-                == [.answerReadd(paused, placed: true)])
+                paused, request: paused.request, finalFile: nil, placement: AddPlacement(startsPaused: true)) == [])
     }
 }
 

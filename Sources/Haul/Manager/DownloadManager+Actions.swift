@@ -12,8 +12,13 @@ extension DownloadManager {
     struct CallerWork {
         var stopping: [Completion] = []
         var later: [DownloadQueue.Action] = []
-        /// A re-add's answer (`.answerReadd`): the record, and whether its placement is carried out.
-        var readd: (DownloadRecord, placed: Bool)?
+        /// A batch of adds: where each request's download's id goes once decided (`.follow`).
+        var following: [FollowedIDs?] = []
+        /// A batch of adds: its names' disk and store state, read once (`.readNames`).
+        var facts = FileNameClaims.Facts()
+        /// A batch of adds: its answer (`.answerAdds`), one record per request and the offsets
+        /// placed after it.
+        var added: AddedBatch = ([], [])
 
         /// The caller returns once this run (if any) has returned.
         mutating func wait(for run: RunHandle?) {
@@ -85,7 +90,7 @@ extension DownloadManager {
         return pausedEverywhere
     }
 
-    private func perform(_ action: DownloadQueue.Action, for work: inout CallerWork) async throws {
+    func perform(_ action: DownloadQueue.Action, for work: inout CallerWork) async throws {
         switch action {
         case .startRun(let id, let generation, let place, let given, let copy):
             start(id, generation: generation, place: place, given: given, copy: copy)
@@ -123,13 +128,32 @@ extension DownloadManager {
         case .checkName(let record, let step):
             try await names.checkExplicit(record)
             for action in queue.readdNameChecked(step) { try await perform(action, for: &work) }
-        case .placeReadd(let step, let index):
-            var record = step.record
-            var none: [DownloadRecord] = []
-            try await givePlace(&record, index: index, fresh: &none, excluding: record.id)
-            for action in queue.readdPlaced(step, as: record) { try await perform(action, for: &work) }
-        case .answerReadd(let record, let placed):
-            work.readd = (record, placed)
+        case .lookUpAdds(let requests):
+            for action in queue.addsLookedUp(try await store.records(matching: requests)) {
+                try await perform(action, for: &work)
+            }
+        case .readNames(let requests):
+            work.facts = try await names.facts(for: Array(requests.values))
+            for action in queue.namesRead(try await holders(of: requests, facts: work.facts)) {
+                try await perform(action, for: &work)
+            }
+        case .follow(let offset, let id):
+            work.following[offset]?.insert(id)
+        case .makeNew(let request, let status, let offset):
+            var record = DownloadRecord(id: .random(), request: request, createdAt: clock.secondsSince1970())
+            try await names.checkExplicit(record, facts: work.facts)
+            record.status = status
+            for action in queue.newMade(record, offset: offset, now: clock.microsecondsSince1970()) {
+                try await perform(action, for: &work)
+            }
+        case .saveAdds:
+            for action in queue.addsCarriedOut() { try await perform(action, for: &work) }
+        case .saveNew(let records):
+            // Each is in the list already; a message read after this save waits for them.
+            try await store.save(records)
+            for action in queue.addsSaved() { try await perform(action, for: &work) }
+        case .answerAdds(let records, let placedAfter):
+            work.added = (records, placedAfter)
         case .deleteFiles(let record, let final):
             await removeFiles(of: record, final: final)
         case .applyRate(let id, let rate):
@@ -166,8 +190,11 @@ extension DownloadManager {
             try await store.save(record)
         case .deleteRecords(let ids):
             for id in ids { try await store.delete(id) }
-        case .readd(let record):
-            _ = try await readd(record, request: record.request)
+        case .readd(let record, let request, let placement, let offset):
+            let finalFile = try await DestinationFiles.completedFile(record)
+            let actions = queue.readdAsked(
+                record, request: request, finalFile: finalFile, placement: placement, offset: offset)
+            for action in actions { try await perform(action, for: &work) }
         case .requeue(let records):
             try await requeue(records)
         case .pauseEverywhere(let ids):

@@ -51,7 +51,6 @@ extension DownloadManager {
     /// fails, the entries not written yet go back to their places in `restore`, so memory and
     /// the store agree.
     func storePlaces(_ entries: [WaitingQueue.Entry], restore: [WaitingQueue.Entry]) async throws {
-        keepAddsLast(after: entries)
         var written = 0
         do {
             for entry in entries {
@@ -64,28 +63,5 @@ extension DownloadManager {
             await perform(queue.placesFailed(restore.filter { unwritten.contains($0.id) }))
             throw error
         }
-    }
-
-    /// A spread open at the end may give places past the last add's: the next add still goes after.
-    private func keepAddsLast(after entries: [WaitingQueue.Entry]) {
-        lastPosition = max(lastPosition, entries.map(\.position).max() ?? lastPosition)
-    }
-
-    /// Gives a new download (not yet saved) the place that puts it at `index` of the waiting
-    /// list as it stands (the batch's new ones placed before it included), spreading the
-    /// positions around it first when its neighbours leave no room. The caller puts it in the list
-    /// (`addingNew`) in the same step.
-    /// `excluding`: a download that exists, placed anew (not counted where it stands now).
-    func givePlace(
-        _ record: inout DownloadRecord, index: Int, fresh: inout [DownloadRecord], excluding: DownloadID? = nil
-    ) async throws {
-        let list = queue.waitingList.map(\.entry).filter { $0.id != excluding }
-        let insertion = try QueuePlaces.insert(WaitingQueue.Entry(record), in: list, at: index)
-        keepAddsLast(after: insertion.spread)
-        _ = try await performCalling(queue.placing(insertion.spread, unsaved: Set(fresh.map(\.id)), before: list))
-        // The batch's own entries (not in the store yet) take the spread's places in their records.
-        let spread = Dictionary(uniqueKeysWithValues: insertion.spread.map { ($0.id, ($0.priority, $0.position)) })
-        fresh = fresh.map { $0.placed(at: spread[$0.id]) }
-        record = record.placed(at: insertion.place)
     }
 }

@@ -31,12 +31,11 @@ extension DownloadManager {
         -> [DownloadRecord]
     {
         try queue.checkAdds(requests, placements: placements)
-        if requests.isEmpty { return [] }
         let (records, existing) = try await submitAdd(
             AddBatch(requests: requests, placements: placements, following: following))
         // Each one's placement, whatever became of the others'; the first failure is the answer.
         var failure: (any Error)?
-        for offset in existing where !placements[offset].isDefault {
+        for offset in existing {
             do {
                 try await place(existing: records[offset].id, placements[offset])
             } catch {
@@ -48,7 +47,7 @@ extension DownloadManager {
     }
 
     /// A download that existed before its add: one that was not scheduled here was saved paused
-    /// or placed in the add's own step (`DownloadQueue.readd`); one running or waiting here is
+    /// or placed in the add's own step (`DownloadQueue.readdAsked`); one running or waiting here is
     /// paused now, then moved to its index, as the queue says (`placingAfterAdd`).
     private func place(existing id: DownloadID, _ placement: AddPlacement) async throws {
         try await finish(
@@ -62,7 +61,8 @@ extension DownloadManager {
         var following: FollowedIDs?
     }
 
-    /// The records of one caller's adds, and the offsets of those that existed before.
+    /// The records of one caller's adds, and the offsets of those whose placement is carried out
+    /// after the batch.
     typealias AddedBatch = ([DownloadRecord], [Int])
 
     /// Adds what waited in the line as one batch: one answer per caller. (When it fails, the
@@ -82,88 +82,29 @@ extension DownloadManager {
         return answers
     }
 
-    /// One batch of adds, as one queue change (one message of the manager's loop). Returns the
-    /// records, and the offsets of those whose placement is carried out after it. What each
-    /// request is, the queue decides (`DownloadQueue.addKinds`); this reads what it needs and
-    /// carries it out. `following[i]`: where `requests[i]`'s download's id goes once decided.
+    /// One batch of adds, as one queue change (one message of the manager's loop): the queue
+    /// decides it step by step (`DownloadQueue.addsAsked`, and the reads and records it asks
+    /// for); this carries its actions out. `following[i]`: where `requests[i]`'s download's id
+    /// goes once decided. When a step fails, nothing new was saved: the queue takes the new ones
+    /// back (`addsFailed`).
     private func addNow(
-        _ requests: [DownloadRequest], placements: [AddPlacement],
-        following: [FollowedIDs?]
-    ) async throws -> ([DownloadRecord], [Int]) {
-        try queue.checkBatch()
-        var results: [DownloadRecord] = []
-        var fresh: [DownloadRecord] = []
-        var placed: [Int: Bool] = [:]
-        let kinds: [DownloadQueue.AddKind]
+        _ requests: [DownloadRequest], placements: [AddPlacement], following: [FollowedIDs?]
+    ) async throws -> AddedBatch {
+        var work = CallerWork(following: following)
         do {
-            let known = try await store.records(matching: requests)
-            // Each request's identity, made once (it is a string built from four); the explicit
-            // names' disk and store state, read once for the batch.
-            let identities = requests.map(\.identity)
-            let unknown = requests.indices.filter { known[identities[$0]] == nil }
-            let facts = try await names.facts(for: unknown.map { requests[$0] })
-            kinds = queue.addKinds(
-                requests, identities: identities, placements: placements, known: known,
-                sameOutput: try await holders(of: unknown, in: requests, facts: facts))
-            // Followers hear about the downloads that exist before anything in the batch can
-            // settle one (a file found complete is settled within its readd).
-            for (offset, kind) in kinds.enumerated() { kind.existingID.map { following[offset]?.insert($0) } }
-            for (offset, request) in requests.enumerated() {
-                let record: DownloadRecord
-                switch kinds[offset] {
-                case .sameAs(let earlier):
-                    following[offset]?.insert(results[earlier].id)
-                    results.append(results[earlier])
-                    continue
-                case .existing(let existing):
-                    // Before readd: it may start the run at once, which takes them.
-                    queue.give(request, to: existing.id)
-                    (record, placed[offset]) = try await readd(
-                        existing, request: request, placement: placements[offset])
-                case .newSources(let renewed):
-                    // The same `-o` with another URL: the download goes on from its bytes.
-                    queue.give(request, to: renewed.id)
-                    try await store.save(renewed)
-                    (record, placed[offset]) = try await readd(renewed, request: request, placement: placements[offset])
-                case .new(let status):
-                    var new = try await newRecord(for: request, facts: facts)
-                    new.status = status
-                    following[offset]?.insert(new.id)
-                    if let index = placements[offset].index {
-                        // Decided on the list as it stands, and taken at once.
-                        try await givePlace(&new, index: index, fresh: &fresh)
-                    }
-                    record = new
-                    fresh.append(record)
-                    // In the list from now on (at the end of its priority, or where it was
-                    // placed): the batch's later adds at an index count it.
-                    await perform(queue.addingNew(new))
-                }
-                results.append(record)
-                queue.give(request, to: record.id)
-            }
-            // A spread may have moved new ones placed earlier in the batch.
-            let moved = Dictionary(fresh.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
-            for index in results.indices { results[index] = moved[results[index].id] ?? results[index] }
-            // Each is in the list already; a message read after this save waits for them.
-            try await store.save(fresh)
+            for action in queue.addsAsked(requests, placements: placements) { try await perform(action, for: &work) }
         } catch {
-            // Nothing new was saved: they leave the list, and give back their names.
-            await perform(queue.saveFailed(fresh.map(\.id)))
-            for record in fresh { await names.release(directory: record.request.directory, name: record.fileName) }
+            await perform(queue.addsFailed())
             throw error
         }
-        // Saved: a slot may go to them now; events and outcomes as the queue says.
-        await perform(queue.newSaved(fresh))
-        return (results, DownloadQueue.placedAfter(kinds, placements: placements, placed: placed))
+        return work.added
     }
 
-    /// For the batch's requests that the store does not know by identity, the download holding
-    /// each one's explicit name (from `facts`), if any.
-    private func holders(of offsets: [Int], in requests: [DownloadRequest], facts: FileNameClaims.Facts)
-        async throws -> [Int: DownloadRecord]
+    /// The downloads holding the explicit names of `requests` (by offset in the batch), read with
+    /// the names' disk and store state (`facts`).
+    func holders(of requests: [Int: DownloadRequest], facts: FileNameClaims.Facts) async throws -> [Int: DownloadRecord]
     {
-        let ids = offsets.reduce(into: [Int: DownloadID]()) { $0[$1] = facts.holder(of: requests[$1]) }
+        let ids = requests.compactMapValues(facts.holder(of:))
         let records = try await store.records(Array(Set(ids.values)))
         let byID = Dictionary(records.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         return ids.compactMapValues { byID[$0] }

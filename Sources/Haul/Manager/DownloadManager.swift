@@ -63,8 +63,6 @@ public actor DownloadManager {
     var queue: DownloadQueue
     /// The runs of this process, by download: the handles the queue's actions need.
     var handles: [DownloadID: RunHandle] = [:]
-    /// The last queue position handed out: positions only grow, so the newest goes last.
-    var lastPosition: Int64 = 0
     var idleWaiters: [CheckedContinuation<Void, Never>] = []
     var locks: DownloadLocks?
     /// What `run()` runs and where it stands (`DownloadManager+Service.swift`).
@@ -219,35 +217,6 @@ public actor DownloadManager {
     @discardableResult
     public func add(_ request: DownloadRequest) async throws -> DownloadRecord {
         try await add([request])[0]
-    }
-
-    /// A fresh queued record at the end of its priority, its explicit file name checked.
-    func newRecord(for request: DownloadRequest, facts: FileNameClaims.Facts? = nil) async throws -> DownloadRecord {
-        var record = DownloadRecord(id: .random(), request: request, createdAt: clock.secondsSince1970())
-        try await names.checkExplicit(record, facts: facts)
-        record.status = .queued
-        // Microseconds, and at least `QueuePlaces.gap` apart within a batch: a move to an index
-        // then takes one write, a place between its new neighbours (`QueuePlaces.moving`).
-        lastPosition = max(lastPosition + QueuePlaces.gap, clock.microsecondsSince1970())
-        record.position = lastPosition
-        return record
-    }
-
-    /// Picks up a download that exists, as the queue decides (`DownloadQueue.readdAsked`; the
-    /// manager reads its completed file, checks its name and gives it its place when asked).
-    /// `placement`: saved paused instead of queued, and at its index of the waiting list, in
-    /// the same step, when it is not scheduled here. Returns the record, and whether the
-    /// placement is carried out (a download running or waiting here is paused or moved after,
-    /// as `pause` and `move` do).
-    func readd(
-        _ existing: DownloadRecord, request: DownloadRequest,
-        placement: AddPlacement = AddPlacement()
-    ) async throws -> (DownloadRecord, placed: Bool) {
-        let finalFile = try await DestinationFiles.completedFile(existing)
-        let work = try await performCalling(
-            queue.readdAsked(existing, request: request, finalFile: finalFile, placement: placement))
-        guard let answer = work.readd else { throw HaulError(.internal, "a re-add of \(existing.id) had no answer") }
-        return answer
     }
 
     /// Puts back in the queue what was queued or running when the last process stopped.

@@ -1,6 +1,5 @@
 /// A batch of adds: what each request is, decided from what the store holds for it, before
-/// anything is saved. The manager reads (the records of the batch's identities, the holders of
-/// their explicit names) and carries the answer out; the kinds are decided here.
+/// anything is saved (the batch's events and actions: `DownloadQueue+AddBatch.swift`).
 extension DownloadQueue {
     /// What one request of a batch of adds is.
     public enum AddKind: Sendable, Hashable {
@@ -40,12 +39,6 @@ extension DownloadQueue {
             throw HaulError(.usage, "a queue index must be 0 or more (got \(index))")
         }
         if let refusal = reorderRefusal, placements.contains(where: { $0.index != nil }) { throw refusal }
-    }
-
-    /// Refuses a batch when it comes to be added during the shutdown: nothing added then would
-    /// ever start or settle.
-    public func checkBatch() throws(HaulError) {
-        if isShuttingDown { throw HaulError(.interrupted, "the download manager is shutting down") }
     }
 
     /// The kind of each request, in order. `identities[i]`: `requests[i].identity`; `known`: the

@@ -72,7 +72,7 @@ extension DownloadQueue {
             return [Self.alreadyComplete(done.id)]
         }
         if isFleet { return [.requeue(records.filter { !$0.status.resumesAfterRestart })] }
-        return records.filter { !isScheduled($0.id) }.map { .readd($0) }
+        return records.filter { !isScheduled($0.id) }.map { .readd($0, request: $0.request) }
     }
 
     /// A remove of `id`, which exists: one running here is asked to stop as removed, then
@@ -175,7 +175,7 @@ extension DownloadQueue {
     /// New URLs, saved: a paused download stays paused; any other leaves the list and is picked
     /// up again as an add would (`.readd`).
     public mutating func sourcesSaved(_ record: DownloadRecord) -> [Action] {
-        record.status == .paused ? [] : left([record.id]) + [.readd(record)]
+        record.status == .paused ? [] : left([record.id]) + [.readd(record, request: record.request)]
     }
 
     /// `existing` with `request`'s URLs: when its first URL is another, what its validator said

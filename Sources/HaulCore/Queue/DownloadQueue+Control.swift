@@ -2,8 +2,8 @@
 /// the shutdown.
 extension DownloadQueue {
     /// A request for download `id` gave these options (credentials, `-N`): kept in its entry for
-    /// its runs. Told before anything that may start the run.
-    public mutating func give(_ request: DownloadRequest, to id: DownloadID) {
+    /// its runs. Told before anything that may start the run (an add's `namesRead`, `newMade`).
+    mutating func give(_ request: DownloadRequest, to id: DownloadID) {
         entries[id, default: Entry()].given.take(request)
     }
 

@@ -80,45 +80,56 @@ extension DownloadQueue {
         public var index: Int?
         /// Whether it was paused before the add (published paused again only if it was not).
         public var wasPaused: Bool
+        /// Its request's offset in the batch of adds under way, which hears the answer; nil for
+        /// a re-add no caller waits for (a resume, new URLs).
+        public var offset: Int?
     }
 
     /// An add of `existing` (the same download) with `request`, as actions: one scheduled here
     /// is left as it is; one whose completed file is intact (`finalFile`) is reported complete;
     /// any other goes on (`readd`): its name checked again when its file went (`.checkName`,
-    /// then `readdNameChecked`), its place taken at its index (`.placeReadd`, then
-    /// `readdPlaced`), then saved and queued or published paused (`readdDecided`). The last
-    /// action is the caller's answer (`.answerReadd`): the record, and whether its placement is
-    /// carried out (one running or waiting here is paused or moved after the batch).
+    /// then `readdNameChecked`), its place taken at its index, then saved and queued or
+    /// published paused (`readdDecided`). The batch under way hears the answer for `offset`:
+    /// the record, and whether its placement is carried out (one running or waiting here is
+    /// paused or moved after the batch).
     public mutating func readdAsked(
-        _ existing: DownloadRecord, request: DownloadRequest, finalFile: FinalFile?, placement: AddPlacement
+        _ existing: DownloadRecord, request: DownloadRequest, finalFile: FinalFile?, placement: AddPlacement,
+        offset: Int? = nil
     ) -> [Action] {
         switch readd(existing, request: request, finalFile: finalFile, startsPaused: placement.startsPaused) {
         case .scheduled:
-            return [.answerReadd(existing, placed: placement.isDefault)]
+            return answered(offset, existing, placed: placement.isDefault)
         case .alreadyComplete(let record, let path):
             // Complete: it has no place to take (the move after says so).
-            return alreadyComplete(record, path: path) + [.answerReadd(record, placed: placement.index == nil)]
+            return alreadyComplete(record, path: path) + answered(offset, record, placed: placement.index == nil)
         case .again(let record, let save, let checkName):
             let step = ReaddStep(
-                record: record, save: save, index: placement.index, wasPaused: existing.status == .paused)
+                record: record, save: save, index: placement.index, wasPaused: existing.status == .paused,
+                offset: offset)
             return checkName ? [.checkName(record, then: step)] : readdNameChecked(step)
         }
     }
 
-    /// A re-add's name is checked (or needed no check): it takes its place at its index, decided
-    /// on the list as it stands without it and taken before any slot can go to it; or it is
-    /// saved and queued where its record puts it.
+    /// A re-add's name is checked (or needed no check): it takes the place that puts it at its
+    /// index, decided on the list as it stands without it and taken before any slot can go to
+    /// it (`takingPlace`); or it is saved and queued where its record puts it.
     public mutating func readdNameChecked(_ step: ReaddStep) -> [Action] {
         guard let index = step.index else { return readdPlaced(step, as: step.record) }
-        return [.placeReadd(step, index: index)]
+        var record = step.record
+        do {
+            let actions = try takingPlace(&record, index: index, excluding: record.id)
+            return actions + readdPlaced(step, as: record)
+        } catch {
+            return [.refuse(error)]
+        }
     }
 
     /// A re-add took its place (`placed`: its record with it): saved when it moved, then queued
-    /// or published paused; the caller is answered.
+    /// or published paused; the batch hears the answer.
     public mutating func readdPlaced(_ step: ReaddStep, as placed: DownloadRecord) -> [Action] {
         let moved = (placed.request.priority, placed.position) != (step.record.request.priority, step.record.position)
         return readdDecided(placed, save: step.save || moved, wasPaused: step.wasPaused)
-            + [.answerReadd(placed, placed: true)]
+            + answered(step.offset, placed, placed: true)
     }
 
     /// A re-add decided `.again` (its name checked and its placement taken): what becomes of its

@@ -92,6 +92,8 @@ extension DownloadQueue {
     public mutating func placing(
         _ changed: [WaitingQueue.Entry], unsaved: Set<DownloadID> = [], before: [WaitingQueue.Entry]
     ) -> [Action] {
+        // A spread open at the end may give places past the last new one's: the next still goes after.
+        lastPosition = max(lastPosition, changed.map(\.position).max() ?? lastPosition)
         let stored = changed.filter { !unsaved.contains($0.id) }
         let ids = Set(stored.map(\.id))
         let restore = before.filter { ids.contains($0.id) }

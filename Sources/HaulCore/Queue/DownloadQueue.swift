@@ -85,6 +85,12 @@ public struct DownloadQueue: Sendable {
     public internal(set) var paused = WaitingQueue()
     /// New downloads added paused whose records are not saved yet: a failed save takes them out.
     var unsavedPaused: Set<DownloadID> = []
+    /// The batch of adds under way, from `addsAsked` to `addsSaved` or `addsFailed` (the
+    /// manager's loop carries out one batch at a time).
+    var batch: AddBatch?
+    /// The last position given to a new download, or taken by a spread: the next new one goes
+    /// after it, at least `QueuePlaces.gap` later.
+    var lastPosition: Int64 = 0
 
     /// A queue on `backend`, with nothing scheduled yet.
     public init(_ backend: Backend) {
@@ -211,12 +217,26 @@ public struct DownloadQueue: Sendable {
         /// Check a re-add's name again (its file went: it starts over under a checked name);
         /// then `readdNameChecked` with `then`.
         case checkName(DownloadRecord, then: ReaddStep)
-        /// Give a re-add the place that puts it at `index` of the waiting list, not counted where
-        /// it stands now; then `readdPlaced` with its record so placed.
-        case placeReadd(ReaddStep, index: Int)
-        /// The answer to the caller of a re-add: the record, and whether its placement is carried
-        /// out (false: it is paused or moved after the batch, as `pause` and `move` do).
-        case answerReadd(DownloadRecord, placed: Bool)
+        /// Read the stored records of a batch of adds by identity; then `addsLookedUp`.
+        case lookUpAdds([DownloadRequest])
+        /// Read what holds these requests' explicit names (by offset in the batch): the disk,
+        /// and the record of the download holding each; then `namesRead` with the holders.
+        case readNames([Int: DownloadRequest])
+        /// The download of the batch's request at `offset` is `id`: whoever follows that request
+        /// hears of it from now on (aria2's `followedBy`), before anything about it is published.
+        case follow(offset: Int, DownloadID)
+        /// Make the record of a new download (a new id, its explicit name checked against the
+        /// names read), with this status; then `newMade`.
+        case makeNew(DownloadRequest, status: DownloadStatus, offset: Int)
+        /// Every request of the batch was carried out: ask for what to save (`addsCarriedOut`).
+        case saveAdds
+        /// Save the batch's new records together; then `addsSaved` (a failure is the caller's,
+        /// after `addsFailed`).
+        case saveNew([DownloadRecord])
+        /// The answer to the batch's callers: one record per request, in order, and the offsets
+        /// whose placement is carried out after the batch (paused or moved as `pause` and `move`
+        /// do).
+        case answerAdds([DownloadRecord], placedAfter: [Int])
         /// Move the download to `toIndex` of the waiting list once its pause is done (after the
         /// caller's turn: `moving`, asked again, for an add's placement).
         case moveAfterPause(DownloadID, toIndex: Int)
@@ -257,8 +277,11 @@ public struct DownloadQueue: Sendable {
         case saveRecord(DownloadRecord)
         /// Delete these finished downloads' records; a failure is the caller's.
         case deleteRecords([DownloadID])
-        /// Put this download back in the queue as an add would pick it up (`readd`).
-        case readd(DownloadRecord)
+        /// Pick this download up with `request` as an add does: read its completed file, then
+        /// `readdAsked` (`offset`: the request's place in the batch under way, which hears the
+        /// answer; nil for a resume).
+        case readd(
+            DownloadRecord, request: DownloadRequest, placement: AddPlacement = AddPlacement(), offset: Int? = nil)
         /// Fleet: queue these again in one transaction, their errors cleared, all or none.
         case requeue([DownloadRecord])
         /// Fleet: pause these downloads in one statement of the shared store, wherever they run;
