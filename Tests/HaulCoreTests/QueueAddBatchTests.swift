@@ -88,6 +88,38 @@ extension DownloadQueueTests {
         #expect(records.allSatisfy { WaitingQueue.Entry($0) == places[$0.id] })
     }
 
+    @Test func aReaddAtAnIndexWhoseSpreadMovesTheBatchsNewOneLeavesItUnstoredAndSavesItsNewPlace() throws {
+        var queue = Queue.local(limit: 1)
+        _ = queue.queued([Self.place("a", 1), Self.place("b", 2), Self.place("c", 63)])
+        let x = try Self.output("http://h/x", "x.bin")
+        var known = try Self.record("k", .failed, at: 100)
+        known.request = try Self.output("http://h/k", "k.bin")
+        let placements = [AddPlacement(), AddPlacement(index: 2)]
+        _ = queue.addsAsked([x, known.request], placements: placements)
+        _ = queue.addsLookedUp([known.request.identity: known])
+        _ = queue.namesRead([:])
+        // The first new position is a gap past nothing: 64, right after c.
+        _ = queue.newMade(Self.made("x", x, .queued), offset: 0, now: 0)
+        #expect(queue.waiting.entries.last == Self.place("x", 64))
+        // k between c and x: no room, so the positions around spread, x's among them; x is not
+        // stored yet, so its record takes its new place before its save.
+        let actions = queue.readdAsked(
+            known, request: known.request, finalFile: nil, placement: placements[1], offset: 1)
+        #expect(Self.names(queue) == ["b", "c", "k", "x"])
+        #expect(queue.waiting.entries.last != Self.place("x", 64), "the spread moved x")
+        let stored = actions.flatMap { action -> [DownloadID] in
+            guard case .storePlaces(let entries, _) = action else { return [] }
+            return entries.map(\.id)
+        }
+        #expect(!stored.contains(Self.id("x")))
+        guard case .saveNew(let records) = queue.addsCarriedOut().first else {
+            Issue.record("expected the new one's save")
+            return
+        }
+        let places = Dictionary(uniqueKeysWithValues: queue.waiting.entries.map { ($0.id, $0) })
+        #expect(records.count == 1 && records.allSatisfy { WaitingQueue.Entry($0) == places[$0.id] })
+    }
+
     @Test func aBatchThatFailsTakesItsNewOnesBackAndGivesBackTheirNames() throws {
         var queue = Self.oneRunning()
         let x = try Self.output("http://h/x", "x.bin")
