@@ -7,7 +7,7 @@ import PostgresNIO
 /// refused before anything is changed.
 enum FleetSchema {
     /// The version this haul writes. Add a step to `steps` and raise it; never edit a step.
-    static let version = 4
+    static let version = 5
 
     static let steps: [[String]] = [
         [
@@ -88,6 +88,18 @@ enum FleetSchema {
             CREATE INDEX IF NOT EXISTS haul_downloads_digest ON haul_downloads (digest)
             WHERE digest IS NOT NULL AND status IN ('queued', 'running')
             """,
+        ],
+        [
+            // Groups of downloads (a name of content and its finish), shared by every host, so
+            // whichever completes the last member writes the finish: the group's JSON, its
+            // state and age in columns, its members in an array for `groups(containing:)`.
+            """
+            CREATE TABLE IF NOT EXISTS haul_groups (
+                id text PRIMARY KEY, state text NOT NULL, created_at bigint NOT NULL, members text[] NOT NULL,
+                body text NOT NULL)
+            """,
+            "CREATE INDEX IF NOT EXISTS haul_groups_members ON haul_groups USING gin (members)",
+            "CREATE INDEX IF NOT EXISTS haul_groups_unfinished ON haul_groups (created_at) WHERE state <> 'finished'",
         ],
     ]
 

@@ -17,7 +17,7 @@ import SQLiteNIO
 /// the file (SQLite locks it, `busy_timeout` waits).
 public final class SQLiteDownloadStore: DownloadStore {
     let connection: SQLiteConnection
-    private let writes: GroupCommit
+    let writes: GroupCommit
     private let pool: NIOThreadPool
     /// A second connection, on a thread of its own, for listings: in WAL mode a reader never
     /// waits for a writer, so listing ten thousand downloads does not queue behind the fsyncs of

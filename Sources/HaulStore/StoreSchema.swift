@@ -131,7 +131,19 @@ enum StoreSchema {
         case storedForm
     }
 
-    static let steps: [Step] = migrations.map(Step.sql) + [.storedForm]
+    static let steps: [Step] =
+        migrations.map(Step.sql) + [
+            .storedForm,
+            .sql([
+                // Version 13: groups of downloads (a name of content and its finish), each one
+                // row: the group's JSON, its state and age in columns (`DownloadGroup`).
+                """
+                CREATE TABLE download_groups (
+                    id TEXT PRIMARY KEY, state TEXT NOT NULL, created_at INTEGER NOT NULL, body TEXT NOT NULL)
+                """,
+                "CREATE INDEX download_groups_unfinished ON download_groups (created_at) WHERE state <> 'finished'",
+            ]),
+        ]
 
     /// Two processes may open a new database at once: the version is read inside the write
     /// transaction, so the second one sees the first one's work instead of redoing it.

@@ -24,6 +24,36 @@ import Testing
         }
     }
 
+    /// A group one host saves is every host's: found by a member, listed while unfinished, and
+    /// its state changed by another host.
+    @Test func groupsAreSharedByEveryHost() async throws {
+        let server = try await PostgresServer.start()
+        let a = try await PostgresDownloadStore.open(try location(server), host: "a")
+        let b = try await PostgresDownloadStore.open(try location(server), host: "b")
+        let members = queued(3).map(\.id)
+        var group = DownloadGroup(
+            id: .random(), name: "hf://org/model", directory: "/cache", members: members,
+            files: [DownloadGroup.File(path: "blobs/1", size: 9)],
+            finish: .hubCache(
+                HubCacheFinish(
+                    links: [.init(link: "snapshots/x/config.json", target: "../../blobs/1")],
+                    ref: .init(path: "refs/main", commit: "x"))), createdAt: 5)
+        try await a.saveGroup(group)
+        #expect(try await b.group(group.id) == group)
+        #expect(try await b.groups(containing: members[2]) == [group])
+        #expect(try await b.groups(containing: DownloadID.random()) == [])
+        #expect(try await b.unfinishedGroups() == [group])
+        group.state = .finished
+        try await b.saveGroup(group)
+        #expect(try await a.unfinishedGroups() == [])
+        #expect(try await a.group(group.id)?.state == .finished)
+        try await a.deleteGroup(group.id)
+        #expect(try await b.group(group.id) == nil)
+        await a.close()
+        await b.close()
+        await server.destroy()
+    }
+
     @Test func claimsAreExclusiveAndFollowTheQueueOrder() async throws {
         let server = try await PostgresServer.start()
         let a = try await PostgresDownloadStore.open(try location(server), host: "a")

@@ -38,7 +38,7 @@ import Testing
         _ = try await server.psql("UPDATE haul_schema SET version = 2")
 
         let migrated = try await PostgresDownloadStore.open(try location(server), host: "a")
-        #expect(try await server.psql("SELECT version FROM haul_schema") == "4")
+        #expect(try await server.psql("SELECT version FROM haul_schema") == "5")
         for record in records {
             let read = try #require(try await migrated.record(record.id))
             #expect(read.request == record.request)

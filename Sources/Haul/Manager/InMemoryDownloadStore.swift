@@ -4,6 +4,7 @@ import HaulCore
 /// and for tests of the engine that are not about persistence.
 public actor InMemoryDownloadStore: DownloadStore {
     private var records: [DownloadID: DownloadRecord] = [:]
+    private var groups: [GroupID: DownloadGroup] = [:]
 
     /// An empty store.
     public init() {}
@@ -37,4 +38,27 @@ public actor InMemoryDownloadStore: DownloadStore {
 
     /// Forgets the record `id` entirely; nothing happens when there is none.
     public func delete(_ id: DownloadID) { records[id] = nil }
+
+    /// Keeps `group`, in place of any with its id.
+    public func saveGroup(_ group: DownloadGroup) { groups[group.id] = group }
+
+    /// The group with `id`; nil when there is none.
+    public func group(_ id: GroupID) -> DownloadGroup? { groups[id] }
+
+    /// The groups `id` is a member of, oldest first.
+    public func groups(containing id: DownloadID) -> [DownloadGroup] {
+        Self.oldestFirst(groups.values.filter { $0.members.contains(id) })
+    }
+
+    /// The groups not finished, oldest first.
+    public func unfinishedGroups() -> [DownloadGroup] {
+        Self.oldestFirst(groups.values.filter { $0.state != .finished })
+    }
+
+    /// Forgets the group `id`.
+    public func deleteGroup(_ id: GroupID) { groups[id] = nil }
+
+    private static func oldestFirst(_ groups: [DownloadGroup]) -> [DownloadGroup] {
+        groups.sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
+    }
 }

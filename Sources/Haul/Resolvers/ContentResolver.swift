@@ -130,9 +130,6 @@ public protocol ResolutionFinish: Sendable {
     func write(into directory: String) throws(HaulError)
 }
 
-extension ImageLayoutFinish: ResolutionFinish {}
-extension HubCacheFinish: ResolutionFinish {}
-
 extension OCIManifest.Platform {
     /// The platform this program was built for: `linux/amd64`, `linux/arm64`.
     public static var machine: OCIManifest.Platform {

@@ -108,30 +108,7 @@ public struct HubResolver: Sendable {
     }
 }
 
-/// What completes huggingface_hub's cache once a revision's blobs are in: each file's link in
-/// `snapshots/COMMIT/` and `refs/REVISION`.
-public struct HubCacheFinish: Sendable, Codable {
-    /// A link beneath the cache and what it points to (relative).
-    public struct Link: Sendable, Codable, Hashable {
-        /// The link's path beneath the cache.
-        public var link: String
-        /// What it points to, relative to it.
-        public var target: String
-    }
-
-    /// The file of a ref and the commit it holds.
-    public struct Ref: Sendable, Codable, Hashable {
-        /// The ref's path beneath the cache.
-        public var path: String
-        /// The commit.
-        public var commit: String
-    }
-
-    /// Each link of the snapshot.
-    public var links: [Link]
-    /// The ref; nil when the revision is the commit.
-    public var ref: Ref?
-
+extension HubCacheFinish: ResolutionFinish {
     /// Makes the links and writes the ref in `directory` (the cache).
     public func write(into directory: String) throws(HaulError) {
         for link in links { try SmallFiles.link(link.link, to: link.target, beneath: directory) }

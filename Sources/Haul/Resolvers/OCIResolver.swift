@@ -174,16 +174,7 @@ public struct OCIResolver: Sendable {
     }
 }
 
-/// What completes an image layout once its blobs are in: the manifest written as a blob (it was
-/// fetched and checked by the resolver), `oci-layout`, and `index.json` naming the image.
-public struct ImageLayoutFinish: Sendable, Codable {
-    /// The image's manifest, as `index.json` names it.
-    public var manifest: OCIManifest.Descriptor
-    /// Its bytes, checked against its digest.
-    public var manifestBytes: [UInt8]
-    /// The name in `index.json` (`org.opencontainers.image.ref.name`): the tag.
-    public var name: String
-
+extension ImageLayoutFinish: ResolutionFinish {
     /// Writes the manifest blob, `oci-layout` and `index.json` in `directory` (each through a
     /// temporary file and a rename, so a reader never sees half of one).
     public func write(into directory: String) throws(HaulError) {

@@ -38,6 +38,17 @@ public protocol DownloadStore: Sendable {
     /// The places (id, priority, position) of the records with `status`, in queue order: what
     /// the waiting list needs of the paused downloads, without reading whole records.
     func places(status: DownloadStatus) async throws -> [WaitingQueue.Entry]
+    /// Keeps `group` whole, in place of any with its id. (Default: refused,
+    /// `DownloadGroup.unsupported`: a store that keeps no groups cannot take a name of content.)
+    func saveGroup(_ group: DownloadGroup) async throws
+    /// The group with `id`; nil when there is none. (Default: none.)
+    func group(_ id: GroupID) async throws -> DownloadGroup?
+    /// The groups `id` is a member of, oldest first. (Default: none.)
+    func groups(containing id: DownloadID) async throws -> [DownloadGroup]
+    /// The groups not finished (waiting, or whose finish failed), oldest first. (Default: none.)
+    func unfinishedGroups() async throws -> [DownloadGroup]
+    /// Deletes the group `id`; nothing happens when there is none. (Default: nothing.)
+    func deleteGroup(_ id: GroupID) async throws
 }
 
 /// A file name in a directory: what `-o` names, and what two downloads may not share.
@@ -117,6 +128,21 @@ extension DownloadStore {
         record.position = position
         try await save(record)
     }
+
+    /// By default, refused: this store keeps no groups.
+    public func saveGroup(_ group: DownloadGroup) async throws { throw DownloadGroup.unsupported }
+
+    /// By default, none.
+    public func group(_ id: GroupID) async throws -> DownloadGroup? { nil }
+
+    /// By default, none.
+    public func groups(containing id: DownloadID) async throws -> [DownloadGroup] { [] }
+
+    /// By default, none.
+    public func unfinishedGroups() async throws -> [DownloadGroup] { [] }
+
+    /// By default, nothing.
+    public func deleteGroup(_ id: GroupID) async throws {}
 
     /// By default, counts every record `records(status: nil)` returns, removed ones included.
     public func counts() async throws -> [DownloadStatus: Int] {

@@ -3,7 +3,7 @@
 /// and layers; and which platform an index's entries are for.
 public enum OCIManifest: Sendable, Equatable {
     /// A blob or manifest named by its digest: its media type, digest and length.
-    public struct Descriptor: Sendable, Equatable, Codable {
+    public struct Descriptor: Sendable, Hashable, Codable {
         /// `application/vnd.oci.image.layer.v1.tar+gzip`, ...
         public var mediaType: String
         /// `sha256:` and 64 hex digits.
@@ -26,7 +26,7 @@ public enum OCIManifest: Sendable, Equatable {
     }
 
     /// An operating system and architecture (`linux/amd64`, `linux/arm64/v8`).
-    public struct Platform: Sendable, Equatable, Codable, CustomStringConvertible {
+    public struct Platform: Sendable, Hashable, Codable, CustomStringConvertible {
         /// `linux`, ...
         public var os: String
         /// `amd64`, `arm64`, ...
