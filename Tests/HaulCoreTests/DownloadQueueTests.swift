@@ -264,9 +264,10 @@ import Testing
         var local = Self.oneRunning()
         var fleet = Queue.fleet(limit: 1)
         _ = fleet.claimed([Self.id("here")], limit: 1)
-        #expect(local.restore() == [.restoreQueued])
-        #expect(fleet.restore() == [.startClaiming(every: .seconds(1))])
-        #expect(fleet.restore() == [], "one loop, however often the restore is called")
+        // Unfinished groups are checked at every start, on either backend.
+        #expect(local.restore() == [.restoreQueued, .readGroups])
+        #expect(fleet.restore() == [.startClaiming(every: .seconds(1)), .readGroups])
+        #expect(fleet.restore() == [.readGroups], "one loop, however often the restore is called")
         // A pause: the machine's actions here, one statement for all of them in a fleet.
         #expect(local.pausing([(Self.id("b"), .queued)]) == [.savePaused([Self.id("b")])])
         #expect(
@@ -402,7 +403,8 @@ import Testing
         #expect(
             queue.runEnded(Self.id("x"), generation: 1, Self.ran(done)) == [
                 .dropRun(Self.id("x")), .releaseLease(Self.id("x")), .releaseName(directory: "/d", name: "x"),
-                .settle(DownloadOutcome(done, transfer: TransferStats())), .wakeClaims,
+                // Its groups are the database's: read before its outcome is told.
+                .readGroupsOf(Self.id("x")), .settle(DownloadOutcome(done, transfer: TransferStats())), .wakeClaims,
             ])
     }
 }

@@ -90,6 +90,21 @@ extension DownloadManager {
         return pausedEverywhere
     }
 
+    /// Writes `group`'s finish on a file thread; the queue hears how it went.
+    private func writeFinish(_ group: DownloadGroup) async -> [DownloadQueue.Action] {
+        do {
+            try await BlockingIO.run { try group.finish?.write(into: group.directory) }
+            configuration.logger.info("finished a name of content", metadata: ["name": "\(group.name)"])
+            return queue.finishWritten(group)
+        } catch {
+            // Kept failed: the next completion of a member, or the next start, tries again.
+            configuration.logger.error(
+                "cannot write what completes a name of content",
+                metadata: ["name": "\(group.name)", "directory": "\(group.directory)", "error": "\(error)"])
+            return queue.finishFailed(group, HaulError.from(error, otherwise: .fileSystem))
+        }
+    }
+
     func perform(_ action: DownloadQueue.Action, for work: inout CallerWork) async throws {
         switch action {
         case .startRun(let id, let generation, let place, let given, let copy):
@@ -152,6 +167,22 @@ extension DownloadManager {
             // Each is in the list already; a message read after this save waits for them.
             try await store.save(records)
             for action in queue.addsSaved() { try await perform(action, for: &work) }
+        case .readGroups:
+            for action in queue.groupsRead(try await store.unfinishedGroups()) { try await perform(action, for: &work) }
+        case .readGroupsOf(let id):
+            for action in queue.memberGroupsRead(try await store.groups(containing: id)) {
+                try await perform(action, for: &work)
+            }
+        case .readMembers(let group):
+            for action in queue.membersRead(group, try await store.records(group.members)) {
+                try await perform(action, for: &work)
+            }
+        case .writeFinish(let group):
+            for action in await writeFinish(group) { try await perform(action, for: &work) }
+        case .saveGroup(let group):
+            try await store.saveGroup(group)
+        case .deleteGroup(let id):
+            try await store.deleteGroup(id)
         case .answerAdds(let records, let placedAfter):
             work.added = (records, placedAfter)
         case .deleteFiles(let record, let final):

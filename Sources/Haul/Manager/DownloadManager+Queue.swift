@@ -25,6 +25,16 @@ extension DownloadManager {
         try await add(requests, placements: placements, following: nil)
     }
 
+    /// Adds the downloads of a name of content as one group (`DownloadGroup`: its members are
+    /// these requests' downloads, in order), saved with them; once every member completed, the
+    /// group's finish is written, after a restart too. Returns one record per request.
+    public func add(_ requests: [DownloadRequest], group: DownloadGroup) async throws -> [DownloadRecord] {
+        try queue.checkAdds(requests, placements: requests.map { _ in AddPlacement() })
+        return try await submitAdd(
+            AddBatch(requests: requests, placements: requests.map { _ in AddPlacement() }, group: group)
+        ).0
+    }
+
     /// The same; each download's id goes into `following` as soon as the add decides it,
     /// before anything about it is published (`addFollowing`).
     func add(_ requests: [DownloadRequest], placements: [AddPlacement], following: FollowedIDs?) async throws
@@ -59,6 +69,8 @@ extension DownloadManager {
         var requests: [DownloadRequest]
         var placements: [AddPlacement]
         var following: FollowedIDs?
+        /// The group these requests' downloads make (`add(_:group:)`).
+        var group: DownloadGroup?
     }
 
     /// The records of one caller's adds, and the offsets of those whose placement is carried out
@@ -69,11 +81,17 @@ extension DownloadManager {
     /// line tries each caller's alone, so one caller's bad request, a name already taken, fails
     /// only that caller, as it would have without the line.)
     func addTogether(_ batches: [AddBatch]) async throws -> [AddedBatch] {
+        var groups: [DownloadQueue.GroupAsk] = []
+        var start = 0
+        for batch in batches {
+            if let group = batch.group { groups.append(.init(group, offsets: start..<start + batch.requests.count)) }
+            start += batch.requests.count
+        }
         let (records, existing) = try await addNow(
             batches.flatMap(\.requests), placements: batches.flatMap(\.placements),
-            following: batches.flatMap { batch in batch.requests.map { _ in batch.following } })
+            following: batches.flatMap { batch in batch.requests.map { _ in batch.following } }, groups: groups)
         var answers: [AddedBatch] = []
-        var start = 0
+        start = 0
         for batch in batches {
             let range = start..<start + batch.requests.count
             answers.append((Array(records[range]), existing.filter(range.contains).map { $0 - start }))
@@ -88,11 +106,14 @@ extension DownloadManager {
     /// goes once decided. When a step fails, nothing new was saved: the queue takes the new ones
     /// back (`addsFailed`).
     private func addNow(
-        _ requests: [DownloadRequest], placements: [AddPlacement], following: [FollowedIDs?]
+        _ requests: [DownloadRequest], placements: [AddPlacement], following: [FollowedIDs?],
+        groups: [DownloadQueue.GroupAsk]
     ) async throws -> AddedBatch {
         var work = CallerWork(following: following)
         do {
-            for action in queue.addsAsked(requests, placements: placements) { try await perform(action, for: &work) }
+            for action in queue.addsAsked(requests, placements: placements, groups: groups) {
+                try await perform(action, for: &work)
+            }
         } catch {
             await perform(queue.addsFailed())
             throw error

@@ -175,3 +175,24 @@ extension DownloadRequest {
         compositeChecksum = file.composite
     }
 }
+
+extension ContentFinish {
+    /// Writes what is left in `directory`, the downloads' root (`ResolutionFinish.write`).
+    public func write(into directory: String) throws(HaulError) {
+        switch self {
+        case .imageLayout(let layout): try layout.write(into: directory)
+        case .hubCache(let cache): try cache.write(into: directory)
+        }
+    }
+
+    /// The finish a resolver gave, as a group keeps it; nil for a kind no group keeps.
+    public init?(_ finish: any ResolutionFinish) {
+        if let layout = finish as? ImageLayoutFinish {
+            self = .imageLayout(layout)
+        } else if let cache = finish as? HubCacheFinish {
+            self = .hubCache(cache)
+        } else {
+            return nil
+        }
+    }
+}

@@ -6,7 +6,8 @@
 ///
 ///     addsAsked -> .lookUpAdds -> addsLookedUp -> .readNames -> namesRead
 ///       -> per request: .readd (then readdAsked) | .makeNew (then newMade) | nothing (the same as an earlier one)
-///       -> .saveAdds -> addsCarriedOut -> .saveNew -> addsSaved -> .answerAdds
+///       -> .saveAdds -> addsCarriedOut -> .saveGroup (its groups) -> .saveNew -> addsSaved
+///       -> .readMembers (its groups) -> .answerAdds
 ///     any failure on the way -> addsFailed (the new ones leave the list and give back their names)
 extension DownloadQueue {
     /// The batch of adds under way: its requests, what the store and the names said, and the
@@ -32,11 +33,23 @@ extension DownloadQueue {
         var placed: [Int: Bool] = [:]
         /// The offsets of the new downloads, in the order they were made.
         var fresh: [Int] = []
+        /// The groups the batch makes, and (once its requests are decided) as saved.
+        var groups: [GroupAsk]
+        var savedGroups: [DownloadGroup] = []
 
-        init(requests: [DownloadRequest], placements: [AddPlacement]) {
+        init(requests: [DownloadRequest], placements: [AddPlacement], groups: [GroupAsk]) {
             self.requests = requests
             self.placements = placements
+            self.groups = groups
             records = requests.map { _ in nil }
+        }
+
+        /// Each request's record, a repeat's being its earlier one's.
+        var resolved: [DownloadRecord?] {
+            kinds.indices.map { offset in
+                guard case .sameAs(let earlier) = kinds[offset] else { return records[offset] }
+                return records[earlier]
+            }
         }
 
         /// The batch's new records, as they stand (places a later spread gave included).
@@ -57,9 +70,11 @@ extension DownloadQueue {
 
     /// A batch of adds is asked for (checked already: `checkAdds`). Refused during the shutdown
     /// (nothing added then would ever start or settle); else its stored records are read.
-    public mutating func addsAsked(_ requests: [DownloadRequest], placements: [AddPlacement]) -> [Action] {
+    public mutating func addsAsked(
+        _ requests: [DownloadRequest], placements: [AddPlacement], groups: [GroupAsk] = []
+    ) -> [Action] {
         if isShuttingDown { return [.refuse(HaulError(.interrupted, "the download manager is shutting down"))] }
-        batch = AddBatch(requests: requests, placements: placements)
+        batch = AddBatch(requests: requests, placements: placements, groups: groups)
         return [.lookUpAdds(requests)]
     }
 
@@ -138,9 +153,14 @@ extension DownloadQueue {
         return actions + addingNew(record)
     }
 
-    /// Every request was carried out: the new records are saved together.
+    /// Every request was carried out: the batch's groups are saved with their members (before
+    /// the downloads: a restart between the two finds the group, not a download without its
+    /// group), then the new records together.
     public mutating func addsCarriedOut() -> [Action] {
-        [.saveNew(batch?.freshRecords ?? [])]
+        guard var batch else { return [] }
+        batch.savedGroups = groupsOfBatch(batch.groups, records: batch.resolved)
+        self.batch = batch
+        return batch.savedGroups.map { .saveGroup($0) } + [.saveNew(batch.freshRecords)]
     }
 
     /// The new records are saved: the queued ones may take a slot, events and outcomes go out
@@ -149,11 +169,9 @@ extension DownloadQueue {
     public mutating func addsSaved() -> [Action] {
         guard let batch else { return [] }
         self.batch = nil
-        var actions = newSaved(batch.freshRecords)
-        let answers = batch.kinds.indices.compactMap { offset in
-            guard case .sameAs(let earlier) = batch.kinds[offset] else { return batch.records[offset] }
-            return batch.records[earlier]
-        }
+        // Its groups are checked (members found complete finish one at once).
+        var actions = newSaved(batch.freshRecords) + batch.savedGroups.map { .readMembers($0) }
+        let answers = batch.resolved.compactMap { $0 }
         guard answers.count == batch.requests.count else {
             return actions + [.refuse(HaulError(.internal, "a batch of adds was left without an answer"))]
         }
@@ -170,8 +188,10 @@ extension DownloadQueue {
         guard let batch else { return [] }
         self.batch = nil
         let fresh = batch.freshRecords
+        for group in batch.savedGroups { groupBook.drop(group.id) }
         return saveFailed(fresh.map(\.id))
             + fresh.map { .releaseName(directory: $0.request.directory, name: $0.fileName) }
+            + batch.savedGroups.map { .deleteGroup($0.id) }
     }
 
     /// A re-add of the batch is decided: the answer for `offset` is `record`, and whether its

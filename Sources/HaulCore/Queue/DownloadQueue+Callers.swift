@@ -8,7 +8,10 @@ extension DownloadQueue {
     /// process stopped; a fleet host starts claiming from the database (once: a second restore
     /// starts no second loop).
     public mutating func restore() -> [Action] {
-        withFleet { $0.startClaiming().map { [.startClaiming(every: $0)] } ?? [] } ?? [.restoreQueued]
+        // Unfinished groups are checked too: a process stopped between a group's last completion
+        // and its finish writes it now (in a fleet, any host's start does).
+        (withFleet { $0.startClaiming().map { [.startClaiming(every: $0)] } ?? [] } ?? [.restoreQueued])
+            + [.readGroups]
     }
 
     /// Pauses these downloads (each with the status its record has), all or none

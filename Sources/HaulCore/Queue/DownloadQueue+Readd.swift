@@ -164,9 +164,9 @@ extension DownloadQueue {
         return [.publish(DownloadEvent(id: record.id, kind: .paused)), .settle(DownloadOutcome(record))]
     }
 
-    /// Reports a completed download whose file is intact.
-    public func alreadyComplete(_ record: DownloadRecord, path: String) -> [Action] {
-        [
+    /// Reports a completed download whose file is intact (its groups checked first).
+    public mutating func alreadyComplete(_ record: DownloadRecord, path: String) -> [Action] {
+        memberCompleted(record.id) + [
             .publish(DownloadEvent(id: record.id, kind: .alreadyComplete(path: path))),
             .settle(DownloadOutcome(record, alreadyComplete: true)),
         ]

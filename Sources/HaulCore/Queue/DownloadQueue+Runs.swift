@@ -63,6 +63,8 @@ extension DownloadQueue {
             // Stopped paused: it keeps its place in the waiting list, skipped until resumed.
             if current, record.status == .paused, !isFleet { paused.insert(WaitingQueue.Entry(record)) }
             if current {
+                // Its groups first: one it completes is finished before the outcome is told.
+                if record.status == .completed { actions += memberCompleted(id) }
                 actions.append(.settle(DownloadOutcome(record, alreadyComplete: notModified, transfer: transfer)))
             }
         case .gone:

@@ -91,6 +91,8 @@ public struct DownloadQueue: Sendable {
     /// The last position given to a new download, or taken by a spread: the next new one goes
     /// after it, at least `QueuePlaces.gap` later.
     var lastPosition: Int64 = 0
+    /// The unfinished groups this process knows, by id and by member (`DownloadQueue+Groups`).
+    var groupBook = GroupBook()
 
     /// A queue on `backend`, with nothing scheduled yet.
     public init(_ backend: Backend) {
@@ -233,6 +235,19 @@ public struct DownloadQueue: Sendable {
         /// Save the batch's new records together; then `addsSaved` (a failure is the caller's,
         /// after `addsFailed`).
         case saveNew([DownloadRecord])
+        /// Read the groups not finished (at start), then `groupsRead`.
+        case readGroups
+        /// Fleet: read the groups this completed download belongs to, then `memberGroupsRead`.
+        case readGroupsOf(DownloadID)
+        /// Read the records of this group's members, then `membersRead`.
+        case readMembers(DownloadGroup)
+        /// Write this group's finish into its directory (on a file thread), then `finishWritten`,
+        /// or `finishFailed` with why.
+        case writeFinish(DownloadGroup)
+        /// Store this group as it is (a failure is the caller's, or logged).
+        case saveGroup(DownloadGroup)
+        /// Delete this group (its add failed before its downloads were saved).
+        case deleteGroup(GroupID)
         /// The answer to the batch's callers: one record per request, in order, and the offsets
         /// whose placement is carried out after the batch (paused or moved as `pause` and `move`
         /// do).

@@ -1,0 +1,116 @@
+import HaulCore
+import Testing
+
+/// Groups of downloads as the queue finishes them: saved with their add before its downloads,
+/// checked when a member completes (before its outcome), finished once every member completed,
+/// kept failed with why when the finish cannot be written, and checked again at every start.
+extension DownloadQueueTests {
+    static func group(_ name: String, members: [DownloadID] = [], finish: Bool = true) -> DownloadGroup {
+        DownloadGroup(
+            id: GroupID(rawValue: name), name: "hf://org/\(name)", directory: "/cache", members: members,
+            finish: finish
+                ? .hubCache(HubCacheFinish(links: [], ref: .init(path: "refs/main", commit: "c"))) : nil,
+            createdAt: 1)
+    }
+
+    @Test func anAddSavesItsGroupBeforeItsDownloadsAndChecksItOnceSaved() throws {
+        var queue = Queue.local(limit: 1)
+        let x = try Self.output("http://h/x", "x.bin")
+        let y = try Self.output("http://h/y", "y.bin")
+        let z = try Self.output("http://h/z", "z.bin")
+        // x and y (twice) are the group's; z is another caller's.
+        let ask = Queue.GroupAsk(Self.group("g"), offsets: 0..<3)
+        _ = queue.addsAsked([x, y, y, z], placements: Array(repeating: AddPlacement(), count: 4), groups: [ask])
+        _ = queue.addsLookedUp([:])
+        _ = queue.namesRead([:])
+        for (offset, name) in [(0, "x"), (1, "y"), (3, "z")] {
+            let request = [x, y, y, z][offset]
+            _ = queue.newMade(Self.made(name, request, .queued), offset: offset, now: Int64(offset + 1) * 100)
+        }
+        let saved = Self.group("g", members: [Self.id("x"), Self.id("y")])
+        let carried = queue.addsCarriedOut()
+        #expect(carried.first == .saveGroup(saved))
+        guard case .saveNew = carried.last, carried.count == 2 else {
+            Issue.record("expected the group's save, then the downloads', got \(carried)")
+            return
+        }
+        let answered = queue.addsSaved()
+        #expect(answered.contains(.readMembers(saved)))
+        #expect(answered.firstIndex(of: .readMembers(saved))! < answered.count - 1, "checked before the answer")
+    }
+
+    @Test func aGroupIsFinishedWhenItsLastMemberCompletesBeforeThatOutcomeIsTold() throws {
+        var queue = Queue.local(limit: 2)
+        _ = queue.queued([Self.place("a", 1), Self.place("b", 2)])
+        let group = Self.group("g", members: [Self.id("a"), Self.id("b")])
+        #expect(queue.groupsRead([group]) == [.readMembers(group)])
+        let a = try Self.record("a", .completed)
+        var b = try Self.record("b", .running)
+        // a completes: its group is read before its outcome; b still runs, so it waits.
+        let ended = queue.runEnded(a.id, generation: 1, Self.ran(a))
+        let check = try #require(ended.firstIndex(of: .readMembers(group)))
+        #expect(check < ended.firstIndex { if case .settle = $0 { true } else { false } }!)
+        #expect(queue.membersRead(group, [a, b]) == [])
+        // b completes: every member is in, so the finish is written, and the group stored finished.
+        b.status = .completed
+        #expect(queue.runEnded(b.id, generation: 2, Self.ran(b)).contains(.readMembers(group)))
+        #expect(queue.membersRead(group, [a, b]) == [.writeFinish(group)])
+        var finished = group
+        finished.state = .finished
+        #expect(queue.finishWritten(group) == [.saveGroup(finished)])
+        // Finished: a later completion of a member reads nothing.
+        #expect(!queue.runEnded(a.id, generation: 1, Self.ran(a)).contains(.readMembers(group)))
+    }
+
+    @Test func aFailedFinishIsKeptWithWhyAndTriedAgainAtTheNextCompletion() throws {
+        var queue = Queue.local(limit: 1)
+        let group = Self.group("g", members: [Self.id("a")])
+        _ = queue.groupsRead([group])
+        var failed = group
+        failed.state = .failed
+        failed.error = "no space left on device"
+        #expect(queue.finishFailed(group, HaulError(.fileSystem, "no space left on device")) == [.saveGroup(failed)])
+        // Found complete again by an add: checked again, as it failed.
+        let a = try Self.record("a", .completed)
+        #expect(queue.alreadyComplete(a, path: "/d/a").first == .readMembers(failed))
+        // A group without a finish is finished as soon as its members are.
+        let plain = Self.group("s3", members: [Self.id("a")], finish: false)
+        var done = plain
+        done.state = .finished
+        #expect(queue.membersRead(plain, [a]) == [.saveGroup(done)])
+    }
+
+    @Test func aGroupWhoseDownloadIsGoneSaysSoAndABatchThatFailsDeletesItsGroup() throws {
+        var queue = Queue.local(limit: 1)
+        let group = Self.group("g", members: [Self.id("a"), Self.id("gone")])
+        var failed = group
+        failed.state = .failed
+        failed.error = "download gone of hf://org/g is gone"
+        #expect(queue.membersRead(group, [try Self.record("a", .completed)]) == [.saveGroup(failed)])
+        // An add whose downloads' save failed takes its group back.
+        let x = try Self.output("http://h/x", "x.bin")
+        _ = queue.addsAsked([x], placements: [AddPlacement()], groups: [.init(Self.group("h"), offsets: 0..<1)])
+        _ = queue.addsLookedUp([:])
+        _ = queue.namesRead([:])
+        _ = queue.newMade(Self.made("x", x, .queued), offset: 0, now: 1)
+        _ = queue.addsCarriedOut()
+        #expect(queue.addsFailed().last == .deleteGroup(GroupID(rawValue: "h")))
+        // Nothing is left of it: x's completion reads no group.
+        #expect(
+            !queue.alreadyComplete(Self.made("x", x, .completed), path: "/d/x.bin").contains { action in
+                if case .readMembers = action { true } else { false }
+            })
+    }
+
+    @Test func aFleetHostReadsACompletedDownloadsGroupsFromTheDatabase() throws {
+        var fleet = Queue.fleet(limit: 1)
+        let group = Self.group("g", members: [Self.id("x")])
+        var finished = group
+        finished.state = .finished
+        #expect(fleet.memberGroupsRead([group, finished]) == [.readMembers(group)])
+        // Groups read at start are checked, not kept: the database is the fleet's book.
+        #expect(fleet.groupsRead([group]) == [.readMembers(group)])
+        #expect(
+            fleet.alreadyComplete(try Self.record("x", .completed), path: "/d/x").first == .readGroupsOf(Self.id("x")))
+    }
+}
