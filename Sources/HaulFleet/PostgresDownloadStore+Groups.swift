@@ -36,6 +36,10 @@ extension PostgresDownloadStore {
             "SELECT body FROM haul_groups WHERE state <> 'finished' ORDER BY created_at, id", "read unfinished groups")
     }
 
+    public func allGroups() async throws -> [DownloadGroup] {
+        try await groups("SELECT body FROM haul_groups ORDER BY created_at, id", "read the groups")
+    }
+
     public func deleteGroup(_ id: GroupID) async throws {
         try await execute("DELETE FROM haul_groups WHERE id = \(id.rawValue)", "delete a group")
     }

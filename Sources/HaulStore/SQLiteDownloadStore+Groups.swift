@@ -48,6 +48,11 @@ extension SQLiteDownloadStore {
             try await read("SELECT body FROM download_groups WHERE state <> 'finished' ORDER BY created_at, id"))
     }
 
+    /// Every group, oldest first.
+    public func allGroups() async throws -> [DownloadGroup] {
+        try decodeGroups(try await read("SELECT body FROM download_groups ORDER BY created_at, id"))
+    }
+
     /// Deletes the group `id`, through the group commit.
     public func deleteGroup(_ id: GroupID) async throws {
         try await writes.perform(.statement("DELETE FROM download_groups WHERE id = ?", [.text(id.rawValue)]))

@@ -29,20 +29,28 @@ extension DownloadManager {
     /// these requests' downloads, in order), saved with them; once every member completed, the
     /// group's finish is written, after a restart too. Returns one record per request.
     public func add(_ requests: [DownloadRequest], group: DownloadGroup) async throws -> [DownloadRecord] {
-        try queue.checkAdds(requests, placements: requests.map { _ in AddPlacement() })
-        return try await submitAdd(
-            AddBatch(requests: requests, placements: requests.map { _ in AddPlacement() }, group: group)
-        ).0
+        try await add(
+            requests, placements: requests.map { _ in AddPlacement() },
+            groups: [.init(group, offsets: 0..<requests.count)])
+    }
+
+    /// Adds many downloads, each where its placement says, and the groups they make (each of the
+    /// requests at its offsets), saved with them (`add(_:group:)`).
+    public func add(
+        _ requests: [DownloadRequest], placements: [AddPlacement], groups: [DownloadQueue.GroupAsk]
+    ) async throws -> [DownloadRecord] {
+        try await add(requests, placements: placements, following: nil, groups: groups)
     }
 
     /// The same; each download's id goes into `following` as soon as the add decides it,
     /// before anything about it is published (`addFollowing`).
-    func add(_ requests: [DownloadRequest], placements: [AddPlacement], following: FollowedIDs?) async throws
-        -> [DownloadRecord]
-    {
-        try queue.checkAdds(requests, placements: placements)
+    func add(
+        _ requests: [DownloadRequest], placements: [AddPlacement], following: FollowedIDs?,
+        groups: [DownloadQueue.GroupAsk] = []
+    ) async throws -> [DownloadRecord] {
+        try queue.checkAdds(requests, placements: placements, groups: groups)
         let (records, existing) = try await submitAdd(
-            AddBatch(requests: requests, placements: placements, following: following))
+            AddBatch(requests: requests, placements: placements, following: following, groups: groups))
         // Each one's placement, whatever became of the others'; the first failure is the answer.
         var failure: (any Error)?
         for offset in existing {
@@ -69,8 +77,8 @@ extension DownloadManager {
         var requests: [DownloadRequest]
         var placements: [AddPlacement]
         var following: FollowedIDs?
-        /// The group these requests' downloads make (`add(_:group:)`).
-        var group: DownloadGroup?
+        /// The groups these requests' downloads make, at offsets of `requests`.
+        var groups: [DownloadQueue.GroupAsk] = []
     }
 
     /// The records of one caller's adds, and the offsets of those whose placement is carried out
@@ -84,7 +92,9 @@ extension DownloadManager {
         var groups: [DownloadQueue.GroupAsk] = []
         var start = 0
         for batch in batches {
-            if let group = batch.group { groups.append(.init(group, offsets: start..<start + batch.requests.count)) }
+            groups += batch.groups.map {
+                .init($0.group, offsets: $0.offsets.lowerBound + start..<$0.offsets.upperBound + start)
+            }
             start += batch.requests.count
         }
         let (records, existing) = try await addNow(

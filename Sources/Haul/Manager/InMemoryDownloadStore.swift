@@ -55,6 +55,9 @@ public actor InMemoryDownloadStore: DownloadStore {
         Self.oldestFirst(groups.values.filter { $0.state != .finished })
     }
 
+    /// Every group, oldest first.
+    public func allGroups() -> [DownloadGroup] { Self.oldestFirst(Array(groups.values)) }
+
     /// Forgets the group `id`.
     public func deleteGroup(_ id: GroupID) { groups[id] = nil }
 

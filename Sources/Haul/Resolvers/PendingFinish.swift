@@ -6,138 +6,59 @@ import HaulCore
     import Foundation
 #endif
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
-/// A resolution's finish (an image layout's `index.json`, the Hub cache's links) kept until
-/// every file it names is in: the daemon writes it down when the add is made, and carries it
-/// out after the completion that brings the last file, after a restart too. Whether the files
-/// are in is read from the disk (each at its path with its length), not from the downloads:
-/// a file that was there already counts, and nothing depends on which download brought it.
+/// A finish an older daemon kept on disk (`STATE/finishes/*.json`, one per name of content,
+/// until its files were in): read once, at the first start of a haul that keeps groups, made a
+/// group (`DownloadManager.adopt`) and removed. Its JSON is `ContentFinish`'s own form.
 public struct PendingFinish: Sendable, Codable {
-    /// The finish itself.
-    public enum Finish: Sendable, Codable {
-        /// An OCI image layout's manifest, `oci-layout` and `index.json`.
-        case imageLayout(ImageLayoutFinish)
-        /// huggingface_hub's cache: the snapshot's links and the ref.
-        case hubCache(HubCacheFinish)
-
-        /// The finish as the resolver gave it; nil for one of another kind.
-        public init?(_ finish: any ResolutionFinish) {
-            if let layout = finish as? ImageLayoutFinish {
-                self = .imageLayout(layout)
-            } else if let cache = finish as? HubCacheFinish {
-                self = .hubCache(cache)
-            } else {
-                return nil
-            }
-        }
-
-        var finish: any ResolutionFinish {
-            switch self {
-            case .imageLayout(let layout): layout
-            case .hubCache(let cache): cache
-            }
-        }
-    }
-
-    /// A file the finish waits for.
-    public struct File: Sendable, Codable, Hashable {
-        /// Its path beneath `directory`.
-        public var path: String
-        /// Its length, when the source said.
-        public var size: Int64?
-    }
-
     /// The downloads' root, where the finish is written.
     public var directory: String
     /// The files that must be in first.
-    public var files: [File]
+    public var files: [DownloadGroup.File]
     /// What is written then.
-    public var finish: Finish
+    public var finish: ContentFinish
 
-    /// A finish of `files` (as resolved) beneath `directory`.
-    public init(directory: String, files: [ResolvedFile], finish: Finish) {
+    /// A finish of `files` beneath `directory`.
+    public init(directory: String, files: [DownloadGroup.File], finish: ContentFinish) {
         self.directory = directory
-        self.files = files.map { File(path: $0.path, size: $0.size) }
+        self.files = files
         self.finish = finish
-    }
-
-    /// Whether every file is in: a regular file at its path with its length. Blocks.
-    ///
-    /// - Throws: a folder that cannot be opened (other than one not made yet).
-    public func isReady() throws -> Bool {
-        for file in files {
-            let (folder, name) = Paths.split(Paths.join(directory, file.path))
-            guard let name, let found = try DownloadDirectory.resolve(folder, roots: nil, create: false),
-                let info = found.status(of: name), info.fileType == S_IFREG,
-                file.size.map({ Int64(info.st_size) == $0 }) ?? true
-            else { return false }
-        }
-        return true
-    }
-
-    /// Writes the finish. Blocks.
-    public func write() throws(HaulError) {
-        try finish.finish.write(into: directory)
-    }
-
-    /// Whether `path` (a completed download's file) is one of the files the finish waits for.
-    public func waits(for path: String) -> Bool {
-        files.contains { Paths.join(directory, $0.path) == path }
     }
 }
 
-/// The pending finishes of a daemon, each a JSON file in its folder (`STATE/finishes/`): kept
-/// from the add until written, so a restart carries out the ones whose last file comes later.
+/// The pending finishes an older daemon left in its folder, read and removed one at a time.
 public struct PendingFinishes: Sendable {
     /// The folder of the files.
     public let folder: String
 
-    /// The finishes kept in `folder` (made at the first one kept).
+    /// The finishes kept in `folder`.
     public init(folder: String) {
         self.folder = folder
     }
 
-    /// Keeps `pending` under a new name, on a file thread; returns the name.
-    public func keep(_ pending: PendingFinish) async throws(HaulError) -> String {
-        try await Self.blocking { () throws(HaulError) in try keepNow(pending) }
+    /// A finish kept, and its file's name in the folder.
+    public struct Kept: Sendable {
+        /// Its file's name.
+        public var name: String
+        /// The finish.
+        public var pending: PendingFinish
     }
 
-    /// Every finish kept, by name, read on a file thread (`allNow`).
+    /// Every finish kept, by name, read on a file thread; one that cannot be read is reported by
+    /// `unreadable` and left where it is (a damaged file: the user decides).
     public func all(unreadable: @escaping @Sendable (String, String) -> Void) async throws(HaulError) -> [Kept] {
         try await Self.blocking { () throws(HaulError) in try allNow(unreadable: unreadable) }
     }
 
-    /// Writes the finish `kept` and drops it when its files are all in, on a file thread;
-    /// returns whether it did.
-    public func finishIfReady(_ kept: Kept) async throws(HaulError) -> Bool {
-        try await Self.blocking { () throws(HaulError) -> Bool in
+    /// Removes the finish `name` (made a group), on a file thread; the folder goes once empty.
+    public func drop(_ name: String) async throws(HaulError) {
+        try await Self.blocking { () throws(HaulError) in
             do {
-                guard try kept.pending.isReady() else { return false }
+                guard let directory = try DownloadDirectory.resolve(folder, roots: nil, create: false) else { return }
+                try directory.remove(name)
+                try directory.sync()
             } catch {
                 throw HaulError.from(error, otherwise: .fileSystem)
             }
-            try kept.pending.write()
-            try drop(kept.name)
-            return true
-        }
-    }
-
-    /// A finish kept, and its name.
-    public struct Kept: Sendable {
-        /// Its file's name in the folder.
-        public var name: String
-        /// The finish.
-        public var pending: PendingFinish
-
-        /// The finish `pending`, kept as `name`.
-        public init(name: String, pending: PendingFinish) {
-            self.name = name
-            self.pending = pending
         }
     }
 
@@ -151,20 +72,6 @@ public struct PendingFinishes: Sendable {
         }
     }
 
-    private func keepNow(_ pending: PendingFinish) throws(HaulError) -> String {
-        let name = UUID().uuidString.lowercased() + ".json"
-        let bytes: [UInt8]
-        do {
-            bytes = Array(try JSONEncoder().encode(pending))
-        } catch {
-            throw HaulError(.internal, "cannot write a pending finish: \(error)")
-        }
-        try SmallFiles.write(bytes, to: name, beneath: folder)
-        return name
-    }
-
-    /// Every finish kept; one that cannot be read is reported by `unreadable` and left where it
-    /// is (a later version, a damaged file: the user decides). Blocks.
     private func allNow(unreadable: (String, String) -> Void) throws(HaulError) -> [Kept] {
         let names: [String]
         do {
@@ -184,15 +91,5 @@ public struct PendingFinishes: Sendable {
             }
         }
         return found
-    }
-
-    private func drop(_ name: String) throws(HaulError) {
-        do {
-            guard let directory = try DownloadDirectory.resolve(folder, roots: nil, create: false) else { return }
-            try directory.remove(name)
-            try directory.sync()
-        } catch {
-            throw HaulError.from(error, otherwise: .fileSystem)
-        }
     }
 }

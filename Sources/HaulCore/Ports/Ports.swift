@@ -47,6 +47,8 @@ public protocol DownloadStore: Sendable {
     func groups(containing id: DownloadID) async throws -> [DownloadGroup]
     /// The groups not finished (waiting, or whose finish failed), oldest first. (Default: none.)
     func unfinishedGroups() async throws -> [DownloadGroup]
+    /// Every group, oldest first (aria2's `followedBy` at start). (Default: none.)
+    func allGroups() async throws -> [DownloadGroup]
     /// Deletes the group `id`; nothing happens when there is none. (Default: nothing.)
     func deleteGroup(_ id: GroupID) async throws
 }
@@ -143,6 +145,9 @@ extension DownloadStore {
 
     /// By default, nothing.
     public func deleteGroup(_ id: GroupID) async throws {}
+
+    /// By default, none.
+    public func allGroups() async throws -> [DownloadGroup] { [] }
 
     /// By default, counts every record `records(status: nil)` returns, removed ones included.
     public func counts() async throws -> [DownloadStatus: Int] {

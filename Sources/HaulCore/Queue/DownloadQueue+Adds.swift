@@ -28,7 +28,12 @@ extension DownloadQueue {
     /// Refuses a batch of adds the queue cannot take, before anything is read or saved: a
     /// directory that is not absolute, a negative index, an index where the queue cannot be
     /// reordered (a fleet's), or placements that do not match the requests.
-    public func checkAdds(_ requests: [DownloadRequest], placements: [AddPlacement]) throws(HaulError) {
+    public func checkAdds(
+        _ requests: [DownloadRequest], placements: [AddPlacement], groups: [GroupAsk] = []
+    ) throws(HaulError) {
+        for ask in groups where ask.offsets.lowerBound < 0 || ask.offsets.upperBound > requests.count {
+            throw HaulError(.internal, "a group of requests \(ask.offsets) of \(requests.count)")
+        }
         for request in requests where !request.directory.hasPrefix("/") {
             throw HaulError(.usage, "destination directory must be an absolute path: \(request.directory)")
         }

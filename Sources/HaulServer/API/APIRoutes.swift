@@ -147,17 +147,21 @@ struct APIRoutes<Context: RequestContext>: Sendable {
             guard !adds.isEmpty else { throw HaulError(.badRequest, "nothing to add: the array is empty") }
             var requests: [DownloadRequest] = []
             var placements: [AddPlacement] = []
+            var groups: [DownloadQueue.GroupAsk] = []
             for (index, add) in adds.enumerated() {
                 do {
                     let placement = try add.placement()
-                    let added = try await defaults.requests(for: add)
-                    requests += added
-                    placements += placement.spread(added.count)
+                    let added = try await defaults.addition(for: add)
+                    if let group = added.group {
+                        groups.append(.init(group, offsets: requests.count..<requests.count + added.requests.count))
+                    }
+                    requests += added.requests
+                    placements += placement.spread(added.requests.count)
                 } catch {
                     throw HaulError(error.code, "[\(index)]: \(error.message)", httpStatus: error.httpStatus)
                 }
             }
-            let records = try await manager.add(requests, placements: placements)
+            let records = try await manager.add(requests, placements: placements, groups: groups)
             return APIResponse.downloads(records.map { DownloadView($0, live: nil) }, status: .created)
         }
         guard first == UInt8(ascii: "{") else {
@@ -165,8 +169,11 @@ struct APIRoutes<Context: RequestContext>: Sendable {
         }
         let add = try JSONDecoder().decode(Checked<AddRequest>.self, from: body).value
         let placement = try add.placement()
-        let requests = try await defaults.requests(for: add)
-        let records = try await manager.add(requests, placements: placement.spread(requests.count))
+        let added = try await defaults.addition(for: add)
+        let requests = added.requests
+        let records = try await manager.add(
+            requests, placements: placement.spread(requests.count),
+            groups: added.group.map { [.init($0, offsets: 0..<requests.count)] } ?? [])
         if requests.count != 1 || add.url != requests[0].url.absoluteString {
             // A name of content: every file it stands for, as an array of their downloads.
             return APIResponse.downloads(records.map { DownloadView($0, live: nil) }, status: .created)

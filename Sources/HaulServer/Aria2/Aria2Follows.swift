@@ -4,8 +4,8 @@ import NIOConcurrencyHelpers
 /// aria2's `followedBy` and `following`: an `addUri` of a name of content (`s3://BUCKET/PREFIX/`,
 /// `hf://`, `oci://`) adds one download per file and answers the first one's gid; that one's
 /// status lists the others (`followedBy`), and each of them names it (`following`), as aria2
-/// links a Metalink's downloads to the download of the Metalink. Kept in memory, as aria2 keeps
-/// them: a restart forgets the links, not the downloads.
+/// links a Metalink's downloads to the download of the Metalink. Read at start from the groups
+/// the store keeps (`load`), so a restart keeps them; a result removed drops its links.
 final class Aria2Follows: Sendable {
     private struct Links {
         var followedBy: [DownloadID: [DownloadID]] = [:]
@@ -22,6 +22,12 @@ final class Aria2Follows: Sendable {
             links.followedBy[first, default: []] += others
             for id in others { links.following[id] = first }
         }
+    }
+
+    /// The links of every group the store keeps (a name of content's downloads, after a restart
+    /// too), members whose records are gone left out.
+    func load(_ groups: [DownloadGroup], existing: Set<DownloadID>) {
+        for group in groups { added(group.members.filter(existing.contains)) }
     }
 
     /// The downloads that followed `id`'s add; empty when none.

@@ -17,7 +17,8 @@ extension Aria2RPC {
     /// first one's gid (the others follow it in the queue).
     func addUri(_ params: Params) async throws -> DownloadID {
         let prepared = try await prepareAddUri(params)
-        let ids = try await manager.add(prepared.requests, placements: prepared.placements).map(\.id)
+        let ids = try await manager.add(prepared.requests, placements: prepared.placements, groups: prepared.groups)
+            .map(\.id)
         follows.added(ids)
         return ids[0]
     }
@@ -29,6 +30,11 @@ extension Aria2RPC {
         var requests: [DownloadRequest]
         /// Paused, and where in the waiting list: decided in the add's own queue step.
         var placement: AddPlacement
+        /// For a name of content: the group of its downloads.
+        var group: DownloadGroup?
+
+        /// The group, of all its requests.
+        var groups: [DownloadQueue.GroupAsk] { group.map { [.init($0, offsets: 0..<requests.count)] } ?? [] }
 
         /// Each request's placement: the files of a name of content one after the other.
         var placements: [AddPlacement] {
@@ -54,7 +60,8 @@ extension Aria2RPC {
         let add = try Aria2Options.addRequest(
             uri: uri, mirrors: Array(texts.dropFirst()), options: options, defaults: defaults)
         let headers = try Aria2Options.headers(options)
-        var requests = try await defaults.requests(for: add)
+        let addition = try await defaults.addition(for: add)
+        var requests = addition.requests
         if let headers { for index in requests.indices { requests[index].headers = headers } }
         guard !requests.isEmpty else {
             // No gid to answer with: every file of the name is in place with its digest.
@@ -65,7 +72,8 @@ extension Aria2RPC {
         for index in requests.indices { Aria2Cookies.attach(jar, to: &requests[index], now: now) }
         return PreparedAdd(
             requests: requests,
-            placement: AddPlacement(startsPaused: options["pause"]?.string == "true", index: position))
+            placement: AddPlacement(startsPaused: options["pause"]?.string == "true", index: position),
+            group: addition.group)
     }
 
     /// `addMetalink(metalink[, options[, position]])`: the document in base64; one download per

@@ -77,7 +77,14 @@ extension Aria2RPC {
         }
         var records: [DownloadRecord]?
         do {
-            records = try await manager.add(ready.flatMap(\.requests), placements: ready.flatMap(\.placements))
+            var groups: [DownloadQueue.GroupAsk] = []
+            var start = 0
+            for add in ready {
+                groups += add.groups.map { .init($0.group, offsets: start..<start + add.requests.count) }
+                start += add.requests.count
+            }
+            records = try await manager.add(
+                ready.flatMap(\.requests), placements: ready.flatMap(\.placements), groups: groups)
         } catch {
             // Added one by one below, so the call that cannot be added gets the error alone.
             records = nil
@@ -94,7 +101,9 @@ extension Aria2RPC {
                         ids = records[next..<(next + add.requests.count)].map(\.id)
                         next += add.requests.count
                     } else {
-                        ids = try await self.manager.add(add.requests, placements: add.placements).map(\.id)
+                        ids = try await self.manager.add(
+                            add.requests, placements: add.placements, groups: add.groups
+                        ).map(\.id)
                     }
                     self.follows.added(ids)
                     var json = JSONWriter()

@@ -52,13 +52,14 @@ extension Daemon {
     /// The parts of the routes for `manager`, as `configuration` says.
     static func routeParts(
         configuration: Configuration, manager: DownloadManager, metrics: DaemonMetrics, secret: String,
-        descriptorLimit: Int, stopper: ShutdownTrigger, finishes: DaemonFinishes? = nil
+        descriptorLimit: Int, stopper: ShutdownTrigger, keepsFinishes: Bool = false
     ) -> RouteParts {
         let logger = configuration.logger
         let defaults = DaemonDefaults(
             directory: configuration.downloadDirectory, connections: configuration.defaultConnections,
             allowedDirectories: configuration.allowedDirectories, limitSchedule: configuration.limitSchedule,
-            content: configuration.content, finishes: finishes, hubCache: configuration.hubCache, logger: logger)
+            content: configuration.content, keepsFinishes: keepsFinishes, hubCache: configuration.hubCache,
+            logger: logger)
         return RouteParts(
             manager: manager, defaults: defaults, settings: DownloadSettingsCache(manager: manager), metrics: metrics,
             secret: secret,
@@ -111,17 +112,14 @@ extension Daemon {
     ) -> Built {
         let logger = configuration.logger
         let stopper = ShutdownTrigger()
-        let finishes = DaemonFinishes(
-            folder: Paths.join(configuration.manager.stateDirectory, "finishes"), logger: logger)
         let parts = routeParts(
             configuration: configuration, manager: manager, metrics: metrics, secret: secret,
-            descriptorLimit: descriptorLimit, stopper: stopper, finishes: finishes)
+            descriptorLimit: descriptorLimit, stopper: stopper, keepsFinishes: true)
         // Subscribed now: the queue restored once the socket listens runs no download unseen.
-        let (events, outcomes, finishing) = (manager.events(), manager.outcomes(), manager.events())
+        let (events, outcomes) = (manager.events(), manager.outcomes())
         var observers: [any Service] = [
             ObserverService { await metrics.observe(events) },
             ObserverService { await metrics.observe(outcomes: outcomes) },
-            ObserverService { await finishes.observe(finishing) },
         ]
         if !configuration.hooks.isEmpty {
             let hooks = HookDispatcher(
@@ -165,7 +163,13 @@ extension Daemon {
                 // Listening first, then the queue (a daemon that cannot bind starts nothing),
                 // then the address for the CLI: its first command finds the queue restored.
                 do {
+                    // An older daemon's pending finishes become groups first: the restore checks them.
+                    try await PendingFinishImport.run(
+                        folder: Paths.join(configuration.manager.stateDirectory, "finishes"), into: manager,
+                        logger: logger)
                     try await manager.restore()
+                    let (groups, ids) = try await manager.groupsAndIDs()
+                    parts.rpc.follows.load(groups, existing: ids)
                     logger.info(
                         "ready",
                         metadata: [

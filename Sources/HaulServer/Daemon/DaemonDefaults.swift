@@ -26,22 +26,22 @@ public final class DaemonDefaults: Sendable {
     public let content: ContentResolver?
     /// Where `hf://` files go when the daemon keeps them in the Hub's cache (`--hf-cache`).
     let hubCache: String?
-    /// The finishes of names whose files need one once in (`oci://`, `hf://` into the cache);
-    /// nil: such names are refused.
-    let finishes: DaemonFinishes?
+    /// Whether names whose files need a finish once in (`oci://`, `hf://` into the cache) are
+    /// taken: their group keeps the finish, and the queue writes it (false: refused).
+    let keepsFinishes: Bool
     /// Where a name's skipped paths are told (one warning each).
     let logger: Logger
 
-    /// `finishes`: where the layouts and caches are completed (nil: `oci://` and the Hub's cache
-    /// are refused); `hubCache`: the directory of `hf://` files in the Hub's cache layout.
+    /// `keepsFinishes`: layouts and caches are completed (false: `oci://` and the Hub's cache are
+    /// refused); `hubCache`: the directory of `hf://` files in the Hub's cache layout.
     init(
         directory: String, connections: Int, maxBytesPerSecond: Int64? = nil, allowedDirectories: [String] = [],
-        limitSchedule: SpeedSchedule? = nil, content: ContentResolver? = nil, finishes: DaemonFinishes? = nil,
+        limitSchedule: SpeedSchedule? = nil, content: ContentResolver? = nil, keepsFinishes: Bool = false,
         hubCache: String? = nil, logger: Logger = Daemon.defaultLogger
     ) {
         self.logger = logger
         self.content = content
-        self.finishes = finishes
+        self.keepsFinishes = keepsFinishes
         self.hubCache = hubCache
         state = NIOLockedValueBox(
             State(
@@ -57,7 +57,8 @@ public final class DaemonDefaults: Sendable {
     ) {
         self.init(
             directory: directory, connections: connections, maxBytesPerSecond: maxBytesPerSecond,
-            allowedDirectories: allowedDirectories, limitSchedule: limitSchedule, content: content, finishes: nil)
+            allowedDirectories: allowedDirectories, limitSchedule: limitSchedule, content: content, keepsFinishes: false
+        )
     }
 
     /// Connections for new downloads that do not name theirs (`haul serve -x`).
@@ -98,15 +99,23 @@ public final class DaemonDefaults: Sendable {
         return request
     }
 
+    /// What an add adds: its downloads' requests, and the group a name of content makes of them.
+    public struct Addition: Sendable {
+        /// The engine's requests, in order.
+        public var requests: [DownloadRequest]
+        /// For a name of content: the group of its downloads (`ContentExpansion`); nil for a URL.
+        public var group: DownloadGroup?
+    }
+
     /// The engine's requests for an add: one for a URL, one per file for a name of content
-    /// (`s3://BUCKET/PREFIX/`), each at its path beneath the add's directory, checked by its
-    /// digest unless the add gives one, signed with the daemon's keys. A file already in place
-    /// with its digest gets none (the answer may be empty); a name whose files need a finish
-    /// (`oci://`, `hf://` into the Hub's cache) has it kept first (`DaemonFinishes`). A listed
-    /// path no file beneath a directory can have is skipped with a warning naming it, as
-    /// `haul get` skips it; a source's refusal is `refused(_:)`'s.
-    public func requests(for add: AddRequest) async throws(HaulError) -> [DownloadRequest] {
-        guard let name = try ContentName(parsing: add.url) else { return [try request(for: add)] }
+    /// (`s3://BUCKET/PREFIX/`, `hf://`, `oci://`), each at its path beneath the add's directory,
+    /// checked by its digest unless the add gives one, signed with the daemon's keys, and the
+    /// group they make (`ContentExpansion`, the expansion `haul get` uses). A file already in
+    /// place with its digest gets none (the answer may be empty); a name whose files need a finish
+    /// keeps it in its group. A listed path no file beneath a directory can have is skipped with
+    /// a warning naming it, as `haul get` skips it; a source's refusal is `refused(_:)`'s.
+    public func addition(for add: AddRequest) async throws(HaulError) -> Addition {
+        guard let name = try ContentName(parsing: add.url) else { return Addition(requests: [try request(for: add)]) }
         guard let content else {
             throw HaulError(.unsupportedScheme, "\(add.url): this daemon resolves no names of content")
         }
@@ -116,39 +125,31 @@ public final class DaemonDefaults: Sendable {
         } catch {
             throw Self.refused(error)
         }
-        for entry in resolution.skipped { logger.warning("\(add.url): \(entry.message)") }
-        let files = resolution.files
-        if add.fileName != nil, files.count > 1 || resolution.finish != nil {
-            throw HaulError(.usage, "fileName names one file; \(add.url) stands for \(files.count)")
+        if add.fileName != nil, resolution.files.count > 1 || resolution.finish != nil {
+            throw HaulError(.usage, "fileName names one file; \(add.url) stands for \(resolution.files.count)")
+        }
+        if resolution.finish != nil, !keepsFinishes {
+            throw HaulError(.unsupportedScheme, "\(add.url): this daemon cannot complete such a name")
         }
         var base = add.directory ?? directory
         if case .hub = name, let hubCache, add.directory == nil { base = hubCache }
-        if let finish = resolution.finish {
-            // Kept before the downloads are added: a restart before the last file loses nothing.
-            guard let finishes, let kept = PendingFinish.Finish(finish) else {
-                throw HaulError(.unsupportedScheme, "\(add.url): this daemon cannot complete such a name")
-            }
-            try policy.check(base)
-            try await finishes.keep(PendingFinish(directory: base, files: files, finish: kept))
-        }
+        try policy.check(base)
+        let expansion = try await ContentExpansion.expand(
+            resolution, name: add.url, into: base, skipInPlace: add.fileName == nil,
+            createdAt: Int64(Date().timeIntervalSince1970))
+        for entry in expansion.skipped { logger.warning("\(add.url): \(entry.message)") }
         var requests: [DownloadRequest] = []
-        for file in files {
-            // A digest is an identity: a file already in place with it is not fetched again.
-            if add.fileName == nil, let checksum = file.checksum,
-                await PresentFiles.has(checksum, at: Paths.join(base, file.path))
-            {
-                continue
-            }
+        for file in expansion.files {
             var one = add
             one.url = file.url.absoluteString
-            let (folder, name) = Paths.split(file.path)
-            one.directory = folder == "." ? base : Paths.join(base, folder)
-            if one.fileName == nil { one.fileName = name }
+            let destination = ContentExpansion.destination(of: file, beneath: base)
+            one.directory = destination.directory
+            if one.fileName == nil { one.fileName = destination.name }
             var request = try request(for: one)
             request.take(file, userChecksum: add.checksum != nil)
             requests.append(request)
         }
-        return requests
+        return Addition(requests: requests, group: expansion.group)
     }
 
     /// A name of content its source refuses (401 or 403: a gated repository without a token or

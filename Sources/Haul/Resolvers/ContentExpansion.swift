@@ -1,0 +1,53 @@
+import HaulCore
+
+/// What a name of content expands to, the same for `haul get` and the daemon: the files to fetch
+/// (one already in place with its digest is not fetched again: a digest is an identity), where
+/// each goes beneath the downloads' root, and the group they make (`DownloadGroup`: every file the
+/// name stands for, its finish, and where that is written), which the queue finishes once its
+/// downloads completed.
+public struct ContentExpansion: Sendable {
+    /// The files to download, in the order the source listed them.
+    public var files: [ResolvedFile]
+    /// The group of their downloads (its members are filled in by the add).
+    public var group: DownloadGroup
+    /// Listed paths no file beneath a directory can have, skipped (each told once).
+    public var skipped: [SkippedPath]
+
+    /// `resolution` of `name` (as typed), beneath `base`. `skipInPlace`: files already in place
+    /// with their digests are left out (false when the add names its one file itself).
+    ///
+    /// - Throws: `.unsupportedScheme` for a finish no group can keep.
+    public static func expand(
+        _ resolution: ContentResolver.Resolution, name: String, into base: String, skipInPlace: Bool,
+        createdAt: Int64
+    ) async throws(HaulError) -> ContentExpansion {
+        var finish: ContentFinish?
+        if let resolved = resolution.finish {
+            guard let kept = ContentFinish(resolved) else {
+                throw HaulError(.unsupportedScheme, "\(name): haul cannot complete such a name")
+            }
+            finish = kept
+        }
+        var files: [ResolvedFile] = []
+        for file in resolution.files {
+            // A digest is an identity: a file already in place with it is not fetched again.
+            if skipInPlace, let checksum = file.checksum,
+                await PresentFiles.has(checksum, at: Paths.join(base, file.path))
+            {
+                continue
+            }
+            files.append(file)
+        }
+        let group = DownloadGroup(
+            id: .random(), name: name, directory: base, members: [],
+            files: resolution.files.map { DownloadGroup.File(path: $0.path, size: $0.size) }, finish: finish,
+            createdAt: createdAt)
+        return ContentExpansion(files: files, group: group, skipped: resolution.skipped)
+    }
+
+    /// Where `file` goes beneath `base`: the folder of its path, and its name.
+    public static func destination(of file: ResolvedFile, beneath base: String) -> (directory: String, name: String?) {
+        let (folder, name) = Paths.split(file.path)
+        return (folder == "." ? base : Paths.join(base, folder), name)
+    }
+}
