@@ -171,10 +171,11 @@ struct HubEndToEndTests {
         let call =
             #"{"jsonrpc":"2.0","id":"1","method":"aria2.addUri","params":["token:\#(daemon.serve.secret)",["hf://haul-test/gated"]]}"#
         let rpc = try await daemon.call(.POST, "/jsonrpc", body: call, token: .some(nil))
-        func status(_ gid: String) async throws -> [String: Any] {
+        func status(_ gid: String, on running: DaemonProcess? = nil) async throws -> [String: Any] {
+            let running = running ?? daemon
             let call =
-                #"{"jsonrpc":"2.0","id":"3","method":"aria2.tellStatus","params":["token:\#(daemon.serve.secret)","\#(gid)"]}"#
-            let answer = try await daemon.call(.POST, "/jsonrpc", body: call, token: .some(nil))
+                #"{"jsonrpc":"2.0","id":"3","method":"aria2.tellStatus","params":["token:\#(running.serve.secret)","\#(gid)"]}"#
+            let answer = try await running.call(.POST, "/jsonrpc", body: call, token: .some(nil))
             return try #require((answer.json as? [String: Any])?["result"] as? [String: Any], "\(answer.text)")
         }
         let gid = try #require((rpc.json as? [String: Any])?["result"] as? String, "\(rpc.text)")
@@ -202,6 +203,12 @@ struct HubEndToEndTests {
         }
         #expect(try await status(first)["following"] == nil)
         _ = await daemon.terminate()
+        // A restart keeps the links: they are read from the group the state database keeps.
+        let again = try await DaemonProcess.start(world, environment: hub.environment(token: true))
+        defer { again.process.signal(SIGKILL) }
+        #expect(try await status(first, on: again)["followedBy"] as? [String] ?? [] == followers)
+        #expect(try await status(followers[0], on: again)["following"] as? String == first)
+        _ = await again.terminate()
         try await world.close()
     }
 
