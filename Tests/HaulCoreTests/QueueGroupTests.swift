@@ -102,6 +102,17 @@ extension DownloadQueueTests {
             })
     }
 
+    @Test func aFleetHostLooksAtTheUnfinishedGroupsOnceALease() {
+        var fleet = Queue.fleet(limit: 1, leaseTimeout: .seconds(10))
+        // The start read them; the first tick starts the clock.
+        #expect(!fleet.tick(now: 100).contains(.readGroups))
+        #expect(!fleet.tick(now: 109.9).contains(.readGroups))
+        // A lease later: a group another host completed and died before finishing is found.
+        #expect(fleet.tick(now: 110).contains(.readGroups))
+        #expect(!fleet.tick(now: 111).contains(.readGroups))
+        #expect(fleet.tick(now: 120).contains(.readGroups))
+    }
+
     @Test func aFleetHostReadsACompletedDownloadsGroupsFromTheDatabase() throws {
         var fleet = Queue.fleet(limit: 1)
         let group = Self.group("g", members: [Self.id("x")])

@@ -73,6 +73,37 @@ import Testing
         throw HaulError(.internal, "the downloads never ended")
     }
 
+    /// Host a completed a group's last download and died before writing its finish: host b,
+    /// running all along, finds the group within a lease (its tick looks at the unfinished groups)
+    /// and writes it.
+    @Test func aGroupWhoseHostDiedBeforeItsFinishIsFinishedByAnother() async throws {
+        let hosts = try await Hosts.make()
+        let b = try await hosts.host("b", jobs: 1, leaseTimeout: .seconds(4))
+        // What a left in the database: the download completed, its group waiting.
+        let a = try await hosts.store("a", leaseTimeout: .seconds(4))
+        var done = DownloadRecord(
+            id: .random(),
+            request: try DownloadRequest(
+                url: RemoteURL(hosts.server.url("/a.bin")), destination: .file(hosts.directory + "/blobs/a.bin")),
+            createdAt: 1)
+        done.status = .completed
+        try await a.save(done)
+        let group = DownloadGroup(
+            id: .random(), name: "hf://org/model", directory: hosts.directory, members: [done.id],
+            finish: .hubCache(HubCacheFinish(links: [], ref: .init(path: "refs/main", commit: "c0ffee"))),
+            createdAt: 1)
+        try await a.saveGroup(group)
+        await a.close()
+        var written: Data?
+        for _ in 0..<200 where written == nil {
+            written = FileManager.default.contents(atPath: hosts.directory + "/refs/main")
+            if written == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(written == Data("c0ffee".utf8))
+        #expect(try await b.groups(containing: done.id).first?.state == .finished)
+        try await hosts.close([b])
+    }
+
     /// Forty URLs whose files all call themselves `file.bin`, added on two hosts at once into
     /// one directory: every download gets a name of its own, and every file holds its own URL's
     /// bytes (before names were reserved in the store, two hosts took one name and one of the

@@ -116,8 +116,9 @@ extension DownloadQueue {
         guard !isShuttingDown else { return [] }
         let suspended = holdsSuspended
         guard let due = withFleet({ $0.renewalDue(now: now, suspended: suspended) }) else { return [] }
-        if due { return [.renewLeases] }
-        return claimRequest().map { [$0] } ?? []
+        let groups: [Action] = withFleet { $0.groupCheckDue(now: now) } == true ? [.readGroups] : []
+        if due { return [.renewLeases] + groups }
+        return (claimRequest().map { [$0] } ?? []) + groups
     }
 
     /// Another host notified a command for this one: the next tick renews, due or not, and so

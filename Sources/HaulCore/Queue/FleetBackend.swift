@@ -35,6 +35,8 @@ public struct FleetBackend: Sendable, Hashable {
     var renewNow = false
     /// Whether the host's loop was started (`startClaiming`).
     var claiming = false
+    /// When the unfinished groups were last looked at (the first tick: the start read them).
+    var lastGroupCheck: Double?
     /// Callers waiting for other hosts, and since when (seconds).
     var asks: [RemoteAsk: Double] = [:]
     var askNumbers: UInt64 = 0
@@ -67,6 +69,19 @@ public struct FleetBackend: Sendable, Hashable {
         guard due || suspended || renewNow else { return false }
         lastAttempt = now
         renewNow = false
+        return true
+    }
+
+    /// Whether the unfinished groups are due for a look at `now`: once a lease timeout, so a group
+    /// whose last member completed on a host that died before its finish is finished by another
+    /// host within about a lease (the completions this host sees check their groups at once).
+    mutating func groupCheckDue(now: Double) -> Bool {
+        guard let last = lastGroupCheck else {
+            lastGroupCheck = now
+            return false
+        }
+        guard now - last >= leaseTimeout.seconds else { return false }
+        lastGroupCheck = now
         return true
     }
 
