@@ -64,7 +64,11 @@ extension Aria2RPC {
         var requests = addition.requests
         if let headers { for index in requests.indices { requests[index].headers = headers } }
         guard !requests.isEmpty else {
-            // No gid to answer with: every file of the name is in place with its digest.
+            // No gid to answer with: every file of the name is in place with its digest. Its
+            // group still goes in, with no download: its finish is written at once.
+            if let group = addition.group {
+                _ = try await manager.add([], placements: [], groups: [.init(group, offsets: 0..<0)])
+            }
             throw Aria2Error(code: 1, message: "Every file of \(uri) is already in place; nothing to download.")
         }
         let now = Aria2Cookies.now()
