@@ -94,13 +94,14 @@ import Testing
             createdAt: 1)
         try await a.saveGroup(group)
         await a.close()
-        var written: Data?
-        for _ in 0..<200 where written == nil {
-            written = FileManager.default.contents(atPath: hosts.directory + "/refs/main")
-            if written == nil { try await Task.sleep(for: .milliseconds(50)) }
+        // Stored finished only after its finish is written: wait for that, then read the file.
+        var state: DownloadGroup.State?
+        for _ in 0..<600 where state != .finished {
+            state = try await b.groups(containing: done.id).first?.state
+            if state != .finished { try await Task.sleep(for: .milliseconds(50)) }
         }
-        #expect(written == Data("c0ffee".utf8))
-        #expect(try await b.groups(containing: done.id).first?.state == .finished)
+        #expect(state == .finished)
+        #expect(FileManager.default.contents(atPath: hosts.directory + "/refs/main") == Data("c0ffee".utf8))
         try await hosts.close([b])
     }
 
