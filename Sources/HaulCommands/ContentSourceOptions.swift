@@ -176,7 +176,7 @@ extension GetCommand {
 
     /// Every blob is in: the images' manifests and the layouts' indexes are written, last, so a
     /// reader never finds an image whose blobs are missing.
-    func write(_ layouts: [any ResolutionFinish], into directory: String, reporter: Reporter) throws {
+    func write(_ layouts: [ContentFinish], into directory: String, reporter: Reporter) throws {
         for layout in layouts {
             do throws(HaulError) {
                 try layout.write(into: directory)
@@ -192,10 +192,10 @@ extension GetCommand {
     /// command ended (exit 2 for a name or a setting, 3 for a refusal, 4 when nothing answers).
     func resolveContent(
         _ names: [(text: String, name: ContentName)], http: AsyncHTTPTransport.Configuration, reporter: Reporter
-    ) async throws -> (entries: [Entry], layouts: [any ResolutionFinish]) {
+    ) async throws -> (entries: [Entry], layouts: [ContentFinish]) {
         guard !names.isEmpty else { return ([], []) }
         var entries: [Entry] = []
-        var layouts: [any ResolutionFinish] = []
+        var layouts: [ContentFinish] = []
         do throws(HaulError) {
             let environment = ProcessInfo.processInfo.environment
             let hasS3 = names.contains { if case .s3 = $0.name { true } else { false } }

@@ -34,7 +34,7 @@ extension GetCommand {
     /// that `metalinks` fetches).
     func entries(
         reporter: Reporter, metalinks fetcher: MetalinkFetcher, http: AsyncHTTPTransport.Configuration
-    ) async throws -> (entries: [Entry], layouts: [any ResolutionFinish]) {
+    ) async throws -> (entries: [Entry], layouts: [ContentFinish]) {
         var entries: [Entry] = []
         var texts: [String] = []
         var metalinks = metalink

@@ -92,9 +92,7 @@ extension DownloadManager {
         var groups: [DownloadQueue.GroupAsk] = []
         var start = 0
         for batch in batches {
-            groups += batch.groups.map {
-                .init($0.group, offsets: $0.offsets.lowerBound + start..<$0.offsets.upperBound + start)
-            }
+            groups += batch.groups.map { $0.shifted(by: start) }
             start += batch.requests.count
         }
         let (records, existing) = try await addNow(

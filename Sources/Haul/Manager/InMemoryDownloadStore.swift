@@ -47,21 +47,17 @@ public actor InMemoryDownloadStore: DownloadStore {
 
     /// The groups `id` is a member of, oldest first.
     public func groups(containing id: DownloadID) -> [DownloadGroup] {
-        Self.oldestFirst(groups.values.filter { $0.members.contains(id) })
+        DownloadGroup.oldestFirst(groups.values.filter { $0.members.contains(id) })
     }
 
     /// The groups not finished, oldest first.
     public func unfinishedGroups() -> [DownloadGroup] {
-        Self.oldestFirst(groups.values.filter { $0.state != .finished })
+        DownloadGroup.oldestFirst(groups.values.filter { $0.state != .finished })
     }
 
     /// Every group, oldest first.
-    public func allGroups() -> [DownloadGroup] { Self.oldestFirst(Array(groups.values)) }
+    public func allGroups() -> [DownloadGroup] { DownloadGroup.oldestFirst(Array(groups.values)) }
 
     /// Forgets the group `id`.
     public func deleteGroup(_ id: GroupID) { groups[id] = nil }
-
-    private static func oldestFirst(_ groups: [DownloadGroup]) -> [DownloadGroup] {
-        groups.sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
-    }
 }

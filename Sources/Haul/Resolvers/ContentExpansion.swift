@@ -15,19 +15,10 @@ public struct ContentExpansion: Sendable {
 
     /// `resolution` of `name` (as typed), beneath `base`. `skipInPlace`: files already in place
     /// with their digests are left out (false when the add names its one file itself).
-    ///
-    /// - Throws: `.unsupportedScheme` for a finish no group can keep.
     public static func expand(
         _ resolution: ContentResolver.Resolution, name: String, into base: String, skipInPlace: Bool,
         createdAt: Int64
-    ) async throws(HaulError) -> ContentExpansion {
-        var finish: ContentFinish?
-        if let resolved = resolution.finish {
-            guard let kept = ContentFinish(resolved) else {
-                throw HaulError(.unsupportedScheme, "\(name): haul cannot complete such a name")
-            }
-            finish = kept
-        }
+    ) async -> ContentExpansion {
         var files: [ResolvedFile] = []
         for file in resolution.files {
             // A digest is an identity: a file already in place with it is not fetched again.
@@ -40,7 +31,7 @@ public struct ContentExpansion: Sendable {
         }
         let group = DownloadGroup(
             id: .random(), name: name, directory: base, members: [],
-            files: resolution.files.map { DownloadGroup.File(path: $0.path, size: $0.size) }, finish: finish,
+            files: resolution.files.map { DownloadGroup.File(path: $0.path, size: $0.size) }, finish: resolution.finish,
             createdAt: createdAt)
         return ContentExpansion(files: files, group: group, skipped: resolution.skipped)
     }

@@ -79,7 +79,7 @@ public struct ContentResolver: Sendable {
         /// the directory.
         public var skipped: [SkippedPath] = []
         /// What completes the files once every one is in (an image layout, the Hub's cache).
-        public var finish: (any ResolutionFinish)?
+        public var finish: ContentFinish?
     }
 
     /// A resolver for these settings.
@@ -110,24 +110,17 @@ public struct ContentResolver: Sendable {
                     transport: transport, plainHTTP: oci.plainHTTP, platform: oci.platform,
                     credentials: oci.credentials[image.registry]
                 ).resolve(image, shown: text)
-                return Resolution(files: found.files, finish: found.finish)
+                return Resolution(files: found.files, finish: .imageLayout(found.finish))
             case .hub(let name):
                 let found = try await HubResolver(
                     transport: transport, endpoint: hub.endpoint, token: hub.token, include: hub.include,
                     exclude: hub.exclude, cache: hub.cache
                 ).resolve(name, shown: text)
-                return Resolution(files: found.files, skipped: found.skipped, finish: found.finish)
+                return Resolution(
+                    files: found.files, skipped: found.skipped, finish: found.finish.map(ContentFinish.hubCache))
             }
         }
     }
-}
-
-/// What completes a resolution's files once every one is in: written by `haul get` after its
-/// downloads have all completed, so no reader finds a layout or a snapshot that names a missing
-/// file.
-public protocol ResolutionFinish: Sendable {
-    /// Writes what is left in `directory`, the downloads' root.
-    func write(into directory: String) throws(HaulError)
 }
 
 extension OCIManifest.Platform {
@@ -177,22 +170,12 @@ extension DownloadRequest {
 }
 
 extension ContentFinish {
-    /// Writes what is left in `directory`, the downloads' root (`ResolutionFinish.write`).
+    /// Writes what is left in `directory`, the downloads' root, once every file is in: so no
+    /// reader finds a layout or a snapshot that names a missing file.
     public func write(into directory: String) throws(HaulError) {
         switch self {
         case .imageLayout(let layout): try layout.write(into: directory)
         case .hubCache(let cache): try cache.write(into: directory)
-        }
-    }
-
-    /// The finish a resolver gave, as a group keeps it; nil for a kind no group keeps.
-    public init?(_ finish: any ResolutionFinish) {
-        if let layout = finish as? ImageLayoutFinish {
-            self = .imageLayout(layout)
-        } else if let cache = finish as? HubCacheFinish {
-            self = .hubCache(cache)
-        } else {
-            return nil
         }
     }
 }

@@ -108,7 +108,7 @@ public struct HubResolver: Sendable {
     }
 }
 
-extension HubCacheFinish: ResolutionFinish {
+extension HubCacheFinish {
     /// Makes the links and writes the ref in `directory` (the cache).
     public func write(into directory: String) throws(HaulError) {
         for link in links { try SmallFiles.link(link.link, to: link.target, beneath: directory) }

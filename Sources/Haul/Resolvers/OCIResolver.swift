@@ -174,7 +174,7 @@ public struct OCIResolver: Sendable {
     }
 }
 
-extension ImageLayoutFinish: ResolutionFinish {
+extension ImageLayoutFinish {
     /// Writes the manifest blob, `oci-layout` and `index.json` in `directory` (each through a
     /// temporary file and a rename, so a reader never sees half of one).
     public func write(into directory: String) throws(HaulError) {

@@ -80,6 +80,11 @@ public struct DownloadGroup: Sendable, Hashable, Codable {
         self.createdAt = createdAt
     }
 
+    /// Groups oldest first (then by id): the order every store lists them in.
+    public static func oldestFirst(_ groups: [DownloadGroup]) -> [DownloadGroup] {
+        groups.sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
+    }
+
     /// The download that answered the add (aria2's leader of `followedBy`); nil for no members.
     public var leader: DownloadID? { members.first }
 

@@ -24,6 +24,11 @@ extension DownloadQueue {
             self.group = group
             self.offsets = offsets
         }
+
+        /// The same group, its requests `start` places later in a larger batch.
+        public func shifted(by start: Int) -> GroupAsk {
+            GroupAsk(group, offsets: offsets.lowerBound + start..<offsets.upperBound + start)
+        }
     }
 
     /// The unfinished groups this process knows, and each member's (local backend: every one,
@@ -49,7 +54,7 @@ extension DownloadQueue {
 
         /// The groups `id` is a member of, oldest first.
         func groups(of id: DownloadID) -> [DownloadGroup] {
-            (byMember[id] ?? []).compactMap { groups[$0] }.sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
+            DownloadGroup.oldestFirst((byMember[id] ?? []).compactMap { groups[$0] })
         }
     }
 

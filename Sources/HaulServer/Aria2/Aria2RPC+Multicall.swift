@@ -80,7 +80,7 @@ extension Aria2RPC {
             var groups: [DownloadQueue.GroupAsk] = []
             var start = 0
             for add in ready {
-                groups += add.groups.map { .init($0.group, offsets: start..<start + add.requests.count) }
+                groups += add.groups.map { $0.shifted(by: start) }
                 start += add.requests.count
             }
             records = try await manager.add(

@@ -134,7 +134,7 @@ public final class DaemonDefaults: Sendable {
         var base = add.directory ?? directory
         if case .hub = name, let hubCache, add.directory == nil { base = hubCache }
         try policy.check(base)
-        let expansion = try await ContentExpansion.expand(
+        let expansion = await ContentExpansion.expand(
             resolution, name: add.url, into: base, skipInPlace: add.fileName == nil,
             createdAt: Int64(Date().timeIntervalSince1970))
         for entry in expansion.skipped { logger.warning("\(add.url): \(entry.message)") }
