@@ -4,6 +4,10 @@ import HaulCore
 /// `haul get --json`.
 public enum EventType: String, Codable, Sendable, Hashable, CaseIterable {
     case queued, started, progress, retrying, restarted, paused, interrupted, completed, failed, removed
+    /// What completes the name of content a download leads (its group's finish) could not be
+    /// written: `group`, `name` and `error` say which and why; tried again at the next
+    /// completion of one of its downloads and at the next start.
+    case finishFailed
     /// `haul get --json` only: a failure not tied to one download (a bad list file, ...).
     case error
 }
@@ -48,6 +52,9 @@ public struct EventView: Codable, Sendable, Hashable {
     /// On the last line of a download completed by this run (`haul get --json`): the digest its
     /// file was checked against before it got its name, and where that digest came from.
     public var verified: VerifiedView?
+    /// `finishFailed`: the group (`GET /api/v1/groups`) and the name of content it stands for.
+    public var group: String?
+    public var name: String?
 
     public init(type: EventType, id: String?, status: DownloadStatus?) {
         self.type = type
@@ -89,6 +96,12 @@ public struct EventView: Codable, Sendable, Hashable {
             (type, status) = (.failed, .failed)
             self.error = ErrorView(error)
         case .removed: (type, status) = (.removed, .removed)
+        case .finishFailed(let group, let name, let error):
+            // Told of the group's leader, which completed with every other member.
+            (type, status) = (.finishFailed, .completed)
+            self.group = group.rawValue
+            self.name = name
+            self.error = ErrorView(error)
         }
     }
 

@@ -174,28 +174,17 @@ extension GetCommand {
         }
     }
 
-    /// Every blob is in: the images' manifests and the layouts' indexes are written, last, so a
-    /// reader never finds an image whose blobs are missing.
-    func write(_ layouts: [ContentFinish], into directory: String, reporter: Reporter) throws {
-        for layout in layouts {
-            do throws(HaulError) {
-                try layout.write(into: directory)
-            } catch {
-                reporter.failure(url: nil, error)
-                throw ExitCode(ExitCodes.code(for: error))
-            }
-        }
-    }
-
-    /// The files the names of content among the arguments stand for, each an entry, and what
-    /// completes each image layout once its files are in; the names' problems reported and the
-    /// command ended (exit 2 for a name or a setting, 3 for a refusal, 4 when nothing answers).
-    func resolveContent(
-        _ names: [(text: String, name: ContentName)], http: AsyncHTTPTransport.Configuration, reporter: Reporter
-    ) async throws -> (entries: [Entry], layouts: [ContentFinish]) {
-        guard !names.isEmpty else { return ([], []) }
-        var entries: [Entry] = []
-        var layouts: [ContentFinish] = []
+    /// What the names of content among the arguments expand to (`ContentExpansion`, as the
+    /// daemon's: the files to fetch, those in place with their digests left out unless `-o`
+    /// names the one file, and the group whose finish the queue writes once they are in); the
+    /// names' problems reported and the command ended (exit 2 for a name or a setting, 3 for a
+    /// refusal, 4 when nothing answers).
+    func expandContent(
+        _ names: [(text: String, name: ContentName)], into base: String, http: AsyncHTTPTransport.Configuration,
+        reporter: Reporter
+    ) async throws -> [ContentExpansion] {
+        guard !names.isEmpty else { return [] }
+        var expansions: [ContentExpansion] = []
         do throws(HaulError) {
             let environment = ProcessInfo.processInfo.environment
             let hasS3 = names.contains { if case .s3 = $0.name { true } else { false } }
@@ -204,16 +193,18 @@ extension GetCommand {
                 s3Endpoint: try content.endpoint(), s3Region: region ?? "us-east-1", http: http,
                 oci: try content.ociSettings(for: names.map(\.name), environment: environment),
                 hub: try content.hubSettings(environment: environment))
+            let now = Int64(Date().timeIntervalSince1970)
             for (text, name) in names {
-                let resolution = try await resolver.resolve(name, as: text)
-                for entry in resolution.skipped { reporter.failure(url: text, HaulError(.usage, entry.message)) }
-                entries += resolution.files.map(Entry.resolved)
-                if let finish = resolution.finish { layouts.append(finish) }
+                let expansion = try await ContentExpansion.expand(
+                    try await resolver.resolve(name, as: text), name: text, into: base, namesOneFile: output != nil,
+                    createdAt: now)
+                for entry in expansion.skipped { reporter.failure(url: text, HaulError(.usage, entry.message)) }
+                expansions.append(expansion)
             }
         } catch {
             reporter.failure(url: nil, error)
             throw ExitCode(ExitCodes.code(for: error))
         }
-        return (entries, layouts)
+        return expansions
     }
 }

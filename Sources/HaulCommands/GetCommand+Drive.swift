@@ -24,9 +24,10 @@ extension GetCommand {
     /// (never dropped): nothing about a download arrives before its batch is added. Events and
     /// ticks only feed the display. Ctrl-C or SIGTERM checkpoints everything, and every waiting
     /// download then counts as interrupted.
-    func drive(_ manager: DownloadManager, entries: [Entry], template: RequestTemplate, reporter: Reporter) async
-        -> Outcome
-    {
+    func drive(
+        _ manager: DownloadManager, entries: [Entry], groups: [DownloadQueue.GroupAsk], template: RequestTemplate,
+        reporter: Reporter
+    ) async -> Outcome {
         let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
         let (inputs, post) = AsyncStream<Input>.makeStream()
         let interval = Duration.milliseconds(Int64(reporter.drawInterval * 1000))
@@ -46,7 +47,7 @@ extension GetCommand {
                 for await _ in signals { post.yield(.signal) }
             }
             group.addTask {
-                await add(entries, template: template, to: manager, until: stopAdding, post: post)
+                await add(entries, groups: groups, template: template, to: manager, until: stopAdding, post: post)
                 post.yield(.addingDone)
             }
 

@@ -31,10 +31,11 @@ extension GetCommand {
     }
 
     /// Every entry given, from the arguments, `-i` and `--metalink` (a file, or an http(s) URL
-    /// that `metalinks` fetches).
+    /// that `metalinks` fetches), and the groups of the names of content among them: each a
+    /// `GroupAsk` whose offsets are its files' entries (side by side, so no batch splits them).
     func entries(
         reporter: Reporter, metalinks fetcher: MetalinkFetcher, http: AsyncHTTPTransport.Configuration
-    ) async throws -> (entries: [Entry], layouts: [ContentFinish]) {
+    ) async throws -> (entries: [Entry], groups: [DownloadQueue.GroupAsk]) {
         var entries: [Entry] = []
         var texts: [String] = []
         var metalinks = metalink
@@ -51,15 +52,10 @@ extension GetCommand {
         if mirrors, !texts.isEmpty { texts = [texts.joined(separator: "\t")] }
         if let inputFile { texts += try URLList.read(inputFile) }
         entries = texts.map(Entry.urls)
-        let resolved = try await resolveContent(names, http: http, reporter: reporter)
-        for entry in resolved.entries {
-            // A digest is an identity: a file already in place with it is not fetched again.
-            if case .resolved(let file) = entry, output == nil, let checksum = file.checksum,
-                await PresentFiles.has(checksum, at: Paths.join(baseDirectory, file.path))
-            {
-                continue
-            }
-            entries.append(entry)
+        var groups: [DownloadQueue.GroupAsk] = []
+        for expansion in try await expandContent(names, into: baseDirectory, http: http, reporter: reporter) {
+            groups.append(.init(expansion.group, offsets: entries.count..<entries.count + expansion.files.count))
+            entries += expansion.files.map(Entry.resolved)
         }
         for source in metalinks {
             do throws(HaulError) {
@@ -80,7 +76,7 @@ extension GetCommand {
                 url: nil, HaulError(.usage, "-o names one file; it cannot be used with \(entries.count) files"))
             throw ExitCode(ExitCodes.usage)
         }
-        return (entries, resolved.layouts)
+        return (entries, groups)
     }
 
     /// The name of content `argument` is (`s3://`, `hf://`, `oci://`), nil for any other
@@ -212,56 +208,5 @@ extension GetCommand.RequestTemplate {
         request.timestamping = timestamps.timestamping
         request.remoteTime = timestamps.remoteTime || timestamps.timestamping
         return request
-    }
-}
-
-extension GetCommand {
-    /// Builds and adds the requests a thousand at a time, so a list of 100,000 URLs never holds
-    /// 100,000 requests at once and the first downloads start at once: each batch once the
-    /// previous one is committed, each followed to its end; returns once all have ended. Stops
-    /// adding when `stop` is set (a signal): the batches already added are still followed.
-    func add(
-        _ entries: [Entry], template: RequestTemplate, to manager: DownloadManager, until stop: NIOLockedValueBox<Bool>,
-        post: AsyncStream<Input>.Continuation
-    ) async {
-        var seen: Set<String> = []
-        var start = 0
-        await withTaskGroup(of: Void.self) { group in
-            while start < entries.count, !stop.withLockedValue({ $0 }) {
-                let end = min(entries.count, start + 1000)
-                var batch: [DownloadRequest] = []
-                for entry in entries[start..<end] {
-                    do throws(HaulError) {
-                        let request = try template.request(for: entry)
-                        // The same URL twice is one download (as within one `add`).
-                        if seen.insert(request.identity).inserted { batch.append(request) }
-                    } catch {
-                        post.yield(.rejected(url: nil, error))
-                    }
-                }
-                start = end
-                let (committed, commit) = AsyncStream<Void>.makeStream()
-                let requests = batch
-                group.addTask {
-                    do {
-                        for try await item in manager.addFollowing(requests) {
-                            post.yield(.followed(item))
-                            if case .added = item { commit.finish() }
-                        }
-                    } catch {
-                        let haulError = HaulError.from(error, otherwise: .internal)
-                        // Interrupted: these were never added, so nothing waits for them.
-                        if haulError.code != .interrupted {
-                            for request in requests {
-                                post.yield(.rejected(url: request.url.absoluteString, haulError))
-                            }
-                        }
-                    }
-                    commit.finish()
-                }
-                // The next batch goes in once this one is committed (or refused).
-                for await _ in committed {}
-            }
-        }
     }
 }

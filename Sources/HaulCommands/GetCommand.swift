@@ -232,7 +232,7 @@ struct GetCommand: AsyncParsableCommand {
         if let bootId = engine.bootId { configuration.bootID = bootId }
         configuration.http.awsCredentials = try awsCredentials(reporter: reporter)
         // After the transport's settings: a `--metalink URL` is fetched with them.
-        let (entries, layouts) = try await entries(
+        let (entries, groups) = try await entries(
             reporter: reporter,
             metalinks: MetalinkFetcher(
                 http: configuration.http, headers: template.headers, credentials: template.credentials,
@@ -249,7 +249,7 @@ struct GetCommand: AsyncParsableCommand {
         do {
             // Shut down once the drive returns: its runs checkpointed, the store closed.
             outcome = try await DownloadManager.withManager(configuration: configuration) { manager in
-                await drive(manager, entries: entries, template: template, reporter: reporter)
+                await drive(manager, entries: entries, groups: groups, template: template, reporter: reporter)
             }
         } catch {
             // The drive throws nothing: this is the manager's start (its state, its store).
@@ -266,7 +266,6 @@ struct GetCommand: AsyncParsableCommand {
             throw ExitCode(outcome.status ?? ExitCodes.code(for: error))
         }
         if let status = outcome.status { throw ExitCode(status) }
-        try write(layouts, into: template.base, reporter: reporter)
     }
 
     static func rate(_ text: String) throws -> Int64 {

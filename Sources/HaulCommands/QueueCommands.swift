@@ -97,7 +97,11 @@ struct AddCommand: AsyncParsableCommand {
 /// `haul ls`: the daemon's downloads in queue order.
 struct ListCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "ls", abstract: "List the daemon's downloads (removed ones only with --status removed).")
+        commandName: "ls",
+        abstract: """
+            List the daemon's downloads (removed ones only with --status removed), then any name of content \
+            whose finish could not be written.
+            """)
 
     @Option(help: "Only this status: queued, running, paused, completed, failed or removed.")
     var status: String?
@@ -124,6 +128,9 @@ struct ListCommand: AsyncParsableCommand {
         let downloads: [DownloadView] = try await client.get("/downloads" + query)
         var text = ""
         for download in downloads { text += DownloadLine.render(download) + "\n" }
+        // A name of content whose downloads completed but whose finish could not be written.
+        let failed: [GroupView] = status == nil ? try await client.get("/groups?state=failed") : []
+        for group in failed { text += "finish failed  \(group.name): \(group.error ?? "unknown")\n" }
         try StandardStreams.output(text)
     }
 }

@@ -69,7 +69,13 @@ extension DownloadQueueTests {
         var failed = group
         failed.state = .failed
         failed.error = "no space left on device"
-        #expect(queue.finishFailed(group, HaulError(.fileSystem, "no space left on device")) == [.saveGroup(failed)])
+        // Stored failed with why, and told as an event of its leader (the download its add answered with).
+        let full = HaulError(.fileSystem, "no space left on device")
+        #expect(
+            queue.finishFailed(group, full) == [
+                .saveGroup(failed),
+                .publish(DownloadEvent(id: Self.id("a"), kind: .finishFailed(group: group.id, name: group.name, full))),
+            ])
         // Found complete again by an add: checked again, as it failed.
         let a = try Self.record("a", .completed)
         #expect(queue.alreadyComplete(a, path: "/d/a").first == .readMembers(failed))
@@ -86,7 +92,7 @@ extension DownloadQueueTests {
         var failed = group
         failed.state = .failed
         failed.error = "download gone of hf://org/g is gone"
-        #expect(queue.membersRead(group, [try Self.record("a", .completed)]) == [.saveGroup(failed)])
+        #expect(queue.membersRead(group, [try Self.record("a", .completed)]).first == .saveGroup(failed))
         // An add whose downloads' save failed takes its group back.
         let x = try Self.output("http://h/x", "x.bin")
         _ = queue.addsAsked([x], placements: [AddPlacement()], groups: [.init(Self.group("h"), offsets: 0..<1)])
@@ -99,6 +105,32 @@ extension DownloadQueueTests {
         #expect(
             !queue.alreadyComplete(Self.made("x", x, .completed), path: "/d/x.bin").contains { action in
                 if case .readMembers = action { true } else { false }
+            })
+    }
+
+    @Test func aRemovedMemberFailsItsGroupAtOnceWithWhyAndNoFinishIsWritten() throws {
+        var queue = Queue.local(limit: 1)
+        let group = Self.group("g", members: [Self.id("a"), Self.id("b")])
+        _ = queue.groupsRead([group])
+        var b = try Self.record("b", .removed)
+        // Its remove checks its groups: the members are read, whatever the others' state.
+        #expect(queue.removed(b, runnerSaidSo: false, wasWaiting: false).contains(.readMembers(group)))
+        // One member removed: failed with why (its file will not come), never written.
+        let read = queue.membersRead(group, [try Self.record("a", .completed), b])
+        #expect(!read.contains(.writeFinish(group)))
+        guard case .saveGroup(let failed) = read.first else {
+            Issue.record("the group is not saved failed: \(read)")
+            return
+        }
+        #expect(failed.state == .failed)
+        #expect(failed.error == "download b of hf://org/g was removed")
+        // Added again and completed: the next check writes the finish.
+        b.status = .completed
+        #expect(queue.membersRead(failed, [try Self.record("a", .completed), b]) == [.writeFinish(failed)])
+        // A download of no group reads nothing when removed.
+        #expect(
+            !queue.removed(try Self.record("c", .removed), runnerSaidSo: false, wasWaiting: false).contains {
+                if case .readMembers = $0 { true } else { false }
             })
     }
 

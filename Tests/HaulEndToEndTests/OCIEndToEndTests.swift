@@ -98,6 +98,43 @@ struct OCIEndToEndTests {
         try await world.close()
     }
 
+    /// The layout's `index.json` cannot be written (a folder holds its name): every blob is in,
+    /// but the pull fails with one line and exit 6, and no `index.json` claims an image. Once the
+    /// folder is gone, the same command fetches nothing (every blob is in place by its digest)
+    /// and writes the index: a group of no download still gets its finish.
+    @Test func aLayoutThatCannotBeWrittenFailsThePullAndTheNextRunWritesItWithoutFetching() async throws {
+        let registry = try await Registry.shared()
+        let world = try await World.make()
+        let layout = world.directory + "/layout"
+        try FileManager.default.createDirectory(
+            atPath: layout + "/index.json/in-the-way", withIntermediateDirectories: true)
+        let arguments = [
+            "get", "--plain-http", "-d", "layout", "--platform", "linux/arm64", registry.name("haul/app:v1"),
+        ]
+        let first = try await HaulProcess.run(arguments, in: world)
+        #expect(first.status == 6, "\(first.stderr)")
+        let lines = first.stderr.split(separator: "\n").filter { $0.contains("cannot complete") }
+        #expect(lines.count == 1, "\(first.stderr)")
+        let blobs = layout + "/blobs/sha256"
+        let fetched = try FileManager.default.contentsOfDirectory(atPath: blobs)
+        #expect(fetched.count >= 3, "the config, the layers and the manifest are in: \(fetched)")
+        let inodes = try fetched.map {
+            try FileManager.default.attributesOfItem(atPath: blobs + "/" + $0)[.systemFileNumber] as? Int
+        }
+        try FileManager.default.removeItem(atPath: layout + "/index.json")
+        let second = try await HaulProcess.run(arguments, in: world)
+        #expect(second.status == 0, "\(second.stderr)")
+        let index = try String(contentsOfFile: layout + "/index.json", encoding: .utf8)
+        #expect(index.contains(registry.digests["haul/app:v1@linux/arm64"]!), "\(index)")
+        let after = try fetched.map {
+            try FileManager.default.attributesOfItem(atPath: blobs + "/" + $0)[.systemFileNumber] as? Int
+        }
+        #expect(after == inodes, "no blob was fetched again")
+        let copy = try Tools.run("skopeo", ["copy", "oci:\(layout):v1", "dir:\(world.directory)/copied"])
+        #expect(copy.status == 0, "\(copy.output)")
+        try await world.close()
+    }
+
     /// The daemon takes `oci://` names through its API and aria2's `addUri`: one download per
     /// blob, and the layout's `index.json` written once the last one is in, by the daemon that
     /// sees it complete. A `kill -9` of the daemon mid-layer leaves no `index.json`; the next
@@ -132,7 +169,8 @@ struct OCIEndToEndTests {
         let rpc = try await daemon.call(.POST, "/jsonrpc", body: call, token: .some(nil))
         let gid = try #require((rpc.json as? [String: Any])?["result"] as? String, "\(rpc.text)")
         try await daemon.wait(for: gid, status: .completed)
-        // Written by the daemon's observer once the completion is seen: bounded, not timed.
+        // Written once the last blob completed, before its outcome is told; a status read may
+        // see it completed a moment before: bounded, not timed.
         var index = ""
         for _ in 0..<1200 {
             index = (try? String(contentsOfFile: layout + "/index.json", encoding: .utf8)) ?? ""
@@ -145,10 +183,59 @@ struct OCIEndToEndTests {
             let copy = try Tools.run("skopeo", ["copy", "oci:\(layout):\(tag)", "dir:\(world.directory)/\(tag)"])
             #expect(copy.status == 0, "\(tag): \(copy.output)")
         }
-        #expect(
-            ((try? FileManager.default.contentsOfDirectory(atPath: world.home + "/finishes")) ?? []).isEmpty,
-            "written finishes are dropped")
+        // Every blob of v1 is in place: addUri says there is nothing to download, but its group
+        // still goes in and its finish is written before the answer (index.json comes back).
+        try FileManager.default.removeItem(atPath: layout + "/index.json")
+        let again =
+            #"{"jsonrpc":"2.0","id":"2","method":"aria2.addUri","params":["token:\#(daemon.serve.secret)",["\#(registry.name("haul/app:v1"))"],{"dir":"\#(layout)"}]}"#
+        let inPlace = try await daemon.call(.POST, "/jsonrpc", body: again, token: .some(nil))
+        #expect(inPlace.text.contains("already in place"), "\(inPlace.text)")
+        let rewritten = try String(contentsOfFile: layout + "/index.json", encoding: .utf8)
+        #expect(rewritten.contains(#""org.opencontainers.image.ref.name":"v1""#), "\(rewritten)")
         _ = await daemon.terminate()
+        try await world.close()
+    }
+
+    /// The daemon cannot write the layout (a folder holds `index.json`'s name): every blob
+    /// completes, the group is kept failed with why, `GET /api/v1/groups?state=failed` and `haul
+    /// ls` say so. Once the folder is gone, the next start checks it again and writes the index.
+    @Test func aFinishTheDaemonCannotWriteIsReportedAndWrittenByTheNextStart() async throws {
+        let registry = try await Registry.shared()
+        let world = try await World.make()
+        let layout = world.directory + "/layout"
+        try FileManager.default.createDirectory(
+            atPath: layout + "/index.json/in-the-way", withIntermediateDirectories: true)
+        let options = ["--plain-http", "--platform", "linux/arm64"]
+        let daemon = try await DaemonProcess.start(world, options)
+        let answer = try await daemon.call(
+            .POST, "/api/v1/downloads",
+            body: #"{"url": "\#(registry.name("haul/app:v1"))", "directory": "\#(layout)"}"#)
+        #expect(answer.status == 201, "\(answer.text)")
+        let added = try answer.decode([DownloadView].self)
+        for download in added { try await daemon.wait(for: download.id, status: .completed) }
+        // Kept failed just after the last download is stored completed: bounded, not timed.
+        var failed: [GroupView] = []
+        for _ in 0..<1200 {
+            failed = try await daemon.call(.GET, "/api/v1/groups?state=failed").decode([GroupView].self)
+            if !failed.isEmpty { break }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        #expect(failed.map(\.name) == [registry.name("haul/app:v1")], "\(failed)")
+        #expect(failed.first?.members == added.map(\.id))
+        #expect(failed.first?.error?.isEmpty == false)
+        let listed = try await HaulProcess.run(["ls"], in: world)
+        #expect(listed.stdout.contains("finish failed  \(registry.name("haul/app:v1")): "), "\(listed.stdout)")
+        let wrong = try await daemon.call(.GET, "/api/v1/groups?state=done")
+        #expect(wrong.status == 400, "\(wrong.text)")
+        _ = await daemon.terminate()
+
+        try FileManager.default.removeItem(atPath: layout + "/index.json")
+        let next = try await DaemonProcess.start(world, options)
+        let groups = try await next.call(.GET, "/api/v1/groups").decode([GroupView].self)
+        #expect(groups.map(\.state) == [.finished], "\(groups)")
+        let index = try String(contentsOfFile: layout + "/index.json", encoding: .utf8)
+        #expect(index.contains(registry.digests["haul/app:v1@linux/arm64"]!), "\(index)")
+        _ = await next.terminate()
         try await world.close()
     }
 

@@ -16,6 +16,16 @@ extension DownloadManager {
         return (groups, Set(ids))
     }
 
+    /// The group `id`, as stored; nil when there is none.
+    public func group(_ id: GroupID) async throws -> DownloadGroup? {
+        try await store.group(id)
+    }
+
+    /// Every group, oldest first.
+    public func groups() async throws -> [DownloadGroup] {
+        try await store.allGroups()
+    }
+
     /// Every group not finished (waiting, or whose finish failed), oldest first.
     public func unfinishedGroups() async throws -> [DownloadGroup] {
         try await store.unfinishedGroups()

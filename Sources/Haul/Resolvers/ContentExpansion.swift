@@ -13,16 +13,25 @@ public struct ContentExpansion: Sendable {
     /// Listed paths no file beneath a directory can have, skipped (each told once).
     public var skipped: [SkippedPath]
 
-    /// `resolution` of `name` (as typed), beneath `base`. `skipInPlace`: files already in place
-    /// with their digests are left out (false when the add names its one file itself).
+    /// `resolution` of `name` (as typed), beneath `base`. `namesOneFile`: the add names its one
+    /// file itself (`haul get -o`, a REST or aria2 add's `fileName`/`out`): the name must stand
+    /// for one file and no finish (a finish names files where the source put them), and that file
+    /// is fetched even when one with its digest is in place; otherwise files in place with their
+    /// digests are left out.
     public static func expand(
-        _ resolution: ContentResolver.Resolution, name: String, into base: String, skipInPlace: Bool,
+        _ resolution: ContentResolver.Resolution, name: String, into base: String, namesOneFile: Bool,
         createdAt: Int64
-    ) async -> ContentExpansion {
+    ) async throws(HaulError) -> ContentExpansion {
+        if namesOneFile, resolution.files.count > 1 || resolution.finish != nil {
+            throw HaulError(
+                .usage,
+                "one file name was given, but \(name) stands for \(resolution.files.count) files"
+                    + (resolution.finish == nil ? "" : " and what completes them"))
+        }
         var files: [ResolvedFile] = []
         for file in resolution.files {
             // A digest is an identity: a file already in place with it is not fetched again.
-            if skipInPlace, let checksum = file.checksum,
+            if !namesOneFile, let checksum = file.checksum,
                 await PresentFiles.has(checksum, at: Paths.join(base, file.path))
             {
                 continue

@@ -22,7 +22,9 @@ extension DownloadManager {
     /// download's last event may come just after its outcome; a reader drops it.) It ends once
     /// every one has its outcome, or when the manager shuts down (those still running or queued
     /// then have none), and throws what the add threw.
-    public nonisolated func addFollowing(_ requests: [DownloadRequest]) -> AsyncThrowingStream<Followed, any Error> {
+    public nonisolated func addFollowing(
+        _ requests: [DownloadRequest], groups: [DownloadQueue.GroupAsk] = []
+    ) -> AsyncThrowingStream<Followed, any Error> {
         let ids = FollowedIDs()
         // Subscribed before the add decides any id: what is published meanwhile waits in them.
         let outcomes = outcomeHub.stream(.followed(ids))
@@ -31,7 +33,8 @@ extension DownloadManager {
         let follower = Task {
             let records: [DownloadRecord]
             do {
-                records = try await add(requests, placements: requests.map { _ in AddPlacement() }, following: ids)
+                records = try await add(
+                    requests, placements: requests.map { _ in AddPlacement() }, following: ids, groups: groups)
             } catch {
                 continuation.finish(throwing: error)
                 return

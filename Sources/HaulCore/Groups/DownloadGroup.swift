@@ -21,7 +21,7 @@ public struct GroupID: RawRepresentable, Hashable, Comparable, Codable, Sendable
 /// completes the last member, and aria2's `followedBy` and `following` survive a restart.
 public struct DownloadGroup: Sendable, Hashable, Codable {
     /// Where a group stands.
-    public enum State: String, Sendable, Hashable, Codable {
+    public enum State: String, Sendable, Hashable, Codable, CaseIterable {
         /// Some member has not completed yet (or none was checked since the last did).
         case waiting
         /// Its finish was tried and failed (`error` says why): tried again at the next

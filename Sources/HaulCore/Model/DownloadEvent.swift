@@ -25,6 +25,10 @@ public struct DownloadEvent: Sendable, Hashable {
         case failed(HaulError)
         /// Removed by the user: stopped, its `.part` deleted, its record kept with status `removed`.
         case removed
+        /// What completes the name of content it leads (`DownloadGroup`: a Hub cache's snapshot
+        /// and ref, an image layout's `index.json`) could not be written: the group is kept
+        /// failed, tried again at the next completion of a member and at the next start.
+        case finishFailed(group: GroupID, name: String, HaulError)
     }
 
     /// The download this event is about.

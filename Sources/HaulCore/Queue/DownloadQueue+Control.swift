@@ -93,6 +93,8 @@ extension DownloadQueue {
         entries[record.id]?.suspended = false
         tidy(record.id)
         if !runnerSaidSo { actions.append(.publish(DownloadEvent(id: record.id, kind: .removed))) }
+        // A group it belongs to cannot be finished now: checked, it is kept failed and says why.
+        actions += checkGroups(of: record.id)
         if wasWaiting { actions.append(.settle(DownloadOutcome(record))) }
         return actions
     }

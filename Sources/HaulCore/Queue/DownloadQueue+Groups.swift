@@ -64,10 +64,10 @@ extension DownloadQueue {
         return groups.map { .readMembers($0) }
     }
 
-    /// `id` completed (its run, or an add that found its file in place): each unfinished group it
-    /// belongs to is checked. A fleet host reads them from the database (another host may have
-    /// made them); nothing is read for a download of no group here.
-    mutating func memberCompleted(_ id: DownloadID) -> [Action] {
+    /// `id` completed (its run, or an add that found its file in place) or was removed: each
+    /// unfinished group it belongs to is checked. A fleet host reads them from the database
+    /// (another host may have made them); nothing is read for a download of no group here.
+    mutating func checkGroups(of id: DownloadID) -> [Action] {
         if isFleet { return [.readGroupsOf(id)] }
         return groupBook.groups(of: id).map { .readMembers($0) }
     }
@@ -79,11 +79,15 @@ extension DownloadQueue {
 
     /// The members of `group` as the store holds them. All completed: its finish is written (or,
     /// with none, it is finished). One missing (its add's save never came, or it was forgotten):
-    /// it cannot be finished, and says why. Any other: it waits for the next completion.
+    /// it cannot be finished, and says why; so does one removed (its file will not come). Any
+    /// other: it waits for the next completion.
     public mutating func membersRead(_ group: DownloadGroup, _ members: [DownloadRecord]) -> [Action] {
         let statuses = Dictionary(members.map { ($0.id, $0.status) }, uniquingKeysWith: { first, _ in first })
         if let missing = group.members.first(where: { statuses[$0] == nil }) {
             return finishFailed(group, HaulError(.notFound, "download \(missing) of \(group.name) is gone"))
+        }
+        if let removed = group.members.first(where: { statuses[$0] == .removed }) {
+            return finishFailed(group, HaulError(.notFound, "download \(removed) of \(group.name) was removed"))
         }
         guard group.members.allSatisfy({ statuses[$0] == .completed }) else { return [] }
         guard group.finish != nil else { return finishWritten(group) }
@@ -99,14 +103,18 @@ extension DownloadQueue {
         return [.saveGroup(finished)]
     }
 
-    /// `group`'s finish failed: stored failed with why, and tried again at the next completion of
-    /// a member or the next start.
+    /// `group`'s finish failed: stored failed with why, told as an event of its leader (the
+    /// download its add answered with), and tried again at the next completion of a member or
+    /// the next start.
     public mutating func finishFailed(_ group: DownloadGroup, _ error: HaulError) -> [Action] {
         var failed = group
         failed.state = .failed
         failed.error = error.message
         if !isFleet { groupBook.keep(failed) }
-        return [.saveGroup(failed)]
+        let told = group.leader.map {
+            [Action.publish(DownloadEvent(id: $0, kind: .finishFailed(group: group.id, name: group.name, error)))]
+        }
+        return [.saveGroup(failed)] + (told ?? [])
     }
 
     /// The groups of a batch of adds, their members decided: kept here and saved (before the

@@ -166,7 +166,7 @@ extension DownloadQueue {
 
     /// Reports a completed download whose file is intact (its groups checked first).
     public mutating func alreadyComplete(_ record: DownloadRecord, path: String) -> [Action] {
-        memberCompleted(record.id) + [
+        checkGroups(of: record.id) + [
             .publish(DownloadEvent(id: record.id, kind: .alreadyComplete(path: path))),
             .settle(DownloadOutcome(record, alreadyComplete: true)),
         ]

@@ -64,7 +64,7 @@ extension DownloadQueue {
             if current, record.status == .paused, !isFleet { paused.insert(WaitingQueue.Entry(record)) }
             if current {
                 // Its groups first: one it completes is finished before the outcome is told.
-                if record.status == .completed { actions += memberCompleted(id) }
+                if record.status == .completed { actions += checkGroups(of: id) }
                 actions.append(.settle(DownloadOutcome(record, alreadyComplete: notModified, transfer: transfer)))
             }
         case .gone:

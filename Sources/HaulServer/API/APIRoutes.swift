@@ -71,6 +71,24 @@ struct APIRoutes<Context: RequestContext>: Sendable {
         api.patch("options") { request, _ in try await setOptions(request) }
         api.get("summary") { _, _ in try APIResponse.json(SummaryView(try await LiveRuns.summary(manager))) }
         api.get("events") { _, _ in EventStream.response(manager.events(), settings: settings) }
+        api.get("groups") { request, _ in try await groups(request) }
+    }
+
+    /// `GET /groups`: the names of content added, oldest first, and whether each is complete;
+    /// `?state=failed` (or `waiting`, `finished`, several separated by commas) only those.
+    private func groups(_ request: Request) async throws -> Response {
+        var states = Set(DownloadGroup.State.allCases)
+        if let text = request.uri.queryParameters.get("state") {
+            states = try Set(
+                text.split(separator: ",").map { name in
+                    guard let state = DownloadGroup.State(rawValue: String(name)) else {
+                        let known = DownloadGroup.State.allCases.map(\.rawValue).joined(separator: ", ")
+                        throw HaulError(.badRequest, "unknown state '\(name.prefix(40))' (one of: \(known))")
+                    }
+                    return state
+                })
+        }
+        return try APIResponse.json(try await manager.groups().filter { states.contains($0.state) }.map(GroupView.init))
     }
 
     // MARK: Handlers

@@ -125,17 +125,14 @@ public final class DaemonDefaults: Sendable {
         } catch {
             throw Self.refused(error)
         }
-        if add.fileName != nil, resolution.files.count > 1 || resolution.finish != nil {
-            throw HaulError(.usage, "fileName names one file; \(add.url) stands for \(resolution.files.count)")
-        }
         if resolution.finish != nil, !keepsFinishes {
             throw HaulError(.unsupportedScheme, "\(add.url): this daemon cannot complete such a name")
         }
         var base = add.directory ?? directory
         if case .hub = name, let hubCache, add.directory == nil { base = hubCache }
         try policy.check(base)
-        let expansion = await ContentExpansion.expand(
-            resolution, name: add.url, into: base, skipInPlace: add.fileName == nil,
+        let expansion = try await ContentExpansion.expand(
+            resolution, name: add.url, into: base, namesOneFile: add.fileName != nil,
             createdAt: Int64(Date().timeIntervalSince1970))
         for entry in expansion.skipped { logger.warning("\(add.url): \(entry.message)") }
         var requests: [DownloadRequest] = []

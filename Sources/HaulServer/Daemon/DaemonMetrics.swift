@@ -91,7 +91,7 @@ final class DaemonMetrics: Sendable {
             lastCompleted.withLockedValue { $0[event.id] = 0 }
         case .completed, .failed, .paused, .interrupted, .removed:
             lastCompleted.withLockedValue { $0[event.id] = nil }
-        case .queued, .alreadyComplete: break
+        case .queued, .alreadyComplete, .finishFailed: break
         }
     }
 
