@@ -134,6 +134,21 @@ extension DownloadQueueTests {
             })
     }
 
+    @Test func aForgottenMemberOfAnUnfinishedGroupHasItCheckedOnceGone() throws {
+        var queue = Queue.local(limit: 1)
+        let group = Self.group("g", members: [Self.id("a"), Self.id("b")])
+        _ = queue.groupsRead([group])
+        let failed = try Self.record("b", .failed)
+        #expect(queue.forgetting(failed) == [.deleteRecords([failed.id]), .readMembers(group)])
+        // A purge checks each group once, after every record went.
+        #expect(
+            queue.forgettingFinished([Self.id("a"), Self.id("b"), Self.id("c")]) == [
+                .deleteRecords([Self.id("a"), Self.id("b"), Self.id("c")]), .readMembers(group),
+            ])
+        // Read with b gone, the group fails with why.
+        #expect(queue.membersRead(group, [try Self.record("a", .completed)]).count == 2)
+    }
+
     @Test func aFleetHostLooksAtTheUnfinishedGroupsOnceALease() {
         var fleet = Queue.fleet(limit: 1, leaseTimeout: .seconds(10))
         // The start read them; the first tick starts the clock.

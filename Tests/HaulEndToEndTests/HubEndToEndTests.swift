@@ -208,6 +208,18 @@ struct HubEndToEndTests {
         defer { again.process.signal(SIGKILL) }
         #expect(try await status(first, on: again)["followedBy"] as? [String] ?? [] == followers)
         #expect(try await status(followers[0], on: again)["following"] as? String == first)
+        // As aria2 (checked against aria2c 1.37 with a Metalink's downloads): removing a result
+        // changes no other download's links, the leader's or a member's.
+        func removeResult(_ gid: String) async throws {
+            let call =
+                #"{"jsonrpc":"2.0","id":"4","method":"aria2.removeDownloadResult","params":["token:\#(again.serve.secret)","\#(gid)"]}"#
+            let answer = try await again.call(.POST, "/jsonrpc", body: call, token: .some(nil))
+            #expect((answer.json as? [String: Any])?["result"] as? String == "OK", "\(answer.text)")
+        }
+        try await removeResult(followers[0])
+        #expect(try await status(first, on: again)["followedBy"] as? [String] ?? [] == followers)
+        try await removeResult(first)
+        #expect(try await status(followers[1], on: again)["following"] as? String == first)
         _ = await again.terminate()
         try await world.close()
     }

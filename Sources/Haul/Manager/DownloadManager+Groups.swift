@@ -8,14 +8,6 @@ extension DownloadManager {
         try await store.groups(containing: id)
     }
 
-    /// Every group, oldest first, with the ids of every download the store holds (removed ones
-    /// included): what aria2's `followedBy` and `following` are read from at start.
-    public func groupsAndIDs() async throws -> (groups: [DownloadGroup], ids: Set<DownloadID>) {
-        let groups = try await store.allGroups()
-        let ids = try await store.ids(status: nil) + store.ids(status: .removed)
-        return (groups, Set(ids))
-    }
-
     /// The group `id`, as stored; nil when there is none.
     public func group(_ id: GroupID) async throws -> DownloadGroup? {
         try await store.group(id)

@@ -103,13 +103,15 @@ extension DownloadQueue {
                         "download \(record.id) is \(record.status.rawValue); only finished downloads can be forgotten"))
             ]
         }
-        return [.deleteRecords([record.id])]
+        return [.deleteRecords([record.id])] + checkKeptGroups(of: [record.id])
     }
 
     /// Forgets the records of every finished download among `finished` (aria2's
-    /// `purgeDownloadResult`), but those a run here has not let go of yet.
+    /// `purgeDownloadResult`), but those a run here has not let go of yet. An unfinished group
+    /// one of them belonged to is checked once they are gone (it fails: it cannot be finished).
     public func forgettingFinished(_ finished: [DownloadID]) -> [Action] {
-        [.deleteRecords(finished.filter { !isScheduled($0) })]
+        let forgotten = finished.filter { !isScheduled($0) }
+        return [.deleteRecords(forgotten)] + checkKeptGroups(of: forgotten)
     }
 
     /// A fixed count of connections for `record`'s download from its next start: a running one's

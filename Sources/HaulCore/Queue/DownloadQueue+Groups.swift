@@ -72,6 +72,14 @@ extension DownloadQueue {
         return groupBook.groups(of: id).map { .readMembers($0) }
     }
 
+    /// The unfinished groups this process keeps of `ids`, each checked once (after they were
+    /// forgotten: such a group cannot be finished, and says so). A fleet host keeps none: its
+    /// tick reads every unfinished group once a lease, which finds them.
+    func checkKeptGroups(of ids: [DownloadID]) -> [Action] {
+        var seen: Set<GroupID> = []
+        return ids.flatMap { groupBook.groups(of: $0) }.filter { seen.insert($0.id).inserted }.map { .readMembers($0) }
+    }
+
     /// A fleet host read the groups of a completed download: the unfinished ones are checked.
     public mutating func memberGroupsRead(_ groups: [DownloadGroup]) -> [Action] {
         groups.filter { $0.state != .finished }.map { .readMembers($0) }

@@ -5,7 +5,8 @@ import NIOConcurrencyHelpers
 /// `hf://`, `oci://`) adds one download per file and answers the first one's gid; that one's
 /// status lists the others (`followedBy`), and each of them names it (`following`), as aria2
 /// links a Metalink's downloads to the download of the Metalink. Read at start from the groups
-/// the store keeps (`load`), so a restart keeps them; a result removed drops its links.
+/// the store keeps (`load`), so a restart keeps them; as aria2's, a link stays when the result of
+/// either of its downloads is removed (`removeDownloadResult`, `purgeDownloadResult`).
 final class Aria2Follows: Sendable {
     private struct Links {
         var followedBy: [DownloadID: [DownloadID]] = [:]
@@ -25,9 +26,10 @@ final class Aria2Follows: Sendable {
     }
 
     /// The links of every group the store keeps (a name of content's downloads, after a restart
-    /// too), members whose records are gone left out.
-    func load(_ groups: [DownloadGroup], existing: Set<DownloadID>) {
-        for group in groups { added(group.members.filter(existing.contains)) }
+    /// too), each member's whether its result is still kept or not: aria2 keeps a link when
+    /// either end's result is removed.
+    func load(_ groups: [DownloadGroup]) {
+        for group in groups { added(group.members) }
     }
 
     /// The downloads that followed `id`'s add; empty when none.
@@ -36,16 +38,4 @@ final class Aria2Follows: Sendable {
     /// The download whose add `id` followed; nil when none.
     func following(_ id: DownloadID) -> DownloadID? { links.withLockedValue { $0.following[id] } }
 
-    /// `id`'s result is gone (`removeDownloadResult`, `purgeDownloadResult`): so are its links.
-    func forget(_ ids: [DownloadID]) {
-        links.withLockedValue { links in
-            for id in ids {
-                for other in links.followedBy.removeValue(forKey: id) ?? [] { links.following[other] = nil }
-                if let first = links.following.removeValue(forKey: id) {
-                    links.followedBy[first]?.removeAll { $0 == id }
-                    if links.followedBy[first]?.isEmpty == true { links.followedBy[first] = nil }
-                }
-            }
-        }
-    }
 }

@@ -107,7 +107,6 @@ extension Aria2RPC {
             } catch let error as HaulError where error.code == .conflict {
                 throw Aria2Error(code: 1, message: "Could not remove download result of GID#\(id)")
             }
-            follows.forget([id])
             json.string("OK")
         case "getVersion":
             json.object { json in

@@ -168,8 +168,7 @@ extension Daemon {
                         folder: Paths.join(configuration.manager.stateDirectory, "finishes"), into: manager,
                         logger: logger)
                     try await manager.restore()
-                    let (groups, ids) = try await manager.groupsAndIDs()
-                    parts.rpc.follows.load(groups, existing: ids)
+                    parts.rpc.follows.load(try await manager.groups())
                     logger.info(
                         "ready",
                         metadata: [
