@@ -135,6 +135,7 @@ public struct EventView: Codable, Sendable, Hashable {
             reason
         case connections, maxConnections, maxBytesPerSecond
         case requests, connectionsUsed, connectionsOpened, tlsHandshakes, httpVersions, verified
+        case group, name
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -163,6 +164,8 @@ public struct EventView: Codable, Sendable, Hashable {
         try container.encodeIfPresent(tlsHandshakes, forKey: .tlsHandshakes)
         try container.encodeIfPresent(httpVersions, forKey: .httpVersions)
         try container.encodeIfPresent(verified, forKey: .verified)
+        try container.encodeIfPresent(group, forKey: .group)
+        try container.encodeIfPresent(name, forKey: .name)
     }
 }
 
