@@ -39,6 +39,22 @@ import Testing
         }
     }
 
+    /// A small file is never noted: a tick notes a quarter of `noteBytes` or more since the last
+    /// checkpoint (less is refetched in a moment after a kill; each note was a file made and
+    /// removed in the state directory).
+    @Test func aTickNotesNothingBelowAQuarterOfTheNoteBytes() throws {
+        var machine = try machine(notes: true)
+        _ = machine.start(.init(partSize: nil, published: false), now: 0)
+        _ = machine.responseReceived(
+            0,
+            ResponseHead(status: 200, headers: ["Content-Length": "1000", "ETag": "\"a\""], url: "http://h/file"),
+            nowSecondsSince1970: 0, jitter: 0)
+        _ = machine.received(0, count: 50)
+        #expect(machine.tick(now: 0.25, elapsed: 0.25) == [], "50 bytes, under 250 / 4")
+        _ = machine.received(0, count: 12)
+        #expect(machine.tick(now: 0.5, elapsed: 0.25) == [.noteProgress], "62 bytes since the checkpoint")
+    }
+
     @Test func aBurstMakesANoteDueBeforeTheTick() throws {
         for notes in [false, true] {
             var machine = try machine(notes: notes)

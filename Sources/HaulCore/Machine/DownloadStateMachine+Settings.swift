@@ -39,8 +39,9 @@ extension DownloadStateMachine {
         public var maxConnectionBackoff: Duration
         /// Seconds between ticks (speeds, progress, checkpoint decisions).
         public var tickInterval: Double
-        /// Note progress at every tick between checkpoints (`.noteProgress`): written without
-        /// fsync, so a killed process loses a tick of transfer instead of a checkpoint interval.
+        /// Note progress at every tick between checkpoints (`.noteProgress`) once a quarter of
+        /// `noteBytes` came since the last checkpoint: written without fsync, so a killed process
+        /// loses a tick of transfer (or that quarter) instead of a checkpoint interval.
         public var notesProgress: Bool
         /// ...and as soon as this many bytes came since the last note (or a twentieth of a
         /// second's worth, when that is more), so a burst (a server's first second, a paced
