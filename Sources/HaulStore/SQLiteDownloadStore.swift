@@ -266,10 +266,18 @@ public final class SQLiteDownloadStore: DownloadStore {
                 UPDATE downloads SET file_name = ?1 WHERE id = ?3 AND NOT EXISTS (
                     SELECT 1 FROM downloads AS o WHERE o.directory = ?2 AND o.file_name = ?1 AND o.id != ?3 AND o.status != 'removed')
                 """, [.text(fileName), .text(directory), .text(id.rawValue)]))
-        // Ours if the row has it and no other live record does (once ours, no other can take it).
-        let rows = try await read("SELECT file_name FROM downloads WHERE id = ?", [.text(id.rawValue)])
-        guard try await fileNameHolder(fileName, directory: directory, except: id) == nil else { return false }
-        return rows.first.map { $0.column("file_name")?.string == fileName } ?? true
+        // Ours if the row has it and no other live record does (once ours, no other can take it):
+        // one read for both.
+        let rows = try await read(
+            """
+            SELECT EXISTS (SELECT 1 FROM downloads WHERE id = ?3) AS stored,
+                (SELECT file_name FROM downloads WHERE id = ?3) AS mine,
+                EXISTS (SELECT 1 FROM downloads WHERE directory = ?2 AND file_name = ?1 AND id != ?3
+                    AND status != 'removed') AS taken
+            """, [.text(fileName), .text(directory), .text(id.rawValue)])
+        guard let row = rows.first, row.column("taken")?.integer == 0 else { return false }
+        guard row.column("stored")?.integer == 1 else { return true }
+        return row.column("mine")?.string == fileName
     }
 
     /// Deletes `id`'s row through the group commit; nothing happens when there is none.

@@ -88,6 +88,9 @@ import Testing
         #expect(try await !store.reserveFileName("f.bin", directory: "/tmp", for: DownloadID(rawValue: "late")))
         #expect(try await store.reserveFileName("g.bin", directory: "/tmp", for: DownloadID(rawValue: "late")))
         #expect(try await store.record(DownloadID(rawValue: "late"))?.fileName == "g.bin")
+        // A download not stored yet only checks: free is true, another's is false.
+        #expect(try await store.reserveFileName("h.bin", directory: "/tmp", for: DownloadID(rawValue: "unsaved")))
+        #expect(try await !store.reserveFileName("g.bin", directory: "/tmp", for: DownloadID(rawValue: "unsaved")))
         try await store.close()
     }
 
