@@ -66,15 +66,21 @@ extension DownloadQueue {
     }
 
     /// Resumes these downloads, all or none: a completed one refuses them all. Here, each one not
-    /// scheduled here is picked up as an add would pick it up (`.readd`: a queued or running one
+    /// scheduled here is picked up as an add would pick it up, one still stopping as paused once
+    /// its run ends (`.readd`: a queued or running one
     /// whose start found it locked by another process is tried again); in a fleet, those not
     /// queued or running already are queued again in one transaction (`.requeue`: all or none,
     /// one running on another host refuses it).
-    public func resuming(_ records: [DownloadRecord]) -> [Action] {
+    public mutating func resuming(_ records: [DownloadRecord]) -> [Action] {
         if let done = records.first(where: { $0.status == .completed }) {
             return [Self.alreadyComplete(done.id)]
         }
         if isFleet { return [.requeue(records.filter { !$0.status.resumesAfterRestart })] }
+        // One whose run still stops as paused (its pause answered at the checkpoint, before the
+        // run ended) is picked up once it ends (`runEnded`): the resume is not lost.
+        for record in records where entries[record.id]?.run?.stop == .paused {
+            entries[record.id]?.run?.resumeAfterStop = true
+        }
         return records.filter { !isScheduled($0.id) }.map { .readd($0, request: $0.request) }
     }
 

@@ -79,6 +79,8 @@ extension DownloadQueue {
     public mutating func stop(_ id: DownloadID, as status: DownloadStatus) -> [Action] {
         guard var run = entries[id]?.run else { return [] }
         if run.stop == nil || (status == .removed && run.stop != .removed) { run.stop = status }
+        // A stop asked after a resume wins over it.
+        run.resumeAfterStop = false
         entries[id]?.run = run
         return [.stopRun(id, as: status)]
     }

@@ -40,6 +40,7 @@ extension DownloadQueue {
         -> [Action]
     {
         let current = entries[id]?.run?.generation == generation
+        let resumed = current && entries[id]?.run?.resumeAfterStop == true
         var actions: [Action] = []
         if current {
             actions.append(.dropRun(id))
@@ -61,12 +62,15 @@ extension DownloadQueue {
             // Done with: a re-add after its file went missing supplies them again.
             if record.status == .completed { entries[id]?.given = GivenOptions() }
             // Stopped paused: it keeps its place in the waiting list, skipped until resumed.
-            if current, record.status == .paused, !isFleet { paused.insert(WaitingQueue.Entry(record)) }
+            // One resumed while it stopped is picked up again at its place once settled.
+            let readd = resumed && record.status == .paused && !isFleet
+            if current, record.status == .paused, !isFleet, !readd { paused.insert(WaitingQueue.Entry(record)) }
             if current {
                 // Its groups first: one it completes is finished before the outcome is told.
                 if record.status == .completed { actions += checkGroups(of: id) }
                 actions.append(.settle(DownloadOutcome(record, alreadyComplete: notModified, transfer: transfer)))
             }
+            if readd { actions.append(.readd(record, request: record.request)) }
         case .gone:
             if current { actions.append(.settle(DownloadOutcome(id: id, status: .removed))) }
         case .refused(let error):

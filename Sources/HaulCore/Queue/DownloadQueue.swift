@@ -33,6 +33,8 @@ public struct DownloadQueue: Sendable {
         /// What the run was asked to end as (paused, removed, or running for a shutdown); nil
         /// while nobody asked.
         public var stop: DownloadStatus?
+        /// Resumed while it stopped as paused: picked up again (`.readd`) once it ends paused.
+        public var resumeAfterStop = false
 
         /// A run of start `generation`; `stop`: what it was asked to end as (nil: nothing asked
         /// yet).
