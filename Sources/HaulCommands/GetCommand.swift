@@ -223,6 +223,8 @@ struct GetCommand: AsyncParsableCommand {
             logger: logger, maxConnectionsPerHost: engine.maxConnectionsPerHost, httpVersions: httpVersion.policy)
         configuration.refreshCommand = engine.refreshCommand
         configuration.contentStore = engine.store
+        // Small files far away cost their requests' round trips side by side (`SlotProbes`).
+        configuration.sendsPastLimit = true
         do {
             try engine.store?.prepare()
         } catch {

@@ -78,7 +78,7 @@ extension DownloadQueueTests {
         #expect(queue.isScheduled(queued.id) && !queue.isRunning(queued.id))
         let actions = queue.newSaved([queued, paused])
         #expect(actions.first == .publish(DownloadEvent(id: queued.id, kind: .queued)))
-        #expect(actions.contains { if case .startRun(queued.id, _, _, _, _) = $0 { true } else { false } })
+        #expect(actions.contains { if case .startRun(queued.id, _, _, _, _, _) = $0 { true } else { false } })
         #expect(
             Array(actions.suffix(2)) == [
                 .publish(DownloadEvent(id: paused.id, kind: .paused)), .settle(DownloadOutcome(paused)),

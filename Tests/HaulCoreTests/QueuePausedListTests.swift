@@ -161,7 +161,7 @@ extension DownloadQueueTests {
 extension DownloadQueue.Action {
     /// The download this action starts, if it is a start.
     var startedID: DownloadID? {
-        if case .startRun(let id, _, _, _, _) = self { return id }
+        if case .startRun(let id, _, _, _, _, _) = self { return id }
         return nil
     }
 }

@@ -72,6 +72,7 @@ import Testing
             case .runEnded(let id, _), .transferEnded(let id, _): running.remove(id)
             case .limitChanged(let count): limit = count
             case .closed: return []
+            case .slotAsked, .spokeHTTP2: break
             }
             waiting.sort { $0.runsBefore($1) }
             var starts: [DownloadID] = []

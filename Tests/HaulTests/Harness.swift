@@ -32,7 +32,8 @@ final class Harness: Sendable {
         maxConnectionsPerHost: Int? = nil,
         fileCalls: FileCalls = .system,
         refreshCommand: String? = nil,
-        runs: Bool = true
+        runs: Bool = true,
+        sendsPastLimit: Bool = false
     ) async throws -> Harness {
         let root = NSTemporaryDirectory() + "haul-test-\(UUID().uuidString)"
         let directory = root + "/downloads"
@@ -53,6 +54,7 @@ final class Harness: Sendable {
             maxConnectionsPerHost: maxConnectionsPerHost)
         configuration.fileCalls = fileCalls
         configuration.refreshCommand = refreshCommand
+        configuration.sendsPastLimit = sendsPastLimit
         let transport = AsyncHTTPTransport(configuration: configuration.http)
         let manager = DownloadManager(
             configuration: configuration, store: store, transport: transport,
@@ -174,7 +176,7 @@ func withHarness(
     connectTimeout: Duration? = nil, clock: (any HaulClock)? = nil, tls: TLSFiles? = nil,
     checkpointInterval: Duration = .milliseconds(20), minimumSegmentSize: Int64 = 1 << 20, confined: Bool = false,
     bootID: String? = nil, maxConnectionsPerHost: Int? = nil, fileCalls: FileCalls = .system,
-    refreshCommand: String? = nil, runs: Bool = true,
+    refreshCommand: String? = nil, runs: Bool = true, sendsPastLimit: Bool = false,
     _ body: (Harness) async throws -> Void
 ) async throws {
     let harness = try await Harness.make(
@@ -182,7 +184,7 @@ func withHarness(
         connectTimeout: connectTimeout, clock: clock, tls: tls,
         checkpointInterval: checkpointInterval, minimumSegmentSize: minimumSegmentSize,
         confined: confined, bootID: bootID, maxConnectionsPerHost: maxConnectionsPerHost,
-        fileCalls: fileCalls, refreshCommand: refreshCommand, runs: runs)
+        fileCalls: fileCalls, refreshCommand: refreshCommand, runs: runs, sendsPastLimit: sendsPastLimit)
     do {
         try await body(harness)
     } catch {

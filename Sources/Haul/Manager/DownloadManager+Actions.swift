@@ -107,8 +107,10 @@ extension DownloadManager {
 
     func perform(_ action: DownloadQueue.Action, for work: inout CallerWork) async throws {
         switch action {
-        case .startRun(let id, let generation, let place, let given, let copy):
-            start(id, generation: generation, place: place, given: given, copy: copy)
+        case .startRun(let id, let generation, let place, let given, let copy, let probe):
+            start(id, generation: generation, place: place, given: given, copy: copy, probe: probe)
+        case .grantSlot(let id):
+            handles[id]?.gate?.open()
         case .stopRun(let id, let status):
             handles[id]?.stop.request(status)
             work.wait(for: handles[id])

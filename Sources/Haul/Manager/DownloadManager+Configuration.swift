@@ -53,6 +53,12 @@ extension DownloadManager {
         /// (`--max-connections-per-host`), shared fairly; nil: only each download's own `-x`.
         /// Either way a host that refuses a connection (429, 503) gets fewer for a while.
         public var maxConnectionsPerHost: Int?
+        /// Requests in flight past `maxConcurrentDownloads` (`SlotProbes`, `haul get`'s default):
+        /// a download that may be small is sent without a slot, up to `maxConnectionsPerHost`
+        /// (else 16) per HTTP/1.1 host and 100 per HTTP/2 host, and takes a slot only when its
+        /// response brings more than 1 MiB or no length. False (the default, and the daemon's):
+        /// exactly `maxConcurrentDownloads` run, the others wait in the list.
+        public var sendsPastLimit = false
         /// Run through `/bin/sh -c` for a fresh URL when a download's signed URL expires
         /// (`--refresh-command`, `URLRefresher`); nil: the download fails as `url-expired`,
         /// keeping its bytes, until it is given one. Never set over an API.

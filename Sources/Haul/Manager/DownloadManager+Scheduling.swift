@@ -23,7 +23,8 @@ extension DownloadManager {
     /// list, is the one its run stores (a move made just before may still be on its way to the
     /// store); `copy`, the file of a twin that completed with the digest this download's must have.
     func start(
-        _ id: DownloadID, generation: UInt64, place: WaitingQueue.Entry?, given: GivenOptions?, copy: String? = nil
+        _ id: DownloadID, generation: UInt64, place: WaitingQueue.Entry?, given: GivenOptions?, copy: String? = nil,
+        probe: Bool = false
     ) {
         configuration.logger.debug(
             "a run starts",
@@ -58,6 +59,11 @@ extension DownloadManager {
         runner.transferEnded = { [inbox] finishBytes in
             inbox.post(.transferEnded(id, generation: generation, finishBytes: finishBytes))
         }
+        if probe, let host = place?.probeHost {
+            runner.slotGate = SlotGate(
+                ask: { [inbox] in inbox.post(.slotAsked(id, generation: generation)) },
+                spokeHTTP2: { [inbox] in inbox.post(.spokeHTTP2(host)) })
+        }
         let ended = Completion()
         let started = runner
         // A child of the manager's task group (`run()`); its end goes back through the inbox.
@@ -68,7 +74,7 @@ extension DownloadManager {
             await self.finished(id, generation: generation, ending)
             ended.finish()
         }
-        handles[id] = RunHandle(ended: ended, stop: stop, limiter: limiter)
+        handles[id] = RunHandle(ended: ended, stop: stop, limiter: limiter, gate: runner.slotGate)
     }
 
     /// A run's transfer ended, its finish to go through `finishBytes`: the queue may give its
@@ -78,6 +84,18 @@ extension DownloadManager {
             "a transfer ends",
             metadata: ["id": "\(id)", "finishBytes": "\(finishBytes)", "running": "\(queue.runCount)"])
         await perform(queue.transferEnded(id, generation: generation, finishBytes: finishBytes))
+    }
+
+    /// A probe's response needs a slot (`SlotProbes`): the queue grants it one now or later.
+    func slotAsked(_ id: DownloadID, generation: UInt64) async {
+        configuration.logger.debug(
+            "a probe asks for a slot", metadata: ["id": "\(id)", "running": "\(queue.runCount)"])
+        await perform(queue.slotAsked(id, generation: generation))
+    }
+
+    /// A host answered a probe over HTTP/2: more of its downloads may go without a slot.
+    func spokeHTTP2(_ host: String) async {
+        await perform(queue.spokeHTTP2(host))
     }
 
     /// A run ended: the queue frees its slot and gives it on, and says what to settle.

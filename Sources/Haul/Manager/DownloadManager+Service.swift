@@ -35,6 +35,10 @@ extension DownloadManager: Service {
         case transferEnded(DownloadID, generation: UInt64, finishBytes: Int64)
         /// A run returned; `ended` is finished once its end is settled.
         case runEnded(DownloadID, generation: UInt64, DownloadQueue.RunEnding, ended: Completion)
+        /// A probe's response needs a slot (`DownloadQueue.slotAsked`).
+        case slotAsked(DownloadID, generation: UInt64)
+        /// A host answered a probe over HTTP/2 (`DownloadQueue.spokeHTTP2`).
+        case spokeHTTP2(String)
     }
 
     /// One queue change: what it does, and how its caller hears it will not run.
@@ -124,6 +128,11 @@ extension DownloadManager: Service {
                     await carryOut(&adds)
                     await finished(id, generation: generation, ending)
                     ended.finish()
+                case .slotAsked(let id, let generation):
+                    await carryOut(&adds)
+                    await slotAsked(id, generation: generation)
+                case .spokeHTTP2(let host):
+                    await spokeHTTP2(host)
                 }
             }
             await carryOut(&adds)
@@ -161,7 +170,7 @@ extension DownloadManager: Service {
             case .change: service.turns.popFirst()?.refuse(Self.shutDown)
             case .add(let waiting): waiting.continuation.resume(throwing: Self.shutDown)
             case .runEnded(_, _, _, let ended): ended.finish()
-            case .transferEnded: break
+            case .transferEnded, .slotAsked, .spokeHTTP2: break
             }
         }
     }

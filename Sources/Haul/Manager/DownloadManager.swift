@@ -25,6 +25,8 @@ public actor DownloadManager {
         var ended: Completion
         var stop: StopSignal
         var limiter: RateLimiter
+        /// A probe's gate (`SlotProbes`), opened when the queue grants it a slot; nil: it holds one.
+        var gate: SlotGate? = nil
     }
 
     /// The settings the manager was made with. Limits changed since by its setters are not
@@ -160,7 +162,10 @@ public actor DownloadManager {
         switch backend {
         case .local:
             self.fleet = nil
-            self.queue = .local(limit: configuration.maxConcurrentDownloads)
+            self.queue = .local(
+                limit: configuration.maxConcurrentDownloads,
+                http1Probes: configuration.sendsPastLimit
+                    ? configuration.maxConnectionsPerHost ?? SlotProbes.http1Default : 0)
         case .fleet(let fleet):
             self.fleet = fleet
             self.queue = .fleet(

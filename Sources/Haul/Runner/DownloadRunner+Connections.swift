@@ -6,12 +6,14 @@ import NIOConcurrencyHelpers
 /// machine says (under its lock, no hop), behind the rate limits.
 extension RunSession {
     func startRequest(_ connection: ConnectionID, _ plan: RequestPlan) {
-        let (transport, post, url) = (runner.transport, post, plan.url.absoluteString)
+        let (transport, post, url, gate) = (runner.transport, post, plan.url.absoluteString, runner.slotGate)
         runner.logger.trace(
             "request", metadata: ["connection": "\(connection)", "range": "\(plan.range?.description ?? "all")"])
         tasks[connection] = Task {
             do {
                 let (head, body) = try await transport.send(plan)
+                // A probe's response that needs a slot waits for it here, its body unread.
+                if let gate { try await gate.pass(head) }
                 post.yield(.response(connection, head, body))
             } catch {
                 post.yield(.requestFailed(connection, AsyncHTTPTransport.classify(error, url: url)))

@@ -65,6 +65,9 @@ struct DownloadRunner: Sendable {
     /// The file of a twin (a download of the same digest) that completed while this one waited
     /// for it: checked and linked instead of fetched (the queue's `copy`). Nil: none.
     var twinFile: String? = nil
+    /// The gate of a run started without a slot (`SlotProbes`): a response that needs one waits
+    /// there, unread, until the queue grants it. Nil: the run holds a slot.
+    var slotGate: SlotGate? = nil
 
     /// Runs until the download completes, fails or is stopped; returns the record as persisted.
     func run(_ record: DownloadRecord) async -> DownloadRecord {

@@ -30,6 +30,19 @@ extension DownloadQueue {
         return schedule(.transferEnded(id, finishBytes: finishBytes))
     }
 
+    /// A probe's response needs a slot before its body is read (`SlotProbes.needsSlot`): it gets
+    /// one now (`grantSlot`), or when one is free and it comes first. A stale run asks nothing.
+    public mutating func slotAsked(_ id: DownloadID, generation: UInt64) -> [Action] {
+        guard case .local = backend, entries[id]?.run?.generation == generation else { return [] }
+        return schedule(.slotAsked(id))
+    }
+
+    /// A host answered a probe over HTTP/2: more of its downloads may be sent without a slot.
+    public mutating func spokeHTTP2(_ host: String) -> [Action] {
+        guard case .local = backend else { return [] }
+        return schedule(.spokeHTTP2(host))
+    }
+
     /// A run ended. `holdsLease`: a fleet host still holds the download's lease (a run stopped
     /// by the database's loss keeps it). A run that is not the current one (a start that
     /// replaced it) changes nothing but its name.

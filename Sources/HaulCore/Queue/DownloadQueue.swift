@@ -102,7 +102,9 @@ public struct DownloadQueue: Sendable {
     }
 
     /// A queue of this process, `limit` downloads at once.
-    public static func local(limit: Int) -> DownloadQueue { DownloadQueue(.local(QueueSlots(limit: limit))) }
+    public static func local(limit: Int, http1Probes: Int = 0) -> DownloadQueue {
+        DownloadQueue(.local(QueueSlots(limit: limit, http1Probes: http1Probes)))
+    }
 
     /// One host of a fleet, `limit` downloads at once, renewing its leases of `leaseTimeout` every
     /// `renewInterval` (at most a quarter of the lease).
@@ -193,8 +195,14 @@ public struct DownloadQueue: Sendable {
         /// (a move just made may not be stored yet); report `runEnded` with this generation,
         /// and `transferEnded` when every byte is in. `copy`: the file of a twin that completed
         /// with the digest this download's file must have, to check and link instead of fetching.
+        /// `probe`: it holds no slot (`SlotProbes`); a response that needs one asks for it
+        /// (`slotAsked`) and waits for `grantSlot` before its body is read.
         case startRun(
-            DownloadID, generation: UInt64, place: WaitingQueue.Entry?, given: GivenOptions?, copy: String? = nil)
+            DownloadID, generation: UInt64, place: WaitingQueue.Entry?, given: GivenOptions?, copy: String? = nil,
+            probe: Bool = false)
+        /// A probe of this run's (`startRun` with `probe`, `SlotProbes`) that waited for a slot has
+        /// one: its body may be read now.
+        case grantSlot(DownloadID)
         /// Ask this run to stop at a checkpoint, its record ending as this status.
         case stopRun(DownloadID, as: DownloadStatus)
         /// Another host holds the download now: stop writing at once, no checkpoint.
@@ -349,19 +357,29 @@ public struct DownloadQueue: Sendable {
         // failed save leaves it paused, as its record still is.
         if case .added(let entries) = change { for entry in entries { paused.remove(entry.id) } }
         if case .saved(let ids) = change { for id in ids { paused.remove(id) } }
-        let starts = withLocal { slots in slots.handle(change).map { (place: $0, copy: slots.takeCopy($0.id)) } }
-        guard let starts else { return [.wakeClaims] }
-        return starts.map { begin($0.place.id, place: $0.place, copy: $0.copy) }
+        let decided = withLocal { slots in
+            let starts = slots.handle(change).map {
+                (place: $0, copy: slots.takeCopy($0.id), probe: slots.isProbing($0.id))
+            }
+            return (starts: starts, grants: slots.takeGrants())
+        }
+        guard let decided else { return [.wakeClaims] }
+        return decided.grants.map { .grantSlot($0) }
+            + decided.starts.map { begin($0.place.id, place: $0.place, copy: $0.copy, probe: $0.probe) }
     }
 
-    /// A new run of `id`: a new generation, recorded in its entry; `copy`: a twin's file to copy.
-    mutating func begin(_ id: DownloadID, place: WaitingQueue.Entry?, copy: String? = nil) -> Action {
+    /// A new run of `id`: a new generation, recorded in its entry; `copy`: a twin's file to copy;
+    /// `probe`: it starts without a slot.
+    mutating func begin(_ id: DownloadID, place: WaitingQueue.Entry?, copy: String? = nil, probe: Bool = false)
+        -> Action
+    {
         generations += 1
         entries[id, default: Entry()].run = Run(generation: generations)
         entries[id]?.suspended = false
         let given = entries[id]?.given
         return .startRun(
-            id, generation: generations, place: place, given: given == GivenOptions() ? nil : given, copy: copy)
+            id, generation: generations, place: place, given: given == GivenOptions() ? nil : given, copy: copy,
+            probe: probe)
     }
 
     /// Drops an entry that holds nothing any more.

@@ -4,7 +4,15 @@
 ///
 /// The rule, after every event: every slot is taken, or nothing waits, or the head of the
 /// waiting list is an add not yet saved; and each slot given went to the head of the waiting
-/// list as the list stands after the event. A change to the list is one event, applied whole
+/// list as the list stands after the event, or to a probe asking for one (below) that comes
+/// before that head in queue order.
+///
+/// Requests in flight past the limit (`SlotProbes`): with every slot taken, the head of the list
+/// may still be sent without a slot, as a probe, when it may be small and its host has room for
+/// another probe. A probe whose response brings more than `SlotProbes.smallLength` bytes asks
+/// for a slot (`slotAsked`) and reads nothing more until it has one; it keeps the place it had,
+/// so a slot goes to it or to the head of the list, whichever comes first. A small one ends
+/// without ever holding a slot. A change to the list is one event, applied whole
 /// before any slot is given:
 /// - an add takes its place (an `addUri` at a position never passes through the tail) as soon
 ///   as the place is decided, before its record is saved: a slot freed while the save is under
@@ -41,6 +49,21 @@ public struct QueueSlots: Sendable {
     public private(set) var twins: [DownloadID: [WaitingQueue.Entry]] = [:]
     /// Waiting downloads whose twin completed: the path of its file, which their run copies.
     public private(set) var copies: [DownloadID: String] = [:]
+    /// Probes (`SlotProbes`): runs started without a slot, each with its place, counted against
+    /// its host from its start to its end (its finish included, so a slow disk holds them back).
+    public private(set) var probing: [DownloadID: WaitingQueue.Entry] = [:]
+    /// Probes whose response needs a slot (`slotAsked`), in the order of the places they had:
+    /// a free slot goes to the first of them or to the head of the list, whichever comes first.
+    public private(set) var asking = WaitingQueue()
+    /// Probes in flight per host.
+    public private(set) var probesPerHost: [String: Int] = [:]
+    /// Hosts that answered a probe over HTTP/2: `SlotProbes.http2Limit` probes each.
+    public private(set) var http2Hosts: Set<String> = []
+    /// Probes per host over HTTP/1.1 (the manager's `--max-connections-per-host`, else
+    /// `SlotProbes.http1Default`); 0: none, and so none over HTTP/2 either (no probe asks).
+    public private(set) var http1Probes: Int
+    /// Probes given a slot by the last event, for the manager to let through (`takeGrants`).
+    private var grants: [DownloadID] = []
 
     /// A change the manager tells the slots of (`handle`).
     public enum Event: Sendable, Hashable {
@@ -71,11 +94,18 @@ public struct QueueSlots: Sendable {
         case limitChanged(Int)
         /// Shutdown: nothing more starts.
         case closed
+        /// A probe's response needs a slot before its body is read (`SlotProbes.needsSlot`): it
+        /// gets one now, or waits for one at the place it had.
+        case slotAsked(DownloadID)
+        /// A host answered over HTTP/2: its probes may be `SlotProbes.http2Limit`.
+        case spokeHTTP2(String)
     }
 
-    /// Empty slots for `limit` downloads at once; anything under 1 counts as 1.
-    public init(limit: Int) {
+    /// Empty slots for `limit` downloads at once (anything under 1 counts as 1), and
+    /// `http1Probes` probes per HTTP/1.1 host.
+    public init(limit: Int, http1Probes: Int = 0) {
         self.limit = max(1, limit)
+        self.http1Probes = max(0, http1Probes)
     }
 
     /// Applies `event`; returns the downloads to start now, in order, each already counted as
@@ -110,6 +140,7 @@ public struct QueueSlots: Sendable {
         case .runEnded(let id, let copy):
             running.remove(id)
             finishing.remove(id)
+            endProbe(id)
             if let digest = fetching.first(where: { $0.value == id })?.key { fetching[digest] = nil }
             for entry in twins.removeValue(forKey: id) ?? [] {
                 waiting.insert(entry)
@@ -119,8 +150,35 @@ public struct QueueSlots: Sendable {
             limit = max(1, count)
         case .closed:
             isClosed = true
+        case .slotAsked(let id):
+            if let entry = probing[id] { asking.insert(entry) }
+        case .spokeHTTP2(let host):
+            http2Hosts.insert(host)
         }
         return fill()
+    }
+
+    /// The probes given a slot since the last call, in order, taken once: their runs read their
+    /// bodies now.
+    public mutating func takeGrants() -> [DownloadID] {
+        defer { grants = [] }
+        return grants
+    }
+
+    /// Whether `id` runs as a probe (started without a slot, none given yet).
+    public func isProbing(_ id: DownloadID) -> Bool { probing[id] != nil }
+
+    /// How many probes `host` may have in flight.
+    public func probeLimit(_ host: String) -> Int {
+        http1Probes == 0 ? 0 : http2Hosts.contains(host) ? SlotProbes.http2Limit : http1Probes
+    }
+
+    /// `id` is no probe any more (given a slot, or ended).
+    private mutating func endProbe(_ id: DownloadID) {
+        guard let entry = probing.removeValue(forKey: id), let host = entry.probeHost else { return }
+        asking.remove(id)
+        probesPerHost[host] = (probesPerHost[host] ?? 1) - 1
+        if probesPerHost[host] == 0 { probesPerHost[host] = nil }
     }
 
     /// Empties the waiting list (shutdown, pause-all): returns what waited, those held for a
@@ -181,22 +239,48 @@ public struct QueueSlots: Sendable {
     /// dozen while one `-j 1` transfer runs).
     public var finishingLimit: Int { max(limit, 16) }
 
+    /// Gives every free slot to whichever comes first, a probe asking for one or the head of the
+    /// list; then, with the slots taken, sends the heads that may go without one as probes, while
+    /// their hosts have room.
     private mutating func fill() -> [WaitingQueue.Entry] {
         var starts: [WaitingQueue.Entry] = []
-        while !isClosed, running.count < limit, finishing.count < finishingLimit,
-            let head = waiting.first, !unsaved.contains(head.id)
-        {
-            _ = waiting.removeFirst()
-            // A download with its twin's file to copy fetches nothing: it is no one's twin.
-            let copying = copies[head.id] != nil
-            if !copying, let digest = head.digest, let twin = fetching[digest] {
-                twins[twin, default: []].append(head)
+        while !isClosed, running.count < limit, finishing.count < finishingLimit {
+            let head = waiting.first
+            if let asker = asking.first, head.map({ asker.runsBefore($0) }) ?? true {
+                endProbe(asker.id)
+                running.insert(asker.id)
+                grants.append(asker.id)
                 continue
             }
-            running.insert(head.id)
-            if !copying, let digest = head.digest { fetching[digest] = head.id }
-            starts.append(head)
+            guard let head, !unsaved.contains(head.id) else { break }
+            _ = waiting.removeFirst()
+            if let start = begin(head) {
+                running.insert(head.id)
+                starts.append(start)
+            }
+        }
+        while !isClosed, let head = waiting.first, !unsaved.contains(head.id), let host = head.probeHost,
+            probesPerHost[host, default: 0] < probeLimit(host)
+        {
+            _ = waiting.removeFirst()
+            if let start = begin(head) {
+                probing[head.id] = head
+                probesPerHost[host, default: 0] += 1
+                starts.append(start)
+            }
         }
         return starts
+    }
+
+    /// The head taken from the list starts, or is held while a twin fetches its digest (nil).
+    private mutating func begin(_ head: WaitingQueue.Entry) -> WaitingQueue.Entry? {
+        // A download with its twin's file to copy fetches nothing: it is no one's twin.
+        let copying = copies[head.id] != nil
+        if !copying, let digest = head.digest, let twin = fetching[digest] {
+            twins[twin, default: []].append(head)
+            return nil
+        }
+        if !copying, let digest = head.digest { fetching[digest] = head.id }
+        return head
     }
 }

@@ -13,10 +13,17 @@ public struct WaitingQueue: Sendable {
         /// The digest its whole file must have, when its request names one: two downloads of
         /// one digest are fetched once (`QueueSlots`). Not part of its place: a move keeps it.
         public var digest: Checksum?
+        /// The host it may be sent to without a slot (`SlotProbes`): nil when what it is known
+        /// to bring is large. Not part of its place: a move keeps it.
+        public var probeHost: String?
 
-        /// A place given outright; `digest`: the one its file must have, if known.
-        public init(id: DownloadID, priority: Int, position: Int64, digest: Checksum? = nil) {
+        /// A place given outright; `digest`: the one its file must have, if known; `probeHost`:
+        /// the host it may be sent to without a slot.
+        public init(
+            id: DownloadID, priority: Int, position: Int64, digest: Checksum? = nil, probeHost: String? = nil
+        ) {
             (self.id, self.priority, self.position, self.digest) = (id, priority, position, digest)
+            self.probeHost = probeHost
         }
 
         /// The place `record` has: its request's priority and its position, and the digest its
@@ -27,7 +34,8 @@ public struct WaitingQueue: Sendable {
             self.init(
                 id: record.id, priority: record.request.priority, position: record.position,
                 digest: record.request.range == nil && record.fileName != nil
-                    && record.request.checksum?.algorithm.identifiesContent == true ? record.request.checksum : nil)
+                    && record.request.checksum?.algorithm.identifiesContent == true ? record.request.checksum : nil,
+                probeHost: SlotProbes.host(of: record))
         }
 
         /// Whether this entry comes before `other` in queue order (`QueueOrder.runsBefore`).
@@ -86,12 +94,15 @@ public struct WaitingQueue: Sendable {
         ids.insert(entry.id)
     }
 
-    /// `entry`'s download takes `entry`'s priority and position; its digest stays (a move does
-    /// not change what its file must be). False when it does not wait here.
+    /// `entry`'s download takes `entry`'s priority and position; its digest and probe host stay
+    /// (a move does not change what its file must be). False when it does not wait here.
     @discardableResult
     public mutating func replacePlace(with entry: Entry) -> Bool {
         guard let old = self.entry(entry.id) else { return false }
-        insert(Entry(id: entry.id, priority: entry.priority, position: entry.position, digest: old.digest))
+        insert(
+            Entry(
+                id: entry.id, priority: entry.priority, position: entry.position, digest: old.digest,
+                probeHost: old.probeHost))
         return true
     }
 
