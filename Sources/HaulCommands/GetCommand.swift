@@ -305,7 +305,9 @@ extension GetCommand: EngineOptionsRole {
         """
         Downloads transferring at once (1 to 1000, default 3; for the files of hf://, oci:// and s3:// names, as \
         many as there are, up to 8). One whose bytes are all in lets the next start while it is verified and \
-        published (at most max(N, 16) such at once).
+        published (at most max(N, 16) such at once). Files that may be small are also sent past N (16 per \
+        HTTP/1.1 host, or --max-connections-per-host; 100 per HTTP/2 host); one that brings over 1 MiB waits for a \
+        slot.
         """
     )
     static let connectionsNames: NameSpecification = [.customShort("x"), .customShort("n"), .customLong("connections")]
