@@ -49,6 +49,30 @@ import Testing
         #expect(retry.first?.ifRange == "\"a\"")
     }
 
+    /// A run sent past `-j` may ask over HTTP/2 while its file is not known to be large; once it
+    /// is, its retry goes over HTTP/1.1 as any download's. `--http1.1` keeps it on HTTP/1.1.
+    @Test func aRunSentPastTheLimitAsksOverHTTP2UntilTheFileIsLarge() throws {
+        var machine = try machine(connections: 1, .automatic)
+        var settings = machine.settings
+        settings.smallOverHTTP2 = true
+        machine = Machine(record: machine.record, settings: settings)
+        let first = plans(machine.start(.init(partSize: nil, published: false), now: 0))
+        #expect(first.count == 1 && first[0].allowsHTTP2)
+        _ = machine.responseReceived(
+            0,
+            ResponseHead(
+                status: 200, headers: ["Content-Length": "\(10 << 20)", "ETag": "\"a\""],
+                url: url.absoluteString), nowSecondsSince1970: 0, jitter: 0)
+        _ = machine.received(0, count: 500)
+        _ = machine.transferFailed(0, HaulError(.network, "reset"), jitter: 0)
+        #expect(plans(machine.timerFired(.retry(0))).first?.allowsHTTP2 == false)
+        var pinned = try self.machine(connections: 1, .http1_1)
+        settings = pinned.settings
+        settings.smallOverHTTP2 = true
+        pinned = Machine(record: pinned.record, settings: settings)
+        #expect(plans(pinned.start(.init(partSize: nil, published: false), now: 0)).first?.allowsHTTP2 == false)
+    }
+
     /// A whole answer to a whole-file request ends the download with its body.
     @Test func aWholeAnswerIsTheFile() throws {
         var machine = try machine(connections: 1, .automatic)

@@ -36,6 +36,7 @@ extension DownloadManager {
         let limiter = RateLimiter(rate: nil, clock: clock)
         var settings = configuration.machineSettings
         settings.notesProgress = notes != nil
+        settings.smallOverHTTP2 = probe
         var runner = DownloadRunner(
             store: store, transport: transport, clock: clock, names: names, settings: settings,
             limiters: [limiter, globalLimiter], roots: configuration.downloadRoots, notes: notes, budgets: budgets,

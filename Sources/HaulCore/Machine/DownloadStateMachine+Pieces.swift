@@ -239,7 +239,7 @@ extension DownloadStateMachine {
             ifRange: range == nil ? nil : ifRangeValue(source.validator),
             headers: record.request.headers(for: source.url),
             credentials: source.credentials,
-            allowsHTTP2: settings.httpVersions.allowsHTTP2,
+            allowsHTTP2: allowsHTTP2,
             ifModifiedSince: modifiedSince.map(HTTPDate.format), signing: record.request.signing)
         plan.authorization = authorization(for: source.url)
         connections[id]?.phase = .requesting(plan)

@@ -49,6 +49,11 @@ extension DownloadStateMachine {
         public var noteBytes: Int64
         /// Which HTTP versions the download's requests may use (`RequestPlan.allowsHTTP2`).
         public var httpVersions: HTTPVersionPolicy
+        /// A run sent past `-j` (`SlotProbes`): under `.automatic`, its requests may go over
+        /// HTTP/2 while its length is unknown or small, as streams of one connection (one TLS
+        /// handshake for a hundred small files, not one each); once the file is known to be
+        /// large, its new requests go over HTTP/1.1 as any download's.
+        public var smallOverHTTP2 = false
         /// An expired URL is refreshed by the runner (`.refreshURL`): a refresh command is set.
         public var refreshesURL: Bool
         /// A source whose connections bring less than a `slowSourceRatio`-th of what those of
@@ -91,5 +96,15 @@ extension DownloadStateMachine {
             self.overlap = overlap
             self.maxConnectionBackoff = maxConnectionBackoff
         }
+    }
+}
+
+extension DownloadStateMachine {
+    /// Whether the next request may go over HTTP/2: `--http2`, or a run sent past `-j` whose file
+    /// is not known to be large (`Settings.smallOverHTTP2`).
+    var allowsHTTP2: Bool {
+        if settings.httpVersions.allowsHTTP2 { return true }
+        guard settings.httpVersions == .automatic, settings.smallOverHTTP2 else { return false }
+        return (expectedLength ?? 0) <= SlotProbes.smallLength
     }
 }

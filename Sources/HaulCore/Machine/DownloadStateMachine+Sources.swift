@@ -137,7 +137,7 @@ extension DownloadStateMachine {
         var plan = RequestPlan(
             url: source.url, range: region, ifRange: nil, headers: record.request.headers(for: source.url),
             credentials: source.credentials,
-            allowsHTTP2: settings.httpVersions.allowsHTTP2, signing: record.request.signing)
+            allowsHTTP2: allowsHTTP2, signing: record.request.signing)
         plan.authorization = authorization(for: source.url)
         connections[id]?.phase = .requesting(plan)
         connections[id]?.probing = true
