@@ -35,7 +35,14 @@ import Testing
         queued.status = .queued
         try await store.save(saved + [queued])
         let places = try await store.places(status: .paused)
-        #expect(places == saved.map(WaitingQueue.Entry.init).sorted { $0.runsBefore($1) })
+        // A stored place names no probe host: a paused download is never sent past -j, and its
+        // resume starts from its record.
+        let expected = saved.map { record in
+            var entry = WaitingQueue.Entry(record)
+            entry.probeHost = nil
+            return entry
+        }
+        #expect(places == expected.sorted { $0.runsBefore($1) })
         #expect(places.map(\.id) == (try await store.ids(status: .paused)))
         try await store.close()
     }
