@@ -260,14 +260,18 @@ public final class SQLiteDownloadStore: DownloadStore {
     /// database (two `haul get` in one directory) cannot both take a name. A download not yet
     /// stored only checks.
     public func reserveFileName(_ fileName: String, directory: String, for id: DownloadID) async throws -> Bool {
-        try await writes.perform(
+        let updated = try await writes.perform(
             .statement(
                 """
                 UPDATE downloads SET file_name = ?1 WHERE id = ?3 AND NOT EXISTS (
                     SELECT 1 FROM downloads AS o WHERE o.directory = ?2 AND o.file_name = ?1 AND o.id != ?3 AND o.status != 'removed')
+                RETURNING id
                 """, [.text(fileName), .text(directory), .text(id.rawValue)]))
-        // Ours if the row has it and no other live record does (once ours, no other can take it):
-        // one read for both.
+        // The row took it and no other live record has it (once ours, no other can take it):
+        // the common case, answered by the write itself.
+        if !updated.isEmpty { return true }
+        // Not updated: not stored yet (nobody else has it), or another live record has it. Ours
+        // if the row has it and no other live record does: one read for both.
         let rows = try await read(
             """
             SELECT EXISTS (SELECT 1 FROM downloads WHERE id = ?3) AS stored,
