@@ -21,15 +21,15 @@ import Testing
         let started = slots.handle(.added((1...8).map { Self.small("f\($0)", Int64($0)) }))
         #expect(Self.names(started) == ["f1", "f2", "f3", "f4", "f5"], "two slots, then three probes")
         #expect(slots.running == [Self.id("f1"), Self.id("f2")])
-        #expect(slots.probing.keys.sorted { $0.rawValue < $1.rawValue } == ["f3", "f4", "f5"].map(Self.id))
-        #expect(slots.probesPerHost["https://h:443"] == 3)
+        #expect(slots.probes.probing.keys.sorted { $0.rawValue < $1.rawValue } == ["f3", "f4", "f5"].map(Self.id))
+        #expect(slots.probes.perHost["https://h:443"] == 3)
         // A probe's transfer ending frees nothing: it counts until its run ends (its finish too).
         #expect(slots.handle(.transferEnded(Self.id("f3"), finishBytes: 16_384)).isEmpty)
         #expect(Self.names(slots.handle(.runEnded(Self.id("f3")))) == ["f6"])
-        #expect(slots.isProbing(Self.id("f6")))
+        #expect(slots.probes.isProbing(Self.id("f6")))
         // A slot's run ending gives its slot to the head (f7), which holds it.
         #expect(Self.names(slots.handle(.runEnded(Self.id("f1")))) == ["f7"])
-        #expect(slots.running.contains(Self.id("f7")) && !slots.isProbing(Self.id("f7")))
+        #expect(slots.running.contains(Self.id("f7")) && !slots.probes.isProbing(Self.id("f7")))
     }
 
     @Test func anotherHostHasItsOwnRoomAndALargeHeadWaitsForASlot() {
@@ -44,7 +44,7 @@ import Testing
         var held = QueueSlots(limit: 1, http1Probes: 4)
         #expect(
             Self.names(held.handle(.added([Self.small("x", 1), Self.large("big", 2), Self.small("y", 3)]))) == ["x"])
-        #expect(held.probing.isEmpty)
+        #expect(held.probes.probing.isEmpty)
     }
 
     @Test func aProbeThatAsksGetsTheNextSlotBeforeTheHeadsBehindIt() {
@@ -58,8 +58,8 @@ import Testing
         #expect(slots.handle(.runEnded(Self.id("f1"))).map(\.id) == [Self.id("f4")], "f3's room goes to f4")
         #expect(slots.takeGrants() == [Self.id("f3")])
         #expect(slots.takeGrants().isEmpty, "taken once")
-        #expect(slots.running == [Self.id("f3")] && !slots.isProbing(Self.id("f3")))
-        #expect(slots.isProbing(Self.id("f4")))
+        #expect(slots.running == [Self.id("f3")] && !slots.probes.isProbing(Self.id("f3")))
+        #expect(slots.probes.isProbing(Self.id("f4")))
     }
 
     @Test func aHeadThatComesFirstTakesTheSlotBeforeAnAskingProbe() {
@@ -78,9 +78,9 @@ import Testing
     @Test func anHTTP2HostTakesAHundredAndNoProbesMeansNone() {
         var slots = QueueSlots(limit: 1, http1Probes: 2)
         _ = slots.handle(.added((1...200).map { Self.small("f\($0)", Int64($0)) }))
-        #expect(slots.probing.count == 2)
+        #expect(slots.probes.probing.count == 2)
         _ = slots.handle(.spokeHTTP2("https://h:443"))
-        #expect(slots.probing.count == SlotProbes.http2Limit)
+        #expect(slots.probes.probing.count == SlotProbes.http2Limit)
         var none = QueueSlots(limit: 1)
         _ = none.handle(.spokeHTTP2("https://h:443"))
         #expect(Self.names(none.handle(.added([Self.small("a", 1), Self.small("b", 2)]))) == ["a"])
@@ -94,7 +94,7 @@ import Testing
         #expect(Self.names(slots.handle(.runEnded(Self.id("b")))) == ["c"])
         _ = slots.handle(.runEnded(Self.id("a")))
         #expect(slots.takeGrants().isEmpty)
-        #expect(slots.asking.isEmpty)
+        #expect(slots.probes.asking.isEmpty)
     }
 
     @Test func theQueueSaysWhichStartsAreProbesAndGrantsAnAskingOne() throws {

@@ -359,7 +359,7 @@ public struct DownloadQueue: Sendable {
         if case .saved(let ids) = change { for id in ids { paused.remove(id) } }
         let decided = withLocal { slots in
             let starts = slots.handle(change).map {
-                (place: $0, copy: slots.takeCopy($0.id), probe: slots.isProbing($0.id))
+                (place: $0, copy: slots.takeCopy($0.id), probe: slots.probes.isProbing($0.id))
             }
             return (starts: starts, grants: slots.takeGrants())
         }

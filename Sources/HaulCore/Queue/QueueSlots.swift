@@ -49,19 +49,8 @@ public struct QueueSlots: Sendable {
     public private(set) var twins: [DownloadID: [WaitingQueue.Entry]] = [:]
     /// Waiting downloads whose twin completed: the path of its file, which their run copies.
     public private(set) var copies: [DownloadID: String] = [:]
-    /// Probes (`SlotProbes`): runs started without a slot, each with its place, counted against
-    /// its host from its start to its end (its finish included, so a slow disk holds them back).
-    public private(set) var probing: [DownloadID: WaitingQueue.Entry] = [:]
-    /// Probes whose response needs a slot (`slotAsked`), in the order of the places they had:
-    /// a free slot goes to the first of them or to the head of the list, whichever comes first.
-    public private(set) var asking = WaitingQueue()
-    /// Probes in flight per host.
-    public private(set) var probesPerHost: [String: Int] = [:]
-    /// Hosts that answered a probe over HTTP/2: `SlotProbes.http2Limit` probes each.
-    public private(set) var http2Hosts: Set<String> = []
-    /// Probes per host over HTTP/1.1 (the manager's `--max-connections-per-host`, else
-    /// `SlotProbes.http1Default`); 0: none, and so none over HTTP/2 either (no probe asks).
-    public private(set) var http1Probes: Int
+    /// The runs sent without a slot, and those of them asking for one (`ProbeRoom`).
+    public private(set) var probes: ProbeRoom
     /// Probes given a slot by the last event, for the manager to let through (`takeGrants`).
     private var grants: [DownloadID] = []
 
@@ -105,7 +94,7 @@ public struct QueueSlots: Sendable {
     /// `http1Probes` probes per HTTP/1.1 host.
     public init(limit: Int, http1Probes: Int = 0) {
         self.limit = max(1, limit)
-        self.http1Probes = max(0, http1Probes)
+        self.probes = ProbeRoom(http1Limit: http1Probes)
     }
 
     /// Applies `event`; returns the downloads to start now, in order, each already counted as
@@ -140,7 +129,7 @@ public struct QueueSlots: Sendable {
         case .runEnded(let id, let copy):
             running.remove(id)
             finishing.remove(id)
-            endProbe(id)
+            probes.end(id)
             if let digest = fetching.first(where: { $0.value == id })?.key { fetching[digest] = nil }
             for entry in twins.removeValue(forKey: id) ?? [] {
                 waiting.insert(entry)
@@ -151,9 +140,9 @@ public struct QueueSlots: Sendable {
         case .closed:
             isClosed = true
         case .slotAsked(let id):
-            if let entry = probing[id] { asking.insert(entry) }
+            probes.ask(id)
         case .spokeHTTP2(let host):
-            http2Hosts.insert(host)
+            probes.spokeHTTP2(host)
         }
         return fill()
     }
@@ -163,22 +152,6 @@ public struct QueueSlots: Sendable {
     public mutating func takeGrants() -> [DownloadID] {
         defer { grants = [] }
         return grants
-    }
-
-    /// Whether `id` runs as a probe (started without a slot, none given yet).
-    public func isProbing(_ id: DownloadID) -> Bool { probing[id] != nil }
-
-    /// How many probes `host` may have in flight.
-    public func probeLimit(_ host: String) -> Int {
-        http1Probes == 0 ? 0 : http2Hosts.contains(host) ? SlotProbes.http2Limit : http1Probes
-    }
-
-    /// `id` is no probe any more (given a slot, or ended).
-    private mutating func endProbe(_ id: DownloadID) {
-        guard let entry = probing.removeValue(forKey: id), let host = entry.probeHost else { return }
-        asking.remove(id)
-        probesPerHost[host] = (probesPerHost[host] ?? 1) - 1
-        if probesPerHost[host] == 0 { probesPerHost[host] = nil }
     }
 
     /// Empties the waiting list (shutdown, pause-all): returns what waited, those held for a
@@ -246,8 +219,8 @@ public struct QueueSlots: Sendable {
         var starts: [WaitingQueue.Entry] = []
         while !isClosed, running.count < limit, finishing.count < finishingLimit {
             let head = waiting.first
-            if let asker = asking.first, head.map({ asker.runsBefore($0) }) ?? true {
-                endProbe(asker.id)
+            if let asker = probes.asking.first, head.map({ asker.runsBefore($0) }) ?? true {
+                probes.end(asker.id)
                 running.insert(asker.id)
                 grants.append(asker.id)
                 continue
@@ -259,13 +232,10 @@ public struct QueueSlots: Sendable {
                 starts.append(start)
             }
         }
-        while !isClosed, let head = waiting.first, !unsaved.contains(head.id), let host = head.probeHost,
-            probesPerHost[host, default: 0] < probeLimit(host)
-        {
+        while !isClosed, let head = waiting.first, !unsaved.contains(head.id), probes.hasRoom(for: head) {
             _ = waiting.removeFirst()
             if let start = begin(head) {
-                probing[head.id] = head
-                probesPerHost[host, default: 0] += 1
+                probes.sent(start)
                 starts.append(start)
             }
         }

@@ -47,3 +47,64 @@ public enum SlotProbes {
         head.connections.last?.httpVersion.hasPrefix("HTTP/2") == true
     }
 }
+
+/// The runs a queue sent without a slot (`SlotProbes`), per host, and those of them whose
+/// response asks for one, in the order of the places they had. `QueueSlots` keeps one and
+/// decides with it; this only counts.
+public struct ProbeRoom: Sendable {
+    /// Each run sent without a slot, with its place; counted against its host from its start to
+    /// its end (its finish included, so a slow disk holds them back).
+    public private(set) var probing: [DownloadID: WaitingQueue.Entry] = [:]
+    /// Probes whose response needs a slot, in queue order of their places.
+    public private(set) var asking = WaitingQueue()
+    /// Probes in flight per host.
+    public private(set) var perHost: [String: Int] = [:]
+    /// Hosts that answered a probe over HTTP/2: `SlotProbes.http2Limit` each.
+    public private(set) var http2Hosts: Set<String> = []
+    /// Probes per HTTP/1.1 host; 0: none at all (nor over HTTP/2: no probe ever asks).
+    public let http1Limit: Int
+
+    /// Room for `http1Limit` probes per HTTP/1.1 host (under 0 counts as 0).
+    public init(http1Limit: Int) {
+        self.http1Limit = max(0, http1Limit)
+    }
+
+    /// How many probes `host` may have in flight.
+    public func limit(_ host: String) -> Int {
+        http1Limit == 0 ? 0 : http2Hosts.contains(host) ? SlotProbes.http2Limit : http1Limit
+    }
+
+    /// Whether `entry` may be sent without a slot now: it may be small and its host has room.
+    public func hasRoom(for entry: WaitingQueue.Entry) -> Bool {
+        guard let host = entry.probeHost else { return false }
+        return perHost[host, default: 0] < limit(host)
+    }
+
+    /// Whether `id` runs as a probe (sent without a slot, none given yet).
+    public func isProbing(_ id: DownloadID) -> Bool { probing[id] != nil }
+
+    /// `entry`'s run was sent without a slot.
+    mutating func sent(_ entry: WaitingQueue.Entry) {
+        guard let host = entry.probeHost else { return }
+        probing[entry.id] = entry
+        perHost[host, default: 0] += 1
+    }
+
+    /// `id`'s response needs a slot: it waits at the place it had.
+    mutating func ask(_ id: DownloadID) {
+        if let entry = probing[id] { asking.insert(entry) }
+    }
+
+    /// `host` answered over HTTP/2.
+    mutating func spokeHTTP2(_ host: String) {
+        http2Hosts.insert(host)
+    }
+
+    /// `id` is no probe any more (given a slot, or ended).
+    mutating func end(_ id: DownloadID) {
+        guard let entry = probing.removeValue(forKey: id), let host = entry.probeHost else { return }
+        asking.remove(id)
+        perHost[host] = (perHost[host] ?? 1) - 1
+        if perHost[host] == 0 { perHost[host] = nil }
+    }
+}
