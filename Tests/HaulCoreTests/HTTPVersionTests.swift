@@ -7,11 +7,25 @@ import Testing
     typealias Machine = DownloadStateMachine
     let url = try! RemoteURL("https://h/file")
 
-    func machine(connections: Int, _ policy: HTTPVersionPolicy) throws -> Machine {
+    func machine(connections: Int, _ policy: HTTPVersionPolicy, sentPastTheLimit: Bool = false) throws -> Machine {
         let request = try DownloadRequest(url: url, destination: .directory("/tmp"), connections: connections)
         var record = DownloadRecord(id: DownloadID(rawValue: "1"), request: request, createdAt: 0)
         record.fileName = "file"
-        return Machine(record: record, settings: .init(minimumSegment: 100, minimumSteal: 10, httpVersions: policy))
+        var settings = Machine.Settings(minimumSegment: 100, minimumSteal: 10, httpVersions: policy)
+        settings.smallOverHTTP2 = sentPastTheLimit
+        return Machine(record: record, settings: settings)
+    }
+
+    /// A whole answer of 10 MiB to connection 0's request, 500 bytes of it, then a reset: the
+    /// file is known to be large and the connection retries.
+    func resetAfterFiveHundredBytesOfAWholeAnswer(_ machine: inout Machine) {
+        _ = machine.responseReceived(
+            0,
+            ResponseHead(
+                status: 200, headers: ["Content-Length": "\(10 << 20)", "ETag": "\"a\""],
+                url: url.absoluteString), nowSecondsSince1970: 0, jitter: 0)
+        _ = machine.received(0, count: 500)
+        _ = machine.transferFailed(0, HaulError(.network, "reset"), jitter: 0)
     }
 
     func plans(_ actions: [Machine.Action]) -> [RequestPlan] {
@@ -36,13 +50,7 @@ import Testing
         var machine = try machine(connections: 1, .automatic)
         let first = plans(machine.start(.init(partSize: nil, published: false), now: 0))
         #expect(first.count == 1 && !first[0].allowsHTTP2 && first[0].range == nil, "\(first)")
-        _ = machine.responseReceived(
-            0,
-            ResponseHead(
-                status: 200, headers: ["Content-Length": "\(10 << 20)", "ETag": "\"a\""],
-                url: url.absoluteString), nowSecondsSince1970: 0, jitter: 0)
-        _ = machine.received(0, count: 500)
-        _ = machine.transferFailed(0, HaulError(.network, "reset"), jitter: 0)
+        resetAfterFiveHundredBytesOfAWholeAnswer(&machine)
         let retry = plans(machine.timerFired(.retry(0)))
         #expect(retry.count == 1 && retry.first?.allowsHTTP2 == false)
         #expect(retry.first?.range == ByteRange(start: 500, end: (10 << 20) - 1))
@@ -52,24 +60,12 @@ import Testing
     /// A run sent past `-j` may ask over HTTP/2 while its file is not known to be large; once it
     /// is, its retry goes over HTTP/1.1 as any download's. `--http1.1` keeps it on HTTP/1.1.
     @Test func aRunSentPastTheLimitAsksOverHTTP2UntilTheFileIsLarge() throws {
-        var machine = try machine(connections: 1, .automatic)
-        var settings = machine.settings
-        settings.smallOverHTTP2 = true
-        machine = Machine(record: machine.record, settings: settings)
+        var machine = try machine(connections: 1, .automatic, sentPastTheLimit: true)
         let first = plans(machine.start(.init(partSize: nil, published: false), now: 0))
         #expect(first.count == 1 && first[0].allowsHTTP2)
-        _ = machine.responseReceived(
-            0,
-            ResponseHead(
-                status: 200, headers: ["Content-Length": "\(10 << 20)", "ETag": "\"a\""],
-                url: url.absoluteString), nowSecondsSince1970: 0, jitter: 0)
-        _ = machine.received(0, count: 500)
-        _ = machine.transferFailed(0, HaulError(.network, "reset"), jitter: 0)
+        resetAfterFiveHundredBytesOfAWholeAnswer(&machine)
         #expect(plans(machine.timerFired(.retry(0))).first?.allowsHTTP2 == false)
-        var pinned = try self.machine(connections: 1, .http1_1)
-        settings = pinned.settings
-        settings.smallOverHTTP2 = true
-        pinned = Machine(record: pinned.record, settings: settings)
+        var pinned = try self.machine(connections: 1, .http1_1, sentPastTheLimit: true)
         #expect(plans(pinned.start(.init(partSize: nil, published: false), now: 0)).first?.allowsHTTP2 == false)
     }
 
