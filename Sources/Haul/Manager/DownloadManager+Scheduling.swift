@@ -1,5 +1,6 @@
 import HaulCore
 import Logging
+import NIOConcurrencyHelpers
 
 /// Scheduling: a start the queue gives (its runner made and handed to the task group), a
 /// transfer's and a run's end told to the queue. The start itself is the runner's (`launch`).
@@ -63,7 +64,10 @@ extension DownloadManager {
         if probe, let host = place?.probeHost {
             runner.slotGate = SlotGate(
                 ask: { [inbox] in inbox.post(.slotAsked(id, generation: generation)) },
-                spokeHTTP2: { [inbox] in inbox.post(.spokeHTTP2(host)) })
+                spokeHTTP2: { [inbox, http2Hosts] in
+                    // Once per host: every probe over HTTP/2 would otherwise cost the loop a turn.
+                    if http2Hosts.withLockedValue({ $0.insert(host).inserted }) { inbox.post(.spokeHTTP2(host)) }
+                })
         }
         let ended = Completion()
         let started = runner

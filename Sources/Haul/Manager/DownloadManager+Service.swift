@@ -132,6 +132,7 @@ extension DownloadManager: Service {
                     await carryOut(&adds)
                     await slotAsked(id, generation: generation)
                 case .spokeHTTP2(let host):
+                    await carryOut(&adds)
                     await spokeHTTP2(host)
                 }
             }

@@ -1,6 +1,7 @@
 import CoreMetrics
 import HaulCore
 import Logging
+import NIOConcurrencyHelpers
 
 /// The public face of the engine: a persistent queue of downloads, at most
 /// `maxConcurrentDownloads` running at once, each driven by its own state machine.
@@ -71,6 +72,9 @@ public actor DownloadManager {
     var service = ServiceState()
     /// What `run()`'s loop reads: callers' changes and adds, runs' transfer ends and ends.
     let inbox = Inbox<Message>()
+    /// Hosts already told to the queue as answering over HTTP/2 (`SlotGate`'s report, posted once
+    /// per host).
+    let http2Hosts = NIOLockedValueBox<Set<String>>([])
     /// Work for `run()`'s task group: runs, a fleet host's loop, another host's remove, the shutdown.
     let children = AsyncStream.makeStream(of: Work.self)
     /// Finished once no run is left, after the last one's outcome is settled: what a shutdown

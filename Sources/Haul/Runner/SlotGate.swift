@@ -18,7 +18,8 @@ final class SlotGate: Sendable {
     private let state = NIOLockedValueBox(State())
     /// Tells the queue the run's response needs a slot (once).
     private let ask: @Sendable () -> Void
-    /// Tells the queue the host answered over HTTP/2 (once).
+    /// Tells the queue the host answered over HTTP/2 (once per gate; the manager tells the queue
+    /// once per host).
     private let spokeHTTP2: @Sendable () -> Void
 
     init(ask: @escaping @Sendable () -> Void, spokeHTTP2: @escaping @Sendable () -> Void) {
@@ -30,17 +31,15 @@ final class SlotGate: Sendable {
     /// else when the queue grants one. Throws `CancellationError` when the task is cancelled
     /// while it waits.
     func pass(_ head: ResponseHead) async throws {
-        let (tellHTTP2, mustWait) = state.withLockedValue { state in
+        let (tellHTTP2, waiter) = state.withLockedValue { state in
             let tell = !state.toldHTTP2 && SlotProbes.spokeHTTP2(head)
             if tell { state.toldHTTP2 = true }
-            return (tell, !state.open && SlotProbes.needsSlot(head))
+            guard !state.open, SlotProbes.needsSlot(head) else { return (tell, Int?.none) }
+            defer { state.nextWaiter += 1 }
+            return (tell, state.nextWaiter)
         }
         if tellHTTP2 { spokeHTTP2() }
-        guard mustWait else { return }
-        let waiter = state.withLockedValue { state in
-            defer { state.nextWaiter += 1 }
-            return state.nextWaiter
-        }
+        guard let waiter else { return }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let (passes, asks) = state.withLockedValue { state in
