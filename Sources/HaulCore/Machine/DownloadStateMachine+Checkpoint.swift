@@ -36,7 +36,7 @@ extension DownloadStateMachine {
             else { return slow }
             completedAtLastNote = completed
             bytesSinceNote = 0
-            return slow + [.noteProgress]
+            return slow + noteActions()
         }
         guard backgroundCheckpoint == .none else {
             backgroundCheckpoint = .runningAndDueAgain
@@ -83,6 +83,8 @@ extension DownloadStateMachine {
                 changed = true
             }
         }
-        return changed ? [.persist] : []
+        guard changed else { return [] }
+        storedEntity = currentEntity
+        return [.persist]
     }
 }
