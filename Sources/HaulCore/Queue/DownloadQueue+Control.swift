@@ -96,7 +96,7 @@ extension DownloadQueue {
         tidy(record.id)
         if !runnerSaidSo { actions.append(.publish(DownloadEvent(id: record.id, kind: .removed))) }
         // A group it belongs to cannot be finished now: checked, it is kept failed and says why.
-        actions += checkGroups(of: record.id)
+        actions += checkGroups(of: record.id, completed: false)
         if wasWaiting { actions.append(.settle(DownloadOutcome(record))) }
         return actions
     }
