@@ -73,7 +73,9 @@ public struct ConnectionBudget: Sendable {
     public mutating func using(_ id: DownloadID, host: String, count: Int, now: Double) -> Changes {
         changing(host, now: now) { budget in
             guard var member = budget.hosts[host]?.members[id] else { return }
-            let share = budget.targets(host, now: now)[id] ?? 0
+            // No budget: its share is what it wants, without dealing every member's (a run's
+            // every change of count did, under the lock all runs share).
+            let share = budget.budget(host, now: now) == nil ? member.wants : budget.targets(host, now: now)[id] ?? 0
             if member.held > share { member.held = max(count, share) }
             budget.hosts[host]?.members[id] = member
         }
