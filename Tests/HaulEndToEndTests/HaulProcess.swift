@@ -61,6 +61,14 @@ final class HaulProcess: @unchecked Sendable {
         try process.run()
     }
 
+    /// The output files go with the process: the suite used to leave two files in the
+    /// temporary directory per run of the binary (thousands per suite run). A file that cannot
+    /// be removed loses nothing a test needs.
+    deinit {
+        try? FileManager.default.removeItem(atPath: stdoutPath)
+        try? FileManager.default.removeItem(atPath: stderrPath)
+    }
+
     /// Waits for the exit status (the signal number when killed by one).
     func wait() async -> Int32 {
         for await status in exited.stream { return status }
