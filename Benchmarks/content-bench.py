@@ -12,6 +12,13 @@
   fails unless hf_transfer fetched every shard over 50 MiB, the size huggingface_hub hands it from).
   huggingface_hub fetches one file at a time with hf_transfer, in 10 MiB ranges: a smaller model of
   as many shards (RELAY_HF_MB) gives it fewer connections per file through the relay.
+- hf-dataset (loopback), hf-dataset-relay (not run unless named in CASES): a dataset of
+  DATASET_FILES files of DATASET_KB KiB (random bytes) under data/{train,validation,test}/, with a
+  .gitattributes, a README.md and .github/workflows/ci.yml, from the same test Hub as repo type
+  `datasets`: `haul get hf://datasets/ORG/REPO -d DIR` against huggingface_hub's
+  snapshot_download(repo_type="dataset", local_dir=DIR) with its default 8 workers and without
+  hf_transfer (huggingface_hub never hands it a file under 50 MiB). Files under 1 MiB are plain
+  files the Hub serves itself (one request each, no CDN redirect), as hf-hub-server.py decides.
 - hf-kills (loopback), hf-kills-relay: the HF_MB model, each tool SIGKILLed KILLS (10) times, at
   every 1/(KILLS+1) of the model's size sent by the Hub and CDN since the first start, and
   restarted in the same directory (haul with the same HAUL_HOME) until it finishes: bytes sent /
@@ -29,10 +36,12 @@ seconds, CPU seconds (user + system), peak RSS (/usr/bin/time), medians.
 Usage:   python3 Benchmarks/content-bench.py
 Env:     HAUL_BIN (.build-static/release/haul)  ROUNDS (3)  S3_MB (1024)  LAYERS (4)  LAYER_MB (64)
          RTT (80)  CONN_RATE (8M)  RELAY_S3_MB (256)  HF_MB (1024)  HF_SHARDS (4)  RELAY_HF_MB (HF_MB)
-         KILLS (10)  KILL_S3_MB (256)
-         CASES ("s3 s3-relay oci oci-relay hf hf-relay hf-kills hf-kills-relay s3-kills oci-kills")
+         KILLS (10)  KILL_S3_MB (256)  DATASET_FILES (5000)  DATASET_KB (64)
+         CASES ("s3 s3-relay oci oci-relay hf hf-relay hf-kills hf-kills-relay s3-kills oci-kills";
+                also known: hf-dataset hf-dataset-relay)
 The virtual environment with moto, boto3 and awscli goes to Benchmarks/work/content-venv, the one
-with huggingface_hub and hf_transfer to Benchmarks/work/hf-venv, the models to Benchmarks/work/hf-model-*.
+with huggingface_hub and hf_transfer to Benchmarks/work/hf-venv, the models to Benchmarks/work/hf-model-*,
+the datasets to Benchmarks/work/hf-dataset-FILESxKB.
 """
 import hashlib
 import json
@@ -62,8 +71,11 @@ HF_SHARDS = int(os.environ.get("HF_SHARDS", "4"))
 RELAY_HF_MB = int(os.environ.get("RELAY_HF_MB", str(HF_MB)))
 KILLS = int(os.environ.get("KILLS", "10"))
 KILL_S3_MB = int(os.environ.get("KILL_S3_MB", "256"))
-CASES = os.environ.get(
-    "CASES", "s3 s3-relay oci oci-relay hf hf-relay hf-kills hf-kills-relay s3-kills oci-kills").split()
+DATASET_FILES = int(os.environ.get("DATASET_FILES", "5000"))
+DATASET_KB = int(os.environ.get("DATASET_KB", "64"))
+DEFAULT_CASES = "s3 s3-relay oci oci-relay hf hf-relay hf-kills hf-kills-relay s3-kills oci-kills"
+KNOWN_CASES = DEFAULT_CASES.split() + ["hf-dataset", "hf-dataset-relay"]
+CASES = os.environ.get("CASES", DEFAULT_CASES).split()
 VENV = os.path.join(WORK, "content-venv")
 HF_VENV = os.path.join(WORK, "hf-venv")
 KEYS = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1",
@@ -337,14 +349,16 @@ def hf_model(megabytes):
     return directory
 
 
-def hub(source, cdn_port=0):
-    """Benchmarks/hf-hub-server.py serving `source` as bench/model: (process, its ready line, the
-    SHA-256 of each path). Its redirects name `cdn_port` when given (a relay's)."""
-    process = subprocess.Popen([sys.executable, os.path.join(ROOT, "Benchmarks", "hf-hub-server.py"), "bench/model",
-                                source], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               text=True, env={**os.environ, "CDN_PORT": str(cdn_port or "")})
+def hub(source, cdn_port=0, repo="models/bench/model"):
+    """Benchmarks/hf-hub-server.py serving `source` as `repo` (KIND/ORG/REPO): (process, its ready
+    line, the SHA-256 of each path). Its redirects name `cdn_port` when given (a relay's)."""
+    kind, name = repo.split("/", 1)
+    process = subprocess.Popen([sys.executable, os.path.join(ROOT, "Benchmarks", "hf-hub-server.py"),
+                                name if kind == "models" else repo, source], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                               env={**os.environ, "CDN_PORT": str(cdn_port or "")})
     ready = json.loads(process.stdout.readline())
-    prefix = "models/bench/model@main/"
+    prefix = repo + "@main/"
     return process, ready, {k[len(prefix):]: v for k, v in ready["sha256"].items() if k.startswith(prefix)}
 
 
@@ -358,10 +372,10 @@ def hf_command(python, tool, port, directory, shards):
              "HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_HUB_DISABLE_TELEMETRY": "1"})
 
 
-def wrong_files(files, directory):
+def wrong_files(files, directory, folder="model"):
     return [path for path, digest in files.items()
-            if not os.path.exists(os.path.join(directory, "model", path))
-            or sha256(os.path.join(directory, "model", path)) != digest]
+            if not os.path.exists(os.path.join(directory, folder, path))
+            or sha256(os.path.join(directory, folder, path)) != digest]
 
 
 def hf_runs(case, rounds, results):
@@ -382,6 +396,112 @@ def hf_runs(case, rounds, results):
 
     try:
         rounds_of(case, ready["port"], ["haul", "hf_transfer"], rounds, results, command, check,
+                  also=[(cdn_listen, ready["cdnPort"])])
+    finally:
+        server.stdin.close()
+        server.wait()
+
+
+# snapshot_download(argv[1], repo_type="dataset", local_dir=argv[2]) as a user calls it: default
+# max_workers (8), hf_transfer off (its default; it would only take files of 50 MiB or more).
+DATASET_SNAPSHOT = """
+import sys
+from huggingface_hub import snapshot_download
+snapshot_download(sys.argv[1], repo_type="dataset", local_dir=sys.argv[2])
+"""
+
+# The Hub's own .gitattributes for a new dataset (abridged). The test Hub does not read it: it makes
+# a file LFS by its size (1 MiB or more, hf-hub-server.py), so DATASET_KB under 1024 gives plain
+# files, each served by the Hub itself at /datasets/ORG/REPO/resolve/COMMIT/PATH with its git blob
+# id as ETag (on huggingface.co, *.bin under this .gitattributes would be LFS and redirected).
+DATASET_GITATTRIBUTES = """*.7z filter=lfs diff=lfs merge=lfs -text
+*.arrow filter=lfs diff=lfs merge=lfs -text
+*.bin filter=lfs diff=lfs merge=lfs -text
+*.gz filter=lfs diff=lfs merge=lfs -text
+*.parquet filter=lfs diff=lfs merge=lfs -text
+*.safetensors filter=lfs diff=lfs merge=lfs -text
+*.tar filter=lfs diff=lfs merge=lfs -text
+*.zip filter=lfs diff=lfs merge=lfs -text
+*.zst filter=lfs diff=lfs merge=lfs -text
+# Audio files - uncompressed
+*.wav filter=lfs diff=lfs merge=lfs -text
+# Image files - compressed
+*.jpg filter=lfs diff=lfs merge=lfs -text
+*.png filter=lfs diff=lfs merge=lfs -text
+"""
+
+
+def hf_dataset(files, kilobytes):
+    """A dataset repository of `files` files of `kilobytes` KiB, random bytes (made once):
+    .gitattributes, README.md, .github/workflows/ci.yml, and data/SPLIT/part-NNNNN.bin, 80% of the
+    files in train, 10% each in validation and test."""
+    directory = os.path.join(WORK, f"hf-dataset-{files}x{kilobytes}")
+    if os.path.isdir(directory):
+        return directory
+    log(f"making {directory}")
+    making = directory + ".making"
+    shutil.rmtree(making, ignore_errors=True)
+    validation = test = files // 10
+    splits = {"train": files - validation - test, "validation": validation, "test": test}
+    index = 0
+    for split, count in splits.items():
+        os.makedirs(os.path.join(making, "data", split))
+        for part in range(count):
+            with open(os.path.join(making, "data", split, f"part-{part:05}.bin"), "wb") as f:
+                f.write(random.Random(index).randbytes(kilobytes << 10))
+            index += 1
+    with open(os.path.join(making, ".gitattributes"), "w") as f:
+        f.write(DATASET_GITATTRIBUTES)
+    configs = "".join(f"  - split: {split}\n    path: data/{split}/*.bin\n" for split, count in splits.items() if count)
+    with open(os.path.join(making, "README.md"), "w") as f:
+        f.write(f"---\nlicense: cc-by-4.0\npretty_name: bench data\nconfigs:\n- config_name: default\n"
+                f"  data_files:\n{configs}---\n\n# bench/data\n\n{files} records of {kilobytes} KiB of "
+                f"random bytes, for haul's content-bench.py.\n")
+    os.makedirs(os.path.join(making, ".github", "workflows"))
+    with open(os.path.join(making, ".github", "workflows", "ci.yml"), "w") as f:
+        f.write("name: ci\non: [push]\njobs:\n  check:\n    runs-on: ubuntu-latest\n"
+                "    steps:\n      - uses: actions/checkout@v4\n")
+    os.rename(making, directory)
+    return directory
+
+
+def hf_dataset_runs(case, rounds, results):
+    """haul against snapshot_download for the dataset bench/data, each run into DIR/data (a fresh
+    HAUL_HOME, a fresh HF_HOME), checked file by file: every path of the repository with its SHA-256,
+    and nothing else in the folder but huggingface_hub's own .cache/ (its local_dir metadata)."""
+    python = hf_venv()
+    source = hf_dataset(DATASET_FILES, DATASET_KB)
+    log(f"{case}: the test Hub with a dataset of {DATASET_FILES} files of {DATASET_KB} KiB")
+    cdn_listen = free_port() if case.endswith("relay") else 0
+    server, ready, files = hub(source, cdn_listen, "datasets/bench/data")
+    if len(files) != DATASET_FILES + 3:
+        raise SystemExit(f"the test Hub lists {len(files)} files, not {DATASET_FILES + 3}")
+
+    def command(tool, target, directory):
+        env = {"HF_ENDPOINT": f"http://127.0.0.1:{target}", "HF_TOKEN": ""}
+        if tool == "haul":
+            return ([HAUL, "get", "-q", "-d", "data", "hf://datasets/bench/data"],
+                    {**env, "HF_HOME": "/nonexistent", "HAUL_HOME": directory + "/home"})
+        return ([python, "-c", DATASET_SNAPSHOT, "bench/data", "data"],
+                {**env, "HF_HOME": directory + "/hf-home", "HF_HUB_ENABLE_HF_TRANSFER": "0",
+                 "HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_HUB_DISABLE_TELEMETRY": "1"})
+
+    def check(tool, directory):
+        root = os.path.join(directory, "data")
+        found = set()
+        for folder, names, leaves in os.walk(root):
+            if folder == root and tool == "snapshot_download" and ".cache" in names:
+                names.remove(".cache")
+            found.update(os.path.relpath(os.path.join(folder, leaf), root) for leaf in leaves)
+        wrong = wrong_files(files, directory, "data")
+        missing = [path for path in wrong if path not in found]
+        if missing or wrong or found - set(files):
+            raise SystemExit(f"{case} {tool}: {len(missing)} files missing ({missing[:3]}), "
+                             f"{len(wrong) - len(missing)} with wrong bytes ({[p for p in wrong if p in found][:3]}), "
+                             f"{len(found - set(files))} not in the repository ({sorted(found - set(files))[:3]})")
+
+    try:
+        rounds_of(case, ready["port"], ["haul", "snapshot_download"], rounds, results, command, check,
                   also=[(cdn_listen, ready["cdnPort"])])
     finally:
         server.stdin.close()
@@ -535,6 +655,8 @@ def main():
     os.makedirs(WORK, exist_ok=True)
     if not os.access(HAUL, os.X_OK):
         raise SystemExit(f"no haul at {HAUL} (HAUL_BIN)")
+    if unknown := [case for case in CASES if case not in KNOWN_CASES]:
+        raise SystemExit(f"unknown cases {unknown}; known: {' '.join(KNOWN_CASES)}")
     results, kills = {}, []
     for case in CASES:
         if case == "s3-kills":
@@ -547,6 +669,8 @@ def main():
             oci_runs(case, ROUNDS, results)
         elif case.startswith("hf-kills"):
             hf_kills(case, kills)
+        elif case.startswith("hf-dataset"):
+            hf_dataset_runs(case, ROUNDS, results)
         else:
             hf_runs(case, ROUNDS, results)
     if results:
@@ -558,6 +682,9 @@ def main():
         cpu = statistics.median(r[1] for r in runs)
         rss = statistics.median(r[2] for r in runs) / 1024
         print(f"| {case} | {tool} | {wall:.2f} | {cpu:.2f} | {rss:.1f} |")
+    if any(case.startswith("hf-dataset") for case, _ in results):
+        print(f"\nhf-dataset: {DATASET_FILES} files of {DATASET_KB} KiB and 3 small ones (.gitattributes, README.md, "
+              f".github/workflows/ci.yml); snapshot_download with its default 8 workers")
     if kills:
         print(f"\n| case | tool | kills | seconds | sent / size | byte-exact |  (HF {HF_MB} MiB, S3 {KILL_S3_MB} MiB, "
               f"OCI {LAYERS * LAYER_MB} MiB; SIGKILL at every 1/{KILLS + 1} of the size, then a run to the end)")

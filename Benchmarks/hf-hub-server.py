@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """hf-hub-server.py: the project's test Hub (Tests/HF/hub_server.py, imported unchanged) serving a
-model from disk, for content-bench.py.
+model or a dataset from disk, for content-bench.py.
 
-Usage: hf-hub-server.py ORG/REPO DIR
+Usage: hf-hub-server.py [datasets/]ORG/REPO DIR
 
-The files under DIR become the main revision of the model ORG/REPO, next to the test's own
+The files under DIR become the main revision of the model ORG/REPO (the dataset ORG/REPO given as
+datasets/ORG/REPO: `/api/datasets/...` and `/datasets/.../resolve/...`), next to the test's own
 repositories: files of 1 MiB or more are LFS (the Hub redirects them to its CDN), the others are
 served by the Hub; bodies are read from disk at each request (sendfile), never held in memory.
 What this adds to the test server:
@@ -14,7 +15,7 @@ What this adds to the test server:
 - URL_SECONDS, the life of the CDN's signed URLs, defaults to 3600 (the test's 2 s would fail a
   client that keeps one URL for a whole transfer, as hf_transfer does);
 - CDN_PORT: the port the Hub's redirects name (a relay in front of the CDN); default the CDN's own.
-Prints the test server's ready line (port, cdnPort, sha256 by models/ORG/REPO@main/PATH) and serves
+Prints the test server's ready line (port, cdnPort, sha256 by KIND/ORG/REPO@main/PATH) and serves
 until its standard input closes.
 """
 import hashlib
@@ -92,6 +93,8 @@ class Server(ThreadingHTTPServer):
 
 
 def disk_repo(name, directory):
+    """`name` is ORG/REPO for a model, datasets/ORG/REPO for a dataset."""
+    kind, name = name.split("/", 1) if name.count("/") == 2 else ("models", name)
     files = {}
     for folder, _, names in os.walk(directory):
         for file in names:
@@ -105,10 +108,10 @@ def disk_repo(name, directory):
             files[os.path.relpath(path, directory)] = {"data": Span(path, 0, size), "lfs": size >= 1 << 20,
                                                        "sha256": sha256.hexdigest(), "blob": sha1.hexdigest()}
     commit = hashlib.sha1(json.dumps(sorted((p, e["sha256"]) for p, e in files.items())).encode()).hexdigest()
-    hub.REPOS[("models", name)] = {"main": {"commit": commit, "files": files}}
+    hub.REPOS[(kind, name)] = {"main": {"commit": commit, "files": files}}
     for entry in files.values():
         hub.BLOBS[entry["sha256"]] = entry["data"]
-    return {f"models/{name}@main/{path}": entry["sha256"] for path, entry in files.items()}
+    return {f"{kind}/{name}@main/{path}": entry["sha256"] for path, entry in files.items()}
 
 
 def main():
