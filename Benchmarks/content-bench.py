@@ -322,15 +322,27 @@ def hf_venv():
     return python
 
 
-def hf_model(megabytes):
-    """A directory of HF_SHARDS shards, `megabytes` MiB in all, and a few small files (made once)."""
-    directory = os.path.join(WORK, f"hf-model-{megabytes}M-{HF_SHARDS}")
+def made_once(name, fill):
+    """WORK/`name`, made once: `fill(making)` writes its files into a folder of its own, which is
+    renamed into place when done (a run stopped halfway leaves no half-made source behind)."""
+    directory = os.path.join(WORK, name)
     if os.path.isdir(directory):
         return directory
     log(f"making {directory}")
     making = directory + ".making"
     shutil.rmtree(making, ignore_errors=True)
     os.makedirs(making)
+    fill(making)
+    os.rename(making, directory)
+    return directory
+
+
+def hf_model(megabytes):
+    """A directory of HF_SHARDS shards, `megabytes` MiB in all, and a few small files (made once)."""
+    return made_once(f"hf-model-{megabytes}M-{HF_SHARDS}", lambda making: fill_model(making, megabytes))
+
+
+def fill_model(making, megabytes):
     shards = [f"model-{index + 1:05}-of-{HF_SHARDS:05}.safetensors" for index in range(HF_SHARDS)]
     for index, name in enumerate(shards):
         generator, left = random.Random(index), (megabytes << 20) // HF_SHARDS
@@ -345,8 +357,6 @@ def hf_model(megabytes):
     for name, content in small.items():
         with open(os.path.join(making, name), "w") as f:
             json.dump(content, f, indent=2)
-    os.rename(making, directory)
-    return directory
 
 
 def hub(source, cdn_port=0, repo="models/bench/model"):
@@ -435,12 +445,10 @@ def hf_dataset(files, kilobytes):
     """A dataset repository of `files` files of `kilobytes` KiB, random bytes (made once):
     .gitattributes, README.md, .github/workflows/ci.yml, and data/SPLIT/part-NNNNN.bin, 80% of the
     files in train, 10% each in validation and test."""
-    directory = os.path.join(WORK, f"hf-dataset-{files}x{kilobytes}")
-    if os.path.isdir(directory):
-        return directory
-    log(f"making {directory}")
-    making = directory + ".making"
-    shutil.rmtree(making, ignore_errors=True)
+    return made_once(f"hf-dataset-{files}x{kilobytes}", lambda making: fill_dataset(making, files, kilobytes))
+
+
+def fill_dataset(making, files, kilobytes):
     validation = test = files // 10
     splits = {"train": files - validation - test, "validation": validation, "test": test}
     index = 0
@@ -461,8 +469,6 @@ def hf_dataset(files, kilobytes):
     with open(os.path.join(making, ".github", "workflows", "ci.yml"), "w") as f:
         f.write("name: ci\non: [push]\njobs:\n  check:\n    runs-on: ubuntu-latest\n"
                 "    steps:\n      - uses: actions/checkout@v4\n")
-    os.rename(making, directory)
-    return directory
 
 
 def hf_dataset_runs(case, rounds, results):
