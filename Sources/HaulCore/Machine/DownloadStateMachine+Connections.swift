@@ -238,13 +238,13 @@ extension DownloadStateMachine {
     /// verification). A later response with a new entity (validator, length, final URL) stores
     /// it; one that tells nothing new stores nothing: the record holds what a resume needs.
     mutating func prepareBody(head: ResponseHead) -> [Action] {
+        let entity = currentEntity
         if record.fileName == nil {
             // A final URL that does not parse (the transport gives what the server sent) names
             // nothing, and its error says only that: the request's URL names the file instead.
             let finalURL = (try? RemoteURL(head.url)) ?? record.request.url
             return [.nameFile(contentDisposition: head.headers["Content-Disposition"], finalURL: finalURL)]
         }
-        let entity = currentEntity
         guard entity != storedEntity else { return [] }
         storedEntity = entity
         return [.persist]
