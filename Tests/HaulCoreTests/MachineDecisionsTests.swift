@@ -306,41 +306,4 @@ import Testing
         let actions = machine.responseReceived(0, whole(10, url: "not a url"), nowSecondsSince1970: 0, jitter: 0)
         #expect(actions.first == .nameFile(contentDisposition: nil, finalURL: url))
     }
-
-    /// A download named by its response stores nothing before its first byte: the name's
-    /// reservation stores the name, and no byte is claimed yet. The checkpoint that makes its
-    /// bytes durable stores the validator and length with them; a later response with a new
-    /// entity stores it.
-    @Test func aDownloadNamedByItsResponseStoresTheEntityWithItsFirstDurableBytes() throws {
-        let request = try DownloadRequest(url: url, destination: .directory("/tmp"))
-        var machine = Machine(
-            record: DownloadRecord(id: DownloadID(rawValue: "1"), request: request, createdAt: 0), settings: .init())
-        _ = machine.start(noFiles, now: 0)
-        let actions = machine.responseReceived(0, whole(100), nowSecondsSince1970: 0, jitter: 0)
-        #expect(actions == [.nameFile(contentDisposition: nil, finalURL: url), .truncate(to: 0), .receive(0)])
-        machine.setFileName("file")
-        _ = machine.received(0, count: 100)
-        _ = machine.bodyEnded(0, jitter: 0)
-        #expect(machine.synced(epoch: machine.epoch, written: [0: 100]) == [.persist])
-        #expect(machine.persistentRecord.validator?.etag == "\"a\"")
-        #expect(machine.persistentRecord.totalLength == 100)
-        #expect(machine.persistentRecord.completedLength == 100)
-    }
-
-    /// A note is read back only against the stored entity: a download named by its response
-    /// stores it before its first note, and not again before the next.
-    @Test func aDownloadNamedByItsResponseStoresTheEntityBeforeItsFirstNote() throws {
-        let request = try DownloadRequest(url: url, destination: .directory("/tmp"))
-        var machine = Machine(
-            record: DownloadRecord(id: DownloadID(rawValue: "1"), request: request, createdAt: 0),
-            settings: .init(checkpointInterval: 3600, notesProgress: true, noteBytes: 400))
-        _ = machine.start(noFiles, now: 0)
-        _ = machine.responseReceived(0, whole(10_000), nowSecondsSince1970: 0, jitter: 0)
-        machine.setFileName("file")
-        _ = machine.received(0, count: 200)
-        #expect(machine.tick(now: 0.25, elapsed: 0.25) == [.persist, .noteProgress])
-        #expect(machine.persistentRecord.validator?.etag == "\"a\"")
-        _ = machine.received(0, count: 200)
-        #expect(machine.tick(now: 0.5, elapsed: 0.25) == [.noteProgress])
-    }
 }

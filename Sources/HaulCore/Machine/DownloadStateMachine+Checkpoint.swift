@@ -36,7 +36,7 @@ extension DownloadStateMachine {
             else { return slow }
             completedAtLastNote = completed
             bytesSinceNote = 0
-            return slow + noteActions()
+            return slow + [.noteProgress]
         }
         guard backgroundCheckpoint == .none else {
             backgroundCheckpoint = .runningAndDueAgain
@@ -83,8 +83,6 @@ extension DownloadStateMachine {
                 changed = true
             }
         }
-        guard changed else { return [] }
-        storedEntity = currentEntity
-        return [.persist]
+        return changed ? [.persist] : []
     }
 }

@@ -212,13 +212,6 @@ extension DownloadStateMachine {
 
     // MARK: Queries
 
-    /// What the record says of the remote entity, as `storedEntity` compares it.
-    var currentEntity: StoredEntity {
-        StoredEntity(
-            validator: record.validator, totalLength: record.totalLength, finalURL: record.finalURL,
-            digest: record.serverDigest)
-    }
-
     func partIndex(_ start: Int64) -> Int? {
         // Parts are few (one per connection plus finished ones) and sorted by start.
         var low = 0
@@ -231,19 +224,19 @@ extension DownloadStateMachine {
         return nil
     }
 
-    /// Before the first byte of a download named by its response: the name only (its
-    /// reservation stores it). Nothing else needs storing yet: a download with no name has no
-    /// `.part`, so its record claims no byte, and the first checkpoint that makes a byte durable
-    /// stores the validator and length with it (a small file's is the one before its
-    /// verification). A later response with a new entity (validator, length, final URL) stores
-    /// it; one that tells nothing new stores nothing: the record holds what a resume needs.
+    /// Before the first byte: the name, then the record (name, validator, length) is stored.
+    /// A later response that tells nothing new (the same validator, length and final URL) stores
+    /// nothing: the record already holds what a resume needs.
     mutating func prepareBody(head: ResponseHead) -> [Action] {
-        let entity = currentEntity
+        let entity = StoredEntity(
+            validator: record.validator, totalLength: record.totalLength, finalURL: record.finalURL,
+            digest: record.serverDigest)
         if record.fileName == nil {
+            storedEntity = entity
             // A final URL that does not parse (the transport gives what the server sent) names
             // nothing, and its error says only that: the request's URL names the file instead.
             let finalURL = (try? RemoteURL(head.url)) ?? record.request.url
-            return [.nameFile(contentDisposition: head.headers["Content-Disposition"], finalURL: finalURL)]
+            return [.nameFile(contentDisposition: head.headers["Content-Disposition"], finalURL: finalURL), .persist]
         }
         guard entity != storedEntity else { return [] }
         storedEntity = entity

@@ -23,16 +23,6 @@ extension DownloadStateMachine {
     public mutating func noteRequested() -> [Action] {
         guard settings.notesProgress, isDownloading, completedLength != completedAtLastNote else { return [] }
         completedAtLastNote = completedLength
-        return noteActions()
-    }
-
-    /// A note, after the entity it is read back against is stored: a download named by its
-    /// response stores its entity only with its first durable bytes (`prepareBody`), or here.
-    mutating func noteActions() -> [Action] {
-        guard storedEntity == currentEntity else {
-            storedEntity = currentEntity
-            return [.persist, .noteProgress]
-        }
         return [.noteProgress]
     }
 

@@ -154,9 +154,8 @@ public struct DownloadStateMachine: Sendable {
     /// Bytes that make a note due before the tick: `settings.noteBytes`, or a twentieth of a
     /// second's worth once the download is faster than that (`measureNoteThreshold`).
     var noteThreshold: Int64 = 0
-    /// What the last save of a response, a note or a checkpoint stored about the entity; a
-    /// response that tells nothing new is not stored again (a steal's request costs no fsync of
-    /// the store).
+    /// What the last response stored about the entity; a response that tells nothing new is
+    /// not stored again (a steal's request costs no fsync of the store).
     var storedEntity: StoredEntity?
 
     struct StoredEntity: Equatable {
