@@ -8,11 +8,15 @@ import Testing
 /// gives back a step that brought nothing. Counted on the server, never timed.
 @Suite(.timeLimit(.minutes(2))) struct ConnectionGrowthEndToEndTests {
     /// Every response paced to 256 KiB/s: each step pays, so the download reaches the ceiling of
-    /// 16 connections (haul says so, and the server saw 16 responses at once); `-x 4` holds 4.
-    /// (A request cut near the end by a steal may still be sending on the server's side while its
-    /// replacement starts: the server's peak can be one above the count, never below it.)
-    @Test(arguments: [([String](), ConnectionGrowth.ceiling), (["-x", "4"], 4)])
-    func aPacedServerGetsMoreConnectionsUnlessACountIsNamed(flags: [String], peak: Int) async throws {
+    /// 16 connections (haul says so); `-x 4` holds 4. The server's peak is at most one above the
+    /// count (a request cut near the end by a steal may still be sending on the server's side while
+    /// its replacement starts). Below, the grown count must have run more than the step before the
+    /// ceiling (10) at once: on an idle machine the server sees all 16, but on two cores running
+    /// the whole suite the last step's connections may open while the earliest segments end, and a
+    /// step that did not pay there is taken back (CI once saw 15 at once, then "settled" at 12).
+    @Test(arguments: [([String](), 11), (["-x", "4"], 4)])
+    func aPacedServerGetsMoreConnectionsUnlessACountIsNamed(flags: [String], least: Int) async throws {
+        let peak = flags.isEmpty ? ConnectionGrowth.ceiling : 4
         let world = try await World.make()
         let payload = Payload(seed: 3101, length: 12 << 20)
         world.server.setRoute("/paced.bin", Route(payload: payload, throttle: 256 << 10))
@@ -21,7 +25,7 @@ import Testing
         #expect(result.status == 0, "\(result.stderr)")
         #expect(payload.mismatch(inFileAt: world.directory + "/paced.bin") == nil)
         let seen = world.server.peakConcurrentResponses(to: "/paced.bin")
-        #expect(seen >= peak && seen <= peak + 1, "\(result.stderr)")
+        #expect(seen >= least && seen <= peak + 1, "seen \(seen)\n\(result.stderr)")
         #expect(result.stderr.contains("more connections") == flags.isEmpty, "\(result.stderr)")
         #expect(result.stderr.contains("connections=\(ConnectionGrowth.ceiling)") == flags.isEmpty, "\(result.stderr)")
         try await world.close()
@@ -72,13 +76,13 @@ import Testing
         try await daemon.wait(for: fixed.id, status: .completed)
         #expect(payload.mismatch(inFileAt: world.directory + "/grown.bin") == nil)
         #expect(small.mismatch(inFileAt: world.directory + "/fixed.bin") == nil)
-        // The daemon logs each step at info; the server's peak may be one above (see above).
+        // The daemon logs each step at info; the server's peak may be one above, and under load
+        // the last step may not all run at once (see above).
         #expect(
             daemon.process.stderr.contains("connections=\(ConnectionGrowth.ceiling)"),
             "\(daemon.process.stderr.suffix(3000))")
-        #expect(
-            (ConnectionGrowth.ceiling...ConnectionGrowth.ceiling + 1).contains(
-                world.server.peakConcurrentResponses(to: "/grown.bin")))
+        let grownPeak = world.server.peakConcurrentResponses(to: "/grown.bin")
+        #expect((11...ConnectionGrowth.ceiling + 1).contains(grownPeak), "seen \(grownPeak)")
         #expect((2...3).contains(world.server.peakConcurrentResponses(to: "/fixed.bin")))
         #expect(await daemon.terminate() == 0)
         try await world.close()
