@@ -70,11 +70,11 @@ public actor BatchLine<Key: Hashable & Sendable, Request: Sendable, Answer: Send
     /// failed batch split, it alone) threw.
     public func submit(_ request: Request, to key: Key) async throws -> Answer {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Answer, any Error>) in
-            var line = lines[key] ?? Line()
-            line.waiting.append(Waiting(request: request, continuation: continuation))
-            let starts = !line.draining
-            line.draining = true
-            lines[key] = line
+            // In place: a copy of the line taken out and put back would copy every caller
+            // already waiting in it, at each join.
+            let starts = lines[key]?.draining != true
+            lines[key, default: Line()].waiting.append(Waiting(request: request, continuation: continuation))
+            lines[key]?.draining = true
             joined()
             // The line is drained by a task of its own, not by the caller that found it idle:
             // that caller would otherwise also wait for every batch that queued behind its own.

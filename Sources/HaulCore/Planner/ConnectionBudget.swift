@@ -60,7 +60,7 @@ public struct ConnectionBudget: Sendable {
     public mutating func join(_ id: DownloadID, host: String, wants: Int, growsFrom start: Int? = nil, now: Double)
         -> Changes
     {
-        changing(host, now: now) { budget in
+        changing(host, touching: id, now: now) { budget in
             budget.joined += 1
             budget.hosts[host, default: Host()].members[id] = Member(
                 wants: max(1, wants), order: budget.joined,
@@ -71,7 +71,7 @@ public struct ConnectionBudget: Sendable {
     /// `id` now has `count` connections (its machine let some go): permits above its share that
     /// it no longer uses go to the others.
     public mutating func using(_ id: DownloadID, host: String, count: Int, now: Double) -> Changes {
-        changing(host, now: now) { budget in
+        changing(host, touching: id, now: now) { budget in
             guard var member = budget.hosts[host]?.members[id] else { return }
             // No budget: its share is what it wants, without dealing every member's (a run's
             // every change of count did, under the lock all runs share).
@@ -83,7 +83,7 @@ public struct ConnectionBudget: Sendable {
 
     /// `id` ended: all its permits go back.
     public mutating func leave(_ id: DownloadID, host: String, now: Double) -> Changes {
-        var changes = changing(host, now: now) { budget in
+        var changes = changing(host, touching: id, now: now) { budget in
             budget.hosts[host]?.members[id] = nil
         }
         changes[id] = nil
@@ -165,29 +165,36 @@ public struct ConnectionBudget: Sendable {
     }
 
     /// Applies `change` to `host`, deals the free permits, and returns the allowances that
-    /// changed.
-    mutating func changing(_ host: String, now: Double, _ change: (inout ConnectionBudget) -> Void) -> Changes {
+    /// changed. `touching`: the one download the change is about (a join, a count, a leave),
+    /// which cannot lower the budget; nil for a change that may (a refusal, an expiry).
+    mutating func changing(
+        _ host: String, touching touched: DownloadID? = nil, now: Double, _ change: (inout ConnectionBudget) -> Void
+    ) -> Changes {
         // A host without a budget (no limit, none lowered), the common case: every download
-        // holds what it wants, so only the ones the change touched can change, and a thousand
-        // downloads joining one host cost a thousand steps, not a thousand sorts of them all.
+        // holds what it wants, so only the one the change touched can change, unless the host
+        // went from one download to more or back (a lone download's grown count depends on it).
+        // Nothing here copies the host's members: a thousand downloads joining one host cost a
+        // thousand steps, not a thousand copies and sorts of them all.
         if budget(host, now: now) == nil {
-            let previous = hosts[host]?.members ?? [:]
+            let wasAlone = hosts[host]?.members.count == 1
+            let previous = touched == nil ? hosts[host]?.members ?? [:] : [:]
             change(&self)
             guard budget(host, now: now) == nil else {
                 // The change lowered it: deal as usual, against the allowances from before.
-                let alone = previous.count == 1
-                return dealt(host, now: now, before: previous.mapValues { min($0.held, $0.unbudgeted(alone: alone)) })
+                return dealt(
+                    host, now: now, before: previous.mapValues { min($0.held, $0.unbudgeted(alone: wasAlone)) })
             }
-            guard var state = hosts[host] else { return [:] }
-            let alone = state.members.count == 1
+            let alone = hosts[host]?.members.count == 1
+            let ids = touched.flatMap { alone == wasAlone ? [$0] : nil } ?? hosts[host].map { Array($0.members.keys) } ?? []
             var changes: Changes = [:]
-            for (id, member) in state.members {
+            for id in ids {
+                guard let member = hosts[host]?.members[id] else { continue }
                 let share = member.unbudgeted(alone: alone)
-                guard member.held != share || previous[id] == nil else { continue }
-                state.members[id]?.held = share
+                // A member that just joined holds 0, and every share is at least 1.
+                guard member.held != share else { continue }
+                hosts[host]?.members[id]?.held = share
                 changes[id] = share
             }
-            hosts[host] = state
             return changes
         }
         let before = allowances(host, now: now)
