@@ -54,7 +54,7 @@ perf = None
 def start_perf():
     global perf
     os.makedirs(os.path.join(os.path.dirname(os.path.abspath(__file__)), "work"), exist_ok=True)
-    perf = subprocess.Popen(["perf", "record", "-F", "2000", "-g", "-o", os.path.join(os.path.dirname(os.path.abspath(__file__)), "work", "add-profile.perf.data"), "-p", str(p.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    perf = subprocess.Popen(["perf", "record"] + os.environ.get("PERF_EVENTS", "-F 2000").split() + ["-g", "-o", os.path.join(os.path.dirname(os.path.abspath(__file__)), "work", "add-profile.perf.data"), "-p", str(p.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.5)
 if os.environ.get("PERF") == "multi": start_perf()
 bodies = []
