@@ -83,6 +83,9 @@ extension DownloadStateMachine {
                 changed = true
             }
         }
-        return changed ? [.persist] : []
+        // Parts whose owners let go since the last checkpoint may merge now too.
+        let count = parts.count
+        mergeFinishedParts()
+        return changed || parts.count != count ? [.persist] : []
     }
 }

@@ -29,6 +29,7 @@ extension DownloadStateMachine {
     /// first, then even splits of the largest remaining part, the next largest, and so on.
     mutating func openMoreConnections() -> [Action] {
         guard rangesProven, isFetching, record.totalLength != nil else { return [] }
+        if readsInOrder { return openConnectionsInOrder() }
         var actions: [Action] = []
         while connections.count < limit, let index = parts.firstIndex(where: { $0.owner == nil && !$0.isComplete }) {
             actions += request(newConnection(part: index, isExtra: true))
@@ -84,16 +85,21 @@ extension DownloadStateMachine {
         }
         if stopRequest == nil, rangesProven, connections.count <= limit {
             rebalance(id)
-            if let index = parts.firstIndex(where: { $0.owner == nil && !$0.isComplete }) {
-                assign(id, to: index)
-                return request(id)
-            }
-            if let stolen = steal(for: id) {
-                return request(stolen) // stored with the next checkpoint, as a split
+            if readsInOrder {
+                if let actions = nextWorkInOrder(for: id) { return actions }
+            } else {
+                if let index = parts.firstIndex(where: { $0.owner == nil && !$0.isComplete }) {
+                    assign(id, to: index)
+                    return request(id)
+                }
+                if let stolen = steal(for: id) {
+                    return request(stolen) // stored with the next checkpoint, as a split
+                }
             }
         }
         if stopRequest == nil, limit > 0, connections.count == 1,
-            let index = parts.firstIndex(where: { $0.owner == nil && !$0.isComplete })
+            let index = readsInOrder
+                ? cutNextWindow(boundless: true) : parts.firstIndex(where: { $0.owner == nil && !$0.isComplete })
         {
             // The last connection never leaves work undone: the download would wait forever.
             assign(id, to: index)
@@ -215,6 +221,8 @@ extension DownloadStateMachine {
                 perConnection: settings.piecesPerConnection,
                 minimum: settings.minimumSegment, maximum: settings.maximumPiece)
         {
+            // Read in order: pieces of `-k`, whatever the file's size (`SequentialPlanner`).
+            if readsInOrder { size = sequentialPiece }
             // A piece of the part (the first one proves, with a 206, that the server serves
             // ranges), so the request ends by itself and the connection carries the next one.
             if record.totalLength == nil, sources.count > 1 {

@@ -65,9 +65,13 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
     /// The `Cookie` field given for each URL (aria2's `load-cookies` over RPC), sent to that URL
     /// only (`headers(for:)`). Empty unless the daemon was given a cookie file with the add.
     public var cookies = SourceCookies()
+    /// `--sequential` (aria2's `stream-piece-selector=inorder`): the first and last pieces
+    /// first, then every connection in a window just ahead of the first missing byte
+    /// (`SequentialPlanner`), so the file can be read while it downloads.
+    public var sequential = false
 
     /// A request for `url` into `destination`. `timestamping`, `remoteTime`, `pieceHashes`,
-    /// `compositeChecksum`, `signing`, `cookies` and `growsConnections` start off and are set
+    /// `compositeChecksum`, `signing`, `cookies`, `growsConnections` and `sequential` start off and are set
     /// afterwards.
     ///
     /// - Throws: `.usage` when `connections` is outside `Limits.connections`, `maxBytesPerSecond` is
@@ -120,6 +124,7 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
         case url, mirrors, directory, fileName, range, checksum, headers, maxAttempts, priority, connections,
             maxBytesPerSecond
         case timestamping, remoteTime, pieceHashes, cookies, growsConnections, compositeChecksum, signing
+        case sequential
     }
 
     /// Gives the download new URLs (a new URL that keeps the bytes, a refreshed signed URL).
@@ -173,6 +178,7 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
             && lhs.pieceHashes == rhs.pieceHashes
             && lhs.cookies == rhs.cookies && lhs.growsConnections == rhs.growsConnections
             && lhs.compositeChecksum == rhs.compositeChecksum && lhs.signing == rhs.signing
+            && lhs.sequential == rhs.sequential
     }
 
     /// Hashes the fields `==` compares: everything but `credentials`.
@@ -195,6 +201,7 @@ public struct DownloadRequest: Hashable, Codable, Sendable {
         hasher.combine(growsConnections)
         hasher.combine(compositeChecksum)
         hasher.combine(signing)
+        hasher.combine(sequential)
     }
 
     /// More connections than this to one server is abuse, not speed.
@@ -289,6 +296,7 @@ extension DownloadRequest {
         growsConnections = try container.decodeIfPresent(Bool.self, forKey: .growsConnections) ?? false
         compositeChecksum = try container.decodeIfPresent(CompositeChecksum.self, forKey: .compositeChecksum)
         signing = try container.decodeIfPresent(SigV4Scope.self, forKey: .signing)
+        sequential = try container.decodeIfPresent(Bool.self, forKey: .sequential) ?? false
         credentials = nil
         authorization = nil
     }

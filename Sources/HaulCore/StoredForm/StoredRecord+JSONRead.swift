@@ -95,6 +95,7 @@ extension StoredRecord {
         var timestamping = false
         var remoteTime = false
         var growsConnections = false
+        var sequential = false
         var pieces: PieceHashes?
         var composite: CompositeChecksum?
         var signing: SigV4Scope?
@@ -118,6 +119,7 @@ extension StoredRecord {
             case "pieceHashes": pieces = try json.optional(self.pieceHashes)
             case "cookies": cookies = try json.optional(self.cookies) ?? SourceCookies()
             case "growsConnections": growsConnections = try json.readOptionalBool() ?? false
+            case "sequential": sequential = try json.readOptionalBool() ?? false
             case "compositeChecksum": composite = try json.optional(self.compositeChecksum)
             case "signing": signing = try json.optional(self.signing)
             default: try json.skipValue()
@@ -149,6 +151,7 @@ extension StoredRecord {
         request.pieceHashes = pieces
         request.cookies = cookies
         request.growsConnections = growsConnections
+        request.sequential = sequential
         request.compositeChecksum = composite
         request.signing = signing
         return request
