@@ -88,9 +88,10 @@ import Testing
             }
             let prefix = Int64(delivered.firstIndex(of: false) ?? Int(total))
             let ahead = Int64(delivered.lastIndex(where: { $0 }).map { $0 + 1 } ?? 0)
-            let lastOutsideTail = tail.map { limit in
-                Int64((delivered[..<Int(limit)].lastIndex(where: { $0 }) ?? -1) + 1)
-            } ?? ahead
+            let lastOutsideTail =
+                tail.map { limit in
+                    Int64((delivered[..<Int(limit)].lastIndex(where: { $0 }) ?? -1) + 1)
+                } ?? ahead
             run.worstLag = max(run.worstLag, lastOutsideTail - prefix)
             // Everything delivered is durable: the written end of every part is its delivered prefix.
             var written: [Int64: Int64] = [:]
