@@ -29,6 +29,8 @@ public struct DownloadView: Codable, Sendable, Hashable {
     /// Its URL expired midway (`url-expired`): it waits, its bytes kept, for a new URL
     /// (`PUT /api/v1/downloads/ID/urls`, aria2's `changeUri`, `haul urls ID URL`).
     public var needsNewURL: Bool
+    /// Read in order (`--sequential`; aria2's `stream-piece-selector=inorder`).
+    public var sequential: Bool
 
     public init(_ record: DownloadRecord, live: Progress?, host: String? = nil) {
         id = record.id.rawValue
@@ -49,11 +51,12 @@ public struct DownloadView: Codable, Sendable, Hashable {
         maxBytesPerSecond = record.request.maxBytesPerSecond
         self.host = running ? host : nil
         needsNewURL = record.needsNewURL
+        sequential = record.request.sequential
     }
 
     private enum CodingKeys: String, CodingKey {
         case completedLength, connections, createdAt, directory, error, fileName, host, id, maxBytesPerSecond
-        case maxConnections, needsNewURL, path, priority, speed, status, totalLength, url
+        case maxConnections, needsNewURL, path, priority, sequential, speed, status, totalLength, url
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -71,6 +74,7 @@ public struct DownloadView: Codable, Sendable, Hashable {
         try container.encode(needsNewURL, forKey: .needsNewURL)
         try container.encode(path, forKey: .path)
         try container.encode(priority, forKey: .priority)
+        try container.encode(sequential, forKey: .sequential)
         try container.encode(speed, forKey: .speed)
         try container.encode(status, forKey: .status)
         try container.encode(totalLength, forKey: .totalLength)
@@ -101,6 +105,7 @@ public struct DownloadView: Codable, Sendable, Hashable {
             json.field("needsNewURL", needsNewURL)
             json.field("path", path)
             json.field("priority", Int64(priority))
+            json.field("sequential", sequential)
             json.field("speed", speed)
             json.field("status", status.rawValue)
             json.field("totalLength", totalLength)

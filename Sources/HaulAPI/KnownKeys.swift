@@ -40,6 +40,6 @@ extension AddRequest: KnownKeys {
     /// `referer` and `userAgent` are the browser's, taken as aria2's `addUri` takes them.
     public static let knownKeys = [
         "url", "directory", "fileName", "priority", "checksum", "headers", "connections", "maxBytesPerSecond",
-        "mirrors", "paused", "position", "referer", "userAgent",
+        "mirrors", "paused", "position", "referer", "userAgent", "sequential",
     ]
 }

@@ -26,6 +26,9 @@ public struct AddRequest: Codable, Sendable {
     public var referer: String?
     /// Sent as `User-Agent`, over one in `headers` (aria2's `user-agent`).
     public var userAgent: String?
+    /// Read in order, the first and last pieces first (`haul get --sequential`; aria2's
+    /// `stream-piece-selector=inorder`); nil takes the daemon's default (`haul serve --sequential`).
+    public var sequential: Bool?
 
     public init(
         url: String, directory: String? = nil, fileName: String? = nil, priority: Int? = nil,
@@ -92,6 +95,7 @@ public struct AddRequest: Codable, Sendable {
             maxBytesPerSecond: maxBytesPerSecond, mirrors: mirrorURLs)
         // No count named: the download starts at the daemon's `-x` and finds its count from there.
         request.growsConnections = connections == nil
+        request.sequential = sequential ?? false
         return request
     }
 }
@@ -196,16 +200,34 @@ public struct OptionsView: Codable, Sendable {
     /// `haul serve --limit-schedule` as given, which sets `maxBytesPerSecond` at each of its
     /// boundaries; nil without one. Not changeable here.
     public var limitSchedule: String?
+    /// New downloads that do not say are read in order (`haul serve --sequential`).
+    public var sequential: Bool
 
     public init(
         maxConcurrentDownloads: Int, directory: String, connections: Int, maxBytesPerSecond: Int64?,
-        limitSchedule: String? = nil
+        limitSchedule: String? = nil, sequential: Bool = false
     ) {
         self.maxConcurrentDownloads = maxConcurrentDownloads
         self.directory = directory
         self.connections = connections
         self.maxBytesPerSecond = maxBytesPerSecond
         self.limitSchedule = limitSchedule
+        self.sequential = sequential
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case maxConcurrentDownloads, directory, connections, maxBytesPerSecond, limitSchedule, sequential
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        maxConcurrentDownloads = try container.decode(Int.self, forKey: .maxConcurrentDownloads)
+        directory = try container.decode(String.self, forKey: .directory)
+        connections = try container.decode(Int.self, forKey: .connections)
+        maxBytesPerSecond = try container.decodeIfPresent(Int64.self, forKey: .maxBytesPerSecond)
+        limitSchedule = try container.decodeIfPresent(String.self, forKey: .limitSchedule)
+        // Absent from a daemon older than the field.
+        sequential = try container.decodeIfPresent(Bool.self, forKey: .sequential) ?? false
     }
 
     /// Every key, `maxBytesPerSecond: null` and `limitSchedule: null` included.
@@ -216,6 +238,7 @@ public struct OptionsView: Codable, Sendable {
         try container.encode(connections, forKey: .connections)
         try container.encode(maxBytesPerSecond, forKey: .maxBytesPerSecond)
         try container.encode(limitSchedule, forKey: .limitSchedule)
+        try container.encode(sequential, forKey: .sequential)
     }
 }
 
@@ -226,15 +249,21 @@ public struct OptionsChange: Codable, Sendable {
     public var connections: Int?
     /// nil: unchanged; `.some(nil)`: no limit.
     public var maxBytesPerSecond: Int64??
+    /// nil: unchanged; whether new downloads that do not say are read in order.
+    public var sequential: Bool?
 
-    public init(maxConcurrentDownloads: Int? = nil, connections: Int? = nil, maxBytesPerSecond: Int64?? = nil) {
+    public init(
+        maxConcurrentDownloads: Int? = nil, connections: Int? = nil, maxBytesPerSecond: Int64?? = nil,
+        sequential: Bool? = nil
+    ) {
         self.maxConcurrentDownloads = maxConcurrentDownloads
         self.connections = connections
         self.maxBytesPerSecond = maxBytesPerSecond
+        self.sequential = sequential
     }
 
     private enum CodingKeys: String, CodingKey {
-        case maxConcurrentDownloads, connections, maxBytesPerSecond
+        case maxConcurrentDownloads, connections, maxBytesPerSecond, sequential
     }
 
     /// Options of `haul serve`'s command line that no request may set: they run code on the host
@@ -254,6 +283,7 @@ public struct OptionsChange: Codable, Sendable {
         maxConcurrentDownloads = try container.decodeIfPresent(Int.self, forKey: .maxConcurrentDownloads)
         connections = try container.decodeIfPresent(Int.self, forKey: .connections)
         maxBytesPerSecond = try container.decodeLimit(forKey: .maxBytesPerSecond)
+        sequential = try container.decodeIfPresent(Bool.self, forKey: .sequential)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -261,6 +291,7 @@ public struct OptionsChange: Codable, Sendable {
         try container.encodeIfPresent(maxConcurrentDownloads, forKey: .maxConcurrentDownloads)
         try container.encodeIfPresent(connections, forKey: .connections)
         if let maxBytesPerSecond { try container.encode(maxBytesPerSecond, forKey: .maxBytesPerSecond) }
+        try container.encodeIfPresent(sequential, forKey: .sequential)
     }
 }
 

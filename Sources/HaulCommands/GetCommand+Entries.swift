@@ -130,7 +130,8 @@ extension GetCommand {
         /// Per URL: its own `user:password@`, else `--user`, else netrc. Kept in memory only.
         var credentials: CredentialSources
         var timestamps = TimestampOptions()
-
+        /// `--sequential`.
+        var sequential = false
     }
 
     func requestTemplate(reporter: Reporter) throws -> RequestTemplate {
@@ -146,7 +147,7 @@ extension GetCommand {
                 range: parsedRange,
                 checksum: try checksum.map { text throws(HaulError) in try Checksum(parsing: text) },
                 headers: try parseHeaders(), retries: retries, connections: connections,
-                credentials: try network.credentialSources(), timestamps: timestamps)
+                credentials: try network.credentialSources(), timestamps: timestamps, sequential: sequential)
         } catch {
             reporter.failure(url: nil, error)
             throw ExitCode(ExitCodes.usage)
@@ -205,6 +206,7 @@ extension GetCommand.RequestTemplate {
             connections: connections ?? GetCommand.defaultConnections,
             credentials: credentials.credentials(for: url), mirrors: mirrors)
         request.growsConnections = connections == nil
+        request.sequential = sequential
         request.timestamping = timestamps.timestamping
         request.remoteTime = timestamps.remoteTime || timestamps.timestamping
         return request

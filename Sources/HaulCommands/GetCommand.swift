@@ -89,6 +89,14 @@ struct GetCommand: AsyncParsableCommand {
     @Option(help: "Only these bytes, inclusive: A-B or A-.")
     var range: String?
 
+    @Flag(
+        help:
+            """
+            Read in order, to use the file while it downloads: the first and last -k bytes first, then every \
+            connection just ahead of the first missing byte (at most 4 x -x x -k ahead).
+            """)
+    var sequential = false
+
     @Option(
         help:
             """

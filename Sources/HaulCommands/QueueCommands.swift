@@ -46,6 +46,13 @@ struct AddCommand: AsyncParsableCommand {
     @Flag(help: "Add them paused: nothing is requested until 'haul resume'.")
     var paused = false
 
+    @Flag(
+        help: """
+            Read them in order, to use each file while it downloads (default: the daemon's, \
+            'haul serve --sequential').
+            """)
+    var sequential = false
+
     @OptionGroup var daemon: DaemonOptions
 
     func validate() throws {
@@ -85,6 +92,7 @@ struct AddCommand: AsyncParsableCommand {
                     url: $0, directory: directory, priority: priority, connections: connections, maxBytesPerSecond: rate
                 )
                 add.paused = paused ? true : nil
+                add.sequential = sequential ? true : nil
                 return add
             }
             let added: [DownloadView] = try await client.send(.POST, "/downloads", body: adds)

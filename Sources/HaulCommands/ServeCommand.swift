@@ -66,6 +66,13 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(name: .shortAndLong, help: "Log at debug level on stderr (failed connections, ...), not only at info.")
     var verbose = false
 
+    @Flag(
+        help: """
+            Read new downloads in order unless their add says (REST sequential, aria2's stream-piece-selector): \
+            the first and last pieces first, then every connection just ahead of the first missing byte.
+            """)
+    var sequential = false
+
     @Option(help: "The API token (default: $HAUL_SECRET, else a fresh random one). Required off loopback.")
     var secret: String?
 
@@ -188,6 +195,7 @@ struct ServeCommand: AsyncParsableCommand {
             defaultConnections: connections, maxBytesPerSecond: try engine.maxBytesPerSecond(),
             logger: logger)
         configuration.allowedDirectories = allowedDirectories.map { HaulHome.absolute($0) }
+        configuration.sequential = sequential
         configuration.manager.checkpointInterval = engine.checkpoint
         configuration.manager.maxConnectionsPerHost = engine.maxConnectionsPerHost
         configuration.manager.refreshCommand = engine.refreshCommand

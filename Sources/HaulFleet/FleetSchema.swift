@@ -7,7 +7,7 @@ import PostgresNIO
 /// refused before anything is changed.
 enum FleetSchema {
     /// The version this haul writes. Add a step to `steps` and raise it; never edit a step.
-    static let version = 5
+    static let version = 6
 
     static let steps: [[String]] = [
         [
@@ -100,6 +100,14 @@ enum FleetSchema {
             """,
             "CREATE INDEX IF NOT EXISTS haul_groups_members ON haul_groups USING gin (members)",
             "CREATE INDEX IF NOT EXISTS haul_groups_unfinished ON haul_groups (created_at) WHERE state <> 'finished'",
+        ],
+        [
+            // Read in order (`--sequential`, issue 49): the record's own setting, in a column a
+            // query or an operator can see (`SELECT id FROM haul_downloads WHERE sequential`).
+            """
+            ALTER TABLE haul_downloads ADD COLUMN IF NOT EXISTS sequential boolean GENERATED ALWAYS AS (
+                COALESCE((record::jsonb #>> '{request,sequential}')::boolean, false)) STORED
+            """
         ],
     ]
 

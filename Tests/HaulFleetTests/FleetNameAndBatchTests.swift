@@ -189,7 +189,7 @@ import Testing
         #expect(try await migrated.record(records[1].id)?.status == .queued)
         #expect(try await migrated.record(records[0].id)?.status == .paused)
         #expect(try await migrated.record(records[2].id)?.status == .completed)
-        #expect(try await server.psql("SELECT version FROM haul_schema") == "5")
+        #expect(try await server.psql("SELECT version FROM haul_schema") == "6")
         await migrated.close()
         await server.destroy()
     }

@@ -38,7 +38,7 @@ import Testing
         _ = try await server.psql("UPDATE haul_schema SET version = 2")
 
         let migrated = try await PostgresDownloadStore.open(try location(server), host: "a")
-        #expect(try await server.psql("SELECT version FROM haul_schema") == "5")
+        #expect(try await server.psql("SELECT version FROM haul_schema") == "6")
         for record in records {
             let read = try #require(try await migrated.record(record.id))
             #expect(read.request == record.request)
@@ -49,6 +49,23 @@ import Testing
         #expect(claimed.map(\.id) == records.map(\.id))
         #expect(claimed.allSatisfy { $0.request.credentials == credentials })
         await migrated.close()
+        await server.destroy()
+    }
+
+    /// `--sequential` is kept with the record and shown in its own column (schema step 6); a
+    /// record without it reads as not sequential.
+    @Test func theSequentialSettingIsStoredAndInItsColumn() async throws {
+        let server = try await PostgresServer.start()
+        let store = try await PostgresDownloadStore.open(try location(server), host: "a")
+        var inOrder = queued(0)
+        inOrder.request.sequential = true
+        let plain = queued(1)
+        try await store.save([inOrder, plain])
+        #expect(try await store.record(inOrder.id)?.request.sequential == true)
+        #expect(try await store.record(plain.id)?.request.sequential == false)
+        let column = try await server.psql("SELECT id FROM haul_downloads WHERE sequential")
+        #expect(column == inOrder.id.rawValue)
+        await store.close()
         await server.destroy()
     }
 

@@ -185,7 +185,8 @@ public struct ConnectionBudget: Sendable {
                     host, now: now, before: previous.mapValues { min($0.held, $0.unbudgeted(alone: wasAlone)) })
             }
             let alone = hosts[host]?.members.count == 1
-            let ids = touched.flatMap { alone == wasAlone ? [$0] : nil } ?? hosts[host].map { Array($0.members.keys) } ?? []
+            let ids =
+                touched.flatMap { alone == wasAlone ? [$0] : nil } ?? hosts[host].map { Array($0.members.keys) } ?? []
             var changes: Changes = [:]
             for id in ids {
                 guard let member = hosts[host]?.members[id] else { continue }

@@ -236,7 +236,7 @@ struct APIRoutes<Context: RequestContext>: Sendable {
             OptionsView(
                 maxConcurrentDownloads: await manager.maxConcurrentDownloads, directory: defaults.directory,
                 connections: defaults.connections, maxBytesPerSecond: manager.globalLimiter.rate?.bytesPerSecond,
-                limitSchedule: defaults.limitSchedule?.description))
+                limitSchedule: defaults.limitSchedule?.description, sequential: defaults.sequential))
     }
 
     /// Every field is checked before any changes, so a bad one changes nothing.
@@ -256,6 +256,10 @@ struct APIRoutes<Context: RequestContext>: Sendable {
         if let rate = change.maxBytesPerSecond {
             await manager.setMaxBytesPerSecond(rate)
             logger.info("options changed", metadata: ["maxBytesPerSecond": "\(rate.map(String.init) ?? "none")"])
+        }
+        if let sequential = change.sequential {
+            defaults.sequential = sequential
+            logger.info("options changed", metadata: ["sequential": "\(sequential)"])
         }
         return try await options()
     }

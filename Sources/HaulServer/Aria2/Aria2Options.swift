@@ -112,9 +112,23 @@ enum Aria2Options {
             ? nil : min(split ?? defaults.connections, perServer ?? defaults.connections)
         let rate = try rate(options, "max-download-limit")
         if let pause = text(options, "pause"), !["true", "false"].contains(pause) { throw problem("pause") }
-        return AddRequest(
+        var add = AddRequest(
             url: uri, directory: directory, fileName: fileName, checksum: checksum,
             connections: connections, maxBytesPerSecond: rate ?? nil, mirrors: mirrors.isEmpty ? nil : mirrors)
+        add.sequential = try sequential(options)
+        return add
+    }
+
+    /// `stream-piece-selector`: `inorder` and `geom` read in order (haul has one order, the
+    /// first and last pieces first, then from the start), `default` and `random` do not; nil
+    /// when not given.
+    static func sequential(_ options: [String: JSONValue]) throws -> Bool? {
+        guard let value = text(options, "stream-piece-selector") else { return nil }
+        switch value {
+        case "inorder", "geom": return true
+        case "default", "random": return false
+        default: throw problem("stream-piece-selector")
+        }
     }
 
     /// The request fields of an add (`header`, `referer`, `user-agent`), nil when it names
@@ -178,6 +192,7 @@ enum Aria2Options {
         var perDownload: Int64??
         var connections: Int?
         var directory: String?
+        var sequential: Bool?
     }
 
     static func globalChange(_ options: [String: JSONValue]) throws -> GlobalChange {
@@ -196,6 +211,7 @@ enum Aria2Options {
             guard directory.hasPrefix("/") else { throw problem("dir") }
             change.directory = directory
         }
+        change.sequential = try sequential(options)
         return change
     }
 
@@ -215,6 +231,7 @@ enum Aria2Options {
             if let name = record.fileName { json.field("out", name) }
             if let referer = request.headers["Referer"] { json.field("referer", referer) }
             json.field("split", String(request.connections))
+            json.field("stream-piece-selector", request.sequential ? "inorder" : "default")
             if let agent = request.headers["User-Agent"] { json.field("user-agent", agent) }
         }
     }
@@ -229,6 +246,7 @@ enum Aria2Options {
             json.field("max-download-limit", String(defaults.maxBytesPerSecond ?? 0))
             json.field("max-overall-download-limit", String(overall ?? 0))
             json.field("split", String(defaults.connections))
+            json.field("stream-piece-selector", defaults.sequential ? "inorder" : "default")
         }
     }
 }

@@ -234,6 +234,7 @@ extension Aria2RPC {
         if let rate = change.overall { await manager.setMaxBytesPerSecond(rate) }
         if let rate = change.perDownload { defaults.maxBytesPerSecond = rate }
         if let connections = change.connections { defaults.connections = connections }
+        if let sequential = change.sequential { defaults.sequential = sequential }
         if let directory = change.directory { try defaults.setDirectory(directory) }
     }
 

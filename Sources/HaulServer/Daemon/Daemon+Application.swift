@@ -60,6 +60,7 @@ extension Daemon {
             allowedDirectories: configuration.allowedDirectories, limitSchedule: configuration.limitSchedule,
             content: configuration.content, keepsFinishes: keepsFinishes, hubCache: configuration.hubCache,
             logger: logger)
+        defaults.sequential = configuration.sequential
         return RouteParts(
             manager: manager, defaults: defaults, settings: DownloadSettingsCache(manager: manager), metrics: metrics,
             secret: secret,

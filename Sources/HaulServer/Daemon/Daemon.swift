@@ -83,6 +83,8 @@ public struct Daemon: Sendable {
         /// Where `hf://` files go in the Hub's cache layout (`--hf-cache`); nil: the repository's
         /// tree under the add's directory.
         public var hubCache: String?
+        /// New downloads that do not say are read in order (`--sequential`).
+        public var sequential = false
 
         public init(
             host: String = "127.0.0.1", port: Int = 6800, secret: String? = nil, home: String,

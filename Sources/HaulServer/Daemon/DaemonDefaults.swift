@@ -18,6 +18,7 @@ public final class DaemonDefaults: Sendable {
         var directory: String
         var maxBytesPerSecond: Int64?
         var limitSchedule: SpeedSchedule?
+        var sequential = false
     }
 
     private let state: NIOLockedValueBox<State>
@@ -74,6 +75,13 @@ public final class DaemonDefaults: Sendable {
         set { state.withLockedValue { $0.limitSchedule = newValue } }
     }
 
+    /// Whether new downloads that do not say are read in order (`haul serve --sequential`;
+    /// aria2's global `stream-piece-selector`).
+    public var sequential: Bool {
+        get { state.withLockedValue { $0.sequential } }
+        set { state.withLockedValue { $0.sequential = newValue } }
+    }
+
     /// Where new downloads go unless they say (`-d`; aria2's global `dir`).
     public var directory: String { state.withLockedValue { $0.directory } }
 
@@ -94,6 +102,7 @@ public final class DaemonDefaults: Sendable {
     public func request(for add: AddRequest) throws(HaulError) -> DownloadRequest {
         var add = add
         if add.maxBytesPerSecond == nil { add.maxBytesPerSecond = maxBytesPerSecond }
+        if add.sequential == nil { add.sequential = sequential }
         let request = try add.downloadRequest(defaultDirectory: directory, defaultConnections: connections)
         try policy.check(request.directory)
         return request
