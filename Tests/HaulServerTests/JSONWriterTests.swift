@@ -86,8 +86,8 @@ import Testing
         #expect(
             object.keys.sorted() == [
                 "completedLength", "connections", "createdAt", "directory", "error", "fileName", "host", "id",
-                "maxBytesPerSecond", "maxConnections", "needsNewURL", "path", "priority", "speed", "status",
-                "totalLength", "url",
+                "maxBytesPerSecond", "maxConnections", "needsNewURL", "path", "priority", "sequential", "speed",
+                "status", "totalLength", "url",
             ])
         #expect(object["totalLength"] is NSNull && object["path"] is NSNull && object["host"] is NSNull)
     }

@@ -44,6 +44,7 @@ import Testing
             algorithm: .sha512, partLengths: [8 << 20, 8 << 20, 1_234], hex: String(repeating: "5e", count: 64))
         request.signing = SigV4Scope(region: "eu-west-1", service: "execute-api")
         request.growsConnections = true
+        request.sequential = true
         request.authorization = "Bearer token-46"
         request.timestamping = true
         request.remoteTime = true

@@ -118,8 +118,7 @@ extension StoredRecord {
                 }
             }
             json.field("growsConnections", request.growsConnections)
-            // Only when set: records stored before it existed read the same either way.
-            if request.sequential { json.field("sequential", true) }
+            json.field("sequential", request.sequential)
             if let composite = request.compositeChecksum {
                 json.key("compositeChecksum")
                 json.object { json in
