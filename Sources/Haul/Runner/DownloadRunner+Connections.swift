@@ -37,6 +37,7 @@ extension RunSession {
             return
         }
         let (machine, post, limiters, url) = (machine, post, limiters, record.request.url.absoluteString)
+        let inOrder = record.request.sequential
         tasks[connection] = Task {
             do {
                 while let chunk = try await body.next() {
@@ -69,6 +70,16 @@ extension RunSession {
                     if accepted.partComplete { break }
                     // Backpressure: the next read waits for the rate limits.
                     try await RateLimiter.acquire(chunk.count, from: limiters)
+                }
+                // Read in order: the piece's last batch goes to the disk now, not at the next
+                // checkpoint, so whoever reads the `.part` sees its front move piece by piece.
+                if inOrder {
+                    do {
+                        _ = try await writer.flush()
+                    } catch {
+                        post.yield(.diskFailed(connection, HaulError.from(error, otherwise: .fileSystem)))
+                        return
+                    }
                 }
                 post.yield(.bodyEnded(connection))
             } catch {
