@@ -76,11 +76,15 @@ import Testing
     /// Host a completed a group's last download and died before writing its finish: host b,
     /// running all along, finds the group within a lease (its tick looks at the unfinished groups)
     /// and writes it.
+    ///
+    /// Leases of 12 s: a database call may take a third of a lease (4 s). With 4 s leases (1.33 s
+    /// per call) the whole suite's load on two cores, headless Chromium beside it, made every
+    /// call of b's time out, twice in a row, and the group was never finished.
     @Test func aGroupWhoseHostDiedBeforeItsFinishIsFinishedByAnother() async throws {
         let hosts = try await Hosts.make()
-        let b = try await hosts.host("b", jobs: 1, leaseTimeout: .seconds(4))
+        let b = try await hosts.host("b", jobs: 1, leaseTimeout: .seconds(12))
         // What a left in the database: the download completed, its group waiting.
-        let a = try await hosts.store("a", leaseTimeout: .seconds(4))
+        let a = try await hosts.store("a", leaseTimeout: .seconds(12))
         var done = DownloadRecord(
             id: .random(),
             request: try DownloadRequest(
