@@ -11,9 +11,10 @@ import Testing
 
     func machine(
         connections: Int, minimumSegment: Int64 = 100, maximumPiece: Int64 = 1 << 40,
-        minimumSteal: Int64 = 10
+        minimumSteal: Int64 = 10, sequential: Bool = false
     ) throws -> Machine {
-        let request = try DownloadRequest(url: url, destination: .directory("/tmp"), connections: connections)
+        var request = try DownloadRequest(url: url, destination: .directory("/tmp"), connections: connections)
+        request.sequential = sequential
         var record = DownloadRecord(id: DownloadID(rawValue: "1"), request: request, createdAt: 0)
         record.fileName = "file"
         return Machine(

@@ -10,17 +10,9 @@ import Testing
     let url = try! RemoteURL("http://h/file")
     let piece: Int64 = 100
 
+    /// `PieceTests`' machine (pieces of `piece`, steals of at least 10 bytes), read in order or not.
     func machine(connections: Int, sequential: Bool) throws -> Machine {
-        var request = try DownloadRequest(url: url, destination: .directory("/tmp"), connections: connections)
-        request.sequential = sequential
-        var record = DownloadRecord(id: DownloadID(rawValue: "1"), request: request, createdAt: 0)
-        record.fileName = "file"
-        return Machine(
-            record: record,
-            settings: .init(
-                retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(1)), minimumSegment: piece,
-                minimumSteal: 10, checkpointInterval: 1_000_000, overlap: 50, tickInterval: 0.25,
-                piecesPerConnection: 4, maximumPiece: 1 << 40, httpVersions: .http1_1))
+        try PieceTests().machine(connections: connections, minimumSegment: piece, sequential: sequential)
     }
 
     /// What the simulated server saw and the file got.

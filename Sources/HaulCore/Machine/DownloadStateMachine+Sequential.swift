@@ -82,7 +82,8 @@ extension DownloadStateMachine {
             // Its owner asks for bytes before the tail only.
             guard connection.isWorking, unrequestedStart(index) <= tail else { return nil }
         }
-        return cut(index, at: max(tail, unrequestedStart(index)), through: end)
+        // Nobody has asked for it (the guards above): the cut is at the tail itself.
+        return cut(index, at: tail, through: end)
     }
 
     /// Makes `start...through` of part `index` (at or past what its owner asked for) a part of

@@ -131,6 +131,11 @@ enum Aria2Options {
         }
     }
 
+    /// `stream-piece-selector` as `getOption` and `getGlobalOption` show it.
+    static func selector(sequential: Bool) -> String {
+        sequential ? "inorder" : "default"
+    }
+
     /// The request fields of an add (`header`, `referer`, `user-agent`), nil when it names
     /// none: `header` is a list of lines or one text of lines separated by `\n`.
     static func headers(_ options: [String: JSONValue]) throws -> HTTPHeaderList? {
@@ -231,7 +236,7 @@ enum Aria2Options {
             if let name = record.fileName { json.field("out", name) }
             if let referer = request.headers["Referer"] { json.field("referer", referer) }
             json.field("split", String(request.connections))
-            json.field("stream-piece-selector", request.sequential ? "inorder" : "default")
+            json.field("stream-piece-selector", selector(sequential: request.sequential))
             if let agent = request.headers["User-Agent"] { json.field("user-agent", agent) }
         }
     }
@@ -246,7 +251,7 @@ enum Aria2Options {
             json.field("max-download-limit", String(defaults.maxBytesPerSecond ?? 0))
             json.field("max-overall-download-limit", String(overall ?? 0))
             json.field("split", String(defaults.connections))
-            json.field("stream-piece-selector", defaults.sequential ? "inorder" : "default")
+            json.field("stream-piece-selector", selector(sequential: defaults.sequential))
         }
     }
 }
