@@ -3,7 +3,7 @@ import Testing
 
 /// The window of `haul get -o -`: bytes go out in order whatever order the connections bring
 /// them in, at most `capacity` bytes wait, and a chunk past that or over another is refused.
-@Suite struct StreamWindowTests {
+@Suite(.timeLimit(.minutes(1))) struct StreamWindowTests {
     func bytes(_ range: Range<Int>) -> [UInt8] { range.map { UInt8(truncatingIfNeeded: $0 * 7) } }
 
     func flat(_ chunks: [any ByteChunk]) -> [UInt8] {
